@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of kbisect from Debian bookworm packages.
+# Idempotent: packages already present are left alone and apt is not even consulted.
+# Run as root (or with sudo available). Nothing is downloaded outside apt.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ccache
+  # gRPC 1.51 + protobuf 3.21 (the wire contract and the services).
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  # libgit2 1.5: commit lists, metadata, diffs and worktree checkouts without forking git.
+  libgit2-dev
+  # abseil 20220623: Status/StatusOr, synchronization, strings, flat containers.
+  libabsl-dev
+  # RE2: metric extraction regexes with guaranteed linear time on arbitrary benchmark output.
+  libre2-dev
+  # CLI11: the command line of the three binaries.
+  libcli11-dev
+  # nlohmann-json: reading JSON benchmark output and dashboard files.
+  nlohmann-json3-dev
+  # SQLite: coordinator state (WAL, synchronous=FULL).
+  libsqlite3-dev
+  # GoogleTest/GoogleMock: unit and integration tests.
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
