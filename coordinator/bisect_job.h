@@ -1,0 +1,119 @@
+// Copyright 2026 The kbisect Authors.
+//
+// BisectJob is the state machine of one bisect job: baselines, the k-ary search over the commit
+// list, probe bookkeeping, verdicts and the final result. It is pure: it never touches git, the
+// network, threads or the clock (times are passed in), so the coordinator's behaviour can be
+// tested step by step. The Coordinator owns one per job and serialises calls to it.
+#ifndef KBISECT_COORDINATOR_BISECT_JOB_H_
+#define KBISECT_COORDINATOR_BISECT_JOB_H_
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/search/bisect_search.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+class BisectJob {
+ public:
+  // How often a task may be handed out before a lost worker turns it into a skip.
+  static constexpr int kMaxAttempts = 3;
+  // Skipped candidates above this count make the result inconclusive rather than a range.
+  static constexpr int kMaxReportedCandidates = 10;
+
+  // Creates the job over `commits` (index 0 = GOOD, last = BAD; at least two entries) with the
+  // spec's defaults filled in. Emits a STARTED event.
+  BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
+            absl::Time now);
+
+  BisectJob(const BisectJob&) = delete;
+  BisectJob& operator=(const BisectJob&) = delete;
+
+  // Hands out up to `max_tasks` tasks that should start now: baselines first (and retries of
+  // lost tasks), then bisect probes that split the open interval as evenly as possible together
+  // with the probes in flight. Respects the spec's max_workers. Returns none once finished.
+  std::vector<v1::Task> TakeTasks(int max_tasks, absl::Time now);
+
+  // Records that `task_id` was leased to `worker` (attempt `attempt`).
+  void OnTaskStarted(const std::string& task_id, const std::string& worker, int attempt,
+                     absl::Time now);
+
+  // Records the result of `task_id`. Results of unknown, cancelled or already finished tasks are
+  // ignored (returns an empty list). Returns the ids of in-flight tasks that became useless and
+  // must be cancelled (their processes killed).
+  std::vector<std::string> OnTaskFinished(const std::string& task_id, const v1::TaskResult& result,
+                                          absl::Time now);
+
+  // The lease of `task_id` was lost (worker died, lease expired, infrastructure error). The task
+  // is queued again for another worker, or, after kMaxAttempts, recorded as a skip. Returns tasks
+  // to cancel, as OnTaskFinished does.
+  std::vector<std::string> OnTaskLost(const std::string& task_id, const std::string& why,
+                                      absl::Time now);
+
+  // Stops the job: every unfinished task is cancelled. Returns their ids.
+  std::vector<std::string> Cancel(const std::string& reason, absl::Time now);
+
+  // True once the job reached a terminal state (done, failed or cancelled).
+  bool finished() const;
+
+  // The job's status as reported to clients.
+  const v1::JobStatus& status() const { return status_; }
+
+  // Mutable access for the coordinator to attach report details (files changed, root-cause
+  // hints, worker identities) that need I/O this class does not do.
+  v1::JobStatus* mutable_status() { return &status_; }
+
+  // Returns the events produced since the previous call (sequence numbers unset).
+  std::vector<v1::JobEvent> TakeEvents();
+
+  // Ids of tasks handed out and not yet finished, lost or cancelled.
+  std::vector<std::string> ActiveTaskIds() const;
+
+ private:
+  struct TaskEntry {
+    v1::Task task;
+    int probe = -1;  // Position in status_.probes.
+    bool active = false;  // Handed out, no result yet.
+    bool done = false;  // Finished, cancelled or given up.
+  };
+
+  v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }
+  std::string NewTask(v1::ProbeKind kind, int index, int round);
+  bool BaselinesReady() const;
+  void EvaluateBaselines(absl::Time now);
+  void ClassifyPending(absl::Time now);
+  void ApplyVerdict(TaskEntry& entry, v1::Verdict verdict, absl::Time now);
+  void CancelUseless(absl::Time now);
+  void MaybeFinish(absl::Time now);
+  void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
+  void UpdateProgress();
+  void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
+            absl::Time now);
+  std::string FormatValue(double value) const;
+  double MedianAt(int index) const;
+  int InFlightCount() const;
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  BisectSearch search_;
+  std::map<std::string, TaskEntry> tasks_;
+  std::deque<std::string> queue_;  // Tasks ready to hand out (baselines, retries).
+  std::string good_task_;
+  std::string bad_task_;
+  std::vector<std::string> unclassified_;  // Finished bisect probes awaiting baselines.
+  std::map<int, std::vector<double>> samples_at_;  // Index -> samples, for before/after.
+  int next_task_ = 0;
+  int steps_ = 0;  // Finished bisect probes with a verdict.
+  int max_round_recorded_ = 0;
+  absl::Time start_time_;
+  std::vector<v1::JobEvent> events_;
+  std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_BISECT_JOB_H_
