@@ -1,0 +1,566 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The fork/exec implementation of CommandRunner (Linux).
+//
+// Everything the child needs (argv, envp, the resolved executable path, file descriptors) is
+// prepared before fork(); between fork() and execve() the child only makes async-signal-safe
+// system calls, because other threads of the parent may hold locks (e.g. malloc's) at fork time.
+// Failures in the child are reported as {stage, errno} through a close-on-exec pipe: EOF on that
+// pipe means execve() succeeded.
+
+#include "common/exec/exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+extern char** environ;
+
+namespace kbisect {
+
+void Cancellation::Cancel() { cancelled_.store(true, std::memory_order_release); }
+
+bool Cancellation::IsCancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+bool ExecResult::ok() const { return exit_code == 0 && signal == 0 && !timed_out && !cancelled; }
+
+std::string ExecResult::Describe() const {
+  if (cancelled) return "cancelled";
+  if (timed_out)
+    return absl::StrCat("timed out after ", absl::FormatDuration(timeout), " and was killed");
+  if (signal != 0) {
+    const char* description = sigdescr_np(signal);
+    return absl::StrFormat("killed by signal %d (%s)", signal,
+                           description != nullptr ? description : "unknown signal");
+  }
+  return absl::StrCat("exited with code ", exit_code);
+}
+
+std::string ExecResult::Tail(int lines) const {
+  if (lines <= 0 || output.empty()) return "";
+  size_t end = output.size();
+  if (output[end - 1] == '\n') --end;
+  size_t begin = end;
+  int seen = 0;
+  while (begin > 0) {
+    if (output[begin - 1] == '\n' && ++seen == lines) break;
+    --begin;
+  }
+  return output.substr(begin, end - begin);
+}
+
+namespace {
+
+// Bytes read from the output pipe per read() call.
+constexpr size_t kReadChunk = 256 * 1024;
+// Reads per PumpOutput() call before the caller gets to check deadlines and cancellation again.
+constexpr int kMaxReadsPerPump = 16;
+// The longest the runner waits without checking for cancellation, deadlines and child exit.
+constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
+// How long output is still read after the direct child exited while someone keeps the pipe open.
+constexpr absl::Duration kDrainLinger = absl::Milliseconds(200);
+// The pipe buffer size requested for the output pipe (fewer wakeups for chatty commands).
+constexpr int kPipeSize = 1 << 20;
+
+// Where in the child a setup step failed.
+enum ChildStage : int {
+  kStageSetpgid = 1,
+  kStageStdin = 2,
+  kStageStdout = 3,
+  kStageStderr = 4,
+  kStageChdir = 5,
+  kStageExec = 6,
+};
+
+struct ChildError {
+  int stage;
+  int error;
+};
+
+const char* StageName(int stage) {
+  switch (stage) {
+    case kStageSetpgid:
+      return "setpgid";
+    case kStageStdin:
+      return "redirecting stdin";
+    case kStageStdout:
+      return "redirecting stdout";
+    case kStageStderr:
+      return "redirecting stderr";
+    case kStageChdir:
+      return "chdir";
+    case kStageExec:
+      return "execve";
+  }
+  return "setup";
+}
+
+// Closes a file descriptor on destruction.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Keeps the first half and the last half of a byte stream within a fixed budget.
+class OutputCollector {
+ public:
+  explicit OutputCollector(size_t limit) : head_cap_(limit / 2), tail_cap_(limit - limit / 2) {}
+
+  void Append(const char* data, size_t n) {
+    total_ += n;
+    if (head_.size() < head_cap_) {
+      size_t take = std::min(n, head_cap_ - head_.size());
+      head_.append(data, take);
+      data += take;
+      n -= take;
+    }
+    if (n == 0 || tail_cap_ == 0) return;
+    if (n >= tail_cap_) {
+      ring_.assign(data + (n - tail_cap_), tail_cap_);
+      pos_ = 0;
+      return;
+    }
+    if (ring_.size() < tail_cap_) {
+      size_t take = std::min(n, tail_cap_ - ring_.size());
+      ring_.append(data, take);
+      data += take;
+      n -= take;
+      if (n == 0) return;
+    }
+    // The ring is full; pos_ indexes its oldest byte, which is overwritten first.
+    size_t first = std::min(n, tail_cap_ - pos_);
+    std::memcpy(&ring_[pos_], data, first);
+    std::memcpy(&ring_[0], data + first, n - first);
+    pos_ = (pos_ + n) % tail_cap_;
+  }
+
+  uint64_t total() const { return total_; }
+
+  std::string Finish() {
+    std::string tail = ring_.substr(pos_) + ring_.substr(0, pos_);
+    uint64_t omitted = total_ - head_.size() - tail.size();
+    if (omitted == 0) return head_ + tail;
+    std::string out = std::move(head_);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    absl::StrAppend(&out, "[... kbisect: ", omitted, " bytes omitted ...]\n", tail);
+    return out;
+  }
+
+ private:
+  const size_t head_cap_;
+  const size_t tail_cap_;
+  std::string head_;
+  std::string ring_;
+  size_t pos_ = 0;
+  uint64_t total_ = 0;
+};
+
+// Converts a duration to a poll() timeout in milliseconds, rounding up, capped at kPollInterval.
+int PollTimeoutMs(absl::Duration wait) {
+  wait = std::min(wait, kPollInterval);
+  if (wait <= absl::ZeroDuration()) return 0;
+  return static_cast<int>(absl::ToInt64Milliseconds(wait + absl::Microseconds(999)));
+}
+
+// Waits up to `wait` (at most kPollInterval) for output on `fd` and appends what is available to
+// `out`. On EOF or a read error, closes `fd`. If `fd` is already closed, just sleeps.
+void PumpOutput(ScopedFd& fd, absl::Duration wait, char* buffer, OutputCollector& out) {
+  if (!fd.valid()) {
+    absl::SleepFor(std::min(wait, kPollInterval));
+    return;
+  }
+  struct pollfd pfd = {fd.get(), POLLIN, 0};
+  int ready = poll(&pfd, 1, PollTimeoutMs(wait));
+  if (ready <= 0) return;  // Timeout or EINTR: the caller loops.
+  for (int i = 0; i < kMaxReadsPerPump; ++i) {
+    ssize_t n = read(fd.get(), buffer, kReadChunk);
+    if (n > 0) {
+      out.Append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    fd.Reset();  // EOF or an unrecoverable error.
+    return;
+  }
+}
+
+// Returns `fd` if it is above 2, otherwise a close-on-exec duplicate above 2 (closing `fd`), so
+// that dup2() onto 0, 1 and 2 in the child never clobbers it. Returns -1 on failure.
+int MoveAboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  return moved;
+}
+
+absl::Status ErrnoError(absl::string_view what, int error) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(error)));
+}
+
+std::string CommandName(const ExecRequest& request) {
+  if (!request.argv.empty()) return request.argv[0];
+  constexpr size_t kMaxShown = 80;
+  if (request.shell_command.size() <= kMaxShown) return request.shell_command;
+  return absl::StrCat(request.shell_command.substr(0, kMaxShown), "...");
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// Resolves argv[0] the way execvp() would, but in the parent so that a missing program yields a
+// clear error. Names containing '/' are returned unchanged (execve reports problems with them).
+absl::StatusOr<std::string> ResolveExecutable(const ExecRequest& request, const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path_var;
+  auto it = request.env.find("PATH");
+  if (it != request.env.end()) {
+    path_var = it->second;
+  } else if (const char* inherited = getenv("PATH"); inherited != nullptr) {
+    path_var = inherited;
+  } else {
+    path_var = "/usr/local/bin:/usr/bin:/bin";
+  }
+  for (absl::string_view dir : absl::StrSplit(path_var, ':')) {
+    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", name);
+    // Relative PATH entries are relative to the child's working directory.
+    std::string probe = candidate;
+    if (candidate[0] != '/' && !request.cwd.empty())
+      probe = absl::StrCat(request.cwd, "/", candidate);
+    if (IsExecutableFile(probe)) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "command '", name, "' not found on PATH (", path_var,
+      "): check that it is installed and that its directory is on PATH, or give its full path"));
+}
+
+absl::Status ChildErrorToStatus(const ExecRequest& request, const std::string& path,
+                                const ChildError& failure) {
+  const std::string name = CommandName(request);
+  const char* reason = strerror(failure.error);
+  if (failure.stage == kStageChdir) {
+    std::string message =
+        absl::StrCat("cannot start '", name, "': working directory '", request.cwd, "' ");
+    if (failure.error == ENOENT || failure.error == ENOTDIR) {
+      return absl::NotFoundError(
+          absl::StrCat(message, "does not exist or is not a directory (", reason, ")"));
+    }
+    if (failure.error == EACCES) {
+      return absl::PermissionDeniedError(absl::StrCat(message, "is not accessible (", reason, ")"));
+    }
+    return absl::InternalError(absl::StrCat(message, "cannot be entered (", reason, ")"));
+  }
+  if (failure.stage == kStageExec) {
+    std::string message = absl::StrCat("cannot execute '", path, "' for command '", name, "': ");
+    switch (failure.error) {
+      case ENOENT:
+      case ENOTDIR:
+        return absl::NotFoundError(absl::StrCat(
+            message, reason,
+            "; check that the program and its #! interpreter exist (and the working directory "
+            "for relative paths)"));
+      case EACCES:
+      case EPERM:
+        return absl::PermissionDeniedError(
+            absl::StrCat(message, reason, "; check that the file is executable"));
+      case ENOEXEC:
+        return absl::FailedPreconditionError(
+            absl::StrCat(message, reason, "; the file is not a valid executable or script"));
+      case E2BIG:
+        return absl::InvalidArgumentError(
+            absl::StrCat(message, reason, "; the argument list or environment is too large"));
+      default:
+        return absl::InternalError(absl::StrCat(message, reason));
+    }
+  }
+  return absl::InternalError(absl::StrCat("cannot start '", name, "': ", StageName(failure.stage),
+                                          " failed in the child: ", reason));
+}
+
+// Runs in the forked child: only async-signal-safe calls. Never returns.
+[[noreturn]] void ChildFail(int error_fd, int stage) {
+  ChildError failure = {stage, errno};
+  ssize_t ignored = write(error_fd, &failure, sizeof(failure));
+  (void)ignored;
+  _exit(127);
+}
+
+[[noreturn]] void RunChild(const char* path, char* const* argv, char* const* envp, const char* cwd,
+                           int stdin_fd, int output_fd, int error_fd, int max_fd) {
+  if (setpgid(0, 0) != 0) ChildFail(error_fd, kStageSetpgid);
+
+  // Restore default dispositions (SIG_IGN survives execve) before unblocking signals, which the
+  // parent blocked around fork() so that none of its handlers can run here.
+  struct sigaction default_action;
+  memset(&default_action, 0, sizeof(default_action));
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    sigaction(sig, &default_action, nullptr);  // Fails harmlessly for reserved signals.
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+
+  if (dup2(stdin_fd, STDIN_FILENO) < 0) ChildFail(error_fd, kStageStdin);
+  if (dup2(output_fd, STDOUT_FILENO) < 0) ChildFail(error_fd, kStageStdout);
+  if (dup2(output_fd, STDERR_FILENO) < 0) ChildFail(error_fd, kStageStderr);
+  if (cwd != nullptr && chdir(cwd) != 0) ChildFail(error_fd, kStageChdir);
+
+  // Nothing but 0, 1 and 2 may leak into the command, even descriptors that other code in this
+  // process opened without O_CLOEXEC. Marking them close-on-exec keeps error_fd usable below.
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+
+  execve(path, argv, envp);
+  ChildFail(error_fd, kStageExec);
+}
+
+class SubprocessRunner : public CommandRunner {
+ public:
+  absl::StatusOr<ExecResult> Run(const ExecRequest& request, const Cancellation* cancel) override;
+};
+
+absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
+                                                 const Cancellation* cancel) {
+  // --- Validate and prepare everything the child needs. ---
+  if (request.argv.empty() == request.shell_command.empty()) {
+    return absl::InvalidArgumentError(
+        "exactly one of ExecRequest::argv and ExecRequest::shell_command must be set");
+  }
+  if (!request.argv.empty() && request.argv[0].empty()) {
+    return absl::InvalidArgumentError("ExecRequest::argv[0] (the program) is empty");
+  }
+  for (const auto& [key, value] : request.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid environment variable name '", key, "' for command '",
+                       CommandName(request), "': names must be non-empty and contain no '='"));
+    }
+  }
+
+  ExecResult result;
+  result.timeout = request.timeout;
+  if (cancel != nullptr && cancel->IsCancelled()) {
+    result.cancelled = true;
+    return result;
+  }
+
+  std::vector<std::string> args = request.argv;
+  if (args.empty()) args = {"/bin/sh", "-c", request.shell_command};
+  absl::StatusOr<std::string> path = ResolveExecutable(request, args[0]);
+  if (!path.ok()) return path.status();
+
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_strings;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    absl::string_view var(*entry);
+    absl::string_view key = var.substr(0, var.find('='));
+    if (request.env.count(std::string(key)) == 0) env_strings.emplace_back(var);
+  }
+  for (const auto& [key, value] : request.env) env_strings.push_back(absl::StrCat(key, "=", value));
+  std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
+  for (std::string& var : env_strings) envp.push_back(var.data());
+  envp.push_back(nullptr);
+
+  const char* cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
+  long open_max = sysconf(_SC_OPEN_MAX);
+  int max_fd = static_cast<int>(std::clamp<long>(open_max, 256, 65536));
+
+  ScopedFd stdin_fd(MoveAboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  if (!stdin_fd.valid()) return ErrnoError("cannot open /dev/null", errno);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create output pipe", errno);
+  ScopedFd output_read(MoveAboveStdio(fds[0]));
+  ScopedFd output_write(MoveAboveStdio(fds[1]));
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create status pipe", errno);
+  ScopedFd error_read(MoveAboveStdio(fds[0]));
+  ScopedFd error_write(MoveAboveStdio(fds[1]));
+  if (!output_read.valid() || !output_write.valid() || !error_read.valid() ||
+      !error_write.valid()) {
+    return ErrnoError("cannot move pipe descriptors", errno);
+  }
+  fcntl(output_read.get(), F_SETPIPE_SZ, kPipeSize);  // Best effort.
+  int flags = fcntl(output_read.get(), F_GETFL);
+  if (flags < 0 || fcntl(output_read.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
+    return ErrnoError("cannot make output pipe non-blocking", errno);
+  }
+
+  // --- Fork with all signals blocked; the child unblocks them after resetting handlers. ---
+  sigset_t all_signals, saved_mask;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
+  const absl::Time start = absl::Now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    RunChild(path->c_str(), argv.data(), envp.data(), cwd, stdin_fd.get(), output_write.get(),
+             error_write.get(), max_fd);
+  }
+  int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
+  if (pid < 0)
+    return ErrnoError(absl::StrCat("cannot fork to run '", CommandName(request), "'"), fork_errno);
+
+  // Also set the group here, so that kill(-pid) works even before the child gets to run.
+  setpgid(pid, pid);
+  output_write.Reset();
+  error_write.Reset();
+  stdin_fd.Reset();
+
+  // --- Did execve() succeed? EOF on the status pipe says yes. ---
+  ChildError failure = {0, 0};
+  size_t got = 0;
+  while (got < sizeof(failure)) {
+    ssize_t n =
+        read(error_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  error_read.Reset();
+  if (got == sizeof(failure)) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return ChildErrorToStatus(request, *path, failure);
+  }
+
+  // --- Supervise: read output, enforce the deadline and cancellation, reap the child. ---
+  OutputCollector output(request.output_limit_bytes);
+  std::unique_ptr<char[]> buffer(new char[kReadChunk]);
+  const absl::Time deadline = request.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                                                          : start + request.timeout;
+  const absl::Duration grace = std::max(request.kill_grace, absl::ZeroDuration());
+  bool terminating = false;  // SIGTERM was sent to the group.
+  bool killed = false;       // SIGKILL was sent to the group.
+  absl::Time kill_at = absl::InfiniteFuture();
+  int status = 0;
+  bool reaped = false;
+  bool status_known = true;
+  absl::Time reaped_at;
+  absl::Duration idle_wait = absl::Microseconds(50);
+
+  auto terminate = [&](absl::Time now) {
+    terminating = true;
+    kill(-pid, SIGTERM);
+    kill_at = now + grace;
+    if (grace == absl::ZeroDuration()) {
+      kill(-pid, SIGKILL);
+      killed = true;
+    }
+  };
+
+  while (!reaped) {
+    absl::Time now = absl::Now();
+    if (!terminating) {
+      if (cancel != nullptr && cancel->IsCancelled()) {
+        result.cancelled = true;
+        terminate(now);
+      } else if (now >= deadline) {
+        result.timed_out = true;
+        terminate(now);
+      }
+    }
+    if (terminating && !killed && now >= kill_at) {
+      kill(-pid, SIGKILL);
+      killed = true;
+    }
+    pid_t waited = waitpid(pid, &status, WNOHANG);
+    if (waited == pid || (waited < 0 && errno == ECHILD)) {
+      reaped = true;
+      status_known = waited == pid;
+      reaped_at = absl::Now();
+      break;
+    }
+    // The next moment something must happen without the child's help.
+    absl::Time next_event = killed ? absl::InfiniteFuture() : terminating ? kill_at : deadline;
+    absl::Duration wait = next_event - now;
+    if (output_read.valid()) {
+      PumpOutput(output_read, wait, buffer.get(), output);
+    } else {
+      // The child closed its output but is still running: back off up to kPollInterval.
+      PumpOutput(output_read, std::min(wait, idle_wait), buffer.get(), output);
+      idle_wait = std::min(idle_wait * 2, kPollInterval);
+    }
+  }
+
+  // After a timeout or cancellation, group members may outlive the direct child (for example a
+  // background job that ignores SIGTERM). Give them the rest of the grace period, then kill them.
+  if (terminating) {
+    while (!killed && kill(-pid, 0) == 0) {
+      absl::Time now = absl::Now();
+      if (now >= kill_at) break;
+      PumpOutput(output_read, kill_at - now, buffer.get(), output);
+    }
+    kill(-pid, SIGKILL);  // ESRCH if the group is already gone.
+  }
+
+  // Drain what is left; stop early if a leftover background process keeps the pipe open.
+  const absl::Time drain_until = absl::Now() + kDrainLinger;
+  while (output_read.valid()) {
+    absl::Time now = absl::Now();
+    if (now >= drain_until) break;
+    PumpOutput(output_read, drain_until - now, buffer.get(), output);
+  }
+
+  if (status_known && WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (status_known && WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  result.output_bytes = output.total();
+  result.output = output.Finish();
+  result.wall_time = reaped_at - start;
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<CommandRunner> NewSubprocessRunner() {
+  return std::make_unique<SubprocessRunner>();
+}
+
+}  // namespace kbisect

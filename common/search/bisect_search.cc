@@ -1,0 +1,194 @@
+// Copyright 2026 The kbisect Authors.
+
+#include "common/search/bisect_search.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <queue>
+
+#include "absl/strings/str_cat.h"
+
+namespace kbisect {
+
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kGood:
+      return "good";
+    case Verdict::kBad:
+      return "bad";
+    case Verdict::kSkip:
+      return "skip";
+  }
+  return "unknown";
+}
+
+BisectSearch::BisectSearch(int n) : n_(std::max(n, 1)), last_good_(0), first_bad_(n_) {
+  verdicts_[0] = Verdict::kGood;
+  verdicts_[n_] = Verdict::kBad;
+}
+
+int BisectSearch::RecordedStrictlyInside(int a, int b) const {
+  int count = 0;
+  for (auto it = verdicts_.upper_bound(a); it != verdicts_.end() && it->first < b; ++it) ++count;
+  return count;
+}
+
+bool BisectSearch::Eligible(int index) const {
+  return index > last_good_ && index < first_bad_ && verdicts_.find(index) == verdicts_.end() &&
+         in_flight_.find(index) == in_flight_.end();
+}
+
+std::vector<int> BisectSearch::NextProbes(int count) {
+  std::vector<int> result;
+  if (count <= 0) return result;
+
+  // The known points bounding the gaps: last_good, the useful in-flight probes, first_bad.
+  std::vector<int> points;
+  points.push_back(last_good_);
+  for (auto it = in_flight_.upper_bound(last_good_); it != in_flight_.end() && *it < first_bad_;
+       ++it) {
+    points.push_back(*it);
+  }
+  points.push_back(first_bad_);
+
+  struct Gap {
+    int a;         // Lower known point.
+    int b;         // Upper known point.
+    int capacity;  // Eligible indices strictly inside (a, b).
+    int m;         // New points allocated to this gap.
+  };
+  std::vector<Gap> gaps;
+  for (size_t i = 0; i + 1 < points.size(); ++i) {
+    const int a = points[i];
+    const int b = points[i + 1];
+    if (b - a < 2) continue;
+    const int capacity = (b - a - 1) - RecordedStrictlyInside(a, b);
+    if (capacity > 0) gaps.push_back(Gap{a, b, capacity, 0});
+  }
+
+  // Greedy allocation: always give the next point to the gap whose resulting largest piece,
+  // g/(m+1), is the largest. Ties go to the larger gap, then the lower one.
+  auto worse = [&gaps](int x, int y) {
+    const Gap& gx = gaps[x];
+    const Gap& gy = gaps[y];
+    const int64_t lhs = static_cast<int64_t>(gx.b - gx.a) * (gy.m + 1);
+    const int64_t rhs = static_cast<int64_t>(gy.b - gy.a) * (gx.m + 1);
+    if (lhs != rhs) return lhs < rhs;
+    if (gx.b - gx.a != gy.b - gy.a) return gx.b - gx.a < gy.b - gy.a;
+    return gx.a > gy.a;
+  };
+  std::priority_queue<int, std::vector<int>, decltype(worse)> queue(worse);
+  for (size_t i = 0; i < gaps.size(); ++i) queue.push(static_cast<int>(i));
+  int remaining = count;
+  while (remaining > 0 && !queue.empty()) {
+    const int top = queue.top();
+    queue.pop();
+    ++gaps[top].m;
+    --remaining;
+    if (gaps[top].m < gaps[top].capacity) queue.push(top);
+  }
+
+  // Even placement within each gap, snapped to the nearest eligible index (lower one on a tie).
+  absl::btree_set<int> taken;
+  for (const Gap& gap : gaps) {
+    const int64_t g = gap.b - gap.a;
+    for (int i = 1; i <= gap.m; ++i) {
+      const int ideal = gap.a + static_cast<int>(i * g / (gap.m + 1));
+      for (int d = 0; d < gap.b - gap.a; ++d) {
+        int chosen = -1;
+        for (int candidate : {ideal - d, ideal + d}) {
+          if (candidate > gap.a && candidate < gap.b && Eligible(candidate) &&
+              taken.find(candidate) == taken.end()) {
+            chosen = candidate;
+            break;
+          }
+        }
+        if (chosen >= 0) {
+          taken.insert(chosen);
+          break;
+        }
+      }
+    }
+  }
+  result.assign(taken.begin(), taken.end());
+  in_flight_.insert(result.begin(), result.end());
+  return result;
+}
+
+void BisectSearch::MarkInFlight(int index) {
+  if (index < 0 || index > n_) return;
+  in_flight_.insert(index);
+}
+
+absl::Status BisectSearch::Record(int index, Verdict verdict) {
+  if (index < 0 || index > n_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index ", index, " is outside the range [0, ", n_, "]"));
+  }
+  if (verdict == Verdict::kGood && index >= first_bad_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "good verdict at index ", index, " contradicts the bad verdict at index ", first_bad_));
+  }
+  if (verdict == Verdict::kBad && index <= last_good_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bad verdict at index ", index, " contradicts the good verdict at index ", last_good_));
+  }
+  in_flight_.erase(index);
+  switch (verdict) {
+    case Verdict::kSkip:
+      verdicts_.try_emplace(index, Verdict::kSkip);
+      break;
+    case Verdict::kGood:
+      verdicts_[index] = Verdict::kGood;
+      last_good_ = std::max(last_good_, index);
+      break;
+    case Verdict::kBad:
+      verdicts_[index] = Verdict::kBad;
+      first_bad_ = std::min(first_bad_, index);
+      break;
+  }
+  return absl::OkStatus();
+}
+
+void BisectSearch::Abandon(int index) { in_flight_.erase(index); }
+
+std::vector<int> BisectSearch::UselessInFlight() const {
+  std::vector<int> result;
+  for (int index : in_flight_) {
+    if (index <= last_good_ || index >= first_bad_) result.push_back(index);
+  }
+  return result;
+}
+
+std::vector<int> BisectSearch::InFlight() const {
+  return std::vector<int>(in_flight_.begin(), in_flight_.end());
+}
+
+bool BisectSearch::Done() const {
+  auto it = in_flight_.upper_bound(last_good_);
+  if (it != in_flight_.end() && *it < first_bad_) return false;
+  return (first_bad_ - last_good_ - 1) - RecordedStrictlyInside(last_good_, first_bad_) == 0;
+}
+
+std::vector<int> BisectSearch::Candidates() const {
+  std::vector<int> result;
+  result.reserve(first_bad_ - last_good_);
+  for (int index = last_good_ + 1; index <= first_bad_; ++index) result.push_back(index);
+  return result;
+}
+
+int BisectSearch::EstimateRounds(int n, int workers) {
+  const int64_t base = static_cast<int64_t>(std::max(workers, 1)) + 1;
+  int rounds = 0;
+  for (int64_t reach = 1; reach < n; reach *= base) ++rounds;
+  return rounds;
+}
+
+std::optional<Verdict> BisectSearch::VerdictAt(int index) const {
+  auto it = verdicts_.find(index);
+  if (it == verdicts_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace kbisect
