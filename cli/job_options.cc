@@ -1,0 +1,140 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/job_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace kbisect {
+namespace {
+
+google::protobuf::Duration Seconds(double seconds) {
+  return google::protobuf::util::TimeUtil::NanosecondsToDuration(
+      static_cast<int64_t>(seconds * 1e9));
+}
+
+}  // namespace
+
+void AddJobOptions(CLI::App* app, JobOptions* o) {
+  app->add_option("GOOD", o->good, "Commit, tag or branch where performance was acceptable")
+      ->required();
+  app->add_option("BAD", o->bad, "Commit where performance regressed (default: HEAD)");
+  app->add_option("--repo", o->repo, "The git repository (default: the current directory)");
+  app->add_option("--build", o->build,
+                  "Shell command run in the checkout before benchmarking (e.g. 'make -j')");
+  auto* regex = app->add_option("--metric", o->metric_regex,
+                                "RE2 regex with one capture group that extracts the metric");
+  auto* json = app->add_option("--metric-json", o->metric_json,
+                               "Dotted field path into the last JSON object of the output");
+  auto* exit_code = app->add_flag("--exit-code", o->exit_code,
+                                  "Pass/fail mode: the command's exit code is the verdict "
+                                  "(0 good, 1-127 bad, 125 skip), as with git bisect run");
+  regex->excludes(json)->excludes(exit_code);
+  json->excludes(exit_code);
+  auto* lower = app->add_flag("--lower-is-better", o->lower_is_better,
+                              "Smaller metric values are better (latency, time)");
+  auto* higher = app->add_flag("--higher-is-better", o->higher_is_better,
+                               "Larger metric values are better (throughput, TFLOPS)");
+  lower->excludes(higher);
+  app->add_option("--runs", o->runs, "Benchmark runs per commit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app->add_option("--max-runs", o->max_runs, "Most runs per commit when verdicts are unclear")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app->add_option("--threshold", o->threshold,
+                  "A commit is bad past good + F*(bad - good)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 0.99));
+  app->add_option("--min-effect", o->min_effect,
+                  "Regressions under this fraction of GOOD count as no regression")
+      ->check(CLI::Range(0.0, 10.0));
+  app->add_option("--workers", o->workers,
+                  "Parallel workers (default: number of GPUs detected, else 1)")
+      ->check(CLI::Range(1, 256));
+  app->add_option("--timeout", o->timeout_seconds, "Timeout of one benchmark run, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--build-timeout", o->build_timeout_seconds, "Timeout of the build, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--no-first-parent", o->no_first_parent,
+                "Bisect every commit in the range, not only the first-parent chain");
+  app->add_flag("--allow-improvement", o->allow_improvement,
+                "Bisect an improvement (BAD faster than GOOD) instead of refusing");
+  app->add_option("--hardware-class", o->hardware_class,
+                  "Only use workers of this hardware-class fingerprint");
+  app->add_option("--env", o->env, "KEY=VALUE added to the build and benchmark environment");
+  app->add_option("--json", o->json_file, "Write the result as JSON to FILE");
+}
+
+std::vector<std::string> SplitAtDoubleDash(int argc, char** argv,
+                                           std::vector<std::string>* bench_command) {
+  std::vector<std::string> ours;
+  bool after = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!after && arg == "--" && i > 0) {
+      after = true;
+      continue;
+    }
+    (after ? *bench_command : ours).push_back(arg);
+  }
+  return ours;
+}
+
+absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& repository) {
+  if (o.bench_command.empty()) {
+    return absl::InvalidArgumentError(
+        "no benchmark command: put it after `--`, e.g. `kbisect run v1.0 -- ./bench.sh`");
+  }
+  v1::JobSpec spec;
+  spec.set_repository(repository);
+  spec.set_good(o.good);
+  spec.set_bad(o.bad);
+  spec.set_build_command(o.build);
+  for (const std::string& arg : o.bench_command) spec.add_bench_command(arg);
+  if (!o.metric_regex.empty()) {
+    spec.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+    spec.mutable_metric()->set_pattern(o.metric_regex);
+  } else if (!o.metric_json.empty()) {
+    spec.mutable_metric()->set_kind(v1::METRIC_KIND_JSON_PATH);
+    spec.mutable_metric()->set_pattern(o.metric_json);
+  } else if (o.exit_code) {
+    spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  } else {
+    spec.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+  }
+  if (o.lower_is_better) spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  if (o.higher_is_better) spec.set_direction(v1::DIRECTION_HIGHER_IS_BETTER);
+  spec.set_runs_per_commit(o.runs);
+  spec.set_max_runs(std::max(o.max_runs, o.runs));
+  spec.set_threshold_fraction(o.threshold);
+  spec.set_min_effect_fraction(o.min_effect);
+  spec.set_history(o.no_first_parent ? v1::HISTORY_MODE_ALL_COMMITS
+                                     : v1::HISTORY_MODE_FIRST_PARENT);
+  *spec.mutable_bench_timeout() = Seconds(o.timeout_seconds);
+  *spec.mutable_build_timeout() = Seconds(o.build_timeout_seconds);
+  for (const std::string& pair : o.env) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--env expects KEY=VALUE, got '", pair, "'"));
+    }
+    (*spec.mutable_env())[pair.substr(0, eq)] = pair.substr(eq + 1);
+  }
+  spec.set_hardware_class(o.hardware_class);
+  spec.set_allow_improvement(o.allow_improvement);
+  spec.set_max_workers(o.workers);
+  v1::JobOrigin* origin = spec.mutable_origin();
+  origin->set_kind(v1::ORIGIN_KIND_USER);
+  if (const char* user = std::getenv("USER")) origin->set_user(user);
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) == 0) origin->set_host(host);
+  return spec;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,57 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The job options shared by `kbisect run` and `kbisect submit`: one definition of every flag,
+// turned into a v1::JobSpec. Splitting at `--` keeps the benchmark's own flags away from ours.
+#ifndef KBISECT_CLI_JOB_OPTIONS_H_
+#define KBISECT_CLI_JOB_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// Flag values as parsed; converted to a JobSpec by ToJobSpec.
+struct JobOptions {
+  std::string good;
+  std::string bad;
+  std::string repo;
+  std::string build;
+  std::string metric_regex;
+  std::string metric_json;
+  bool exit_code = false;
+  bool lower_is_better = false;
+  bool higher_is_better = false;
+  int runs = 3;
+  int max_runs = 30;
+  double threshold = 0.3;
+  double min_effect = 0;
+  int workers = 0;
+  double timeout_seconds = 600;
+  double build_timeout_seconds = 1800;
+  bool no_first_parent = false;
+  bool allow_improvement = false;
+  std::string hardware_class;
+  std::vector<std::string> env;
+  std::string json_file;
+  std::vector<std::string> bench_command;
+};
+
+// Registers every job flag on `app` (GOOD and BAD positionals included), writing into `options`.
+void AddJobOptions(CLI::App* app, JobOptions* options);
+
+// Splits argv at the first "--": everything before goes to CLI11 (returned, program name
+// first), everything after is the benchmark command.
+std::vector<std::string> SplitAtDoubleDash(int argc, char** argv,
+                                           std::vector<std::string>* bench_command);
+
+// Validates the parsed options and builds the spec. `repository` is the resolved repository
+// location. InvalidArgument describes a usage error (exit code 2).
+absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& options, const std::string& repository);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_CLI_JOB_OPTIONS_H_

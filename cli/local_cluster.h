@@ -1,0 +1,72 @@
+// Copyright 2026 The kbisect Authors.
+//
+// LocalCluster is the embedded deployment behind `kbisect run`: an in-process Coordinator served
+// over real gRPC on a loopback port, plus one WorkerAgent per local GPU slot that dials it like
+// any remote worker would. Slot i runs its commands with CUDA_VISIBLE_DEVICES=i,
+// HIP_VISIBLE_DEVICES=i, ROCR_VISIBLE_DEVICES=i and KBISECT_WORKER=i, in its own checkout
+// under the cache directory.
+#ifndef KBISECT_CLI_LOCAL_CLUSTER_H_
+#define KBISECT_CLI_LOCAL_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/exec/exec.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_server.h"
+#include "coordinator/repository_view.h"
+#include "worker/task_runner.h"
+#include "worker/worker_agent.h"
+#include "worker/workspace.h"
+
+namespace kbisect {
+
+struct LocalClusterOptions {
+  int workers = 1;
+  // Mirrors and per-slot checkouts live here.
+  std::string cache_dir;
+  CoordinatorOptions coordinator;
+};
+
+class LocalCluster {
+ public:
+  // Starts the coordinator server on 127.0.0.1 (a free port) and the worker agents.
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+
+  // Stops the workers (killing their running commands) and the server.
+  ~LocalCluster();
+
+  // The coordinator's "host:port".
+  std::string address() const { return server_->address(); }
+
+  Coordinator* coordinator() { return coordinator_.get(); }
+
+  // Stops every worker now: running benchmark and build processes are killed. Idempotent.
+  void StopWorkers();
+
+ private:
+  struct Slot {
+    std::unique_ptr<GitWorkspace> workspace;
+    std::unique_ptr<TaskRunner> task_runner;
+    std::unique_ptr<WorkerAgent> agent;
+    std::thread thread;
+  };
+  LocalCluster() = default;
+
+  std::unique_ptr<CommandRunner> command_runner_;
+  std::unique_ptr<RepositoryView> repositories_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::vector<Slot> slots_;
+};
+
+// The default cache directory: $KBISECT_CACHE_DIR, else $XDG_CACHE_HOME/kbisect, else
+// $HOME/.cache/kbisect, else /tmp/kbisect-cache.
+std::string DefaultCacheDir();
+
+}  // namespace kbisect
+
+#endif  // KBISECT_CLI_LOCAL_CLUSTER_H_

@@ -1,0 +1,233 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/run_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/job_options.h"
+#include "cli/local_cluster.h"
+#include "cli/report/report.h"
+#include "common/exec/exec.h"
+#include "common/git/git_repo.h"
+#include "common/identity/identity.h"
+#include "common/search/bisect_search.h"
+#include "grpcpp/create_channel.h"
+#include "kbisect/v1/kbisect.grpc.pb.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kRunHelpFooter[] = R"(
+Exit codes:
+  0  culprit found (or a candidate range, when skipped commits border it)
+  1  error: bad input, GOOD/BAD failing to build or bench, swapped endpoints, cancelled
+  2  usage error
+  3  no regression between GOOD and BAD
+  4  inconclusive (failures or noise left no answer)
+  130 interrupted (Ctrl-C): every worker process was stopped
+
+The user's working tree is never touched: workers check commits out into their own
+directories under the cache directory ($KBISECT_CACHE_DIR, default ~/.cache/kbisect).
+Worker i runs commands with CUDA_VISIBLE_DEVICES=i HIP_VISIBLE_DEVICES=i
+ROCR_VISIBLE_DEVICES=i KBISECT_WORKER=i.
+
+Example:
+  kbisect run v1.2 HEAD --build 'make -j8' -- ./bench --batch 32
+)";
+
+// Blocks SIGINT/SIGTERM in this and every later thread and waits for them on a dedicated
+// thread, so that Ctrl-C cancels the job cleanly instead of killing the process mid-write.
+class InterruptWatcher {
+ public:
+  explicit InterruptWatcher(std::function<void()> on_interrupt) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    thread_ = std::thread([this, set, on_interrupt = std::move(on_interrupt)] {
+      while (!done_) {
+        timespec timeout = {0, 200 * 1000 * 1000};
+        if (sigtimedwait(&set, nullptr, &timeout) > 0) {
+          interrupted_ = true;
+          on_interrupt();
+          return;
+        }
+      }
+    });
+  }
+  ~InterruptWatcher() {
+    done_ = true;
+    thread_.join();
+  }
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<bool> interrupted_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  JobOptions options;
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &options.bench_command);
+  CLI::App app{"Find the commit that made a benchmark slower, probing several commits at once.",
+               "kbisect run"};
+  app.usage("kbisect run GOOD [BAD] [options] -- BENCH_CMD [ARGS...]");
+  app.footer(kRunHelpFooter);
+  AddJobOptions(&app, &options);
+  std::string cache_dir = DefaultCacheDir();
+  app.add_option("--cache-dir", cache_dir, "Mirrors and worker checkouts")->capture_default_str();
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Print only the final report");
+  std::reverse(args.begin(), args.end());
+  args.pop_back();  // The subcommand name.
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  // Resolve the repository early, for a clear error before anything starts.
+  std::string repo_path = options.repo.empty() ? "." : options.repo;
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repo_path);
+  if (!repo.ok()) {
+    std::cerr << "kbisect: " << repo.status().message() << "\n";
+    return kExitError;
+  }
+  const std::string repository =
+      (*repo)->workdir().empty() ? (*repo)->git_dir() : (*repo)->workdir();
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repository);
+  if (!spec.ok()) {
+    std::cerr << "kbisect: " << spec.status().message() << "\n"
+              << "Run `kbisect run --help` for usage.\n";
+    return kExitUsage;
+  }
+  int workers = options.workers;
+  if (workers <= 0) {
+    std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+    workers = std::max(1, CountLocalGpus(runner.get()));
+  }
+  spec->set_max_workers(0);
+
+  LocalClusterOptions cluster_options;
+  cluster_options.workers = workers;
+  cluster_options.cache_dir = cache_dir;
+  std::unique_ptr<LocalCluster> cluster;
+  std::atomic<bool> stop_requested{false};
+  std::string job_id;
+  absl::Mutex job_mu;
+  InterruptWatcher interrupt([&] {
+    std::cerr << "\nkbisect: interrupted; cancelling the job and stopping every worker\n";
+    stop_requested = true;
+    absl::MutexLock lock(&job_mu);
+    if (cluster != nullptr) {
+      if (!job_id.empty()) (void)cluster->coordinator()->CancelJob(job_id, "interrupted");
+      cluster->StopWorkers();
+    }
+  });
+  {
+    absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(cluster_options);
+    if (!started.ok()) {
+      std::cerr << "kbisect: cannot start the local coordinator: " << started.status().message()
+                << "\n";
+      return kExitError;
+    }
+    absl::MutexLock lock(&job_mu);
+    cluster = *std::move(started);
+  }
+
+  // From here on the CLI is a plain gRPC client of the coordinator, as in cluster mode.
+  auto channel = grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::CoordinatorService::NewStub(channel);
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = *spec;
+  v1::SubmitJobResponse submitted;
+  {
+    grpc::ClientContext context;
+    grpc::Status status = stub->SubmitJob(&context, submit, &submitted);
+    if (!status.ok()) {
+      std::cerr << "kbisect: " << status.error_message() << "\n";
+      return kExitError;
+    }
+  }
+  {
+    absl::MutexLock lock(&job_mu);
+    job_id = submitted.job_id();
+  }
+  const v1::JobStatus& initial = submitted.job();
+  if (!quiet) {
+    const int n = initial.commit_count();
+    std::cout << absl::StrFormat(
+                     "Bisect range: %s..%s\nTotal commits in range: %d\n"
+                     "Workers: %d; estimated rounds: %d (git bisect: %d steps)\n",
+                     initial.good_sha().substr(0, 7), initial.bad_sha().substr(0, 7), n, workers,
+                     BisectSearch::EstimateRounds(n, workers), BisectSearch::EstimateRounds(n, 1));
+    if (n > 100) {
+      std::cout << "Note: more than 100 commits; each round runs the benchmark "
+                << initial.spec().runs_per_commit() << " times per probe.\n";
+    }
+    std::cout << std::flush;
+  }
+
+  v1::JobStatus final_status;
+  bool finished = false;
+  {
+    grpc::ClientContext context;
+    v1::WatchJobRequest watch;
+    watch.set_job_id(submitted.job_id());
+    auto reader = stub->WatchJob(&context, watch);
+    v1::WatchJobResponse event;
+    while (reader->Read(&event)) {
+      const v1::JobEvent& e = event.event();
+      if (e.kind() == v1::JOB_EVENT_KIND_FINISHED) {
+        final_status = e.job();
+        finished = true;
+        break;
+      }
+      if (quiet || e.kind() == v1::JOB_EVENT_KIND_STARTED ||
+          e.kind() == v1::JOB_EVENT_KIND_PROBE_CANCELLED) {
+        continue;
+      }
+      std::cout << e.message() << "\n" << std::flush;
+    }
+    context.TryCancel();
+    (void)reader->Finish();
+  }
+  if (!finished) {
+    absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
+    if (status.ok()) final_status = *status;
+  }
+  {
+    absl::MutexLock lock(&job_mu);
+    cluster->StopWorkers();
+  }
+
+  std::cout << FormatReport(final_status) << std::flush;
+  if (!options.json_file.empty()) {
+    std::ofstream out(options.json_file);
+    out << StatusToJson(final_status) << "\n";
+    if (!out) {
+      std::cerr << "kbisect: cannot write " << options.json_file << "\n";
+      return kExitError;
+    }
+  }
+  if (interrupt.interrupted() || stop_requested) return kExitInterrupted;
+  if (final_status.status() == v1::OUTCOME_ERROR && !final_status.error().empty()) {
+    std::cerr << "kbisect: " << final_status.error() << "\n";
+  }
+  return ExitCodeFor(final_status.status());
+}
+
+}  // namespace kbisect

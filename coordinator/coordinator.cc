@@ -1,0 +1,666 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/coordinator.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/root_cause/root_cause.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace kbisect {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
+}
+
+std::string RandomSalt() {
+  std::random_device device;
+  return absl::StrFormat("%06x", device() & 0xffffff);
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_DONE || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+absl::Status ValidateSpec(const v1::JobSpec& spec) {
+  if (spec.repository().empty()) {
+    return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");
+  }
+  if (spec.good().empty()) {
+    return absl::InvalidArgumentError("the job has no GOOD revision");
+  }
+  if (spec.bench_command().empty() || spec.bench_command(0).empty()) {
+    return absl::InvalidArgumentError(
+        "the job has no benchmark command: put it after `--`, e.g. `kbisect run v1.0 -- "
+        "./bench.sh`");
+  }
+  if (spec.threshold_fraction() < 0 || spec.threshold_fraction() >= 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threshold must be in (0, 1), got ", spec.threshold_fraction()));
+  }
+  if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runs per commit must be in 1..1000, got ", spec.runs_per_commit()));
+  }
+  if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
+      spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {
+    if (spec.metric().pattern().empty()) {
+      return absl::InvalidArgumentError("the metric pattern is empty");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+class Coordinator::Housekeeper {
+ public:
+  Housekeeper(Coordinator* coordinator, absl::Duration period)
+      : thread_([this, coordinator, period] {
+          absl::MutexLock lock(&mu_);
+          while (!stop_) {
+            mu_.AwaitWithTimeout(absl::Condition(&stop_), period);
+            if (stop_) break;
+            mu_.Unlock();
+            coordinator->ExpireLeases();
+            mu_.Lock();
+          }
+        }) {}
+  ~Housekeeper() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositories, Clock* clock)
+    : options_(options), repositories_(repositories), clock_(clock), id_salt_(RandomSalt()) {}
+
+Coordinator::~Coordinator() {
+  Shutdown();
+  housekeeper_.reset();
+}
+
+void Coordinator::StartHousekeeping(absl::Duration period) {
+  housekeeper_ = std::make_unique<Housekeeper>(this, period);
+}
+
+void Coordinator::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  changed_.SignalAll();
+}
+
+std::string Coordinator::NewId(const char* prefix) {
+  return absl::StrCat(prefix, id_salt_, "-", ++next_id_);
+}
+
+// --- Jobs ---------------------------------------------------------------------------------------
+
+absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
+    const v1::SubmitJobRequest& request) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+    if (!request.request_id().empty()) {
+      auto it = request_ids_.find(request.request_id());
+      if (it != request_ids_.end()) {
+        v1::SubmitJobResponse response;
+        response.set_job_id(it->second);
+        response.set_existing(true);
+        *response.mutable_job() = jobs_.at(it->second).job->status();
+        return response;
+      }
+    }
+  }
+  if (absl::Status valid = ValidateSpec(request.spec()); !valid.ok()) return valid;
+  // Resolution does I/O (git); it runs without the lock.
+  absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(request.spec());
+  if (!commits.ok()) return commits.status();
+
+  absl::MutexLock lock(&mu_);
+  if (!request.request_id().empty() && request_ids_.count(request.request_id()) > 0) {
+    // A concurrent submission with the same request id won the race.
+    const std::string& job_id = request_ids_.at(request.request_id());
+    v1::SubmitJobResponse response;
+    response.set_job_id(job_id);
+    response.set_existing(true);
+    *response.mutable_job() = jobs_.at(job_id).job->status();
+    return response;
+  }
+  const std::string job_id = NewId("job-");
+  JobEntry& entry = jobs_[job_id];
+  entry.job = std::make_unique<BisectJob>(job_id, request.spec(), *std::move(commits),
+                                          clock_->Now());
+  entry.request_id = request.request_id();
+  job_order_.push_back(job_id);
+  if (!request.request_id().empty()) request_ids_[request.request_id()] = job_id;
+  AfterJobChangeLocked(entry);
+  DispatchLocked();
+
+  v1::SubmitJobResponse response;
+  response.set_job_id(job_id);
+  *response.mutable_job() = entry.job->status();
+  return response;
+}
+
+absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
+  }
+  return it->second.job->status();
+}
+
+v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
+  absl::MutexLock lock(&mu_);
+  v1::ListJobsResponse response;
+  const int page_size = request.page_size() > 0 ? request.page_size() : 50;
+  int skip = 0;
+  if (!request.page_token().empty()) {
+    if (!absl::SimpleAtoi(request.page_token(), &skip)) skip = 0;
+  }
+  int seen = 0;
+  for (auto it = job_order_.rbegin(); it != job_order_.rend(); ++it) {
+    const v1::JobStatus& job = jobs_.at(*it).job->status();
+    if (request.states_size() > 0 &&
+        std::find(request.states().begin(), request.states().end(), job.state()) ==
+            request.states().end()) {
+      continue;
+    }
+    if (seen++ < skip) continue;
+    if (response.jobs_size() == page_size) {
+      response.set_next_page_token(absl::StrCat(skip + page_size));
+      break;
+    }
+    v1::JobSummary* summary = response.add_jobs();
+    summary->set_job_id(job.job_id());
+    summary->set_state(job.state());
+    summary->set_status(job.status());
+    summary->set_repository(job.spec().repository());
+    summary->set_good(job.spec().good());
+    summary->set_bad(job.spec().bad());
+    summary->set_culprit_sha(job.culprit().sha());
+    *summary->mutable_progress() = job.progress();
+    *summary->mutable_create_time() = job.create_time();
+    *summary->mutable_origin() = job.spec().origin();
+  }
+  return response;
+}
+
+absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
+                                                     const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  JobEntry& entry = it->second;
+  const std::vector<std::string> cancel =
+      entry.job->Cancel(reason.empty() ? "requested by a client" : reason, clock_->Now());
+  CancelTasksLocked(job_id, cancel, "job cancelled");
+  AfterJobChangeLocked(entry);
+  DispatchLocked();
+  return entry.job->status();
+}
+
+absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequence,
+                                   const std::function<bool(const v1::JobEvent&)>& sink,
+                                   const std::function<bool()>& is_cancelled) {
+  int64_t next = after_sequence;
+  while (true) {
+    std::vector<v1::JobEvent> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = jobs_.find(job_id);
+      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+      const JobEntry* entry = &it->second;
+      auto ready = [&]() {
+        mu_.AssertHeld();
+        return shutdown_ || static_cast<int64_t>(entry->events.size()) > next;
+      };
+      while (!ready()) {
+        if (is_cancelled && is_cancelled()) return absl::CancelledError("the watcher went away");
+        changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      }
+      if (static_cast<int64_t>(entry->events.size()) <= next) {
+        return absl::UnavailableError("the coordinator is shutting down");
+      }
+      batch.assign(entry->events.begin() + next, entry->events.end());
+    }
+    for (const v1::JobEvent& event : batch) {
+      next = event.sequence();
+      if (!sink(event)) return absl::CancelledError("the watcher went away");
+      if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) return absl::OkStatus();
+    }
+  }
+}
+
+void Coordinator::AfterJobChangeLocked(JobEntry& entry) {
+  if (entry.job->finished() && !entry.reported) AttachReportLocked(entry);
+  for (v1::JobEvent& event : entry.job->TakeEvents()) {
+    event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
+    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = entry.job->status();
+    entry.events.push_back(std::move(event));
+  }
+  v1::JobStatus* status = entry.job->mutable_status();
+  status->set_revision(static_cast<int64_t>(entry.events.size()));
+  changed_.SignalAll();
+}
+
+void Coordinator::AttachReportLocked(JobEntry& entry) {
+  entry.reported = true;
+  v1::JobStatus* status = entry.job->mutable_status();
+  // Identities of the workers that took part.
+  std::map<std::string, int> probes_per_worker;
+  for (const v1::Probe& probe : status->probes()) {
+    if (!probe.worker().empty()) ++probes_per_worker[probe.worker()];
+  }
+  for (const auto& [worker_id, count] : probes_per_worker) {
+    v1::JobWorker* worker = status->add_workers();
+    worker->set_worker(worker_id);
+    worker->set_probes(count);
+    auto it = workers_.find(worker_id);
+    if (it != workers_.end()) *worker->mutable_identity() = it->second.identity;
+  }
+  if (status->status() != v1::OUTCOME_CULPRIT_FOUND) return;
+  // The diff of the culprit: small I/O on a finished job, done once.
+  const std::string& repository = status->spec().repository();
+  const std::string& from = status->last_good().sha();
+  const std::string& to = status->culprit().sha();
+  absl::StatusOr<std::vector<v1::FileChange>> files = repositories_->DiffStat(repository, from, to);
+  if (files.ok()) {
+    for (v1::FileChange& file : *files) *status->add_files_changed() = std::move(file);
+  } else {
+    status->add_warnings(absl::StrCat("could not list the culprit's files: ",
+                                      files.status().message()));
+  }
+  absl::StatusOr<std::string> patch = repositories_->DiffPatch(repository, from, to);
+  if (patch.ok()) {
+    for (v1::RootCauseHint& hint : FindRootCauseHints(*patch)) {
+      *status->add_root_cause_hints() = std::move(hint);
+    }
+  }
+}
+
+// --- Workers ------------------------------------------------------------------------------------
+
+absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
+    const v1::OpenSessionRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  const absl::Time now = clock_->Now();
+  const std::string name =
+      request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
+  WorkerEntry* worker = nullptr;
+  for (auto& [id, entry] : workers_) {
+    if (entry.name == name) worker = &entry;
+  }
+  if (worker == nullptr) {
+    const std::string worker_id = name;
+    worker = &workers_[worker_id];
+    worker->worker_id = worker_id;
+    worker->name = name;
+  } else {
+    sessions_.erase(worker->session_id);
+    // Leases of the previous session survive only if the worker still holds them.
+    std::vector<std::string> keep;
+    for (const std::string& lease_id : worker->leases) {
+      const bool held = std::any_of(
+          request.held_leases().begin(), request.held_leases().end(),
+          [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });
+      auto it = leases_.find(lease_id);
+      if (it == leases_.end() || it->second.state != LeaseState::kActive) continue;
+      if (held) {
+        keep.push_back(lease_id);
+        it->second.expire = now + options_.lease_duration;
+      } else {
+        LoseLeaseLocked(it->second, "the worker reconnected without it");
+      }
+    }
+    worker->leases = keep;
+    worker->pending_assignments.clear();
+    worker->pending_cancellations.clear();
+  }
+  worker->identity = request.identity();
+  worker->session_id = NewId("session-");
+  worker->state = v1::WORKER_STATE_IDLE;
+  worker->ready = false;
+  worker->draining = false;
+  worker->last_seen = now;
+  worker->connect_time = now;
+  sessions_[worker->session_id] = worker->worker_id;
+
+  v1::OpenSessionResponse response;
+  response.set_session_id(worker->session_id);
+  response.set_worker_id(worker->worker_id);
+  *response.mutable_heartbeat_interval() = ToProto(options_.heartbeat_interval);
+  *response.mutable_lease_duration() = ToProto(options_.lease_duration);
+  DispatchLocked();
+  return response;
+}
+
+Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string& session_id) {
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return nullptr;
+  return &workers_.at(it->second);
+}
+
+absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
+    const v1::SynchronizeRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "unknown session '", request.session_id(), "' (the coordinator may have restarted); "
+        "open a new session"));
+  }
+  const absl::Time now = clock_->Now();
+  worker->last_seen = now;
+  worker->draining = request.draining();
+  v1::SynchronizeResponse response;
+
+  // Renew the leases the worker reports; tell it to drop the ones that are dead.
+  for (const v1::LeaseStatus& status : request.leases()) {
+    auto it = leases_.find(status.lease_id());
+    if (it == leases_.end() || it->second.state != LeaseState::kActive ||
+        it->second.worker_id != worker->worker_id) {
+      v1::LeaseCancellation* cancel = response.add_cancellations();
+      cancel->set_lease_id(status.lease_id());
+      cancel->set_reason("the lease is no longer valid");
+      continue;
+    }
+    it->second.expire = now + options_.lease_duration;
+  }
+  // Active leases the worker no longer reports, although it had them delivered, are lost.
+  std::vector<std::string> lost;
+  for (const std::string& lease_id : worker->leases) {
+    const bool pending = std::any_of(
+        worker->pending_assignments.begin(), worker->pending_assignments.end(),
+        [&](const v1::Lease& lease) { return lease.lease_id() == lease_id; });
+    const bool reported = std::any_of(
+        request.leases().begin(), request.leases().end(),
+        [&](const v1::LeaseStatus& status) { return status.lease_id() == lease_id; });
+    if (!pending && !reported) lost.push_back(lease_id);
+  }
+  for (const std::string& lease_id : lost) {
+    LoseLeaseLocked(leases_.at(lease_id), "the worker no longer holds it");
+  }
+  worker->ready = request.ready_for_work() && !request.draining();
+  worker->state = request.draining()         ? v1::WORKER_STATE_DRAINING
+                  : worker->leases.empty() ? v1::WORKER_STATE_IDLE
+                                           : v1::WORKER_STATE_BUSY;
+  DispatchLocked();
+
+  const absl::Duration wait =
+      request.has_wait() ? std::min(FromProto(request.wait()), options_.max_wait)
+                         : absl::ZeroDuration();
+  const std::string session_id = request.session_id();
+  auto has_news = [&]() {
+    mu_.AssertHeld();
+    if (shutdown_) return true;
+    WorkerEntry* w = WorkerForSessionLocked(session_id);
+    return w == nullptr || !w->pending_assignments.empty() || !w->pending_cancellations.empty();
+  };
+  if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
+    const absl::Time deadline = absl::Now() + wait;
+    while (!has_news()) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+    }
+  }
+  worker = WorkerForSessionLocked(session_id);
+  if (worker == nullptr) {
+    return absl::NotFoundError("the session was replaced by a newer one of the same worker");
+  }
+  for (v1::Lease& lease : worker->pending_assignments) {
+    *response.add_assignments() = std::move(lease);
+  }
+  worker->pending_assignments.clear();
+  for (v1::LeaseCancellation& cancel : worker->pending_cancellations) {
+    *response.add_cancellations() = std::move(cancel);
+  }
+  worker->pending_cancellations.clear();
+  *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
+  return response;
+}
+
+absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
+    const v1::CompleteLeaseRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  v1::CompleteLeaseResponse response;
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown session '", request.session_id(), "'; open a new session"));
+  }
+  worker->last_seen = clock_->Now();
+  auto it = leases_.find(request.lease_id());
+  if (it == leases_.end()) {
+    response.set_reason("unknown lease");
+    return response;
+  }
+  LeaseEntry& lease = it->second;
+  if (lease.worker_id != worker->worker_id) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("lease ", request.lease_id(), " is not held by this worker"));
+  }
+  if (lease.attempt != request.attempt()) {
+    response.set_reason("attempt does not match the lease");
+    return response;
+  }
+  if (lease.state == LeaseState::kCompleted) {
+    response.set_accepted(true);
+    response.set_duplicate(true);
+    return response;
+  }
+  if (lease.state == LeaseState::kDead) {
+    response.set_reason("the lease expired or was cancelled; the result is discarded");
+    return response;
+  }
+  lease.state = LeaseState::kCompleted;
+  DetachLeaseLocked(lease);
+  ++worker->tasks_completed;
+  response.set_accepted(true);
+
+  auto job_it = jobs_.find(lease.job_id);
+  if (job_it != jobs_.end()) {
+    JobEntry& entry = job_it->second;
+    const std::vector<std::string> cancel =
+        entry.job->OnTaskFinished(lease.task_id, request.result(), clock_->Now());
+    CancelTasksLocked(lease.job_id, cancel, "outside the open interval");
+    AfterJobChangeLocked(entry);
+  }
+  DispatchLocked();
+  return response;
+}
+
+absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
+  absl::MutexLock lock(&mu_);
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) return absl::OkStatus();
+  for (const std::string& lease_id : std::vector<std::string>(worker->leases)) {
+    LoseLeaseLocked(leases_.at(lease_id), "the worker closed its session");
+  }
+  sessions_.erase(request.session_id());
+  worker->session_id.clear();
+  worker->ready = false;
+  worker->state = v1::WORKER_STATE_LOST;
+  DispatchLocked();
+  changed_.SignalAll();
+  return absl::OkStatus();
+}
+
+v1::ListWorkersResponse Coordinator::ListWorkers() const {
+  absl::MutexLock lock(&mu_);
+  v1::ListWorkersResponse response;
+  for (const auto& [id, entry] : workers_) {
+    v1::Worker* worker = response.add_workers();
+    worker->set_worker_id(id);
+    *worker->mutable_identity() = entry.identity;
+    worker->set_state(entry.state);
+    if (!entry.leases.empty()) {
+      worker->set_current_lease_id(entry.leases.front());
+      worker->set_current_job_id(leases_.at(entry.leases.front()).job_id);
+    }
+    *worker->mutable_last_seen() = ToProto(entry.last_seen);
+    *worker->mutable_connect_time() = ToProto(entry.connect_time);
+    worker->set_tasks_completed(entry.tasks_completed);
+  }
+  return response;
+}
+
+// --- Leases -------------------------------------------------------------------------------------
+
+void Coordinator::DispatchLocked() {
+  std::vector<WorkerEntry*> idle;
+  for (auto& [id, worker] : workers_) {
+    if (!worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
+        worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST) {
+      idle.push_back(&worker);
+    }
+  }
+  if (idle.empty()) return;
+  const absl::Time now = clock_->Now();
+  for (const std::string& job_id : job_order_) {
+    if (idle.empty()) break;
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    const std::string& hardware_class = entry.job->status().spec().hardware_class();
+    std::vector<WorkerEntry*> eligible;
+    for (WorkerEntry* worker : idle) {
+      if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
+        eligible.push_back(worker);
+      }
+    }
+    if (eligible.empty()) continue;
+    std::vector<v1::Task> tasks = entry.job->TakeTasks(static_cast<int>(eligible.size()), now);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      WorkerEntry* worker = eligible[i];
+      LeaseEntry lease;
+      lease.lease_id = NewId("lease-");
+      lease.job_id = job_id;
+      lease.task_id = tasks[i].task_id();
+      lease.worker_id = worker->worker_id;
+      lease.attempt = ++task_attempts_[lease.task_id];
+      lease.expire = now + options_.lease_duration;
+      v1::Lease message;
+      message.set_lease_id(lease.lease_id);
+      message.set_attempt(lease.attempt);
+      *message.mutable_task() = std::move(tasks[i]);
+      *message.mutable_expire_time() = ToProto(lease.expire);
+      entry.job->OnTaskStarted(lease.task_id, worker->worker_id, lease.attempt, now);
+      worker->leases.push_back(lease.lease_id);
+      worker->pending_assignments.push_back(std::move(message));
+      worker->state = v1::WORKER_STATE_BUSY;
+      task_leases_[lease.task_id] = lease.lease_id;
+      leases_.emplace(lease.lease_id, std::move(lease));
+      idle.erase(std::find(idle.begin(), idle.end(), worker));
+    }
+    if (!tasks.empty()) AfterJobChangeLocked(entry);
+  }
+}
+
+void Coordinator::CancelTasksLocked(const std::string& job_id,
+                                    const std::vector<std::string>& task_ids,
+                                    const std::string& reason) {
+  for (const std::string& task_id : task_ids) {
+    auto it = task_leases_.find(task_id);
+    if (it == task_leases_.end()) continue;
+    LeaseEntry& lease = leases_.at(it->second);
+    if (lease.state != LeaseState::kActive || lease.job_id != job_id) continue;
+    lease.state = LeaseState::kDead;
+    DetachLeaseLocked(lease);
+    auto worker = workers_.find(lease.worker_id);
+    if (worker == workers_.end()) continue;
+    // An assignment not yet delivered is simply withdrawn.
+    auto& pending = worker->second.pending_assignments;
+    auto undelivered = std::find_if(pending.begin(), pending.end(), [&](const v1::Lease& l) {
+      return l.lease_id() == lease.lease_id;
+    });
+    if (undelivered != pending.end()) {
+      pending.erase(undelivered);
+      continue;
+    }
+    v1::LeaseCancellation cancel;
+    cancel.set_lease_id(lease.lease_id);
+    cancel.set_reason(reason);
+    worker->second.pending_cancellations.push_back(std::move(cancel));
+  }
+  changed_.SignalAll();
+}
+
+void Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+  auto worker = workers_.find(lease.worker_id);
+  if (worker != workers_.end()) {
+    auto& leases = worker->second.leases;
+    leases.erase(std::remove(leases.begin(), leases.end(), lease.lease_id), leases.end());
+    if (leases.empty() && worker->second.state == v1::WORKER_STATE_BUSY) {
+      worker->second.state = v1::WORKER_STATE_IDLE;
+    }
+  }
+  auto task = task_leases_.find(lease.task_id);
+  if (task != task_leases_.end() && task->second == lease.lease_id) task_leases_.erase(task);
+}
+
+void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
+  if (lease.state != LeaseState::kActive) return;
+  lease.state = LeaseState::kDead;
+  DetachLeaseLocked(lease);
+  auto job_it = jobs_.find(lease.job_id);
+  if (job_it == jobs_.end()) return;
+  JobEntry& entry = job_it->second;
+  const std::vector<std::string> cancel =
+      entry.job->OnTaskLost(lease.task_id, absl::StrCat("worker ", lease.worker_id, ": ", why),
+                            clock_->Now());
+  CancelTasksLocked(lease.job_id, cancel, "outside the open interval");
+  AfterJobChangeLocked(entry);
+}
+
+void Coordinator::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  bool changed = false;
+  for (auto& [id, lease] : leases_) {
+    if (lease.state == LeaseState::kActive && lease.expire < now) {
+      LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
+      changed = true;
+    }
+  }
+  for (auto& [id, worker] : workers_) {
+    if (!worker.session_id.empty() && worker.last_seen + options_.lease_duration < now &&
+        worker.state != v1::WORKER_STATE_LOST) {
+      worker.state = v1::WORKER_STATE_LOST;
+      worker.ready = false;
+      changed = true;
+    }
+  }
+  if (changed) DispatchLocked();
+}
+
+}  // namespace kbisect

@@ -1,0 +1,173 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Coordinator owns every job and every worker session: it turns jobs' tasks into leases, hands
+// them to idle workers, renews leases on heartbeats, expires them when workers vanish, fences
+// stale results, cancels probes that became useless, and keeps each job's event log for
+// WatchJob. The gRPC services (coordinator/grpc_services.h) are thin adapters over it, so tests
+// drive it directly with a FakeClock and zero-wait long polls.
+//
+// Thread-safety: every public method may be called from any thread; one mutex guards all state.
+#ifndef KBISECT_COORDINATOR_COORDINATOR_H_
+#define KBISECT_COORDINATOR_COORDINATOR_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock/clock.h"
+#include "coordinator/bisect_job.h"
+#include "coordinator/repository_view.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+struct CoordinatorOptions {
+  // Workers are told to Synchronize this often.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A lease expires (and its task is re-dispatched) after this long without a heartbeat.
+  absl::Duration lease_duration = absl::Seconds(10);
+  // Longest a Synchronize long poll is held open, whatever the worker asks for.
+  absl::Duration max_wait = absl::Seconds(10);
+};
+
+class Coordinator {
+ public:
+  // `repositories` and `clock` must outlive the coordinator.
+  Coordinator(CoordinatorOptions options, RepositoryView* repositories, Clock* clock);
+  ~Coordinator();
+
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // --- Client-facing operations (CoordinatorService). -----------------------------------------
+
+  // Validates the spec, resolves its range (errors from RepositoryView::ResolveRange are
+  // returned as they are) and starts the job. A non-empty `request_id` seen before returns the
+  // job created then, with `existing` set.
+  absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request);
+
+  // NotFound for an unknown job id.
+  absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
+
+  // Jobs newest first, filtered by request.states, paged by page_size (default 50).
+  v1::ListJobsResponse ListJobs(const v1::ListJobsRequest& request) const;
+
+  // Cancels a job: its running probes are cancelled on their workers. Cancelling a finished job
+  // returns its final status unchanged. NotFound for an unknown job id.
+  absl::StatusOr<v1::JobStatus> CancelJob(const std::string& job_id, const std::string& reason);
+
+  v1::ListWorkersResponse ListWorkers() const;
+
+  // Calls `sink` with each event of the job after `after_sequence`, in order, until the FINISHED
+  // event was delivered, `sink` returns false, `is_cancelled` (polled about once a second while
+  // waiting; may be null) returns true, or the coordinator shuts down. Blocks between events.
+  // NotFound for an unknown job id.
+  absl::Status WatchJob(const std::string& job_id, int64_t after_sequence,
+                        const std::function<bool(const v1::JobEvent&)>& sink,
+                        const std::function<bool()>& is_cancelled = nullptr);
+
+  // --- Worker-facing operations (WorkerService). ----------------------------------------------
+
+  absl::StatusOr<v1::OpenSessionResponse> OpenSession(const v1::OpenSessionRequest& request);
+
+  // Heartbeat and work pickup. Returns at once when there are assignments or cancellations for
+  // the worker, otherwise waits up to min(request.wait, max_wait) for some. NotFound when the
+  // session is unknown (e.g. the coordinator restarted): the worker opens a new session.
+  absl::StatusOr<v1::SynchronizeResponse> Synchronize(const v1::SynchronizeRequest& request);
+
+  // Accepts a result only from the session holding the live lease (fencing); a repeated report
+  // of an already accepted lease is a harmless duplicate.
+  absl::StatusOr<v1::CompleteLeaseResponse> CompleteLease(const v1::CompleteLeaseRequest& request);
+
+  absl::Status CloseSession(const v1::CloseSessionRequest& request);
+
+  // --- Housekeeping. ---------------------------------------------------------------------------
+
+  // Expires leases and sessions whose heartbeat deadline passed at the clock's current time.
+  // Called periodically by the server (StartHousekeeping) and directly by tests.
+  void ExpireLeases();
+
+  // Starts a background thread that calls ExpireLeases every `period`.
+  void StartHousekeeping(absl::Duration period);
+
+  // Wakes every blocked call (long polls, watches) and makes them return; further calls fail
+  // with Unavailable. Idempotent.
+  void Shutdown();
+
+ private:
+  struct JobEntry {
+    std::unique_ptr<BisectJob> job;
+    std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
+    std::string request_id;
+    bool reported = false;  // Report details (diff, hints) attached.
+  };
+  enum class LeaseState { kActive, kCompleted, kDead };
+  struct LeaseEntry {
+    std::string lease_id;
+    std::string job_id;
+    std::string task_id;
+    std::string worker_id;
+    int attempt = 0;
+    absl::Time expire;
+    LeaseState state = LeaseState::kActive;
+  };
+  struct WorkerEntry {
+    std::string worker_id;
+    std::string name;
+    std::string session_id;
+    v1::RunnerIdentity identity;
+    v1::WorkerState state = v1::WORKER_STATE_IDLE;
+    bool ready = false;
+    bool draining = false;
+    std::vector<std::string> leases;  // Active lease ids.
+    std::vector<v1::Lease> pending_assignments;
+    std::vector<v1::LeaseCancellation> pending_cancellations;
+    absl::Time last_seen;
+    absl::Time connect_time;
+    int tasks_completed = 0;
+  };
+
+  void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CancelTasksLocked(const std::string& job_id, const std::vector<std::string>& task_ids,
+                         const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AfterJobChangeLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  WorkerEntry* WorkerForSessionLocked(const std::string& session_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AttachReportLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NewId(const char* prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoordinatorOptions options_;
+  RepositoryView* const repositories_;
+  Clock* const clock_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // Signalled on any change a blocked call might wait for.
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string id_salt_;  // Makes ids unique across coordinator restarts.
+  std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // Creation order.
+  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // session -> worker.
+  std::map<std::string, LeaseEntry> leases_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
+  std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
+
+  class Housekeeper;
+  std::unique_ptr<Housekeeper> housekeeper_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_COORDINATOR_H_

@@ -1,0 +1,158 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/coordinator_server.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/status_conversion.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "kbisect/v1/kbisect.grpc.pb.h"
+
+namespace kbisect {
+
+class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
+ public:
+  explicit CoordinatorServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* request,
+                         v1::SubmitJobResponse* response) override {
+    absl::StatusOr<v1::SubmitJobResponse> result = coordinator_->SubmitJob(*request);
+    if (!result.ok()) return ToGrpcStatus(result.status());
+    *response = *std::move(result);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                      v1::GetJobResponse* response) override {
+    absl::StatusOr<v1::JobStatus> job = coordinator_->GetJob(request->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    *response->mutable_job() = *std::move(job);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override {
+    *response = coordinator_->ListJobs(*request);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::WatchJobResponse>* writer) override {
+    absl::Status status = coordinator_->WatchJob(
+        request->job_id(), request->after_sequence(),
+        [&](const v1::JobEvent& event) {
+          v1::WatchJobResponse response;
+          *response.mutable_event() = event;
+          return writer->Write(response);
+        },
+        [context] { return context->IsCancelled(); });
+    return ToGrpcStatus(status);
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request,
+                         v1::CancelJobResponse* response) override {
+    absl::StatusOr<v1::JobStatus> job = coordinator_->CancelJob(request->job_id(),
+                                                                request->reason());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    *response->mutable_job() = *std::move(job);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
+                           v1::ListWorkersResponse* response) override {
+    *response = coordinator_->ListWorkers();
+    return grpc::Status::OK;
+  }
+
+ private:
+  Coordinator* const coordinator_;
+};
+
+class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {}
+
+  grpc::Status OpenSession(grpc::ServerContext*, const v1::OpenSessionRequest* request,
+                           v1::OpenSessionResponse* response) override {
+    return Reply(coordinator_->OpenSession(*request), response);
+  }
+
+  grpc::Status Synchronize(grpc::ServerContext*, const v1::SynchronizeRequest* request,
+                           v1::SynchronizeResponse* response) override {
+    return Reply(coordinator_->Synchronize(*request), response);
+  }
+
+  grpc::Status CompleteLease(grpc::ServerContext*, const v1::CompleteLeaseRequest* request,
+                             v1::CompleteLeaseResponse* response) override {
+    return Reply(coordinator_->CompleteLease(*request), response);
+  }
+
+  grpc::Status CloseSession(grpc::ServerContext*, const v1::CloseSessionRequest* request,
+                            v1::CloseSessionResponse*) override {
+    return ToGrpcStatus(coordinator_->CloseSession(*request));
+  }
+
+ private:
+  template <typename T>
+  static grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+    if (!result.ok()) return ToGrpcStatus(result.status());
+    *response = *std::move(result);
+    return grpc::Status::OK;
+  }
+
+  Coordinator* const coordinator_;
+};
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    Coordinator* coordinator, const CoordinatorServerOptions& options) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  server->coordinator_ = coordinator;
+  server->client_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator);
+  server->worker_service_ = std::make_unique<WorkerServiceImpl>(coordinator);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen_address,
+                           options.credentials ? options.credentials
+                                               : grpc::InsecureServerCredentials(),
+                           &port);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.RegisterService(server->client_service_.get());
+  builder.RegisterService(server->worker_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen_address,
+        ": the address is invalid or in use; pick another with --listen"));
+  }
+  server->port_ = port;
+  const std::string& address = options.listen_address;
+  server->host_ = address.substr(0, address.rfind(':'));
+  if (server->host_.empty() || server->host_ == "0.0.0.0" || server->host_ == "[::]") {
+    server->host_ = "127.0.0.1";
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(1)); }
+
+std::string CoordinatorServer::address() const { return absl::StrCat(host_, ":", port_); }
+
+void CoordinatorServer::Shutdown(absl::Duration deadline) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  coordinator_->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));
+}
+
+void CoordinatorServer::Wait() { server_->Wait(); }
+
+}  // namespace kbisect

@@ -1,0 +1,116 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The libgit2-backed RepositoryView.
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/git/git_repo.h"
+#include "common/git/mirror.h"
+#include "common/status_macros.h"
+#include "coordinator/repository_view.h"
+
+namespace kbisect {
+namespace {
+
+bool LooksLikeUrl(const std::string& repository) {
+  return absl::StrContains(repository, "://") ||
+         (absl::StrContains(repository, "@") && absl::StrContains(repository, ":"));
+}
+
+v1::CommitRef ToCommitRef(const CommitInfo& info, int index) {
+  v1::CommitRef ref;
+  ref.set_sha(info.sha);
+  ref.set_short_sha(info.sha.substr(0, 7));
+  ref.set_index(index);
+  ref.set_subject(info.subject);
+  ref.set_author(absl::StrCat(info.author_name, " <", info.author_email, ">"));
+  ref.set_date(info.author_date);
+  ref.set_body(info.body);
+  ref.set_is_merge(info.parents.size() > 1);
+  return ref;
+}
+
+class GitRepositoryView : public RepositoryView {
+ public:
+  explicit GitRepositoryView(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
+
+  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(spec.repository(), /*refresh=*/true));
+    const std::string bad_rev = spec.bad().empty() ? "HEAD" : spec.bad();
+    ASSIGN_OR_RETURN(std::string good, repo->ResolveCommit(spec.good()));
+    ASSIGN_OR_RETURN(std::string bad, repo->ResolveCommit(bad_rev));
+    ASSIGN_OR_RETURN(std::vector<std::string> shas,
+                     repo->CommitRange(good, bad,
+                                       spec.history() != v1::HISTORY_MODE_ALL_COMMITS));
+    std::vector<v1::CommitRef> commits;
+    commits.reserve(shas.size());
+    for (size_t i = 0; i < shas.size(); ++i) {
+      ASSIGN_OR_RETURN(CommitInfo info, repo->GetCommit(shas[i]));
+      commits.push_back(ToCommitRef(info, static_cast<int>(i)));
+    }
+    return commits;
+  }
+
+  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
+                                                       const std::string& from,
+                                                       const std::string& to) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
+    ASSIGN_OR_RETURN(std::vector<FileChange> changes, repo->DiffStat(from, to));
+    std::vector<v1::FileChange> out;
+    for (const FileChange& change : changes) {
+      v1::FileChange file;
+      file.set_path(change.path);
+      file.set_old_path(change.old_path);
+      file.set_status(std::string(1, change.status));
+      file.set_additions(change.additions);
+      file.set_deletions(change.deletions);
+      file.set_binary(change.binary);
+      out.push_back(std::move(file));
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::string> DiffPatch(const std::string& repository, const std::string& from,
+                                        const std::string& to) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
+    return repo->DiffPatch(from, to);
+  }
+
+ private:
+  // Opens (and caches) the repository: local paths in place, URLs through a mirror that is
+  // fetched when `refresh` is set.
+  absl::StatusOr<GitRepo*> Open(const std::string& repository, bool refresh) {
+    absl::MutexLock lock(&mu_);
+    auto it = repos_.find(repository);
+    if (it != repos_.end() && !(refresh && LooksLikeUrl(repository))) return it->second.get();
+    std::string path = repository;
+    if (LooksLikeUrl(repository)) {
+      const std::string mirror = absl::StrCat(cache_dir_, "/coordinator-mirrors/",
+                                              std::to_string(std::hash<std::string>()(repository)),
+                                              ".git");
+      RETURN_IF_ERROR(FetchIntoMirror(repository, mirror));
+      path = mirror;
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<GitRepo> repo, GitRepo::Open(path));
+    GitRepo* raw = repo.get();
+    repos_[repository] = std::move(repo);
+    return raw;
+  }
+
+  const std::string cache_dir_;
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<GitRepo>> repos_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<RepositoryView> NewGitRepositoryView(std::string cache_dir) {
+  return std::make_unique<GitRepositoryView>(std::move(cache_dir));
+}
+
+}  // namespace kbisect

@@ -1,0 +1,45 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The coordinator's read-only view of the repositories it bisects: resolving a job's range to a
+// commit list, and the diff of the culprit for the report. Behind an interface so the
+// coordinator's logic is tested without git; the real implementation uses libgit2.
+#ifndef KBISECT_COORDINATOR_REPOSITORY_VIEW_H_
+#define KBISECT_COORDINATOR_REPOSITORY_VIEW_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+class RepositoryView {
+ public:
+  virtual ~RepositoryView() = default;
+
+  // Resolves spec.good and spec.bad (empty bad = HEAD) in spec.repository and returns the
+  // commits of good..bad, index 0 = GOOD and last = BAD, following spec.history. Errors say
+  // what is wrong and what to do: unknown revision (NotFound), GOOD not an ancestor of BAD
+  // (FailedPrecondition), empty range (InvalidArgument), not a repository (NotFound).
+  virtual absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) = 0;
+
+  // Files changed between two commits of `repository`, with line counts.
+  virtual absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
+                                                               const std::string& from,
+                                                               const std::string& to) = 0;
+
+  // The unified patch between two commits of `repository`.
+  virtual absl::StatusOr<std::string> DiffPatch(const std::string& repository,
+                                                const std::string& from,
+                                                const std::string& to) = 0;
+};
+
+// Returns a libgit2-backed view. Local paths are opened in place (read only: nothing in them is
+// written); URLs are mirrored under `cache_dir`.
+std::unique_ptr<RepositoryView> NewGitRepositoryView(std::string cache_dir);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_REPOSITORY_VIEW_H_

@@ -1,0 +1,189 @@
+// Copyright 2026 The kbisect Authors.
+#include "worker/task_runner.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/metric/metric.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace kbisect {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr int kTailLines = 20;
+constexpr int kGitSkipExitCode = 125;
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+absl::Duration TimeoutOr(const v1::Task& task, bool build, absl::Duration fallback) {
+  const auto& d = build ? task.build_timeout() : task.bench_timeout();
+  const bool has = build ? task.has_build_timeout() : task.has_bench_timeout();
+  if (!has) return fallback;
+  const int64_t nanos = TimeUtil::DurationToNanoseconds(d);
+  return nanos > 0 ? absl::Nanoseconds(nanos) : fallback;
+}
+
+MetricSpec ToMetricSpec(const v1::MetricSpec& spec) {
+  MetricSpec out;
+  switch (spec.kind()) {
+    case v1::METRIC_KIND_REGEX:
+      out.kind = MetricSpec::Kind::kRegex;
+      break;
+    case v1::METRIC_KIND_JSON_PATH:
+      out.kind = MetricSpec::Kind::kJsonPath;
+      break;
+    default:
+      out.kind = MetricSpec::Kind::kAuto;
+  }
+  out.pattern = spec.pattern();
+  return out;
+}
+
+v1::Direction ToProto(Direction direction) {
+  switch (direction) {
+    case Direction::kLowerIsBetter:
+      return v1::DIRECTION_LOWER_IS_BETTER;
+    case Direction::kHigherIsBetter:
+      return v1::DIRECTION_HIGHER_IS_BETTER;
+    default:
+      return v1::DIRECTION_UNSPECIFIED;
+  }
+}
+
+}  // namespace
+
+TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
+                       std::map<std::string, std::string> slot_env)
+    : runner_(runner), workspace_(workspace), slot_env_(std::move(slot_env)) {}
+
+v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
+                               const ProgressCallback& progress) {
+  v1::TaskResult result;
+  const absl::Time start = absl::Now();
+  auto report = [&](v1::TaskPhase phase, int done) {
+    if (progress) progress(phase, done, task.runs());
+  };
+  auto finish = [&](v1::TaskOutcome outcome, std::string message, std::string tail) {
+    result.set_outcome(outcome);
+    result.set_message(std::move(message));
+    result.set_log_tail(std::move(tail));
+    *result.mutable_timings()->mutable_total() = ToProto(absl::Now() - start);
+    return result;
+  };
+  auto cancelled = [&]() { return cancel != nullptr && cancel->IsCancelled(); };
+  const std::string short_sha = task.commit_sha().substr(0, 7);
+
+  // 1. Checkout.
+  report(v1::TASK_PHASE_CHECKOUT, 0);
+  const absl::Time checkout_start = absl::Now();
+  absl::StatusOr<std::string> dir = workspace_->Prepare(task.repository(), task.commit_sha());
+  *result.mutable_timings()->mutable_checkout() = ToProto(absl::Now() - checkout_start);
+  if (!dir.ok()) {
+    // A worker that cannot check out is an infrastructure problem: retried elsewhere.
+    return finish(v1::TASK_OUTCOME_INFRA_ERROR,
+                  absl::StrCat("checkout of ", short_sha, " failed: ", dir.status().message()),
+                  "");
+  }
+  if (cancelled()) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+
+  std::map<std::string, std::string> env = slot_env_;
+  for (const auto& [key, value] : task.env()) env[key] = value;
+  env["KBISECT_COMMIT"] = task.commit_sha();
+  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+
+  // 2. Build.
+  if (!task.build_command().empty()) {
+    report(v1::TASK_PHASE_BUILD, 0);
+    ExecRequest build;
+    build.shell_command = task.build_command();
+    build.cwd = *dir;
+    build.env = env;
+    build.timeout = TimeoutOr(task, /*build=*/true, kDefaultBuildTimeout);
+    absl::StatusOr<ExecResult> built = runner_->Run(build, cancel);
+    if (!built.ok()) {
+      return finish(v1::TASK_OUTCOME_INFRA_ERROR,
+                    absl::StrCat("could not start the build: ", built.status().message()), "");
+    }
+    *result.mutable_timings()->mutable_build() = ToProto(built->wall_time);
+    if (built->cancelled) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+    if (!built->ok()) {
+      return finish(built->timed_out ? v1::TASK_OUTCOME_TIMED_OUT : v1::TASK_OUTCOME_BUILD_FAILED,
+                    absl::StrCat("build at ", short_sha, " ", built->Describe()),
+                    built->Tail(kTailLines));
+    }
+  }
+
+  // 3. Benchmark runs.
+  const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+  const MetricSpec metric_spec = ToMetricSpec(task.metric());
+  std::vector<std::string> argv(task.bench_command().begin(), task.bench_command().end());
+  absl::Duration bench_total;
+  for (int run = 0; run < std::max(1, task.runs()); ++run) {
+    report(v1::TASK_PHASE_BENCH, run);
+    ExecRequest bench;
+    bench.argv = argv;
+    bench.cwd = *dir;
+    bench.env = env;
+    bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
+    absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);
+    if (!ran.ok()) {
+      return finish(v1::TASK_OUTCOME_BENCH_FAILED,
+                    absl::StrCat("could not start the benchmark `", absl::StrJoin(argv, " "),
+                                 "`: ", ran.status().message()),
+                    "");
+    }
+    bench_total += ran->wall_time;
+    *result.mutable_timings()->mutable_bench() = ToProto(bench_total);
+    v1::RunRecord* record = result.add_runs();
+    record->set_exit_code(ran->exit_code);
+    *record->mutable_wall_time() = ToProto(ran->wall_time);
+    if (ran->cancelled) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+    const std::string where = absl::StrCat("benchmark at ", short_sha, " (run ", run + 1, ")");
+    if (ran->timed_out) {
+      return finish(v1::TASK_OUTCOME_TIMED_OUT, absl::StrCat(where, " ", ran->Describe()),
+                    ran->Tail(kTailLines));
+    }
+    if (ran->signal == 0 && ran->exit_code == kGitSkipExitCode) {
+      return finish(v1::TASK_OUTCOME_SKIP_REQUESTED,
+                    absl::StrCat(where, " exited 125: untestable commit (skip)"),
+                    ran->Tail(kTailLines));
+    }
+    if (pass_fail) {
+      // git bisect run's contract: 0 good, 1..127 bad (125 skip, above), anything else aborts.
+      if (ran->signal == 0 && ran->exit_code == 0) continue;
+      if (ran->signal == 0 && ran->exit_code >= 1 && ran->exit_code <= 127) {
+        return finish(v1::TASK_OUTCOME_FAILED, absl::StrCat(where, " ", ran->Describe()),
+                      ran->Tail(kTailLines));
+      }
+      return finish(v1::TASK_OUTCOME_BENCH_FAILED,
+                    absl::StrCat(where, " ", ran->Describe(),
+                                 " (outside git bisect run's 0..127 contract)"),
+                    ran->Tail(kTailLines));
+    }
+    if (!ran->ok()) {
+      return finish(v1::TASK_OUTCOME_BENCH_FAILED, absl::StrCat(where, " ", ran->Describe()),
+                    ran->Tail(kTailLines));
+    }
+    absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, ran->output);
+    if (!metric.ok()) {
+      return finish(v1::TASK_OUTCOME_METRIC_MISSING,
+                    absl::StrCat(where, ": ", metric.status().message()), ran->Tail(kTailLines));
+    }
+    record->set_value(metric->value);
+    record->set_has_value(true);
+    result.add_samples(metric->value);
+    result.set_metric_name(metric->name);
+    result.set_metric_unit(metric->unit);
+    result.set_metric_direction(ToProto(metric->direction));
+  }
+  report(v1::TASK_PHASE_REPORTING, task.runs());
+  return finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
+}
+
+}  // namespace kbisect

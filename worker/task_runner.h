@@ -1,0 +1,45 @@
+// Copyright 2026 The kbisect Authors.
+//
+// TaskRunner executes one task on one slot: checkout -> build -> N benchmark runs, extracting a
+// sample from each run. It reports every failure as a TaskOutcome with a message a user can act
+// on and the tail of the command's output; it never throws away the user's data.
+#ifndef KBISECT_WORKER_TASK_RUNNER_H_
+#define KBISECT_WORKER_TASK_RUNNER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/exec/exec.h"
+#include "kbisect/v1/kbisect.pb.h"
+#include "worker/workspace.h"
+
+namespace kbisect {
+
+class TaskRunner {
+ public:
+  // Called at each phase change and after each benchmark run.
+  using ProgressCallback = std::function<void(v1::TaskPhase phase, int runs_done, int runs_total)>;
+
+  // `runner` and `workspace` must outlive this object. `slot_env` is added to the environment
+  // of every command (e.g. CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own env wins.
+  TaskRunner(CommandRunner* runner, Workspace* workspace, std::map<std::string, std::string> slot_env);
+
+  // Runs `task` to completion or until `cancel` is set (then the outcome is CANCELLED and the
+  // running command's process group has been killed). `progress` may be null.
+  v1::TaskResult Run(const v1::Task& task, const Cancellation* cancel,
+                     const ProgressCallback& progress);
+
+ private:
+  CommandRunner* const runner_;
+  Workspace* const workspace_;
+  const std::map<std::string, std::string> slot_env_;
+};
+
+// The default timeouts when a task sets none.
+inline constexpr absl::Duration kDefaultBuildTimeout = absl::Minutes(30);
+inline constexpr absl::Duration kDefaultBenchTimeout = absl::Minutes(10);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_WORKER_TASK_RUNNER_H_

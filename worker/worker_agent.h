@@ -1,0 +1,95 @@
+// Copyright 2026 The kbisect Authors.
+//
+// WorkerAgent is the loop of one worker slot: it opens a session with the coordinator carrying
+// its runner identity, then Synchronizes (heartbeat + work pickup, long poll), runs each leased
+// task with a TaskRunner on a task thread, reports the result on the lease, and obeys
+// cancellations at once by killing the task's processes. It reconnects with backoff when the
+// coordinator goes away and reopens its session when the coordinator forgot it.
+#ifndef KBISECT_WORKER_WORKER_AGENT_H_
+#define KBISECT_WORKER_WORKER_AGENT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/exec/exec.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "kbisect/v1/kbisect.grpc.pb.h"
+#include "worker/task_runner.h"
+
+namespace kbisect {
+
+struct WorkerAgentOptions {
+  // Stable worker name (e.g. "host/gpu0"); the coordinator keys the worker by it.
+  std::string name;
+  v1::RunnerIdentity identity;
+  // How long an idle worker's Synchronize long poll lasts.
+  absl::Duration idle_poll = absl::Seconds(5);
+  // Reconnect backoff bounds.
+  absl::Duration min_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+};
+
+class WorkerAgent {
+ public:
+  // `channel` connects to the coordinator; `task_runner` must outlive the agent.
+  WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
+              TaskRunner* task_runner);
+  ~WorkerAgent();
+
+  WorkerAgent(const WorkerAgent&) = delete;
+  WorkerAgent& operator=(const WorkerAgent&) = delete;
+
+  // Runs the loop until Stop() (or Drain() and the current task is done). Blocking.
+  void Run();
+
+  // Stops now: the running task's processes are killed, the lease is handed back (the
+  // coordinator re-dispatches it), the session is closed. Safe from any thread; idempotent.
+  void Stop();
+
+  // Stops taking work; the current task finishes and is reported, then Run returns.
+  void Drain();
+
+  // Number of tasks whose result the coordinator accepted.
+  int tasks_reported() const;
+
+ private:
+  struct RunningTask {
+    v1::Lease lease;
+    Cancellation cancel;
+    std::thread thread;
+    bool finished = false;  // Guarded by mu_.
+    bool cancelled_by_coordinator = false;
+    v1::TaskResult result;
+    v1::TaskPhase phase = v1::TASK_PHASE_QUEUED;
+    int runs_done = 0;
+  };
+
+  bool OpenSession();
+  void StartTask(const v1::Lease& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishTask();  // Joins the task thread and reports its result.
+  void Backoff(absl::Duration* delay);
+  bool stopping() const;
+
+  const WorkerAgentOptions options_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  TaskRunner* const task_runner_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool drain_ ABSL_GUARDED_BY(mu_) = false;
+  std::string session_id_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RunningTask> task_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* poll_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int tasks_reported_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_WORKER_WORKER_AGENT_H_
