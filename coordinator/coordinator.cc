@@ -34,11 +34,6 @@ std::string RandomSalt() {
   return absl::StrFormat("%06x", device() & 0xffffff);
 }
 
-bool IsTerminal(v1::JobState state) {
-  return state == v1::JOB_STATE_DONE || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
-}
-
 absl::Status ValidateSpec(const v1::JobSpec& spec) {
   if (spec.repository().empty()) {
     return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");
@@ -442,7 +437,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   }
   worker->pending_assignments.clear();
   for (v1::LeaseCancellation& cancel : worker->pending_cancellations) {
-    *response.add_cancellations() = std::move(cancel);
+    const bool already = std::any_of(
+        response.cancellations().begin(), response.cancellations().end(),
+        [&](const v1::LeaseCancellation& c) { return c.lease_id() == cancel.lease_id(); });
+    if (!already) *response.add_cancellations() = std::move(cancel);
   }
   worker->pending_cancellations.clear();
   *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);

@@ -54,7 +54,7 @@ std::string OsName() {
   return "";
 }
 
-bool IsUnavailable(std::string_view field) {
+bool IsUnavailable(absl::string_view field) {
   return field.empty() || absl::StartsWith(field, "[") || field == "N/A";
 }
 
@@ -67,7 +67,7 @@ std::string RunQuiet(CommandRunner* runner, std::vector<std::string> argv) {
   return result->output;
 }
 
-uint64_t Fnv1a(std::string_view text) {
+uint64_t Fnv1a(absl::string_view text) {
   uint64_t hash = 1469598103934665603ull;
   for (unsigned char c : text) {
     hash ^= c;
@@ -78,11 +78,13 @@ uint64_t Fnv1a(std::string_view text) {
 
 }  // namespace
 
-std::vector<v1::GpuInfo> ParseNvidiaSmiQuery(std::string_view csv, std::string* driver_version) {
+std::vector<v1::GpuInfo> ParseNvidiaSmiQuery(std::string_view csv_text,
+                                             std::string* driver_version) {
+  const absl::string_view csv(csv_text.data(), csv_text.size());
   std::vector<v1::GpuInfo> gpus;
-  for (std::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
+  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
     std::vector<std::string> fields;
-    for (std::string_view field : absl::StrSplit(line, ',')) {
+    for (absl::string_view field : absl::StrSplit(line, ',')) {
       fields.emplace_back(absl::StripAsciiWhitespace(field));
     }
     if (fields.size() < 11) continue;
@@ -107,11 +109,12 @@ std::vector<v1::GpuInfo> ParseNvidiaSmiQuery(std::string_view csv, std::string* 
   return gpus;
 }
 
-std::string ParseCudaVersion(std::string_view output) {
-  const std::string_view key = "CUDA Version:";
+std::string ParseCudaVersion(std::string_view output_text) {
+  const absl::string_view output(output_text.data(), output_text.size());
+  const absl::string_view key = "CUDA Version:";
   const size_t at = output.find(key);
-  if (at == std::string_view::npos) return "";
-  std::string_view rest = absl::StripLeadingAsciiWhitespace(output.substr(at + key.size()));
+  if (at == absl::string_view::npos) return "";
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(output.substr(at + key.size()));
   size_t end = 0;
   while (end < rest.size() && (absl::ascii_isdigit(rest[end]) || rest[end] == '.')) ++end;
   return std::string(rest.substr(0, end));
@@ -120,12 +123,12 @@ std::string ParseCudaVersion(std::string_view output) {
 int CountLocalGpus(CommandRunner* runner) {
   const std::string nvidia = RunQuiet(runner, {"nvidia-smi", "-L"});
   int count = 0;
-  for (std::string_view line : absl::StrSplit(nvidia, '\n', absl::SkipWhitespace())) {
+  for (absl::string_view line : absl::StrSplit(nvidia, '\n', absl::SkipWhitespace())) {
     if (absl::StartsWith(line, "GPU ")) ++count;
   }
   if (count > 0) return count;
   const std::string rocm = RunQuiet(runner, {"rocm-smi", "--showid"});
-  for (std::string_view line : absl::StrSplit(rocm, '\n', absl::SkipWhitespace())) {
+  for (absl::string_view line : absl::StrSplit(rocm, '\n', absl::SkipWhitespace())) {
     if (absl::StartsWith(line, "GPU[") && absl::StrContains(line, "Device ID")) ++count;
   }
   return count;

@@ -1,0 +1,287 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/bisect_job.h"
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::HasSubstr;
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
+
+std::vector<v1::CommitRef> MakeCommits(int n) {
+  std::vector<v1::CommitRef> commits;
+  for (int i = 0; i <= n; ++i) {
+    v1::CommitRef ref;
+    ref.set_sha(absl::StrCat(std::string(33, 'a' + (i % 6)), absl::StrFormat("%07d", i)));
+    ref.set_index(i);
+    ref.set_subject(absl::StrCat("commit ", i));
+    commits.push_back(ref);
+  }
+  return commits;
+}
+
+v1::JobSpec MakeSpec() {
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.add_bench_command("./bench.sh");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+v1::TaskResult Samples(std::vector<double> values) {
+  v1::TaskResult result;
+  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  for (double v : values) {
+    result.add_samples(v);
+    result.add_runs()->set_value(v);
+  }
+  result.set_metric_name("Latency");
+  result.set_metric_unit("ms");
+  return result;
+}
+
+v1::TaskResult Failure(v1::TaskOutcome outcome, const std::string& message) {
+  v1::TaskResult result;
+  result.set_outcome(outcome);
+  result.set_message(message);
+  result.set_log_tail("error: something broke");
+  result.add_runs()->set_exit_code(1);
+  return result;
+}
+
+// Runs a job to the end with `workers` synchronous workers. `measure` gives each task's result.
+struct Simulation {
+  int rounds_of_tasks = 0;
+  std::set<std::string> cancelled;
+  int bisect_tasks = 0;
+};
+
+Simulation RunToEnd(BisectJob& job, int workers,
+                    const std::function<v1::TaskResult(const v1::Task&)>& measure) {
+  Simulation sim;
+  for (int guard = 0; guard < 1000 && !job.finished(); ++guard) {
+    std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    ++sim.rounds_of_tasks;
+    for (const v1::Task& task : tasks) job.OnTaskStarted(task.task_id(), "w", 1, kNow);
+    for (const v1::Task& task : tasks) {
+      if (task.kind() == v1::PROBE_KIND_BISECT) ++sim.bisect_tasks;
+      if (sim.cancelled.count(task.task_id()) > 0) continue;
+      for (const std::string& id : job.OnTaskFinished(task.task_id(), measure(task), kNow)) {
+        sim.cancelled.insert(id);
+      }
+    }
+  }
+  return sim;
+}
+
+std::function<v1::TaskResult(const v1::Task&)> StepAt(int culprit, double good = 1.0,
+                                                      double bad = 1.5) {
+  return [=](const v1::Task& task) {
+    const double v = task.commit_index() >= culprit ? bad : good;
+    return Samples({v, v * 1.001, v * 0.999});
+  };
+}
+
+TEST(BisectJobTest, BaselinesComeFirstAndSpareWorkersProbeSpeculatively) {
+  BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
+  std::vector<v1::Task> tasks = job.TakeTasks(4, kNow);
+  ASSERT_EQ(tasks.size(), 4u);
+  EXPECT_EQ(tasks[0].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  EXPECT_EQ(tasks[0].commit_index(), 0);
+  EXPECT_EQ(tasks[1].kind(), v1::PROBE_KIND_BASELINE_BAD);
+  EXPECT_EQ(tasks[1].commit_index(), 100);
+  EXPECT_EQ(tasks[2].kind(), v1::PROBE_KIND_BISECT);
+  EXPECT_EQ(tasks[3].kind(), v1::PROBE_KIND_BISECT);
+  // Two probes split (0, 100] into three near-equal parts.
+  EXPECT_NEAR(tasks[2].commit_index(), 33, 1);
+  EXPECT_NEAR(tasks[3].commit_index(), 66, 1);
+  EXPECT_EQ(tasks[0].runs(), 3);
+  EXPECT_EQ(tasks[0].bench_command(0), "./bench.sh");
+}
+
+TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
+  for (int workers : {1, 3, 7}) {
+    for (int culprit = 1; culprit <= 40; ++culprit) {
+      BisectJob job("job", MakeSpec(), MakeCommits(40), kNow);
+      RunToEnd(job, workers, StepAt(culprit));
+      const v1::JobStatus& status = job.status();
+      ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+      EXPECT_EQ(status.culprit().index(), culprit) << "workers=" << workers;
+      EXPECT_EQ(status.last_good().index(), culprit - 1);
+      EXPECT_LE(status.rounds(), BisectSearch::EstimateRounds(40, workers) + 1)
+          << "workers=" << workers << " culprit=" << culprit;
+      EXPECT_NEAR(status.before(), 1.0, 1e-9);
+      EXPECT_NEAR(status.after(), 1.5, 1e-9);
+      EXPECT_NEAR(status.culprit_regression_pct(), 50.0, 1e-6);
+      EXPECT_EQ(status.state(), v1::JOB_STATE_DONE);
+    }
+  }
+}
+
+TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
+  BisectJob job("job", MakeSpec(), MakeCommits(10), kNow);
+  std::vector<v1::Task> tasks = job.TakeTasks(3, kNow);
+  ASSERT_EQ(tasks.size(), 3u);
+  // The speculative probe finishes first.
+  EXPECT_TRUE(job.OnTaskFinished(tasks[2].task_id(), Samples({1.5, 1.5, 1.5}), kNow).empty());
+  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_UNSPECIFIED);
+  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  job.OnTaskFinished(tasks[1].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
+  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_BAD);
+  EXPECT_EQ(job.status().first_bad_index(), tasks[2].commit_index());
+  EXPECT_EQ(job.status().baseline().good().median(), 1.0);
+  EXPECT_EQ(job.status().baseline().bad().median(), 1.5);
+  EXPECT_NEAR(job.status().regression_pct(), 50.0, 1e-9);
+}
+
+TEST(BisectJobTest, UselessProbesAreCancelled) {
+  BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
+  std::vector<v1::Task> tasks = job.TakeTasks(5, kNow);  // 2 baselines, probes at 25/50/75.
+  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0}), kNow);
+  job.OnTaskFinished(tasks[1].task_id(), Samples({2.0}), kNow);
+  // The probe at ~25 is BAD: probes at ~50 and ~75 are useless now.
+  std::vector<std::string> cancel = job.OnTaskFinished(tasks[2].task_id(), Samples({2.0}), kNow);
+  EXPECT_THAT(cancel, ::testing::UnorderedElementsAre(tasks[3].task_id(), tasks[4].task_id()));
+  EXPECT_EQ(job.status().progress().probes_cancelled(), 2);
+  // A late result of a cancelled probe is ignored.
+  EXPECT_TRUE(job.OnTaskFinished(tasks[3].task_id(), Samples({1.0}), kNow).empty());
+  EXPECT_EQ(job.status().probes(3).state(), v1::PROBE_STATE_CANCELLED);
+  EXPECT_EQ(job.status().first_bad_index(), tasks[2].commit_index());
+}
+
+TEST(BisectJobTest, SwappedEndpointsStopWithAClearError) {
+  BisectJob job("job", MakeSpec(), MakeCommits(20), kNow);
+  RunToEnd(job, 2, StepAt(10, /*good=*/2.0, /*bad=*/1.0));
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);
+  EXPECT_THAT(job.status().error(), HasSubstr("swapped"));
+  EXPECT_THAT(job.status().error(), HasSubstr("--allow-improvement"));
+}
+
+TEST(BisectJobTest, AllowImprovementBisectsTheImprovement) {
+  v1::JobSpec spec = MakeSpec();
+  spec.set_allow_improvement(true);
+  BisectJob job("job", spec, MakeCommits(20), kNow);
+  RunToEnd(job, 2, StepAt(13, /*good=*/2.0, /*bad=*/1.0));
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_EQ(job.status().culprit().index(), 13);
+}
+
+TEST(BisectJobTest, NoRegressionIsReportedAndNothingIsBlamed) {
+  BisectJob job("job", MakeSpec(), MakeCommits(20), kNow);
+  RunToEnd(job, 2, StepAt(10, 1.0, 1.002));
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_NO_REGRESSION);
+  EXPECT_FALSE(job.status().has_culprit());
+  EXPECT_EQ(job.status().cause(), v1::CAUSE_NOISE);
+}
+
+TEST(BisectJobTest, BaselineFailureIsAnErrorWithTheLogTail) {
+  BisectJob job("job", MakeSpec(), MakeCommits(20), kNow);
+  RunToEnd(job, 2, [](const v1::Task& task) {
+    if (task.kind() == v1::PROBE_KIND_BASELINE_BAD) {
+      return Failure(v1::TASK_OUTCOME_BUILD_FAILED, "build exited with code 2");
+    }
+    return Samples({1.0});
+  });
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);
+  EXPECT_THAT(job.status().error(), HasSubstr("BAD"));
+  EXPECT_THAT(job.status().error(), HasSubstr("build exited with code 2"));
+  EXPECT_THAT(job.status().error(), HasSubstr("something broke"));
+}
+
+TEST(BisectJobTest, BuildFailuresNextToTheCulpritLeaveCandidates) {
+  BisectJob job("job", MakeSpec(), MakeCommits(30), kNow);
+  RunToEnd(job, 3, [](const v1::Task& task) {
+    const int i = task.commit_index();
+    if (i >= 12 && i <= 14) return Failure(v1::TASK_OUTCOME_BUILD_FAILED, "broken");
+    return Samples({i >= 14 ? 2.0 : 1.0});
+  });
+  const v1::JobStatus& status = job.status();
+  EXPECT_EQ(status.status(), v1::OUTCOME_CANDIDATES_FOUND);
+  EXPECT_EQ(status.last_good().index(), 11);
+  // 12, 13, 14 are skipped and 15 is the first measured bad commit.
+  ASSERT_EQ(status.candidates_size(), 4);
+  EXPECT_EQ(status.candidates(0), MakeCommits(30)[12].sha());
+  EXPECT_EQ(status.candidates(3), MakeCommits(30)[15].sha());
+  EXPECT_GE(status.progress().skips(), 3);
+}
+
+TEST(BisectJobTest, EverythingFailingIsInconclusive) {
+  BisectJob job("job", MakeSpec(), MakeCommits(30), kNow);
+  RunToEnd(job, 3, [](const v1::Task& task) {
+    if (task.kind() == v1::PROBE_KIND_BISECT) {
+      return Failure(v1::TASK_OUTCOME_BENCH_FAILED, "crash");
+    }
+    return Samples({task.commit_index() == 0 ? 1.0 : 2.0});
+  });
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_INCONCLUSIVE);
+  EXPECT_THAT(job.status().error(), HasSubstr("could not be tested"));
+}
+
+TEST(BisectJobTest, LostTasksAreRetriedThenSkipped) {
+  BisectJob job("job", MakeSpec(), MakeCommits(4), kNow);
+  std::vector<v1::Task> tasks = job.TakeTasks(3, kNow);
+  ASSERT_EQ(tasks.size(), 3u);
+  const std::string probe = tasks[2].task_id();
+  for (int attempt = 1; attempt <= BisectJob::kMaxAttempts; ++attempt) {
+    job.OnTaskStarted(probe, "w", attempt, kNow);
+    job.OnTaskLost(probe, "worker died", kNow);
+    if (attempt < BisectJob::kMaxAttempts) {
+      std::vector<v1::Task> retry = job.TakeTasks(1, kNow);
+      ASSERT_EQ(retry.size(), 1u);
+      EXPECT_EQ(retry[0].task_id(), probe) << "the same task is handed out again";
+    }
+  }
+  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_SKIP);
+  EXPECT_THAT(job.status().probes(2).message(), HasSubstr("gave up after 3 attempts"));
+}
+
+TEST(BisectJobTest, CancelStopsEverything) {
+  BisectJob job("job", MakeSpec(), MakeCommits(50), kNow);
+  std::vector<v1::Task> tasks = job.TakeTasks(4, kNow);
+  std::vector<std::string> cancel = job.Cancel("user pressed Ctrl-C", kNow);
+  EXPECT_EQ(cancel.size(), 4u);
+  EXPECT_EQ(job.status().state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_CANCELLED);
+  EXPECT_TRUE(job.TakeTasks(4, kNow).empty());
+  std::vector<v1::JobEvent> events = job.TakeEvents();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_FINISHED);
+}
+
+TEST(BisectJobTest, ProgressLinesFollowTheSeedFormat) {
+  BisectJob job("job", MakeSpec(), MakeCommits(16), kNow);
+  RunToEnd(job, 1, StepAt(5));
+  std::vector<std::string> steps;
+  for (const v1::JobEvent& event : job.TakeEvents()) {
+    if (event.kind() == v1::JOB_EVENT_KIND_PROBE_FINISHED) steps.push_back(event.message());
+  }
+  ASSERT_EQ(steps.size(), 4u);  // log2(16) probes with one worker.
+  EXPECT_THAT(steps[0], ::testing::MatchesRegex(
+                            R"(Step 1/[0-9]+: [0-9a-f]{7} metric=1\.5ms -> BAD \([0-9]+ commits )"
+                            R"(left, 0 probes in flight\))"));
+}
+
+TEST(BisectJobTest, MaxWorkersCapsTheTasksInFlight) {
+  v1::JobSpec spec = MakeSpec();
+  spec.set_max_workers(2);
+  BisectJob job("job", spec, MakeCommits(100), kNow);
+  EXPECT_EQ(job.TakeTasks(8, kNow).size(), 2u);
+  EXPECT_TRUE(job.TakeTasks(8, kNow).empty());
+}
+
+}  // namespace
+}  // namespace kbisect

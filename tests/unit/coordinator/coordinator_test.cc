@@ -1,0 +1,339 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Drives the Coordinator as workers would, deterministically: a FakeClock, zero-wait
+// Synchronize calls, and a fake RepositoryView.
+#include "coordinator/coordinator.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeRepositoryView : public RepositoryView {
+ public:
+  explicit FakeRepositoryView(int n) : n_(n) {}
+  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
+    ++resolves;
+    if (spec.good() == "nope") {
+      return absl::NotFoundError("unknown revision 'nope' in /repo; check `git log`");
+    }
+    std::vector<v1::CommitRef> commits;
+    for (int i = 0; i <= n_; ++i) {
+      v1::CommitRef ref;
+      ref.set_sha(absl::StrFormat("%040d", i));
+      ref.set_index(i);
+      ref.set_subject(absl::StrCat("commit ", i));
+      commits.push_back(ref);
+    }
+    return commits;
+  }
+  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string&, const std::string&,
+                                                       const std::string&) override {
+    v1::FileChange file;
+    file.set_path("kernels/attention.py");
+    file.set_additions(1);
+    file.set_deletions(1);
+    return std::vector<v1::FileChange>{file};
+  }
+  absl::StatusOr<std::string> DiffPatch(const std::string&, const std::string&,
+                                        const std::string&) override {
+    return std::string(
+        "diff --git a/kernels/attention.py b/kernels/attention.py\n"
+        "--- a/kernels/attention.py\n+++ b/kernels/attention.py\n"
+        "@@ -5,3 +5,3 @@ def attention(q, k, v, o, N):\n"
+        "-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
+  }
+  int resolves = 0;
+
+ private:
+  int n_;
+};
+
+v1::JobSpec Spec() {
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.add_bench_command("./bench.sh");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+v1::TaskResult Measure(const v1::Task& task, int culprit) {
+  v1::TaskResult result;
+  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  const double v = task.commit_index() >= culprit ? 2.0 : 1.0;
+  for (int i = 0; i < 3; ++i) {
+    result.add_samples(v);
+    result.add_runs()->set_value(v);
+  }
+  result.set_metric_unit("ms");
+  return result;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  CoordinatorTest() : repos_(64), coordinator_(Options(), &repos_, &clock_) {}
+
+  static CoordinatorOptions Options() {
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(10);
+    return options;
+  }
+
+  std::string Open(const std::string& name) {
+    v1::OpenSessionRequest request;
+    request.set_worker_name(name);
+    request.mutable_identity()->set_hardware_class("hc-1");
+    absl::StatusOr<v1::OpenSessionResponse> response = coordinator_.OpenSession(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response->session_id();
+  }
+
+  v1::SynchronizeResponse Sync(const std::string& session, bool ready,
+                               const std::vector<v1::Lease>& held = {}) {
+    v1::SynchronizeRequest request;
+    request.set_session_id(session);
+    request.set_ready_for_work(ready);
+    for (const v1::Lease& lease : held) {
+      request.add_leases()->set_lease_id(lease.lease_id());
+    }
+    absl::StatusOr<v1::SynchronizeResponse> response = coordinator_.Synchronize(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return *response;
+  }
+
+  v1::CompleteLeaseResponse Complete(const std::string& session, const v1::Lease& lease,
+                                     const v1::TaskResult& result) {
+    v1::CompleteLeaseRequest request;
+    request.set_session_id(session);
+    request.set_lease_id(lease.lease_id());
+    request.set_attempt(lease.attempt());
+    *request.mutable_result() = result;
+    absl::StatusOr<v1::CompleteLeaseResponse> response = coordinator_.CompleteLease(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return *response;
+  }
+
+  std::string Submit(const std::string& request_id = "") {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = Spec();
+    request.set_request_id(request_id);
+    absl::StatusOr<v1::SubmitJobResponse> response = coordinator_.SubmitJob(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response->job_id();
+  }
+
+  FakeClock clock_;
+  FakeRepositoryView repos_;
+  Coordinator coordinator_;
+};
+
+TEST_F(CoordinatorTest, ThreeWorkersFindTheCulpritOverLeases) {
+  std::vector<std::string> sessions = {Open("w0"), Open("w1"), Open("w2")};
+  for (const std::string& s : sessions) Sync(s, /*ready=*/true);
+  const std::string job_id = Submit();
+  for (int guard = 0; guard < 200; ++guard) {
+    absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+    ASSERT_TRUE(job.ok());
+    if (job->state() == v1::JOB_STATE_DONE) break;
+    for (const std::string& s : sessions) {
+      v1::SynchronizeResponse response = Sync(s, /*ready=*/true);
+      for (const v1::Lease& lease : response.assignments()) {
+        EXPECT_EQ(lease.attempt(), 1);
+        v1::CompleteLeaseResponse done = Complete(s, lease, Measure(lease.task(), 41));
+        // Probes cancelled before their result came back are rejected by fencing.
+        if (!done.accepted()) {
+          EXPECT_THAT(done.reason(), HasSubstr("cancelled"));
+        }
+      }
+    }
+  }
+  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status(), v1::OUTCOME_CULPRIT_FOUND) << job->error();
+  EXPECT_EQ(job->culprit().index(), 41);
+  // The report carries the culprit's diff and the root-cause hint from it.
+  ASSERT_EQ(job->files_changed_size(), 1);
+  EXPECT_EQ(job->files_changed(0).path(), "kernels/attention.py");
+  ASSERT_GE(job->root_cause_hints_size(), 1);
+  EXPECT_THAT(job->root_cause_hints(0).pattern(), HasSubstr("tile"));
+  EXPECT_EQ(job->workers_size(), 3);
+  // Every probe names its worker.
+  for (const v1::Probe& probe : job->probes()) {
+    if (probe.state() == v1::PROBE_STATE_FINISHED) {
+      EXPECT_FALSE(probe.worker().empty());
+    }
+  }
+}
+
+TEST_F(CoordinatorTest, ExpiredLeaseIsRedispatchedAndItsLateResultRejected) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  Submit();
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  const v1::Lease stale = first.assignments(0);
+
+  // Worker a goes silent; its lease expires; b arrives and gets the task as attempt 2.
+  clock_.Advance(absl::Seconds(11));
+  coordinator_.ExpireLeases();
+  const std::string b = Open("b");
+  v1::SynchronizeResponse second = Sync(b, true);
+  ASSERT_GE(second.assignments_size(), 1);
+  const v1::Lease& moved = second.assignments(0);
+  EXPECT_EQ(moved.task().task_id(), stale.task().task_id());
+  EXPECT_EQ(moved.attempt(), 2);
+  EXPECT_NE(moved.lease_id(), stale.lease_id());
+
+  // a wakes up and reports on its dead lease: fenced off.
+  v1::CompleteLeaseResponse late = Complete(a, stale, Measure(stale.task(), 10));
+  EXPECT_FALSE(late.accepted());
+  EXPECT_THAT(late.reason(), HasSubstr("expired"));
+  // b reports twice: the second report is an accepted duplicate with no effect.
+  EXPECT_TRUE(Complete(b, moved, Measure(moved.task(), 10)).accepted());
+  v1::CompleteLeaseResponse again = Complete(b, moved, Measure(moved.task(), 10));
+  EXPECT_TRUE(again.accepted());
+  EXPECT_TRUE(again.duplicate());
+  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(coordinator_.ListJobs({}).jobs(0).job_id());
+  int finished = 0;
+  for (const v1::Probe& probe : job->probes()) {
+    finished += probe.state() == v1::PROBE_STATE_FINISHED ? 1 : 0;
+  }
+  EXPECT_EQ(finished, 1);
+}
+
+TEST_F(CoordinatorTest, HeartbeatsKeepALeaseAlive) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  Submit();
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(6));
+    v1::SynchronizeResponse beat = Sync(a, false, {first.assignments(0)});
+    EXPECT_EQ(beat.cancellations_size(), 0);
+    coordinator_.ExpireLeases();
+  }
+  EXPECT_TRUE(Complete(a, first.assignments(0), Measure(first.assignments(0).task(), 5))
+                  .accepted());
+}
+
+TEST_F(CoordinatorTest, WorkerThatForgetsItsLeaseLosesIt) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  Submit();
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  // Next sync without the lease and ready for work: the lease is lost, the task re-queued and
+  // handed out again as attempt 2.
+  v1::SynchronizeResponse second = Sync(a, true);
+  ASSERT_EQ(second.assignments_size(), 1);
+  EXPECT_EQ(second.assignments(0).task().task_id(), first.assignments(0).task().task_id());
+  EXPECT_EQ(second.assignments(0).attempt(), 2);
+}
+
+TEST_F(CoordinatorTest, RequestIdMakesSubmissionIdempotent) {
+  const std::string first = Submit("nightly-2026-11-30");
+  const std::string second = Submit("nightly-2026-11-30");
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(repos_.resolves, 1);
+  EXPECT_NE(Submit("other"), first);
+  EXPECT_EQ(coordinator_.ListJobs({}).jobs_size(), 2);
+}
+
+TEST_F(CoordinatorTest, BadSubmissionsAreRejectedWithTheReason) {
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = Spec();
+  request.mutable_spec()->set_good("nope");
+  absl::StatusOr<v1::SubmitJobResponse> unknown = coordinator_.SubmitJob(request);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown revision 'nope'"));
+  request.mutable_spec()->set_good("v1");
+  request.mutable_spec()->clear_bench_command();
+  absl::StatusOr<v1::SubmitJobResponse> no_bench = coordinator_.SubmitJob(request);
+  EXPECT_EQ(no_bench.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_bench.status().message(), HasSubstr("benchmark command"));
+}
+
+TEST_F(CoordinatorTest, UnknownSessionIsNotFound) {
+  v1::SynchronizeRequest request;
+  request.set_session_id("session-from-before-a-restart");
+  EXPECT_EQ(coordinator_.Synchronize(request).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CoordinatorTest, CancelJobCancelsRunningLeases) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  const std::string job_id = Submit();
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  absl::StatusOr<v1::JobStatus> cancelled = coordinator_.CancelJob(job_id, "changed my mind");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  v1::SynchronizeResponse next = Sync(a, false, {first.assignments(0)});
+  ASSERT_EQ(next.cancellations_size(), 1);
+  EXPECT_EQ(next.cancellations(0).lease_id(), first.assignments(0).lease_id());
+}
+
+TEST_F(CoordinatorTest, WatchDeliversEveryEventThroughFinished) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  const std::string job_id = Submit();
+  for (int guard = 0; guard < 100; ++guard) {
+    v1::SynchronizeResponse response = Sync(a, true);
+    for (const v1::Lease& lease : response.assignments()) {
+      Complete(a, lease, Measure(lease.task(), 7));
+    }
+    if (coordinator_.GetJob(job_id)->state() == v1::JOB_STATE_DONE) break;
+  }
+  std::vector<v1::JobEvent> events;
+  absl::Status status = coordinator_.WatchJob(job_id, 0, [&](const v1::JobEvent& event) {
+    events.push_back(event);
+    return true;
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front().kind(), v1::JOB_EVENT_KIND_STARTED);
+  EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_FINISHED);
+  EXPECT_EQ(events.back().job().culprit().index(), 7);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].sequence(), int64_t(i + 1));
+  // Resuming after an event skips what was seen.
+  std::vector<v1::JobEvent> tail;
+  ASSERT_TRUE(coordinator_
+                  .WatchJob(job_id, events.size() - 1,
+                            [&](const v1::JobEvent& e) {
+                              tail.push_back(e);
+                              return true;
+                            })
+                  .ok());
+  ASSERT_EQ(tail.size(), 1u);
+  EXPECT_EQ(tail[0].kind(), v1::JOB_EVENT_KIND_FINISHED);
+}
+
+TEST_F(CoordinatorTest, HardwareClassConstraintIsRespected) {
+  v1::OpenSessionRequest other;
+  other.set_worker_name("odd");
+  other.mutable_identity()->set_hardware_class("hc-2");
+  const std::string odd = coordinator_.OpenSession(other)->session_id();
+  Sync(odd, true);
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = Spec();
+  request.mutable_spec()->set_hardware_class("hc-1");
+  ASSERT_TRUE(coordinator_.SubmitJob(request).ok());
+  EXPECT_EQ(Sync(odd, true).assignments_size(), 0);
+  const std::string good = Open("good");
+  EXPECT_EQ(Sync(good, true).assignments_size(), 1);
+}
+
+}  // namespace
+}  // namespace kbisect
