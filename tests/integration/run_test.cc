@@ -1,0 +1,195 @@
+// Copyright 2026 The kbisect Authors.
+//
+// End to end: the real `kbisect` binary bisects real generated repositories with a planted
+// regression, over real gRPC with several local workers, and is checked against `git bisect run`
+// on the same repository. Also every bad input of `kbisect run`.
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::RunShell;
+using ::kbisect::testing::ShellQuote;
+using ::kbisect::testing::TempDir;
+using ::testing::HasSubstr;
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+std::string Kbisect() { return Env("KBISECT_BIN_DIR") + "/kbisect"; }
+
+std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhitespace(s)); }
+
+// Generates a demo repository; returns the culprit sha.
+std::string MakeRepo(const std::string& dir, const std::string& options) {
+  CommandResult made = RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"),
+                                             "/scripts/make-demo-repo.sh ", ShellQuote(dir), " ",
+                                             options));
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  return Trim(made.out);
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  // Runs kbisect with a private cache and a fast demo benchmark.
+  CommandResult Run(const std::string& args) {
+    return RunShell(absl::StrCat("cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.01 ",
+                                 "KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")), " ",
+                                 Kbisect(), " ", args));
+  }
+  TempDir tmp_{"kbisect-run-test"};
+};
+
+TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 200 --culprit 137");
+  ASSERT_EQ(culprit.size(), 40u);
+
+  // The user's checkout has uncommitted work that must survive untouched.
+  testing::WriteFile(repo + "/params.txt", "latency_ms=9.99\nnoise=0\n");
+  testing::WriteFile(repo + "/notes.txt", "my notes\n");
+  const std::string status_before = RunShell("git -C " + repo + " status --porcelain").out;
+  const std::string head_before = RunShell("git -C " + repo + " rev-parse HEAD").out;
+
+  // The reference answer: git bisect run in a separate clone.
+  const std::string clone = tmp_.Join("clone");
+  ASSERT_EQ(RunShell("git clone -q " + repo + " " + clone).exit_code, 0);
+  CommandResult reference = RunShell(
+      "cd " + clone + " && git bisect start -q HEAD v1.0 >/dev/null && KBISECT_DEMO_SLEEP=0 "
+      "git bisect run sh -c './bench.sh | awk \"{ exit (\\$2 > 1.2) }\"' > bisect.log 2>&1; "
+      "git rev-parse refs/bisect/bad");
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  ASSERT_EQ(Trim(reference.out), culprit);
+
+  const std::string json = tmp_.Join("result.json");
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 3 --json ",
+                                       json, " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  // Seed-style progress and report.
+  EXPECT_THAT(run.out, HasSubstr("Total commits in range: 200"));
+  EXPECT_THAT(run.out, HasSubstr("Baseline results:"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("Step 1/[0-9]+: [0-9a-f]{7} metric="));
+  EXPECT_THAT(run.out, HasSubstr("PERFORMANCE REGRESSION BISECT RESULT"));
+  EXPECT_THAT(run.out, HasSubstr(culprit));
+  EXPECT_THAT(run.out, HasSubstr("Retune attention tiles"));
+  EXPECT_THAT(run.out, HasSubstr("kernels/attention.py"));
+  EXPECT_THAT(run.out, HasSubstr("BLOCK_SIZE"));
+
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_EQ(result["culprit"]["subject"], "[kernel] Retune attention tiles for smaller shapes");
+  EXPECT_TRUE(result["rounds"].is_number_integer());
+  EXPECT_LE(result["rounds"].get<int>(), 5);  // ceil(log4(200)) = 4, +1 for the start.
+  EXPECT_TRUE(result["bench_runs"].is_number_integer());
+  EXPECT_TRUE(result["baseline"]["good"]["median"].is_number());
+  EXPECT_EQ(result["last_good"]["sha"], Trim(RunShell("git -C " + repo + " rev-parse " +
+                                                      culprit + "^").out));
+  std::set<std::string> workers;
+  for (const auto& probe : result["probes"]) workers.insert(probe["worker"].get<std::string>());
+  EXPECT_GE(workers.size(), 2u) << "probes ran on several workers";
+
+  // Nothing in the user's checkout changed.
+  EXPECT_EQ(RunShell("git -C " + repo + " status --porcelain").out, status_before);
+  EXPECT_EQ(RunShell("git -C " + repo + " rev-parse HEAD").out, head_before);
+  EXPECT_EQ(ReadFile(repo + "/params.txt"), "latency_ms=9.99\nnoise=0\n");
+  EXPECT_EQ(RunShell("git -C " + repo + " stash list").out, "");
+}
+
+TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 20 --culprit 5");
+  const std::string json = tmp_.Join("slots.json");
+  // Worker 1's "GPU" is 30% slower on every commit; verdicts still come out right because it
+  // runs both baselines... (per-worker calibration is a later issue), so here only check the env.
+  CommandResult run = Run(absl::StrCat(
+      "run v1.0 --repo ", repo, " --workers 2 --json ", json,
+      " -- sh -c 'echo slot=$KBISECT_WORKER cuda=$CUDA_VISIBLE_DEVICES hip=$HIP_VISIBLE_DEVICES "
+      "rocr=$ROCR_VISIBLE_DEVICES >> ",
+      tmp_.Join("slots.log"), "; ./bench.sh'"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string log = ReadFile(tmp_.Join("slots.log"));
+  EXPECT_THAT(log, HasSubstr("slot=0 cuda=0 hip=0 rocr=0"));
+  EXPECT_THAT(log, HasSubstr("slot=1 cuda=1 hip=1 rocr=1"));
+}
+
+TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 10 --culprit 4");
+
+  CommandResult unknown = Run("run deadbeef --repo " + repo + " -- ./bench.sh");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown revision 'deadbeef'"));
+
+  CommandResult not_repo = Run("run v1.0 --repo " + tmp_.path() + " -- ./bench.sh");
+  EXPECT_EQ(not_repo.exit_code, 1);
+  EXPECT_THAT(not_repo.err, HasSubstr("not inside a git repository"));
+
+  CommandResult no_bench = Run("run v1.0 --repo " + repo);
+  EXPECT_EQ(no_bench.exit_code, 2);
+  EXPECT_THAT(no_bench.err, HasSubstr("no benchmark command"));
+
+  CommandResult empty = Run("run HEAD HEAD --repo " + repo + " -- ./bench.sh");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_THAT(empty.err, ::testing::AnyOf(HasSubstr("empty"), HasSubstr("same commit")));
+
+  CommandResult reversed = Run("run HEAD v1.0 --repo " + repo + " -- ./bench.sh");
+  EXPECT_EQ(reversed.exit_code, 1);
+  EXPECT_THAT(reversed.err, HasSubstr("ancestor"));
+
+  CommandResult missing_cmd = Run("run v1.0 --repo " + repo + " -- ./no-such-bench");
+  EXPECT_EQ(missing_cmd.exit_code, 1);
+  EXPECT_THAT(missing_cmd.err, HasSubstr("no-such-bench"));
+
+  CommandResult no_metric = Run("run v1.0 --repo " + repo + " --metric 'Throughput: ([0-9.]+)' "
+                                "-- ./bench.sh");
+  EXPECT_EQ(no_metric.exit_code, 1);
+  EXPECT_THAT(no_metric.err, HasSubstr("Throughput"));
+  EXPECT_THAT(no_metric.err, HasSubstr("Latency:"));  // The output's last lines are shown.
+
+  CommandResult swapped = Run("run v1.0 --repo " + repo + " -- sh -c "
+                              "'./bench.sh | awk \"{ print \\$1, 3 - \\$2, \\$3 }\"'");
+  EXPECT_EQ(swapped.exit_code, 1);
+  EXPECT_THAT(swapped.err, HasSubstr("swapped"));
+
+  CommandResult usage = Run("run --runs 0 v1.0 --repo " + repo + " -- ./bench.sh");
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
+TEST_F(RunTest, NoRegressionExitsThree) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 30 --culprit 10 --slowdown 1.0 --noise 0.002");
+  const std::string json = tmp_.Join("none.json");
+  CommandResult run = Run("run v1.0 --repo " + repo + " --json " + json + " -- ./bench.sh");
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "no_regression");
+  EXPECT_TRUE(result["culprit"].is_null());
+}
+
+TEST_F(RunTest, HangingBenchmarkAtGoodTimesOutAndNothingIsLeftRunning) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 10 --culprit 4");
+  const std::string marker = tmp_.Join("hang-marker");
+  CommandResult run = Run(absl::StrCat("run v1.0 --repo ", repo,
+                                       " --timeout 1 -- sh -c 'sleep 300 # ", marker, "'"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("timed out"));
+  // No process of that benchmark survives.
+  EXPECT_NE(RunShell(absl::StrCat("pgrep -f ", ShellQuote(marker))).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace kbisect

@@ -1,0 +1,158 @@
+// Copyright 2026 The kbisect Authors.
+//
+// TaskRunner against real subprocesses in a temp directory (the workspace is a fake that hands
+// out that directory), so every outcome comes from a real exit code, signal or timeout.
+#include "worker/task_runner.h"
+
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::TempDir;
+using ::kbisect::testing::WriteFile;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class DirectoryWorkspace : public Workspace {
+ public:
+  explicit DirectoryWorkspace(std::string dir) : dir_(std::move(dir)) {}
+  absl::StatusOr<std::string> Prepare(const std::string& repository,
+                                      const std::string& sha) override {
+    prepared.push_back(sha);
+    if (sha == "missing") return absl::NotFoundError("commit missing is not in the mirror");
+    return dir_;
+  }
+  std::vector<std::string> prepared;
+
+ private:
+  std::string dir_;
+};
+
+class TaskRunnerTest : public ::testing::Test {
+ protected:
+  TaskRunnerTest()
+      : runner_(NewSubprocessRunner()),
+        workspace_(dir_.path()),
+        task_runner_(runner_.get(), &workspace_,
+                     {{"CUDA_VISIBLE_DEVICES", "3"}, {"KBISECT_WORKER", "3"}}) {}
+
+  v1::Task Task(const std::string& script, int runs = 3) {
+    WriteFile(dir_.Join("bench.sh"), "#!/bin/sh\n" + script + "\n");
+    chmod(dir_.Join("bench.sh").c_str(), 0755);
+    v1::Task task;
+    task.set_task_id("t1");
+    task.set_commit_sha("0123456789abcdef0123456789abcdef01234567");
+    task.set_commit_index(7);
+    task.add_bench_command("./bench.sh");
+    task.set_runs(runs);
+    task.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+    return task;
+  }
+
+  TempDir dir_{"kbisect-task-runner"};
+  std::unique_ptr<CommandRunner> runner_;
+  DirectoryWorkspace workspace_;
+  TaskRunner task_runner_;
+};
+
+TEST_F(TaskRunnerTest, CollectsOneSamplePerRunWithTheSlotEnvironment) {
+  v1::TaskResult result = task_runner_.Run(
+      Task("echo \"slot $CUDA_VISIBLE_DEVICES $KBISECT_WORKER $KBISECT_COMMIT_INDEX\" >> env.log\n"
+           "n=$(wc -l < env.log)\necho \"Latency: $n.5 ms\""),
+      nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  EXPECT_THAT(result.samples(), ElementsAre(1.5, 2.5, 3.5));
+  EXPECT_EQ(result.runs_size(), 3);
+  EXPECT_EQ(result.metric_unit(), "ms");
+  EXPECT_EQ(result.metric_direction(), v1::DIRECTION_LOWER_IS_BETTER);
+  EXPECT_THAT(testing::ReadFile(dir_.Join("env.log")), HasSubstr("slot 3 3 7"));
+  EXPECT_EQ(workspace_.prepared.size(), 1u);
+}
+
+TEST_F(TaskRunnerTest, BuildRunsFirstAndItsFailureIsReportedWithTheTail) {
+  v1::Task task = Task("echo 'Latency: 1 ms'");
+  task.set_build_command("echo compiling; echo 'error: boom' >&2; exit 2");
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_BUILD_FAILED);
+  EXPECT_THAT(result.message(), HasSubstr("exited with code 2"));
+  EXPECT_THAT(result.log_tail(), HasSubstr("error: boom"));
+  EXPECT_EQ(result.samples_size(), 0);
+}
+
+TEST_F(TaskRunnerTest, ExitCode125IsASkip) {
+  v1::TaskResult result = task_runner_.Run(Task("exit 125"), nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_SKIP_REQUESTED);
+}
+
+TEST_F(TaskRunnerTest, CrashIsABenchFailure) {
+  v1::TaskResult result = task_runner_.Run(Task("echo dying; kill -SEGV $$"), nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_BENCH_FAILED);
+  EXPECT_THAT(result.message(), HasSubstr("signal"));
+  EXPECT_THAT(result.log_tail(), HasSubstr("dying"));
+}
+
+TEST_F(TaskRunnerTest, MissingMetricNamesTheProblem) {
+  v1::TaskResult result = task_runner_.Run(Task("echo 'all good, no numbers here'"), nullptr,
+                                           nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_METRIC_MISSING);
+  EXPECT_THAT(result.log_tail(), HasSubstr("no numbers here"));
+}
+
+TEST_F(TaskRunnerTest, TimeoutKillsTheBenchmark) {
+  v1::Task task = Task("sleep 30");
+  *task.mutable_bench_timeout() = google::protobuf::util::TimeUtil::MillisecondsToDuration(300);
+  const absl::Time start = absl::Now();
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_TIMED_OUT);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST_F(TaskRunnerTest, CancellationStopsTheRunningCommand) {
+  Cancellation cancel;
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancel.Cancel();
+  });
+  v1::TaskResult result = task_runner_.Run(Task("sleep 30"), &cancel, nullptr);
+  canceller.join();
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_CANCELLED);
+}
+
+TEST_F(TaskRunnerTest, CheckoutFailureIsAnInfrastructureErrorForRetryElsewhere) {
+  v1::Task task = Task("echo 'Latency: 1 ms'");
+  task.set_commit_sha("missing");
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_INFRA_ERROR);
+  EXPECT_THAT(result.message(), HasSubstr("not in the mirror"));
+}
+
+TEST_F(TaskRunnerTest, PassFailModeFollowsGitBisectRun) {
+  v1::Task pass = Task("exit 0", 1);
+  pass.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  EXPECT_EQ(task_runner_.Run(pass, nullptr, nullptr).outcome(), v1::TASK_OUTCOME_PASSED);
+  v1::Task fail = Task("exit 3", 1);
+  fail.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  EXPECT_EQ(task_runner_.Run(fail, nullptr, nullptr).outcome(), v1::TASK_OUTCOME_FAILED);
+}
+
+TEST_F(TaskRunnerTest, ReportsProgressPhases) {
+  std::vector<v1::TaskPhase> phases;
+  v1::Task task = Task("echo 'Latency: 1 ms'", 2);
+  task.set_build_command("true");
+  task_runner_.Run(task, nullptr, [&](v1::TaskPhase phase, int, int) { phases.push_back(phase); });
+  EXPECT_THAT(phases, ElementsAre(v1::TASK_PHASE_CHECKOUT, v1::TASK_PHASE_BUILD,
+                                  v1::TASK_PHASE_BENCH, v1::TASK_PHASE_BENCH,
+                                  v1::TASK_PHASE_REPORTING));
+}
+
+}  // namespace
+}  // namespace kbisect
