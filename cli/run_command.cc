@@ -16,6 +16,7 @@
 #include "cli/job_options.h"
 #include "cli/local_cluster.h"
 #include "cli/report/report.h"
+#include "cli/report/status_json.h"
 #include "common/exec/exec.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
@@ -27,6 +28,8 @@ namespace kbisect {
 namespace {
 
 constexpr char kRunHelpFooter[] = R"(
+Usage: kbisect run GOOD [BAD] [options] -- BENCH_CMD [ARGS...]
+
 Exit codes:
   0  culprit found (or a candidate range, when skipped commits border it)
   1  error: bad input, GOOD/BAD failing to build or bench, swapped endpoints, cancelled
@@ -84,7 +87,6 @@ int RunCommand(int argc, char** argv) {
   std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &options.bench_command);
   CLI::App app{"Find the commit that made a benchmark slower, probing several commits at once.",
                "kbisect run"};
-  app.usage("kbisect run GOOD [BAD] [options] -- BENCH_CMD [ARGS...]");
   app.footer(kRunHelpFooter);
   AddJobOptions(&app, &options);
   std::string cache_dir = DefaultCacheDir();

@@ -378,6 +378,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   const absl::Time now = clock_->Now();
   worker->last_seen = now;
   worker->draining = request.draining();
+  const uint64_t sequence = ++worker->poll_sequence;
   v1::SynchronizeResponse response;
 
   // Renew the leases the worker reports; tell it to drop the ones that are dead.
@@ -420,7 +421,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     mu_.AssertHeld();
     if (shutdown_) return true;
     WorkerEntry* w = WorkerForSessionLocked(session_id);
-    return w == nullptr || !w->pending_assignments.empty() || !w->pending_cancellations.empty();
+    return w == nullptr || w->poll_sequence != sequence || !w->pending_assignments.empty() ||
+           !w->pending_cancellations.empty();
   };
   if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
     const absl::Time deadline = absl::Now() + wait;
@@ -432,6 +434,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   if (worker == nullptr) {
     return absl::NotFoundError("the session was replaced by a newer one of the same worker");
   }
+  if (worker->poll_sequence != sequence) return response;  // Superseded by a newer call.
   for (v1::Lease& lease : worker->pending_assignments) {
     *response.add_assignments() = std::move(lease);
   }

@@ -132,6 +132,10 @@ class Coordinator {
     absl::Time last_seen;
     absl::Time connect_time;
     int tasks_completed = 0;
+    // Incremented by every Synchronize; a long poll superseded by a newer call of the same
+    // worker (e.g. one the worker abandoned) returns empty-handed, so it can never swallow an
+    // assignment the worker would not see.
+    uint64_t poll_sequence = 0;
   };
 
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

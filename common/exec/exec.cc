@@ -10,10 +10,12 @@
 
 #include "common/exec/exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -190,6 +192,39 @@ class OutputCollector {
 };
 
 // Converts a duration to a poll() timeout in milliseconds, rounding up, capped at kPollInterval.
+// True while some process of group `pgid` is alive. Zombies do not count: where PID 1 does not
+// reap orphans (some containers), a killed grandchild lingers as a zombie forever and
+// kill(-pgid, 0) keeps succeeding for it.
+bool GroupHasLiveMembers(pid_t pgid) {
+  if (kill(-pgid, 0) != 0) return false;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return true;
+  bool live = false;
+  while (struct dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    char path[300];
+    snprintf(path, sizeof(path), "/proc/%s/stat", entry->d_name);
+    FILE* file = fopen(path, "r");
+    if (file == nullptr) continue;
+    char line[512];
+    const bool read = fgets(line, sizeof(line), file) != nullptr;
+    fclose(file);
+    if (!read) continue;
+    // Format: "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
+    const char* close = strrchr(line, ')');
+    char state = 0;
+    long ppid = 0;
+    long pgrp = 0;
+    if (close == nullptr || sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
+    if (pgrp == pgid && state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return live;
+}
+
 int PollTimeoutMs(absl::Duration wait) {
   wait = std::min(wait, kPollInterval);
   if (wait <= absl::ZeroDuration()) return 0;
@@ -518,6 +553,8 @@ absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
     // The next moment something must happen without the child's help.
     absl::Time next_event = killed ? absl::InfiniteFuture() : terminating ? kill_at : deadline;
     absl::Duration wait = next_event - now;
+    // Cancellation has no file descriptor to wake poll(): look at it every kPollInterval.
+    if (cancel != nullptr && !terminating) wait = std::min(wait, kPollInterval);
     if (output_read.valid()) {
       PumpOutput(output_read, wait, buffer.get(), output);
     } else {
@@ -530,10 +567,10 @@ absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
   // After a timeout or cancellation, group members may outlive the direct child (for example a
   // background job that ignores SIGTERM). Give them the rest of the grace period, then kill them.
   if (terminating) {
-    while (!killed && kill(-pid, 0) == 0) {
+    while (!killed && GroupHasLiveMembers(pid)) {
       absl::Time now = absl::Now();
       if (now >= kill_at) break;
-      PumpOutput(output_read, kill_at - now, buffer.get(), output);
+      PumpOutput(output_read, std::min(kill_at - now, kPollInterval), buffer.get(), output);
     }
     kill(-pid, SIGKILL);  // ESRCH if the group is already gone.
   }
