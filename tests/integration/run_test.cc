@@ -67,7 +67,7 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   const std::string clone = tmp_.Join("clone");
   ASSERT_EQ(RunShell("git clone -q " + repo + " " + clone).exit_code, 0);
   CommandResult reference = RunShell(
-      "cd " + clone + " && git bisect start -q HEAD v1.0 >/dev/null && KBISECT_DEMO_SLEEP=0 "
+      "cd " + clone + " && git bisect start HEAD v1.0 >/dev/null && KBISECT_DEMO_SLEEP=0 "
       "git bisect run sh -c './bench.sh | awk \"{ exit (\\$2 > 1.2) }\"' > bisect.log 2>&1; "
       "git rev-parse refs/bisect/bad");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
@@ -182,13 +182,14 @@ TEST_F(RunTest, NoRegressionExitsThree) {
 TEST_F(RunTest, HangingBenchmarkAtGoodTimesOutAndNothingIsLeftRunning) {
   const std::string repo = tmp_.Join("repo");
   MakeRepo(repo, "--commits 10 --culprit 4");
-  const std::string marker = tmp_.Join("hang-marker");
+  // An unusual duration marks the benchmark's own sleep process.
   CommandResult run = Run(absl::StrCat("run v1.0 --repo ", repo,
-                                       " --timeout 1 -- sh -c 'sleep 300 # ", marker, "'"));
+                                       " --timeout 1 -- sh -c 'sleep 301.5; echo done'"));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("timed out"));
   // No process of that benchmark survives.
-  EXPECT_NE(RunShell(absl::StrCat("pgrep -f ", ShellQuote(marker))).exit_code, 0);
+  // The [s] keeps pgrep from matching the shell that runs it.
+  EXPECT_NE(RunShell(absl::StrCat("pgrep -f ", ShellQuote("[s]leep 301.5"))).exit_code, 0);
 }
 
 }  // namespace
