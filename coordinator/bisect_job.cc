@@ -17,6 +17,9 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultRuns = 3;
+constexpr int kDefaultMaxRuns = 30;
+// A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
+constexpr double kSingleStepShare = 0.6;
 constexpr double kDefaultThreshold = 0.3;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
@@ -57,7 +60,11 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
     : commits_(std::move(commits)),
       search_(static_cast<int>(commits_.size()) - 1),
       start_time_(now) {
-  if (spec.runs_per_commit() <= 0) spec.set_runs_per_commit(kDefaultRuns);
+  pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+  if (spec.runs_per_commit() <= 0) spec.set_runs_per_commit(pass_fail_ ? 1 : kDefaultRuns);
+  if (spec.max_runs() < spec.runs_per_commit()) {
+    spec.set_max_runs(std::max(kDefaultMaxRuns, spec.runs_per_commit()));
+  }
   if (spec.threshold_fraction() <= 0) spec.set_threshold_fraction(kDefaultThreshold);
   if (spec.history() == v1::HISTORY_MODE_UNSPECIFIED) {
     spec.set_history(v1::HISTORY_MODE_FIRST_PARENT);
@@ -75,10 +82,12 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   status_.set_direction(status_.spec().direction());
   *status_.mutable_create_time() = ToProto(now);
 
-  good_task_ = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0);
-  bad_task_ = NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
-  queue_.push_back(good_task_);
-  queue_.push_back(bad_task_);
+  const std::string good_task = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0);
+  const std::string bad_task = NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
+  good_probe_ = tasks_.at(good_task).probe;
+  bad_probe_ = tasks_.at(bad_task).probe;
+  queue_.push_back(good_task);
+  queue_.push_back(bad_task);
   UpdateProgress();
   Emit(v1::JOB_EVENT_KIND_STARTED,
        absl::StrFormat("Bisect range: %s..%s\nTotal commits in range: %d\n"
@@ -178,20 +187,20 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   entry.active = false;
   entry.done = true;
   v1::Probe& probe = ProbeOf(entry);
+  const bool first_result = probe.runs_size() == 0;
   probe.set_state(v1::PROBE_STATE_FINISHED);
   probe.set_outcome(result.outcome());
-  *probe.mutable_samples() = result.samples();
-  *probe.mutable_runs() = result.runs();
-  *probe.mutable_timings() = result.timings();
+  for (double sample : result.samples()) probe.add_samples(sample);
+  for (const v1::RunRecord& run : result.runs()) *probe.add_runs() = run;
+  AddTimings(result.timings(), probe.mutable_timings(), first_result);
   probe.set_message(result.message());
   probe.set_log_tail(result.log_tail());
   probe.set_worker_hardware_class(result.hardware_class());
   *probe.mutable_end_time() = ToProto(now);
   status_.set_bench_runs(status_.bench_runs() + result.runs_size());
-  const bool has_samples = result.outcome() == v1::TASK_OUTCOME_SUCCEEDED &&
-                           result.samples_size() > 0;
-  if (has_samples) {
-    std::vector<double> samples(result.samples().begin(), result.samples().end());
+  const bool measured = Measured(probe);
+  if (measured && !pass_fail_) {
+    std::vector<double> samples(probe.samples().begin(), probe.samples().end());
     probe.set_median(Median(samples));
     samples_at_[entry.task.commit_index()] = std::move(samples);
     if (status_.metric_name().empty()) {
@@ -204,9 +213,10 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     }
   }
 
-  if (task_id == good_task_ || task_id == bad_task_) {
-    if (!has_samples) {
-      const bool good = task_id == good_task_;
+  const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
+  if (baseline) {
+    if (!measured) {
+      const bool good = entry.probe == good_probe_;
       Finish(v1::OUTCOME_ERROR,
              absl::StrFormat("the benchmark failed at %s (%s): %s. Fix the build/bench command "
                              "or choose another %s commit.%s%s",
@@ -221,23 +231,81 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     }
     if (BaselinesReady()) {
       EvaluateBaselines(now);
-      if (!finished()) ClassifyPending(now);
+      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) ClassifyPending(now);
     }
-  } else if (!has_samples) {
-    ApplyVerdict(entry, v1::VERDICT_SKIP, now);
-  } else if (BaselinesReady()) {
-    const v1::Probe& good = ProbeOf(tasks_.at(good_task_));
-    const v1::Probe& bad = ProbeOf(tasks_.at(bad_task_));
-    ApplyVerdict(entry,
-                 ClassifyByThreshold(result.samples(), good.median(), bad.median(),
-                                     status_.spec().threshold_fraction()),
-                 now);
+  } else if (!measured) {
+    ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
+  } else if (status_.state() == v1::JOB_STATE_BISECTING) {
+    Classify(entry.probe, now);
   } else {
-    unclassified_.push_back(task_id);
+    unclassified_.push_back(entry.probe);
   }
   MaybeFinish(now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
+}
+
+bool BisectJob::Measured(const v1::Probe& probe) const {
+  if (pass_fail_) {
+    return probe.outcome() == v1::TASK_OUTCOME_PASSED ||
+           probe.outcome() == v1::TASK_OUTCOME_FAILED;
+  }
+  return probe.outcome() == v1::TASK_OUTCOME_SUCCEEDED && probe.samples_size() > 0;
+}
+
+void BisectJob::Classify(int probe_position, absl::Time now) {
+  v1::Probe& probe = *status_.mutable_probes(probe_position);
+  if (pass_fail_) {
+    ApplyVerdict(probe_position,
+                 probe.outcome() == v1::TASK_OUTCOME_PASSED ? v1::VERDICT_GOOD : v1::VERDICT_BAD,
+                 now);
+    return;
+  }
+  const v1::Probe& good = status_.probes(good_probe_);
+  const v1::Probe& bad = status_.probes(bad_probe_);
+  ClassifierOptions options;
+  options.threshold_fraction = status_.spec().threshold_fraction();
+  options.max_runs = status_.spec().max_runs();
+  const ProbeClassification c = ClassifyProbe(probe.samples(), good.samples(), bad.samples(),
+                                              options);
+  probe.set_median(c.median);
+  probe.set_p_value_vs_good(c.p_value_vs_good);
+  probe.set_p_value_vs_bad(c.p_value_vs_bad);
+  if (c.more_runs > 0) {
+    probe.set_message(c.reason);
+    Extend(probe_position, c.more_runs);
+    return;
+  }
+  if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
+  ApplyVerdict(probe_position, c.verdict, now);
+}
+
+void BisectJob::Extend(int probe_position, int runs) {
+  v1::Probe& probe = *status_.mutable_probes(probe_position);
+  const std::string id = absl::StrCat(probe.probe_id(), ".", probe.runs_size());
+  TaskEntry entry;
+  entry.task = tasks_.at(probe.probe_id()).task;
+  entry.task.set_task_id(id);
+  entry.task.set_runs(runs);
+  entry.probe = probe_position;
+  tasks_.emplace(id, std::move(entry));
+  probe.set_state(v1::PROBE_STATE_PENDING);
+  queue_.push_front(id);
+}
+
+void BisectJob::AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) {
+  if (first) {
+    *total = add;
+    return;
+  }
+  auto sum = [](const google::protobuf::Duration& a, const google::protobuf::Duration& b) {
+    return TimeUtil::NanosecondsToDuration(TimeUtil::DurationToNanoseconds(a) +
+                                           TimeUtil::DurationToNanoseconds(b));
+  };
+  *total->mutable_checkout() = sum(total->checkout(), add.checkout());
+  *total->mutable_build() = sum(total->build(), add.build());
+  *total->mutable_bench() = sum(total->bench(), add.bench());
+  *total->mutable_total() = sum(total->total(), add.total());
 }
 
 std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const std::string& why,
@@ -258,14 +326,14 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   probe.set_state(v1::PROBE_STATE_FINISHED);
   probe.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
   probe.set_message(absl::StrCat("gave up after ", probe.attempt(), " attempts: ", why));
-  if (task_id == good_task_ || task_id == bad_task_) {
+  if (entry.probe == good_probe_ || entry.probe == bad_probe_) {
     Finish(v1::OUTCOME_ERROR,
-           absl::StrCat("could not measure the ", task_id == good_task_ ? "GOOD" : "BAD",
+           absl::StrCat("could not measure the ", entry.probe == good_probe_ ? "GOOD" : "BAD",
                         " baseline: ", probe.message()),
            now);
     return std::exchange(to_cancel_, {});
   }
-  ApplyVerdict(entry, v1::VERDICT_SKIP, now);
+  ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
   MaybeFinish(now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
@@ -293,15 +361,49 @@ std::vector<std::string> BisectJob::ActiveTaskIds() const {
 }
 
 bool BisectJob::BaselinesReady() const {
-  return samples_at_.count(0) > 0 && samples_at_.count(status_.commit_count()) > 0 &&
-         tasks_.at(good_task_).done && tasks_.at(bad_task_).done;
+  for (int position : {good_probe_, bad_probe_}) {
+    const v1::Probe& probe = status_.probes(position);
+    if (probe.state() != v1::PROBE_STATE_FINISHED || !Measured(probe)) return false;
+  }
+  return true;
 }
 
 void BisectJob::EvaluateBaselines(absl::Time now) {
-  const v1::Probe& good = ProbeOf(tasks_.at(good_task_));
-  const v1::Probe& bad = ProbeOf(tasks_.at(bad_task_));
+  const v1::Probe& good = status_.probes(good_probe_);
+  const v1::Probe& bad = status_.probes(bad_probe_);
+  if (pass_fail_) {
+    if (good.outcome() != v1::TASK_OUTCOME_PASSED) {
+      Finish(v1::OUTCOME_ERROR,
+             absl::StrCat("the check already fails at GOOD (", Short(good.sha()), "): ",
+                          good.message(), ". Choose a GOOD commit where it passes."),
+             now);
+      return;
+    }
+    if (bad.outcome() != v1::TASK_OUTCOME_FAILED) {
+      Finish(v1::OUTCOME_NO_REGRESSION,
+             absl::StrCat("the check passes at BAD (", Short(bad.sha()), "): nothing to bisect"),
+             now);
+      return;
+    }
+    Emit(v1::JOB_EVENT_KIND_BASELINE,
+         absl::StrFormat("Baseline results:\n  GOOD (%s): passes\n  BAD  (%s): fails",
+                         Short(good.sha()), Short(bad.sha())),
+         nullptr, now);
+    status_.set_state(v1::JOB_STATE_BISECTING);
+    return;
+  }
   if (status_.direction() == v1::DIRECTION_UNSPECIFIED) {
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+  const BaselineAssessment assessment =
+      AssessBaselines(good.samples(), bad.samples(), status_.direction(),
+                      status_.spec().min_effect_fraction(), status_.spec().max_runs());
+  if (assessment.more_runs > 0) {
+    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
+         nullptr, now);
+    Extend(good_probe_, assessment.more_runs);
+    Extend(bad_probe_, assessment.more_runs);
+    return;
   }
   v1::Baseline* good_base = status_.mutable_baseline()->mutable_good();
   good_base->set_sha(good.sha());
@@ -313,10 +415,6 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   *bad_base->mutable_samples() = bad.samples();
   bad_base->set_median(bad.median());
   bad_base->set_worker(bad.worker());
-
-  const BaselineAssessment assessment =
-      AssessBaselines(good.samples(), bad.samples(), status_.direction(),
-                      status_.spec().min_effect_fraction());
   status_.set_regression_pct(assessment.regression_pct);
   for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
   Emit(v1::JOB_EVENT_KIND_BASELINE,
@@ -340,32 +438,27 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
     return;
   }
   if (!assessment.regression && !assessment.improvement) {
-    Finish(v1::OUTCOME_NO_REGRESSION, assessment.reason, now);
     status_.set_cause(v1::CAUSE_NOISE);
+    Finish(v1::OUTCOME_NO_REGRESSION, assessment.reason, now);
     return;
   }
   status_.set_state(v1::JOB_STATE_BISECTING);
 }
 
 void BisectJob::ClassifyPending(absl::Time now) {
-  const v1::Probe& good = ProbeOf(tasks_.at(good_task_));
-  const v1::Probe& bad = ProbeOf(tasks_.at(bad_task_));
-  std::vector<std::string> pending = std::exchange(unclassified_, {});
-  for (const std::string& id : pending) {
-    TaskEntry& entry = tasks_.at(id);
-    const v1::Probe& probe = ProbeOf(entry);
-    if (probe.state() == v1::PROBE_STATE_CANCELLED) continue;
-    ApplyVerdict(entry,
-                 ClassifyByThreshold(probe.samples(), good.median(), bad.median(),
-                                     status_.spec().threshold_fraction()),
-                 now);
+  std::vector<int> pending = std::exchange(unclassified_, {});
+  for (int position : pending) {
+    if (finished()) return;
+    const v1::Probe& probe = status_.probes(position);
+    if (probe.state() != v1::PROBE_STATE_FINISHED) continue;
+    if (probe.index() <= search_.last_good() || probe.index() >= search_.first_bad()) continue;
+    Classify(position, now);
   }
 }
 
-void BisectJob::ApplyVerdict(TaskEntry& entry, v1::Verdict verdict,
-                             absl::Time now) {
-  v1::Probe& probe = ProbeOf(entry);
-  const int index = entry.task.commit_index();
+void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now) {
+  v1::Probe& probe = *status_.mutable_probes(probe_position);
+  const int index = probe.index();
   Verdict search_verdict = Verdict::kSkip;
   if (verdict == v1::VERDICT_GOOD) search_verdict = Verdict::kGood;
   if (verdict == v1::VERDICT_BAD) search_verdict = Verdict::kBad;
@@ -380,7 +473,7 @@ void BisectJob::ApplyVerdict(TaskEntry& entry, v1::Verdict verdict,
     (void)search_.Record(index, Verdict::kSkip);
   }
   probe.set_verdict(verdict);
-  if (verdict == v1::VERDICT_SKIP) {
+  if (verdict == v1::VERDICT_SKIP || verdict == v1::VERDICT_AMBIGUOUS) {
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
   ++steps_;
@@ -391,9 +484,17 @@ void BisectJob::ApplyVerdict(TaskEntry& entry, v1::Verdict verdict,
   CancelUseless(now);
   const int left = std::max(0, search_.RemainingCandidates() - 1);
   const int in_flight = InFlightCount();
-  const std::string metric =
-      probe.samples_size() > 0 ? absl::StrCat("metric=", FormatValue(probe.median()))
-                               : absl::StrCat("failed (", probe.message(), ")");
+  std::string metric;
+  if (pass_fail_ && Measured(probe)) {
+    metric = probe.outcome() == v1::TASK_OUTCOME_PASSED ? "passes" : "fails";
+  } else if (probe.samples_size() > 0) {
+    metric = absl::StrCat("metric=", FormatValue(probe.median()));
+    if (probe.samples_size() > status_.spec().runs_per_commit()) {
+      absl::StrAppend(&metric, " (", probe.samples_size(), " runs)");
+    }
+  } else {
+    metric = absl::StrCat("failed (", probe.message(), ")");
+  }
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
        absl::StrFormat("Step %d/%d: %s %s -> %s (%d commits left, %d probes in flight)", steps_,
                        steps_ + in_flight + Log2Ceil(std::max(1, left + 1)), Short(probe.sha()),
@@ -402,30 +503,33 @@ void BisectJob::ApplyVerdict(TaskEntry& entry, v1::Verdict verdict,
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
-  const std::vector<int> useless = search_.UselessInFlight();
-  if (useless.empty()) return;
-  for (auto& [id, entry] : tasks_) {
-    if (!entry.active || entry.task.kind() != v1::PROBE_KIND_BISECT) continue;
-    const int index = entry.task.commit_index();
-    if (std::find(useless.begin(), useless.end(), index) == useless.end()) continue;
-    entry.active = false;
-    entry.done = true;
+  for (int index : search_.UselessInFlight()) {
     search_.Abandon(index);
-    v1::Probe& probe = ProbeOf(entry);
-    probe.set_state(v1::PROBE_STATE_CANCELLED);
-    probe.set_message("cancelled: outside the open interval");
-    *probe.mutable_end_time() = ToProto(now);
-    status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
-    to_cancel_.push_back(id);
-    Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED,
-         absl::StrCat("Cancelled probe of ", Short(probe.sha()),
-                      ": the interval no longer contains it"),
-         &probe, now);
+    for (auto& [id, entry] : tasks_) {
+      if (entry.done || entry.task.kind() != v1::PROBE_KIND_BISECT ||
+          entry.task.commit_index() != index) {
+        continue;
+      }
+      entry.done = true;
+      v1::Probe& probe = ProbeOf(entry);
+      if (entry.active) {
+        entry.active = false;
+        to_cancel_.push_back(id);
+      }
+      probe.set_state(v1::PROBE_STATE_CANCELLED);
+      probe.set_message("cancelled: outside the open interval");
+      *probe.mutable_end_time() = ToProto(now);
+      status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
+      Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED,
+           absl::StrCat("Cancelled probe of ", Short(probe.sha()),
+                        ": the interval no longer contains it"),
+           &probe, now);
+    }
   }
-  // Unclassified probes outside the interval are no longer useful either.
+  // Measured but unclassified probes outside the interval are no longer needed.
   unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
-                                     [&](const std::string& id) {
-                                       const int index = tasks_.at(id).task.commit_index();
+                                     [&](int position) {
+                                       const int index = status_.probes(position).index();
                                        return index <= search_.last_good() ||
                                               index >= search_.first_bad();
                                      }),
@@ -443,6 +547,32 @@ void BisectJob::MaybeFinish(absl::Time now) {
   status_.set_after(MedianAt(first_bad));
   status_.set_culprit_regression_pct(
       RegressionPercent(status_.before(), status_.after(), status_.direction()));
+  if (candidates.size() == 1 && !pass_fail_) {
+    const double total = status_.baseline().bad().median() - status_.baseline().good().median();
+    const double share = total == 0 ? 1 : (status_.after() - status_.before()) / total;
+    v1::Culprit* step = status_.add_culprits();
+    *step->mutable_commit() = commits_[first_bad];
+    step->set_before(status_.before());
+    step->set_after(status_.after());
+    step->set_regression_pct(status_.culprit_regression_pct());
+    step->set_share_of_total(share);
+    if (share < kSingleStepShare) {
+      status_.set_multiple_steps(true);
+      status_.add_warnings(absl::StrFormat(
+          "the culprit explains only %.0f%% of the GOOD->BAD difference: the regression likely "
+          "has several steps; bisect %s..%s and %s..%s separately to find the others",
+          share * 100, Short(commits_[first_bad].sha()), Short(status_.bad_sha()),
+          Short(status_.good_sha()), Short(commits_[last_good].sha())));
+    }
+  }
+  if (candidates.size() == 1 && commits_[first_bad].is_merge()) {
+    status_.add_warnings(absl::StrCat(
+        "the culprit ", Short(commits_[first_bad].sha()),
+        " is a merge commit: the regression came in with the merged branch. To find the commit "
+        "inside it, run `kbisect run $(git merge-base ",
+        Short(commits_[first_bad].sha()), "^1 ", Short(commits_[first_bad].sha()), "^2) ",
+        Short(commits_[first_bad].sha()), "^2 -- ...`"));
+  }
   if (candidates.size() == 1) {
     *status_.mutable_culprit() = commits_[first_bad];
     status_.set_cause(v1::CAUSE_REAL_REGRESSION);

@@ -84,9 +84,15 @@ class BisectJob {
   v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }
   std::string NewTask(v1::ProbeKind kind, int index, int round);
   bool BaselinesReady() const;
+  bool Measured(const v1::Probe& probe) const;
   void EvaluateBaselines(absl::Time now);
   void ClassifyPending(absl::Time now);
-  void ApplyVerdict(TaskEntry& entry, v1::Verdict verdict, absl::Time now);
+  // Classifies a measured probe: a verdict, or more runs (Extend) when the samples cannot tell.
+  void Classify(int probe_position, absl::Time now);
+  // Queues a task that adds `runs` samples to the probe at `probe_position`.
+  void Extend(int probe_position, int runs);
+  static void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
+  void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
@@ -102,9 +108,10 @@ class BisectJob {
   BisectSearch search_;
   std::map<std::string, TaskEntry> tasks_;
   std::deque<std::string> queue_;  // Tasks ready to hand out (baselines, retries).
-  std::string good_task_;
-  std::string bad_task_;
-  std::vector<std::string> unclassified_;  // Finished bisect probes awaiting baselines.
+  bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
+  int good_probe_ = 0;  // Positions of the baseline probes in status_.probes.
+  int bad_probe_ = 0;
+  std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
   std::map<int, std::vector<double>> samples_at_;  // Index -> samples, for before/after.
   int next_task_ = 0;
   int steps_ = 0;  // Finished bisect probes with a verdict.

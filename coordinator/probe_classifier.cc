@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "common/stats/stats.h"
 
 namespace kbisect {
 namespace {
@@ -12,11 +13,27 @@ namespace {
 constexpr double kNoiseWarningPct = 5.0;
 constexpr double kMinimumEffectPct = 1.0;
 
-double MedianOf(absl::Span<const double> values) {
-  std::vector<double> copy(values.begin(), values.end());
-  std::sort(copy.begin(), copy.end());
-  const size_t n = copy.size();
-  return n % 2 == 1 ? copy[n / 2] : (copy[n / 2 - 1] + copy[n / 2]) / 2.0;
+constexpr double kBaselineAlpha = 0.05;
+// Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
+constexpr double kMedianEfficiency = 1.2533;
+
+double MedianOf(absl::Span<const double> values) { return Median(values).value_or(0); }
+
+// Robust spread of one sample set: the scaled MAD, or the standard deviation when the MAD is 0
+// (few distinct values), or 0 for a single sample.
+double Spread(absl::Span<const double> values) {
+  const double mad = ScaledMad(values).value_or(0);
+  if (mad > 0) return mad;
+  return values.size() > 1 ? SampleStdDev(values).value_or(0) : 0;
+}
+
+// Pooled spread of the two baselines, never 0 (a deterministic benchmark gets a tiny one).
+double PooledSpread(absl::Span<const double> good, absl::Span<const double> bad) {
+  const double a = Spread(good);
+  const double b = Spread(bad);
+  const double pooled = std::sqrt((a * a + b * b) / 2.0);
+  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
+  return std::max(pooled, std::max(floor, 1e-300));
 }
 
 }  // namespace
@@ -27,8 +44,71 @@ double RegressionPercent(double before, double after, v1::Direction direction) {
   return direction == v1::DIRECTION_HIGHER_IS_BETTER ? -pct : pct;
 }
 
+double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b) {
+  if (a.empty() || b.empty()) return 1;
+  double p = 1;
+  if (absl::StatusOr<MannWhitneyResult> u = MannWhitneyU(a, b); u.ok()) p = std::min(p, u->p_value);
+  if (absl::StatusOr<KolmogorovSmirnovResult> ks = KolmogorovSmirnov(a, b); ks.ok()) {
+    p = std::min(p, ks->p_value);
+  }
+  return p;
+}
+
+ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
+                                  absl::Span<const double> bad, const ClassifierOptions& options) {
+  ProbeClassification out;
+  const double g = MedianOf(good);
+  const double b = MedianOf(bad);
+  const double step = std::fabs(b - g);
+  const double threshold = g + options.threshold_fraction * (b - g);
+  const int n = static_cast<int>(samples.size());
+  out.median = MedianOf(samples);
+  out.p_value_vs_good = MinTestPValue(samples, good);
+  out.p_value_vs_bad = MinTestPValue(samples, bad);
+  const v1::Verdict by_threshold = ClassifyByThreshold(samples, g, b, options.threshold_fraction);
+  const double margin = std::fabs(out.median - threshold);
+  // The probe's own scatter counts too: a commit can be noisier than the baselines.
+  const double sigma = PooledSpread(good, bad);
+  const double probe_sigma = std::max(Spread(samples), sigma);
+  const size_t base_n = std::min(good.size(), bad.size());
+  const double standard_error =
+      kMedianEfficiency * std::sqrt(probe_sigma * probe_sigma / n +
+                                    sigma * sigma / static_cast<double>(base_n));
+  const double z = margin / standard_error;
+  const bool in_floor_band = margin < options.floor_band * step;
+  const int floor = in_floor_band ? options.floor_runs : 1;
+  if (z >= options.clear_z && n >= floor) {
+    out.verdict = by_threshold;
+    out.reason = absl::StrFormat("median %.4g is %.1f standard errors from the threshold %.4g",
+                                 out.median, z, threshold);
+    return out;
+  }
+  if (n < options.max_runs) {
+    out.more_runs = std::min(std::max(n, floor - n), options.max_runs - n);
+    out.reason = absl::StrFormat(
+        "median %.4g is only %.1f standard errors from the threshold %.4g: %d more runs",
+        out.median, z, threshold, out.more_runs);
+    return out;
+  }
+  // At the cap: the threshold side must be backed by a test against the other baseline.
+  const double p_other = by_threshold == v1::VERDICT_BAD ? out.p_value_vs_good : out.p_value_vs_bad;
+  if (p_other < options.alpha) {
+    out.verdict = by_threshold;
+    out.reason = absl::StrFormat("after %d runs: median %.4g, p=%.3g against the other baseline",
+                                 n, out.median, p_other);
+  } else {
+    out.verdict = v1::VERDICT_AMBIGUOUS;
+    out.reason = absl::StrFormat(
+        "after %d runs the median %.4g is not distinguishable from either baseline "
+        "(p vs GOOD %.3g, p vs BAD %.3g)",
+        n, out.median, out.p_value_vs_good, out.p_value_vs_bad);
+  }
+  return out;
+}
+
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
-                                   v1::Direction direction, double min_effect_fraction) {
+                                   v1::Direction direction, double min_effect_fraction,
+                                   int max_runs) {
   BaselineAssessment out;
   out.good_median = MedianOf(good);
   out.bad_median = MedianOf(bad);
@@ -39,6 +119,7 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   const auto [good_min, good_max] = std::minmax_element(good.begin(), good.end());
   const auto [bad_min, bad_max] = std::minmax_element(bad.begin(), bad.end());
   const bool overlap = !(*good_max < *bad_min || *bad_max < *good_min);
+  out.p_value = MinTestPValue(good, bad);
 
   if (magnitude < min_effect_pct) {
     out.reason = absl::StrFormat(
@@ -46,12 +127,27 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
         magnitude, min_effect_pct);
     return out;
   }
-  if (overlap && magnitude < kNoiseWarningPct) {
-    out.reason = absl::StrFormat(
-        "GOOD and BAD samples overlap and differ by only %.2f%%: the difference is within the "
-        "noise; rerun with more --runs or a lower-noise benchmark",
-        magnitude);
-    return out;
+  const double sigma = PooledSpread(good, bad);
+  const size_t n = std::min(good.size(), bad.size());
+  const double z = std::fabs(out.bad_median - out.good_median) /
+                   (kMedianEfficiency * sigma * std::sqrt(2.0 / static_cast<double>(n)));
+  const bool clear = !overlap && (z >= 3.0 || magnitude >= kNoiseWarningPct);
+  if (!clear) {
+    if (static_cast<int>(n) < max_runs) {
+      out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));
+      out.reason = absl::StrFormat(
+          "GOOD and BAD differ by %.2f%% but the samples are too noisy to tell (%s): %d more runs "
+          "of each",
+          magnitude, overlap ? "they overlap" : "too few", out.more_runs);
+      return out;
+    }
+    if (out.p_value >= kBaselineAlpha) {
+      out.reason = absl::StrFormat(
+          "GOOD and BAD differ by %.2f%% but after %d runs each the difference is not "
+          "significant (p=%.3g): it is within the noise",
+          magnitude, static_cast<int>(n), out.p_value);
+      return out;
+    }
   }
   if (out.regression_pct < 0) {
     out.improvement = true;

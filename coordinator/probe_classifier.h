@@ -25,15 +25,62 @@ struct BaselineAssessment {
   bool improvement = false;
   // Human-readable reasons: why there is no regression, or warnings (e.g. under 5%: maybe noise).
   std::string reason;
+  // Set when the baselines are too thin to decide: run this many more of each and reassess.
+  int more_runs = 0;
+  // min(Mann-Whitney U, Kolmogorov-Smirnov) p-value of GOOD versus BAD.
+  double p_value = 1;
   std::vector<std::string> warnings;
 };
 
 // Compares GOOD and BAD samples. Both spans must be non-empty. `direction` must be LOWER or
-// HIGHER. A move counts as a regression when the medians differ by at least
-// max(min_effect_fraction, 1%) of GOOD and either the two sample sets do not overlap or the move is
-// at least 5%; a regression under 5% carries the seed's "may be noise" warning.
+// HIGHER. Under max(min_effect_fraction, 1%) of GOOD there is nothing to bisect. Otherwise the
+// move counts when it is clear: the two sample sets do not overlap and the medians are at least
+// clear_z pooled standard errors apart, or the move is at least 5% with non-overlapping sets.
+// An unclear move asks for twice as many runs of both (up to max_runs); at max_runs a
+// min(Mann-Whitney, KS) p-value under 0.05 decides. A regression under 5% carries the seed's
+// "may be noise" warning.
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
-                                   v1::Direction direction, double min_effect_fraction);
+                                   v1::Direction direction, double min_effect_fraction,
+                                   int max_runs = 30);
+
+// Options of the statistical probe classifier.
+struct ClassifierOptions {
+  // The seed's point rule: BAD past good + threshold_fraction * (bad - good).
+  double threshold_fraction = 0.3;
+  // Runs may be doubled up to this many samples per commit.
+  int max_runs = 30;
+  // The seed's floor: within floor_band * |bad - good| of the threshold, take at least
+  // floor_runs samples before deciding.
+  double floor_band = 0.1;
+  int floor_runs = 5;
+  // The median must lie this many standard errors from the threshold to decide from it alone.
+  double clear_z = 3.0;
+  // At max_runs, a side is "clearly different" below this p-value (min of Mann-Whitney U and
+  // Kolmogorov-Smirnov, as Pinpoint does).
+  double alpha = 0.01;
+};
+
+// A probe's classification and its evidence.
+struct ProbeClassification {
+  v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
+  // Set when the samples cannot decide yet: run this many more and classify again.
+  int more_runs = 0;
+  double median = 0;
+  double p_value_vs_good = 1;
+  double p_value_vs_bad = 1;
+  std::string reason;
+};
+
+// Classifies `samples` of one commit against the GOOD and BAD baselines (all non-empty):
+// decided by the threshold rule when the median is clearly (clear_z standard errors, from the
+// baselines' pooled robust spread and the probe's own) on one side and the seed's floor is met; otherwise asks for
+// twice as many samples; at max_runs decides only when the threshold side is backed by a
+// significant test against the other baseline, else AMBIGUOUS.
+ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
+                                  absl::Span<const double> bad, const ClassifierOptions& options);
+
+// Min of the two-sided Mann-Whitney U and Kolmogorov-Smirnov p-values (1 when undefined).
+double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b);
 
 // The seed's point rule: a probe is BAD when its median lies past
 // good + threshold_fraction * (bad - good), on BAD's side; otherwise GOOD. `samples` must be

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -281,6 +282,136 @@ TEST(BisectJobTest, MaxWorkersCapsTheTasksInFlight) {
   BisectJob job("job", spec, MakeCommits(100), kNow);
   EXPECT_EQ(job.TakeTasks(8, kNow).size(), 2u);
   EXPECT_TRUE(job.TakeTasks(8, kNow).empty());
+}
+
+// Runs tasks one at a time with a per-task measurement function (so extension tasks, which ask
+// for `task.runs()` more samples, get fresh noisy values).
+void RunSequential(BisectJob& job, const std::function<v1::TaskResult(const v1::Task&)>& measure,
+                   int workers = 2) {
+  for (int guard = 0; guard < 5000 && !job.finished(); ++guard) {
+    std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    std::set<std::string> cancelled;
+    for (const v1::Task& task : tasks) {
+      if (cancelled.count(task.task_id()) > 0) continue;
+      for (const std::string& id : job.OnTaskFinished(task.task_id(), measure(task), kNow)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+}
+
+TEST(BisectJobTest, NoisyProbesNearTheThresholdGetMoreRuns) {
+  // GOOD 1.0, BAD 1.1 with +-3% noise: a commit at the culprit is 1.1, before it 1.0. Three
+  // samples cannot separate them reliably from the threshold 1.03, so runs double.
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 0.03);
+  BisectJob job("job", MakeSpec(), MakeCommits(32), kNow);
+  RunSequential(job, [&](const v1::Task& task) {
+    std::vector<double> values;
+    for (int i = 0; i < task.runs(); ++i) {
+      values.push_back((task.commit_index() >= 20 ? 1.1 : 1.0) * (1 + noise(rng)));
+    }
+    return Samples(values);
+  });
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
+  EXPECT_EQ(job.status().culprit().index(), 20);
+  int extended = 0;
+  for (const v1::Probe& probe : job.status().probes()) {
+    if (probe.samples_size() > 3) ++extended;
+    EXPECT_LE(probe.samples_size(), 30);
+  }
+  EXPECT_GT(extended, 0) << "noisy probes must have been re-measured";
+  EXPECT_GT(job.status().bench_runs(), 3 * (int)job.status().probes_size() / 2);
+}
+
+TEST(BisectJobTest, IndistinguishableProbeBecomesAmbiguousAndIsTreatedLikeASkip) {
+  v1::JobSpec spec = MakeSpec();
+  spec.set_max_runs(6);
+  BisectJob job("job", spec, MakeCommits(2), kNow);
+  // Commit 1 flips between the GOOD and the BAD value (bimodal): never decidable.
+  int flip = 0;
+  RunSequential(job, [&](const v1::Task& task) {
+    std::vector<double> values;
+    for (int i = 0; i < task.runs(); ++i) {
+      const int k = task.commit_index();
+      values.push_back(k == 0 ? 1.0 + 0.01 * i : k == 2 ? 2.0 + 0.01 * i : (flip++ % 2 ? 2.0 : 1.0));
+    }
+    return Samples(values);
+  }, 1);
+  const v1::JobStatus& status = job.status();
+  const v1::Probe* middle = nullptr;
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.index() == 1) middle = &probe;
+  }
+  ASSERT_NE(middle, nullptr);
+  EXPECT_EQ(middle->verdict(), v1::VERDICT_AMBIGUOUS);
+  EXPECT_EQ(middle->samples_size(), 6);
+  EXPECT_THAT(middle->message(), HasSubstr("not distinguishable"));
+  EXPECT_EQ(status.status(), v1::OUTCOME_CANDIDATES_FOUND);
+  EXPECT_EQ(status.candidates_size(), 2);
+}
+
+TEST(BisectJobTest, PassFailModeUsesExitCodes) {
+  v1::JobSpec spec = MakeSpec();
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  BisectJob job("job", spec, MakeCommits(50), kNow);
+  RunToEnd(job, 3, [](const v1::Task& task) {
+    v1::TaskResult result;
+    result.set_outcome(task.commit_index() >= 17 ? v1::TASK_OUTCOME_FAILED
+                                                 : v1::TASK_OUTCOME_PASSED);
+    result.add_runs()->set_exit_code(task.commit_index() >= 17 ? 1 : 0);
+    return result;
+  });
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
+  EXPECT_EQ(job.status().culprit().index(), 17);
+  EXPECT_EQ(job.status().spec().runs_per_commit(), 1);
+}
+
+TEST(BisectJobTest, PassFailModeRefusesAFailingGood) {
+  v1::JobSpec spec = MakeSpec();
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  BisectJob job("job", spec, MakeCommits(10), kNow);
+  RunToEnd(job, 2, [](const v1::Task&) {
+    v1::TaskResult result;
+    result.set_outcome(v1::TASK_OUTCOME_FAILED);
+    return result;
+  });
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);
+  EXPECT_THAT(job.status().error(), HasSubstr("already fails at GOOD"));
+}
+
+TEST(BisectJobTest, ASmallStepAmongSeveralIsFlagged) {
+  // Two steps: +0.2 at 10 and +0.8 at 30. The threshold rule finds the big one; it explains
+  // 80%: fine. With the steps swapped (+0.8 then +0.2) it still finds the big one first.
+  BisectJob job("job", MakeSpec(), MakeCommits(40), kNow);
+  RunToEnd(job, 3, [](const v1::Task& task) {
+    const int k = task.commit_index();
+    const double v = 1.0 + (k >= 10 ? 0.45 : 0) + (k >= 30 ? 0.55 : 0);
+    return Samples({v, v, v});
+  });
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_EQ(job.status().culprit().index(), 10);
+  EXPECT_TRUE(job.status().multiple_steps());
+  ASSERT_EQ(job.status().culprits_size(), 1);
+  EXPECT_NEAR(job.status().culprits(0).share_of_total(), 0.45, 1e-9);
+  EXPECT_THAT(job.status().warnings(), ::testing::Contains(HasSubstr("several steps")));
+}
+
+TEST(BisectJobTest, NoisyButRealBaselinesAreReMeasuredBeforeJudging) {
+  // 3% apart with 2% noise: three runs each overlap; more runs settle it.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.02);
+  BisectJob job("job", MakeSpec(), MakeCommits(8), kNow);
+  RunSequential(job, [&](const v1::Task& task) {
+    std::vector<double> values;
+    for (int i = 0; i < task.runs(); ++i) {
+      values.push_back((task.commit_index() >= 5 ? 1.03 : 1.0) * (1 + noise(rng)));
+    }
+    return Samples(values);
+  });
+  EXPECT_GT(job.status().baseline().good().samples_size(), 3);
+  EXPECT_THAT(job.status().warnings(), ::testing::Contains(HasSubstr("may be noise")));
 }
 
 }  // namespace

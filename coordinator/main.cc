@@ -1,0 +1,271 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect-coordinator`: the cluster's coordinator daemon. It serves CoordinatorService (for
+// `kbisect submit|status|watch|workers|cancel`), WorkerService (for `kbisect-worker`s), gRPC
+// health checking and server reflection on one port, and keeps repository mirrors under its
+// state directory.
+//
+// Without TLS credentials it refuses to listen on anything but loopback unless --insecure says
+// so. SIGTERM or SIGINT shuts it down gracefully: health goes NOT_SERVING, blocked calls are
+// released, in-flight RPCs get --drain-timeout to finish, then the process exits 0.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/clock/clock.h"
+#include "common/exec/signals.h"
+#include "common/rpc/credentials.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_server.h"
+#include "coordinator/repository_view.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kFooter[] = R"(
+Every flag can also be set through the environment variable in brackets.
+
+Security: with --tls-cert/--tls-key the port speaks TLS only. --client-ca makes workers (and
+clients) authenticate with client certificates signed by that CA (mutual TLS). --token-file lets
+clients without a certificate authenticate with "authorization: Bearer TOKEN" instead; such
+clients cannot call worker RPCs. Without a certificate the coordinator only listens on loopback,
+unless --insecure is given.
+
+SIGTERM/SIGINT: health NOT_SERVING, then in-flight RPCs get --drain-timeout seconds, then exit 0.
+)";
+
+std::string DefaultStateDir() {
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state != '\0') {
+    return absl::StrCat(state, "/kbisect");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.local/state/kbisect");
+  }
+  return "/tmp/kbisect-state";
+}
+
+// Short, stable labels for log lines.
+const char* StateLabel(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_QUEUED:
+      return "queued";
+    case v1::JOB_STATE_BASELINES:
+      return "baselines";
+    case v1::JOB_STATE_BISECTING:
+      return "bisecting";
+    case v1::JOB_STATE_CONFIRMING:
+      return "confirming";
+    case v1::JOB_STATE_DONE:
+      return "done";
+    case v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    case v1::JOB_STATE_FAILED:
+      return "failed";
+    default:
+      return "unknown";
+  }
+}
+
+const char* WorkerStateLabel(v1::WorkerState state) {
+  switch (state) {
+    case v1::WORKER_STATE_IDLE:
+      return "idle";
+    case v1::WORKER_STATE_BUSY:
+      return "busy";
+    case v1::WORKER_STATE_DRAINING:
+      return "draining";
+    case v1::WORKER_STATE_LOST:
+      return "lost";
+    default:
+      return "unknown";
+  }
+}
+
+void Log(const std::string& line) {
+  std::cerr << absl::FormatTime("%Y-%m-%dT%H:%M:%SZ ", absl::Now(), absl::UTCTimeZone())
+            << "kbisect-coordinator: " << line << "\n"
+            << std::flush;
+}
+
+// Logs one line per job state change and per worker arrival or loss, by comparing snapshots.
+class ChangeLogger {
+ public:
+  explicit ChangeLogger(Coordinator* coordinator) : coordinator_(coordinator) {}
+
+  void Poll() {
+    v1::ListJobsRequest request;
+    request.set_page_size(1000);
+    const v1::ListJobsResponse jobs = coordinator_->ListJobs(request);
+    for (const v1::JobSummary& job : jobs.jobs()) {
+      const int state = job.state();
+      auto [it, inserted] = job_states_.emplace(job.job_id(), state);
+      if (!inserted && it->second == state) continue;
+      it->second = state;
+      std::string line = absl::StrCat("job ", job.job_id(), " ", StateLabel(job.state()));
+      if (inserted) absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
+                                    job.bad().empty() ? "HEAD" : job.bad(), ")");
+      if (!job.culprit_sha().empty()) absl::StrAppend(&line, " culprit ", job.culprit_sha());
+      Log(line);
+    }
+    const v1::ListWorkersResponse workers = coordinator_->ListWorkers();
+    for (const v1::Worker& worker : workers.workers()) {
+      const bool lost = worker.state() == v1::WORKER_STATE_LOST;
+      auto [it, inserted] = worker_lost_.emplace(worker.worker_id(), lost);
+      if (!inserted && it->second == lost) continue;
+      it->second = lost;
+      Log(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()),
+                       " (", worker.identity().hardware_class_label(), ")"));
+    }
+  }
+
+ private:
+  Coordinator* const coordinator_;
+  std::map<std::string, int> job_states_;
+  std::map<std::string, bool> worker_lost_;
+};
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  CLI::App app{"kbisect coordinator daemon: owns bisect jobs and hands probes to workers.",
+               "kbisect-coordinator"};
+  app.footer(kFooter);
+  std::string listen = "127.0.0.1:7070";
+  std::string state_dir = DefaultStateDir();
+  bool insecure = false;
+  ServerCredentialOptions tls;
+  std::string token_file;
+  std::string port_file;
+  double drain_seconds = 10;
+  double lease_seconds = 10;
+  int max_message_bytes = 16 << 20;
+  app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
+      ->envname("KBISECT_LISTEN")
+      ->capture_default_str();
+  app.add_option("--state-dir", state_dir, "Directory for repository mirrors and job state")
+      ->envname("KBISECT_STATE_DIR")
+      ->capture_default_str();
+  app.add_flag("--insecure", insecure,
+               "Allow plaintext on a non-loopback address (only inside a trusted network)")
+      ->envname("KBISECT_INSECURE");
+  app.add_option("--tls-cert", tls.cert_file, "PEM server certificate chain")
+      ->envname("KBISECT_TLS_CERT");
+  app.add_option("--tls-key", tls.key_file, "PEM server private key")->envname("KBISECT_TLS_KEY");
+  app.add_option("--client-ca", tls.client_ca_file,
+                 "PEM CA that signs worker/client certificates (mutual TLS)")
+      ->envname("KBISECT_CLIENT_CA");
+  app.add_option("--token-file", token_file, "File holding the bearer token clients may use")
+      ->envname("KBISECT_TOKEN_FILE");
+  app.add_option("--port-file", port_file, "Write the bound port to FILE once serving")
+      ->envname("KBISECT_PORT_FILE");
+  app.add_option("--drain-timeout", drain_seconds, "Seconds in-flight RPCs get at shutdown")
+      ->envname("KBISECT_DRAIN_TIMEOUT")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--lease-duration", lease_seconds,
+                 "Seconds without a heartbeat after which a worker's probe is re-dispatched")
+      ->envname("KBISECT_LEASE_DURATION")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--max-message-bytes", max_message_bytes, "Largest request accepted")
+      ->envname("KBISECT_MAX_MESSAGE_BYTES")
+      ->capture_default_str()
+      ->check(CLI::Range(4096, 1 << 30));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      std::cerr << "kbisect-coordinator: " << token.status().message() << "\n";
+      return 2;
+    }
+    tls.token = *std::move(token);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(tls);
+  if (!credentials.ok()) {
+    std::cerr << "kbisect-coordinator: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  if (*credentials == nullptr && !insecure && !IsLoopbackAddress(listen)) {
+    std::cerr << "kbisect-coordinator: refusing to listen on " << listen
+              << " without TLS: anyone who can reach it could submit jobs that run commands on "
+                 "your workers. Give --tls-cert and --tls-key (and --client-ca for workers), "
+                 "listen on 127.0.0.1, or pass --insecure inside a trusted network.\n";
+    return 2;
+  }
+  std::error_code error;
+  const std::string cache_dir = state_dir + "/repositories";
+  std::filesystem::create_directories(cache_dir, error);
+  if (error) {
+    std::cerr << "kbisect-coordinator: cannot create the state directory " << state_dir << ": "
+              << error.message() << "; pick another with --state-dir\n";
+    return 1;
+  }
+
+  std::unique_ptr<RepositoryView> repositories = NewGitRepositoryView(cache_dir);
+  CoordinatorOptions coordinator_options;
+  coordinator_options.lease_duration = absl::Seconds(lease_seconds);
+  Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
+  coordinator.StartHousekeeping(absl::Milliseconds(250));
+  CoordinatorServerOptions server_options;
+  server_options.listen_address = listen;
+  server_options.credentials = *credentials;
+  server_options.max_receive_message_bytes = max_message_bytes;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start(&coordinator, server_options);
+  if (!server.ok()) {
+    std::cerr << "kbisect-coordinator: " << server.status().message() << "\n";
+    return 1;
+  }
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  Log(absl::StrCat("listening on ", host, ":", (*server)->port(),
+                   *credentials == nullptr ? " (plaintext)" : " (TLS)",
+                   tls.client_ca_file.empty() ? "" : ", client certificates verified",
+                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ",
+                   state_dir));
+  if (!port_file.empty()) {
+    // Written to a temporary name and renamed, so a reader never sees a partial number.
+    const std::string temporary = port_file + ".tmp";
+    std::ofstream(temporary) << (*server)->port() << "\n";
+    std::filesystem::rename(temporary, port_file, error);
+    if (error) {
+      std::cerr << "kbisect-coordinator: cannot write --port-file " << port_file << ": "
+                << error.message() << "\n";
+      return 1;
+    }
+  }
+
+  ChangeLogger changes(&coordinator);
+  int sig = 0;
+  while (sig == 0) {
+    changes.Poll();
+    sig = WaitForTerminationSignal(absl::Seconds(1));
+  }
+  Log(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                   ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
+  (*server)->Shutdown(absl::Seconds(drain_seconds));
+  (*server)->Wait();
+  changes.Poll();
+  Log("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace kbisect
+
+int main(int argc, char** argv) { return kbisect::Main(argc, argv); }
