@@ -10,6 +10,7 @@
 // released, in-flight RPCs get --drain-timeout to finish, then the process exits 0.
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +30,10 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/repository_view.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
 
 namespace kbisect {
 namespace {
@@ -113,8 +118,9 @@ class ChangeLogger {
       if (!inserted && it->second == state) continue;
       it->second = state;
       std::string line = absl::StrCat("job ", job.job_id(), " ", StateLabel(job.state()));
-      if (inserted) absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
-                                    job.bad().empty() ? "HEAD" : job.bad(), ")");
+      if (inserted)
+        absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
+                        job.bad().empty() ? "HEAD" : job.bad(), ")");
       if (!job.culprit_sha().empty()) absl::StrAppend(&line, " culprit ", job.culprit_sha());
       Log(line);
     }
@@ -124,8 +130,8 @@ class ChangeLogger {
       auto [it, inserted] = worker_lost_.emplace(worker.worker_id(), lost);
       if (!inserted && it->second == lost) continue;
       it->second = lost;
-      Log(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()),
-                       " (", worker.identity().hardware_class_label(), ")"));
+      Log(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()), " (",
+                       worker.identity().hardware_class_label(), ")"));
     }
   }
 
@@ -146,6 +152,7 @@ int Main(int argc, char** argv) {
   ServerCredentialOptions tls;
   std::string token_file;
   std::string port_file;
+  std::string health_listen;
   double drain_seconds = 10;
   double lease_seconds = 10;
   int max_message_bytes = 16 << 20;
@@ -168,6 +175,10 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_TOKEN_FILE");
   app.add_option("--port-file", port_file, "Write the bound port to FILE once serving")
       ->envname("KBISECT_PORT_FILE");
+  app.add_option("--health-listen", health_listen,
+                 "Also serve only gRPC health, in plaintext, on this host:port (for Kubernetes "
+                 "grpc probes, which cannot speak TLS)")
+      ->envname("KBISECT_HEALTH_LISTEN");
   app.add_option("--drain-timeout", drain_seconds, "Seconds in-flight RPCs get at shutdown")
       ->envname("KBISECT_DRAIN_TIMEOUT")
       ->capture_default_str()
@@ -195,8 +206,7 @@ int Main(int argc, char** argv) {
     }
     tls.token = *std::move(token);
   }
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeServerCredentials(tls);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(tls);
   if (!credentials.ok()) {
     std::cerr << "kbisect-coordinator: " << credentials.status().message() << "\n";
     return 2;
@@ -232,12 +242,28 @@ int Main(int argc, char** argv) {
     std::cerr << "kbisect-coordinator: " << server.status().message() << "\n";
     return 1;
   }
+  std::unique_ptr<grpc::Server> health_server;
+  if (!health_listen.empty()) {
+    // The default health service of a server with no other service: SERVING while the
+    // coordinator serves. Health statuses reveal nothing, so plaintext is fine here.
+    grpc::ServerBuilder builder;
+    int health_port = 0;
+    builder.AddListeningPort(health_listen, grpc::InsecureServerCredentials(), &health_port);
+    health_server = builder.BuildAndStart();
+    if (health_server == nullptr || health_port == 0) {
+      std::cerr << "kbisect-coordinator: cannot listen on --health-listen " << health_listen
+                << ": the address is invalid or in use\n";
+      return 1;
+    }
+    health_server->GetHealthCheckService()->SetServingStatus(true);
+    Log(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')), ":",
+                     health_port, " (plaintext, health only)"));
+  }
   const std::string host = listen.substr(0, listen.rfind(':'));
   Log(absl::StrCat("listening on ", host, ":", (*server)->port(),
                    *credentials == nullptr ? " (plaintext)" : " (TLS)",
                    tls.client_ca_file.empty() ? "" : ", client certificates verified",
-                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ",
-                   state_dir));
+                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ", state_dir));
   if (!port_file.empty()) {
     // Written to a temporary name and renamed, so a reader never sees a partial number.
     const std::string temporary = port_file + ".tmp";
@@ -258,8 +284,10 @@ int Main(int argc, char** argv) {
   }
   Log(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
                    ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
+  if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
   (*server)->Shutdown(absl::Seconds(drain_seconds));
   (*server)->Wait();
+  if (health_server != nullptr) health_server->Shutdown();
   changes.Poll();
   Log("stopped");
   return 0;

@@ -14,27 +14,15 @@ constexpr double kNoiseWarningPct = 5.0;
 constexpr double kMinimumEffectPct = 1.0;
 
 constexpr double kBaselineAlpha = 0.05;
+constexpr double kBaselineClearZ = 3.0;
+constexpr int kMinBaselineRuns = 5;
+constexpr double kOverwhelmingZ = 10.0;
 // Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
 constexpr double kMedianEfficiency = 1.2533;
 
 double MedianOf(absl::Span<const double> values) { return Median(values).value_or(0); }
 
-// Robust spread of one sample set: the scaled MAD, or the standard deviation when the MAD is 0
-// (few distinct values), or 0 for a single sample.
-double Spread(absl::Span<const double> values) {
-  const double mad = ScaledMad(values).value_or(0);
-  if (mad > 0) return mad;
-  return values.size() > 1 ? SampleStdDev(values).value_or(0) : 0;
-}
 
-// Pooled spread of the two baselines, never 0 (a deterministic benchmark gets a tiny one).
-double PooledSpread(absl::Span<const double> good, absl::Span<const double> bad) {
-  const double a = Spread(good);
-  const double b = Spread(bad);
-  const double pooled = std::sqrt((a * a + b * b) / 2.0);
-  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
-  return std::max(pooled, std::max(floor, 1e-300));
-}
 
 }  // namespace
 
@@ -54,40 +42,75 @@ double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b) {
   return p;
 }
 
+double ConservativeSigma(absl::Span<const double> good, absl::Span<const double> bad) {
+  const double ng = static_cast<double>(good.size());
+  const double nb = static_cast<double>(bad.size());
+  const double sg = good.size() > 1 ? SampleStdDev(good).value_or(0) : 0;
+  const double sb = bad.size() > 1 ? SampleStdDev(bad).value_or(0) : 0;
+  const double dof = std::max(1.0, ng + nb - 2);
+  const double pooled = std::sqrt(((ng - 1) * sg * sg + (nb - 1) * sb * sb) / dof);
+  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
+  // Few samples under-estimate the spread as often as not: inflate (roughly the upper end of a
+  // chi-square interval), so that thin baselines ask for more runs instead of guessing.
+  return std::max(pooled * (1 + 2.0 / std::sqrt(dof)), std::max(floor, 1e-300));
+}
+
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options) {
   ProbeClassification out;
   const double g = MedianOf(good);
   const double b = MedianOf(bad);
-  const double step = std::fabs(b - g);
-  const double threshold = g + options.threshold_fraction * (b - g);
+  const double step = b - g;
+  const double threshold = g + options.threshold_fraction * step;
   const int n = static_cast<int>(samples.size());
   out.median = MedianOf(samples);
   out.p_value_vs_good = MinTestPValue(samples, good);
   out.p_value_vs_bad = MinTestPValue(samples, bad);
   const v1::Verdict by_threshold = ClassifyByThreshold(samples, g, b, options.threshold_fraction);
+
+  // Sequential evidence: Wald's log-likelihood ratio of "like BAD" against "like GOOD", i.e.
+  // each sample adds step * (x - midpoint) / sigma^2, positive on BAD's side, with each sample's
+  // weight capped so that one outlier cannot decide alone. The threshold rule must agree: a
+  // commit between the threshold and the midpoint (a partial step) keeps being measured until
+  // max_runs, where the threshold decides.
+  const double sigma = ConservativeSigma(good, bad);
+  const double unit = step / (sigma * sigma);
+  // At most a third of the evidence needed per sample: three agreeing samples, at least.
+  const double cap = std::min(2.0 * step * step / (sigma * sigma), options.evidence / 3);
+  const double midpoint = (g + b) / 2;
+  double evidence = 0;
+  for (double x : samples) evidence += std::clamp(unit * (x - midpoint), -cap, cap);
   const double margin = std::fabs(out.median - threshold);
-  // The probe's own scatter counts too: a commit can be noisier than the baselines.
-  const double sigma = PooledSpread(good, bad);
-  const double probe_sigma = std::max(Spread(samples), sigma);
-  const size_t base_n = std::min(good.size(), bad.size());
-  const double standard_error =
-      kMedianEfficiency * std::sqrt(probe_sigma * probe_sigma / n +
-                                    sigma * sigma / static_cast<double>(base_n));
-  const double z = margin / standard_error;
-  const bool in_floor_band = margin < options.floor_band * step;
+  const bool in_floor_band = margin < options.floor_band * std::fabs(step);
   const int floor = in_floor_band ? options.floor_runs : 1;
-  if (z >= options.clear_z && n >= floor) {
-    out.verdict = by_threshold;
-    out.reason = absl::StrFormat("median %.4g is %.1f standard errors from the threshold %.4g",
-                                 out.median, z, threshold);
-    return out;
+  const bool agrees = (evidence > 0) == (by_threshold == v1::VERDICT_BAD);
+  if (std::fabs(evidence) >= options.evidence && n >= floor) {
+    if (agrees) {
+      out.verdict = by_threshold;
+      out.reason = absl::StrFormat("median %.4g, evidence %.1f after %d runs (threshold %.4g)",
+                                   out.median, evidence, n, threshold);
+      return out;
+    }
+    // The median lies between the threshold and the midpoint: noise around a baseline (more
+    // runs settle it) or a partial step (distinct from both baselines), which the threshold rule
+    // defines. Measure on; at max_runs decide which it is.
+    if (n >= options.max_runs) {
+      const bool partial_step =
+          out.p_value_vs_good < options.alpha && out.p_value_vs_bad < options.alpha;
+      out.verdict = partial_step ? by_threshold
+                                 : (evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
+      out.reason = absl::StrFormat(
+          "median %.4g between the threshold %.4g and the midpoint after %d runs: %s", out.median,
+          threshold, n,
+          partial_step ? "a partial step, judged by the threshold" : "judged by the evidence");
+      return out;
+    }
   }
   if (n < options.max_runs) {
     out.more_runs = std::min(std::max(n, floor - n), options.max_runs - n);
     out.reason = absl::StrFormat(
-        "median %.4g is only %.1f standard errors from the threshold %.4g: %d more runs",
-        out.median, z, threshold, out.more_runs);
+        "median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs", out.median,
+        evidence, options.evidence, n, out.more_runs);
     return out;
   }
   // At the cap: the threshold side must be backed by a test against the other baseline.
@@ -121,17 +144,34 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   const bool overlap = !(*good_max < *bad_min || *bad_max < *good_min);
   out.p_value = MinTestPValue(good, bad);
 
+  const double sigma = ConservativeSigma(good, bad);
+  const size_t n = std::min(good.size(), bad.size());
+  const double standard_error = kMedianEfficiency * sigma * std::sqrt(2.0 / static_cast<double>(n));
+  const double z = std::fabs(out.bad_median - out.good_median) / standard_error;
+  // The difference's uncertainty in percent of GOOD: "no regression" needs it small too.
+  const double uncertainty_pct =
+      out.good_median == 0 ? 0 : 100.0 * standard_error / std::fabs(out.good_median);
   if (magnitude < min_effect_pct) {
+    if (magnitude + 2 * uncertainty_pct >= 2 * min_effect_pct &&
+        static_cast<int>(n) < max_runs) {
+      out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));
+      out.reason = absl::StrFormat(
+          "GOOD and BAD differ by %.2f%% +- %.2f%%: too noisy to rule out a regression; %d more "
+          "runs of each",
+          magnitude, uncertainty_pct, out.more_runs);
+      return out;
+    }
     out.reason = absl::StrFormat(
         "GOOD and BAD differ by %.2f%%, under the minimum effect of %.2f%%: nothing to bisect",
         magnitude, min_effect_pct);
     return out;
   }
-  const double sigma = PooledSpread(good, bad);
-  const size_t n = std::min(good.size(), bad.size());
-  const double z = std::fabs(out.bad_median - out.good_median) /
-                   (kMedianEfficiency * sigma * std::sqrt(2.0 / static_cast<double>(n)));
-  const bool clear = !overlap && (z >= 3.0 || magnitude >= kNoiseWarningPct);
+  // The baselines fix the threshold every verdict is measured against: they must be sharp.
+  // Three samples can look tight by chance: below kMinBaselineRuns only an overwhelming
+  // separation counts as clear.
+  const bool clear = !overlap && z >= (static_cast<int>(n) >= kMinBaselineRuns
+                                           ? kBaselineClearZ
+                                           : kOverwhelmingZ);
   if (!clear) {
     if (static_cast<int>(n) < max_runs) {
       out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));

@@ -53,8 +53,8 @@ struct ClassifierOptions {
   // floor_runs samples before deciding.
   double floor_band = 0.1;
   int floor_runs = 5;
-  // The median must lie this many standard errors from the threshold to decide from it alone.
-  double clear_z = 3.0;
+  // Sequential evidence (log-likelihood-ratio units) needed to decide before max_runs.
+  double evidence = 7.6;
   // At max_runs, a side is "clearly different" below this p-value (min of Mann-Whitney U and
   // Kolmogorov-Smirnov, as Pinpoint does).
   double alpha = 0.01;
@@ -71,11 +71,13 @@ struct ProbeClassification {
   std::string reason;
 };
 
-// Classifies `samples` of one commit against the GOOD and BAD baselines (all non-empty):
-// decided by the threshold rule when the median is clearly (clear_z standard errors, from the
-// baselines' pooled robust spread and the probe's own) on one side and the seed's floor is met; otherwise asks for
-// twice as many samples; at max_runs decides only when the threshold side is backed by a
-// significant test against the other baseline, else AMBIGUOUS.
+// Classifies `samples` of one commit against the GOOD and BAD baselines (all non-empty). The
+// evidence is a sequential log-likelihood ratio around the threshold point
+// good + threshold_fraction * (bad - good), with the noise taken from the baselines
+// (conservatively for few samples) and each sample's weight capped against outliers. Once it
+// passes +-evidence (and the seed's floor is met) the side decides; otherwise it asks for twice as
+// many samples; at max_runs it decides only when the threshold side is backed by a significant
+// test against the other baseline (min of Mann-Whitney U and KS, as Pinpoint), else AMBIGUOUS.
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options);
 

@@ -152,10 +152,11 @@ TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
 TEST(BisectJobTest, UselessProbesAreCancelled) {
   BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
   std::vector<v1::Task> tasks = job.TakeTasks(5, kNow);  // 2 baselines, probes at 25/50/75.
-  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0}), kNow);
-  job.OnTaskFinished(tasks[1].task_id(), Samples({2.0}), kNow);
+  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  job.OnTaskFinished(tasks[1].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
   // The probe at ~25 is BAD: probes at ~50 and ~75 are useless now.
-  std::vector<std::string> cancel = job.OnTaskFinished(tasks[2].task_id(), Samples({2.0}), kNow);
+  std::vector<std::string> cancel =
+      job.OnTaskFinished(tasks[2].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
   EXPECT_THAT(cancel, ::testing::UnorderedElementsAre(tasks[3].task_id(), tasks[4].task_id()));
   EXPECT_EQ(job.status().progress().probes_cancelled(), 2);
   // A late result of a cancelled probe is ignored.
