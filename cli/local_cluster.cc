@@ -1,28 +1,11 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/local_cluster.h"
 
-#include <cstdlib>
-#include <map>
-
-#include "absl/strings/str_cat.h"
 #include "common/identity/identity.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
 namespace kbisect {
-
-std::string DefaultCacheDir() {
-  if (const char* dir = std::getenv("KBISECT_CACHE_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return absl::StrCat(xdg, "/kbisect");
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return absl::StrCat(home, "/.cache/kbisect");
-  }
-  return "/tmp/kbisect-cache";
-}
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
@@ -43,33 +26,14 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->slots_.resize(std::max(1, options.workers));
   for (size_t i = 0; i < cluster->slots_.size(); ++i) {
     Slot& slot = cluster->slots_[i];
-    const std::string index = absl::StrCat(i);
-    std::map<std::string, std::string> env = {{"CUDA_VISIBLE_DEVICES", index},
-                                              {"HIP_VISIBLE_DEVICES", index},
-                                              {"ROCR_VISIBLE_DEVICES", index},
-                                              {"KBISECT_WORKER", index}};
-    slot.workspace = std::make_unique<GitWorkspace>(options.cache_dir, static_cast<int>(i));
-    slot.task_runner = std::make_unique<TaskRunner>(cluster->command_runner_.get(),
-                                                    slot.workspace.get(), std::move(env));
-    WorkerAgentOptions agent_options;
-    agent_options.name = absl::StrCat(host_identity.host(), "/slot", i);
-    agent_options.identity = host_identity;
-    // The slot sees one device of the host.
-    v1::RunnerIdentity& identity = agent_options.identity;
-    identity.set_slot(index);
-    if (identity.gpus_size() > static_cast<int>(i)) {
-      v1::GpuInfo gpu = identity.gpus(static_cast<int>(i));
-      identity.clear_gpus();
-      *identity.add_gpus() = gpu;
-      identity.set_gpu_count(1);
-      AssignHardwareClass(&identity);
-    }
-    agent_options.idle_poll = absl::Seconds(5);
-    slot.agent = std::make_unique<WorkerAgent>(
-        std::move(agent_options),
-        grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials()),
-        slot.task_runner.get());
-    WorkerAgent* agent = slot.agent.get();
+    WorkerSlotOptions slot_options;
+    slot_options.cache_dir = options.cache_dir;
+    slot_options.slot = static_cast<int>(i);
+    slot_options.idle_poll = absl::Seconds(5);
+    slot.worker = std::make_unique<WorkerSlot>(
+        slot_options, cluster->command_runner_.get(), host_identity,
+        grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials()));
+    WorkerAgent* agent = slot.worker->agent();
     slot.thread = std::thread([agent] { agent->Run(); });
   }
   return cluster;
@@ -77,7 +41,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 void LocalCluster::StopWorkers() {
   for (Slot& slot : slots_) {
-    if (slot.agent != nullptr) slot.agent->Stop();
+    if (slot.worker != nullptr) slot.worker->agent()->Stop();
   }
   for (Slot& slot : slots_) {
     if (slot.thread.joinable()) slot.thread.join();

@@ -2,9 +2,9 @@
 //
 // LocalCluster is the embedded deployment behind `kbisect run`: an in-process Coordinator served
 // over real gRPC on a loopback port, plus one WorkerAgent per local GPU slot that dials it like
-// any remote worker would. Slot i runs its commands with CUDA_VISIBLE_DEVICES=i,
-// HIP_VISIBLE_DEVICES=i, ROCR_VISIBLE_DEVICES=i and KBISECT_WORKER=i, in its own checkout
-// under the cache directory.
+// any remote worker would. Slot i is a WorkerSlot (worker/worker_slot.h): it runs its commands
+// with CUDA_VISIBLE_DEVICES=i, HIP_VISIBLE_DEVICES=i, ROCR_VISIBLE_DEVICES=i and
+// KBISECT_WORKER=i, in its own checkout under the cache directory.
 #ifndef KBISECT_CLI_LOCAL_CLUSTER_H_
 #define KBISECT_CLI_LOCAL_CLUSTER_H_
 
@@ -18,9 +18,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/repository_view.h"
-#include "worker/task_runner.h"
-#include "worker/worker_agent.h"
-#include "worker/workspace.h"
+#include "worker/worker_slot.h"
 
 namespace kbisect {
 
@@ -49,9 +47,7 @@ class LocalCluster {
 
  private:
   struct Slot {
-    std::unique_ptr<GitWorkspace> workspace;
-    std::unique_ptr<TaskRunner> task_runner;
-    std::unique_ptr<WorkerAgent> agent;
+    std::unique_ptr<WorkerSlot> worker;
     std::thread thread;
   };
   LocalCluster() = default;
@@ -62,10 +58,6 @@ class LocalCluster {
   std::unique_ptr<CoordinatorServer> server_;
   std::vector<Slot> slots_;
 };
-
-// The default cache directory: $KBISECT_CACHE_DIR, else $XDG_CACHE_HOME/kbisect, else
-// $HOME/.cache/kbisect, else /tmp/kbisect-cache.
-std::string DefaultCacheDir();
 
 }  // namespace kbisect
 

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/client_commands.h"
 #include "cli/run_command.h"
+#include "cli/triage_command.h"
 
 namespace {
 
@@ -12,6 +14,14 @@ constexpr char kUsage[] = R"(kbisect: find the commit that made a GPU benchmark 
 
 Usage:
   kbisect run GOOD [BAD] [options] -- BENCH_CMD [ARGS...]   bisect on this machine
+  kbisect submit GOOD [BAD] --repo URL [options] -- BENCH_CMD [ARGS...]
+                                                           bisect on a cluster's coordinator
+  kbisect status [JOB]                                      list jobs, or one job's report
+  kbisect watch JOB                                         follow a job's progress live
+  kbisect workers                                           list the coordinator's workers
+  kbisect cancel JOB                                        cancel a job
+  kbisect triage --dashboard FILE|URL --platform P [--kernel K] [--date D]
+                                                           explain a dashboard move
   kbisect version
 
 Run `kbisect run --help` for the options and exit codes.
@@ -27,6 +37,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "run") return kbisect::RunCommand(argc - 1, argv + 1);
+  if (command == "triage") return kbisect::TriageCommand(argc - 1, argv + 1);
+  if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {
     std::cout << "kbisect 0.1.0\n";
     return 0;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/job_options.h"
+#include "cli/job_progress.h"
 #include "cli/local_cluster.h"
 #include "cli/report/report.h"
 #include "cli/report/status_json.h"
@@ -168,45 +169,15 @@ int RunCommand(int argc, char** argv) {
     absl::MutexLock lock(&job_mu);
     job_id = submitted.job_id();
   }
-  const v1::JobStatus& initial = submitted.job();
-  if (!quiet) {
-    const int n = initial.commit_count();
-    std::cout << absl::StrFormat(
-                     "Bisect range: %s..%s\nTotal commits in range: %d\n"
-                     "Workers: %d; estimated rounds: %d (git bisect: %d steps)\n",
-                     initial.good_sha().substr(0, 7), initial.bad_sha().substr(0, 7), n, workers,
-                     BisectSearch::EstimateRounds(n, workers), BisectSearch::EstimateRounds(n, 1));
-    if (n > 100) {
-      std::cout << "Note: more than 100 commits; each round runs the benchmark "
-                << initial.spec().runs_per_commit() << " times per probe.\n";
-    }
-    std::cout << std::flush;
-  }
+  if (!quiet) PrintJobHeader(submitted.job(), workers, std::cout);
 
   v1::JobStatus final_status;
-  bool finished = false;
-  {
-    grpc::ClientContext context;
-    v1::WatchJobRequest watch;
-    watch.set_job_id(submitted.job_id());
-    auto reader = stub->WatchJob(&context, watch);
-    v1::WatchJobResponse event;
-    while (reader->Read(&event)) {
-      const v1::JobEvent& e = event.event();
-      if (e.kind() == v1::JOB_EVENT_KIND_FINISHED) {
-        final_status = e.job();
-        finished = true;
-        break;
-      }
-      if (quiet || e.kind() == v1::JOB_EVENT_KIND_STARTED ||
-          e.kind() == v1::JOB_EVENT_KIND_PROBE_CANCELLED) {
-        continue;
-      }
-      std::cout << e.message() << "\n" << std::flush;
-    }
-    context.TryCancel();
-    (void)reader->Finish();
-  }
+  JobFollower follower(stub.get(), submitted.job_id());
+  absl::StatusOr<v1::JobStatus> followed = follower.Follow([&](const v1::JobEvent& e) {
+    if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+  });
+  const bool finished = followed.ok();
+  if (finished) final_status = *std::move(followed);
   if (!finished) {
     absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
     if (status.ok()) final_status = *status;
@@ -216,20 +187,9 @@ int RunCommand(int argc, char** argv) {
     cluster->StopWorkers();
   }
 
-  std::cout << FormatReport(final_status) << std::flush;
-  if (!options.json_file.empty()) {
-    std::ofstream out(options.json_file);
-    out << StatusToJson(final_status) << "\n";
-    if (!out) {
-      std::cerr << "kbisect: cannot write " << options.json_file << "\n";
-      return kExitError;
-    }
-  }
+  const int code = ReportFinalStatus(final_status, options.json_file);
   if (interrupt.interrupted() || stop_requested) return kExitInterrupted;
-  if (final_status.status() == v1::OUTCOME_ERROR && !final_status.error().empty()) {
-    std::cerr << "kbisect: " << final_status.error() << "\n";
-  }
-  return ExitCodeFor(final_status.status());
+  return code;
 }
 
 }  // namespace kbisect

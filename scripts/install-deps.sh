@@ -22,6 +22,8 @@ PACKAGES=(
   libsqlite3-dev
   # GoogleTest/GoogleMock: unit and integration tests.
   libgtest-dev libgmock-dev
+  # cpp-httplib 0.11 (header-only): `kbisect triage --dashboard URL` and its local test server.
+  libcpp-httplib-dev
 )
 
 missing=()

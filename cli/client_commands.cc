@@ -1,0 +1,527 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/client_commands.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cli/job_options.h"
+#include "cli/job_progress.h"
+#include "cli/report/report.h"
+#include "cli/report/status_json.h"
+#include "cli/run_command.h"
+#include "common/exec/signals.h"
+#include "common/rpc/credentials.h"
+#include "grpcpp/create_channel.h"
+#include "kbisect/v1/kbisect.grpc.pb.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kDefaultCoordinator[] = "127.0.0.1:7070";
+constexpr absl::Duration kRpcTimeout = absl::Seconds(30);
+
+constexpr char kConnectionFooter[] = R"(
+Connection: --coordinator (or KBISECT_COORDINATOR) names the kbisect-coordinator, default
+127.0.0.1:7070. With TLS give --tls-ca (KBISECT_TLS_CA), and either a bearer token
+(KBISECT_TOKEN, --token-file) or a client certificate (--tls-cert/--tls-key).
+)";
+
+constexpr char kSubmitFooter[] = R"(
+Usage: kbisect submit GOOD [BAD] --repo URL|PATH [options] -- BENCH_CMD [ARGS...]
+
+Submits a bisect job to the coordinator and prints its job id on stdout. --repo is fetched by
+the coordinator and the workers themselves, so it must be a URL or a path they can reach (an
+existing local path is made absolute). With --request-id, submitting the same id again returns
+the job created the first time (safe retries from nightly CI). With --wait, follows the job and
+exits like `kbisect run`: 0 culprit found, 1 error/cancelled, 3 no regression, 4 inconclusive,
+130 interrupted (the job keeps running on the coordinator).
+)";
+
+struct ConnectionOptions {
+  std::string address = kDefaultCoordinator;
+  std::string token;
+  std::string token_file;
+  ClientCredentialOptions tls;
+};
+
+void AddConnectionOptions(CLI::App* app, ConnectionOptions* o) {
+  app->add_option("--coordinator", o->address, "Coordinator address host:port")
+      ->envname("KBISECT_COORDINATOR")
+      ->capture_default_str();
+  app->add_option("--token", o->token,
+                  "Bearer token (prefer KBISECT_TOKEN or --token-file: command lines are "
+                  "visible to other users)")
+      ->envname("KBISECT_TOKEN");
+  app->add_option("--token-file", o->token_file, "File holding the bearer token")
+      ->envname("KBISECT_TOKEN_FILE");
+  app->add_option("--tls-ca", o->tls.ca_file, "PEM CA that signs the coordinator's certificate")
+      ->envname("KBISECT_TLS_CA");
+  app->add_option("--tls-cert", o->tls.cert_file, "PEM client certificate (mutual TLS)")
+      ->envname("KBISECT_TLS_CERT");
+  app->add_option("--tls-key", o->tls.key_file, "PEM key of the client certificate")
+      ->envname("KBISECT_TLS_KEY");
+}
+
+// Explains a failed call in terms of the coordinator's address and what to do.
+std::string DescribeFailure(const grpc::Status& status, const std::string& address) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return absl::StrCat("cannot reach the coordinator at ", address, " (", status.error_message(),
+                          "). Is kbisect-coordinator running there? Point to it with "
+                          "--coordinator or KBISECT_COORDINATOR.");
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::StrCat("the coordinator at ", address, " did not answer within ",
+                          absl::FormatDuration(kRpcTimeout));
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return absl::StrCat("the coordinator at ", address, " refused the credentials (",
+                          status.error_message(),
+                          "): set KBISECT_TOKEN or --token-file, or a client certificate with "
+                          "--tls-cert/--tls-key");
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return absl::StrCat("the coordinator at ", address,
+                          " denied the request: ", status.error_message());
+    default:
+      return status.error_message();
+  }
+}
+
+// A connection to the coordinator.
+class Client {
+ public:
+  // Returns null after printing the problem (a usage error) when the credentials are wrong.
+  static std::unique_ptr<Client> Connect(const ConnectionOptions& options) {
+    ClientCredentialOptions tls = options.tls;
+    tls.token = options.token;
+    if (!options.token_file.empty()) {
+      absl::StatusOr<std::string> token = ReadTokenFile(options.token_file);
+      if (!token.ok()) {
+        std::cerr << "kbisect: " << token.status().message() << "\n";
+        return nullptr;
+      }
+      tls.token = *std::move(token);
+    }
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(tls);
+    if (!credentials.ok()) {
+      std::cerr << "kbisect: " << credentials.status().message() << "\n";
+      return nullptr;
+    }
+    std::unique_ptr<Client> client(new Client());
+    client->address_ = options.address;
+    client->stub_ = v1::CoordinatorService::NewStub(
+        grpc::CreateChannel(options.address, *std::move(credentials)));
+    return client;
+  }
+
+  v1::CoordinatorService::Stub* stub() { return stub_.get(); }
+  const std::string& address() const { return address_; }
+
+  // A context with the unary-call deadline.
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(absl::ToInt64Milliseconds(kRpcTimeout)));
+    return context;
+  }
+
+  // Prints the failure and returns the exit code for it.
+  int Fail(const grpc::Status& status) const {
+    std::cerr << "kbisect: " << DescribeFailure(status, address_) << "\n";
+    return kExitError;
+  }
+
+ private:
+  Client() = default;
+  std::string address_;
+  std::unique_ptr<v1::CoordinatorService::Stub> stub_;
+};
+
+// Parses `args` (subcommand name first). Returns -1 to go on, otherwise the exit code.
+int Parse(CLI::App* app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());
+  args.pop_back();  // The subcommand name.
+  try {
+    app->parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app->exit(e) == 0 ? 0 : kExitUsage;
+  }
+  return -1;
+}
+
+// Stops a JobFollower on SIGINT/SIGTERM (which BlockTerminationSignals must have blocked before
+// any thread started) until destroyed.
+class StopOnSignal {
+ public:
+  explicit StopOnSignal(JobFollower* follower) {
+    thread_ = std::thread([this, follower] {
+      while (!done_) {
+        if (WaitForTerminationSignal(absl::Milliseconds(200)) != 0) {
+          interrupted_ = true;
+          follower->Stop();
+          return;
+        }
+      }
+    });
+  }
+  ~StopOnSignal() {
+    done_ = true;
+    thread_.join();
+  }
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<bool> interrupted_{false};
+  std::thread thread_;
+};
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+std::string Age(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "never";
+  const int64_t seconds = absl::ToInt64Seconds(absl::Now() - FromProto(t));
+  if (seconds < 120) return absl::StrCat(std::max<int64_t>(0, seconds), "s ago");
+  if (seconds < 7200) return absl::StrCat(seconds / 60, "m ago");
+  if (seconds < 172800) return absl::StrCat(seconds / 3600, "h ago");
+  return absl::StrCat(seconds / 86400, "d ago");
+}
+
+std::string EnumName(const google::protobuf::EnumDescriptor* type, int value) {
+  const google::protobuf::EnumValueDescriptor* descriptor = type->FindValueByNumber(value);
+  return descriptor == nullptr ? absl::StrCat(value) : EnumValueJsonName(*descriptor);
+}
+
+// Prints rows as left-aligned columns separated by two spaces; the first row is the header.
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+  std::cout << std::flush;
+}
+
+// Workers that can take part in a job with `spec` right now (at least 1, for the header).
+int EligibleWorkers(Client* client, const v1::JobSpec& spec) {
+  v1::ListWorkersResponse response;
+  auto context = Client::Context();
+  if (!client->stub()->ListWorkers(context.get(), v1::ListWorkersRequest(), &response).ok()) {
+    return 1;
+  }
+  int count = 0;
+  for (const v1::Worker& worker : response.workers()) {
+    if (worker.state() == v1::WORKER_STATE_LOST) continue;
+    if (!spec.hardware_class().empty() &&
+        worker.identity().hardware_class() != spec.hardware_class()) {
+      continue;
+    }
+    ++count;
+  }
+  if (spec.max_workers() > 0) count = std::min(count, spec.max_workers());
+  return std::max(1, count);
+}
+
+// Follows `job_id` to its end as `kbisect run` shows it, then prints the report. Returns the
+// exit code.
+int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
+                const std::string& json_file) {
+  if (!quiet) PrintJobHeader(initial, EligibleWorkers(client, initial.spec()), std::cout);
+  JobFollower follower(client->stub(), initial.job_id());
+  absl::StatusOr<v1::JobStatus> final_status;
+  bool interrupted = false;
+  {
+    StopOnSignal stop(&follower);
+    final_status = follower.Follow([&](const v1::JobEvent& e) {
+      if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+    });
+    interrupted = stop.interrupted();
+  }
+  if (interrupted) {
+    std::cerr << "\nkbisect: stopped following job " << initial.job_id()
+              << "; it keeps running on the coordinator (follow it with `kbisect watch "
+              << initial.job_id() << "`, stop it with `kbisect cancel " << initial.job_id()
+              << "`)\n";
+    return kExitInterrupted;
+  }
+  if (!final_status.ok()) {
+    std::cerr << "kbisect: lost job " << initial.job_id() << " at " << client->address() << ": "
+              << final_status.status().message() << "\n";
+    return kExitError;
+  }
+  return ReportFinalStatus(*final_status, json_file);
+}
+
+// A local path that exists is made absolute (workers resolve it on their own filesystem); URLs
+// and anything else go as given.
+std::string RepositoryLocation(const std::string& repo) {
+  if (repo.find("://") != std::string::npos) return repo;
+  std::error_code error;
+  if (!std::filesystem::exists(repo, error)) return repo;
+  std::string path = std::filesystem::absolute(repo, error).lexically_normal().string();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return error ? repo : path;
+}
+
+int Submit(int argc, char** argv) {
+  JobOptions options;
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &options.bench_command);
+  CLI::App app{"Submit a bisect job to a kbisect coordinator.", "kbisect submit"};
+  app.footer(absl::StrCat(kSubmitFooter, kConnectionFooter));
+  AddJobOptions(&app, &options);
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  std::string request_id;
+  bool wait = false;
+  bool quiet = false;
+  std::string origin = "user";
+  std::string trigger;
+  app.add_option("--request-id", request_id,
+                 "Idempotency key: the same id again returns the job created the first time");
+  app.add_flag("--wait", wait, "Follow the job to its end and exit with `kbisect run`'s codes");
+  app.add_flag("-q,--quiet", quiet, "With --wait, print only the final report");
+  app.add_option("--origin", origin, "Who asks: user, nightly or triage")
+      ->check(CLI::IsMember({"user", "nightly", "triage"}))
+      ->capture_default_str();
+  app.add_option("--trigger", trigger, "Free text kept with the job: CI run id, dashboard URL");
+  if (int code = Parse(&app, args); code >= 0) return code;
+
+  if (options.repo.empty()) {
+    std::cerr << "kbisect: submit needs --repo URL|PATH, a repository location the coordinator "
+                 "and the workers can reach\nRun `kbisect submit --help` for usage.\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, RepositoryLocation(options.repo));
+  if (!spec.ok()) {
+    std::cerr << "kbisect: " << spec.status().message() << "\n"
+              << "Run `kbisect submit --help` for usage.\n";
+    return kExitUsage;
+  }
+  v1::JobOrigin* job_origin = spec->mutable_origin();
+  job_origin->set_kind(origin == "nightly"  ? v1::ORIGIN_KIND_NIGHTLY
+                       : origin == "triage" ? v1::ORIGIN_KIND_TRIAGE
+                                            : v1::ORIGIN_KIND_USER);
+  job_origin->set_trigger(trigger);
+
+  if (wait) BlockTerminationSignals();  // Before gRPC starts its threads.
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = *std::move(spec);
+  request.set_request_id(request_id);
+  v1::SubmitJobResponse response;
+  {
+    auto context = Client::Context();
+    grpc::Status status = client->stub()->SubmitJob(context.get(), request, &response);
+    if (!status.ok()) return client->Fail(status);
+  }
+  std::cout << response.job_id() << "\n" << std::flush;
+  if (response.existing()) {
+    std::cerr << "kbisect: request id " << request_id << " was submitted before; job "
+              << response.job_id() << " is that submission\n";
+  }
+  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.json_file);
+  if (!options.json_file.empty()) {
+    std::ofstream out(options.json_file);
+    out << StatusToJson(response.job()) << "\n";
+    if (!out) {
+      std::cerr << "kbisect: cannot write " << options.json_file << "\n";
+      return kExitError;
+    }
+  }
+  return 0;
+}
+
+int Status(int argc, char** argv) {
+  CLI::App app{"Show one job's report, or list the coordinator's jobs.", "kbisect status"};
+  app.footer(kConnectionFooter);
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  std::string job_id;
+  bool json = false;
+  int limit = 50;
+  app.add_option("JOB", job_id, "Job id (default: list jobs, newest first)");
+  app.add_flag("--json", json, "Print JSON (the `run --json` schema for one job)");
+  app.add_option("--limit", limit, "Most jobs listed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
+    return code;
+  }
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  auto context = Client::Context();
+  if (!job_id.empty()) {
+    v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    v1::GetJobResponse response;
+    grpc::Status status = client->stub()->GetJob(context.get(), request, &response);
+    if (!status.ok()) return client->Fail(status);
+    std::cout << (json ? StatusToJson(response.job()) + "\n" : FormatReport(response.job()))
+              << std::flush;
+    return 0;
+  }
+  v1::ListJobsRequest request;
+  request.set_page_size(limit);
+  v1::ListJobsResponse response;
+  grpc::Status status = client->stub()->ListJobs(context.get(), request, &response);
+  if (!status.ok()) return client->Fail(status);
+  if (json) {
+    std::cout << MessageToJson(response) << "\n";
+    return 0;
+  }
+  if (response.jobs().empty()) {
+    std::cout << "No jobs on " << client->address() << ".\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"JOB", "STATE", "OUTCOME", "LEFT", "CULPRIT", "CREATED", "RANGE", "REPOSITORY"}};
+  for (const v1::JobSummary& job : response.jobs()) {
+    rows.push_back(
+        {job.job_id(), JobStateName(job.state()), OutcomeName(job.status()),
+         absl::StrCat(job.progress().remaining_commits()),
+         job.culprit_sha().empty() ? "-" : job.culprit_sha().substr(0, 12),
+         absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(job.create_time()), absl::LocalTimeZone()),
+         absl::StrCat(job.good(), "..", job.bad().empty() ? "HEAD" : job.bad()), job.repository()});
+  }
+  PrintTable(rows);
+  return 0;
+}
+
+int Watch(int argc, char** argv) {
+  CLI::App app{"Follow a job's progress live, then print its report.", "kbisect watch"};
+  app.footer(absl::StrCat(
+      "\nExits like `kbisect run` once the job ends; Ctrl-C stops watching (not the job).\n",
+      kConnectionFooter));
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  std::string job_id;
+  bool quiet = false;
+  std::string json_file;
+  app.add_option("JOB", job_id, "Job id")->required();
+  app.add_flag("-q,--quiet", quiet, "Print only the final report");
+  app.add_option("--json", json_file, "Write the final result as JSON to FILE");
+  if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
+    return code;
+  }
+  BlockTerminationSignals();  // Before gRPC starts its threads.
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::GetJobResponse response;
+  auto context = Client::Context();
+  grpc::Status status = client->stub()->GetJob(context.get(), request, &response);
+  if (!status.ok()) return client->Fail(status);
+  return FollowToEnd(client.get(), response.job(), quiet, json_file);
+}
+
+int Workers(int argc, char** argv) {
+  CLI::App app{"List the workers the coordinator knows.", "kbisect workers"};
+  app.footer(kConnectionFooter);
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  bool json = false;
+  app.add_flag("--json", json, "Print JSON");
+  if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
+    return code;
+  }
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  v1::ListWorkersResponse response;
+  auto context = Client::Context();
+  grpc::Status status =
+      client->stub()->ListWorkers(context.get(), v1::ListWorkersRequest(), &response);
+  if (!status.ok()) return client->Fail(status);
+  if (json) {
+    std::cout << MessageToJson(response) << "\n";
+    return 0;
+  }
+  if (response.workers().empty()) {
+    std::cout << "No workers have connected to " << client->address() << ".\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"WORKER", "STATE", "HARDWARE CLASS", "JOB", "LAST SEEN", "PROBES"}};
+  for (const v1::Worker& worker : response.workers()) {
+    rows.push_back({worker.worker_id(), EnumName(v1::WorkerState_descriptor(), worker.state()),
+                    worker.identity().hardware_class_label(),
+                    worker.current_job_id().empty() ? "-" : worker.current_job_id(),
+                    Age(worker.last_seen()), absl::StrCat(worker.tasks_completed())});
+  }
+  PrintTable(rows);
+  return 0;
+}
+
+int Cancel(int argc, char** argv) {
+  CLI::App app{"Cancel a job: its running probes are stopped on their workers.", "kbisect cancel"};
+  app.footer(kConnectionFooter);
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  std::string job_id;
+  std::string reason = "cancelled by the user";
+  app.add_option("JOB", job_id, "Job id")->required();
+  app.add_option("--reason", reason, "Recorded with the job")->capture_default_str();
+  if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
+    return code;
+  }
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  v1::CancelJobResponse response;
+  auto context = Client::Context();
+  grpc::Status status = client->stub()->CancelJob(context.get(), request, &response);
+  if (!status.ok()) return client->Fail(status);
+  if (response.job().status() == v1::OUTCOME_CANCELLED) {
+    std::cout << "Job " << job_id << " cancelled.\n";
+  } else {
+    std::cout << "Job " << job_id
+              << " had already finished: " << OutcomeName(response.job().status()) << ".\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool IsClientCommand(const std::string& name) {
+  return name == "submit" || name == "status" || name == "watch" || name == "workers" ||
+         name == "cancel";
+}
+
+int ClientCommand(int argc, char** argv) {
+  const std::string name = argv[0];
+  if (name == "submit") return Submit(argc, argv);
+  if (name == "status") return Status(argc, argv);
+  if (name == "watch") return Watch(argc, argv);
+  if (name == "workers") return Workers(argc, argv);
+  if (name == "cancel") return Cancel(argc, argv);
+  std::cerr << "kbisect: unknown command '" << name << "'\n";
+  return kExitUsage;
+}
+
+}  // namespace kbisect

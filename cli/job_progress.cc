@@ -1,0 +1,130 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/job_progress.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "cli/report/report.h"
+#include "cli/report/status_json.h"
+#include "cli/run_command.h"
+#include "common/rpc/status_conversion.h"
+#include "common/search/bisect_search.h"
+
+namespace kbisect {
+
+void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out) {
+  const int n = job.commit_count();
+  workers = std::max(1, workers);
+  out << absl::StrFormat(
+      "Bisect range: %s..%s\nTotal commits in range: %d\n"
+      "Workers: %d; estimated rounds: %d (git bisect: %d steps)\n",
+      job.good_sha().substr(0, 7), job.bad_sha().substr(0, 7), n, workers,
+      BisectSearch::EstimateRounds(n, workers), BisectSearch::EstimateRounds(n, 1));
+  if (n > 100) {
+    out << "Note: more than 100 commits; each round runs the benchmark "
+        << job.spec().runs_per_commit() << " times per probe.\n";
+  }
+  out << std::flush;
+}
+
+bool IsProgressLine(const v1::JobEvent& event) {
+  switch (event.kind()) {
+    case v1::JOB_EVENT_KIND_STARTED:
+    case v1::JOB_EVENT_KIND_PROBE_CANCELLED:
+    case v1::JOB_EVENT_KIND_FINISHED:
+      return false;
+    default:
+      return !event.message().empty();
+  }
+}
+
+int ReportFinalStatus(const v1::JobStatus& job, const std::string& json_file) {
+  std::cout << FormatReport(job) << std::flush;
+  if (!json_file.empty()) {
+    std::ofstream out(json_file);
+    out << StatusToJson(job) << "\n";
+    if (!out) {
+      std::cerr << "kbisect: cannot write " << json_file << "\n";
+      return kExitError;
+    }
+  }
+  if (job.status() == v1::OUTCOME_ERROR && !job.error().empty()) {
+    std::cerr << "kbisect: " << job.error() << "\n";
+  }
+  return ExitCodeFor(job.status());
+}
+
+JobFollower::JobFollower(v1::CoordinatorService::StubInterface* stub, std::string job_id)
+    : stub_(stub), job_id_(std::move(job_id)) {}
+
+void JobFollower::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+absl::StatusOr<v1::JobStatus> JobFollower::Follow(
+    const std::function<void(const v1::JobEvent&)>& on_event, absl::Duration reconnect_timeout) {
+  const absl::Duration kMinBackoff = absl::Milliseconds(200);
+  int64_t after = 0;
+  absl::Duration backoff = kMinBackoff;
+  absl::Time failing_since = absl::InfiniteFuture();
+  while (true) {
+    grpc::ClientContext context;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopped_) return absl::CancelledError("stopped following the job");
+      context_ = &context;
+    }
+    v1::WatchJobRequest request;
+    request.set_job_id(job_id_);
+    request.set_after_sequence(after);
+    std::unique_ptr<grpc::ClientReaderInterface<v1::WatchJobResponse>> reader =
+        stub_->WatchJob(&context, request);
+    v1::WatchJobResponse response;
+    std::optional<v1::JobStatus> final_status;
+    while (reader->Read(&response)) {
+      failing_since = absl::InfiniteFuture();
+      backoff = kMinBackoff;
+      const v1::JobEvent& event = response.event();
+      if (event.sequence() != 0 && event.sequence() <= after) continue;  // Seen before.
+      after = std::max(after, event.sequence());
+      if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) {
+        final_status = event.job();
+        context.TryCancel();
+        break;
+      }
+      on_event(event);
+    }
+    const grpc::Status status = reader->Finish();
+    {
+      absl::MutexLock lock(&mu_);
+      context_ = nullptr;
+      if (final_status.has_value()) return *std::move(final_status);
+      if (stopped_) return absl::CancelledError("stopped following the job");
+    }
+    const grpc::StatusCode code = status.error_code();
+    if (!status.ok() && code != grpc::StatusCode::UNAVAILABLE &&
+        code != grpc::StatusCode::DEADLINE_EXCEEDED && code != grpc::StatusCode::CANCELLED &&
+        code != grpc::StatusCode::INTERNAL && code != grpc::StatusCode::UNKNOWN) {
+      return FromGrpcStatus(status);
+    }
+    // The stream dropped: resume after the last event seen, with backoff.
+    const absl::Time now = absl::Now();
+    if (failing_since == absl::InfiniteFuture()) failing_since = now;
+    if (now - failing_since > reconnect_timeout) {
+      return status.ok() ? absl::UnavailableError("the coordinator keeps closing the event stream")
+                         : FromGrpcStatus(status);
+    }
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&stopped_), backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+  }
+}
+
+}  // namespace kbisect

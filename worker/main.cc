@@ -1,0 +1,138 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect-worker`: one GPU slot of a cluster node. It dials the coordinator, registers its
+// runner identity and runs leased probes (checkout -> build -> bench) in its own checkout under
+// the cache directory, with its commands pinned to the slot's device.
+//
+// SIGTERM or SIGINT drains: no new work is taken, the current probe finishes and is reported,
+// then the process exits 0. A second signal stops at once: the running probe is killed and its
+// lease handed back to the coordinator, which re-dispatches it.
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/synchronization/notification.h"
+#include "common/exec/exec.h"
+#include "common/exec/signals.h"
+#include "common/identity/identity.h"
+#include "common/rpc/credentials.h"
+#include "grpcpp/create_channel.h"
+#include "worker/worker_slot.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kFooter[] = R"(
+Every flag can also be set through the environment variable in brackets.
+
+The slot's commands run with CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES
+and KBISECT_WORKER set to the --gpu index. In a container that sees one GPU, keep --gpu 0.
+
+Signals: SIGTERM/SIGINT drain (finish and report the current probe, then exit 0); a second one
+stops at once (the probe is killed and handed back to the coordinator).
+)";
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  CLI::App app{"kbisect worker daemon: runs bisect probes for a coordinator on one GPU slot.",
+               "kbisect-worker"};
+  app.footer(kFooter);
+  std::string coordinator = "127.0.0.1:7070";
+  std::string cache_dir = DefaultCacheDir();
+  int gpu = 0;
+  std::string name;
+  std::string token_file;
+  ClientCredentialOptions tls;
+  double idle_poll_seconds = 5;
+  app.add_option("--coordinator", coordinator, "Coordinator address host:port")
+      ->envname("KBISECT_COORDINATOR")
+      ->capture_default_str();
+  app.add_option("--cache-dir", cache_dir, "Repository mirrors and this slot's checkout")
+      ->envname("KBISECT_CACHE_DIR")
+      ->capture_default_str();
+  app.add_option("--gpu", gpu, "Device slot this worker is pinned to")
+      ->envname("KBISECT_GPU")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1023));
+  app.add_option("--name", name, "Stable worker name (default: HOST/slotGPU)")
+      ->envname("KBISECT_WORKER_NAME");
+  app.add_option("--tls-ca", tls.ca_file, "PEM CA that signs the coordinator's certificate")
+      ->envname("KBISECT_TLS_CA");
+  app.add_option("--tls-cert", tls.cert_file, "PEM client certificate (mutual TLS)")
+      ->envname("KBISECT_TLS_CERT");
+  app.add_option("--tls-key", tls.key_file, "PEM key of the client certificate")
+      ->envname("KBISECT_TLS_KEY");
+  app.add_option("--token-file", token_file,
+                 "File holding a bearer token, when the coordinator accepts tokens from workers")
+      ->envname("KBISECT_TOKEN_FILE");
+  app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 60.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      std::cerr << "kbisect-worker: " << token.status().message() << "\n";
+      return 2;
+    }
+    tls.token = *std::move(token);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(tls);
+  if (!credentials.ok()) {
+    std::cerr << "kbisect-worker: " << credentials.status().message() << "\n";
+    return 2;
+  }
+
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
+  WorkerSlotOptions options;
+  options.cache_dir = cache_dir;
+  options.slot = gpu;
+  options.name = name;
+  options.idle_poll = absl::Seconds(idle_poll_seconds);
+  WorkerSlot slot(options, runner.get(), host_identity,
+                  grpc::CreateChannel(coordinator, *credentials));
+  std::cerr << "kbisect-worker: " << slot.name() << " (" << slot.identity().hardware_class_label()
+            << ", class " << slot.identity().hardware_class() << ") serving coordinator "
+            << coordinator << (tls.ca_file.empty() && tls.cert_file.empty() ? "" : " over TLS")
+            << "; cache " << cache_dir << "\n"
+            << std::flush;
+
+  absl::Notification done;
+  std::thread agent_thread([&] {
+    slot.agent()->Run();
+    done.Notify();
+  });
+  int signals = 0;
+  while (!done.HasBeenNotified()) {
+    const int sig = WaitForTerminationSignal(absl::Milliseconds(200));
+    if (sig == 0) continue;
+    if (++signals == 1) {
+      std::cerr << "kbisect-worker: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+                << ": draining (finishing the current probe; signal again to stop now)\n"
+                << std::flush;
+      slot.agent()->Drain();
+    } else {
+      std::cerr << "kbisect-worker: stopping now; the current probe is handed back\n" << std::flush;
+      slot.agent()->Stop();
+    }
+  }
+  agent_thread.join();
+  std::cerr << "kbisect-worker: " << slot.name() << " exiting after "
+            << slot.agent()->tasks_reported() << " reported probe(s)\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kbisect
+
+int main(int argc, char** argv) { return kbisect::Main(argc, argv); }

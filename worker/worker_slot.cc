@@ -1,0 +1,67 @@
+// Copyright 2026 The kbisect Authors.
+#include "worker/worker_slot.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/identity/identity.h"
+
+namespace kbisect {
+
+std::map<std::string, std::string> SlotEnvironment(int slot) {
+  const std::string index = absl::StrCat(slot);
+  return {{"CUDA_VISIBLE_DEVICES", index},
+          {"HIP_VISIBLE_DEVICES", index},
+          {"ROCR_VISIBLE_DEVICES", index},
+          {"KBISECT_WORKER", index}};
+}
+
+v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot) {
+  v1::RunnerIdentity identity = host;
+  identity.set_slot(absl::StrCat(slot));
+  if (slot >= 0 && identity.gpus_size() > slot) {
+    v1::GpuInfo gpu = identity.gpus(slot);
+    identity.clear_gpus();
+    *identity.add_gpus() = std::move(gpu);
+    identity.set_gpu_count(1);
+    AssignHardwareClass(&identity);
+  }
+  return identity;
+}
+
+std::string DefaultWorkerName(const std::string& host, int slot) {
+  return absl::StrCat(host, "/slot", slot);
+}
+
+std::string DefaultCacheDir() {
+  if (const char* dir = std::getenv("KBISECT_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return absl::StrCat(xdg, "/kbisect");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return absl::StrCat(home, "/.cache/kbisect");
+  }
+  return "/tmp/kbisect-cache";
+}
+
+WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
+                       const v1::RunnerIdentity& host_identity,
+                       std::shared_ptr<grpc::Channel> channel)
+    : name_(options.name.empty() ? DefaultWorkerName(host_identity.host(), options.slot)
+                                 : options.name),
+      identity_(SlotIdentity(host_identity, options.slot)) {
+  workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
+  task_runner_ =
+      std::make_unique<TaskRunner>(runner, workspace_.get(), SlotEnvironment(options.slot));
+  WorkerAgentOptions agent_options;
+  agent_options.name = name_;
+  agent_options.identity = identity_;
+  agent_options.idle_poll = options.idle_poll;
+  agent_ = std::make_unique<WorkerAgent>(std::move(agent_options), std::move(channel),
+                                         task_runner_.get());
+}
+
+}  // namespace kbisect

@@ -1,0 +1,88 @@
+// Copyright 2026 The kbisect Authors.
+//
+// One worker slot (one GPU) assembled from its parts: the device-pinning environment its
+// commands run with, its runner identity and stable name, its private workspace under the cache
+// directory, its task runner and the agent that talks to the coordinator. `kbisect run` builds
+// one slot per local GPU (cli/local_cluster.h); the `kbisect-worker` daemon builds one.
+//
+//   v1::RunnerIdentity host = ProbeRunnerIdentity(runner.get(), "");
+//   WorkerSlotOptions options{.cache_dir = dir, .slot = 2};
+//   WorkerSlot slot(options, runner.get(), host, channel);
+//   slot.agent()->Run();  // Until Stop() or Drain().
+#ifndef KBISECT_WORKER_WORKER_SLOT_H_
+#define KBISECT_WORKER_WORKER_SLOT_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/exec/exec.h"
+#include "grpcpp/channel.h"
+#include "kbisect/v1/kbisect.pb.h"
+#include "worker/task_runner.h"
+#include "worker/worker_agent.h"
+#include "worker/workspace.h"
+
+namespace kbisect {
+
+// The environment every command of slot `slot` runs with, so that it sees only its own device:
+// CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES set to the slot number, and
+// KBISECT_WORKER set to it too.
+std::map<std::string, std::string> SlotEnvironment(int slot);
+
+// The identity of slot `slot` derived from the identity of its whole host: `slot` is recorded
+// and, when the host has a GPU with that index, only that GPU is listed (gpu_count 1) and the
+// hardware class is recomputed for it.
+v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot);
+
+// The default stable worker name of a slot: "<host>/slot<slot>".
+std::string DefaultWorkerName(const std::string& host, int slot);
+
+// The default cache directory: $KBISECT_CACHE_DIR, else $XDG_CACHE_HOME/kbisect, else
+// $HOME/.cache/kbisect, else /tmp/kbisect-cache.
+std::string DefaultCacheDir();
+
+struct WorkerSlotOptions {
+  // Mirrors and this slot's checkouts live here.
+  std::string cache_dir;
+  // The device index the slot is pinned to.
+  int slot = 0;
+  // Stable worker name; empty means DefaultWorkerName(host, slot).
+  std::string name;
+  // How long an idle worker's Synchronize long poll lasts.
+  absl::Duration idle_poll = absl::Seconds(5);
+};
+
+// Owns a slot's workspace, task runner and agent. Not copyable or movable (the agent points at
+// the task runner, which points at the workspace).
+class WorkerSlot {
+ public:
+  // `runner` must outlive the slot. `host_identity` is the identity of the whole host (see
+  // SlotIdentity); `channel` connects to the coordinator.
+  WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
+             const v1::RunnerIdentity& host_identity, std::shared_ptr<grpc::Channel> channel);
+
+  WorkerSlot(const WorkerSlot&) = delete;
+  WorkerSlot& operator=(const WorkerSlot&) = delete;
+
+  // The agent: call Run() on a thread of your own, Stop() or Drain() from any thread.
+  WorkerAgent* agent() { return agent_.get(); }
+
+  // The name the worker registers with.
+  const std::string& name() const { return name_; }
+
+  // The slot's runner identity as sent to the coordinator.
+  const v1::RunnerIdentity& identity() const { return identity_; }
+
+ private:
+  std::string name_;
+  v1::RunnerIdentity identity_;
+  std::unique_ptr<GitWorkspace> workspace_;
+  std::unique_ptr<TaskRunner> task_runner_;
+  std::unique_ptr<WorkerAgent> agent_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_WORKER_WORKER_SLOT_H_
