@@ -6,22 +6,16 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
-#include "cli/report/report.h"
-#include "cli/report/status_json.h"
 #include "common/exec/exec.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
-#include "common/search/bisect_search.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 

@@ -18,6 +18,8 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kDefaultRuns = 3;
 constexpr int kDefaultMaxRuns = 30;
+// Each worker re-measures GOOD (an A/A control) after this many of its classified probes.
+constexpr int kControlEvery = 8;
 // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
 constexpr double kSingleStepShare = 0.6;
 constexpr double kDefaultThreshold = 0.3;
@@ -82,11 +84,9 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   status_.set_direction(status_.spec().direction());
   *status_.mutable_create_time() = ToProto(now);
 
-  const std::string good_task = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0);
+  // GOOD is measured by every worker (its calibration); BAD by the first, the reference.
   const std::string bad_task = NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
-  good_probe_ = tasks_.at(good_task).probe;
   bad_probe_ = tasks_.at(bad_task).probe;
-  queue_.push_back(good_task);
   queue_.push_back(bad_task);
   UpdateProgress();
   Emit(v1::JOB_EVENT_KIND_STARTED,
@@ -96,9 +96,11 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
        nullptr, now);
 }
 
-std::string BisectJob::NewTask(v1::ProbeKind kind, int index, int round) {
+std::string BisectJob::NewTask(v1::ProbeKind kind, int index, int round,
+                               const std::string& pinned_worker) {
   const std::string id = absl::StrCat(status_.job_id(), "/p", next_task_++);
   TaskEntry entry;
+  entry.pinned_worker = pinned_worker;
   v1::Task& task = entry.task;
   const v1::JobSpec& spec = status_.spec();
   task.set_task_id(id);
@@ -134,30 +136,70 @@ int BisectJob::InFlightCount() const {
 }
 
 std::vector<v1::Task> BisectJob::TakeTasks(int max_tasks, absl::Time now) {
-  std::vector<v1::Task> out;
+  std::vector<std::string> workers;
+  for (int i = 0; i < max_tasks; ++i) workers.push_back(absl::StrCat("w", i));
+  std::vector<v1::Task> tasks;
+  for (Assignment& assignment : TakeTasks(workers, now)) {
+    OnTaskStarted(assignment.task.task_id(), assignment.worker, 1, now);
+    tasks.push_back(std::move(assignment.task));
+  }
+  return tasks;
+}
+
+std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::string>& workers,
+                                                        absl::Time now) {
+  std::vector<Assignment> out;
   if (finished()) return out;
   const int cap = status_.spec().max_workers();
-  auto room = [&]() {
-    int limit = max_tasks - static_cast<int>(out.size());
-    if (cap > 0) limit = std::min(limit, cap - InFlightCount());
-    return limit;
-  };
-  auto hand_out = [&](const std::string& id) {
+  auto room = [&]() { return cap <= 0 || InFlightCount() < cap; };
+  auto hand_out = [&](const std::string& worker, const std::string& id) {
     TaskEntry& entry = tasks_.at(id);
     entry.active = true;
     ProbeOf(entry).set_state(v1::PROBE_STATE_RUNNING);
-    out.push_back(entry.task);
+    ProbeOf(entry).set_worker(worker);
+    out.push_back({worker, entry.task});
   };
-  while (!queue_.empty() && room() > 0) {
-    const std::string id = queue_.front();
-    queue_.pop_front();
-    if (tasks_.at(id).done) continue;
-    hand_out(id);
+  std::vector<std::string> probing;
+  for (const std::string& worker : workers) {
+    if (!room()) break;
+    WorkerState& state = workers_[worker];
+    if (state.quarantined) continue;
+    // Queued work this worker may run: pinned to it, or free for anyone.
+    auto queued = std::find_if(queue_.begin(), queue_.end(), [&](const std::string& id) {
+      const TaskEntry& entry = tasks_.at(id);
+      return !entry.done && !entry.active &&
+             (entry.pinned_worker.empty() || entry.pinned_worker == worker);
+    });
+    if (queued != queue_.end()) {
+      const std::string id = *queued;
+      queue_.erase(queued);
+      if (tasks_.at(id).probe == bad_probe_) {
+        reference_worker_ = worker;
+        good_probe_ = state.calibration;
+      }
+      hand_out(worker, id);
+      continue;
+    }
+    if (state.calibration < 0) {
+      const std::string id = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
+      state.calibration = tasks_.at(id).probe;
+      if (worker == reference_worker_) good_probe_ = state.calibration;
+      hand_out(worker, id);
+      continue;
+    }
+    probing.push_back(worker);
   }
-  if (room() > 0) {
+  // Queue entries that are done (cancelled) are dropped.
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [&](const std::string& id) { return tasks_.at(id).done; }),
+               queue_.end());
+  int budget = static_cast<int>(probing.size());
+  if (cap > 0) budget = std::min(budget, cap - InFlightCount());
+  if (budget > 0) {
     const int round = max_round_recorded_ + 1;
-    for (int index : search_.NextProbes(room())) {
-      hand_out(NewTask(v1::PROBE_KIND_BISECT, index, round));
+    std::vector<int> indices = search_.NextProbes(budget);
+    for (size_t i = 0; i < indices.size(); ++i) {
+      hand_out(probing[i], NewTask(v1::PROBE_KIND_BISECT, indices[i], round));
     }
   }
   if (!out.empty()) UpdateProgress();
@@ -214,6 +256,33 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   }
 
   const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
+  const std::string worker = probe.worker();
+  if (!baseline && (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD ||
+                    probe.kind() == v1::PROBE_KIND_CONTROL)) {
+    // Another worker's calibration, or an A/A control of GOOD.
+    if (!measured) {
+      Quarantine(worker, "calibration_failed",
+                 absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()),
+                 0, now);
+    } else if (probe.kind() == v1::PROBE_KIND_CONTROL && status_.state() == v1::JOB_STATE_BISECTING) {
+      const v1::Probe& calibration = status_.probes(workers_[worker].calibration);
+      const double moved = probe.median() - calibration.median();
+      const double step = status_.baseline().bad().median() - status_.baseline().good().median();
+      if (step != 0 && std::fabs(moved) > std::fabs(step) / 3) {
+        Quarantine(worker, "control_moved",
+                   absl::StrFormat("its A/A control of GOOD moved %+.2f%% from its calibration "
+                                   "(more than a third of the regression): the GPU drifted",
+                                   100 * moved / calibration.median()),
+                   moved / calibration.median(), now);
+      }
+    } else if (status_.state() == v1::JOB_STATE_BISECTING) {
+      CheckOutliers(now);
+      ClassifyPending(now);
+    }
+    MaybeFinish(now);
+    UpdateProgress();
+    return std::exchange(to_cancel_, {});
+  }
   if (baseline) {
     if (!measured) {
       const bool good = entry.probe == good_probe_;
@@ -231,11 +300,14 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     }
     if (BaselinesReady()) {
       EvaluateBaselines(now);
-      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) ClassifyPending(now);
+      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
+        CheckOutliers(now);
+        ClassifyPending(now);
+      }
     }
   } else if (!measured) {
     ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
-  } else if (status_.state() == v1::JOB_STATE_BISECTING) {
+  } else if (WorkerReady(worker)) {
     Classify(entry.probe, now);
   } else {
     unclassified_.push_back(entry.probe);
@@ -261,13 +333,21 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
                  now);
     return;
   }
-  const v1::Probe& good = status_.probes(good_probe_);
-  const v1::Probe& bad = status_.probes(bad_probe_);
+  // Relative to this worker's own GOOD; the reference BAD is scaled by the ratio of the
+  // worker's GOOD to the reference GOOD (the multiplicative offset of an "identical" GPU).
+  const WorkerState& state = workers_.at(probe.worker());
+  const v1::Probe& good = status_.probes(state.calibration);
+  const v1::Probe& reference_good = status_.probes(good_probe_);
+  std::vector<double> bad(status_.probes(bad_probe_).samples().begin(),
+                          status_.probes(bad_probe_).samples().end());
+  if (probe.worker() != reference_worker_ && reference_good.median() != 0) {
+    const double scale = good.median() / reference_good.median();
+    for (double& sample : bad) sample *= scale;
+  }
   ClassifierOptions options;
   options.threshold_fraction = status_.spec().threshold_fraction();
   options.max_runs = status_.spec().max_runs();
-  const ProbeClassification c = ClassifyProbe(probe.samples(), good.samples(), bad.samples(),
-                                              options);
+  const ProbeClassification c = ClassifyProbe(probe.samples(), good.samples(), bad, options);
   probe.set_median(c.median);
   probe.set_p_value_vs_good(c.p_value_vs_good);
   probe.set_p_value_vs_bad(c.p_value_vs_bad);
@@ -288,6 +368,7 @@ void BisectJob::Extend(int probe_position, int runs) {
   entry.task.set_task_id(id);
   entry.task.set_runs(runs);
   entry.probe = probe_position;
+  entry.pinned_worker = probe.worker();
   tasks_.emplace(id, std::move(entry));
   probe.set_state(v1::PROBE_STATE_PENDING);
   queue_.push_front(id);
@@ -315,6 +396,22 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   TaskEntry& entry = it->second;
   entry.active = false;
   v1::Probe& probe = ProbeOf(entry);
+  if (!entry.pinned_worker.empty()) {
+    // Work that only its worker could do (a calibration, a control, a re-measurement against
+    // its calibration): the worker is gone, so is what depended on it. Its commits are probed
+    // again by others; it calibrates again if it comes back.
+    const std::string worker = entry.pinned_worker;
+    entry.done = true;
+    probe.set_state(v1::PROBE_STATE_CANCELLED);
+    probe.set_message(absl::StrCat("lost with its worker: ", why));
+    if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+    WorkerState& state = workers_[worker];
+    if (state.calibration == entry.probe) state.calibration = -1;
+    DropProbesOf(worker, absl::StrCat("worker lost: ", why), now);
+    if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+    UpdateProgress();
+    return std::exchange(to_cancel_, {});
+  }
   if (probe.attempt() < kMaxAttempts) {
     probe.set_state(v1::PROBE_STATE_PENDING);
     probe.set_message(absl::StrCat("attempt ", probe.attempt(), " lost: ", why));
@@ -362,6 +459,7 @@ std::vector<std::string> BisectJob::ActiveTaskIds() const {
 
 bool BisectJob::BaselinesReady() const {
   for (int position : {good_probe_, bad_probe_}) {
+    if (position < 0) return false;
     const v1::Probe& probe = status_.probes(position);
     if (probe.state() != v1::PROBE_STATE_FINISHED || !Measured(probe)) return false;
   }
@@ -452,7 +550,168 @@ void BisectJob::ClassifyPending(absl::Time now) {
     const v1::Probe& probe = status_.probes(position);
     if (probe.state() != v1::PROBE_STATE_FINISHED) continue;
     if (probe.index() <= search_.last_good() || probe.index() >= search_.first_bad()) continue;
+    if (!WorkerReady(probe.worker())) {
+      unclassified_.push_back(position);
+      continue;
+    }
     Classify(position, now);
+  }
+}
+
+bool BisectJob::WorkerReady(const std::string& worker) const {
+  if (status_.state() != v1::JOB_STATE_BISECTING) return false;
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.quarantined || it->second.calibration < 0) return false;
+  const v1::Probe& calibration = status_.probes(it->second.calibration);
+  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration);
+}
+
+void BisectJob::CheckOutliers(absl::Time now) {
+  if (pass_fail_ || good_probe_ < 0) return;
+  const double reference = status_.probes(good_probe_).median();
+  const double step = status_.probes(bad_probe_).median() - reference;
+  std::vector<std::pair<std::string, double>> calibrated;
+  std::vector<double> medians;
+  for (const auto& [worker, state] : workers_) {
+    if (state.calibration < 0) continue;
+    const v1::Probe& calibration = status_.probes(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    calibrated.emplace_back(worker, calibration.median());
+    medians.push_back(calibration.median());
+  }
+  // With three or more workers the pool's median is the centre (robust to one odd GPU); with
+  // fewer, the reference worker's GOOD.
+  const double center = medians.size() >= 3 ? Median(medians) : reference;
+  for (const auto& [worker, median] : calibrated) {
+    WorkerState& state = workers_[worker];
+    if (state.quarantined || center == 0) continue;
+    const double offset = median - center;
+    if (std::fabs(offset) > std::fabs(step) / 3) {
+      Quarantine(worker, "baseline_outlier",
+                 absl::StrFormat("its GOOD median %s is %+.1f%% off the pool's %s, more than a "
+                                 "third of the regression (%.1f%%): its probes are re-run "
+                                 "elsewhere",
+                                 FormatValue(median), 100 * offset / center, FormatValue(center),
+                                 100 * step / reference),
+                 offset / center, now);
+    }
+  }
+}
+
+void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
+                           const std::string& reason, double offset_fraction, absl::Time now) {
+  WorkerState& state = workers_[worker];
+  if (state.quarantined) return;
+  state.quarantined = true;
+  v1::DriftEvent* event = status_.add_drift_events();
+  event->set_worker(worker);
+  *event->mutable_time() = ToProto(now);
+  event->set_kind(kind);
+  event->set_detail(reason);
+  event->set_offset_fraction(offset_fraction);
+  status_.add_warnings(absl::StrCat("worker ", worker, " quarantined: ", reason));
+  Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Quarantined worker ", worker, ": ", reason),
+       nullptr, now);
+  DropProbesOf(worker, "its worker was quarantined", now);
+  // A quarantined worker holding the BAD baseline hands it to another worker.
+  if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+  bool anyone_left = false;
+  for (const auto& [name, other] : workers_) anyone_left |= !other.quarantined;
+  if (!anyone_left) {
+    Finish(v1::OUTCOME_ERROR,
+           "every worker was quarantined (see the drift events): the hardware is not "
+           "consistent enough to bisect on; check the GPUs and rerun",
+           now);
+  }
+}
+
+void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now) {
+  for (auto& [id, entry] : tasks_) {
+    v1::Probe& probe = ProbeOf(entry);
+    if (entry.done || probe.worker() != worker || entry.probe == bad_probe_) continue;
+    if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+    entry.done = true;
+    if (entry.active) {
+      entry.active = false;
+      to_cancel_.push_back(id);
+    }
+    probe.set_state(v1::PROBE_STATE_CANCELLED);
+    probe.set_message(absl::StrCat("discarded: ", why));
+    *probe.mutable_end_time() = ToProto(now);
+  }
+  unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
+                                     [&](int position) {
+                                       v1::Probe& probe = *status_.mutable_probes(position);
+                                       if (probe.worker() != worker) return false;
+                                       search_.Abandon(probe.index());
+                                       probe.set_state(v1::PROBE_STATE_CANCELLED);
+                                       probe.set_message(absl::StrCat("discarded: ", why));
+                                       return true;
+                                     }),
+                      unclassified_.end());
+}
+
+std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker,
+                                                 const std::string& why, absl::Time now) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || finished()) return {};
+  DropProbesOf(worker, absl::StrCat("its worker left: ", why), now);
+  if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+  UpdateProgress();
+  return std::exchange(to_cancel_, {});
+}
+
+void BisectJob::ResetReference() {
+  good_probe_ = -1;
+  reference_worker_.clear();
+  // A BAD baseline still queued or being retried simply goes to the next worker; one already
+  // measured by the old reference is measured again.
+  if (status_.probes(bad_probe_).state() != v1::PROBE_STATE_FINISHED) return;
+  const std::string id = NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
+  bad_probe_ = tasks_.at(id).probe;
+  queue_.push_front(id);
+}
+
+void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || finished()) return;
+  DropProbesOf(worker, why, now);
+  if (worker == reference_worker_) return;  // The reference baselines stay as measured.
+  it->second.calibration = -1;
+  it->second.classified = 0;
+  Emit(v1::JOB_EVENT_KIND_DRIFT,
+       absl::StrCat("Worker ", worker, " must calibrate again: ", why), nullptr, now);
+  v1::DriftEvent* event = status_.add_drift_events();
+  event->set_worker(worker);
+  *event->mutable_time() = ToProto(now);
+  event->set_kind("identity_changed");
+  event->set_detail(why);
+}
+
+void BisectJob::FillWorkerReport() {
+  status_.clear_workers();
+  for (const auto& [worker, state] : workers_) {
+    v1::JobWorker* out = status_.add_workers();
+    out->set_worker(worker);
+    if (state.calibration >= 0) {
+      const double good = status_.probes(state.calibration).median();
+      out->set_calibration_good(good);
+      if (good_probe_ >= 0 && bad_probe_ >= 0 && status_.probes(good_probe_).median() != 0) {
+        out->set_calibration_bad(status_.probes(bad_probe_).median() * good /
+                                 status_.probes(good_probe_).median());
+      }
+    }
+    out->set_quarantined(state.quarantined);
+    for (const v1::DriftEvent& event : status_.drift_events()) {
+      if (event.worker() != worker) continue;
+      out->set_drift(true);
+      out->set_reason(event.detail());
+    }
+    int probes = 0;
+    for (const v1::Probe& probe : status_.probes()) {
+      probes += probe.worker() == worker && probe.kind() == v1::PROBE_KIND_BISECT ? 1 : 0;
+    }
+    out->set_probes(probes);
   }
 }
 
@@ -477,6 +736,12 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
   ++steps_;
+  if (auto worker = workers_.find(probe.worker());
+      worker != workers_.end() && !pass_fail_ &&
+      ++worker->second.classified % kControlEvery == 0) {
+    // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
+    queue_.push_front(NewTask(v1::PROBE_KIND_CONTROL, 0, 0, probe.worker()));
+  }
   max_round_recorded_ = std::max(max_round_recorded_, probe.round());
   status_.set_rounds(std::max(status_.rounds(), probe.round()));
   status_.set_last_good_index(search_.last_good());
@@ -622,6 +887,7 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
       status_.set_state(v1::JOB_STATE_DONE);
   }
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
+  FillWorkerReport();
   *status_.mutable_finish_time() = ToProto(now);
   UpdateProgress();
   std::string line;

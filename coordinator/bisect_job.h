@@ -33,10 +33,32 @@ class BisectJob {
   BisectJob(const BisectJob&) = delete;
   BisectJob& operator=(const BisectJob&) = delete;
 
-  // Hands out up to `max_tasks` tasks that should start now: baselines first (and retries of
-  // lost tasks), then bisect probes that split the open interval as evenly as possible together
-  // with the probes in flight. Respects the spec's max_workers. Returns none once finished.
+  // A task for a given worker.
+  struct Assignment {
+    std::string worker;
+    v1::Task task;
+  };
+
+  // Hands out tasks to the idle `workers` (at most one each, in order): the BAD baseline to the
+  // first worker (which becomes the reference: it measures GOOD too), a GOOD calibration to any
+  // worker that has none in this job, queued work (re-measurements pinned to their worker,
+  // retries of lost tasks), then bisect probes that split the open interval as evenly as
+  // possible together with the probes in flight. Quarantined workers get nothing. Respects the
+  // spec's max_workers. Returns none once finished.
+  std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now);
+
+  // Convenience for tests and simulations: TakeTasks for workers "w0" .. "w<max_tasks-1>".
   std::vector<v1::Task> TakeTasks(int max_tasks, absl::Time now);
+
+  // The worker left (closed its session or stopped heartbeating). Work pinned to it is dropped
+  // and its commits are probed again by others; if it was the reference worker and the
+  // baselines are not complete, another worker becomes the reference. Returns tasks to cancel.
+  std::vector<std::string> OnWorkerGone(const std::string& worker, const std::string& why,
+                                        absl::Time now);
+
+  // The worker lost its calibration (it reconnected with another identity): it calibrates again
+  // before its next probe counts; its unclassified probes are measured again elsewhere.
+  void ForgetWorker(const std::string& worker, const std::string& why, absl::Time now);
 
   // Records that `task_id` was leased to `worker` (attempt `attempt`).
   void OnTaskStarted(const std::string& task_id, const std::string& worker, int attempt,
@@ -79,10 +101,18 @@ class BisectJob {
     int probe = -1;  // Position in status_.probes.
     bool active = false;  // Handed out, no result yet.
     bool done = false;  // Finished, cancelled or given up.
+    std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
+  };
+  // A worker's part in this job: its own GOOD calibration, which its verdicts are relative to.
+  struct WorkerState {
+    int calibration = -1;  // Probe position of its GOOD calibration, -1 before it has one.
+    bool quarantined = false;
+    int classified = 0;  // Probes classified since its calibration or last A/A control.
   };
 
   v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }
-  std::string NewTask(v1::ProbeKind kind, int index, int round);
+  std::string NewTask(v1::ProbeKind kind, int index, int round,
+                      const std::string& pinned_worker = "");
   bool BaselinesReady() const;
   bool Measured(const v1::Probe& probe) const;
   void EvaluateBaselines(absl::Time now);
@@ -93,6 +123,17 @@ class BisectJob {
   void Extend(int probe_position, int runs);
   static void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
+  // True when probes measured by `worker` can be classified now.
+  bool WorkerReady(const std::string& worker) const;
+  // Compares calibrated workers' GOOD medians; quarantines outliers.
+  void CheckOutliers(absl::Time now);
+  void Quarantine(const std::string& worker, const std::string& kind, const std::string& reason,
+                  double offset_fraction, absl::Time now);
+  // Discards `worker`'s unclassified and running probes: their commits are probed again.
+  void DropProbesOf(const std::string& worker, const std::string& why, absl::Time now);
+  void FillWorkerReport();
+  // Starts the baselines over with a new reference worker (the old one left or was quarantined).
+  void ResetReference();
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
@@ -109,8 +150,13 @@ class BisectJob {
   std::map<std::string, TaskEntry> tasks_;
   std::deque<std::string> queue_;  // Tasks ready to hand out (baselines, retries).
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
-  int good_probe_ = 0;  // Positions of the baseline probes in status_.probes.
-  int bad_probe_ = 0;
+  // The reference baselines: GOOD and BAD measured by one worker (the reference), -1 until
+  // created. Other workers' verdicts use their own GOOD and the reference BAD scaled by the
+  // ratio of their GOOD to the reference GOOD.
+  int good_probe_ = -1;
+  int bad_probe_ = -1;
+  std::string reference_worker_;
+  std::map<std::string, WorkerState> workers_;
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
   std::map<int, std::vector<double>> samples_at_;  // Index -> samples, for before/after.
   int next_task_ = 0;

@@ -34,6 +34,12 @@ std::string RandomSalt() {
   return absl::StrFormat("%06x", device() & 0xffffff);
 }
 
+std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
+  std::string uuids;
+  for (const v1::GpuInfo& gpu : identity.gpus()) absl::StrAppend(&uuids, gpu.uuid(), ",");
+  return uuids;
+}
+
 absl::Status ValidateSpec(const v1::JobSpec& spec) {
   if (spec.repository().empty()) {
     return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");
@@ -270,17 +276,10 @@ void Coordinator::AfterJobChangeLocked(JobEntry& entry) {
 void Coordinator::AttachReportLocked(JobEntry& entry) {
   entry.reported = true;
   v1::JobStatus* status = entry.job->mutable_status();
-  // Identities of the workers that took part.
-  std::map<std::string, int> probes_per_worker;
-  for (const v1::Probe& probe : status->probes()) {
-    if (!probe.worker().empty()) ++probes_per_worker[probe.worker()];
-  }
-  for (const auto& [worker_id, count] : probes_per_worker) {
-    v1::JobWorker* worker = status->add_workers();
-    worker->set_worker(worker_id);
-    worker->set_probes(count);
-    auto it = workers_.find(worker_id);
-    if (it != workers_.end()) *worker->mutable_identity() = it->second.identity;
+  // Identities of the workers that took part (the job filled in their calibration).
+  for (v1::JobWorker& worker : *status->mutable_workers()) {
+    auto it = workers_.find(worker.worker());
+    if (it != workers_.end()) *worker.mutable_identity() = it->second.identity;
   }
   if (status->status() != v1::OUTCOME_CULPRIT_FOUND) return;
   // The diff of the culprit: small I/O on a finished job, done once.
@@ -340,6 +339,15 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     worker->leases = keep;
     worker->pending_assignments.clear();
     worker->pending_cancellations.clear();
+  }
+  if (!worker->identity.hardware_class().empty() &&
+      (worker->identity.hardware_class() != request.identity().hardware_class() ||
+       IdentityGpuUuids(worker->identity) != IdentityGpuUuids(request.identity()))) {
+    for (auto& [job_id, entry] : jobs_) {
+      entry.job->ForgetWorker(worker->worker_id,
+                              "it reconnected with a different GPU, driver or toolkit", now);
+      AfterJobChangeLocked(entry);
+    }
   }
   worker->identity = request.identity();
   worker->session_id = NewId("session-");
@@ -512,6 +520,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   worker->session_id.clear();
   worker->ready = false;
   worker->state = v1::WORKER_STATE_LOST;
+  WorkerGoneLocked(worker->worker_id, "it closed its session");
   DispatchLocked();
   changed_.SignalAll();
   return absl::OkStatus();
@@ -560,20 +569,22 @@ void Coordinator::DispatchLocked() {
       }
     }
     if (eligible.empty()) continue;
-    std::vector<v1::Task> tasks = entry.job->TakeTasks(static_cast<int>(eligible.size()), now);
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      WorkerEntry* worker = eligible[i];
+    std::vector<std::string> names;
+    for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
+    std::vector<BisectJob::Assignment> tasks = entry.job->TakeTasks(names, now);
+    for (BisectJob::Assignment& assignment : tasks) {
+      WorkerEntry* worker = &workers_.at(assignment.worker);
       LeaseEntry lease;
       lease.lease_id = NewId("lease-");
       lease.job_id = job_id;
-      lease.task_id = tasks[i].task_id();
+      lease.task_id = assignment.task.task_id();
       lease.worker_id = worker->worker_id;
       lease.attempt = ++task_attempts_[lease.task_id];
       lease.expire = now + options_.lease_duration;
       v1::Lease message;
       message.set_lease_id(lease.lease_id);
       message.set_attempt(lease.attempt);
-      *message.mutable_task() = std::move(tasks[i]);
+      *message.mutable_task() = std::move(assignment.task);
       *message.mutable_expire_time() = ToProto(lease.expire);
       entry.job->OnTaskStarted(lease.task_id, worker->worker_id, lease.attempt, now);
       worker->leases.push_back(lease.lease_id);
@@ -643,6 +654,15 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
   AfterJobChangeLocked(entry);
 }
 
+void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
+  for (auto& [job_id, entry] : jobs_) {
+    if (entry.job->finished()) continue;
+    const std::vector<std::string> cancel = entry.job->OnWorkerGone(worker_id, why, clock_->Now());
+    CancelTasksLocked(job_id, cancel, "its worker left");
+    AfterJobChangeLocked(entry);
+  }
+}
+
 void Coordinator::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
@@ -658,6 +678,7 @@ void Coordinator::ExpireLeases() {
         worker.state != v1::WORKER_STATE_LOST) {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;
+      WorkerGoneLocked(id, "it stopped heartbeating");
       changed = true;
     }
   }

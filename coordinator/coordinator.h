@@ -145,6 +145,9 @@ class Coordinator {
   void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells every running job that the worker left.
+  void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WorkerEntry* WorkerForSessionLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AttachReportLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

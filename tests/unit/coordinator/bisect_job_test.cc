@@ -77,7 +77,6 @@ Simulation RunToEnd(BisectJob& job, int workers,
     std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
     if (tasks.empty()) break;
     ++sim.rounds_of_tasks;
-    for (const v1::Task& task : tasks) job.OnTaskStarted(task.task_id(), "w", 1, kNow);
     for (const v1::Task& task : tasks) {
       if (task.kind() == v1::PROBE_KIND_BISECT) ++sim.bisect_tasks;
       if (sim.cancelled.count(task.task_id()) > 0) continue;
@@ -97,21 +96,38 @@ std::function<v1::TaskResult(const v1::Task&)> StepAt(int culprit, double good =
   };
 }
 
-TEST(BisectJobTest, BaselinesComeFirstAndSpareWorkersProbeSpeculatively) {
+// Assigns tasks to named workers and returns them keyed by worker.
+std::map<std::string, v1::Task> Take(BisectJob& job, const std::vector<std::string>& workers) {
+  std::map<std::string, v1::Task> out;
+  for (BisectJob::Assignment& a : job.TakeTasks(workers, kNow)) {
+    job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    out[a.worker] = a.task;
+  }
+  return out;
+}
+
+TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsProbesCount) {
   BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
-  std::vector<v1::Task> tasks = job.TakeTasks(4, kNow);
-  ASSERT_EQ(tasks.size(), 4u);
-  EXPECT_EQ(tasks[0].kind(), v1::PROBE_KIND_BASELINE_GOOD);
-  EXPECT_EQ(tasks[0].commit_index(), 0);
-  EXPECT_EQ(tasks[1].kind(), v1::PROBE_KIND_BASELINE_BAD);
-  EXPECT_EQ(tasks[1].commit_index(), 100);
-  EXPECT_EQ(tasks[2].kind(), v1::PROBE_KIND_BISECT);
-  EXPECT_EQ(tasks[3].kind(), v1::PROBE_KIND_BISECT);
+  std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
+  ASSERT_EQ(first.size(), 3u);
+  // The first worker measures BAD and becomes the reference; everyone measures GOOD.
+  EXPECT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
+  EXPECT_EQ(first["a"].commit_index(), 100);
+  EXPECT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  EXPECT_EQ(first["c"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  EXPECT_EQ(first["b"].commit_index(), 0);
+  EXPECT_EQ(first["b"].runs(), 3);
+  EXPECT_EQ(first["b"].bench_command(0), "./bench.sh");
+  for (const auto& [worker, task] : first) {
+    job.OnTaskFinished(task.task_id(), Samples({worker == "a" ? 1.5 : 1.0, 1.0, 1.0}), kNow);
+  }
+  std::map<std::string, v1::Task> second = Take(job, {"a", "b", "c"});
+  EXPECT_EQ(second["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD) << "the reference measures GOOD";
+  EXPECT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
+  EXPECT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
   // Two probes split (0, 100] into three near-equal parts.
-  EXPECT_NEAR(tasks[2].commit_index(), 33, 1);
-  EXPECT_NEAR(tasks[3].commit_index(), 66, 1);
-  EXPECT_EQ(tasks[0].runs(), 3);
-  EXPECT_EQ(tasks[0].bench_command(0), "./bench.sh");
+  EXPECT_NEAR(std::min(second["b"].commit_index(), second["c"].commit_index()), 33, 1);
+  EXPECT_NEAR(std::max(second["b"].commit_index(), second["c"].commit_index()), 66, 1);
 }
 
 TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
@@ -135,15 +151,20 @@ TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
 
 TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
   BisectJob job("job", MakeSpec(), MakeCommits(10), kNow);
-  std::vector<v1::Task> tasks = job.TakeTasks(3, kNow);
-  ASSERT_EQ(tasks.size(), 3u);
-  // The speculative probe finishes first.
-  EXPECT_TRUE(job.OnTaskFinished(tasks[2].task_id(), Samples({1.5, 1.5, 1.5}), kNow).empty());
-  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_UNSPECIFIED);
-  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
-  job.OnTaskFinished(tasks[1].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
-  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_BAD);
-  EXPECT_EQ(job.status().first_bad_index(), tasks[2].commit_index());
+  std::map<std::string, v1::Task> first = Take(job, {"a", "b"});
+  job.OnTaskFinished(first["b"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // b's GOOD.
+  std::map<std::string, v1::Task> probe = Take(job, {"b"});
+  ASSERT_EQ(probe["b"].kind(), v1::PROBE_KIND_BISECT);
+  // The probe finishes before the reference worker has measured BAD and GOOD.
+  job.OnTaskFinished(probe["b"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
+  const int position = job.status().probes_size() - 1;
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_UNSPECIFIED);
+  job.OnTaskFinished(first["a"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);  // a's BAD.
+  std::map<std::string, v1::Task> ref = Take(job, {"a"});
+  ASSERT_EQ(ref["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  job.OnTaskFinished(ref["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
+  EXPECT_EQ(job.status().first_bad_index(), probe["b"].commit_index());
   EXPECT_EQ(job.status().baseline().good().median(), 1.0);
   EXPECT_EQ(job.status().baseline().bad().median(), 1.5);
   EXPECT_NEAR(job.status().regression_pct(), 50.0, 1e-9);
@@ -151,18 +172,27 @@ TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
 
 TEST(BisectJobTest, UselessProbesAreCancelled) {
   BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
-  std::vector<v1::Task> tasks = job.TakeTasks(5, kNow);  // 2 baselines, probes at 25/50/75.
-  job.OnTaskFinished(tasks[0].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
-  job.OnTaskFinished(tasks[1].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
-  // The probe at ~25 is BAD: probes at ~50 and ~75 are useless now.
-  std::vector<std::string> cancel =
-      job.OnTaskFinished(tasks[2].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
-  EXPECT_THAT(cancel, ::testing::UnorderedElementsAre(tasks[3].task_id(), tasks[4].task_id()));
+  std::map<std::string, v1::Task> calibrate = Take(job, {"a", "b", "c", "d"});
+  for (const auto& [worker, task] : calibrate) {
+    job.OnTaskFinished(task.task_id(), Samples(worker == "a" ? std::vector<double>{2, 2, 2}
+                                                              : std::vector<double>{1, 1, 1}),
+                       kNow);
+  }
+  std::map<std::string, v1::Task> probes = Take(job, {"a", "b", "c", "d"});
+  job.OnTaskFinished(probes["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // Reference GOOD.
+  // Probes at ~25, ~50, ~75 on b, c, d: the lowest is BAD, the other two are useless now.
+  std::vector<std::pair<int, std::string>> by_index;
+  for (const char* w : {"b", "c", "d"}) by_index.emplace_back(probes[w].commit_index(), w);
+  std::sort(by_index.begin(), by_index.end());
+  std::vector<std::string> cancel = job.OnTaskFinished(
+      probes[by_index[0].second].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
+  EXPECT_THAT(cancel, ::testing::UnorderedElementsAre(probes[by_index[1].second].task_id(),
+                                                      probes[by_index[2].second].task_id()));
   EXPECT_EQ(job.status().progress().probes_cancelled(), 2);
   // A late result of a cancelled probe is ignored.
-  EXPECT_TRUE(job.OnTaskFinished(tasks[3].task_id(), Samples({1.0}), kNow).empty());
-  EXPECT_EQ(job.status().probes(3).state(), v1::PROBE_STATE_CANCELLED);
-  EXPECT_EQ(job.status().first_bad_index(), tasks[2].commit_index());
+  EXPECT_TRUE(
+      job.OnTaskFinished(probes[by_index[1].second].task_id(), Samples({1.0}), kNow).empty());
+  EXPECT_EQ(job.status().first_bad_index(), by_index[0].first);
 }
 
 TEST(BisectJobTest, SwappedEndpointsStopWithAClearError) {
@@ -235,20 +265,111 @@ TEST(BisectJobTest, EverythingFailingIsInconclusive) {
 
 TEST(BisectJobTest, LostTasksAreRetriedThenSkipped) {
   BisectJob job("job", MakeSpec(), MakeCommits(4), kNow);
-  std::vector<v1::Task> tasks = job.TakeTasks(3, kNow);
-  ASSERT_EQ(tasks.size(), 3u);
-  const std::string probe = tasks[2].task_id();
+  std::map<std::string, v1::Task> calibrate = Take(job, {"a"});
+  job.OnTaskFinished(calibrate["a"].task_id(), Samples({2, 2, 2}), kNow);
+  std::map<std::string, v1::Task> good = Take(job, {"a"});
+  job.OnTaskFinished(good["a"].task_id(), Samples({1, 1, 1}), kNow);
+  std::map<std::string, v1::Task> first = Take(job, {"a"});
+  ASSERT_EQ(first["a"].kind(), v1::PROBE_KIND_BISECT);
+  const std::string probe = first["a"].task_id();
   for (int attempt = 1; attempt <= BisectJob::kMaxAttempts; ++attempt) {
-    job.OnTaskStarted(probe, "w", attempt, kNow);
+    job.OnTaskStarted(probe, "a", attempt, kNow);
     job.OnTaskLost(probe, "worker died", kNow);
     if (attempt < BisectJob::kMaxAttempts) {
-      std::vector<v1::Task> retry = job.TakeTasks(1, kNow);
+      std::vector<BisectJob::Assignment> retry = job.TakeTasks({"a"}, kNow);
       ASSERT_EQ(retry.size(), 1u);
-      EXPECT_EQ(retry[0].task_id(), probe) << "the same task is handed out again";
+      EXPECT_EQ(retry[0].task.task_id(), probe) << "the same task is handed out again";
     }
   }
-  EXPECT_EQ(job.status().probes(2).verdict(), v1::VERDICT_SKIP);
-  EXPECT_THAT(job.status().probes(2).message(), HasSubstr("gave up after 3 attempts"));
+  const v1::Probe& lost = job.status().probes(job.status().probes_size() - 1);
+  EXPECT_EQ(lost.verdict(), v1::VERDICT_SKIP);
+  EXPECT_THAT(lost.message(), HasSubstr("gave up after 3 attempts"));
+}
+
+TEST(BisectJobTest, AnOutlierWorkerIsQuarantinedAndTheCulpritIsStillRight) {
+  // Worker "w2" is 30% slower on every commit. Its GOOD calibration gives it away.
+  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1", "w2", "w3"}, kNow);
+    if (tasks.empty()) break;
+    std::set<std::string> cancelled;
+    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    for (const auto& a : tasks) {
+      if (cancelled.count(a.task.task_id()) > 0) continue;
+      const double slow = a.worker == "w2" ? 1.3 : 1.0;
+      const double v = (a.task.commit_index() >= 23 ? 1.45 : 1.0) * slow;
+      for (const std::string& id :
+           job.OnTaskFinished(a.task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 23);
+  ASSERT_EQ(status.drift_events_size(), 1);
+  EXPECT_EQ(status.drift_events(0).worker(), "w2");
+  EXPECT_EQ(status.drift_events(0).kind(), "baseline_outlier");
+  EXPECT_NEAR(status.drift_events(0).offset_fraction(), 0.3, 0.01);
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.worker() == "w2") {
+      EXPECT_NE(probe.verdict(), v1::VERDICT_BAD);
+    }
+  }
+  bool reported = false;
+  for (const v1::JobWorker& worker : status.workers()) {
+    if (worker.worker() != "w2") continue;
+    reported = true;
+    EXPECT_TRUE(worker.quarantined());
+    EXPECT_NEAR(worker.calibration_good(), 1.3, 1e-9);
+    EXPECT_THAT(worker.reason(), HasSubstr("third of the regression"));
+  }
+  EXPECT_TRUE(reported);
+}
+
+TEST(BisectJobTest, AWorkerThatCannotRunGoodIsQuarantinedNotTheJob) {
+  BisectJob job("job", MakeSpec(), MakeCommits(20), kNow);
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1"}, kNow);
+    if (tasks.empty()) break;
+    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    for (const auto& a : tasks) {
+      if (a.worker == "w1") {
+        job.OnTaskFinished(a.task.task_id(), Failure(v1::TASK_OUTCOME_BENCH_FAILED, "no GPU"),
+                           kNow);
+        continue;
+      }
+      const double v = a.task.commit_index() >= 9 ? 2.0 : 1.0;
+      job.OnTaskFinished(a.task.task_id(), Samples({v, v, v}), kNow);
+    }
+  }
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
+  EXPECT_EQ(job.status().culprit().index(), 9);
+  ASSERT_GE(job.status().drift_events_size(), 1);
+  EXPECT_EQ(job.status().drift_events(0).kind(), "calibration_failed");
+}
+
+TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
+  // 400 commits, one worker, whose GPU becomes 40% slower after its 8th probe.
+  BisectJob job("job", MakeSpec(), MakeCommits(400), kNow);
+  int probes_done = 0;
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0"}, kNow);
+    if (tasks.empty()) break;
+    const auto& a = tasks[0];
+    job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    const double drift = probes_done >= 8 ? 1.4 : 1.0;
+    if (a.task.kind() == v1::PROBE_KIND_BISECT) ++probes_done;
+    const double v = (a.task.commit_index() >= 300 ? 2.0 : 1.0) * drift;
+    job.OnTaskFinished(a.task.task_id(), Samples({v, v, v}), kNow);
+  }
+  bool moved = false;
+  for (const v1::DriftEvent& event : job.status().drift_events()) {
+    moved |= event.kind() == "control_moved";
+  }
+  EXPECT_TRUE(moved);
+  EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);
+  EXPECT_THAT(job.status().error(), HasSubstr("every worker was quarantined"));
 }
 
 TEST(BisectJobTest, CancelStopsEverything) {
