@@ -112,8 +112,6 @@ TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
   const std::string repo = tmp_.Join("repo");
   MakeRepo(repo, "--commits 20 --culprit 5");
   const std::string json = tmp_.Join("slots.json");
-  // Worker 1's "GPU" is 30% slower on every commit; verdicts still come out right because it
-  // runs both baselines... (per-worker calibration is a later issue), so here only check the env.
   CommandResult run = Run(absl::StrCat(
       "run v1.0 --repo ", repo, " --workers 2 --json ", json,
       " -- sh -c 'echo slot=$KBISECT_WORKER cuda=$CUDA_VISIBLE_DEVICES hip=$HIP_VISIBLE_DEVICES "
@@ -123,6 +121,38 @@ TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
   const std::string log = ReadFile(tmp_.Join("slots.log"));
   EXPECT_THAT(log, HasSubstr("slot=0 cuda=0 hip=0 rocr=0"));
   EXPECT_THAT(log, HasSubstr("slot=1 cuda=1 hip=1 rocr=1"));
+}
+
+TEST_F(RunTest, ASlowGpuIsQuarantinedAndTheCulpritIsStillRight) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 41");
+  const std::string json = tmp_.Join("slow.json");
+  // The benchmark runs 30% slower on slot 1 (it reads CUDA_VISIBLE_DEVICES).
+  CommandResult run = Run(absl::StrCat("run v1.0 --repo ", repo, " --workers 3 --json ", json,
+                                       " -- env KBISECT_DEMO_SLOW_SLOT=1 ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  bool flagged = false;
+  for (const auto& worker : result["workers"]) {
+    const bool slow = worker["worker"].get<std::string>().find("slot1") != std::string::npos;
+    EXPECT_EQ(worker["quarantined"].get<bool>(), slow) << worker.dump();
+    if (slow) {
+      flagged = true;
+      EXPECT_NEAR(worker["calibration_good"].get<double>(), 1.3, 0.05);
+    }
+    EXPECT_TRUE(worker["identity"].is_object()) << "every worker carries its identity";
+  }
+  EXPECT_TRUE(flagged);
+  ASSERT_GE(result["drift_events"].size(), 1u);
+  EXPECT_EQ(result["drift_events"][0]["kind"], "baseline_outlier");
+  // No verdict came from the slow worker.
+  for (const auto& probe : result["probes"]) {
+    if (probe["worker"].get<std::string>().find("slot1") != std::string::npos) {
+      EXPECT_TRUE(probe["verdict"] == "unspecified" || probe["verdict"].is_null()) << probe.dump();
+    }
+  }
+  EXPECT_THAT(run.out, HasSubstr("quarantined"));
 }
 
 TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {
