@@ -34,6 +34,7 @@ struct JobOptions {
   double build_timeout_seconds = 1800;
   bool no_first_parent = false;
   bool allow_improvement = false;
+  bool discard_throttled = false;
   std::string hardware_class;
   std::vector<std::string> env;
   std::string json_file;

@@ -114,6 +114,7 @@ std::string BisectJob::NewTask(v1::ProbeKind kind, int index, int round,
   *task.mutable_env() = spec.env();
   *task.mutable_metric() = spec.metric();
   task.set_runs(spec.runs_per_commit());
+  task.set_discard_throttled(spec.discard_throttled());
   if (spec.has_build_timeout()) *task.mutable_build_timeout() = spec.build_timeout();
   if (spec.has_bench_timeout()) *task.mutable_bench_timeout() = spec.bench_timeout();
 
@@ -888,6 +889,21 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   }
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
   FillWorkerReport();
+  int throttled = 0;
+  int discarded = 0;
+  for (const v1::Probe& probe : status_.probes()) {
+    for (const v1::RunRecord& run : probe.runs()) {
+      if (!run.gpu_state().throttled()) continue;
+      ++throttled;
+      discarded += run.has_value() ? 0 : 1;
+    }
+  }
+  if (throttled > 0) {
+    status_.add_warnings(absl::StrFormat(
+        "%d benchmark runs ended with the GPU thermally or power throttled%s", throttled,
+        discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
+                      : "; pass --discard-throttled to re-run them"));
+  }
   *status_.mutable_finish_time() = ToProto(now);
   UpdateProgress();
   std::string line;

@@ -124,6 +124,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   const MetricSpec metric_spec = ToMetricSpec(task.metric());
   std::vector<std::string> argv(task.bench_command().begin(), task.bench_command().end());
   absl::Duration bench_total;
+  int throttle_retries = 0;
   for (int run = 0; run < std::max(1, task.runs()); ++run) {
     report(v1::TASK_PHASE_BENCH, run);
     ExecRequest bench;
@@ -174,6 +175,17 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     if (!metric.ok()) {
       return finish(v1::TASK_OUTCOME_METRIC_MISSING,
                     absl::StrCat(where, ": ", metric.status().message()), ran->Tail(kTailLines));
+    }
+    if (gpu_state_probe_) {
+      if (std::optional<v1::GpuState> state = gpu_state_probe_()) {
+        *record->mutable_gpu_state() = *state;
+        if (state->throttled() && task.discard_throttled() &&
+            throttle_retries < kThrottleRetries) {
+          ++throttle_retries;
+          --run;  // The sample is recorded as a run but not kept; measure again.
+          continue;
+        }
+      }
     }
     record->set_value(metric->value);
     record->set_has_value(true);

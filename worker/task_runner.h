@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/exec/exec.h"
@@ -30,7 +31,16 @@ class TaskRunner {
   v1::TaskResult Run(const v1::Task& task, const Cancellation* cancel,
                      const ProgressCallback& progress);
 
+  // Reads the GPU's dynamic state (temperature, clock, throttle reasons); called after each
+  // benchmark run when set. A run that ends throttled is flagged in its RunRecord and, when the
+  // task asks to discard throttled samples, run again (up to kThrottleRetries times).
+  using GpuStateProbe = std::function<std::optional<v1::GpuState>()>;
+  void set_gpu_state_probe(GpuStateProbe probe) { gpu_state_probe_ = std::move(probe); }
+
+  static constexpr int kThrottleRetries = 3;
+
  private:
+  GpuStateProbe gpu_state_probe_;
   CommandRunner* const runner_;
   Workspace* const workspace_;
   const std::map<std::string, std::string> slot_env_;

@@ -56,6 +56,11 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
   workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
   task_runner_ =
       std::make_unique<TaskRunner>(runner, workspace_.get(), SlotEnvironment(options.slot));
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
+    // Temperature, SM clock and throttle reasons after each benchmark run.
+    const std::string slot = absl::StrCat(options.slot);
+    task_runner_->set_gpu_state_probe([runner, slot] { return ProbeGpuState(runner, slot); });
+  }
   WorkerAgentOptions agent_options;
   agent_options.name = name_;
   agent_options.identity = identity_;

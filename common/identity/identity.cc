@@ -120,6 +120,60 @@ std::string ParseCudaVersion(std::string_view output_text) {
   return std::string(rest.substr(0, end));
 }
 
+std::optional<v1::GpuState> ParseNvidiaGpuState(std::string_view csv_text) {
+  const absl::string_view csv =
+      absl::StripAsciiWhitespace(absl::string_view(csv_text.data(), csv_text.size()));
+  std::vector<std::string> fields;
+  for (absl::string_view field : absl::StrSplit(csv.substr(0, csv.find('\n')), ',')) {
+    fields.emplace_back(absl::StripAsciiWhitespace(field));
+  }
+  if (fields.size() < 3) return std::nullopt;
+  v1::GpuState state;
+  double temperature = 0;
+  if (absl::SimpleAtod(fields[0], &temperature)) state.set_temperature_c(temperature);
+  int clock = 0;
+  if (absl::SimpleAtoi(fields[1], &clock)) state.set_sm_clock_mhz(clock);
+  uint64_t mask = 0;
+  absl::string_view hex = fields[2];
+  if (!absl::ConsumePrefix(&hex, "0x") || !absl::SimpleHexAtoi(hex, &mask)) return std::nullopt;
+  // NVML clocks-event reasons (nvmlClocksEventReason*), as nvidia-smi reports them.
+  struct Reason {
+    uint64_t bit;
+    const char* name;
+    bool throttles;
+  };
+  static constexpr Reason kReasons[] = {
+      {0x1, "gpu_idle", false},
+      {0x2, "applications_clocks_setting", false},
+      {0x4, "sw_power_cap", true},
+      {0x8, "hw_slowdown", true},
+      {0x10, "sync_boost", false},
+      {0x20, "sw_thermal_slowdown", true},
+      {0x40, "hw_thermal_slowdown", true},
+      {0x80, "hw_power_brake_slowdown", true},
+      {0x100, "display_clock_setting", false},
+  };
+  for (const Reason& reason : kReasons) {
+    if ((mask & reason.bit) == 0) continue;
+    state.add_throttle_reasons(reason.name);
+    if (reason.throttles) state.set_throttled(true);
+  }
+  return state;
+}
+
+std::optional<v1::GpuState> ProbeGpuState(CommandRunner* runner, const std::string& slot) {
+  for (const char* reasons : {"clocks_event_reasons.active", "clocks_throttle_reasons.active"}) {
+    std::vector<std::string> query = {
+        "nvidia-smi", absl::StrCat("--query-gpu=temperature.gpu,clocks.sm,", reasons),
+        "--format=csv,noheader,nounits"};
+    if (!slot.empty()) query.push_back(absl::StrCat("--id=", slot));
+    const std::string output = RunQuiet(runner, query);
+    if (output.empty()) continue;
+    if (std::optional<v1::GpuState> state = ParseNvidiaGpuState(output)) return state;
+  }
+  return std::nullopt;
+}
+
 int CountLocalGpus(CommandRunner* runner) {
   const std::string nvidia = RunQuiet(runner, {"nvidia-smi", "-L"});
   int count = 0;

@@ -6,6 +6,7 @@
 #ifndef KBISECT_COMMON_IDENTITY_IDENTITY_H_
 #define KBISECT_COMMON_IDENTITY_IDENTITY_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,16 @@ std::vector<v1::GpuInfo> ParseNvidiaSmiQuery(std::string_view csv, std::string* 
 
 // Extracts "12.8" from nvidia-smi's banner line "... CUDA Version: 12.8 ...". Empty if absent.
 std::string ParseCudaVersion(std::string_view nvidia_smi_output);
+
+// Parses one line of `nvidia-smi --query-gpu=temperature.gpu,clocks.sm,clocks_event_reasons.active
+// --format=csv,noheader,nounits` (older drivers: clocks_throttle_reasons.active). The reasons
+// bitmask is decoded into NVML's names (sw_power_cap, hw_slowdown, sw_thermal_slowdown,
+// hw_thermal_slowdown, hw_power_brake_slowdown, ...); `throttled` is set when a thermal or power
+// reason is active. Returns nullopt for output it cannot read.
+std::optional<v1::GpuState> ParseNvidiaGpuState(std::string_view csv_line);
+
+// Reads the dynamic state of GPU `slot` with nvidia-smi (nullopt without NVIDIA tools).
+std::optional<v1::GpuState> ProbeGpuState(CommandRunner* runner, const std::string& slot);
 
 // Number of GPUs on this host: `nvidia-smi -L` lines, else `rocm-smi --showid` GPU lines, else 0.
 int CountLocalGpus(CommandRunner* runner);

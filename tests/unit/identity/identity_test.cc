@@ -91,5 +91,38 @@ TEST(IdentityTest, ProbeUsesNvidiaSmiWhenPresentAndDegradesWithout) {
   EXPECT_EQ(CountLocalGpus(&missing), 0);
 }
 
+TEST(IdentityTest, ParsesGpuStateAndDecodesThrottleReasons) {
+  // 0x44 = sw_power_cap (0x4) + hw_thermal_slowdown (0x40), as on a hot, power-capped H100.
+  std::optional<v1::GpuState> hot = ParseNvidiaGpuState("83, 1410, 0x0000000000000044\n");
+  ASSERT_TRUE(hot.has_value());
+  EXPECT_DOUBLE_EQ(hot->temperature_c(), 83);
+  EXPECT_EQ(hot->sm_clock_mhz(), 1410);
+  EXPECT_THAT(hot->throttle_reasons(),
+              ::testing::ElementsAre("sw_power_cap", "hw_thermal_slowdown"));
+  EXPECT_TRUE(hot->throttled());
+  // Idle is a reason but not a throttle.
+  std::optional<v1::GpuState> idle = ParseNvidiaGpuState("35, 1980, 0x0000000000000001");
+  ASSERT_TRUE(idle.has_value());
+  EXPECT_FALSE(idle->throttled());
+  EXPECT_FALSE(ParseNvidiaGpuState("[N/A], [N/A], [N/A]").has_value());
+  EXPECT_FALSE(ParseNvidiaGpuState("").has_value());
+}
+
+TEST(IdentityTest, ProbeGpuStateFallsBackToTheOlderFieldName) {
+  FakeCommandRunner runner;
+  runner.SetHandler([](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
+    // Drivers before 535 do not know clocks_event_reasons.
+    if (request.argv[1].find("clocks_event_reasons") != std::string::npos) {
+      return FakeCommandRunner::Exited(2, "Field \"clocks_event_reasons.active\" is not a valid field to query.");
+    }
+    return FakeCommandRunner::Exited(0, "71, 1755, 0x0000000000000000\n");
+  });
+  std::optional<v1::GpuState> state = ProbeGpuState(&runner, "0");
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->sm_clock_mhz(), 1755);
+  EXPECT_FALSE(state->throttled());
+  EXPECT_EQ(runner.requests().size(), 2u);
+}
+
 }  // namespace
 }  // namespace kbisect

@@ -154,5 +154,35 @@ TEST_F(TaskRunnerTest, ReportsProgressPhases) {
                                   v1::TASK_PHASE_REPORTING));
 }
 
+TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
+  // The "GPU" is throttled during the first two runs only.
+  int probes = 0;
+  task_runner_.set_gpu_state_probe([&]() -> std::optional<v1::GpuState> {
+    v1::GpuState state;
+    state.set_temperature_c(probes < 2 ? 88 : 60);
+    if (probes++ < 2) {
+      state.add_throttle_reasons("hw_thermal_slowdown");
+      state.set_throttled(true);
+    }
+    return state;
+  });
+  v1::Task task = Task("echo 'Latency: 1 ms'", 2);
+  v1::TaskResult kept = task_runner_.Run(task, nullptr, nullptr);
+  ASSERT_EQ(kept.outcome(), v1::TASK_OUTCOME_SUCCEEDED);
+  EXPECT_EQ(kept.samples_size(), 2);
+  EXPECT_TRUE(kept.runs(0).gpu_state().throttled());
+  EXPECT_EQ(kept.runs(0).gpu_state().throttle_reasons(0), "hw_thermal_slowdown");
+
+  probes = 0;
+  task.set_discard_throttled(true);
+  v1::TaskResult discarded = task_runner_.Run(task, nullptr, nullptr);
+  ASSERT_EQ(discarded.outcome(), v1::TASK_OUTCOME_SUCCEEDED);
+  EXPECT_EQ(discarded.samples_size(), 2) << "two clean samples after two re-runs";
+  EXPECT_EQ(discarded.runs_size(), 4);
+  EXPECT_FALSE(discarded.runs(0).has_value());
+  EXPECT_TRUE(discarded.runs(3).has_value());
+  EXPECT_FALSE(discarded.runs(3).gpu_state().throttled());
+}
+
 }  // namespace
 }  // namespace kbisect
