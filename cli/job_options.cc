@@ -65,6 +65,8 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                 "Bisect every commit in the range, not only the first-parent chain");
   app->add_flag("--allow-improvement", o->allow_improvement,
                 "Bisect an improvement (BAD faster than GOOD) instead of refusing");
+  app->add_flag("--no-confirm", o->no_confirm,
+                "Skip the final interleaved re-measurement of last-good and culprit");
   app->add_flag("--discard-throttled", o->discard_throttled,
                 "Re-run benchmark runs that end with the GPU thermally or power throttled");
   app->add_option("--hardware-class", o->hardware_class,
@@ -131,6 +133,7 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   spec.set_hardware_class(o.hardware_class);
   spec.set_allow_improvement(o.allow_improvement);
   spec.set_discard_throttled(o.discard_throttled);
+  spec.set_confirm(!o.no_confirm && !o.exit_code);
   spec.set_max_workers(o.workers);
   v1::JobOrigin* origin = spec.mutable_origin();
   origin->set_kind(v1::ORIGIN_KIND_USER);

@@ -35,6 +35,7 @@ struct JobOptions {
   bool no_first_parent = false;
   bool allow_improvement = false;
   bool discard_throttled = false;
+  bool no_confirm = false;
   std::string hardware_class;
   std::vector<std::string> env;
   std::string json_file;

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/stats/stats.h"
 #include "coordinator/probe_classifier.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -243,9 +244,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   status_.set_bench_runs(status_.bench_runs() + result.runs_size());
   const bool measured = Measured(probe);
   if (measured && !pass_fail_) {
-    std::vector<double> samples(probe.samples().begin(), probe.samples().end());
-    probe.set_median(Median(samples));
-    samples_at_[entry.task.commit_index()] = std::move(samples);
+    probe.set_median(Median(std::vector<double>(probe.samples().begin(), probe.samples().end())));
     if (status_.metric_name().empty()) {
       status_.set_metric_name(result.metric_name());
       status_.set_metric_unit(result.metric_unit());
@@ -256,6 +255,10 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     }
   }
 
+  if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
+    ConcludeConfirmation(probe, result, now);
+    return std::exchange(to_cancel_, {});
+  }
   const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
   const std::string worker = probe.worker();
   if (!baseline && (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD ||
@@ -839,6 +842,27 @@ void BisectJob::MaybeFinish(absl::Time now) {
         Short(commits_[first_bad].sha()), "^1 ", Short(commits_[first_bad].sha()), "^2) ",
         Short(commits_[first_bad].sha()), "^2 -- ...`"));
   }
+  if (candidates.size() == 1 && status_.spec().confirm() && !pass_fail_) {
+    // Re-measure last-good and culprit interleaved (A/B/A/B) on one worker before blaming.
+    status_.set_state(v1::JOB_STATE_CONFIRMING);
+    const std::string id = NewTask(v1::PROBE_KIND_CONFIRM, first_bad, max_round_recorded_ + 1);
+    v1::Task& task = tasks_.at(id).task;
+    task.set_paired_commit_sha(commits_[last_good].sha());
+    task.set_runs(std::max(5, status_.spec().runs_per_commit() * 2));
+    queue_.push_front(id);
+    Emit(v1::JOB_EVENT_KIND_WARNING,
+         absl::StrFormat("Confirming: re-measuring %s and %s interleaved on one worker",
+                         Short(commits_[last_good].sha()), Short(commits_[first_bad].sha())),
+         nullptr, now);
+    return;
+  }
+  FinishWithCandidates(now);
+}
+
+void BisectJob::FinishWithCandidates(absl::Time now) {
+  const std::vector<int> candidates = search_.Candidates();
+  const int last_good = search_.last_good();
+  const int first_bad = search_.first_bad();
   if (candidates.size() == 1) {
     *status_.mutable_culprit() = commits_[first_bad];
     status_.set_cause(v1::CAUSE_REAL_REGRESSION);
@@ -856,10 +880,76 @@ void BisectJob::MaybeFinish(absl::Time now) {
   }
 }
 
+void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result,
+                                     absl::Time now) {
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  confirmation->set_worker(probe.worker());
+  *confirmation->mutable_culprit_samples() = result.samples();
+  *confirmation->mutable_last_good_samples() = result.paired_samples();
+  std::string verdict;
+  if (result.outcome() == v1::TASK_OUTCOME_SUCCEEDED && result.samples_size() > 0 &&
+      result.paired_samples_size() > 0) {
+    BootstrapOptions options;
+    options.seed = 1;
+    options.resamples = 4000;
+    absl::StatusOr<RatioInterval> ratio =
+        BootstrapMedianRatio(result.paired_samples(), result.samples(), options);
+    if (ratio.ok()) {
+      confirmation->set_ratio(ratio->estimate);
+      confirmation->set_ci_low(ratio->lower);
+      confirmation->set_ci_high(ratio->upper);
+      // The step must reproduce in the direction of the regression, excluding "no change".
+      const bool worse_is_up = (status_.baseline().bad().median() >
+                                status_.baseline().good().median());
+      confirmation->set_confirmed(worse_is_up ? ratio->lower > 1 : ratio->upper < 1);
+      status_.set_before(Median(std::vector<double>(result.paired_samples().begin(),
+                                                    result.paired_samples().end())));
+      status_.set_after(Median(std::vector<double>(result.samples().begin(),
+                                                   result.samples().end())));
+      status_.set_culprit_regression_pct(
+          RegressionPercent(status_.before(), status_.after(), status_.direction()));
+      verdict = absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] on %s", ratio->estimate,
+                                ratio->lower, ratio->upper, probe.worker());
+    }
+  } else {
+    verdict = absl::StrCat("the confirmation run failed: ", result.message());
+  }
+  if (confirmation->confirmed()) {
+    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Confirmed: ", verdict), nullptr, now);
+    FinishWithCandidates(now);
+    return;
+  }
+  const int first_bad = search_.first_bad();
+  Finish(v1::OUTCOME_INCONCLUSIVE,
+         absl::StrCat("the step at ", Short(commits_[first_bad].sha()),
+                      " did not reproduce when re-measured interleaved with ",
+                      Short(commits_[search_.last_good()].sha()), " (", verdict,
+                      "): it is reported as unconfirmed, not as a culprit; the regression may be "
+                      "noise or spread over several commits"),
+         now);
+}
+
 double BisectJob::MedianAt(int index) const {
-  auto it = samples_at_.find(index);
-  if (it == samples_at_.end()) return 0;
-  return Median(it->second);
+  // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
+  // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
+  if (index == 0 && good_probe_ >= 0) return status_.probes(good_probe_).median();
+  if (index == status_.commit_count() && bad_probe_ >= 0) {
+    return status_.probes(bad_probe_).median();
+  }
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.index() != index || probe.kind() != v1::PROBE_KIND_BISECT ||
+        (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD)) {
+      continue;
+    }
+    auto worker = workers_.find(probe.worker());
+    if (worker == workers_.end() || worker->second.calibration < 0 || good_probe_ < 0) {
+      return probe.median();
+    }
+    const double own = status_.probes(worker->second.calibration).median();
+    return own == 0 ? probe.median()
+                    : probe.median() * status_.probes(good_probe_).median() / own;
+  }
+  return 0;
 }
 
 void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time now) {

@@ -136,6 +136,11 @@ class BisectJob {
   void ResetReference();
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
+  // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
+  void FinishWithCandidates(absl::Time now);
+  // Judges the interleaved re-measurement of last-good and culprit.
+  void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result,
+                            absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
   void UpdateProgress();
   void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
@@ -158,7 +163,6 @@ class BisectJob {
   std::string reference_worker_;
   std::map<std::string, WorkerState> workers_;
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
-  std::map<int, std::vector<double>> samples_at_;  // Index -> samples, for before/after.
   int next_task_ = 0;
   int steps_ = 0;  // Finished bisect probes with a verdict.
   int max_round_recorded_ = 0;

@@ -77,47 +77,73 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     return result;
   };
   auto cancelled = [&]() { return cancel != nullptr && cancel->IsCancelled(); };
-  const std::string short_sha = task.commit_sha().substr(0, 7);
 
-  // 1. Checkout.
-  report(v1::TASK_PHASE_CHECKOUT, 0);
-  const absl::Time checkout_start = absl::Now();
-  absl::StatusOr<std::string> dir = workspace_->Prepare(task.repository(), task.commit_sha());
-  *result.mutable_timings()->mutable_checkout() = ToProto(absl::Now() - checkout_start);
-  if (!dir.ok()) {
-    // A worker that cannot check out is an infrastructure problem: retried elsewhere.
-    return finish(v1::TASK_OUTCOME_INFRA_ERROR,
-                  absl::StrCat("checkout of ", short_sha, " failed: ", dir.status().message()),
-                  "");
+  // Which commit each benchmark run measures. A confirmation interleaves last-good and culprit
+  // (A/B/A/B...) so that both see the same machine state; everything else measures one commit.
+  const bool interleaved =
+      task.kind() == v1::PROBE_KIND_CONFIRM && !task.paired_commit_sha().empty();
+  std::vector<std::string> schedule;
+  for (int run = 0; run < std::max(1, task.runs()); ++run) {
+    if (interleaved) schedule.push_back(task.paired_commit_sha());
+    schedule.push_back(task.commit_sha());
   }
-  if (cancelled()) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
 
   std::map<std::string, std::string> env = slot_env_;
   for (const auto& [key, value] : task.env()) env[key] = value;
-  env["KBISECT_COMMIT"] = task.commit_sha();
   env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  std::string dir;
+  std::string checked_out;
+  absl::Duration checkout_total;
+  absl::Duration build_total;
 
-  // 2. Build.
-  if (!task.build_command().empty()) {
+  // Checks `sha` out and builds it. Returns false (with `result` finished) on failure.
+  auto prepare = [&](const std::string& sha) {
+    const std::string short_sha = sha.substr(0, 7);
+    report(v1::TASK_PHASE_CHECKOUT, 0);
+    const absl::Time checkout_start = absl::Now();
+    absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha);
+    checkout_total += absl::Now() - checkout_start;
+    *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
+    if (!prepared.ok()) {
+      // A worker that cannot check out is an infrastructure problem: retried elsewhere.
+      finish(v1::TASK_OUTCOME_INFRA_ERROR,
+             absl::StrCat("checkout of ", short_sha, " failed: ", prepared.status().message()), "");
+      return false;
+    }
+    if (cancelled()) {
+      finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+      return false;
+    }
+    dir = *prepared;
+    checked_out = sha;
+    env["KBISECT_COMMIT"] = sha;
+    if (task.build_command().empty()) return true;
     report(v1::TASK_PHASE_BUILD, 0);
     ExecRequest build;
     build.shell_command = task.build_command();
-    build.cwd = *dir;
+    build.cwd = dir;
     build.env = env;
     build.timeout = TimeoutOr(task, /*build=*/true, kDefaultBuildTimeout);
     absl::StatusOr<ExecResult> built = runner_->Run(build, cancel);
     if (!built.ok()) {
-      return finish(v1::TASK_OUTCOME_INFRA_ERROR,
-                    absl::StrCat("could not start the build: ", built.status().message()), "");
+      finish(v1::TASK_OUTCOME_INFRA_ERROR,
+             absl::StrCat("could not start the build: ", built.status().message()), "");
+      return false;
     }
-    *result.mutable_timings()->mutable_build() = ToProto(built->wall_time);
-    if (built->cancelled) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+    build_total += built->wall_time;
+    *result.mutable_timings()->mutable_build() = ToProto(build_total);
+    if (built->cancelled) {
+      finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+      return false;
+    }
     if (!built->ok()) {
-      return finish(built->timed_out ? v1::TASK_OUTCOME_TIMED_OUT : v1::TASK_OUTCOME_BUILD_FAILED,
-                    absl::StrCat("build at ", short_sha, " ", built->Describe()),
-                    built->Tail(kTailLines));
+      finish(built->timed_out ? v1::TASK_OUTCOME_TIMED_OUT : v1::TASK_OUTCOME_BUILD_FAILED,
+             absl::StrCat("build at ", short_sha, " ", built->Describe()),
+             built->Tail(kTailLines));
+      return false;
     }
-  }
+    return true;
+  };
 
   // 3. Benchmark runs.
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
@@ -125,11 +151,14 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   std::vector<std::string> argv(task.bench_command().begin(), task.bench_command().end());
   absl::Duration bench_total;
   int throttle_retries = 0;
-  for (int run = 0; run < std::max(1, task.runs()); ++run) {
+  for (int run = 0; run < static_cast<int>(schedule.size()); ++run) {
+    const std::string& sha = schedule[run];
+    const std::string short_sha = sha.substr(0, 7);
+    if (sha != checked_out && !prepare(sha)) return result;
     report(v1::TASK_PHASE_BENCH, run);
     ExecRequest bench;
     bench.argv = argv;
-    bench.cwd = *dir;
+    bench.cwd = dir;
     bench.env = env;
     bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
     absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);
@@ -189,12 +218,16 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     }
     record->set_value(metric->value);
     record->set_has_value(true);
-    result.add_samples(metric->value);
+    if (sha == task.commit_sha()) {
+      result.add_samples(metric->value);
+    } else {
+      result.add_paired_samples(metric->value);
+    }
     result.set_metric_name(metric->name);
     result.set_metric_unit(metric->unit);
     result.set_metric_direction(ToProto(metric->direction));
   }
-  report(v1::TASK_PHASE_REPORTING, task.runs());
+  report(v1::TASK_PHASE_REPORTING, static_cast<int>(schedule.size()));
   return finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
 }
 

@@ -536,5 +536,50 @@ TEST(BisectJobTest, NoisyButRealBaselinesAreReMeasuredBeforeJudging) {
   EXPECT_THAT(job.status().warnings(), ::testing::Contains(HasSubstr("may be noise")));
 }
 
+// Answers every task like RunToEnd, and confirmation tasks with `step` between the pair.
+void RunWithConfirmation(BisectJob& job, int culprit, double step) {
+  for (int guard = 0; guard < 1000 && !job.finished(); ++guard) {
+    std::vector<v1::Task> tasks = job.TakeTasks(2, kNow);
+    if (tasks.empty()) break;
+    for (const v1::Task& task : tasks) {
+      if (task.kind() == v1::PROBE_KIND_CONFIRM) {
+        v1::TaskResult result = Samples({1.0 * step, 1.01 * step, 0.99 * step, step, step, step});
+        for (double v : {1.0, 1.01, 0.99, 1.0, 1.0, 1.0}) result.add_paired_samples(v);
+        job.OnTaskFinished(task.task_id(), result, kNow);
+        continue;
+      }
+      const double v = task.commit_index() >= culprit ? 1.5 : 1.0;
+      job.OnTaskFinished(task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow);
+    }
+  }
+}
+
+TEST(BisectJobTest, ConfirmationReproducesTheStepWithAConfidenceInterval) {
+  v1::JobSpec spec = MakeSpec();
+  spec.set_confirm(true);
+  BisectJob job("job", spec, MakeCommits(30), kNow);
+  RunWithConfirmation(job, 12, 1.5);
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 12);
+  EXPECT_TRUE(status.confirmation().confirmed());
+  EXPECT_NEAR(status.confirmation().ratio(), 1.5, 0.02);
+  EXPECT_GT(status.confirmation().ci_low(), 1.0);
+  EXPECT_EQ(status.confirmation().culprit_samples_size(), 6);
+  EXPECT_NEAR(status.culprit_regression_pct(), 50, 2);
+}
+
+TEST(BisectJobTest, AStepThatDoesNotReproduceIsNotBlamed) {
+  v1::JobSpec spec = MakeSpec();
+  spec.set_confirm(true);
+  BisectJob job("job", spec, MakeCommits(30), kNow);
+  RunWithConfirmation(job, 12, 1.0);
+  const v1::JobStatus& status = job.status();
+  EXPECT_EQ(status.status(), v1::OUTCOME_INCONCLUSIVE);
+  EXPECT_FALSE(status.has_culprit());
+  EXPECT_FALSE(status.confirmation().confirmed());
+  EXPECT_THAT(status.error(), HasSubstr("did not reproduce"));
+}
+
 }  // namespace
 }  // namespace kbisect

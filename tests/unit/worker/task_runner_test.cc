@@ -29,6 +29,7 @@ class DirectoryWorkspace : public Workspace {
                                       const std::string& sha) override {
     prepared.push_back(sha);
     if (sha == "missing") return absl::NotFoundError("commit missing is not in the mirror");
+    WriteFile(dir_ + "/checked-out.txt", sha + "\n");
     return dir_;
   }
   std::vector<std::string> prepared;
@@ -182,6 +183,28 @@ TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
   EXPECT_FALSE(discarded.runs(0).has_value());
   EXPECT_TRUE(discarded.runs(3).has_value());
   EXPECT_FALSE(discarded.runs(3).gpu_state().throttled());
+}
+
+TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulprit) {
+  // The "culprit" (the task's commit) is twice as slow as its paired last-good commit.
+  v1::Task task = Task(
+      "if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; "
+      "else echo 'Latency: 1 ms'; fi",
+      3);
+  task.set_kind(v1::PROBE_KIND_CONFIRM);
+  task.set_paired_commit_sha("fedcba9876543210fedcba9876543210fedcba98");
+  task.set_build_command("echo built >> builds.log");
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  EXPECT_THAT(result.samples(), ElementsAre(2, 2, 2));
+  EXPECT_THAT(result.paired_samples(), ElementsAre(1, 1, 1));
+  // A/B/A/B/A/B: six checkouts, alternating, each followed by a build.
+  ASSERT_EQ(workspace_.prepared.size(), 6u);
+  EXPECT_EQ(workspace_.prepared[0], task.paired_commit_sha());
+  EXPECT_EQ(workspace_.prepared[1], task.commit_sha());
+  EXPECT_EQ(workspace_.prepared[4], task.paired_commit_sha());
+  EXPECT_EQ(testing::ReadFile(dir_.Join("builds.log")),
+            "built\nbuilt\nbuilt\nbuilt\nbuilt\nbuilt\n");
 }
 
 }  // namespace
