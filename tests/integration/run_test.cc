@@ -155,6 +155,53 @@ TEST_F(RunTest, ASlowGpuIsQuarantinedAndTheCulpritIsStillRight) {
   EXPECT_THAT(run.out, HasSubstr("quarantined"));
 }
 
+TEST_F(RunTest, NoisyBenchmarkStillFindsTheCulpritWithMoreRuns) {
+  const std::string repo = tmp_.Join("repo");
+  // A 12% regression under +-5% uniform noise: three runs cannot tell commits apart reliably.
+  const std::string culprit =
+      MakeRepo(repo, "--commits 40 --culprit 27 --slowdown 1.12 --noise 0.05");
+  const std::string json = tmp_.Join("noisy.json");
+  CommandResult run = Run("run v1.0 --repo " + repo + " --workers 2 --json " + json +
+                          " -- ./bench.sh");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  int extended = 0;
+  for (const auto& probe : result["probes"]) extended += probe["samples"].size() > 3 ? 1 : 0;
+  EXPECT_GT(extended, 0) << "noisy commits are re-measured";
+  EXPECT_TRUE(result["confirmation"]["confirmed"].get<bool>());
+}
+
+TEST_F(RunTest, BuildBrokenCommitsAroundTheCulpritLeaveACandidateRange) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 41");
+  const std::string json = tmp_.Join("broken.json");
+  // Commits 39..42 do not build.
+  CommandResult run = Run(absl::StrCat(
+      "run v1.0 --repo ", repo, " --workers 3 --json ", json,
+      " --build 'test $KBISECT_COMMIT_INDEX -lt 39 -o $KBISECT_COMMIT_INDEX -gt 42' -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "candidates_found");
+  EXPECT_TRUE(result["culprit"].is_null());
+  std::vector<std::string> candidates = result["candidates"];
+  EXPECT_THAT(candidates, ::testing::Contains(culprit));
+  EXPECT_LE(candidates.size(), 5u);
+  EXPECT_THAT(run.out, HasSubstr("SKIP"));
+}
+
+TEST_F(RunTest, PassFailModeFollowsGitBisectRun) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 50 --culprit 19");
+  const std::string json = tmp_.Join("exit.json");
+  // "Broken" once BLOCK_SIZE became 32.
+  CommandResult run = Run("run v1.0 --repo " + repo + " --workers 3 --exit-code --json " + json +
+                          " -- sh -c '! grep -q BLOCK_SIZE=32 kernels/attention.py'");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+}
+
 TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {
   const std::string repo = tmp_.Join("repo");
   MakeRepo(repo, "--commits 10 --culprit 4");
