@@ -581,5 +581,17 @@ TEST(BisectJobTest, AStepThatDoesNotReproduceIsNotBlamed) {
   EXPECT_THAT(status.error(), HasSubstr("did not reproduce"));
 }
 
+TEST(BisectJobTest, AMergeCulpritIsNamedWithHowToBisectItsBranch) {
+  std::vector<v1::CommitRef> commits = MakeCommits(20);
+  commits[13].set_is_merge(true);
+  BisectJob job("job", MakeSpec(), commits, kNow);
+  RunToEnd(job, 2, StepAt(13));
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_TRUE(job.status().culprit().is_merge());
+  EXPECT_THAT(job.status().warnings(),
+              ::testing::Contains(::testing::AllOf(HasSubstr("merge commit"),
+                                                   HasSubstr("git merge-base"))));
+}
+
 }  // namespace
 }  // namespace kbisect
