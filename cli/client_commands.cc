@@ -162,33 +162,6 @@ int Parse(CLI::App* app, std::vector<std::string> args) {
   return -1;
 }
 
-// Stops a JobFollower on SIGINT/SIGTERM (which BlockTerminationSignals must have blocked before
-// any thread started) until destroyed.
-class StopOnSignal {
- public:
-  explicit StopOnSignal(JobFollower* follower) {
-    thread_ = std::thread([this, follower] {
-      while (!done_) {
-        if (WaitForTerminationSignal(absl::Milliseconds(200)) != 0) {
-          interrupted_ = true;
-          follower->Stop();
-          return;
-        }
-      }
-    });
-  }
-  ~StopOnSignal() {
-    done_ = true;
-    thread_.join();
-  }
-  bool interrupted() const { return interrupted_; }
-
- private:
-  std::atomic<bool> done_{false};
-  std::atomic<bool> interrupted_{false};
-  std::thread thread_;
-};
-
 absl::Time FromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
@@ -254,11 +227,11 @@ int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
   absl::StatusOr<v1::JobStatus> final_status;
   bool interrupted = false;
   {
-    StopOnSignal stop(&follower);
+    TerminationWatcher stop([&follower] { follower.Stop(); });
     final_status = follower.Follow([&](const v1::JobEvent& e) {
       if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
     });
-    interrupted = stop.interrupted();
+    interrupted = stop.signalled();
   }
   if (interrupted) {
     std::cerr << "\nkbisect: stopped following job " << initial.job_id()

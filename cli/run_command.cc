@@ -14,6 +14,7 @@
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
 #include "common/exec/exec.h"
+#include "common/exec/signals.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
 #include "grpcpp/create_channel.h"
@@ -41,39 +42,6 @@ ROCR_VISIBLE_DEVICES=i KBISECT_WORKER=i.
 Example:
   kbisect run v1.2 HEAD --build 'make -j8' -- ./bench --batch 32
 )";
-
-// Blocks SIGINT/SIGTERM in this and every later thread and waits for them on a dedicated
-// thread, so that Ctrl-C cancels the job cleanly instead of killing the process mid-write.
-class InterruptWatcher {
- public:
-  explicit InterruptWatcher(std::function<void()> on_interrupt) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    thread_ = std::thread([this, set, on_interrupt = std::move(on_interrupt)] {
-      while (!done_) {
-        timespec timeout = {0, 200 * 1000 * 1000};
-        if (sigtimedwait(&set, nullptr, &timeout) > 0) {
-          interrupted_ = true;
-          on_interrupt();
-          return;
-        }
-      }
-    });
-  }
-  ~InterruptWatcher() {
-    done_ = true;
-    thread_.join();
-  }
-  bool interrupted() const { return interrupted_; }
-
- private:
-  std::atomic<bool> done_{false};
-  std::atomic<bool> interrupted_{false};
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -125,7 +93,7 @@ int RunCommand(int argc, char** argv) {
   std::atomic<bool> stop_requested{false};
   std::string job_id;
   absl::Mutex job_mu;
-  InterruptWatcher interrupt([&] {
+  TerminationWatcher interrupt([&] {
     std::cerr << "\nkbisect: interrupted; cancelling the job and stopping every worker\n";
     stop_requested = true;
     absl::MutexLock lock(&job_mu);
@@ -182,7 +150,7 @@ int RunCommand(int argc, char** argv) {
   }
 
   const int code = ReportFinalStatus(final_status, options.json_file);
-  if (interrupt.interrupted() || stop_requested) return kExitInterrupted;
+  if (interrupt.signalled() || stop_requested) return kExitInterrupted;
   return code;
 }
 

@@ -31,11 +31,8 @@ google::protobuf::Timestamp ToProto(absl::Time t) {
 
 std::string Short(const std::string& sha) { return sha.substr(0, 7); }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  if (n == 0) return 0;
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+double Median(const std::vector<double>& values) {
+  return kbisect::Median(values).value_or(0);
 }
 
 std::string VerdictWord(v1::Verdict verdict) {

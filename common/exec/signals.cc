@@ -34,4 +34,22 @@ int WaitForTerminationSignal(absl::Duration timeout) {
   }
 }
 
+TerminationWatcher::TerminationWatcher(std::function<void()> on_signal) {
+  BlockTerminationSignals();
+  thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+    while (!done_) {
+      if (WaitForTerminationSignal(absl::Milliseconds(200)) != 0) {
+        signalled_ = true;
+        on_signal();
+        return;
+      }
+    }
+  });
+}
+
+TerminationWatcher::~TerminationWatcher() {
+  done_ = true;
+  thread_.join();
+}
+
 }  // namespace kbisect

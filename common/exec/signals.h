@@ -8,6 +8,10 @@
 #ifndef KBISECT_COMMON_EXEC_SIGNALS_H_
 #define KBISECT_COMMON_EXEC_SIGNALS_H_
 
+#include <atomic>
+#include <functional>
+#include <thread>
+
 #include "absl/time/time.h"
 
 namespace kbisect {
@@ -19,6 +23,26 @@ void BlockTerminationSignals();
 // Waits up to `timeout` for SIGINT or SIGTERM (which must be blocked). Returns the signal
 // number, or 0 when none arrived in time.
 int WaitForTerminationSignal(absl::Duration timeout);
+
+// Calls `on_signal` (once, on its own thread) when SIGINT or SIGTERM arrives, until destroyed.
+// Blocks both signals in the calling thread first, so construct it before starting other threads
+// (they inherit the mask) and the signal is never delivered to a random thread.
+class TerminationWatcher {
+ public:
+  explicit TerminationWatcher(std::function<void()> on_signal);
+  ~TerminationWatcher();
+
+  TerminationWatcher(const TerminationWatcher&) = delete;
+  TerminationWatcher& operator=(const TerminationWatcher&) = delete;
+
+  // True once a signal arrived.
+  bool signalled() const { return signalled_; }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<bool> signalled_{false};
+  std::thread thread_;
+};
 
 }  // namespace kbisect
 
