@@ -278,6 +278,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       }
     } else if (status_.state() == v1::JOB_STATE_BISECTING) {
       CheckOutliers(now);
+      SharpenCalibrations();
       ClassifyPending(now);
     }
     MaybeFinish(now);
@@ -303,6 +304,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       EvaluateBaselines(now);
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
         CheckOutliers(now);
+        SharpenCalibrations();
         ClassifyPending(now);
       }
     }
@@ -564,7 +566,24 @@ bool BisectJob::WorkerReady(const std::string& worker) const {
   auto it = workers_.find(worker);
   if (it == workers_.end() || it->second.quarantined || it->second.calibration < 0) return false;
   const v1::Probe& calibration = status_.probes(it->second.calibration);
-  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration);
+  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration) &&
+         calibration.samples_size() >= CalibrationRuns();
+}
+
+int BisectJob::CalibrationRuns() const {
+  // A worker's GOOD must be as sharp as the reference's: the baselines were re-measured until
+  // GOOD and BAD were clearly apart, and every verdict of the worker is measured against it.
+  return pass_fail_ || good_probe_ < 0 ? 0 : status_.probes(good_probe_).samples_size();
+}
+
+void BisectJob::SharpenCalibrations() {
+  for (auto& [worker, state] : workers_) {
+    if (state.quarantined || state.calibration < 0) continue;
+    const v1::Probe& calibration = status_.probes(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    const int missing = CalibrationRuns() - calibration.samples_size();
+    if (missing > 0) Extend(state.calibration, missing);
+  }
 }
 
 void BisectJob::CheckOutliers(absl::Time now) {

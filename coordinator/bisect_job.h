@@ -125,6 +125,10 @@ class BisectJob {
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
   // True when probes measured by `worker` can be classified now.
   bool WorkerReady(const std::string& worker) const;
+  // Samples a worker's GOOD calibration needs before its verdicts count.
+  int CalibrationRuns() const;
+  // Re-measures calibrations that have fewer samples than CalibrationRuns().
+  void SharpenCalibrations();
   // Compares calibrated workers' GOOD medians; quarantines outliers.
   void CheckOutliers(absl::Time now);
   void Quarantine(const std::string& worker, const std::string& kind, const std::string& reason,
