@@ -146,6 +146,8 @@ void WorkerAgent::FinishTask() {
   request.set_lease_id(task->lease.lease_id());
   request.set_attempt(task->lease.attempt());
   *request.mutable_result() = std::move(task->result);
+  // Every result names the hardware class that measured it.
+  request.mutable_result()->set_hardware_class(options_.identity.hardware_class());
   absl::Duration delay = options_.min_backoff;
   for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
     {
