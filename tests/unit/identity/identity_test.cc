@@ -1,6 +1,12 @@
 // Copyright 2026 The kbisect Authors.
 #include "common/identity/identity.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
 #include "common/exec/fake_command_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -8,7 +14,34 @@
 namespace kbisect {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+
+// Returns the content of tests/fixtures/identity/`name` (captures in the tools' documented
+// output formats), found through KBISECT_SOURCE_DIR as ctest sets it.
+std::string Fixture(const std::string& name) {
+  const char* env = std::getenv("KBISECT_SOURCE_DIR");
+  const std::string root = env != nullptr && *env != '\0' ? env : KBISECT_IDENTITY_TEST_SOURCE_DIR;
+  const std::string path = root + "/tests/fixtures/identity/" + name;
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  if (content.str().empty()) ADD_FAILURE() << "missing or empty fixture " << path;
+  return content.str();
+}
+
+// A runner that answers each vendor tool (argv[0], plus argv[1] for amd-smi) with a fixture and
+// fails every other command as not installed.
+FakeCommandRunner::Handler ToolHandler(std::map<std::string, std::string> outputs) {
+  return [outputs](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
+    std::string tool = request.argv[0];
+    if (tool == "amd-smi" && request.argv.size() > 1) tool += " " + request.argv[1];
+    if (tool == "rocm-smi" && request.argv.size() > 1) tool += " " + request.argv[1];
+    auto it = outputs.find(tool);
+    if (it == outputs.end()) return absl::NotFoundError("command '" + tool + "' not found on PATH");
+    return FakeCommandRunner::Exited(0, it->second);
+  };
+}
 
 // `nvidia-smi --query-gpu=index,name,uuid,serial,pci.bus_id,driver_version,vbios_version,
 // memory.total,power.limit,clocks.max.sm,clocks.max.mem --format=csv,noheader,nounits` on a
@@ -113,7 +146,8 @@ TEST(IdentityTest, ProbeGpuStateFallsBackToTheOlderFieldName) {
   runner.SetHandler([](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
     // Drivers before 535 do not know clocks_event_reasons.
     if (request.argv[1].find("clocks_event_reasons") != std::string::npos) {
-      return FakeCommandRunner::Exited(2, "Field \"clocks_event_reasons.active\" is not a valid field to query.");
+      return FakeCommandRunner::Exited(
+          2, "Field \"clocks_event_reasons.active\" is not a valid field to query.");
     }
     return FakeCommandRunner::Exited(0, "71, 1755, 0x0000000000000000\n");
   });
@@ -122,6 +156,230 @@ TEST(IdentityTest, ProbeGpuStateFallsBackToTheOlderFieldName) {
   EXPECT_EQ(state->sm_clock_mhz(), 1755);
   EXPECT_FALSE(state->throttled());
   EXPECT_EQ(runner.requests().size(), 2u);
+}
+
+TEST(IdentityTest, ParsesH100AndB200Fixtures) {
+  std::string driver;
+  std::vector<v1::GpuInfo> h100 =
+      ParseNvidiaSmiQuery(Fixture("nvidia_smi_query_h100.csv"), &driver);
+  ASSERT_EQ(h100.size(), 8u);
+  EXPECT_EQ(driver, "550.54.15");
+  EXPECT_EQ(h100[7].index(), 7);
+  EXPECT_EQ(h100[7].model(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(h100[7].serial(), "") << "[N/A] is left empty";
+  EXPECT_EQ(h100[7].pci_bus_id(), "00000000:DB:00.0");
+  EXPECT_EQ(ParseCudaVersion(Fixture("nvidia_smi_banner_h100.txt")), "12.4");
+
+  std::vector<v1::GpuInfo> b200 =
+      ParseNvidiaSmiQuery(Fixture("nvidia_smi_query_b200.csv"), &driver);
+  ASSERT_EQ(b200.size(), 8u);
+  EXPECT_EQ(driver, "570.124.06");
+  EXPECT_EQ(b200[0].model(), "NVIDIA B200");
+  EXPECT_EQ(b200[0].memory_total_mib(), 183359);
+  EXPECT_EQ(b200[0].vbios_version(), "97.00.6C.00.02");
+  EXPECT_DOUBLE_EQ(b200[0].power_limit_watts(), 1000.0);
+  EXPECT_EQ(b200[3].uuid(), "GPU-a1b2c3d4-e5f6-7a8b-9c0d-1e2f3a4b5c03");
+  EXPECT_EQ(ParseCudaVersion(Fixture("nvidia_smi_banner_b200.txt")), "12.8");
+}
+
+TEST(IdentityTest, ParsesAmdSmiStaticForMi300x) {
+  std::string driver;
+  std::vector<v1::GpuInfo> gpus = ParseAmdSmiStatic(Fixture("amd_smi_static_mi300x.json"), &driver);
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(driver, "6.7.0");
+  EXPECT_EQ(gpus[0].model(), "AMD Instinct MI300X");
+  EXPECT_EQ(gpus[0].serial(), "692251001124");
+  EXPECT_EQ(gpus[0].pci_bus_id(), "0000:05:00.0");
+  EXPECT_EQ(gpus[0].vbios_version(), "022.040.003.043.000001");
+  EXPECT_EQ(gpus[0].memory_total_mib(), 196592);
+  EXPECT_DOUBLE_EQ(gpus[0].power_limit_watts(), 750.0);
+  EXPECT_EQ(gpus[7].index(), 7);
+  EXPECT_EQ(gpus[7].pci_bus_id(), "0000:e5:00.0");
+}
+
+TEST(IdentityTest, ParsesAmdSmiStaticVariants) {
+  // Newer amd-smi wraps the list in "gpu_data"; older ones give sizes as "N MB" text; a warning
+  // may precede the JSON; without a market name the device id names the model.
+  constexpr char kWrapped[] =
+      "WARNING: User is missing the following required groups: render\n"
+      R"json({"gpu_data": [{"gpu": 2, "asic": {"market_name": "N/A", "device_id": "0x74a1"},
+          "vram": {"size": "196592 MB"}, "driver": {"name": "amdgpu", "version": "6.8.5"},
+          "vbios": {"version": "N/A"}}]})json";
+  std::string driver;
+  std::vector<v1::GpuInfo> gpus = ParseAmdSmiStatic(kWrapped, &driver);
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].index(), 2);
+  EXPECT_EQ(gpus[0].model(), "AMD GPU 0x74a1");
+  EXPECT_EQ(gpus[0].memory_total_mib(), 196592);
+  EXPECT_EQ(gpus[0].vbios_version(), "");
+  EXPECT_EQ(driver, "6.8.5");
+  EXPECT_TRUE(ParseAmdSmiStatic("amd-smi: command failed", &driver).empty());
+  EXPECT_TRUE(ParseAmdSmiStatic("[{\"gpu\": 0, \"asic\": ", &driver).empty());
+}
+
+TEST(IdentityTest, ParsesAmdSmiMetricAndFlagsViolations) {
+  const std::string metric = Fixture("amd_smi_metric_mi300x.json");
+  std::optional<v1::GpuState> cool = ParseAmdSmiMetric(metric);
+  ASSERT_TRUE(cool.has_value());
+  EXPECT_DOUBLE_EQ(cool->temperature_c(), 41);
+  EXPECT_EQ(cool->sm_clock_mhz(), 132);
+  EXPECT_FALSE(cool->throttled());
+  EXPECT_TRUE(cool->throttle_reasons().empty());
+  std::optional<v1::GpuState> hot = ParseAmdSmiMetric(metric, 3);
+  ASSERT_TRUE(hot.has_value());
+  EXPECT_DOUBLE_EQ(hot->temperature_c(), 96);
+  EXPECT_EQ(hot->sm_clock_mhz(), 1310);
+  EXPECT_TRUE(hot->throttled());
+  EXPECT_THAT(hot->throttle_reasons(), ElementsAre("ppt", "throttle_status"));
+  EXPECT_FALSE(ParseAmdSmiMetric(metric, 8).has_value());
+  // Later releases: a "violation" section with active_* fields.
+  std::optional<v1::GpuState> later = ParseAmdSmiMetric(
+      R"json([{"gpu": 0, "temperature": {"edge": 60, "hotspot": "N/A"},
+           "clock": {"gfx_0": {"clk": {"value": 1800, "unit": "MHz"}}},
+           "violation": {"active_prochot_thrm": "NOT ACTIVE",
+                         "active_socket_thrm": "ACTIVE"}}])json");
+  ASSERT_TRUE(later.has_value());
+  EXPECT_DOUBLE_EQ(later->temperature_c(), 60);
+  EXPECT_THAT(later->throttle_reasons(), ElementsAre("socket_thrm"));
+  EXPECT_TRUE(later->throttled());
+}
+
+TEST(IdentityTest, ParsesRocmSmiFixtures) {
+  std::string driver;
+  std::vector<v1::GpuInfo> gpus =
+      ParseRocmSmiIdentity(Fixture("rocm_smi_identity_mi300x.json"), &driver);
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(driver, "6.7.0");
+  EXPECT_EQ(gpus[0].model(), "AMD Instinct MI300X");
+  EXPECT_EQ(gpus[5].index(), 5);
+  EXPECT_EQ(gpus[5].serial(), "692251001129");
+  EXPECT_EQ(gpus[0].vbios_version(), "022.040.003.043.000001");
+  EXPECT_EQ(gpus[0].pci_bus_id(), "0000:05:00.0");
+
+  std::optional<v1::GpuState> state = ParseRocmSmiState(Fixture("rocm_smi_state_mi300x.json"));
+  ASSERT_TRUE(state.has_value());
+  EXPECT_DOUBLE_EQ(state->temperature_c(), 41);
+  EXPECT_EQ(state->sm_clock_mhz(), 132);
+  EXPECT_FALSE(state->throttled());
+  std::optional<v1::GpuState> throttled = ParseRocmSmiState(
+      R"json({"card0": {"Temperature (Sensor edge) (C)": "88.0", "sclk clock speed:": "(1100Mhz)",
+                    "throttle_status": "THROTTLED"}})json");
+  ASSERT_TRUE(throttled.has_value());
+  EXPECT_DOUBLE_EQ(throttled->temperature_c(), 88);
+  EXPECT_TRUE(throttled->throttled());
+  EXPECT_FALSE(ParseRocmSmiState("{}").has_value());
+  EXPECT_FALSE(ParseRocmSmiState("not json").has_value());
+}
+
+TEST(IdentityTest, ParsesRocmVersionFile) {
+  EXPECT_EQ(ParseRocmVersion(Fixture("rocm_info_version")), "6.2.0");
+  EXPECT_EQ(ParseRocmVersion("6.3.1\n"), "6.3.1");
+  EXPECT_EQ(ParseRocmVersion(""), "");
+  EXPECT_EQ(ParseRocmVersion("garbage"), "");
+}
+
+TEST(IdentityTest, ProbeFallsBackFromNvidiaToAmdSmiToRocmSmi) {
+  FakeCommandRunner amd_smi(ToolHandler({{"amd-smi static", Fixture("amd_smi_static_mi300x.json")},
+                                         {"amd-smi metric", Fixture("amd_smi_metric_mi300x.json")},
+                                         {"rocm-smi --showproductname", "must not be needed"}}));
+  v1::RunnerIdentity amd = ProbeRunnerIdentity(&amd_smi, "");
+  EXPECT_EQ(amd.gpu_vendor(), v1::GPU_VENDOR_AMD);
+  EXPECT_EQ(amd.gpu_count(), 8);
+  EXPECT_EQ(amd.driver_version(), "6.7.0");
+  EXPECT_EQ(amd.gpus(0).model(), "AMD Instinct MI300X");
+  EXPECT_THAT(amd.hardware_class_label(), HasSubstr("AMD Instinct MI300X x8, driver 6.7.0, ROCm"));
+  EXPECT_EQ(amd_smi.requests()[0].argv[0], "nvidia-smi") << "NVIDIA is tried first";
+  for (const ExecRequest& request : amd_smi.requests()) {
+    EXPECT_NE(request.argv[0], "rocm-smi") << "amd-smi answered";
+  }
+
+  FakeCommandRunner rocm_smi(
+      ToolHandler({{"rocm-smi --showproductname", Fixture("rocm_smi_identity_mi300x.json")},
+                   {"rocm-smi --showtemp", Fixture("rocm_smi_state_mi300x.json")}}));
+  v1::RunnerIdentity rocm = ProbeRunnerIdentity(&rocm_smi, "2");
+  EXPECT_EQ(rocm.gpu_vendor(), v1::GPU_VENDOR_AMD);
+  EXPECT_EQ(rocm.gpu_count(), 8);
+  EXPECT_EQ(rocm.driver_version(), "6.7.0");
+  EXPECT_THAT(rocm_smi.requests().back().argv, ::testing::Contains("2"));
+  EXPECT_EQ(amd.hardware_class(), rocm.hardware_class()) << "same MI300X host, either tool";
+
+  std::optional<v1::GpuState> state = ProbeGpuState(&amd_smi, "3");
+  ASSERT_TRUE(state.has_value());
+  EXPECT_DOUBLE_EQ(state->temperature_c(), 41) << "the fake ignores -g, so GPU 0 answers";
+  std::optional<v1::GpuState> rocm_state = ProbeGpuState(&rocm_smi, "");
+  ASSERT_TRUE(rocm_state.has_value());
+  EXPECT_EQ(rocm_state->sm_clock_mhz(), 132);
+
+  FakeCommandRunner none(ToolHandler({}));
+  EXPECT_FALSE(ProbeGpuState(&none, "0").has_value());
+  EXPECT_EQ(ProbeRunnerIdentity(&none, "0").gpu_vendor(), v1::GPU_VENDOR_NONE);
+}
+
+TEST(IdentityTest, ParsesHardwareClassKeys) {
+  absl::StatusOr<std::vector<std::string>> keys = ParseHardwareClassKeys(" gpu_model,vbios , host");
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_THAT(*keys, ElementsAre("gpu_model", "vbios", "host"));
+  keys = ParseHardwareClassKeys("");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(*keys, DefaultHardwareClassKeys());
+  EXPECT_THAT(DefaultHardwareClassKeys(),
+              ElementsAre("gpu_model", "gpu_count", "driver", "toolkit"));
+  keys = ParseHardwareClassKeys("gpu_model,gpu_modle");
+  ASSERT_FALSE(keys.ok());
+  EXPECT_EQ(keys.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(keys.status().message()),
+              HasSubstr("unknown hardware-class key 'gpu_modle'"));
+  EXPECT_THAT(std::string(keys.status().message()), HasSubstr("vbios"));
+}
+
+TEST(IdentityTest, ConfigurableKeysDecideWhatSplitsAClass) {
+  v1::RunnerIdentity a;
+  a.set_gpu_vendor(v1::GPU_VENDOR_NVIDIA);
+  a.add_gpus()->set_model("NVIDIA B200");
+  a.mutable_gpus(0)->set_vbios_version("97.00.6C.00.02");
+  a.set_gpu_count(1);
+  a.set_driver_version("570.124.06");
+  a.set_cuda_version("12.8");
+  a.set_host("node-1");
+  v1::RunnerIdentity b = a;
+  b.mutable_gpus(0)->set_vbios_version("97.00.6C.00.05");
+  AssignHardwareClass(&a);
+  AssignHardwareClass(&b);
+  EXPECT_EQ(a.hardware_class(), b.hardware_class()) << "VBIOS is not a default key";
+  const std::string default_class = a.hardware_class();
+  AssignHardwareClass(&a, {"gpu_model", "gpu_count", "driver", "toolkit"});
+  EXPECT_EQ(a.hardware_class(), default_class) << "explicit defaults give the same fingerprint";
+  EXPECT_EQ(a.hardware_class_label(), "NVIDIA B200 x1, driver 570.124.06, CUDA 12.8");
+
+  const std::vector<std::string> with_vbios =
+      *ParseHardwareClassKeys("toolkit,gpu_model,gpu_count,driver,vbios");
+  AssignHardwareClass(&a, with_vbios);
+  AssignHardwareClass(&b, with_vbios);
+  EXPECT_NE(a.hardware_class(), b.hardware_class()) << "VBIOS is a key now";
+  EXPECT_THAT(a.hardware_class_label(), HasSubstr("VBIOS 97.00.6C.00.02"));
+  AssignHardwareClass(&b, *ParseHardwareClassKeys("vbios,toolkit,driver,gpu_count,gpu_model"));
+  const std::string b_reordered = b.hardware_class();
+  AssignHardwareClass(&b, with_vbios);
+  EXPECT_EQ(b_reordered, b.hardware_class()) << "key order does not matter";
+
+  v1::RunnerIdentity c = a;
+  c.set_host("node-2");
+  AssignHardwareClass(&a, {"gpu_model", "host"});
+  AssignHardwareClass(&c, {"gpu_model", "host"});
+  EXPECT_NE(a.hardware_class(), c.hardware_class());
+  EXPECT_EQ(a.hardware_class_label(), "NVIDIA B200, host node-1");
+
+  v1::RunnerIdentity cpu;
+  cpu.set_cpu_model("AMD EPYC 9654");
+  cpu.set_cpu_cores(192);
+  cpu.set_kernel("6.8.0-45-generic");
+  AssignHardwareClass(&cpu);
+  EXPECT_EQ(cpu.hardware_class_label(), "CPU only: AMD EPYC 9654 (192 cores)");
+  const std::string cpu_default = cpu.hardware_class();
+  AssignHardwareClass(&cpu, {"vbios", "kernel"});
+  EXPECT_NE(cpu.hardware_class(), cpu_default);
+  EXPECT_EQ(cpu.hardware_class_label(),
+            "CPU only: AMD EPYC 9654 (192 cores), kernel 6.8.0-45-generic");
 }
 
 }  // namespace
