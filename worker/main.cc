@@ -69,6 +69,11 @@ int Main(int argc, char** argv) {
   app.add_option("--token-file", token_file,
                  "File holding a bearer token, when the coordinator accepts tokens from workers")
       ->envname("KBISECT_TOKEN_FILE");
+  std::string class_keys;
+  app.add_option("--hardware-class-keys", class_keys,
+                 "Comma-separated identity keys that define the hardware class (gpu_model, "
+                 "gpu_count, driver, toolkit, vbios, cpu_model, kernel, host)")
+      ->envname("KBISECT_HARDWARE_CLASS_KEYS");
   app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 60.0));
@@ -92,9 +97,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  absl::StatusOr<std::vector<std::string>> keys = ParseHardwareClassKeys(class_keys);
+  if (!keys.ok()) {
+    std::cerr << "kbisect-worker: --hardware-class-keys: " << keys.status().message() << "\n";
+    return 2;
+  }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
   WorkerSlotOptions options;
+  options.hardware_class_keys = *keys;
   options.cache_dir = cache_dir;
   options.slot = gpu;
   options.name = name;

@@ -17,7 +17,8 @@ std::map<std::string, std::string> SlotEnvironment(int slot) {
           {"KBISECT_WORKER", index}};
 }
 
-v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot) {
+v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot,
+                                const std::vector<std::string>& class_keys) {
   v1::RunnerIdentity identity = host;
   identity.set_slot(absl::StrCat(slot));
   if (slot >= 0 && identity.gpus_size() > slot) {
@@ -25,8 +26,8 @@ v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot) {
     identity.clear_gpus();
     *identity.add_gpus() = std::move(gpu);
     identity.set_gpu_count(1);
-    AssignHardwareClass(&identity);
   }
+  AssignHardwareClass(&identity, class_keys.empty() ? DefaultHardwareClassKeys() : class_keys);
   return identity;
 }
 
@@ -52,12 +53,13 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
                        std::shared_ptr<grpc::Channel> channel)
     : name_(options.name.empty() ? DefaultWorkerName(host_identity.host(), options.slot)
                                  : options.name),
-      identity_(SlotIdentity(host_identity, options.slot)) {
+      identity_(SlotIdentity(host_identity, options.slot, options.hardware_class_keys)) {
   workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
   task_runner_ =
       std::make_unique<TaskRunner>(runner, workspace_.get(), SlotEnvironment(options.slot));
-  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
-    // Temperature, SM clock and throttle reasons after each benchmark run.
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
+      identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
+    // Temperature, clock and throttle reasons after each benchmark run.
     const std::string slot = absl::StrCat(options.slot);
     task_runner_->set_gpu_state_probe([runner, slot] { return ProbeGpuState(runner, slot); });
   }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/exec/exec.h"
@@ -34,7 +35,8 @@ std::map<std::string, std::string> SlotEnvironment(int slot);
 // The identity of slot `slot` derived from the identity of its whole host: `slot` is recorded
 // and, when the host has a GPU with that index, only that GPU is listed (gpu_count 1) and the
 // hardware class is recomputed for it.
-v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot);
+v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot,
+                                const std::vector<std::string>& class_keys = {});
 
 // The default stable worker name of a slot: "<host>/slot<slot>".
 std::string DefaultWorkerName(const std::string& host, int slot);
@@ -52,6 +54,8 @@ struct WorkerSlotOptions {
   std::string name;
   // How long an idle worker's Synchronize long poll lasts.
   absl::Duration idle_poll = absl::Seconds(5);
+  // Hardware-class keys (common/identity ParseHardwareClassKeys); empty = the defaults.
+  std::vector<std::string> hardware_class_keys;
 };
 
 // Owns a slot's workspace, task runner and agent. Not copyable or movable (the agent points at
