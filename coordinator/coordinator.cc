@@ -2,6 +2,8 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <random>
 #include <thread>
 #include <utility>
@@ -98,8 +100,29 @@ class Coordinator::Housekeeper {
   std::thread thread_;
 };
 
+class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
+ public:
+  explicit WriteLock(Coordinator* coordinator) ABSL_EXCLUSIVE_LOCK_FUNCTION(coordinator->mu_)
+      : coordinator_(coordinator) {
+    coordinator_->mu_.Lock();
+  }
+  ~WriteLock() ABSL_UNLOCK_FUNCTION() {
+    coordinator_->FlushLocked();
+    coordinator_->mu_.Unlock();
+  }
+  WriteLock(const WriteLock&) = delete;
+  WriteLock& operator=(const WriteLock&) = delete;
+
+ private:
+  Coordinator* const coordinator_;
+};
+
 Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositories, Clock* clock)
-    : options_(options), repositories_(repositories), clock_(clock), id_salt_(RandomSalt()) {}
+    : options_(options),
+      repositories_(repositories),
+      clock_(clock),
+      store_(options.store),
+      id_salt_(RandomSalt()) {}
 
 Coordinator::~Coordinator() {
   Shutdown();
@@ -118,6 +141,154 @@ void Coordinator::Shutdown() {
 
 std::string Coordinator::NewId(const char* prefix) {
   return absl::StrCat(prefix, id_salt_, "-", ++next_id_);
+}
+
+// --- Persistence --------------------------------------------------------------------------------
+
+Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobEntry& entry,
+                                                 JournalEntry call) {
+  CallResult out;
+  BisectJob& job = *entry.job;
+  bool journal = true;
+  switch (call.kind) {
+    case JournalEntry::Kind::kTakeTasks:
+      out.assignments = job.TakeTasks(call.workers, call.time);
+      // A TakeTasks that hands out nothing leaves no trace in the job (every worker it looks at
+      // already has its calibration task, or it stops for lack of room), so it is not journaled:
+      // idle workers polling a job that has nothing for them would otherwise grow the journal
+      // with every heartbeat. This relies on BisectJob::TakeTasks keeping that property.
+      journal = !out.assignments.empty();
+      if (replaying_) {
+        for (const BisectJob::Assignment& assignment : out.assignments) {
+          replayed_tasks_[assignment.task.task_id()] = {assignment.worker, assignment.task};
+        }
+      }
+      break;
+    case JournalEntry::Kind::kTaskStarted:
+      job.OnTaskStarted(call.task_id, call.worker, call.attempt, call.time);
+      task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
+      if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
+      break;
+    case JournalEntry::Kind::kTaskFinished:
+      out.cancel = job.OnTaskFinished(call.task_id, call.result, call.time);
+      break;
+    case JournalEntry::Kind::kTaskLost:
+      out.cancel = job.OnTaskLost(call.task_id, call.reason, call.time);
+      break;
+    case JournalEntry::Kind::kWorkerGone:
+      out.cancel = job.OnWorkerGone(call.worker, call.reason, call.time);
+      break;
+    case JournalEntry::Kind::kForgetWorker:
+      job.ForgetWorker(call.worker, call.reason, call.time);
+      break;
+    case JournalEntry::Kind::kCancel:
+      out.cancel = job.Cancel(call.reason, call.time);
+      break;
+  }
+  if (replaying_) {
+    entry.journal_sequence = call.sequence;
+  } else if (journal && store_ != nullptr) {
+    call.sequence = ++entry.journal_sequence;
+    pending_.entries.emplace_back(job_id, std::move(call));
+  }
+  AfterJobChangeLocked(job_id, entry);
+  return out;
+}
+
+void Coordinator::FlushLocked() {
+  if (store_ == nullptr || pending_.empty()) return;
+  const absl::Status committed = store_->Commit(pending_);
+  pending_ = StoreChanges();
+  if (!committed.ok()) {
+    // Memory is now ahead of the disk; answering would acknowledge changes a restart loses.
+    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
+              << "; stopping so that a restart recovers the last committed state\n"
+              << std::flush;
+    std::abort();
+  }
+}
+
+absl::StatusOr<RecoveryReport> Coordinator::Recover() {
+  RecoveryReport report;
+  if (store_ == nullptr) return report;
+  absl::StatusOr<StoredState> state = store_->Load();
+  if (!state.ok()) return state.status();
+  WriteLock lock(this);
+  if (!jobs_.empty() || !workers_.empty()) {
+    return absl::FailedPreconditionError("Recover must be called before any other call");
+  }
+  const absl::Time now = clock_->Now();
+  for (StoredWorker& stored : state->workers) {
+    WorkerEntry& worker = workers_[stored.worker_id];
+    worker.worker_id = stored.worker_id;
+    worker.name = stored.name;
+    worker.identity = std::move(stored.identity);
+    worker.state = v1::WORKER_STATE_LOST;
+    worker.awaiting_reconnect = true;
+    worker.last_seen = now;
+    ++report.workers;
+  }
+  replaying_ = true;
+  for (StoredJob& stored : state->jobs) {
+    JobEntry& entry = jobs_[stored.job_id];
+    entry.job = std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec),
+                                            std::move(stored.commits), stored.create_time);
+    entry.request_id = stored.request_id;
+    entry.has_stored_final = stored.has_final_status;
+    entry.stored_final = std::move(stored.final_status);
+    job_order_.push_back(stored.job_id);
+    if (!stored.request_id.empty()) request_ids_[stored.request_id] = stored.job_id;
+    AfterJobChangeLocked(stored.job_id, entry);
+    for (JournalEntry& call : stored.journal) {
+      ApplyLocked(stored.job_id, entry, std::move(call));
+    }
+    entry.has_stored_final = false;
+    entry.stored_final.Clear();
+    ++report.jobs;
+  }
+  replaying_ = false;
+  // Probes that were running lost their leases with the old process: each waits for its worker
+  // to come back (see the header for why), or is lost if that worker is unknown.
+  for (const std::string& job_id : job_order_) {
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    ++report.unfinished;
+    for (const std::string& task_id : entry.job->ActiveTaskIds()) {
+      ++report.orphaned_probes;
+      auto task = replayed_tasks_.find(task_id);
+      if (task != replayed_tasks_.end()) {
+        auto worker = workers_.find(task->second.first);
+        if (worker != workers_.end()) {
+          worker->second.orphans.emplace_back(job_id, std::move(task->second.second));
+          continue;
+        }
+      }
+      JournalEntry lost;
+      lost.kind = JournalEntry::Kind::kTaskLost;
+      lost.time = now;
+      lost.task_id = task_id;
+      lost.reason = "the coordinator restarted";
+      CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(lost)).cancel,
+                        "outside the open interval");
+    }
+  }
+  replayed_tasks_.clear();
+  return report;
+}
+
+void Coordinator::LoseOrphansLocked(WorkerEntry& worker, const std::string& why) {
+  const absl::Time now = clock_->Now();
+  for (auto& [job_id, task] : std::exchange(worker.orphans, {})) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end() || it->second.job->finished()) continue;
+    JournalEntry lost;
+    lost.kind = JournalEntry::Kind::kTaskLost;
+    lost.time = now;
+    lost.task_id = task.task_id();
+    lost.reason = absl::StrCat("worker ", worker.worker_id, ": ", why);
+    CancelTasksLocked(job_id, ApplyLocked(job_id, it->second, std::move(lost)).cancel,
+                      "outside the open interval");
+  }
 }
 
 // --- Jobs ---------------------------------------------------------------------------------------
@@ -143,7 +314,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
   absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(request.spec());
   if (!commits.ok()) return commits.status();
 
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   if (!request.request_id().empty() && request_ids_.count(request.request_id()) > 0) {
     // A concurrent submission with the same request id won the race.
     const std::string& job_id = request_ids_.at(request.request_id());
@@ -153,14 +324,24 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
     *response.mutable_job() = jobs_.at(job_id).job->status();
     return response;
   }
-  const std::string job_id = NewId("job-");
+  std::string job_id = NewId("job-");
+  while (jobs_.count(job_id) > 0) job_id = NewId("job-");  // A recovered job has it.
+  const absl::Time now = clock_->Now();
+  if (store_ != nullptr) {
+    StoredJob stored;
+    stored.job_id = job_id;
+    stored.request_id = request.request_id();
+    stored.spec = request.spec();
+    stored.commits = *commits;
+    stored.create_time = now;
+    pending_.new_jobs.push_back(std::move(stored));
+  }
   JobEntry& entry = jobs_[job_id];
-  entry.job = std::make_unique<BisectJob>(job_id, request.spec(), *std::move(commits),
-                                          clock_->Now());
+  entry.job = std::make_unique<BisectJob>(job_id, request.spec(), *std::move(commits), now);
   entry.request_id = request.request_id();
   job_order_.push_back(job_id);
   if (!request.request_id().empty()) request_ids_[request.request_id()] = job_id;
-  AfterJobChangeLocked(entry);
+  AfterJobChangeLocked(job_id, entry);
   DispatchLocked();
 
   v1::SubmitJobResponse response;
@@ -217,14 +398,18 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
 
 absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
                                                      const std::string& reason) {
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
   JobEntry& entry = it->second;
-  const std::vector<std::string> cancel =
-      entry.job->Cancel(reason.empty() ? "requested by a client" : reason, clock_->Now());
-  CancelTasksLocked(job_id, cancel, "job cancelled");
-  AfterJobChangeLocked(entry);
+  if (!entry.job->finished()) {
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kCancel;
+    call.time = clock_->Now();
+    call.reason = reason.empty() ? "requested by a client" : reason;
+    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
+                      "job cancelled");
+  }
   DispatchLocked();
   return entry.job->status();
 }
@@ -261,8 +446,17 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
   }
 }
 
-void Coordinator::AfterJobChangeLocked(JobEntry& entry) {
-  if (entry.job->finished() && !entry.reported) AttachReportLocked(entry);
+void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entry) {
+  if (entry.job->finished() && !entry.reported) {
+    if (replaying_ && entry.has_stored_final) {
+      // As it was when the job finished: no need to redo the report's I/O.
+      *entry.job->mutable_status() = entry.stored_final;
+      entry.reported = true;
+    } else {
+      AttachReportLocked(entry);
+      if (store_ != nullptr) pending_.final_statuses.emplace_back(job_id, entry.job->status());
+    }
+  }
   for (v1::JobEvent& event : entry.job->TakeEvents()) {
     event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
     if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = entry.job->status();
@@ -305,7 +499,7 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
 
 absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     const v1::OpenSessionRequest& request) {
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   const absl::Time now = clock_->Now();
   const std::string name =
@@ -343,13 +537,23 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   if (!worker->identity.hardware_class().empty() &&
       (worker->identity.hardware_class() != request.identity().hardware_class() ||
        IdentityGpuUuids(worker->identity) != IdentityGpuUuids(request.identity()))) {
-    for (auto& [job_id, entry] : jobs_) {
-      entry.job->ForgetWorker(worker->worker_id,
-                              "it reconnected with a different GPU, driver or toolkit", now);
-      AfterJobChangeLocked(entry);
+    LoseOrphansLocked(*worker, "it reconnected with different hardware after a restart");
+    for (const std::string& job_id : job_order_) {
+      JobEntry& entry = jobs_.at(job_id);
+      if (entry.job->finished()) continue;  // ForgetWorker ignores finished jobs.
+      JournalEntry call;
+      call.kind = JournalEntry::Kind::kForgetWorker;
+      call.time = now;
+      call.worker = worker->worker_id;
+      call.reason = "it reconnected with a different GPU, driver or toolkit";
+      ApplyLocked(job_id, entry, std::move(call));
     }
   }
   worker->identity = request.identity();
+  worker->awaiting_reconnect = false;
+  if (store_ != nullptr) {
+    pending_.workers.push_back(StoredWorker{worker->worker_id, worker->name, worker->identity});
+  }
   worker->session_id = NewId("session-");
   worker->state = v1::WORKER_STATE_IDLE;
   worker->ready = false;
@@ -375,7 +579,7 @@ Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string&
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     const v1::SynchronizeRequest& request) {
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
@@ -432,6 +636,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     return w == nullptr || w->poll_sequence != sequence || !w->pending_assignments.empty() ||
            !w->pending_cancellations.empty();
   };
+  // Waiting releases the lock: what changed so far is committed first.
+  FlushLocked();
   if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
     const absl::Time deadline = absl::Now() + wait;
     while (!has_news()) {
@@ -460,7 +666,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
 
 absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     const v1::CompleteLeaseRequest& request) {
-  absl::MutexLock lock(&mu_);
+  // The answer leaves only after the lock's release, i.e. after the result was committed.
+  WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   v1::CompleteLeaseResponse response;
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
@@ -499,23 +706,26 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
 
   auto job_it = jobs_.find(lease.job_id);
   if (job_it != jobs_.end()) {
-    JobEntry& entry = job_it->second;
-    const std::vector<std::string> cancel =
-        entry.job->OnTaskFinished(lease.task_id, request.result(), clock_->Now());
-    CancelTasksLocked(lease.job_id, cancel, "outside the open interval");
-    AfterJobChangeLocked(entry);
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kTaskFinished;
+    call.time = clock_->Now();
+    call.task_id = lease.task_id;
+    call.result = request.result();
+    const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+    CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
   }
   DispatchLocked();
   return response;
 }
 
 absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) return absl::OkStatus();
   for (const std::string& lease_id : std::vector<std::string>(worker->leases)) {
     LoseLeaseLocked(leases_.at(lease_id), "the worker closed its session");
   }
+  LoseOrphansLocked(*worker, "it closed its session");
   sessions_.erase(request.session_id());
   worker->session_id.clear();
   worker->ready = false;
@@ -557,6 +767,23 @@ void Coordinator::DispatchLocked() {
   }
   if (idle.empty()) return;
   const absl::Time now = clock_->Now();
+  // Probes orphaned by a restart go back to their own worker first.
+  for (auto it = idle.begin(); it != idle.end();) {
+    WorkerEntry* worker = *it;
+    bool leased = false;
+    while (!leased && !worker->orphans.empty()) {
+      auto [job_id, task] = std::move(worker->orphans.front());
+      worker->orphans.erase(worker->orphans.begin());
+      auto job = jobs_.find(job_id);
+      if (job == jobs_.end() || job->second.job->finished()) continue;
+      const std::vector<std::string> active = job->second.job->ActiveTaskIds();
+      if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
+      LeaseTaskLocked(job_id, job->second, *worker, std::move(task), now);
+      leased = true;
+    }
+    it = leased ? idle.erase(it) : it + 1;
+  }
+  if (idle.empty()) return;
   for (const std::string& job_id : job_order_) {
     if (idle.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
@@ -571,31 +798,46 @@ void Coordinator::DispatchLocked() {
     if (eligible.empty()) continue;
     std::vector<std::string> names;
     for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
-    std::vector<BisectJob::Assignment> tasks = entry.job->TakeTasks(names, now);
+    JournalEntry take;
+    take.kind = JournalEntry::Kind::kTakeTasks;
+    take.time = now;
+    take.workers = std::move(names);
+    std::vector<BisectJob::Assignment> tasks =
+        ApplyLocked(job_id, entry, std::move(take)).assignments;
     for (BisectJob::Assignment& assignment : tasks) {
       WorkerEntry* worker = &workers_.at(assignment.worker);
-      LeaseEntry lease;
-      lease.lease_id = NewId("lease-");
-      lease.job_id = job_id;
-      lease.task_id = assignment.task.task_id();
-      lease.worker_id = worker->worker_id;
-      lease.attempt = ++task_attempts_[lease.task_id];
-      lease.expire = now + options_.lease_duration;
-      v1::Lease message;
-      message.set_lease_id(lease.lease_id);
-      message.set_attempt(lease.attempt);
-      *message.mutable_task() = std::move(assignment.task);
-      *message.mutable_expire_time() = ToProto(lease.expire);
-      entry.job->OnTaskStarted(lease.task_id, worker->worker_id, lease.attempt, now);
-      worker->leases.push_back(lease.lease_id);
-      worker->pending_assignments.push_back(std::move(message));
-      worker->state = v1::WORKER_STATE_BUSY;
-      task_leases_[lease.task_id] = lease.lease_id;
-      leases_.emplace(lease.lease_id, std::move(lease));
+      LeaseTaskLocked(job_id, entry, *worker, std::move(assignment.task), now);
       idle.erase(std::find(idle.begin(), idle.end(), worker));
     }
-    if (!tasks.empty()) AfterJobChangeLocked(entry);
   }
+}
+
+void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry,
+                                  WorkerEntry& worker, v1::Task task, absl::Time now) {
+  LeaseEntry lease;
+  lease.lease_id = NewId("lease-");
+  lease.job_id = job_id;
+  lease.task_id = task.task_id();
+  lease.worker_id = worker.worker_id;
+  lease.attempt = ++task_attempts_[lease.task_id];
+  lease.expire = now + options_.lease_duration;
+  v1::Lease message;
+  message.set_lease_id(lease.lease_id);
+  message.set_attempt(lease.attempt);
+  *message.mutable_task() = std::move(task);
+  *message.mutable_expire_time() = ToProto(lease.expire);
+  JournalEntry started;
+  started.kind = JournalEntry::Kind::kTaskStarted;
+  started.time = now;
+  started.task_id = lease.task_id;
+  started.worker = worker.worker_id;
+  started.attempt = lease.attempt;
+  ApplyLocked(job_id, entry, std::move(started));
+  worker.leases.push_back(lease.lease_id);
+  worker.pending_assignments.push_back(std::move(message));
+  worker.state = v1::WORKER_STATE_BUSY;
+  task_leases_[lease.task_id] = lease.lease_id;
+  leases_.emplace(lease.lease_id, std::move(lease));
 }
 
 void Coordinator::CancelTasksLocked(const std::string& job_id,
@@ -646,25 +888,31 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
   DetachLeaseLocked(lease);
   auto job_it = jobs_.find(lease.job_id);
   if (job_it == jobs_.end()) return;
-  JobEntry& entry = job_it->second;
-  const std::vector<std::string> cancel =
-      entry.job->OnTaskLost(lease.task_id, absl::StrCat("worker ", lease.worker_id, ": ", why),
-                            clock_->Now());
-  CancelTasksLocked(lease.job_id, cancel, "outside the open interval");
-  AfterJobChangeLocked(entry);
+  JournalEntry call;
+  call.kind = JournalEntry::Kind::kTaskLost;
+  call.time = clock_->Now();
+  call.task_id = lease.task_id;
+  call.reason = absl::StrCat("worker ", lease.worker_id, ": ", why);
+  const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+  CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
 }
 
 void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
-  for (auto& [job_id, entry] : jobs_) {
+  for (const std::string& job_id : job_order_) {
+    JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
-    const std::vector<std::string> cancel = entry.job->OnWorkerGone(worker_id, why, clock_->Now());
-    CancelTasksLocked(job_id, cancel, "its worker left");
-    AfterJobChangeLocked(entry);
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kWorkerGone;
+    call.time = clock_->Now();
+    call.worker = worker_id;
+    call.reason = why;
+    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
+                      "its worker left");
   }
 }
 
 void Coordinator::ExpireLeases() {
-  absl::MutexLock lock(&mu_);
+  WriteLock lock(this);
   const absl::Time now = clock_->Now();
   bool changed = false;
   for (auto& [id, lease] : leases_) {
@@ -678,7 +926,14 @@ void Coordinator::ExpireLeases() {
         worker.state != v1::WORKER_STATE_LOST) {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;
+      LoseOrphansLocked(worker, "it stopped heartbeating");
       WorkerGoneLocked(id, "it stopped heartbeating");
+      changed = true;
+    }
+    if (worker.awaiting_reconnect && worker.last_seen + options_.reconnect_grace < now) {
+      worker.awaiting_reconnect = false;
+      LoseOrphansLocked(worker, "the coordinator restarted and the worker did not come back");
+      WorkerGoneLocked(id, "it did not come back after the coordinator restarted");
       changed = true;
     }
   }

@@ -6,7 +6,16 @@
 // WatchJob. The gRPC services (coordinator/grpc_services.h) are thin adapters over it, so tests
 // drive it directly with a FakeClock and zero-wait long polls.
 //
+// Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
+// (see coordinator/job_store.h) and committed, one transaction per state change, before the call
+// that made it returns (so a CompleteLease is answered only once its result is durable). After a
+// restart, Recover() rebuilds every job by replaying its journal; probes that were running are
+// re-dispatched (their old leases are unknown, so late results on them are rejected). If a commit
+// fails the process aborts: memory would be ahead of the disk, and a restart recovers the last
+// committed state.
+//
 // Thread-safety: every public method may be called from any thread; one mutex guards all state.
+// The journal commit happens under that mutex, so the journal's order is the order of the calls.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
@@ -23,6 +32,7 @@
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "coordinator/bisect_job.h"
+#include "coordinator/job_store.h"
 #include "coordinator/repository_view.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -35,6 +45,20 @@ struct CoordinatorOptions {
   absl::Duration lease_duration = absl::Seconds(10);
   // Longest a Synchronize long poll is held open, whatever the worker asks for.
   absl::Duration max_wait = absl::Seconds(10);
+  // After a restart, how long a worker known from before may take to reconnect before its
+  // probes are given to others and it counts as gone (workers back off up to 5 s between tries).
+  absl::Duration reconnect_grace = absl::Seconds(30);
+  // Where jobs are persisted; must outlive the coordinator. Null: nothing is persisted (the
+  // embedded `kbisect run`).
+  JobStore* store = nullptr;
+};
+
+// What Coordinator::Recover found.
+struct RecoveryReport {
+  int jobs = 0;             // Jobs loaded.
+  int unfinished = 0;       // Of which still running.
+  int orphaned_probes = 0;  // Probes that were running at the crash, to be run again.
+  int workers = 0;          // Workers known from before (shown as lost until they reconnect).
 };
 
 class Coordinator {
@@ -45,6 +69,20 @@ class Coordinator {
 
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
+
+  // Loads every job from the store and rebuilds it by replaying its journal: statuses, event
+  // logs (with the same sequence numbers, so WatchJob resumes) and request ids come back as they
+  // were. Every probe still running after the replay is run again with the next attempt under a
+  // new lease; its old lease is unknown, so a late result on it is rejected. It goes back first
+  // to the worker that ran it (when that worker reconnects and is idle), because some probes
+  // only count on their own worker (its GOOD calibration, A/A controls, re-measurements) and
+  // losing those would discard the worker's measured-but-unclassified probes. Workers known from
+  // before are listed as lost until they open a new session; one that does not come back within
+  // reconnect_grace loses its probes ("the coordinator restarted", re-dispatched to others) and
+  // leaves the jobs as a worker that stopped heartbeating does. Call once, before serving and
+  // before any other call. Without a store it does nothing. Errors are the store's (e.g. a
+  // corrupt database).
+  absl::StatusOr<RecoveryReport> Recover();
 
   // --- Client-facing operations (CoordinatorService). -----------------------------------------
 
@@ -107,6 +145,15 @@ class Coordinator {
     std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
     std::string request_id;
     bool reported = false;  // Report details (diff, hints) attached.
+    int64_t journal_sequence = 0;  // Of the last journaled call.
+    // During recovery: the status stored when the job finished (report details included).
+    bool has_stored_final = false;
+    v1::JobStatus stored_final;
+  };
+  // What a journaled call returned.
+  struct CallResult {
+    std::vector<std::string> cancel;
+    std::vector<BisectJob::Assignment> assignments;
   };
   enum class LeaseState { kActive, kCompleted, kDead };
   struct LeaseEntry {
@@ -136,12 +183,35 @@ class Coordinator {
     // worker (e.g. one the worker abandoned) returns empty-handed, so it can never swallow an
     // assignment the worker would not see.
     uint64_t poll_sequence = 0;
+    // Known from before a coordinator restart and not reconnected yet.
+    bool awaiting_reconnect = false;
+    // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
+    // under new leases once it is idle, or lost if it does not come back.
+    std::vector<std::pair<std::string, v1::Task>> orphans;
   };
+  // Loses the worker's orphaned probes (OnTaskLost), e.g. when it did not come back.
+  void LoseOrphansLocked(WorkerEntry& worker, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leases a task of `job_id` to `worker` (OnTaskStarted with the next attempt) and queues the
+  // assignment for its next Synchronize.
+  void LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
+                       v1::Task task, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Locks mu_; on unlocking, first commits the journal entries collected meanwhile.
+  class ABSL_SCOPED_LOCKABLE WriteLock;
+
+  // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.
+  // Every mutation of a BisectJob goes through here, live and during replay alike, so that
+  // replay reproduces the job, its events and their sequence numbers exactly.
+  CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the pending changes (one transaction); aborts the process if that fails.
+  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelTasksLocked(const std::string& job_id, const std::vector<std::string>& task_ids,
                          const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AfterJobChangeLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AfterJobChangeLocked(const std::string& job_id, JobEntry& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -156,8 +226,11 @@ class Coordinator {
   const CoordinatorOptions options_;
   RepositoryView* const repositories_;
   Clock* const clock_;
+  JobStore* const store_;
 
   mutable absl::Mutex mu_;
+  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // Collected until the next FlushLocked.
+  bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   absl::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
@@ -170,6 +243,8 @@ class Coordinator {
   std::map<std::string, LeaseEntry> leases_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
+  // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
+  std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
 
   class Housekeeper;
   std::unique_ptr<Housekeeper> housekeeper_;

@@ -2,8 +2,9 @@
 //
 // `kbisect-coordinator`: the cluster's coordinator daemon. It serves CoordinatorService (for
 // `kbisect submit|status|watch|workers|cancel`), WorkerService (for `kbisect-worker`s), gRPC
-// health checking and server reflection on one port, and keeps repository mirrors under its
-// state directory.
+// health checking and server reflection on one port, and keeps repository mirrors and the job
+// database (`kbisect.db`, SQLite) under its state directory. At start it recovers every job
+// from that database, so a crash or `kill -9` loses nothing that was acknowledged.
 //
 // Without TLS credentials it refuses to listen on anything but loopback unless --insecure says
 // so. SIGTERM or SIGINT shuts it down gracefully: health goes NOT_SERVING, blocked calls are
@@ -29,6 +30,7 @@
 #include "common/rpc/credentials.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
+#include "coordinator/job_store.h"
 #include "coordinator/repository_view.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -108,6 +110,13 @@ class ChangeLogger {
  public:
   explicit ChangeLogger(Coordinator* coordinator) : coordinator_(coordinator) {}
 
+  // Records the current states without logging them (the jobs recovered at start).
+  void Prime() {
+    quiet_ = true;
+    Poll();
+    quiet_ = false;
+  }
+
   void Poll() {
     v1::ListJobsRequest request;
     request.set_page_size(1000);
@@ -122,7 +131,7 @@ class ChangeLogger {
         absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
                         job.bad().empty() ? "HEAD" : job.bad(), ")");
       if (!job.culprit_sha().empty()) absl::StrAppend(&line, " culprit ", job.culprit_sha());
-      Log(line);
+      if (!quiet_) Log(line);
     }
     const v1::ListWorkersResponse workers = coordinator_->ListWorkers();
     for (const v1::Worker& worker : workers.workers()) {
@@ -139,6 +148,7 @@ class ChangeLogger {
   Coordinator* const coordinator_;
   std::map<std::string, int> job_states_;
   std::map<std::string, bool> worker_lost_;
+  bool quiet_ = false;
 };
 
 int Main(int argc, char** argv) {
@@ -227,10 +237,28 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
+  const std::string database = state_dir + "/kbisect.db";
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(database);
+  if (!store.ok()) {
+    std::cerr << "kbisect-coordinator: " << store.status().message() << "\n";
+    return 1;
+  }
   std::unique_ptr<RepositoryView> repositories = NewGitRepositoryView(cache_dir);
   CoordinatorOptions coordinator_options;
   coordinator_options.lease_duration = absl::Seconds(lease_seconds);
+  coordinator_options.store = store->get();
   Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
+  absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
+  if (!recovered.ok()) {
+    std::cerr << "kbisect-coordinator: cannot recover the jobs from " << database << ": "
+              << recovered.status().message() << "\n";
+    return 1;
+  }
+  Log(absl::StrCat("recovered ", recovered->jobs, " jobs (", recovered->unfinished,
+                   " unfinished, ", recovered->orphaned_probes,
+                   " probes that were running will run again) from ", database));
+  ChangeLogger changes(&coordinator);
+  changes.Prime();
   coordinator.StartHousekeeping(absl::Milliseconds(250));
   CoordinatorServerOptions server_options;
   server_options.listen_address = listen;
@@ -276,7 +304,6 @@ int Main(int argc, char** argv) {
     }
   }
 
-  ChangeLogger changes(&coordinator);
   int sig = 0;
   while (sig == 0) {
     changes.Poll();

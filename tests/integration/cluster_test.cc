@@ -25,163 +25,24 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
 
 namespace kbisect {
 namespace {
 
+using ::kbisect::testing::Bin;
 using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::Process;
 using ::kbisect::testing::ReadFile;
 using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::kbisect::testing::TempDir;
+using ::kbisect::testing::Trim;
+using ::kbisect::testing::WaitFor;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
-std::string Bin(const std::string& name) { return Env("KBISECT_BIN_DIR") + "/" + name; }
-
-std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhitespace(s)); }
-
-// Polls `done` every 50 ms until it holds or `timeout` passes; returns its last value.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-// A background process started with /bin/sh, its stdout and stderr appended to a log file.
-// Killed (SIGKILL) when destroyed if it is still running.
-class Process {
- public:
-  Process(const std::string& command, std::string log) : log_(std::move(log)) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string line = absl::StrCat("exec ", command, " >>", ShellQuote(log_), " 2>&1");
-      execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  ~Process() {
-    if (running()) {
-      kill(pid_, SIGKILL);
-      Wait(std::chrono::seconds(5));
-    }
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  bool running() const { return pid_ > 0 && exit_code_ == kRunning; }
-  void Signal(int sig) const {
-    if (running()) kill(pid_, sig);
-  }
-
-  // Waits for the process to exit; returns its exit code, 128+N if killed by signal N, or
-  // kRunning on timeout.
-  int Wait(std::chrono::milliseconds timeout) {
-    WaitFor(
-        [this] {
-          if (!running()) return true;
-          int status = 0;
-          if (waitpid(pid_, &status, WNOHANG) == pid_) {
-            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            return true;
-          }
-          return false;
-        },
-        timeout);
-    return exit_code_;
-  }
-
-  std::string log() const { return ReadFile(log_); }
-
-  static constexpr int kRunning = -1000;
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int exit_code_ = kRunning;
-};
-
-class ClusterTest : public ::testing::Test {
- protected:
-  // Starts kbisect-coordinator on 127.0.0.1, port 0, with `flags`; sets address_.
-  std::unique_ptr<Process> StartCoordinator(const std::string& flags = "") {
-    const std::string port_file = tmp_.Join("coordinator.port");
-    RunShell("rm -f " + port_file);
-    auto process = std::make_unique<Process>(
-        absl::StrCat(Bin("kbisect-coordinator"), " --listen 127.0.0.1:0 --state-dir ",
-                     ShellQuote(tmp_.Join("state")), " --port-file ", port_file,
-                     " --lease-duration 5 ", flags),
-        tmp_.Join("coordinator.log"));
-    const bool up =
-        WaitFor([&] { return access(port_file.c_str(), F_OK) == 0; }, std::chrono::seconds(15));
-    EXPECT_TRUE(up) << process->log();
-    address_ = absl::StrCat("127.0.0.1:", Trim(ReadFile(port_file)));
-    return process;
-  }
-
-  // Starts a kbisect-worker named `name` on slot `gpu` whose benchmark sleeps `sleep` seconds.
-  std::unique_ptr<Process> StartWorker(const std::string& name, int gpu,
-                                       const std::string& sleep = "0.01",
-                                       const std::string& flags = "") {
-    return std::make_unique<Process>(
-        absl::StrCat("env KBISECT_DEMO_SLEEP=", sleep, " ", Bin("kbisect-worker"),
-                     " --coordinator ", address_, " --cache-dir ",
-                     ShellQuote(tmp_.Join("cache-" + name)), " --gpu ", gpu, " --name ",
-                     ShellQuote(name), " --idle-poll 1 ", flags),
-        tmp_.Join(absl::StrCat("worker-", absl::StrReplaceAll(name, {{"/", "_"}}), ".log")));
-  }
-
-  // Runs the kbisect client against the coordinator (through KBISECT_COORDINATOR).
-  CommandResult Kbisect(const std::string& args) {
-    return RunShell(absl::StrCat("cd ", ShellQuote(tmp_.path()), " && KBISECT_COORDINATOR=",
-                                 address_, " ", Bin("kbisect"), " ", args));
-  }
-
-  nlohmann::json Json(const std::string& args) {
-    CommandResult result = Kbisect(args);
-    EXPECT_EQ(result.exit_code, 0) << args << ": " << result.err;
-    nlohmann::json parsed = nlohmann::json::parse(result.out, nullptr, false);
-    EXPECT_FALSE(parsed.is_discarded()) << result.out;
-    return parsed;
-  }
-
-  // The worker `name` as `kbisect workers --json` shows it, or null.
-  nlohmann::json Worker(const std::string& name) {
-    nlohmann::json workers = Json("workers --json");
-    for (const auto& worker : workers["workers"]) {
-      if (worker["worker_id"] == name) return worker;
-    }
-    return nullptr;
-  }
-
-  int LiveWorkers() {
-    int live = 0;
-    const nlohmann::json workers = Json("workers --json");
-    for (const auto& worker : workers["workers"]) {
-      if (worker["state"] != "lost") ++live;
-    }
-    return live;
-  }
-
-  // Generates a demo repository; returns the culprit sha.
-  std::string MakeRepo(const std::string& dir, const std::string& options) {
-    CommandResult made = RunShell(absl::StrCat(
-        Env("KBISECT_SOURCE_DIR"), "/scripts/make-demo-repo.sh ", ShellQuote(dir), " ", options));
-    EXPECT_EQ(made.exit_code, 0) << made.err;
-    return Trim(made.out);
-  }
-
-  TempDir tmp_{"kbisect-cluster-test"};
-  std::string address_;
-};
+class ClusterTest : public ::kbisect::testing::ClusterFixture {};
 
 TEST_F(ClusterTest, CoordinatorRefusesPlaintextOffLoopbackAndStopsGracefully) {
   CommandResult refused =

@@ -1,0 +1,551 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace kbisect {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs(
+  job_id TEXT PRIMARY KEY,
+  position INTEGER NOT NULL,
+  request_id TEXT NOT NULL,
+  spec BLOB NOT NULL,
+  commits BLOB NOT NULL,
+  create_time_ns INTEGER NOT NULL,
+  final_status BLOB);
+CREATE TABLE IF NOT EXISTS journal(
+  job_id TEXT NOT NULL REFERENCES jobs(job_id),
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  time_ns INTEGER NOT NULL,
+  task_id TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  PRIMARY KEY(job_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workers(
+  worker_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  identity BLOB NOT NULL);
+)sql";
+
+// Length-prefixed strings (4 bytes big-endian length, then the bytes), for lists in one blob.
+void AppendChunk(const std::string& chunk, std::string* out) {
+  const uint32_t n = static_cast<uint32_t>(chunk.size());
+  const char header[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  out->append(header, 4);
+  out->append(chunk);
+}
+
+bool SplitChunks(const std::string& blob, std::vector<std::string>* chunks) {
+  size_t at = 0;
+  while (at < blob.size()) {
+    if (blob.size() - at < 4) return false;
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(blob[at + i]);
+    at += 4;
+    if (blob.size() - at < n) return false;
+    chunks->push_back(blob.substr(at, n));
+    at += n;
+  }
+  return true;
+}
+
+bool KindFromName(const std::string& name, JournalEntry::Kind* kind) {
+  for (int k = 1; k <= 7; ++k) {
+    const auto candidate = static_cast<JournalEntry::Kind>(k);
+    if (name == JournalKindName(candidate)) {
+      *kind = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The kind-specific payload: the worker list of TakeTasks, the result of TaskFinished.
+std::string Payload(const JournalEntry& entry) {
+  std::string payload;
+  if (entry.kind == JournalEntry::Kind::kTakeTasks) {
+    for (const std::string& worker : entry.workers) AppendChunk(worker, &payload);
+  } else if (entry.kind == JournalEntry::Kind::kTaskFinished) {
+    payload = entry.result.SerializeAsString();
+  }
+  return payload;
+}
+
+bool ParsePayload(const std::string& payload, JournalEntry* entry) {
+  if (entry->kind == JournalEntry::Kind::kTakeTasks) return SplitChunks(payload, &entry->workers);
+  if (entry->kind == JournalEntry::Kind::kTaskFinished) {
+    return entry->result.ParseFromString(payload);
+  }
+  return true;
+}
+
+// A prepared statement, finalized when it goes out of scope.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool ok() const { return rc_ == SQLITE_OK; }
+  void Bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& blob) {
+    sqlite3_bind_blob(stmt_, i, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+  // Runs a statement that returns no rows, then resets it for new bindings.
+  bool Run() {
+    rc_ = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return rc_ == SQLITE_DONE;
+  }
+  // Advances to the next row; false at the end or on error (see done()).
+  bool Next() {
+    rc_ = sqlite3_step(stmt_);
+    return rc_ == SQLITE_ROW;
+  }
+  bool done() const { return rc_ == SQLITE_DONE; }
+  // Makes a query statement ready to run again with new bindings.
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string Text(int column) const {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    const int size = sqlite3_column_bytes(stmt_, column);
+    return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size);
+  }
+  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+absl::Status StatusFromSqlite(int code, const std::string& message) {
+  switch (code & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(message);
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH:
+      return absl::PermissionDeniedError(message);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::FailedPreconditionError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+}  // namespace
+
+const char* JournalKindName(JournalEntry::Kind kind) {
+  switch (kind) {
+    case JournalEntry::Kind::kTakeTasks:
+      return "take_tasks";
+    case JournalEntry::Kind::kTaskStarted:
+      return "task_started";
+    case JournalEntry::Kind::kTaskFinished:
+      return "task_finished";
+    case JournalEntry::Kind::kTaskLost:
+      return "task_lost";
+    case JournalEntry::Kind::kWorkerGone:
+      return "worker_gone";
+    case JournalEntry::Kind::kForgetWorker:
+      return "forget_worker";
+    case JournalEntry::Kind::kCancel:
+      return "cancel";
+  }
+  return "unknown";
+}
+
+// --- MemoryJobStore -----------------------------------------------------------------------------
+
+absl::StatusOr<StoredState> MemoryJobStore::Load() {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+absl::Status MemoryJobStore::Commit(const StoreChanges& changes) {
+  absl::MutexLock lock(&mu_);
+  StoredState next = state_;
+  std::map<std::string, StoredJob*> jobs;
+  for (StoredJob& job : next.jobs) jobs[job.job_id] = &job;
+  for (const StoredJob& job : changes.new_jobs) {
+    if (jobs.count(job.job_id) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("job ", job.job_id, " is already stored"));
+    }
+    next.jobs.push_back(job);
+    next.jobs.back().journal.clear();
+    next.jobs.back().has_final_status = false;
+    jobs.clear();
+    for (StoredJob& stored : next.jobs) jobs[stored.job_id] = &stored;
+  }
+  for (const auto& [job_id, entry] : changes.entries) {
+    auto it = jobs.find(job_id);
+    if (it == jobs.end()) return absl::NotFoundError(absl::StrCat("no stored job ", job_id));
+    if (entry.sequence != static_cast<int64_t>(it->second->journal.size()) + 1) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("journal entry ", entry.sequence, " of ", job_id, " is out of sequence"));
+    }
+    it->second->journal.push_back(entry);
+  }
+  for (const auto& [job_id, status] : changes.final_statuses) {
+    auto it = jobs.find(job_id);
+    if (it == jobs.end()) return absl::NotFoundError(absl::StrCat("no stored job ", job_id));
+    it->second->has_final_status = true;
+    it->second->final_status = status;
+  }
+  for (const StoredWorker& worker : changes.workers) {
+    bool replaced = false;
+    for (StoredWorker& stored : next.workers) {
+      if (stored.worker_id == worker.worker_id) {
+        stored = worker;
+        replaced = true;
+      }
+    }
+    if (!replaced) next.workers.push_back(worker);
+  }
+  state_ = std::move(next);
+  ++commits_;
+  return absl::OkStatus();
+}
+
+int MemoryJobStore::commits() const {
+  absl::MutexLock lock(&mu_);
+  return commits_;
+}
+
+// --- SqliteJobStore -----------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& path) {
+  const std::string lock_path = path + ".lock";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    const int error = errno;
+    const std::string message =
+        absl::StrCat("cannot open the job database ", path, " (creating ", lock_path, ": ",
+                     std::strerror(error), "); check that the state directory is writable");
+    return error == EACCES || error == EROFS || error == EPERM
+               ? absl::PermissionDeniedError(message)
+               : absl::InternalError(message);
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    close(lock_fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("the job database ", path, " is in use by another process (", lock_path,
+                     " is locked): only one kbisect-coordinator may use a state "
+                     "directory"));
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string message =
+        absl::StrCat("cannot open the job database ", path, ": ",
+                     db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    close(lock_fd);
+    return StatusFromSqlite(rc, message);
+  }
+  std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(path, db, lock_fd));
+  absl::MutexLock lock(&store->mu_);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_extended_result_codes(db, 1);
+  {
+    Statement wal(db, "PRAGMA journal_mode=WAL");
+    if (!wal.ok() || !wal.Next()) return store->Error("cannot switch to WAL mode");
+    if (wal.Text(0) != "wal") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the job database ", path, " cannot use WAL mode (journal mode ",
+                       wal.Text(0), "); put the state directory on a local file system"));
+    }
+  }
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  {
+    Statement check(db, "PRAGMA quick_check");
+    if (!check.ok() || !check.Next()) return store->Error("cannot check the database");
+    if (check.Text(0) != "ok") {
+      return absl::DataLossError(
+          absl::StrCat("the job database ", path, " is corrupt (", check.Text(0),
+                       "); restore it from a backup, or move it away to start with no jobs"));
+    }
+  }
+  int64_t version = 0;
+  {
+    Statement user_version(db, "PRAGMA user_version");
+    if (!user_version.ok() || !user_version.Next()) return store->Error("cannot read its version");
+    version = user_version.Int(0);
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the job database ", path, " has schema version ", version,
+                     ", newer than this kbisect-coordinator understands (", kSchemaVersion,
+                     "); run a newer kbisect-coordinator"));
+  }
+  RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
+  absl::Status created = store->Exec(kSchema);
+  if (created.ok()) created = store->Exec("PRAGMA user_version=1");
+  if (!created.ok()) {
+    (void)store->Exec("ROLLBACK");
+    return created;
+  }
+  RETURN_IF_ERROR(store->Exec("COMMIT"));
+  {
+    Statement position(db, "SELECT COALESCE(MAX(position), 0) FROM jobs");
+    if (!position.ok() || !position.Next()) return store->Error("cannot read the jobs");
+    store->next_position_ = position.Int(0) + 1;
+  }
+  return store;
+}
+
+SqliteJobStore::SqliteJobStore(std::string path, sqlite3* db, int lock_fd)
+    : path_(std::move(path)), db_(db), lock_fd_(lock_fd) {}
+
+SqliteJobStore::~SqliteJobStore() {
+  sqlite3_close(db_);
+  close(lock_fd_);  // Releases the lock.
+}
+
+absl::Status SqliteJobStore::Error(const std::string& what) const {
+  return StatusFromSqlite(
+      sqlite3_extended_errcode(db_),
+      absl::StrCat("job database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status SqliteJobStore::Exec(const char* sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &message);
+  if (rc == SQLITE_OK) return absl::OkStatus();
+  const std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+  sqlite3_free(message);
+  return StatusFromSqlite(rc, absl::StrCat("job database ", path_, ": ", text));
+}
+
+absl::StatusOr<StoredState> SqliteJobStore::Load() {
+  absl::MutexLock lock(&mu_);
+  StoredState state;
+  std::map<std::string, size_t> index;
+  {
+    Statement jobs(db_,
+                   "SELECT job_id, request_id, spec, commits, create_time_ns, final_status "
+                   "FROM jobs ORDER BY position");
+    if (!jobs.ok()) return Error("cannot read the jobs");
+    while (jobs.Next()) {
+      StoredJob job;
+      job.job_id = jobs.Text(0);
+      job.request_id = jobs.Text(1);
+      std::vector<std::string> commits;
+      if (!job.spec.ParseFromString(jobs.Text(2)) || !SplitChunks(jobs.Text(3), &commits)) {
+        return absl::DataLossError(
+            absl::StrCat("job database ", path_, ": job ", job.job_id, " cannot be parsed"));
+      }
+      for (const std::string& commit : commits) {
+        if (!job.commits.emplace_back().ParseFromString(commit)) {
+          return absl::DataLossError(absl::StrCat("job database ", path_, ": a commit of job ",
+                                                  job.job_id, " cannot be parsed"));
+        }
+      }
+      job.create_time = absl::FromUnixNanos(jobs.Int(4));
+      if (!jobs.IsNull(5)) {
+        job.has_final_status = job.final_status.ParseFromString(jobs.Text(5));
+        if (!job.has_final_status) {
+          return absl::DataLossError(absl::StrCat("job database ", path_, ": the final status of ",
+                                                  job.job_id, " cannot be parsed"));
+        }
+      }
+      index[job.job_id] = state.jobs.size();
+      state.jobs.push_back(std::move(job));
+    }
+    if (!jobs.done()) return Error("cannot read the jobs");
+  }
+  {
+    Statement journal(db_,
+                      "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
+                      "payload FROM journal ORDER BY job_id, seq");
+    if (!journal.ok()) return Error("cannot read the journal");
+    while (journal.Next()) {
+      const std::string job_id = journal.Text(0);
+      auto it = index.find(job_id);
+      if (it == index.end()) {
+        return absl::DataLossError(
+            absl::StrCat("job database ", path_, ": journal entries of unknown job ", job_id));
+      }
+      StoredJob& job = state.jobs[it->second];
+      JournalEntry entry;
+      entry.sequence = journal.Int(1);
+      if (entry.sequence != static_cast<int64_t>(job.journal.size()) + 1) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": the journal of ", job_id,
+                                                " misses entry ", job.journal.size() + 1));
+      }
+      if (!KindFromName(journal.Text(2), &entry.kind)) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": unknown entry kind '",
+                                                journal.Text(2), "' in the journal of ", job_id));
+      }
+      entry.time = absl::FromUnixNanos(journal.Int(3));
+      entry.task_id = journal.Text(4);
+      entry.worker = journal.Text(5);
+      entry.attempt = static_cast<int>(journal.Int(6));
+      entry.reason = journal.Text(7);
+      if (!ParsePayload(journal.Text(8), &entry)) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": journal entry ",
+                                                entry.sequence, " of ", job_id,
+                                                " cannot be parsed"));
+      }
+      job.journal.push_back(std::move(entry));
+    }
+    if (!journal.done()) return Error("cannot read the journal");
+  }
+  {
+    Statement workers(db_, "SELECT worker_id, name, identity FROM workers ORDER BY worker_id");
+    if (!workers.ok()) return Error("cannot read the workers");
+    while (workers.Next()) {
+      StoredWorker worker;
+      worker.worker_id = workers.Text(0);
+      worker.name = workers.Text(1);
+      if (!worker.identity.ParseFromString(workers.Text(2))) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": worker ",
+                                                worker.worker_id, " cannot be parsed"));
+      }
+      state.workers.push_back(std::move(worker));
+    }
+    if (!workers.done()) return Error("cannot read the workers");
+  }
+  return state;
+}
+
+absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
+  if (changes.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  const int64_t position = next_position_;
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::Status status = CommitLocked(changes);
+  if (status.ok()) status = Exec("COMMIT");
+  if (!status.ok()) {
+    (void)Exec("ROLLBACK");
+    next_position_ = position;
+  }
+  return status;
+}
+
+absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
+  if (!changes.new_jobs.empty()) {
+    Statement insert(db_,
+                     "INSERT INTO jobs(job_id, position, request_id, spec, commits, "
+                     "create_time_ns, final_status) VALUES(?, ?, ?, ?, ?, ?, NULL)");
+    if (!insert.ok()) return Error("cannot prepare a job insert");
+    for (const StoredJob& job : changes.new_jobs) {
+      std::string commits;
+      for (const v1::CommitRef& commit : job.commits) {
+        AppendChunk(commit.SerializeAsString(), &commits);
+      }
+      insert.Bind(1, job.job_id);
+      insert.Bind(2, next_position_++);
+      insert.Bind(3, job.request_id);
+      insert.BindBlob(4, job.spec.SerializeAsString());
+      insert.BindBlob(5, commits);
+      insert.Bind(6, absl::ToUnixNanos(job.create_time));
+      if (!insert.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
+    }
+  }
+  if (!changes.entries.empty()) {
+    Statement insert(db_,
+                     "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
+                     "reason, payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
+    Statement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
+    if (!insert.ok() || !previous.ok() || !known.ok()) {
+      return Error("cannot prepare a journal insert");
+    }
+    std::map<std::string, int64_t> last;  // Job id -> its last stored sequence.
+    for (const auto& [job_id, entry] : changes.entries) {
+      auto it = last.find(job_id);
+      if (it == last.end()) {
+        known.Bind(1, job_id);
+        const bool exists = known.Next();
+        known.Reset();
+        if (!exists) {
+          return absl::NotFoundError(
+              absl::StrCat("job database ", path_, ": journal entry for unknown job ", job_id));
+        }
+        previous.Bind(1, job_id);
+        if (!previous.Next()) return Error("cannot read the journal");
+        it = last.emplace(job_id, previous.Int(0)).first;
+        previous.Reset();
+      }
+      if (entry.sequence != it->second + 1) {
+        return absl::AlreadyExistsError(absl::StrCat("job database ", path_, ": journal entry ",
+                                                     entry.sequence, " of ", job_id,
+                                                     " does not follow entry ", it->second));
+      }
+      it->second = entry.sequence;
+      insert.Bind(1, job_id);
+      insert.Bind(2, entry.sequence);
+      insert.Bind(3, std::string(JournalKindName(entry.kind)));
+      insert.Bind(4, absl::ToUnixNanos(entry.time));
+      insert.Bind(5, entry.task_id);
+      insert.Bind(6, entry.worker);
+      insert.Bind(7, static_cast<int64_t>(entry.attempt));
+      insert.Bind(8, entry.reason);
+      insert.BindBlob(9, Payload(entry));
+      if (!insert.Run()) {
+        return Error(absl::StrCat("cannot append entry ", entry.sequence, " of ", job_id));
+      }
+    }
+  }
+  if (!changes.final_statuses.empty()) {
+    Statement update(db_, "UPDATE jobs SET final_status = ? WHERE job_id = ?");
+    if (!update.ok()) return Error("cannot prepare a status update");
+    for (const auto& [job_id, status] : changes.final_statuses) {
+      update.BindBlob(1, status.SerializeAsString());
+      update.Bind(2, job_id);
+      if (!update.Run()) return Error(absl::StrCat("cannot store the status of ", job_id));
+      if (sqlite3_changes(db_) != 1) {
+        return absl::NotFoundError(
+            absl::StrCat("job database ", path_, ": final status for unknown job ", job_id));
+      }
+    }
+  }
+  if (!changes.workers.empty()) {
+    Statement upsert(db_,
+                     "INSERT OR REPLACE INTO workers(worker_id, name, identity) VALUES(?, ?, ?)");
+    if (!upsert.ok()) return Error("cannot prepare a worker update");
+    for (const StoredWorker& worker : changes.workers) {
+      upsert.Bind(1, worker.worker_id);
+      upsert.Bind(2, worker.name);
+      upsert.BindBlob(3, worker.identity.SerializeAsString());
+      if (!upsert.Run()) return Error(absl::StrCat("cannot store worker ", worker.worker_id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kbisect

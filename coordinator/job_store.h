@@ -1,0 +1,183 @@
+// Copyright 2026 The kbisect Authors.
+//
+// JobStore persists what the Coordinator needs to rebuild every job after a crash. Jobs are
+// event-sourced: BisectJob is a deterministic state machine, so a job is stored as the arguments
+// of its constructor plus a journal of every mutating call made on it, and rebuilt by replaying
+// that journal in order. Worker identities are stored too (reports show them, and a worker that
+// comes back with different hardware must calibrate again).
+//
+// The Coordinator collects the changes of one state change (one RPC or one housekeeping pass)
+// in a StoreChanges and commits them with one Commit call before it answers; a store makes each
+// Commit atomic and durable, so after a crash the journal holds exactly the calls whose effects
+// were acknowledged (plus, at most, those of the state change that was in progress).
+//
+//   absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
+//       SqliteJobStore::Open(state_dir + "/kbisect.db");
+//   CoordinatorOptions options;
+//   options.store = store->get();
+//   Coordinator coordinator(options, repositories, Clock::Real());
+//   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
+#ifndef KBISECT_COORDINATOR_JOB_STORE_H_
+#define KBISECT_COORDINATOR_JOB_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+struct sqlite3;
+
+namespace kbisect {
+
+// One mutating call made on a BisectJob, with its arguments. Which fields are used depends on
+// the kind; the others stay empty.
+struct JournalEntry {
+  enum class Kind {
+    kTakeTasks = 1,     // TakeTasks(workers, time)
+    kTaskStarted = 2,   // OnTaskStarted(task_id, worker, attempt, time)
+    kTaskFinished = 3,  // OnTaskFinished(task_id, result, time)
+    kTaskLost = 4,      // OnTaskLost(task_id, reason, time)
+    kWorkerGone = 5,    // OnWorkerGone(worker, reason, time)
+    kForgetWorker = 6,  // ForgetWorker(worker, reason, time)
+    kCancel = 7,        // Cancel(reason, time)
+  };
+
+  // Position in the job's journal: 1, 2, 3, ... without gaps.
+  int64_t sequence = 0;
+  Kind kind = Kind::kTakeTasks;
+  absl::Time time;
+  std::vector<std::string> workers;
+  std::string task_id;
+  std::string worker;
+  int attempt = 0;
+  std::string reason;
+  v1::TaskResult result;
+};
+
+// Returns a stable lower-case name of `kind` ("take_tasks", "task_finished", ...), as stored.
+const char* JournalKindName(JournalEntry::Kind kind);
+
+// A job as stored: what its BisectJob was constructed with, and its journal.
+struct StoredJob {
+  std::string job_id;
+  std::string request_id;  // Empty when the job was submitted without one.
+  v1::JobSpec spec;
+  std::vector<v1::CommitRef> commits;
+  absl::Time create_time;
+  // The status the job had when it finished, report details (culprit diff, root-cause hints,
+  // worker identities) included, so that recovery does not redo that I/O. Unset while running.
+  bool has_final_status = false;
+  v1::JobStatus final_status;
+  // In sequence order, starting at 1.
+  std::vector<JournalEntry> journal;
+};
+
+// A worker the coordinator has seen, keyed by its stable name.
+struct StoredWorker {
+  std::string worker_id;
+  std::string name;
+  v1::RunnerIdentity identity;
+};
+
+// Everything a store holds.
+struct StoredState {
+  std::vector<StoredJob> jobs;  // In creation order.
+  std::vector<StoredWorker> workers;
+};
+
+// The changes of one state change, written by one Commit.
+struct StoreChanges {
+  // New jobs (their `journal` and final status are ignored: entries go in `entries`).
+  std::vector<StoredJob> new_jobs;
+  // Journal entries (job id, entry), each with the next sequence number of its job.
+  std::vector<std::pair<std::string, JournalEntry>> entries;
+  // Final statuses of jobs that finished (job id, status).
+  std::vector<std::pair<std::string, v1::JobStatus>> final_statuses;
+  // Workers to insert or replace.
+  std::vector<StoredWorker> workers;
+
+  bool empty() const {
+    return new_jobs.empty() && entries.empty() && final_statuses.empty() && workers.empty();
+  }
+};
+
+// Where the Coordinator keeps jobs across restarts. Implementations are thread-safe.
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // Returns everything stored: jobs in creation order, each with its whole journal.
+  virtual absl::StatusOr<StoredState> Load() = 0;
+
+  // Applies `changes` atomically and durably: once it returns OK they survive a crash of the
+  // process (and, for SqliteJobStore, of the machine); on error none of them was applied.
+  // A journal entry whose (job, sequence) is already stored, or that belongs to an unknown job,
+  // is an error.
+  virtual absl::Status Commit(const StoreChanges& changes) = 0;
+};
+
+// Keeps everything in memory: for tests, which can "restart" a Coordinator on the same object.
+class MemoryJobStore : public JobStore {
+ public:
+  absl::StatusOr<StoredState> Load() override;
+  absl::Status Commit(const StoreChanges& changes) override;
+
+  // Number of successful Commit calls so far.
+  int commits() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  StoredState state_ ABSL_GUARDED_BY(mu_);
+  int commits_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A SQLite database in WAL mode with synchronous=FULL: every Commit is one transaction, durable
+// when it returns. Tables: jobs(job_id, position, request_id, spec, commits, create_time_ns,
+// final_status), journal(job_id, seq, kind, time_ns, task_id, worker, attempt, reason, payload)
+// and workers(worker_id, name, identity); protobuf messages are stored serialized.
+//
+// Only one process may use a database at a time: Open takes an exclusive lock on `path` +
+// ".lock" (released by the kernel when the process dies, so a killed coordinator does not block
+// its successor) and fails if another process holds it.
+class SqliteJobStore : public JobStore {
+ public:
+  // Opens (creating it and its schema if missing) the database at `path`. The directory must
+  // exist. Errors name the path: FailedPrecondition when another process has it open or it was
+  // written by a newer schema, DataLoss when it is corrupt or not a database, Internal or
+  // PermissionDenied when it cannot be created or opened.
+  static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(const std::string& path);
+
+  ~SqliteJobStore() override;
+  SqliteJobStore(const SqliteJobStore&) = delete;
+  SqliteJobStore& operator=(const SqliteJobStore&) = delete;
+
+  absl::StatusOr<StoredState> Load() override;
+  absl::Status Commit(const StoreChanges& changes) override;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  SqliteJobStore(std::string path, sqlite3* db, int lock_fd);
+
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CommitLocked(const StoreChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const std::string& what) const;
+
+  const std::string path_;
+  absl::Mutex mu_;
+  sqlite3* const db_;
+  const int lock_fd_;
+  int64_t next_position_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_STORE_H_

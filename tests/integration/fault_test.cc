@@ -1,0 +1,273 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Fault injection with the real daemons: workers killed with SIGKILL at random points of their
+// probes (checkout, build, benchmark) across a job, the coordinator killed with SIGKILL mid-job
+// and restarted on the same state directory and port, and a worker paused (SIGSTOP) past its
+// lease and then resumed. In each case the job must find the planted culprit with no accepted
+// result lost or counted twice.
+//
+// "Nothing lost or counted twice" is checked on the final JobStatus (`kbisect status --json`):
+//   * no commit index carries more than one verdict: among probes with a verdict, each index
+//     appears once (a result applied twice, or a probe measured again and classified again,
+//     would add a second one);
+//   * every measured probe holds exactly the samples of one report (`--runs 3` gives 3; a
+//     duplicated report would give 6), and the job's bench_runs (runs of all accepted reports)
+//     equals the sum of the probes' runs (every accepted report is in exactly one probe);
+//   * no probe was given up after too many attempts (outcome infra_error), so every probe that
+//     lost its worker was measured by another one.
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::Process;
+using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::Trim;
+using ::kbisect::testing::WaitFor;
+using ::testing::HasSubstr;
+
+constexpr char kJobFlags[] = " --runs 3 --build 'sleep 0.1' -- ./bench.sh";
+
+class FaultTest : public ::kbisect::testing::ClusterFixture {
+ protected:
+  // Submits a job over the demo repository; returns its id.
+  std::string Submit(const std::string& repo, const std::string& extra = "") {
+    CommandResult submitted =
+        Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " ", extra, kJobFlags));
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
+    return Trim(submitted.out);
+  }
+
+  nlohmann::json Status(const std::string& job_id) { return Json("status --json " + job_id); }
+
+  static bool Finished(const nlohmann::json& job) {
+    const std::string state = job.value("state", "");
+    return state == "done" || state == "failed" || state == "cancelled";
+  }
+
+  // The checks described at the top of this file.
+  static void ExpectNothingLostOrDuplicated(const nlohmann::json& job) {
+    std::map<int, int> verdicts;  // Commit index -> probes with a verdict there.
+    int runs = 0;
+    for (const auto& probe : job["probes"]) {
+      const std::string verdict = probe.value("verdict", "");
+      if (!verdict.empty() && verdict != "unspecified") ++verdicts[probe.value("index", -1)];
+      EXPECT_NE(probe.value("outcome", ""), "infra_error") << probe.dump();
+      const size_t samples = probe.contains("samples") ? probe["samples"].size() : 0;
+      // A confirmation probe interleaves two commits' runs; its samples are not one report's.
+      if (probe.value("kind", "") != "confirm" &&
+          (probe.value("state", "") == "finished" || samples > 0)) {
+        EXPECT_EQ(samples, 3u) << "a measured probe holds one report's samples: " << probe.dump();
+      }
+      runs += probe.contains("runs") ? static_cast<int>(probe["runs"].size()) : 0;
+    }
+    for (const auto& [index, count] : verdicts) {
+      EXPECT_EQ(count, 1) << "commit index " << index << " has " << count << " verdicts";
+    }
+    EXPECT_GE(verdicts.size(), 2u);
+    EXPECT_EQ(job.value("bench_runs", -1), runs);
+  }
+};
+
+TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 1500 --culprit 1037");
+  ASSERT_EQ(culprit.size(), 40u);
+  std::unique_ptr<Process> coordinator = StartCoordinator("", "2");
+  constexpr int kWorkers = 3;
+  std::vector<std::unique_ptr<Process>> workers(kWorkers);
+  std::vector<int> incarnation(kWorkers, 0);
+  // A replacement keeps the worker's name (so its calibration stays valid) and gets a fresh
+  // cache directory.
+  auto start = [&](int i) {
+    workers[i] = StartWorker(absl::StrCat("w", i), i, "0.15", "",
+                             absl::StrCat("cache-w", i, "-", incarnation[i]++));
+  };
+  for (int i = 0; i < kWorkers; ++i) start(i);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == kWorkers; }, std::chrono::seconds(15)))
+      << coordinator->log();
+  const std::string job_id = Submit(repo);
+
+  std::mt19937 random(20261130);
+  // Probes take about 0.9 s (checkout, `sleep 0.1` build, 3 bench runs of 0.15 s): kills land in
+  // every phase.
+  std::uniform_int_distribution<int> delay_ms(100, 500);
+  int kills = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  while (kills < 24 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
+    const nlohmann::json job = Status(job_id);
+    if (Finished(job)) break;
+    // A random busy worker whose probe has been tried at most twice: a third kill of the same
+    // probe would make it reach the attempt limit and count as a skip, which is not a loss but
+    // would change the answer.
+    std::vector<int> eligible;
+    for (int w = 0; w < kWorkers; ++w) {
+      for (const auto& probe : job["probes"]) {
+        if (probe.value("state", "") == "running" &&
+            probe.value("worker", "") == absl::StrCat("w", w) && probe.value("attempt", 0) <= 2) {
+          eligible.push_back(w);
+        }
+      }
+    }
+    if (eligible.empty()) continue;
+    const int i = eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(random)];
+    workers[i]->Signal(SIGKILL);
+    workers[i]->Wait(std::chrono::seconds(5));
+    ++kills;
+    start(i);
+  }
+  EXPECT_GE(kills, 20) << "the job ended before enough kills";
+
+  ASSERT_TRUE(WaitFor([&] { return Finished(Status(job_id)); }, std::chrono::seconds(90)))
+      << coordinator->log();
+  const nlohmann::json job = Status(job_id);
+  EXPECT_EQ(job["status"], "culprit_found") << job.dump(2);
+  EXPECT_EQ(job["culprit"]["sha"], culprit);
+  ExpectNothingLostOrDuplicated(job);
+  int retried = 0;
+  for (const auto& probe : job["probes"]) retried += probe.value("attempt", 0) >= 2 ? 1 : 0;
+  EXPECT_GT(retried, 0) << "killed probes are measured again";
+  RecordProperty("kills", kills);
+  RecordProperty("retried_probes", retried);
+}
+
+TEST_F(FaultTest, CoordinatorKilledMidJobAndRestartedLosesNothing) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 120 --culprit 33");
+  std::unique_ptr<Process> coordinator = StartCoordinator("", "2");
+  const std::string listen = address_;
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(StartWorker(absl::StrCat("w", i), i, "0.1"));
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 3; }, std::chrono::seconds(15)));
+  const std::string job_id = Submit(repo, "--request-id nightly-fault");
+
+  // Two crashes: one after the baselines, one later in the bisection.
+  for (int crash = 1; crash <= 2; ++crash) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const nlohmann::json job = Status(job_id);
+          return job["progress"].value("probes_finished", 0) >= 3 * crash;
+        },
+        std::chrono::seconds(60)))
+        << coordinator->log();
+    const nlohmann::json before = Status(job_id);
+    ASSERT_FALSE(Finished(before)) << "the job ended before the crash";
+    coordinator->Signal(SIGKILL);
+    EXPECT_EQ(coordinator->Wait(std::chrono::seconds(5)), 128 + SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    coordinator = StartCoordinator("", "2", listen);
+    ASSERT_EQ(address_, listen);
+    EXPECT_THAT(coordinator->log(), HasSubstr("recovered 1 jobs (1 unfinished"));
+    // Nothing acknowledged before the crash is lost: every finished probe is still there.
+    const nlohmann::json after = Status(job_id);
+    std::set<std::string> finished_after;
+    for (const auto& probe : after["probes"]) {
+      if (probe.value("state", "") == "finished") finished_after.insert(probe["probe_id"]);
+    }
+    for (const auto& probe : before["probes"]) {
+      if (probe.value("state", "") == "finished") {
+        EXPECT_EQ(finished_after.count(probe["probe_id"]), 1u) << probe.dump();
+      }
+    }
+    // The nightly request id still names the job.
+    CommandResult again = Kbisect(
+        absl::StrCat("submit v1.0 HEAD --repo ", repo, " --request-id nightly-fault", kJobFlags));
+    EXPECT_EQ(Trim(again.out), job_id) << again.err;
+  }
+
+  // The workers reconnect by themselves and finish the job.
+  const std::string json = tmp_.Join("result.json");
+  CommandResult watched = Kbisect(absl::StrCat("watch -q --json ", json, " ", job_id));
+  ASSERT_EQ(watched.exit_code, 0) << watched.out << watched.err << coordinator->log();
+  const nlohmann::json job = Status(job_id);
+  EXPECT_EQ(job["status"], "culprit_found");
+  EXPECT_EQ(job["culprit"]["sha"], culprit);
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(json))["culprit"]["sha"], culprit);
+  ExpectNothingLostOrDuplicated(job);
+  // Watching from the start replays the whole log across both restarts.
+  CommandResult replay = Kbisect("watch " + job_id);
+  EXPECT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_THAT(replay.out, HasSubstr("Baseline results:"));
+  EXPECT_THAT(replay.out, HasSubstr(culprit));
+  for (auto& worker : workers) EXPECT_TRUE(worker->running()) << worker->log();
+}
+
+TEST_F(FaultTest, AWorkerPausedPastItsLeaseIsFencedOff) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 13");
+  std::unique_ptr<Process> coordinator = StartCoordinator("", "2");
+  // Alone at first, the sleeper takes the BAD baseline; each of its bench runs takes a second.
+  std::unique_ptr<Process> sleeper = StartWorker("sleeper", 0, "1");
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 1; }, std::chrono::seconds(15)));
+  const std::string job_id = Submit(repo);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const nlohmann::json worker = Worker("sleeper");
+        return worker != nullptr && worker["state"] == "busy";
+      },
+      std::chrono::seconds(15)));
+
+  // Paused past its 2 s lease (its benchmark keeps running and finishes meanwhile).
+  sleeper->Signal(SIGSTOP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const nlohmann::json job = Status(job_id);
+        for (const auto& probe : job["probes"]) {
+          if (probe.value("message", "").find("lease expired") != std::string::npos) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(15)))
+      << Status(job_id).dump(2) << coordinator->log();
+  std::unique_ptr<Process> fresh = StartWorker("fresh", 1, "0.05");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const nlohmann::json job = Status(job_id);
+        for (const auto& probe : job["probes"]) {
+          if (probe.value("worker", "") == "fresh" && probe.value("attempt", 0) == 2) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(15)));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Resumed: it reports its late result, which is rejected; then it drains and exits.
+  sleeper->Signal(SIGCONT);
+  sleeper->Signal(SIGTERM);
+  EXPECT_EQ(sleeper->Wait(std::chrono::seconds(30)), 0) << sleeper->log();
+  EXPECT_THAT(sleeper->log(), HasSubstr("exiting after 0 reported probe(s)"));
+  const nlohmann::json gone = Worker("sleeper");
+  EXPECT_EQ(gone.value("tasks_completed", 0), 0) << gone.dump();
+
+  ASSERT_TRUE(WaitFor([&] { return Finished(Status(job_id)); }, std::chrono::seconds(60)))
+      << coordinator->log();
+  const nlohmann::json job = Status(job_id);
+  EXPECT_EQ(job["status"], "culprit_found") << job.dump(2);
+  EXPECT_EQ(job["culprit"]["sha"], culprit);
+  ExpectNothingLostOrDuplicated(job);
+  for (const auto& probe : job["probes"]) {
+    if (probe.value("state", "") == "finished") {
+      EXPECT_EQ(probe["worker"], "fresh");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kbisect

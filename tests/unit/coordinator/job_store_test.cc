@@ -1,0 +1,543 @@
+// Copyright 2026 The kbisect Authors.
+//
+// SqliteJobStore round trips and open errors, and the Coordinator's crash recovery: a job run
+// half way, the coordinator destroyed (as by kill -9: nothing is flushed that was not committed
+// already), a new one recovered from the same database finishes it with the same culprit, with
+// every accepted result counted exactly once, request ids and event logs intact.
+#include "coordinator/job_store.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/coordinator.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+using ::kbisect::testing::TempDir;
+using ::kbisect::testing::WriteFile;
+using ::testing::HasSubstr;
+
+constexpr int kCommits = 64;
+constexpr int kCulprit = 41;
+
+class FakeRepositoryView : public RepositoryView {
+ public:
+  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
+    ++resolves;
+    std::vector<v1::CommitRef> commits;
+    for (int i = 0; i <= kCommits; ++i) {
+      v1::CommitRef ref;
+      ref.set_sha(absl::StrFormat("%040d", i));
+      ref.set_index(i);
+      ref.set_subject(absl::StrCat("commit ", i));
+      commits.push_back(ref);
+    }
+    return commits;
+  }
+  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string&, const std::string&,
+                                                       const std::string&) override {
+    ++diffs;
+    v1::FileChange file;
+    file.set_path("kernels/attention.py");
+    return std::vector<v1::FileChange>{file};
+  }
+  absl::StatusOr<std::string> DiffPatch(const std::string&, const std::string&,
+                                        const std::string&) override {
+    return std::string("diff --git a/k.py b/k.py\n-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
+  }
+  int resolves = 0;
+  int diffs = 0;
+};
+
+v1::JobSpec Spec() {
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.add_bench_command("./bench.sh");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+v1::TaskResult Measure(const v1::Task& task) {
+  v1::TaskResult result;
+  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  const double v = task.commit_index() >= kCulprit ? 2.0 : 1.0;
+  for (int i = 0; i < 3; ++i) {
+    result.add_samples(v);
+    result.add_runs()->set_value(v);
+  }
+  result.set_metric_unit("ms");
+  return result;
+}
+
+// --- SqliteJobStore -----------------------------------------------------------------------------
+
+StoreChanges SomeChanges() {
+  StoreChanges changes;
+  StoredJob job;
+  job.job_id = "job-1";
+  job.request_id = "nightly-1";
+  job.spec = Spec();
+  job.commits.resize(3);
+  for (int i = 0; i < 3; ++i) job.commits[i].set_sha(absl::StrCat("sha", i));
+  job.create_time = absl::FromUnixNanos(1'800'000'000'123'456'789);
+  changes.new_jobs.push_back(job);
+  JournalEntry take;
+  take.sequence = 1;
+  take.kind = JournalEntry::Kind::kTakeTasks;
+  take.time = job.create_time + absl::Seconds(1);
+  take.workers = {"node/gpu0", "", "name with\nnewline"};
+  changes.entries.emplace_back("job-1", take);
+  JournalEntry finished;
+  finished.sequence = 2;
+  finished.kind = JournalEntry::Kind::kTaskFinished;
+  finished.time = job.create_time + absl::Seconds(2);
+  finished.task_id = "job-1/p0";
+  finished.result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  finished.result.add_samples(1.25);
+  finished.result.set_log_tail(std::string("binary\0tail", 11));
+  changes.entries.emplace_back("job-1", finished);
+  JournalEntry started;
+  started.sequence = 3;
+  started.kind = JournalEntry::Kind::kTaskStarted;
+  started.time = job.create_time + absl::Seconds(3);
+  started.task_id = "job-1/p1";
+  started.worker = "node/gpu0";
+  started.attempt = 2;
+  changes.entries.emplace_back("job-1", started);
+  JournalEntry lost;
+  lost.sequence = 4;
+  lost.kind = JournalEntry::Kind::kTaskLost;
+  lost.time = job.create_time + absl::Seconds(4);
+  lost.task_id = "job-1/p1";
+  lost.reason = "the coordinator restarted";
+  changes.entries.emplace_back("job-1", lost);
+  StoredWorker worker;
+  worker.worker_id = "node/gpu0";
+  worker.name = "node/gpu0";
+  worker.identity.set_hardware_class("hc-1");
+  changes.workers.push_back(worker);
+  return changes;
+}
+
+TEST(SqliteJobStoreTest, RoundTripsJobsJournalsWorkersAndFinalStatuses) {
+  TempDir tmp;
+  const std::string path = tmp.Join("kbisect.db");
+  const StoreChanges changes = SomeChanges();
+  {
+    absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Commit(changes).ok());
+    StoreChanges more;
+    JournalEntry cancel;
+    cancel.sequence = 5;
+    cancel.kind = JournalEntry::Kind::kCancel;
+    cancel.reason = "requested";
+    more.entries.emplace_back("job-1", cancel);
+    v1::JobStatus final_status;
+    final_status.set_job_id("job-1");
+    final_status.set_state(v1::JOB_STATE_CANCELLED);
+    more.final_statuses.emplace_back("job-1", final_status);
+    ASSERT_TRUE((*store)->Commit(more).ok());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<StoredState> state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->jobs.size(), 1u);
+  const StoredJob& job = state->jobs[0];
+  EXPECT_EQ(job.job_id, "job-1");
+  EXPECT_EQ(job.request_id, "nightly-1");
+  EXPECT_TRUE(MessageDifferencer::Equals(job.spec, Spec()));
+  ASSERT_EQ(job.commits.size(), 3u);
+  EXPECT_EQ(job.commits[2].sha(), "sha2");
+  EXPECT_EQ(job.create_time, changes.new_jobs[0].create_time);
+  EXPECT_TRUE(job.has_final_status);
+  EXPECT_EQ(job.final_status.state(), v1::JOB_STATE_CANCELLED);
+  ASSERT_EQ(job.journal.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) {
+    const JournalEntry& want = changes.entries[i].second;
+    const JournalEntry& got = job.journal[i];
+    EXPECT_EQ(got.sequence, want.sequence);
+    EXPECT_EQ(got.kind, want.kind);
+    EXPECT_EQ(got.time, want.time);
+    EXPECT_EQ(got.workers, want.workers);
+    EXPECT_EQ(got.task_id, want.task_id);
+    EXPECT_EQ(got.worker, want.worker);
+    EXPECT_EQ(got.attempt, want.attempt);
+    EXPECT_EQ(got.reason, want.reason);
+    EXPECT_TRUE(MessageDifferencer::Equals(got.result, want.result));
+  }
+  EXPECT_EQ(job.journal[4].kind, JournalEntry::Kind::kCancel);
+  ASSERT_EQ(state->workers.size(), 1u);
+  EXPECT_EQ(state->workers[0].identity.hardware_class(), "hc-1");
+}
+
+TEST(SqliteJobStoreTest, ACommitIsAllOrNothing) {
+  TempDir tmp;
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
+      SqliteJobStore::Open(tmp.Join("kbisect.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  StoreChanges changes = SomeChanges();
+  changes.entries[2].second.sequence = 7;  // A gap: the whole commit is refused.
+  EXPECT_FALSE((*store)->Commit(changes).ok());
+  EXPECT_TRUE((*store)->Load()->jobs.empty());
+  EXPECT_TRUE((*store)->Load()->workers.empty());
+  ASSERT_TRUE((*store)->Commit(SomeChanges()).ok());
+  // The same entries again: already stored.
+  StoreChanges again;
+  again.entries = SomeChanges().entries;
+  EXPECT_FALSE((*store)->Commit(again).ok());
+  StoreChanges unknown;
+  unknown.entries.emplace_back("job-404", SomeChanges().entries[0].second);
+  EXPECT_EQ((*store)->Commit(unknown).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*store)->Load()->jobs[0].journal.size(), 4u);
+}
+
+TEST(SqliteJobStoreTest, OpenErrorsNameThePath) {
+  TempDir tmp;
+  WriteFile(tmp.Join("not-a-dir"), "a file");
+  const std::string unreachable = tmp.Join("not-a-dir/kbisect.db");
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> no_dir = SqliteJobStore::Open(unreachable);
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_THAT(no_dir.status().message(), HasSubstr(unreachable));
+
+  const std::string corrupt = tmp.Join("corrupt.db");
+  WriteFile(corrupt, std::string(8192, 'x'));
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> bad = SqliteJobStore::Open(corrupt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss) << bad.status();
+  EXPECT_THAT(bad.status().message(), HasSubstr(corrupt));
+
+  const std::string path = tmp.Join("kbisect.db");
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> first = SqliteJobStore::Open(path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> second = SqliteJobStore::Open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("in use by another process"));
+  EXPECT_THAT(second.status().message(), HasSubstr(path));
+}
+
+// --- Coordinator recovery -----------------------------------------------------------------------
+
+// A coordinator on a SQLite database that the test can "kill" and restart, and three workers
+// driven deterministically (zero-wait Synchronize, a FakeClock that does not move).
+class RecoveryTest : public ::testing::Test {
+ protected:
+  void Start() {
+    coordinator_.reset();
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
+        SqliteJobStore::Open(tmp_.Join("kbisect.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    CoordinatorOptions options;
+    options.store = store_.get();
+    coordinator_ = std::make_unique<Coordinator>(options, &repos_, &clock_);
+    absl::StatusOr<RecoveryReport> recovered = coordinator_->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    recovered_ = *recovered;
+    sessions_.clear();
+    for (const char* name : {"w0", "w1", "w2"}) {
+      v1::OpenSessionRequest request;
+      request.set_worker_name(name);
+      request.mutable_identity()->set_hardware_class("hc-1");
+      sessions_[name] = coordinator_->OpenSession(request)->session_id();
+      held_[name].clear();  // A restarted coordinator's workers drop what they held.
+    }
+  }
+
+  // Every worker synchronizes (ready when it holds nothing) and picks up its assignments.
+  void Pickup() {
+    for (const auto& [name, session] : sessions_) {
+      v1::SynchronizeRequest request;
+      request.set_session_id(session);
+      request.set_ready_for_work(held_[name].empty());
+      for (const v1::Lease& lease : held_[name])
+        request.add_leases()->set_lease_id(lease.lease_id());
+      absl::StatusOr<v1::SynchronizeResponse> response = coordinator_->Synchronize(request);
+      ASSERT_TRUE(response.ok()) << response.status();
+      for (const v1::LeaseCancellation& cancel : response->cancellations()) {
+        std::vector<v1::Lease>& held = held_[name];
+        held.erase(
+            std::remove_if(held.begin(), held.end(),
+                           [&](const v1::Lease& l) { return l.lease_id() == cancel.lease_id(); }),
+            held.end());
+      }
+      for (const v1::Lease& lease : response->assignments()) held_[name].push_back(lease);
+    }
+  }
+
+  // Every worker reports the results of what it holds.
+  void Report() {
+    for (const auto& [name, session] : sessions_) {
+      for (const v1::Lease& lease : std::exchange(held_[name], {})) {
+        v1::CompleteLeaseRequest request;
+        request.set_session_id(session);
+        request.set_lease_id(lease.lease_id());
+        request.set_attempt(lease.attempt());
+        *request.mutable_result() = Measure(lease.task());
+        absl::StatusOr<v1::CompleteLeaseResponse> response = coordinator_->CompleteLease(request);
+        ASSERT_TRUE(response.ok()) << response.status();
+        if (response->accepted() && !response->duplicate()) ++accepted_[lease.task().task_id()];
+      }
+    }
+  }
+
+  v1::JobStatus Job() {
+    absl::StatusOr<v1::JobStatus> job = coordinator_->GetJob(job_id_);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : v1::JobStatus();
+  }
+
+  std::string Submit() {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = Spec();
+    request.set_request_id("nightly-7");
+    absl::StatusOr<v1::SubmitJobResponse> response = coordinator_->SubmitJob(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? response->job_id() : "";
+  }
+
+  // The events of the job up to its current revision.
+  std::vector<v1::JobEvent> Events() {
+    const int64_t revision = Job().revision();
+    std::vector<v1::JobEvent> events;
+    if (revision == 0) return events;
+    absl::Status watched = coordinator_->WatchJob(job_id_, 0, [&](const v1::JobEvent& event) {
+      events.push_back(event);
+      return event.sequence() < revision;
+    });
+    return events;
+  }
+
+  void RunToTheEnd() {
+    for (int guard = 0; guard < 200 && Job().state() != v1::JOB_STATE_DONE; ++guard) {
+      Pickup();
+      Report();
+    }
+  }
+
+  TempDir tmp_;
+  FakeClock clock_;
+  FakeRepositoryView repos_;
+  std::unique_ptr<SqliteJobStore> store_;
+  std::unique_ptr<Coordinator> coordinator_;
+  RecoveryReport recovered_;
+  std::map<std::string, std::string> sessions_;
+  std::map<std::string, std::vector<v1::Lease>> held_;
+  std::map<std::string, int> accepted_;  // Task id -> accepted results.
+  std::string job_id_;
+};
+
+TEST_F(RecoveryTest, AKilledCoordinatorResumesTheJobWithNothingLostOrCountedTwice) {
+  Start();
+  job_id_ = Submit();
+  // Half way: baselines and a few rounds done, then every worker picks up a probe and the
+  // coordinator dies while they run.
+  for (int round = 0; round < 2; ++round) {
+    Pickup();
+    clock_.Advance(absl::Seconds(1));
+    Report();
+  }
+  Pickup();
+  const v1::JobStatus before = Job();
+  ASSERT_EQ(before.state(), v1::JOB_STATE_BISECTING);
+  const std::vector<v1::JobEvent> events_before = Events();
+  ASSERT_GT(events_before.size(), 3u);
+  std::map<std::string, v1::Lease> stale;  // Worker -> a lease of the old coordinator.
+  int running = 0;
+  for (const auto& [name, held] : held_) {
+    running += static_cast<int>(held.size());
+    if (!held.empty()) stale[name] = held[0];
+  }
+  ASSERT_GT(running, 0);
+  const std::map<std::string, std::string> old_sessions = sessions_;
+
+  Start();  // The old coordinator is gone without any goodbye; a new one recovers.
+  EXPECT_EQ(recovered_.jobs, 1);
+  EXPECT_EQ(recovered_.unfinished, 1);
+  EXPECT_EQ(recovered_.orphaned_probes, running);
+  EXPECT_EQ(recovered_.workers, 3);
+  // Every probe finished before the crash is still finished, with the same samples.
+  std::map<std::string, v1::Probe> after_restart;
+  const v1::JobStatus restarted = Job();
+  for (const v1::Probe& probe : restarted.probes()) after_restart[probe.probe_id()] = probe;
+  for (const v1::Probe& probe : before.probes()) {
+    if (probe.state() != v1::PROBE_STATE_FINISHED) continue;
+    EXPECT_EQ(after_restart[probe.probe_id()].state(), v1::PROBE_STATE_FINISHED)
+        << probe.probe_id();
+    EXPECT_EQ(after_restart[probe.probe_id()].samples_size(), probe.samples_size());
+  }
+
+  // Old sessions and leases are unknown: a late result is rejected, never counted.
+  for (const auto& [name, lease] : stale) {
+    v1::CompleteLeaseRequest request;
+    request.set_session_id(old_sessions.at(name));
+    request.set_lease_id(lease.lease_id());
+    request.set_attempt(lease.attempt());
+    *request.mutable_result() = Measure(lease.task());
+    EXPECT_EQ(coordinator_->CompleteLease(request).status().code(), absl::StatusCode::kNotFound);
+    request.set_session_id(sessions_.at(name));
+    absl::StatusOr<v1::CompleteLeaseResponse> late = coordinator_->CompleteLease(request);
+    ASSERT_TRUE(late.ok()) << late.status();
+    EXPECT_FALSE(late->accepted());
+    EXPECT_THAT(late->reason(), HasSubstr("unknown lease"));
+  }
+
+  // The request id still finds the job; nothing was resolved again.
+  EXPECT_EQ(Submit(), job_id_);
+  EXPECT_EQ(repos_.resolves, 1);
+
+  // A second crash in the middle of the rest, then the end.
+  Pickup();
+  Report();
+  Pickup();
+  int running_again = 0;
+  for (const auto& [name, held] : held_) running_again += static_cast<int>(held.size());
+  ASSERT_EQ(Job().state(), v1::JOB_STATE_BISECTING);
+  Start();
+  EXPECT_EQ(recovered_.orphaned_probes, running_again);
+  EXPECT_GT(running_again, 0);
+  RunToTheEnd();
+
+  const v1::JobStatus after = Job();
+  ASSERT_EQ(after.status(), v1::OUTCOME_CULPRIT_FOUND) << after.error();
+  EXPECT_EQ(after.culprit().index(), kCulprit);
+  EXPECT_EQ(after.job_id(), job_id_);
+  // Every finished probe is backed by exactly one accepted result and vice versa (0 lost, 0
+  // duplicated); re-dispatched probes show their next attempt.
+  std::map<std::string, int> finished;
+  bool saw_retry = false;
+  for (const v1::Probe& probe : after.probes()) {
+    if (probe.state() == v1::PROBE_STATE_FINISHED) ++finished[probe.probe_id()];
+    saw_retry |= probe.attempt() >= 2;
+  }
+  EXPECT_EQ(finished, accepted_);
+  EXPECT_TRUE(saw_retry);
+  EXPECT_EQ(after.progress().probes_finished(), static_cast<int>(accepted_.size()));
+  EXPECT_EQ(after.files_changed_size(), 1);
+
+  // WatchJob from the start replays every event: those seen before the crash unchanged, then
+  // the rest, numbered 1..N without gaps, ending with FINISHED.
+  const std::vector<v1::JobEvent> events = Events();
+  ASSERT_GE(events.size(), events_before.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].sequence(), static_cast<int64_t>(i) + 1);
+    if (i < events_before.size()) {
+      EXPECT_TRUE(MessageDifferencer::Equals(events[i], events_before[i]))
+          << events[i].DebugString() << "\nvs\n"
+          << events_before[i].DebugString();
+    }
+  }
+  EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_FINISHED);
+  EXPECT_EQ(events.back().job().culprit().index(), kCulprit);
+}
+
+TEST_F(RecoveryTest, ReplayReproducesAFinishedJobExactly) {
+  Start();
+  job_id_ = Submit();
+  RunToTheEnd();
+  const v1::JobStatus done = Job();
+  ASSERT_EQ(done.status(), v1::OUTCOME_CULPRIT_FOUND);
+  const std::vector<v1::JobEvent> events = Events();
+  const int diffs = repos_.diffs;
+
+  Start();
+  EXPECT_EQ(recovered_.jobs, 1);
+  EXPECT_EQ(recovered_.unfinished, 0);
+  EXPECT_EQ(recovered_.orphaned_probes, 0);
+  EXPECT_TRUE(MessageDifferencer::Equals(Job(), done)) << Job().DebugString() << "\nvs\n"
+                                                       << done.DebugString();
+  const std::vector<v1::JobEvent> replayed = Events();
+  ASSERT_EQ(replayed.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_TRUE(MessageDifferencer::Equals(replayed[i], events[i])) << i;
+  }
+  EXPECT_EQ(repos_.diffs, diffs) << "the report was restored, not recomputed";
+  // Nothing new is journaled by recovering a finished job.
+  absl::StatusOr<StoredState> state = store_->Load();
+  ASSERT_TRUE(state.ok());
+  const size_t journal = state->jobs[0].journal.size();
+  Start();
+  EXPECT_EQ(store_->Load()->jobs[0].journal.size(), journal);
+}
+
+TEST_F(RecoveryTest, AWorkerThatDoesNotComeBackLeavesTheJob) {
+  Start();
+  job_id_ = Submit();
+  for (int round = 0; round < 2; ++round) {
+    Pickup();
+    Report();
+  }
+  // Restart, and only w0 and w1 come back.
+  coordinator_.reset();
+  store_.reset();
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
+      SqliteJobStore::Open(tmp_.Join("kbisect.db"));
+  ASSERT_TRUE(store.ok());
+  store_ = *std::move(store);
+  CoordinatorOptions options;
+  options.store = store_.get();
+  options.lease_duration = absl::Seconds(10);
+  options.reconnect_grace = absl::Seconds(10);
+  coordinator_ = std::make_unique<Coordinator>(options, &repos_, &clock_);
+  ASSERT_TRUE(coordinator_->Recover().ok());
+  v1::ListWorkersResponse workers = coordinator_->ListWorkers();
+  ASSERT_EQ(workers.workers_size(), 3);
+  for (const v1::Worker& worker : workers.workers()) {
+    EXPECT_EQ(worker.state(), v1::WORKER_STATE_LOST);
+    EXPECT_EQ(worker.identity().hardware_class(), "hc-1");
+  }
+  sessions_.clear();
+  held_.clear();
+  for (const char* name : {"w0", "w1"}) {
+    v1::OpenSessionRequest request;
+    request.set_worker_name(name);
+    request.mutable_identity()->set_hardware_class("hc-1");
+    sessions_[name] = coordinator_->OpenSession(request)->session_id();
+  }
+  clock_.Advance(absl::Seconds(11));
+  coordinator_->ExpireLeases();
+  RunToTheEnd();
+  const v1::JobStatus after = Job();
+  ASSERT_EQ(after.status(), v1::OUTCOME_CULPRIT_FOUND) << after.error();
+  EXPECT_EQ(after.culprit().index(), kCulprit);
+}
+
+TEST(MemoryJobStoreTest, RecoversLikeSqlite) {
+  MemoryJobStore store;
+  FakeClock clock;
+  FakeRepositoryView repos;
+  CoordinatorOptions options;
+  options.store = &store;
+  std::string job_id;
+  {
+    Coordinator coordinator(options, &repos, &clock);
+    ASSERT_TRUE(coordinator.Recover().ok());
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = Spec();
+    job_id = coordinator.SubmitJob(request)->job_id();
+    EXPECT_EQ(store.commits(), 1);
+  }
+  Coordinator coordinator(options, &repos, &clock);
+  absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_EQ(recovered->jobs, 1);
+  EXPECT_EQ(coordinator.GetJob(job_id)->state(), v1::JOB_STATE_BASELINES);
+}
+
+}  // namespace
+}  // namespace kbisect
