@@ -163,6 +163,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     if (!room()) break;
     WorkerState& state = workers_[worker];
     if (state.quarantined) continue;
+    state.gone = false;
     // Queued work this worker may run: pinned to it, or free for anyone.
     auto queued = std::find_if(queue_.begin(), queue_.end(), [&](const std::string& id) {
       const TaskEntry& entry = tasks_.at(id);
@@ -278,7 +279,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       }
     } else if (status_.state() == v1::JOB_STATE_BISECTING) {
       CheckOutliers(now);
-      SharpenCalibrations();
+      SharpenCalibrations(now);
       ClassifyPending(now);
     }
     MaybeFinish(now);
@@ -304,7 +305,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       EvaluateBaselines(now);
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
         CheckOutliers(now);
-        SharpenCalibrations();
+        SharpenCalibrations(now);
         ClassifyPending(now);
       }
     }
@@ -410,7 +411,8 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
     WorkerState& state = workers_[worker];
     if (state.calibration == entry.probe) state.calibration = -1;
-    DropProbesOf(worker, absl::StrCat("worker lost: ", why), now);
+    state.gone = true;
+    DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
     if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
     UpdateProgress();
     return std::exchange(to_cancel_, {});
@@ -576,14 +578,29 @@ int BisectJob::CalibrationRuns() const {
   return pass_fail_ || good_probe_ < 0 ? 0 : status_.probes(good_probe_).samples_size();
 }
 
-void BisectJob::SharpenCalibrations() {
+void BisectJob::SharpenCalibrations(absl::Time now) {
   for (auto& [worker, state] : workers_) {
     if (state.quarantined || state.calibration < 0) continue;
     const v1::Probe& calibration = status_.probes(state.calibration);
     if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
     const int missing = CalibrationRuns() - calibration.samples_size();
-    if (missing > 0) Extend(state.calibration, missing);
+    if (missing <= 0) continue;
+    if (state.gone) {
+      // It cannot re-measure: what it measured cannot be judged; others probe it again.
+      DropProbesOf(worker, "its worker left before its calibration was complete", now);
+    } else {
+      Extend(state.calibration, missing);
+    }
   }
+}
+
+bool BisectJob::CalibrationUsable(const std::string& worker) const {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.quarantined || it->second.calibration < 0) return false;
+  const v1::Probe& calibration = status_.probes(it->second.calibration);
+  if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) return false;
+  return status_.state() != v1::JOB_STATE_BISECTING ||
+         calibration.samples_size() >= CalibrationRuns();
 }
 
 void BisectJob::CheckOutliers(absl::Time now) {
@@ -645,7 +662,8 @@ void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
   }
 }
 
-void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now) {
+void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
+                             bool keep_measured) {
   for (auto& [id, entry] : tasks_) {
     v1::Probe& probe = ProbeOf(entry);
     if (entry.done || probe.worker() != worker || entry.probe == bad_probe_) continue;
@@ -659,6 +677,8 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
     probe.set_message(absl::StrCat("discarded: ", why));
     *probe.mutable_end_time() = ToProto(now);
   }
+  // Finished measurements stay when the worker's calibration can still judge them.
+  if (keep_measured && CalibrationUsable(worker)) return;
   unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
                                      [&](int position) {
                                        v1::Probe& probe = *status_.mutable_probes(position);
@@ -675,7 +695,8 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker,
                                                  const std::string& why, absl::Time now) {
   auto it = workers_.find(worker);
   if (it == workers_.end() || finished()) return {};
-  DropProbesOf(worker, absl::StrCat("its worker left: ", why), now);
+  it->second.gone = true;
+  DropProbesOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
   if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
   UpdateProgress();
   return std::exchange(to_cancel_, {});

@@ -108,6 +108,7 @@ class BisectJob {
     int calibration = -1;  // Probe position of its GOOD calibration, -1 before it has one.
     bool quarantined = false;
     int classified = 0;  // Probes classified since its calibration or last A/A control.
+    bool gone = false;  // Left (or lost its lease); cleared when it takes work again.
   };
 
   v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }
@@ -128,13 +129,17 @@ class BisectJob {
   // Samples a worker's GOOD calibration needs before its verdicts count.
   int CalibrationRuns() const;
   // Re-measures calibrations that have fewer samples than CalibrationRuns().
-  void SharpenCalibrations();
+  void SharpenCalibrations(absl::Time now);
   // Compares calibrated workers' GOOD medians; quarantines outliers.
   void CheckOutliers(absl::Time now);
   void Quarantine(const std::string& worker, const std::string& kind, const std::string& reason,
                   double offset_fraction, absl::Time now);
-  // Discards `worker`'s unclassified and running probes: their commits are probed again.
-  void DropProbesOf(const std::string& worker, const std::string& why, absl::Time now);
+  // Discards `worker`'s queued and running work and, unless `keep_measured` and its calibration
+  // can still judge them, its measured but unclassified probes: their commits are probed again.
+  void DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
+                    bool keep_measured = false);
+  // True when the worker's GOOD calibration is complete enough to classify its probes.
+  bool CalibrationUsable(const std::string& worker) const;
   void FillWorkerReport();
   // Starts the baselines over with a new reference worker (the old one left or was quarantined).
   void ResetReference();

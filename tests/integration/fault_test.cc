@@ -108,7 +108,7 @@ TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
   std::mt19937 random(20261130);
   // Probes take about 0.9 s (checkout, `sleep 0.1` build, 3 bench runs of 0.15 s): kills land in
   // every phase.
-  std::uniform_int_distribution<int> delay_ms(100, 500);
+  std::uniform_int_distribution<int> delay_ms(50, 250);
   int kills = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
   while (kills < 24 && std::chrono::steady_clock::now() < deadline) {

@@ -593,5 +593,21 @@ TEST(BisectJobTest, AMergeCulpritIsNamedWithHowToBisectItsBranch) {
                                                    HasSubstr("git merge-base"))));
 }
 
+TEST(BisectJobTest, AWorkerThatLeavesKeepsTheMeasurementsItsCalibrationCanJudge) {
+  BisectJob job("job", MakeSpec(), MakeCommits(10), kNow);
+  std::map<std::string, v1::Task> first = Take(job, {"a", "b"});
+  job.OnTaskFinished(first["b"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // b's GOOD.
+  std::map<std::string, v1::Task> probe = Take(job, {"b"});
+  job.OnTaskFinished(probe["b"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
+  const int position = job.status().probes_size() - 1;
+  // b leaves before the reference baselines are complete; its finished probe stays.
+  job.OnWorkerGone("b", "closed its session", kNow);
+  EXPECT_EQ(job.status().probes(position).state(), v1::PROBE_STATE_FINISHED);
+  job.OnTaskFinished(first["a"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
+  std::map<std::string, v1::Task> ref = Take(job, {"a"});
+  job.OnTaskFinished(ref["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
+}
+
 }  // namespace
 }  // namespace kbisect
