@@ -788,7 +788,15 @@ void Coordinator::DispatchLocked() {
     if (idle.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
-    const std::string& hardware_class = entry.job->status().spec().hardware_class();
+    // A job is pinned to one hardware class: the spec's, or else that of its first worker.
+    std::string hardware_class = entry.job->status().spec().hardware_class();
+    for (const v1::Probe& probe : entry.job->status().probes()) {
+      if (!hardware_class.empty()) break;
+      if (probe.worker().empty()) continue;
+      auto first = workers_.find(probe.worker());
+      if (first != workers_.end()) hardware_class = first->second.identity.hardware_class();
+      break;
+    }
     std::vector<WorkerEntry*> eligible;
     for (WorkerEntry* worker : idle) {
       if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {

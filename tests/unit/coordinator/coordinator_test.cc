@@ -335,5 +335,19 @@ TEST_F(CoordinatorTest, HardwareClassConstraintIsRespected) {
   EXPECT_EQ(Sync(good, true).assignments_size(), 1);
 }
 
+TEST_F(CoordinatorTest, AJobStaysOnTheHardwareClassOfItsFirstWorker) {
+  const std::string first = Open("first");  // hc-1
+  Sync(first, true);
+  Submit();
+  ASSERT_EQ(Sync(first, true).assignments_size(), 1);
+  v1::OpenSessionRequest other;
+  other.set_worker_name("other-gpu");
+  other.mutable_identity()->set_hardware_class("hc-2");
+  const std::string odd = coordinator_.OpenSession(other)->session_id();
+  EXPECT_EQ(Sync(odd, true).assignments_size(), 0) << "a second class never joins the job";
+  const std::string same = Open("same");  // hc-1
+  EXPECT_EQ(Sync(same, true).assignments_size(), 1);
+}
+
 }  // namespace
 }  // namespace kbisect
