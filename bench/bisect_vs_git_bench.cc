@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     const std::string cache = absl::StrCat(dir, "/cache-w", w);
     const absl::Time start = absl::Now();
     Shell run = RunShell(absl::StrCat(env, " KBISECT_CACHE_DIR=", cache, " ", bin,
-                                      "/kbisect run v1.0 main --quiet --repo ", repo,
+                                      "/kbisect run v1.0 main --quiet --no-confirm --repo ", repo,
                                       " --workers ", w, " --json ", json,
                                       " -- ./bench.sh > /dev/null 2>&1"));
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
