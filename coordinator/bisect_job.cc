@@ -35,20 +35,6 @@ double Median(const std::vector<double>& values) {
   return kbisect::Median(values).value_or(0);
 }
 
-std::string VerdictWord(v1::Verdict verdict) {
-  switch (verdict) {
-    case v1::VERDICT_GOOD:
-      return "GOOD";
-    case v1::VERDICT_BAD:
-      return "BAD";
-    case v1::VERDICT_SKIP:
-      return "SKIP";
-    case v1::VERDICT_AMBIGUOUS:
-      return "AMBIGUOUS";
-    default:
-      return "?";
-  }
-}
 
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }

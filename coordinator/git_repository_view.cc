@@ -91,7 +91,7 @@ class GitRepositoryView : public RepositoryView {
     std::string path = repository;
     if (LooksLikeUrl(repository)) {
       const std::string mirror = absl::StrCat(cache_dir_, "/coordinator-mirrors/",
-                                              std::to_string(std::hash<std::string>()(repository)),
+                                              MirrorKey(repository),
                                               ".git");
       RETURN_IF_ERROR(FetchIntoMirror(repository, mirror));
       path = mirror;

@@ -26,6 +26,21 @@ double MedianOf(absl::Span<const double> values) { return Median(values).value_o
 
 }  // namespace
 
+std::string VerdictWord(v1::Verdict verdict) {
+  switch (verdict) {
+    case v1::VERDICT_GOOD:
+      return "GOOD";
+    case v1::VERDICT_BAD:
+      return "BAD";
+    case v1::VERDICT_SKIP:
+      return "SKIP";
+    case v1::VERDICT_AMBIGUOUS:
+      return "AMBIGUOUS";
+    default:
+      return "PENDING";
+  }
+}
+
 double RegressionPercent(double before, double after, v1::Direction direction) {
   if (before == 0) return 0;
   const double pct = (after - before) / std::fabs(before) * 100.0;

@@ -37,9 +37,6 @@ class GitWorkspace : public Workspace {
   absl::StatusOr<std::string> Prepare(const std::string& repository,
                                       const std::string& sha) override;
 
-  // A stable, file-name-safe key for a repository location: its base name plus a hash.
-  static std::string RepositoryKey(const std::string& repository);
-
  private:
   const std::string cache_dir_;
   const int slot_;

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
+#include "coordinator/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
 namespace kbisect {
@@ -128,20 +129,6 @@ std::string SampleList(const google::protobuf::RepeatedField<double>& samples,
 
 bool HasValue(const v1::Probe& probe) { return probe.samples_size() > 0 || probe.median() != 0; }
 
-std::string VerdictWord(v1::Verdict verdict) {
-  switch (verdict) {
-    case v1::VERDICT_GOOD:
-      return "GOOD";
-    case v1::VERDICT_BAD:
-      return "BAD";
-    case v1::VERDICT_SKIP:
-      return "SKIP";
-    case v1::VERDICT_AMBIGUOUS:
-      return "AMBIGUOUS";
-    default:
-      return "PENDING";
-  }
-}
 
 // Probes of the bisect proper that finished, in the order they finished.
 std::vector<const v1::Probe*> FinishedBisectProbes(const v1::JobStatus& job) {

@@ -2,6 +2,8 @@
 
 #include "common/git/mirror.h"
 
+#include "absl/strings/str_format.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
@@ -374,6 +376,28 @@ absl::Status EnsureCommitInMirror(const std::string& source, const std::string& 
                                           source,
                                           "' even after a fetch; check that it was pushed and "
                                           "that the sha is right"));
+}
+
+std::string MirrorKey(const std::string& repository) {
+  // FNV-1a: stable across builds and platforms, unlike std::hash.
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : repository) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  std::string base = repository;
+  while (!base.empty() && (base.back() == '/' || base.back() == '\\')) base.pop_back();
+  if (auto slash = base.find_last_of("/:"); slash != std::string::npos) {
+    base = base.substr(slash + 1);
+  }
+  if (base.size() > 4 && base.substr(base.size() - 4) == ".git") base.resize(base.size() - 4);
+  for (char& c : base) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.';
+    if (!safe) c = '_';
+  }
+  if (base.empty() || base[0] == '.') base = "repo" + base;
+  return absl::StrFormat("%s-%016x", base.substr(0, 40), hash);
 }
 
 }  // namespace kbisect

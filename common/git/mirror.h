@@ -60,6 +60,10 @@ bool HasCommit(const std::string& mirror_dir, std::string_view sha);
 absl::Status EnsureCommitInMirror(const std::string& source, const std::string& mirror_dir,
                                   std::string_view sha);
 
+// A stable, file-name-safe name for the mirror of `repository` (a URL or path): its base name
+// plus a 64-bit FNV-1a hash of the whole location, the same in every build and on every host.
+std::string MirrorKey(const std::string& repository);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_COMMON_GIT_MIRROR_H_
