@@ -114,6 +114,12 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
     std::fprintf(stderr, "miss: status=%d culprit=%d found=%d cands=%d ambiguous=%d base=%d max=%d\n",
                  status.status(), culprit, status.culprit().index(), status.candidates_size(),
                  ambiguous, status.baseline().good().samples_size(), max_samples);
+    for (const v1::Probe& p : status.probes()) {
+      std::fprintf(stderr, "  %s index=%d truth=%s verdict=%s runs=%d median=%.4f worker=%s\n",
+                   v1::ProbeKind_Name(p.kind()).c_str(), p.index(),
+                   p.index() >= culprit ? "BAD" : "GOOD", VerdictWord(p.verdict()).c_str(),
+                   p.samples_size(), p.median(), p.worker().c_str());
+    }
   }
   Outcome out;
   out.exact = status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit;

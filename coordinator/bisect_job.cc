@@ -173,6 +173,14 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
       hand_out(worker, id);
       continue;
     }
+    // Before the baselines are settled, a worker probes ahead once: its measured probe waits
+    // for them, and further guesses would be spent on an interval nobody has narrowed yet.
+    if (status_.state() != v1::JOB_STATE_BISECTING &&
+        std::any_of(unclassified_.begin(), unclassified_.end(), [&](int position) {
+          return status_.probes(position).worker() == worker;
+        })) {
+      continue;
+    }
     probing.push_back(worker);
   }
   // Queue entries that are done (cancelled) are dropped.
@@ -256,7 +264,9 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       const v1::Probe& calibration = status_.probes(workers_[worker].calibration);
       const double moved = probe.median() - calibration.median();
       const double step = status_.baseline().bad().median() - status_.baseline().good().median();
-      if (step != 0 && std::fabs(moved) > std::fabs(step) / 3) {
+      if (step != 0 && OffsetExceeds(probe.samples(), calibration.samples(),
+                                     Mean(calibration.samples()).value_or(0),
+                                     std::fabs(step) / 3)) {
         Quarantine(worker, "control_moved",
                    absl::StrFormat("its A/A control of GOOD moved %+.2f%% from its calibration "
                                    "(more than a third of the regression): the GPU drifted",
@@ -323,21 +333,29 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
                  now);
     return;
   }
-  // Relative to this worker's own GOOD; the reference BAD is scaled by the ratio of the
-  // worker's GOOD to the reference GOOD (the multiplicative offset of an "identical" GPU).
-  const WorkerState& state = workers_.at(probe.worker());
-  const v1::Probe& good = status_.probes(state.calibration);
-  const v1::Probe& reference_good = status_.probes(good_probe_);
-  std::vector<double> bad(status_.probes(bad_probe_).samples().begin(),
-                          status_.probes(bad_probe_).samples().end());
-  if (probe.worker() != reference_worker_ && reference_good.median() != 0) {
-    const double scale = good.median() / reference_good.median();
-    for (double& sample : bad) sample *= scale;
+  // Workers whose GOOD agrees with the reference's share one pooled GOOD (the reference's and
+  // their calibrations) and the reference BAD. A worker with a significant offset is judged
+  // against its own GOOD, with the reference BAD scaled by the ratio of its GOOD to the
+  // reference GOOD (the multiplicative offset of an "identical" GPU).
+  std::vector<double> good;
+  std::vector<double> bad;
+  if (HasOffset(probe.worker())) {
+    bad.assign(status_.probes(bad_probe_).samples().begin(),
+               status_.probes(bad_probe_).samples().end());
+    const v1::Probe& calibration = status_.probes(workers_.at(probe.worker()).calibration);
+    good.assign(calibration.samples().begin(), calibration.samples().end());
+    const double reference_good = status_.probes(good_probe_).median();
+    if (reference_good != 0) {
+      for (double& sample : bad) sample *= calibration.median() / reference_good;
+    }
+  } else {
+    good = PooledGood();
+    bad = PooledBad();
   }
   ClassifierOptions options;
   options.threshold_fraction = status_.spec().threshold_fraction();
   options.max_runs = status_.spec().max_runs();
-  const ProbeClassification c = ClassifyProbe(probe.samples(), good.samples(), bad, options);
+  const ProbeClassification c = ClassifyProbe(probe.samples(), good, bad, options);
   probe.set_median(c.median);
   probe.set_p_value_vs_good(c.p_value_vs_good);
   probe.set_p_value_vs_bad(c.p_value_vs_bad);
@@ -484,8 +502,9 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   if (status_.direction() == v1::DIRECTION_UNSPECIFIED) {
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
   }
+  // Calibrations that agree with the reference's GOOD sharpen it (see PooledGood).
   const BaselineAssessment assessment =
-      AssessBaselines(good.samples(), bad.samples(), status_.direction(),
+      AssessBaselines(PooledGood(), bad.samples(), status_.direction(),
                       status_.spec().min_effect_fraction(), status_.spec().max_runs());
   if (assessment.more_runs > 0) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
@@ -555,7 +574,7 @@ bool BisectJob::WorkerReady(const std::string& worker) const {
   if (it == workers_.end() || it->second.quarantined || it->second.calibration < 0) return false;
   const v1::Probe& calibration = status_.probes(it->second.calibration);
   return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration) &&
-         calibration.samples_size() >= CalibrationRuns();
+         (calibration.samples_size() >= CalibrationRuns() || !HasOffset(worker));
 }
 
 int BisectJob::CalibrationRuns() const {
@@ -570,7 +589,7 @@ void BisectJob::SharpenCalibrations(absl::Time now) {
     const v1::Probe& calibration = status_.probes(state.calibration);
     if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
     const int missing = CalibrationRuns() - calibration.samples_size();
-    if (missing <= 0) continue;
+    if (missing <= 0 || !HasOffset(worker)) continue;
     if (state.gone) {
       // It cannot re-measure: what it measured cannot be judged; others probe it again.
       DropProbesOf(worker, "its worker left before its calibration was complete", now);
@@ -586,7 +605,55 @@ bool BisectJob::CalibrationUsable(const std::string& worker) const {
   const v1::Probe& calibration = status_.probes(it->second.calibration);
   if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) return false;
   return status_.state() != v1::JOB_STATE_BISECTING ||
-         calibration.samples_size() >= CalibrationRuns();
+         calibration.samples_size() >= CalibrationRuns() || !HasOffset(worker);
+}
+
+bool BisectJob::HasOffset(const std::string& worker) const {
+  if (pass_fail_ || worker == reference_worker_ || good_probe_ < 0) return false;
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.calibration < 0) return false;
+  const v1::Probe& calibration = status_.probes(it->second.calibration);
+  const v1::Probe& reference = status_.probes(good_probe_);
+  if (!Measured(calibration) || !Measured(reference)) return false;
+  return OffsetIsSignificant(calibration.samples(), reference.samples());
+}
+
+std::vector<double> BisectJob::PooledGood() const {
+  const v1::Probe& reference = status_.probes(good_probe_);
+  std::vector<double> pooled(reference.samples().begin(), reference.samples().end());
+  for (const auto& [worker, state] : workers_) {
+    if (worker == reference_worker_ || state.quarantined || state.calibration < 0) continue;
+    const v1::Probe& calibration = status_.probes(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration) ||
+        HasOffset(worker)) {
+      continue;
+    }
+    pooled.insert(pooled.end(), calibration.samples().begin(), calibration.samples().end());
+  }
+  AddClassifiedSamples(v1::VERDICT_GOOD, &pooled);
+  return pooled;
+}
+
+std::vector<double> BisectJob::PooledBad() const {
+  const v1::Probe& reference = status_.probes(bad_probe_);
+  std::vector<double> pooled(reference.samples().begin(), reference.samples().end());
+  AddClassifiedSamples(v1::VERDICT_BAD, &pooled);
+  return pooled;
+}
+
+void BisectJob::AddClassifiedSamples(v1::Verdict verdict, std::vector<double>* pooled) const {
+  if (status_.state() != v1::JOB_STATE_BISECTING) return;
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.verdict() != verdict ||
+        probe.state() != v1::PROBE_STATE_FINISHED) {
+      continue;
+    }
+    auto it = workers_.find(probe.worker());
+    if (it == workers_.end() || it->second.quarantined || HasOffset(probe.worker())) continue;
+    const double p = verdict == v1::VERDICT_GOOD ? probe.p_value_vs_good() : probe.p_value_vs_bad();
+    if (p < kPoolAlpha) continue;
+    pooled->insert(pooled->end(), probe.samples().begin(), probe.samples().end());
+  }
 }
 
 void BisectJob::CheckOutliers(absl::Time now) {
@@ -605,11 +672,15 @@ void BisectJob::CheckOutliers(absl::Time now) {
   // With three or more workers the pool's median is the centre (robust to one odd GPU); with
   // fewer, the reference worker's GOOD.
   const double center = medians.size() >= 3 ? Median(medians) : reference;
+  const v1::Probe& reference_good = status_.probes(good_probe_);
   for (const auto& [worker, median] : calibrated) {
     WorkerState& state = workers_[worker];
     if (state.quarantined || center == 0) continue;
     const double offset = median - center;
-    if (std::fabs(offset) > std::fabs(step) / 3) {
+    const v1::Probe& calibration = status_.probes(state.calibration);
+    if (std::fabs(offset) > std::fabs(step) / 3 &&
+        OffsetExceeds(calibration.samples(), reference_good.samples(), center,
+                      std::fabs(step) / 3)) {
       Quarantine(worker, "baseline_outlier",
                  absl::StrFormat("its GOOD median %s is %+.1f%% off the pool's %s, more than a "
                                  "third of the regression (%.1f%%): its probes are re-run "

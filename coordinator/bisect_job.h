@@ -126,7 +126,20 @@ class BisectJob {
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
   // True when probes measured by `worker` can be classified now.
   bool WorkerReady(const std::string& worker) const;
-  // Samples a worker's GOOD calibration needs before its verdicts count.
+  // True when `worker`'s GOOD calibration differs significantly from the reference GOOD (see
+  // OffsetIsSignificant): its verdicts are then judged against its own, sharpened calibration.
+  bool HasOffset(const std::string& worker) const;
+  // The reference GOOD samples together with the calibrations of every worker that agrees with
+  // it (not quarantined, no significant offset).
+  std::vector<double> PooledGood() const;
+  // The reference BAD samples, with classified probes as PooledGood adds them.
+  std::vector<double> PooledBad() const;
+  // Adds the samples of bisect probes classified `verdict` by workers in the pool whose samples
+  // agree with that baseline (p >= kPoolAlpha): under one step they measure the same value, and
+  // every verdict after them is judged against sharper baselines.
+  void AddClassifiedSamples(v1::Verdict verdict, std::vector<double>* pooled) const;
+  static constexpr double kPoolAlpha = 0.05;
+  // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset.
   int CalibrationRuns() const;
   // Re-measures calibrations that have fewer samples than CalibrationRuns().
   void SharpenCalibrations(absl::Time now);

@@ -14,15 +14,49 @@ constexpr double kNoiseWarningPct = 5.0;
 constexpr double kMinimumEffectPct = 1.0;
 
 constexpr double kBaselineAlpha = 0.05;
-constexpr double kBaselineClearZ = 3.0;
+constexpr double kBaselineClearZ = 4.0;
 constexpr int kMinBaselineRuns = 5;
 constexpr double kOverwhelmingZ = 10.0;
 // Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
 constexpr double kMedianEfficiency = 1.2533;
+// How many standard errors of the estimate the spread is inflated by (see ConservativeSigma).
+constexpr double kSigmaInflation = 1.0;
+// The baselines' spread is inflated more: an under-estimate there biases every verdict.
+constexpr double kBaselineSigmaInflation = 1.5;
+// Standard errors apart at which a worker's GOOD has an offset from the reference's.
+constexpr double kOffsetZ = 3.0;
 
 double MedianOf(absl::Span<const double> values) { return Median(values).value_or(0); }
 
+double MeanOf(absl::Span<const double> values) { return Mean(values).value_or(0); }
 
+// Pooled standard deviation of the two baselines around their own means, and its degrees of
+// freedom.
+struct PooledSpread {
+  double sigma = 0;
+  double dof = 1;
+};
+
+PooledSpread Pooled(absl::Span<const double> good, absl::Span<const double> bad) {
+  const double ng = static_cast<double>(good.size());
+  const double nb = static_cast<double>(bad.size());
+  const double sg = good.size() > 1 ? SampleStdDev(good).value_or(0) : 0;
+  const double sb = bad.size() > 1 ? SampleStdDev(bad).value_or(0) : 0;
+  PooledSpread out;
+  out.dof = std::max(1.0, ng + nb - 2);
+  out.sigma = std::sqrt(((ng - 1) * sg * sg + (nb - 1) * sb * sb) / out.dof);
+  return out;
+}
+
+double ConservativeSigma(absl::Span<const double> good, absl::Span<const double> bad,
+                         double inflation = kSigmaInflation) {
+  const PooledSpread pooled = Pooled(good, bad);
+  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
+  // Few samples under-estimate the spread as often as not: inflate by about one standard error
+  // of the estimate, so that thin baselines ask for more runs instead of guessing.
+  return std::max(pooled.sigma * (1 + inflation / std::sqrt(pooled.dof)),
+                  std::max(floor, 1e-300));
+}
 
 }  // namespace
 
@@ -57,19 +91,6 @@ double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b) {
   return p;
 }
 
-double ConservativeSigma(absl::Span<const double> good, absl::Span<const double> bad) {
-  const double ng = static_cast<double>(good.size());
-  const double nb = static_cast<double>(bad.size());
-  const double sg = good.size() > 1 ? SampleStdDev(good).value_or(0) : 0;
-  const double sb = bad.size() > 1 ? SampleStdDev(bad).value_or(0) : 0;
-  const double dof = std::max(1.0, ng + nb - 2);
-  const double pooled = std::sqrt(((ng - 1) * sg * sg + (nb - 1) * sb * sb) / dof);
-  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
-  // Few samples under-estimate the spread as often as not: inflate (roughly the upper end of a
-  // chi-square interval), so that thin baselines ask for more runs instead of guessing.
-  return std::max(pooled * (1 + 2.0 / std::sqrt(dof)), std::max(floor, 1e-300));
-}
-
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options) {
   ProbeClassification out;
@@ -83,46 +104,55 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   out.p_value_vs_bad = MinTestPValue(samples, bad);
   const v1::Verdict by_threshold = ClassifyByThreshold(samples, g, b, options.threshold_fraction);
 
-  // Sequential evidence: Wald's log-likelihood ratio of "like BAD" against "like GOOD", i.e.
-  // each sample adds step * (x - midpoint) / sigma^2, positive on BAD's side, with each sample's
-  // weight capped so that one outlier cannot decide alone. The threshold rule must agree: a
-  // commit between the threshold and the midpoint (a partial step) keeps being measured until
-  // max_runs, where the threshold decides.
+  // Sequential evidence: Wald's log-likelihood ratio of "like BAD" against "like GOOD". Each
+  // sample adds (mean_bad - mean_good) * (x - midpoint) / sigma^2, positive on BAD's side, its
+  // weight capped so that one outlier cannot decide alone. Under one step every commit is like
+  // GOOD or like BAD, and this test needs the fewest runs for a given error rate.
+  const double mean_good = MeanOf(good);
+  const double mean_bad = MeanOf(bad);
+  const double mean_step = mean_bad - mean_good;
   const double sigma = ConservativeSigma(good, bad);
-  const double unit = step / (sigma * sigma);
+  const double unit = mean_step / (sigma * sigma);
   // At most a third of the evidence needed per sample: three agreeing samples, at least.
-  const double cap = std::min(2.0 * step * step / (sigma * sigma), options.evidence / 3);
-  const double midpoint = (g + b) / 2;
+  const double cap = std::min(2.0 * mean_step * mean_step / (sigma * sigma), options.evidence / 3);
+  const double midpoint = (mean_good + mean_bad) / 2;
   double evidence = 0;
   for (double x : samples) evidence += std::clamp(unit * (x - midpoint), -cap, cap);
   const double margin = std::fabs(out.median - threshold);
   const bool in_floor_band = margin < options.floor_band * std::fabs(step);
   const int floor = in_floor_band ? options.floor_runs : 1;
-  const bool agrees = (evidence > 0) == (by_threshold == v1::VERDICT_BAD);
+  // The seed's threshold is the point rule: a commit whose median is significantly on the other
+  // side of the threshold than the evidence says is a partial step (between the threshold and
+  // the midpoint), which the threshold rule defines. It is measured on, and judged by the
+  // threshold once the runs are exhausted.
+  const double median_error = kMedianEfficiency * sigma / std::sqrt(static_cast<double>(n));
+  const bool past_threshold = (out.median - threshold) * (step > 0 ? 1 : -1) > 0;
+  const bool partial_step = (evidence > 0) != past_threshold &&
+                            margin > options.partial_step_z * median_error;
   if (std::fabs(evidence) >= options.evidence && n >= floor) {
-    if (agrees) {
-      out.verdict = by_threshold;
+    if (!partial_step) {
+      out.verdict = evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
       out.reason = absl::StrFormat("median %.4g, evidence %.1f after %d runs (threshold %.4g)",
                                    out.median, evidence, n, threshold);
       return out;
     }
-    // The median lies between the threshold and the midpoint: noise around a baseline (more
-    // runs settle it) or a partial step (distinct from both baselines), which the threshold rule
-    // defines. Measure on; at max_runs decide which it is.
     if (n >= options.max_runs) {
-      const bool partial_step =
-          out.p_value_vs_good < options.alpha && out.p_value_vs_bad < options.alpha;
-      out.verdict = partial_step ? by_threshold
-                                 : (evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
+      out.verdict = by_threshold;
       out.reason = absl::StrFormat(
-          "median %.4g between the threshold %.4g and the midpoint after %d runs: %s", out.median,
-          threshold, n,
-          partial_step ? "a partial step, judged by the threshold" : "judged by the evidence");
+          "median %.4g lies between the threshold %.4g and the midpoint after %d runs: a partial "
+          "step, judged by the threshold",
+          out.median, threshold, n);
       return out;
     }
   }
   if (n < options.max_runs) {
-    out.more_runs = std::min(std::max(n, floor - n), options.max_runs - n);
+    // As many runs as the evidence still missing needs at the expected rate per run (half the
+    // squared step in noise units), at least two, at most twice as many as so far.
+    const double per_run = std::max(1e-9, std::min(cap, mean_step * mean_step / (2 * sigma * sigma)));
+    const double missing = std::max(0.0, options.evidence - std::fabs(evidence));
+    const int expected = static_cast<int>(std::ceil(missing / per_run));
+    out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}),
+                             options.max_runs - n);
     out.reason = absl::StrFormat(
         "median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs", out.median,
         evidence, options.evidence, n, out.more_runs);
@@ -159,10 +189,9 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   const bool overlap = !(*good_max < *bad_min || *bad_max < *good_min);
   out.p_value = MinTestPValue(good, bad);
 
-  const double sigma = ConservativeSigma(good, bad);
+  const double sigma = ConservativeSigma(good, bad, kBaselineSigmaInflation);
   const size_t n = std::min(good.size(), bad.size());
   const double standard_error = kMedianEfficiency * sigma * std::sqrt(2.0 / static_cast<double>(n));
-  const double z = std::fabs(out.bad_median - out.good_median) / standard_error;
   // The difference's uncertainty in percent of GOOD: "no regression" needs it small too.
   const double uncertainty_pct =
       out.good_median == 0 ? 0 : 100.0 * standard_error / std::fabs(out.good_median);
@@ -181,19 +210,32 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
         magnitude, min_effect_pct);
     return out;
   }
-  // The baselines fix the threshold every verdict is measured against: they must be sharp.
-  // Three samples can look tight by chance: below kMinBaselineRuns only an overwhelming
-  // separation counts as clear.
-  const bool clear = !overlap && z >= (static_cast<int>(n) >= kMinBaselineRuns
-                                           ? kBaselineClearZ
-                                           : kOverwhelmingZ);
+  // The baselines fix the midpoint and the threshold every verdict is measured against: the
+  // difference of their means must be kBaselineClearZ standard errors, which puts the midpoint
+  // within a fifth of the half-step (one standard error). Three samples can look tight by
+  // chance: below kMinBaselineRuns only an overwhelming, non-overlapping separation counts.
+  const double mean_error =
+      sigma * std::sqrt(1.0 / static_cast<double>(good.size()) + 1.0 / static_cast<double>(bad.size()));
+  const double mean_difference = std::fabs(MeanOf(bad) - MeanOf(good));
+  const double z = mean_error > 0 ? mean_difference / mean_error : kOverwhelmingZ;
+  const bool clear = static_cast<int>(n) >= kMinBaselineRuns
+                         ? z >= kBaselineClearZ
+                         : !overlap && z >= kOverwhelmingZ;
   if (!clear) {
     if (static_cast<int>(n) < max_runs) {
-      out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));
+      // Enough runs of each for the clear z, if the spread and the difference hold: at least
+      // half again as many, at most twice as many.
+      const double wanted =
+          mean_difference > 0
+              ? 2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2)
+              : 2.0 * static_cast<double>(n);
+      const int more = std::clamp(static_cast<int>(std::ceil(wanted)) - static_cast<int>(n),
+                                  std::max(2, static_cast<int>(n) / 4), static_cast<int>(n));
+      out.more_runs = std::min(more, max_runs - static_cast<int>(n));
       out.reason = absl::StrFormat(
-          "GOOD and BAD differ by %.2f%% but the samples are too noisy to tell (%s): %d more runs "
-          "of each",
-          magnitude, overlap ? "they overlap" : "too few", out.more_runs);
+          "GOOD and BAD differ by %.2f%% but the samples are too noisy to place the threshold "
+          "(%.1f standard errors apart, %.0f needed): %d more runs of each",
+          magnitude, z, kBaselineClearZ, out.more_runs);
       return out;
     }
     if (out.p_value >= kBaselineAlpha) {
@@ -219,6 +261,24 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
         magnitude));
   }
   return out;
+}
+
+bool OffsetIsSignificant(absl::Span<const double> calibration, absl::Span<const double> reference) {
+  if (calibration.empty() || reference.empty()) return false;
+  const double sigma = ConservativeSigma(calibration, reference);
+  const double error = sigma * std::sqrt(1.0 / static_cast<double>(calibration.size()) +
+                                         1.0 / static_cast<double>(reference.size()));
+  const double difference = std::fabs(MeanOf(calibration) - MeanOf(reference));
+  return error > 0 && difference > kOffsetZ * error;
+}
+
+bool OffsetExceeds(absl::Span<const double> samples, absl::Span<const double> reference,
+                   double center, double limit) {
+  if (samples.empty() || reference.empty()) return false;
+  const double sigma = ConservativeSigma(samples, reference);
+  const double error = sigma * std::sqrt(1.0 / static_cast<double>(samples.size()) +
+                                         1.0 / static_cast<double>(reference.size()));
+  return std::fabs(MeanOf(samples) - center) - 2 * error > std::fabs(limit);
 }
 
 v1::Verdict ClassifyByThreshold(absl::Span<const double> samples, double good_median,

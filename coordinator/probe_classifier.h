@@ -54,7 +54,10 @@ struct ClassifierOptions {
   double floor_band = 0.1;
   int floor_runs = 5;
   // Sequential evidence (log-likelihood-ratio units) needed to decide before max_runs.
-  double evidence = 7.6;
+  double evidence = 7.0;
+  // A verdict of the evidence whose median lies this many standard errors on the other side of
+  // the threshold marks a partial step, judged by the threshold at max_runs.
+  double partial_step_z = 3.0;
   // At max_runs, a side is "clearly different" below this p-value (min of Mann-Whitney U and
   // Kolmogorov-Smirnov, as Pinpoint does).
   double alpha = 0.01;
@@ -80,6 +83,19 @@ struct ProbeClassification {
 // test against the other baseline (min of Mann-Whitney U and KS, as Pinpoint), else AMBIGUOUS.
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options);
+
+// True when a worker's GOOD samples `calibration` differ from the reference worker's GOOD
+// samples `reference` by more than noise: the difference of the means is over three standard
+// errors (pooled spread), or, with at least three samples each, the two sets do not overlap and
+// min(Mann-Whitney U, KS) is under 0.01. Workers without a significant offset share one pool.
+bool OffsetIsSignificant(absl::Span<const double> calibration, absl::Span<const double> reference);
+
+// True when `samples` (a worker's GOOD calibration or A/A control) lie clearly more than `limit`
+// away from `center` (the pool's or the worker's own GOOD): their mean's distance to it exceeds
+// `limit` by two standard errors, the spread taken from `samples` and `reference` (the samples
+// `center` was computed from). A noisy GPU is not quarantined on three unlucky runs.
+bool OffsetExceeds(absl::Span<const double> samples, absl::Span<const double> reference,
+                   double center, double limit);
 
 // Min of the two-sided Mann-Whitney U and Kolmogorov-Smirnov p-values (1 when undefined).
 double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b);
