@@ -8,9 +8,11 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "coordinator/root_cause/root_cause.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -40,6 +42,11 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
   std::string uuids;
   for (const v1::GpuInfo& gpu : identity.gpus()) absl::StrAppend(&uuids, gpu.uuid(), ",");
   return uuids;
+}
+
+// "JOB_STATE_QUEUED" -> "queued": an enum value's name without its prefix, in lower case.
+std::string EnumLabel(const std::string& name, absl::string_view prefix) {
+  return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
 }
 
 absl::Status ValidateSpec(const v1::JobSpec& spec) {
@@ -755,6 +762,42 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
   return response;
 }
 
+// --- Monitoring ---------------------------------------------------------------------------------
+
+MetricsSnapshot Coordinator::Metrics() const {
+  MetricsSnapshot snapshot;
+  for (int state = v1::JOB_STATE_QUEUED; state <= v1::JOB_STATE_FAILED; ++state) {
+    if (!v1::JobState_IsValid(state)) continue;
+    snapshot.jobs_by_state[EnumLabel(v1::JobState_Name(state), "JOB_STATE_")] = 0;
+  }
+  for (int verdict = v1::VERDICT_GOOD; verdict <= v1::VERDICT_AMBIGUOUS; ++verdict) {
+    if (!v1::Verdict_IsValid(verdict)) continue;
+    snapshot.probes_by_verdict[EnumLabel(v1::Verdict_Name(verdict), "VERDICT_")] = 0;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, entry] : jobs_) {
+    const v1::JobStatus& status = entry.job->status();
+    ++snapshot.jobs_by_state[EnumLabel(v1::JobState_Name(status.state()), "JOB_STATE_")];
+    for (const v1::Probe& probe : status.probes()) {
+      if (probe.verdict() == v1::VERDICT_UNSPECIFIED) continue;
+      ++snapshot.probes_by_verdict[EnumLabel(v1::Verdict_Name(probe.verdict()), "VERDICT_")];
+    }
+    snapshot.bench_runs += status.bench_runs();
+    snapshot.drift_events += status.drift_events_size();
+    // Every drift event but a lost calibration ("identity_changed") records a quarantine, which
+    // BisectJob makes at most once per worker and job.
+    for (const v1::DriftEvent& event : status.drift_events()) {
+      if (event.kind() != "identity_changed") ++snapshot.quarantines;
+    }
+  }
+  for (const auto& [id, worker] : workers_) {
+    ++snapshot.workers[{worker.identity.hardware_class(),
+                        EnumLabel(v1::WorkerState_Name(worker.state), "WORKER_STATE_")}];
+  }
+  snapshot.lease_expiries = lease_expiries_;
+  return snapshot;
+}
+
 // --- Leases -------------------------------------------------------------------------------------
 
 void Coordinator::DispatchLocked() {
@@ -925,6 +968,7 @@ void Coordinator::ExpireLeases() {
   bool changed = false;
   for (auto& [id, lease] : leases_) {
     if (lease.state == LeaseState::kActive && lease.expire < now) {
+      ++lease_expiries_;
       LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
       changed = true;
     }

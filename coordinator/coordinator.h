@@ -33,6 +33,7 @@
 #include "common/clock/clock.h"
 #include "coordinator/bisect_job.h"
 #include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
 #include "coordinator/repository_view.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -125,6 +126,14 @@ class Coordinator {
   absl::StatusOr<v1::CompleteLeaseResponse> CompleteLease(const v1::CompleteLeaseRequest& request);
 
   absl::Status CloseSession(const v1::CloseSessionRequest& request);
+
+  // --- Monitoring. -----------------------------------------------------------------------------
+
+  // The counts behind the Prometheus metrics (coordinator/metrics.h), taken under the lock so
+  // they are consistent with each other. Probes, bench runs, drift events and quarantines are
+  // summed over every job the coordinator knows (recovered ones included); lease expiries count
+  // since this process started.
+  MetricsSnapshot Metrics() const;
 
   // --- Housekeeping. ---------------------------------------------------------------------------
 
@@ -243,6 +252,7 @@ class Coordinator {
   std::map<std::string, LeaseEntry> leases_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
+  int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
 

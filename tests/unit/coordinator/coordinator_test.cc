@@ -4,6 +4,7 @@
 // Synchronize calls, and a fake RepositoryView.
 #include "coordinator/coordinator.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -204,7 +205,8 @@ TEST_F(CoordinatorTest, ExpiredLeaseIsRedispatchedAndItsLateResultRejected) {
   v1::CompleteLeaseResponse again = Complete(b, moved, Measure(moved.task(), 10));
   EXPECT_TRUE(again.accepted());
   EXPECT_TRUE(again.duplicate());
-  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(coordinator_.ListJobs({}).jobs(0).job_id());
+  absl::StatusOr<v1::JobStatus> job =
+      coordinator_.GetJob(coordinator_.ListJobs({}).jobs(0).job_id());
   int finished = 0;
   for (const v1::Probe& probe : job->probes()) {
     finished += probe.state() == v1::PROBE_STATE_FINISHED ? 1 : 0;
@@ -224,8 +226,8 @@ TEST_F(CoordinatorTest, HeartbeatsKeepALeaseAlive) {
     EXPECT_EQ(beat.cancellations_size(), 0);
     coordinator_.ExpireLeases();
   }
-  EXPECT_TRUE(Complete(a, first.assignments(0), Measure(first.assignments(0).task(), 5))
-                  .accepted());
+  EXPECT_TRUE(
+      Complete(a, first.assignments(0), Measure(first.assignments(0).task(), 5)).accepted());
 }
 
 TEST_F(CoordinatorTest, WorkerThatForgetsItsLeaseLosesIt) {
@@ -240,6 +242,94 @@ TEST_F(CoordinatorTest, WorkerThatForgetsItsLeaseLosesIt) {
   ASSERT_EQ(second.assignments_size(), 1);
   EXPECT_EQ(second.assignments(0).task().task_id(), first.assignments(0).task().task_id());
   EXPECT_EQ(second.assignments(0).attempt(), 2);
+}
+
+// "A worker may only report on leases it holds": another worker can neither report on a lease
+// nor keep it alive by listing it in its heartbeats.
+TEST_F(CoordinatorTest, OnlyTheHolderMayReportOrRenewALease) {
+  const std::string a = Open("a");
+  const std::string b = Open("b");
+  Sync(a, true);
+  Submit();
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  const v1::Lease lease = first.assignments(0);
+
+  v1::CompleteLeaseRequest forged;
+  forged.set_session_id(b);
+  forged.set_lease_id(lease.lease_id());
+  forged.set_attempt(lease.attempt());
+  *forged.mutable_result() = Measure(lease.task(), 10);
+  EXPECT_EQ(coordinator_.CompleteLease(forged).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  clock_.Advance(absl::Seconds(6));
+  v1::SynchronizeResponse beat = Sync(b, false, {lease});
+  ASSERT_EQ(beat.cancellations_size(), 1);
+  EXPECT_EQ(beat.cancellations(0).lease_id(), lease.lease_id());
+  clock_.Advance(absl::Seconds(5));
+  coordinator_.ExpireLeases();
+  EXPECT_EQ(coordinator_.Metrics().lease_expiries, 1) << "b's heartbeat did not renew it";
+  EXPECT_FALSE(Complete(a, lease, Measure(lease.task(), 10)).accepted());
+}
+
+TEST_F(CoordinatorTest, MetricsCountJobsProbesRunsAndWorkers) {
+  MetricsSnapshot empty = coordinator_.Metrics();
+  EXPECT_EQ(empty.jobs_by_state, (std::map<std::string, int64_t>{{"queued", 0},
+                                                                 {"baselines", 0},
+                                                                 {"bisecting", 0},
+                                                                 {"confirming", 0},
+                                                                 {"done", 0},
+                                                                 {"cancelled", 0},
+                                                                 {"failed", 0}}));
+  EXPECT_EQ(empty.probes_by_verdict, (std::map<std::string, int64_t>{
+                                         {"good", 0}, {"bad", 0}, {"skip", 0}, {"ambiguous", 0}}));
+  EXPECT_TRUE(empty.workers.empty());
+
+  std::vector<std::string> sessions = {Open("w0"), Open("w1")};
+  for (const std::string& s : sessions) Sync(s, /*ready=*/true);
+  const std::string job_id = Submit();
+  const std::string cancelled = Submit();
+  for (int guard = 0; guard < 200; ++guard) {
+    if (coordinator_.GetJob(job_id)->state() == v1::JOB_STATE_DONE) break;
+    for (const std::string& s : sessions) {
+      const v1::SynchronizeResponse response = Sync(s, /*ready=*/true);
+      for (const v1::Lease& lease : response.assignments()) {
+        Complete(s, lease, Measure(lease.task(), 41));
+      }
+    }
+  }
+  ASSERT_TRUE(coordinator_.CancelJob(cancelled, "test").ok());
+  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+  ASSERT_EQ(job->state(), v1::JOB_STATE_DONE);
+  std::map<std::string, int64_t> verdicts = {
+      {"good", 0}, {"bad", 0}, {"skip", 0}, {"ambiguous", 0}};
+  int64_t bench_runs = job->bench_runs() + coordinator_.GetJob(cancelled)->bench_runs();
+  for (const std::string& id : {job_id, cancelled}) {
+    const absl::StatusOr<v1::JobStatus> status = coordinator_.GetJob(id);
+    ASSERT_TRUE(status.ok());
+    for (const v1::Probe& probe : status->probes()) {
+      if (probe.verdict() == v1::VERDICT_GOOD) ++verdicts["good"];
+      if (probe.verdict() == v1::VERDICT_BAD) ++verdicts["bad"];
+    }
+  }
+  ASSERT_GT(verdicts["good"] + verdicts["bad"], 0);
+
+  MetricsSnapshot metrics = coordinator_.Metrics();
+  EXPECT_EQ(metrics.jobs_by_state["done"], 1);
+  EXPECT_EQ(metrics.jobs_by_state["cancelled"], 1);
+  EXPECT_EQ(metrics.jobs_by_state["queued"] + metrics.jobs_by_state["baselines"] +
+                metrics.jobs_by_state["bisecting"] + metrics.jobs_by_state["confirming"] +
+                metrics.jobs_by_state["failed"],
+            0);
+  EXPECT_EQ(metrics.probes_by_verdict, verdicts);
+  EXPECT_GT(metrics.bench_runs, 0);
+  EXPECT_EQ(metrics.bench_runs, bench_runs);
+  EXPECT_EQ(metrics.drift_events, 0);
+  EXPECT_EQ(metrics.quarantines, 0);
+  EXPECT_EQ(metrics.lease_expiries, 0);
+  EXPECT_EQ(metrics.workers,
+            (std::map<std::pair<std::string, std::string>, int64_t>{{{"hc-1", "idle"}, 2}}));
 }
 
 TEST_F(CoordinatorTest, RequestIdMakesSubmissionIdempotent) {

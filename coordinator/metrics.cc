@@ -1,0 +1,67 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/metrics.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kbisect {
+namespace {
+
+void Header(std::string* out, absl::string_view name, absl::string_view type,
+            absl::string_view help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(absl::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderPrometheusText(const MetricsSnapshot& snapshot) {
+  std::string out;
+  Header(&out, "kbisect_jobs", "gauge", "Jobs known to the coordinator, by state.");
+  for (const auto& [state, count] : snapshot.jobs_by_state) {
+    absl::StrAppend(&out, "kbisect_jobs{state=\"", EscapeLabelValue(state), "\"} ", count, "\n");
+  }
+  Header(&out, "kbisect_probes_total", "counter", "Classified probes of all jobs, by verdict.");
+  for (const auto& [verdict, count] : snapshot.probes_by_verdict) {
+    absl::StrAppend(&out, "kbisect_probes_total{verdict=\"", EscapeLabelValue(verdict), "\"} ",
+                    count, "\n");
+  }
+  Header(&out, "kbisect_bench_runs_total", "counter",
+         "Benchmark executions of all jobs, baselines included.");
+  absl::StrAppend(&out, "kbisect_bench_runs_total ", snapshot.bench_runs, "\n");
+  Header(&out, "kbisect_workers", "gauge", "Workers by hardware class and state.");
+  for (const auto& [key, count] : snapshot.workers) {
+    absl::StrAppend(&out, "kbisect_workers{hardware_class=\"", EscapeLabelValue(key.first),
+                    "\",state=\"", EscapeLabelValue(key.second), "\"} ", count, "\n");
+  }
+  Header(&out, "kbisect_drift_events_total", "counter",
+         "Drift events of all jobs (quarantines, calibrations lost to a hardware change).");
+  absl::StrAppend(&out, "kbisect_drift_events_total ", snapshot.drift_events, "\n");
+  Header(&out, "kbisect_quarantines_total", "counter", "Workers quarantined for a job.");
+  absl::StrAppend(&out, "kbisect_quarantines_total ", snapshot.quarantines, "\n");
+  Header(&out, "kbisect_lease_expiries_total", "counter",
+         "Leases that expired without a heartbeat since the coordinator started.");
+  absl::StrAppend(&out, "kbisect_lease_expiries_total ", snapshot.lease_expiries, "\n");
+  return out;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,76 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The Prometheus text rendering of the coordinator's metrics: exact output, label escaping.
+#include "coordinator/metrics.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EscapeLabelValueTest, EscapesBackslashQuoteAndNewline) {
+  EXPECT_EQ(EscapeLabelValue("plain value-1.2"), "plain value-1.2");
+  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(EscapeLabelValue(""), "");
+}
+
+TEST(RenderPrometheusTextTest, ExactExposition) {
+  MetricsSnapshot snapshot;
+  snapshot.jobs_by_state = {{"bisecting", 1}, {"done", 2}, {"queued", 0}};
+  snapshot.probes_by_verdict = {{"bad", 3}, {"good", 4}, {"skip", 0}};
+  snapshot.bench_runs = 57;
+  snapshot.workers = {{{"0a1b2c", "busy"}, 2}, {{"0a1b2c", "idle"}, 1}, {{"", "lost"}, 1}};
+  snapshot.drift_events = 2;
+  snapshot.quarantines = 1;
+  snapshot.lease_expiries = 3;
+  EXPECT_EQ(RenderPrometheusText(snapshot),
+            "# HELP kbisect_jobs Jobs known to the coordinator, by state.\n"
+            "# TYPE kbisect_jobs gauge\n"
+            "kbisect_jobs{state=\"bisecting\"} 1\n"
+            "kbisect_jobs{state=\"done\"} 2\n"
+            "kbisect_jobs{state=\"queued\"} 0\n"
+            "# HELP kbisect_probes_total Classified probes of all jobs, by verdict.\n"
+            "# TYPE kbisect_probes_total counter\n"
+            "kbisect_probes_total{verdict=\"bad\"} 3\n"
+            "kbisect_probes_total{verdict=\"good\"} 4\n"
+            "kbisect_probes_total{verdict=\"skip\"} 0\n"
+            "# HELP kbisect_bench_runs_total Benchmark executions of all jobs, baselines "
+            "included.\n"
+            "# TYPE kbisect_bench_runs_total counter\n"
+            "kbisect_bench_runs_total 57\n"
+            "# HELP kbisect_workers Workers by hardware class and state.\n"
+            "# TYPE kbisect_workers gauge\n"
+            "kbisect_workers{hardware_class=\"\",state=\"lost\"} 1\n"
+            "kbisect_workers{hardware_class=\"0a1b2c\",state=\"busy\"} 2\n"
+            "kbisect_workers{hardware_class=\"0a1b2c\",state=\"idle\"} 1\n"
+            "# HELP kbisect_drift_events_total Drift events of all jobs (quarantines, "
+            "calibrations lost to a hardware change).\n"
+            "# TYPE kbisect_drift_events_total counter\n"
+            "kbisect_drift_events_total 2\n"
+            "# HELP kbisect_quarantines_total Workers quarantined for a job.\n"
+            "# TYPE kbisect_quarantines_total counter\n"
+            "kbisect_quarantines_total 1\n"
+            "# HELP kbisect_lease_expiries_total Leases that expired without a heartbeat since "
+            "the coordinator started.\n"
+            "# TYPE kbisect_lease_expiries_total counter\n"
+            "kbisect_lease_expiries_total 3\n");
+}
+
+TEST(RenderPrometheusTextTest, EscapesLabelValuesAndKeepsEmptyMetricsDeclared) {
+  MetricsSnapshot snapshot;
+  snapshot.workers = {{{"class \"x\"\\y\nz", "idle"}, 1}};
+  const std::string text = RenderPrometheusText(snapshot);
+  EXPECT_THAT(
+      text,
+      HasSubstr("kbisect_workers{hardware_class=\"class \\\"x\\\"\\\\y\\nz\",state=\"idle\"} 1\n"));
+  // No jobs: the metric is still declared, with no samples.
+  EXPECT_THAT(text, HasSubstr("# TYPE kbisect_jobs gauge\n# HELP kbisect_probes_total"));
+  EXPECT_THAT(text, HasSubstr("kbisect_bench_runs_total 0\n"));
+  EXPECT_EQ(text.back(), '\n');
+}
+
+}  // namespace
+}  // namespace kbisect
