@@ -2,8 +2,15 @@
 #include "coordinator/coordinator_server.h"
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/credentials.h"
 #include "common/rpc/status_conversion.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -71,31 +78,84 @@ class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorSe
   Coordinator* const coordinator_;
 };
 
+// With mutual TLS, each worker session is bound to the certificate subject that opened it: the
+// session's Synchronize, CompleteLease and CloseSession must come with the same subject, so a
+// worker can only heartbeat and report on the leases of its own sessions. A worker name is bound
+// the same way: reopening it under another subject (e.g. a rotated certificate with a new CN)
+// works, but the leases the old session held are not carried over (they are re-dispatched).
+// Without client certificates (plaintext, `kbisect run`) nothing is bound.
 class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
   explicit WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {}
 
-  grpc::Status OpenSession(grpc::ServerContext*, const v1::OpenSessionRequest* request,
+  grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::OpenSessionResponse* response) override {
-    return Reply(coordinator_->OpenSession(*request), response);
+    const std::string subject = Subject(context);
+    v1::OpenSessionRequest checked = *request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto name = names_.find(request->worker_name());
+      if (!request->worker_name().empty() && name != names_.end() &&
+          name->second.subject != subject) {
+        checked.clear_held_leases();
+      }
+    }
+    absl::StatusOr<v1::OpenSessionResponse> opened = coordinator_->OpenSession(checked);
+    if (opened.ok() && !subject.empty()) {
+      absl::MutexLock lock(&mu_);
+      Binding& binding = names_[opened->worker_id()];
+      sessions_.erase(binding.session_id);
+      binding = Binding{subject, opened->session_id()};
+      sessions_[opened->session_id()] = subject;
+    }
+    return Reply(std::move(opened), response);
   }
 
-  grpc::Status Synchronize(grpc::ServerContext*, const v1::SynchronizeRequest* request,
+  grpc::Status Synchronize(grpc::ServerContext* context, const v1::SynchronizeRequest* request,
                            v1::SynchronizeResponse* response) override {
+    if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
+      return owner;
+    }
     return Reply(coordinator_->Synchronize(*request), response);
   }
 
-  grpc::Status CompleteLease(grpc::ServerContext*, const v1::CompleteLeaseRequest* request,
+  grpc::Status CompleteLease(grpc::ServerContext* context, const v1::CompleteLeaseRequest* request,
                              v1::CompleteLeaseResponse* response) override {
+    if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
+      return owner;
+    }
     return Reply(coordinator_->CompleteLease(*request), response);
   }
 
-  grpc::Status CloseSession(grpc::ServerContext*, const v1::CloseSessionRequest* request,
+  grpc::Status CloseSession(grpc::ServerContext* context, const v1::CloseSessionRequest* request,
                             v1::CloseSessionResponse*) override {
+    if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
+      return owner;
+    }
     return ToGrpcStatus(coordinator_->CloseSession(*request));
   }
 
  private:
+  struct Binding {
+    std::string subject;
+    std::string session_id;
+  };
+
+  static std::string Subject(const grpc::ServerContext* context) {
+    const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+    return auth == nullptr ? std::string() : PeerCertificateSubject(*auth);
+  }
+
+  // PermissionDenied when the session was opened under another certificate subject.
+  grpc::Status CheckOwner(const grpc::ServerContext* context, const std::string& session_id) {
+    const std::string subject = Subject(context);
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || it->second == subject) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "the session belongs to a worker with another client certificate");
+  }
+
   template <typename T>
   static grpc::Status Reply(absl::StatusOr<T> result, T* response) {
     if (!result.ok()) return ToGrpcStatus(result.status());
@@ -104,6 +164,11 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
   }
 
   Coordinator* const coordinator_;
+  absl::Mutex mu_;
+  // Session id -> the certificate subject that opened it (mutual TLS only).
+  std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);
+  // Worker name -> the subject and session of its latest OpenSession.
+  std::map<std::string, Binding> names_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(

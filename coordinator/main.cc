@@ -31,6 +31,8 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
+#include "coordinator/metrics_http.h"
 #include "coordinator/repository_view.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -43,11 +45,15 @@ namespace {
 constexpr char kFooter[] = R"(
 Every flag can also be set through the environment variable in brackets.
 
-Security: with --tls-cert/--tls-key the port speaks TLS only. --client-ca makes workers (and
-clients) authenticate with client certificates signed by that CA (mutual TLS). --token-file lets
-clients without a certificate authenticate with "authorization: Bearer TOKEN" instead; such
-clients cannot call worker RPCs. Without a certificate the coordinator only listens on loopback,
-unless --insecure is given.
+Security: with --tls-cert/--tls-key the port speaks TLS only. --client-ca makes workers and
+clients authenticate with client certificates signed by that CA (mutual TLS); the certificate's
+subject names its role: OU=kbisect-worker (worker RPCs only) or OU=kbisect-client (client RPCs
+only). --token-file (needs --client-ca) lets clients without a certificate authenticate with
+"authorization: Bearer TOKEN" instead; a token cannot call worker RPCs. Without client
+authentication (--client-ca) the coordinator only listens on loopback, unless --insecure is given.
+
+Metrics: --metrics-listen serves Prometheus text metrics at http://ADDR/metrics (plain HTTP, no
+secrets in them).
 
 SIGTERM/SIGINT: health NOT_SERVING, then in-flight RPCs get --drain-timeout seconds, then exit 0.
 )";
@@ -166,6 +172,7 @@ int Main(int argc, char** argv) {
   double drain_seconds = 10;
   double lease_seconds = 10;
   int max_message_bytes = 16 << 20;
+  std::string metrics_listen;
   app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
@@ -202,6 +209,9 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_MAX_MESSAGE_BYTES")
       ->capture_default_str()
       ->check(CLI::Range(4096, 1 << 30));
+  app.add_option("--metrics-listen", metrics_listen,
+                 "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
+      ->envname("KBISECT_METRICS_LISTEN");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -221,11 +231,13 @@ int Main(int argc, char** argv) {
     std::cerr << "kbisect-coordinator: " << credentials.status().message() << "\n";
     return 2;
   }
-  if (*credentials == nullptr && !insecure && !IsLoopbackAddress(listen)) {
+  if (tls.client_ca_file.empty() && !insecure && !IsLoopbackAddress(listen)) {
     std::cerr << "kbisect-coordinator: refusing to listen on " << listen
-              << " without TLS: anyone who can reach it could submit jobs that run commands on "
-                 "your workers. Give --tls-cert and --tls-key (and --client-ca for workers), "
-                 "listen on 127.0.0.1, or pass --insecure inside a trusted network.\n";
+              << (*credentials == nullptr ? " without TLS" : " without client authentication")
+              << ": anyone who can reach it could submit jobs that run commands on your "
+                 "workers. Give --tls-cert, --tls-key and --client-ca (and --token-file for "
+                 "people and CI jobs), listen on 127.0.0.1, or pass --insecure inside a trusted "
+                 "network.\n";
     return 2;
   }
   std::error_code error;
@@ -287,6 +299,18 @@ int Main(int argc, char** argv) {
     Log(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')), ":",
                      health_port, " (plaintext, health only)"));
   }
+  std::unique_ptr<MetricsHttpServer> metrics;
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = MetricsHttpServer::Start(
+        metrics_listen, [&coordinator] { return RenderPrometheusText(coordinator.Metrics()); });
+    if (!started.ok()) {
+      std::cerr << "kbisect-coordinator: " << started.status().message() << "\n";
+      return 1;
+    }
+    metrics = *std::move(started);
+    Log(absl::StrCat("metrics on http://", metrics_listen.substr(0, metrics_listen.rfind(':')), ":",
+                     metrics->port(), "/metrics"));
+  }
   const std::string host = listen.substr(0, listen.rfind(':'));
   Log(absl::StrCat("listening on ", host, ":", (*server)->port(),
                    *credentials == nullptr ? " (plaintext)" : " (TLS)",
@@ -315,6 +339,7 @@ int Main(int argc, char** argv) {
   (*server)->Shutdown(absl::Seconds(drain_seconds));
   (*server)->Wait();
   if (health_server != nullptr) health_server->Shutdown();
+  metrics.reset();
   changes.Poll();
   Log("stopped");
   return 0;

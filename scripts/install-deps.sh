@@ -22,7 +22,8 @@ PACKAGES=(
   libsqlite3-dev
   # GoogleTest/GoogleMock: unit and integration tests.
   libgtest-dev libgmock-dev
-  # cpp-httplib 0.11 (header-only): `kbisect triage --dashboard URL` and its local test server.
+  # cpp-httplib 0.11: `kbisect triage --dashboard URL` and its local test server, and the
+  # coordinator's Prometheus endpoint (`kbisect-coordinator --metrics-listen`).
   libcpp-httplib-dev
 )
 

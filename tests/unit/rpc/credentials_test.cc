@@ -4,6 +4,8 @@
 // end to end with openssl-made certificates in tests/integration/cluster_test.cc.
 #include "common/rpc/credentials.h"
 
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
@@ -79,9 +81,86 @@ TEST(MakeServerCredentialsTest, NullWithoutACertificateAndNoSecretsInPlaintext) 
   ca_only.client_ca_file = "/etc/ca.pem";
   EXPECT_EQ(MakeServerCredentials(ca_only).status().code(), absl::StatusCode::kInvalidArgument);
 
+  // A token without a client CA would leave workers no way in.
+  ServerCredentialOptions token_without_ca;
+  token_without_ca.cert_file = "/etc/server.pem";
+  token_without_ca.key_file = "/etc/server.key";
+  token_without_ca.token = kSecret;
+  status = MakeServerCredentials(token_without_ca).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--client-ca"));
+  EXPECT_THAT(status.message(), Not(HasSubstr(kSecret)));
+
   ServerCredentialOptions key_only;
   key_only.key_file = "/etc/server.key";
   EXPECT_EQ(MakeServerCredentials(key_only).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RolesFromSubjectTest, ReadsTheOrganizationalUnits) {
+  CallerRoles worker = RolesFromSubject("CN=node-3/gpu0,OU=kbisect-worker,O=Example Corp");
+  EXPECT_TRUE(worker.worker);
+  EXPECT_FALSE(worker.client);
+  CallerRoles client = RolesFromSubject("CN=nightly,ou=kbisect-client");
+  EXPECT_FALSE(client.worker);
+  EXPECT_TRUE(client.client);
+  CallerRoles both = RolesFromSubject("CN=ops,OU=kbisect-client+OU=kbisect-worker");
+  EXPECT_TRUE(both.worker);
+  EXPECT_TRUE(both.client);
+  // By OID, and with escaped characters.
+  EXPECT_TRUE(RolesFromSubject("2.5.4.11=kbisect-worker,CN=x").worker);
+  EXPECT_TRUE(RolesFromSubject("CN=a\\,OU=kbisect-client,OU=kbisect\\2Dworker").worker);
+  EXPECT_FALSE(RolesFromSubject("CN=a\\,OU=kbisect-client").client) << "the OU is in the CN";
+  for (const char* subject : {"", "CN=kbisect-worker", "CN=w,OU=kbisect-workers",
+                              "CN=w,O=kbisect-worker", "CN=w,OU=Kbisect-Worker"}) {
+    CallerRoles none = RolesFromSubject(subject);
+    EXPECT_FALSE(none.worker || none.client) << subject;
+  }
+}
+
+// The role matrix: every kind of caller against each service.
+TEST(AuthorizeCallTest, RoleMatrix) {
+  constexpr char kWorkerRpc[] = "/kbisect.v1.WorkerService/CompleteLease";
+  constexpr char kClientRpc[] = "/kbisect.v1.CoordinatorService/SubmitJob";
+  constexpr char kHealth[] = "/grpc.health.v1.Health/Check";
+  CallerCredentials nobody;
+  CallerCredentials token;
+  token.valid_token = true;
+  CallerCredentials worker;
+  worker.has_certificate = true;
+  worker.certificate_roles.worker = true;
+  CallerCredentials client;
+  client.has_certificate = true;
+  client.certificate_roles.client = true;
+  CallerCredentials no_role;
+  no_role.has_certificate = true;
+  CallerCredentials no_role_with_token = no_role;
+  no_role_with_token.valid_token = true;
+  const absl::StatusCode ok = absl::StatusCode::kOk;
+  const absl::StatusCode unauthenticated = absl::StatusCode::kUnauthenticated;
+  const absl::StatusCode denied = absl::StatusCode::kPermissionDenied;
+  struct Case {
+    const char* name;
+    CallerCredentials caller;
+    absl::StatusCode worker_rpc, client_rpc, health;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"nobody", nobody, unauthenticated, unauthenticated, unauthenticated},
+           {"token", token, denied, ok, ok},
+           {"worker certificate", worker, ok, denied, ok},
+           {"client certificate", client, denied, ok, ok},
+           {"certificate without a role", no_role, denied, denied, ok},
+           {"certificate without a role, and the token", no_role_with_token, denied, ok, ok},
+       }) {
+    EXPECT_EQ(AuthorizeCall(c.caller, kWorkerRpc, true).code(), c.worker_rpc) << c.name;
+    EXPECT_EQ(AuthorizeCall(c.caller, kClientRpc, true).code(), c.client_rpc) << c.name;
+    EXPECT_EQ(AuthorizeCall(c.caller, kHealth, true).code(), c.health) << c.name;
+  }
+  // The messages say what to set.
+  EXPECT_THAT(AuthorizeCall(no_role, kWorkerRpc, true).message(), HasSubstr("OU=kbisect-worker"));
+  EXPECT_THAT(AuthorizeCall(no_role, kClientRpc, false).message(), HasSubstr("OU=kbisect-client"));
+  EXPECT_THAT(AuthorizeCall(token, kWorkerRpc, true).message(), HasSubstr("not a token"));
+  EXPECT_THAT(AuthorizeCall(worker, kClientRpc, true).message(), HasSubstr("bearer token"));
+  EXPECT_THAT(AuthorizeCall(nobody, kClientRpc, false).message(), Not(HasSubstr("bearer token")));
 }
 
 }  // namespace
