@@ -69,6 +69,16 @@ class K8sManifestsTest : public ::testing::Test {
     EXPECT_THAT(docs["ConfigMap"], HasSubstr("KBISECT_STATE_DIR: /var/lib/kbisect"));
     EXPECT_THAT(docs["StatefulSet"], HasSubstr("kbisect-worker"));
     EXPECT_THAT(docs["Service"], HasSubstr("port: 7070"));
+    // Prometheus metrics: served, exposed and announced for scraping.
+    EXPECT_THAT(docs["ConfigMap"], HasSubstr("KBISECT_METRICS_LISTEN: 0.0.0.0:9464"));
+    EXPECT_THAT(coordinator, HasSubstr("containerPort: 9464"));
+    EXPECT_THAT(docs["Service"], HasSubstr("port: 9464"));
+    for (const std::string& doc : std::vector<std::string>{coordinator, docs["Service"]}) {
+      EXPECT_THAT(doc, HasSubstr("prometheus.io/scrape: \"true\""));
+      EXPECT_THAT(doc, HasSubstr("prometheus.io/port: \"9464\""));
+      EXPECT_THAT(doc, HasSubstr("prometheus.io/path: /metrics"));
+    }
+    EXPECT_THAT(docs["NetworkPolicy"], HasSubstr("port: 9464"));
     for (const auto& [kind, doc] : docs) {
       if (kind == "Namespace") continue;
       EXPECT_THAT(doc, HasSubstr("namespace: kbisect")) << kind;
