@@ -423,6 +423,111 @@ void RunSequential(BisectJob& job, const std::function<v1::TaskResult(const v1::
   }
 }
 
+TEST(BisectJobTest, AWorkerThatAgreesWithTheReferenceJoinsThePoolWithoutSharpening) {
+  // 5% noise, 10% step: the reference's baselines need many runs; the other workers' three
+  // GOOD runs agree with them, join the pool and are not re-measured.
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> noise(0, 0.05);
+  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
+  RunSequential(job, [&](const v1::Task& task) {
+    std::vector<double> values;
+    for (int i = 0; i < task.runs(); ++i) {
+      values.push_back((task.commit_index() >= 37 ? 1.1 : 1.0) * (1 + noise(rng)));
+    }
+    return Samples(values);
+  }, 4);
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 37);
+  EXPECT_GT(status.baseline().good().samples_size(), 6);
+  EXPECT_EQ(status.drift_events_size(), 0);
+  int calibrations = 0;
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() == "w0") continue;
+    ++calibrations;
+    EXPECT_EQ(probe.samples_size(), 3) << probe.worker() << " was re-measured";
+  }
+  EXPECT_EQ(calibrations, 3);
+}
+
+TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
+  // "w1" is 10% slower everywhere: a clear offset, but under a third of the 50% step. Its
+  // verdicts use its own GOOD (and BAD scaled to it), so its probes are still right.
+  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1", "w2"}, kNow);
+    if (tasks.empty()) break;
+    std::set<std::string> cancelled;
+    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    for (const auto& a : tasks) {
+      if (cancelled.count(a.task.task_id()) > 0) continue;
+      const double slow = a.worker == "w1" ? 1.1 : 1.0;
+      const double v = (a.task.commit_index() >= 41 ? 1.5 : 1.0) * slow;
+      for (const std::string& id :
+           job.OnTaskFinished(a.task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 41);
+  EXPECT_EQ(status.drift_events_size(), 0);
+  int judged_by_w1 = 0;
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.worker() != "w1" || probe.kind() != v1::PROBE_KIND_BISECT ||
+        probe.verdict() == v1::VERDICT_UNSPECIFIED) {
+      continue;
+    }
+    ++judged_by_w1;
+    EXPECT_EQ(probe.verdict(), probe.index() >= 41 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
+        << "probe of " << probe.index();
+  }
+  EXPECT_GT(judged_by_w1, 0);
+}
+
+TEST(BisectJobTest, NoisyWorkersAreNotQuarantinedForThreeUnluckyRuns) {
+  // 5% noise, 10% step, four identical workers: a third of the step is 3.3%, well inside what
+  // three runs of GOOD scatter by. Over many seeded jobs nobody is quarantined.
+  for (unsigned seed = 1; seed <= 25; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> noise(0, 0.05);
+    BisectJob job("job", MakeSpec(), MakeCommits(40), kNow);
+    RunSequential(job, [&](const v1::Task& task) {
+      std::vector<double> values;
+      for (int i = 0; i < task.runs(); ++i) {
+        values.push_back((task.commit_index() >= 13 ? 1.1 : 1.0) * (1 + noise(rng)));
+      }
+      return Samples(values);
+    }, 4);
+    EXPECT_EQ(job.status().drift_events_size(), 0) << "seed " << seed;
+    EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << "seed " << seed;
+  }
+}
+
+TEST(BisectJobTest, BeforeTheBaselinesSettleEachWorkerProbesAheadOnce) {
+  BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
+  // Overlapping baselines: GOOD and BAD need more runs.
+  auto noisy = [](const v1::Task& task) {
+    std::vector<double> values;
+    for (int i = 0; i < task.runs(); ++i) {
+      const double base = task.commit_index() >= 50 ? 1.1 : 1.0;
+      values.push_back(base + (i % 2 ? 0.08 : -0.08));
+    }
+    return Samples(values);
+  };
+  int probes_ahead = 0;
+  for (int step = 0; step < 6; ++step) {
+    std::map<std::string, v1::Task> tasks = Take(job, {"a", "b", "c"});
+    for (const auto& [worker, task] : tasks) {
+      if (task.kind() == v1::PROBE_KIND_BISECT) ++probes_ahead;
+      job.OnTaskFinished(task.task_id(), noisy(task), kNow);
+    }
+    if (job.status().state() == v1::JOB_STATE_BISECTING) break;
+  }
+  EXPECT_LE(probes_ahead, 2) << "b and c probe ahead once each while a measures the baselines";
+}
+
 TEST(BisectJobTest, NoisyProbesNearTheThresholdGetMoreRuns) {
   // GOOD 1.0, BAD 1.1 with +-3% noise: a commit at the culprit is 1.1, before it 1.0. Three
   // samples cannot separate them reliably from the threshold 1.03, so runs double.
