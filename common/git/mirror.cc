@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/git/file_lock.h"
 #include "common/git/libgit2_util.h"
 #include "common/status_macros.h"
 
@@ -37,35 +38,6 @@ using git_internal::RepositoryPtr;
 
 constexpr char kRemoteName[] = "origin";
 constexpr char kMirrorRefspec[] = "+refs/*:refs/*";
-
-// An exclusive flock(2) on a lock file, released when the object is destroyed. Each instance opens
-// its own file description, so it excludes other threads of this process as well as other
-// processes.
-class FileLock {
- public:
-  static absl::StatusOr<std::unique_ptr<FileLock>> Acquire(const std::string& path) {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot open lock file '", path, "': ", std::strerror(errno)));
-    }
-    while (flock(fd, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("cannot lock '", path, "': ", std::strerror(saved)));
-    }
-    return std::unique_ptr<FileLock>(new FileLock(fd));
-  }
-
-  ~FileLock() { close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  explicit FileLock(int fd) : fd_(fd) {}
-  const int fd_;
-};
 
 // Where a source lives: a URL handed to libgit2 as is, or a local repository path (absolute).
 struct Source {
@@ -341,6 +313,8 @@ absl::Status FetchImpl(const std::string& source_str, const std::string& mirror_
   ASSIGN_OR_RETURN(std::string dir, EnsureMirrorImpl(source, mirror_dir, &created));
   if (created) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(dir + ".lock"));
+  // Every fetch holds the lock: ref lock files a killed fetch left behind would fail this one.
+  RemoveStaleGitLocks(dir);
   RepositoryPtr repo = OpenExactly(dir);
   if (repo == nullptr) return Git2Error(-1, absl::StrCat("cannot open mirror '", dir, "'"));
   if (!wanted_sha.empty() && RepoHasCommit(repo.get(), wanted_sha)) return absl::OkStatus();

@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/git/file_lock.h"
 #include "common/git/libgit2_util.h"
 #include "common/status_macros.h"
 
@@ -109,8 +110,12 @@ void Worktree::RepositoryDeleter::operator()(git_repository* repo) const {
   git_repository_free(repo);
 }
 
-Worktree::Worktree(std::string path, std::string mirror_dir, git_repository* repo)
-    : path_(std::move(path)), mirror_dir_(std::move(mirror_dir)), repo_(repo) {}
+Worktree::Worktree(std::string path, std::string mirror_dir, git_repository* repo,
+                   std::unique_ptr<FileLock> slot_lock)
+    : path_(std::move(path)),
+      mirror_dir_(std::move(mirror_dir)),
+      repo_(repo),
+      slot_lock_(std::move(slot_lock)) {}
 
 Worktree::~Worktree() = default;
 
@@ -155,6 +160,18 @@ absl::StatusOr<std::unique_ptr<Worktree>> Worktree::OpenOrCreate(const std::stri
     rc = git_config_set_int32(config.get(), "gc.auto", 0);
     if (rc != 0) return Git2Error(rc, "cannot write the worktree's config");
   }
+  // One user at a time. Holding the slot lock also means git lock files in the worktree (an
+  // index.lock from a worker killed mid-checkout) are stale: they would fail every checkout.
+  const std::string git_dir = git_internal::StripTrailingSlash(git_repository_path(repo.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<FileLock> slot_lock,
+                   FileLock::TryAcquire(git_dir + "/kbisect-slot",
+                                        "another kbisect worker using this slot: give each "
+                                        "worker its own --cache-dir or slot"));
+  if (RemoveStaleGitLocks(git_dir) > 0) {
+    repo.reset();  // Reopen without state read next to the stale locks.
+    repo = OpenExactly(path);
+    if (repo == nullptr) return Git2Error(-1, absl::StrCat("cannot reopen worktree '", path, "'"));
+  }
   const fs::path alternates =
       fs::path(git_repository_path(repo.get())) / "objects" / "info" / "alternates";
   const std::string wanted = mirror_objects + "\n";
@@ -164,7 +181,8 @@ absl::StatusOr<std::unique_ptr<Worktree>> Worktree::OpenOrCreate(const std::stri
     repo = OpenExactly(path);
     if (repo == nullptr) return Git2Error(-1, absl::StrCat("cannot reopen worktree '", path, "'"));
   }
-  return std::unique_ptr<Worktree>(new Worktree(path, mirror, repo.release()));
+  return std::unique_ptr<Worktree>(
+      new Worktree(path, mirror, repo.release(), std::move(slot_lock)));
 }
 
 absl::Status Worktree::Checkout(std::string_view sha_view) {

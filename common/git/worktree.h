@@ -33,6 +33,8 @@ struct git_repository;
 
 namespace kbisect {
 
+class FileLock;
+
 // A private checkout directory whose objects come from a mirror. Not thread-safe: use one Worktree
 // per worker slot, from one thread at a time. Two Worktree objects must not share a directory.
 class Worktree {
@@ -43,9 +45,12 @@ class Worktree {
   // object store. A new worktree has an unborn HEAD and no files until the first Checkout; files
   // already in a new `dir` are treated as untracked.
   //
-  // Returns FailedPrecondition if `mirror_dir` is not a bare repository or `dir` holds a
-  // repository that is not a kbisect worktree (a bare repository), and Internal for file-system
-  // errors.
+  // The Worktree holds an exclusive lock on `dir` for its lifetime, so git lock files found
+  // there (an index.lock left by a worker killed mid-checkout) are stale and are removed.
+  //
+  // Returns FailedPrecondition if `mirror_dir` is not a bare repository, `dir` holds a
+  // repository that is not a kbisect worktree (a bare repository), or another Worktree (in this
+  // or another process) has `dir` open, and Internal for file-system errors.
   static absl::StatusOr<std::unique_ptr<Worktree>> OpenOrCreate(const std::string& mirror_dir,
                                                                 const std::string& dir);
 
@@ -87,11 +92,13 @@ class Worktree {
     void operator()(git_repository* repo) const;
   };
 
-  Worktree(std::string path, std::string mirror_dir, git_repository* repo);
+  Worktree(std::string path, std::string mirror_dir, git_repository* repo,
+           std::unique_ptr<FileLock> slot_lock);
 
   const std::string path_;
   const std::string mirror_dir_;
   const std::unique_ptr<git_repository, RepositoryDeleter> repo_;
+  const std::unique_ptr<FileLock> slot_lock_;
 };
 
 }  // namespace kbisect

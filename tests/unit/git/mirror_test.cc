@@ -85,6 +85,19 @@ TEST_F(MirrorTest, FetchMakesNewCommitsVisibleAndPrunes) {
   EXPECT_EQ(GitFixture(mirror_dir_).Git({"rev-parse", "main"}), first_);
 }
 
+TEST_F(MirrorTest, RefLocksLeftByAKilledFetchDoNotFailTheNextOne) {
+  ASSERT_TRUE(EnsureMirror(source_.path(), mirror_dir_).ok());
+  const std::string second = source_.Commit("second", {{"b.txt", "b\n"}});
+  // What a fetch killed while updating refs leaves behind.
+  WriteFile(mirror_dir_ + "/packed-refs.lock", "");
+  WriteFile(mirror_dir_ + "/refs/heads/main.lock", "");
+  ASSERT_TRUE(EnsureCommitInMirror(source_.path(), mirror_dir_, second).ok());
+  EXPECT_TRUE(HasCommit(mirror_dir_, second));
+  EXPECT_FALSE(std::filesystem::exists(mirror_dir_ + "/packed-refs.lock"));
+  EXPECT_FALSE(std::filesystem::exists(mirror_dir_ + "/refs/heads/main.lock"));
+  EXPECT_EQ(Refs(mirror_dir_), Refs(source_.path()));
+}
+
 TEST_F(MirrorTest, FetchCreatesMissingMirror) {
   ASSERT_TRUE(FetchIntoMirror(source_.path(), mirror_dir_).ok());
   EXPECT_TRUE(HasCommit(mirror_dir_, first_));

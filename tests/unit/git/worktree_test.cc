@@ -211,6 +211,36 @@ TEST_F(WorktreeTest, SetExcludesKeepsUntrackedPaths) {
   EXPECT_FALSE(fs::exists(tree->path() + "/gone.txt"));
 }
 
+TEST_F(WorktreeTest, AnIndexLockLeftByAKilledWorkerIsRemoved) {
+  const std::string dir = tmp_.Join("slot-killed");
+  {
+    std::unique_ptr<Worktree> tree = Open(dir);
+    ASSERT_NE(tree, nullptr);
+    ASSERT_TRUE(tree->Checkout(a_).ok());
+  }
+  // What a worker killed in the middle of a checkout leaves behind.
+  WriteFile(dir + "/.git/index.lock", "");
+  WriteFile(dir + "/.git/HEAD.lock", "");
+  std::unique_ptr<Worktree> tree = Open(dir);
+  ASSERT_NE(tree, nullptr);
+  EXPECT_FALSE(fs::exists(dir + "/.git/index.lock"));
+  EXPECT_FALSE(fs::exists(dir + "/.git/HEAD.lock"));
+  absl::Status checkout = tree->Checkout(b_);
+  ASSERT_TRUE(checkout.ok()) << checkout;
+  ExpectMatchesCommit(*tree, b_);
+}
+
+TEST_F(WorktreeTest, ASlotIsUsedByOneWorktreeAtATime) {
+  const std::string dir = tmp_.Join("slot-shared");
+  std::unique_ptr<Worktree> first = Open(dir);
+  ASSERT_NE(first, nullptr);
+  auto second = Worktree::OpenOrCreate(mirror_, dir);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("another kbisect worker"));
+  first.reset();
+  EXPECT_TRUE(Worktree::OpenOrCreate(mirror_, dir).ok()) << "the lock goes with its holder";
+}
+
 TEST_F(WorktreeTest, Errors) {
   std::unique_ptr<Worktree> tree = Open(tmp_.Join("slot"));
   absl::Status missing = tree->Checkout(std::string(40, 'b'));
