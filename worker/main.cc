@@ -67,7 +67,9 @@ int Main(int argc, char** argv) {
   app.add_option("--tls-key", tls.key_file, "PEM key of the client certificate")
       ->envname("KBISECT_TLS_KEY");
   app.add_option("--token-file", token_file,
-                 "File holding a bearer token, when the coordinator accepts tokens from workers")
+                 "Not for workers on their own: a token authorizes client commands only. Workers "
+                 "authenticate with --tls-cert/--tls-key (OU=kbisect-worker); with them a token "
+                 "is sent too but grants nothing more")
       ->envname("KBISECT_TOKEN_FILE");
   std::string class_keys;
   app.add_option("--hardware-class-keys", class_keys,
@@ -81,6 +83,12 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!token_file.empty() && tls.cert_file.empty()) {
+    std::cerr << "kbisect-worker: --token-file cannot authenticate a worker: the coordinator only "
+                 "lets certificates with OU=kbisect-worker call worker RPCs. Give the worker "
+                 "--tls-cert and --tls-key (see docs/operations.md, Certificates).\n";
+    return 2;
   }
   if (!token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(token_file);

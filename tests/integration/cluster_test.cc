@@ -530,6 +530,9 @@ TEST_F(ClusterTest, TlsClientCertificatesAndTokens) {
   for (const char* refused : {"rogue", "as-client", "no-role", "token-only"}) {
     EXPECT_THAT(listed.out, Not(HasSubstr(refused)));
   }
+  // A token alone is refused by the worker itself, before it dials.
+  EXPECT_EQ(token_only->Wait(std::chrono::seconds(5)), 2);
+  EXPECT_THAT(token_only->log(), HasSubstr("--token-file cannot authenticate a worker"));
 
   // The token and the keys never show in logs or status output.
   coordinator->Signal(SIGTERM);
