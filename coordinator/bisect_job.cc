@@ -142,6 +142,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     entry.active = true;
     ProbeOf(entry).set_state(v1::PROBE_STATE_RUNNING);
     ProbeOf(entry).set_worker(worker);
+    workers_[worker].checked_out = entry.task.commit_index();
     out.push_back({worker, entry.task});
   };
   std::vector<std::string> probing;
@@ -191,9 +192,31 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   if (cap > 0) budget = std::min(budget, cap - InFlightCount());
   if (budget > 0) {
     const int round = max_round_recorded_ + 1;
+    // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
+    // checkout costs about one file write per commit between the two.
     std::vector<int> indices = search_.NextProbes(budget);
-    for (size_t i = 0; i < indices.size(); ++i) {
-      hand_out(probing[i], NewTask(v1::PROBE_KIND_BISECT, indices[i], round));
+    std::vector<bool> taken(probing.size(), false);
+    std::vector<bool> placed(indices.size(), false);
+    for (size_t assigned = 0; assigned < indices.size(); ++assigned) {
+      size_t best_worker = 0;
+      size_t best_index = 0;
+      long best = -1;
+      for (size_t w = 0; w < probing.size(); ++w) {
+        if (taken[w]) continue;
+        const int at = workers_[probing[w]].checked_out;
+        for (size_t i = 0; i < indices.size(); ++i) {
+          if (placed[i]) continue;
+          const long distance = at < 0 ? status_.commit_count() + 1L : std::abs(at - indices[i]);
+          if (best < 0 || distance < best) {
+            best = distance;
+            best_worker = w;
+            best_index = i;
+          }
+        }
+      }
+      taken[best_worker] = true;
+      placed[best_index] = true;
+      hand_out(probing[best_worker], NewTask(v1::PROBE_KIND_BISECT, indices[best_index], round));
     }
   }
   if (!out.empty()) UpdateProgress();

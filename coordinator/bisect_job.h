@@ -109,6 +109,7 @@ class BisectJob {
     bool quarantined = false;
     int classified = 0;  // Probes classified since its calibration or last A/A control.
     bool gone = false;  // Left (or lost its lease); cleared when it takes work again.
+    int checked_out = -1;  // Commit index of the last task handed to it (its checkout), or -1.
   };
 
   v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }

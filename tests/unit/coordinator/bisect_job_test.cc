@@ -130,6 +130,31 @@ TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsProbesCount) {
   EXPECT_NEAR(std::max(second["b"].commit_index(), second["c"].commit_index()), 66, 1);
 }
 
+TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
+  BisectJob job("job-1", MakeSpec(), MakeCommits(99), kNow);
+  auto finish = [&](const std::map<std::string, v1::Task>& tasks) {
+    for (const auto& [worker, task] : tasks) {
+      const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
+      job.OnTaskFinished(task.task_id(), Samples({v, v, v}), kNow);
+    }
+  };
+  finish(Take(job, {"a", "b", "c"}));  // BAD on a, GOOD on b and c.
+  std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
+  ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BISECT);
+  ASSERT_EQ(first["c"].kind(), v1::PROBE_KIND_BISECT);
+  finish(first);
+  const int b_at = first["b"].commit_index();
+  const int c_at = first["c"].commit_index();
+  ASSERT_NE(b_at, c_at);
+  // Whatever order the idle workers come in, each new point goes to the nearer checkout.
+  std::map<std::string, v1::Task> second = Take(job, {"c", "b"});
+  ASSERT_EQ(second.size(), 2u);
+  const int lower = std::min(second["b"].commit_index(), second["c"].commit_index());
+  const int upper = std::max(second["b"].commit_index(), second["c"].commit_index());
+  EXPECT_EQ(second[b_at < c_at ? "b" : "c"].commit_index(), lower);
+  EXPECT_EQ(second[b_at < c_at ? "c" : "b"].commit_index(), upper);
+}
+
 TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
   for (int workers : {1, 3, 7}) {
     for (int culprit = 1; culprit <= 40; ++culprit) {
