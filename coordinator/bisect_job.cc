@@ -21,6 +21,8 @@ constexpr int kDefaultRuns = 3;
 constexpr int kDefaultMaxRuns = 30;
 // Each worker re-measures GOOD (an A/A control) after this many of its classified probes.
 constexpr int kControlEvery = 8;
+// Untested commits the open interval must still hold for an A/A control to be worth it.
+constexpr int kControlMinUntested = 4;
 // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
 constexpr double kSingleStepShare = 0.6;
 constexpr double kDefaultThreshold = 0.3;
@@ -859,8 +861,11 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   ++steps_;
   if (auto worker = workers_.find(probe.worker());
       worker != workers_.end() && !pass_fail_ &&
-      ++worker->second.classified % kControlEvery == 0) {
+      ++worker->second.classified % kControlEvery == 0 &&
+      search_.first_bad() - search_.last_good() - 1 >= kControlMinUntested) {
     // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
+    // Not when only a probe or two are left: the control would cost as much as what it guards,
+    // and the confirmation re-measures the culprit and its parent anyway.
     queue_.push_front(NewTask(v1::PROBE_KIND_CONTROL, 0, 0, probe.worker()));
   }
   max_round_recorded_ = std::max(max_round_recorded_, probe.round());

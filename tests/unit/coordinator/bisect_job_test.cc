@@ -375,8 +375,9 @@ TEST(BisectJobTest, AWorkerThatCannotRunGoodIsQuarantinedNotTheJob) {
 }
 
 TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
-  // 400 commits, one worker, whose GPU becomes 40% slower after its 8th probe.
-  BisectJob job("job", MakeSpec(), MakeCommits(400), kNow);
+  // 4,000 commits, one worker, whose GPU becomes 40% slower after its 8th probe (the interval
+  // still holds about 15 commits then, so the control is worth running).
+  BisectJob job("job", MakeSpec(), MakeCommits(4000), kNow);
   int probes_done = 0;
   for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
     std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0"}, kNow);
@@ -385,7 +386,7 @@ TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
     job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
     const double drift = probes_done >= 8 ? 1.4 : 1.0;
     if (a.task.kind() == v1::PROBE_KIND_BISECT) ++probes_done;
-    const double v = (a.task.commit_index() >= 300 ? 2.0 : 1.0) * drift;
+    const double v = (a.task.commit_index() >= 3000 ? 2.0 : 1.0) * drift;
     job.OnTaskFinished(a.task.task_id(), Samples({v, v, v}), kNow);
   }
   bool moved = false;
@@ -395,6 +396,17 @@ TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
   EXPECT_TRUE(moved);
   EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);
   EXPECT_THAT(job.status().error(), HasSubstr("every worker was quarantined"));
+}
+
+TEST(BisectJobTest, NoControlWhenOnlyAProbeOrTwoAreLeft) {
+  // 256 commits, one worker: after its 8th probe the interval holds one untested commit.
+  BisectJob job("job", MakeSpec(), MakeCommits(256), kNow);
+  RunToEnd(job, 1, StepAt(77));
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
+  EXPECT_EQ(job.status().culprit().index(), 77);
+  for (const v1::Probe& probe : job.status().probes()) {
+    EXPECT_NE(probe.kind(), v1::PROBE_KIND_CONTROL) << "probe of " << probe.index();
+  }
 }
 
 TEST(BisectJobTest, CancelStopsEverything) {
