@@ -65,6 +65,12 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                 "Bisect every commit in the range, not only the first-parent chain");
   app->add_flag("--allow-improvement", o->allow_improvement,
                 "Bisect an improvement (BAD faster than GOOD) instead of refusing");
+  app->add_flag("--descend-merges", o->descend_merges,
+                "When the culprit is a merge, also bisect the merged branch (merge-base..second "
+                "parent) and report its culprit as merged_culprit");
+  app->add_flag("--all-culprits", o->all_culprits,
+                "When the culprit explains under 60% of the regression, bisect the ranges on "
+                "either side too and report every step, largest first");
   app->add_flag("--no-confirm", o->no_confirm,
                 "Skip the final interleaved re-measurement of last-good and culprit");
   app->add_flag("--discard-throttled", o->discard_throttled,
@@ -132,6 +138,8 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   }
   spec.set_hardware_class(o.hardware_class);
   spec.set_allow_improvement(o.allow_improvement);
+  spec.set_descend_merges(o.descend_merges);
+  spec.set_all_culprits(o.all_culprits);
   spec.set_discard_throttled(o.discard_throttled);
   spec.set_confirm(!o.no_confirm && !o.exit_code);
   spec.set_max_workers(o.workers);

@@ -34,6 +34,8 @@ struct JobOptions {
   double build_timeout_seconds = 1800;
   bool no_first_parent = false;
   bool allow_improvement = false;
+  bool descend_merges = false;
+  bool all_culprits = false;
   bool discard_throttled = false;
   bool no_confirm = false;
   std::string hardware_class;

@@ -477,8 +477,10 @@ std::vector<std::string> BisectJob::Cancel(const std::string& reason, absl::Time
 }
 
 bool BisectJob::finished() const {
+  // FOLLOWING_UP is set by the coordinator once this job's own search is over.
   return status_.state() == v1::JOB_STATE_DONE || status_.state() == v1::JOB_STATE_FAILED ||
-         status_.state() == v1::JOB_STATE_CANCELLED;
+         status_.state() == v1::JOB_STATE_CANCELLED ||
+         status_.state() == v1::JOB_STATE_FOLLOWING_UP;
 }
 
 std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_, {}); }
@@ -951,9 +953,13 @@ void BisectJob::MaybeFinish(absl::Time now) {
       status_.set_multiple_steps(true);
       status_.add_warnings(absl::StrFormat(
           "the culprit explains only %.0f%% of the GOOD->BAD difference: the regression likely "
-          "has several steps; bisect %s..%s and %s..%s separately to find the others",
-          share * 100, Short(commits_[first_bad].sha()), Short(status_.bad_sha()),
-          Short(status_.good_sha()), Short(commits_[last_good].sha())));
+          "has several steps; %s %s..%s and %s..%s%s",
+          share * 100, status_.spec().all_culprits() ? "bisecting" : "bisect",
+          Short(commits_[first_bad].sha()), Short(status_.bad_sha()), Short(status_.good_sha()),
+          Short(commits_[last_good].sha()),
+          status_.spec().all_culprits() ? " too (--all-culprits)"
+                                        : " separately (or rerun with --all-culprits) to find "
+                                          "the others"));
     }
   }
   if (candidates.size() == 1 && commits_[first_bad].is_merge()) {
@@ -962,7 +968,9 @@ void BisectJob::MaybeFinish(absl::Time now) {
         " is a merge commit: the regression came in with the merged branch. To find the commit "
         "inside it, run `kbisect run $(git merge-base ",
         Short(commits_[first_bad].sha()), "^1 ", Short(commits_[first_bad].sha()), "^2) ",
-        Short(commits_[first_bad].sha()), "^2 -- ...`"));
+        Short(commits_[first_bad].sha()), "^2 -- ...`", 
+        status_.spec().descend_merges() ? " (--descend-merges does that now)"
+                                        : " or rerun with --descend-merges"));
   }
   if (candidates.size() == 1 && status_.spec().confirm() && !pass_fail_) {
     // Re-measure last-good and culprit interleaved (A/B/A/B) on one worker before blaming.

@@ -79,7 +79,8 @@ class BisectJob {
   // Stops the job: every unfinished task is cancelled. Returns their ids.
   std::vector<std::string> Cancel(const std::string& reason, absl::Time now);
 
-  // True once the job reached a terminal state (done, failed or cancelled).
+  // True once the job reached a terminal state (done, failed or cancelled), or the coordinator
+  // marked it FOLLOWING_UP (its own search is over; follow-up jobs run).
   bool finished() const;
 
   // The job's status as reported to clients.

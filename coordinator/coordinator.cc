@@ -19,6 +19,9 @@
 namespace kbisect {
 namespace {
 
+// Follow-ups of follow-ups are started up to this depth (a merge inside a merged branch...).
+constexpr int kMaxFollowUpDepth = 3;
+
 using google::protobuf::util::TimeUtil;
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
@@ -31,6 +34,10 @@ google::protobuf::Duration ToProto(absl::Duration d) {
 
 absl::Duration FromProto(const google::protobuf::Duration& d) {
   return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
 }
 
 std::string RandomSalt() {
@@ -254,6 +261,15 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     ++report.jobs;
   }
   replaying_ = false;
+  // Jobs that finished without a stored final status: find (or start) their follow-ups.
+  for (const std::string& job_id : std::exchange(replayed_finished_, {})) {
+    JobEntry& entry = jobs_.at(job_id);
+    StartFollowUpsLocked(job_id, entry);
+    if (!entry.follow_ups.empty()) {
+      entry.job->mutable_status()->set_state(v1::JOB_STATE_FOLLOWING_UP);
+    }
+    MaybeCompleteLocked(job_id);
+  }
   // Probes that were running lost their leases with the old process: each waits for its worker
   // to come back (see the header for why), or is lost if that worker is unknown.
   for (const std::string& job_id : job_order_) {
@@ -331,30 +347,36 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
     *response.mutable_job() = jobs_.at(job_id).job->status();
     return response;
   }
+  const std::string job_id = CreateJobLocked(request.spec(), request.request_id(), *std::move(commits));
+  DispatchLocked();
+
+  v1::SubmitJobResponse response;
+  response.set_job_id(job_id);
+  *response.mutable_job() = jobs_.at(job_id).job->status();
+  return response;
+}
+
+std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,
+                                         std::vector<v1::CommitRef> commits) {
   std::string job_id = NewId("job-");
   while (jobs_.count(job_id) > 0) job_id = NewId("job-");  // A recovered job has it.
   const absl::Time now = clock_->Now();
   if (store_ != nullptr) {
     StoredJob stored;
     stored.job_id = job_id;
-    stored.request_id = request.request_id();
-    stored.spec = request.spec();
-    stored.commits = *commits;
+    stored.request_id = request_id;
+    stored.spec = spec;
+    stored.commits = commits;
     stored.create_time = now;
     pending_.new_jobs.push_back(std::move(stored));
   }
   JobEntry& entry = jobs_[job_id];
-  entry.job = std::make_unique<BisectJob>(job_id, request.spec(), *std::move(commits), now);
-  entry.request_id = request.request_id();
+  entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now);
+  entry.request_id = request_id;
   job_order_.push_back(job_id);
-  if (!request.request_id().empty()) request_ids_[request.request_id()] = job_id;
+  if (!request_id.empty()) request_ids_[request_id] = job_id;
   AfterJobChangeLocked(job_id, entry);
-  DispatchLocked();
-
-  v1::SubmitJobResponse response;
-  response.set_job_id(job_id);
-  *response.mutable_job() = entry.job->status();
-  return response;
+  return job_id;
 }
 
 absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) const {
@@ -408,17 +430,26 @@ absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
   WriteLock lock(this);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-  JobEntry& entry = it->second;
+  CancelJobLocked(job_id, reason.empty() ? "requested by a client" : reason);
+  DispatchLocked();
+  return it->second.job->status();
+}
+
+void Coordinator::CancelJobLocked(const std::string& job_id, const std::string& reason) {
+  JobEntry& entry = jobs_.at(job_id);
   if (!entry.job->finished()) {
     JournalEntry call;
     call.kind = JournalEntry::Kind::kCancel;
     call.time = clock_->Now();
-    call.reason = reason.empty() ? "requested by a client" : reason;
+    call.reason = reason;
     CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
                       "job cancelled");
   }
-  DispatchLocked();
-  return entry.job->status();
+  // Its follow-ups go with it (each completes as cancelled, then the job completes).
+  const std::vector<std::string> follow_ups = entry.follow_ups;
+  for (const std::string& child : follow_ups) {
+    if (jobs_.count(child) > 0) CancelJobLocked(child, reason);
+  }
 }
 
 absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequence,
@@ -454,24 +485,214 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
 }
 
 void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entry) {
+  bool restored_final = false;
   if (entry.job->finished() && !entry.reported) {
     if (replaying_ && entry.has_stored_final) {
-      // As it was when the job finished: no need to redo the report's I/O.
+      // As it was when the job (and its follow-ups) completed: no need to redo any I/O.
       *entry.job->mutable_status() = entry.stored_final;
       entry.reported = true;
+      entry.follow_ups_decided = true;
+      restored_final = true;
+      for (const std::string& id : entry.stored_final.follow_up_job_ids()) {
+        entry.follow_ups.push_back(id);
+      }
     } else {
       AttachReportLocked(entry);
-      if (store_ != nullptr) pending_.final_statuses.emplace_back(job_id, entry.job->status());
+    }
+  }
+  if (entry.job->finished() && !entry.follow_ups_decided) {
+    entry.follow_ups_decided = true;
+    if (replaying_) {
+      // Its follow-ups (if it had started any) are replayed after it: link them afterwards.
+      replayed_finished_.push_back(job_id);
+    } else {
+      StartFollowUpsLocked(job_id, entry);
     }
   }
   for (v1::JobEvent& event : entry.job->TakeEvents()) {
-    event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
-    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = entry.job->status();
-    entry.events.push_back(std::move(event));
+    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED && !restored_final &&
+        (!entry.follow_ups.empty() ||
+         std::find(replayed_finished_.begin(), replayed_finished_.end(), job_id) !=
+             replayed_finished_.end())) {
+      // Released by MaybeCompleteLocked once the follow-ups are done.
+      *event.mutable_job() = entry.job->status();  // Remembers the final state.
+      entry.held_finish = std::make_unique<v1::JobEvent>(std::move(event));
+      if (!entry.follow_ups.empty()) {
+        entry.job->mutable_status()->set_state(v1::JOB_STATE_FOLLOWING_UP);
+      }
+      continue;
+    }
+    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) {
+      *event.mutable_job() = entry.job->status();
+      entry.complete = true;
+      if (store_ != nullptr && !replaying_) {
+        pending_.final_statuses.emplace_back(job_id, entry.job->status());
+      }
+    }
+    AppendEventLocked(entry, std::move(event));
   }
   v1::JobStatus* status = entry.job->mutable_status();
   status->set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();
+  if (entry.complete && !entry.job->status().spec().parent_job_id().empty()) {
+    MaybeCompleteLocked(entry.job->status().spec().parent_job_id());
+  }
+}
+
+void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
+  const std::string parent = entry.job->status().spec().parent_job_id();
+  if (!parent.empty() && event.kind() != v1::JOB_EVENT_KIND_FINISHED) {
+    auto it = jobs_.find(parent);
+    if (it != jobs_.end() && !it->second.complete) {
+      v1::JobEvent copy = event;
+      copy.clear_job();
+      const std::string& kind = entry.job->status().spec().follow_up();
+      const char* label = kind == "merged_branch"  ? "[merged branch] "
+                          : kind == "steps_before" ? "[before the culprit] "
+                                                   : "[after the culprit] ";
+      copy.set_message(absl::StrCat(label, event.message()));
+      // A follow-up's STARTED line is a progress line in its parent's stream.
+      if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
+      AppendEventLocked(it->second, std::move(copy));
+      it->second.job->mutable_status()->set_revision(
+          static_cast<int64_t>(it->second.events.size()));
+    }
+  }
+  event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
+  entry.events.push_back(std::move(event));
+}
+
+void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entry) {
+  const v1::JobStatus& status = entry.job->status();
+  if (status.status() != v1::OUTCOME_CULPRIT_FOUND ||
+      status.spec().follow_up_depth() >= kMaxFollowUpDepth) {
+    return;
+  }
+  struct Planned {
+    std::string kind;
+    std::string good;
+    std::string bad;
+    bool all_commits = false;
+  };
+  std::vector<Planned> planned;
+  std::vector<std::string> problems;
+  const std::string& repository = status.spec().repository();
+  if (status.spec().descend_merges() && status.culprit().is_merge()) {
+    absl::StatusOr<RepositoryView::MergedBranchRange> branch =
+        repositories_->MergedBranch(repository, status.culprit().sha());
+    if (branch.ok()) {
+      planned.push_back({"merged_branch", branch->base, branch->tip});
+    } else {
+      problems.push_back(absl::StrCat("cannot bisect the merged branch of ",
+                                      status.culprit().sha().substr(0, 12), ": ",
+                                      branch.status().message()));
+    }
+  }
+  if (status.spec().all_culprits() && status.multiple_steps()) {
+    if (status.last_good().sha() != status.good_sha()) {
+      planned.push_back({"steps_before", status.good_sha(), status.last_good().sha()});
+    }
+    if (status.culprit().sha() != status.bad_sha()) {
+      planned.push_back({"steps_after", status.culprit().sha(), status.bad_sha()});
+    }
+  }
+  for (const Planned& plan : planned) {
+    v1::JobSpec spec = status.spec();
+    spec.set_good(plan.good);
+    spec.set_bad(plan.bad);
+    spec.set_parent_job_id(job_id);
+    spec.set_follow_up(plan.kind);
+    spec.set_follow_up_depth(status.spec().follow_up_depth() + 1);
+    spec.set_description(absl::StrCat(plan.kind, " of ", job_id));
+    const std::string request_id = absl::StrCat(job_id, "/", plan.kind);
+    std::string child_id;
+    if (auto known = request_ids_.find(request_id); known != request_ids_.end()) {
+      child_id = known->second;  // Started before a coordinator restart.
+    } else {
+      // Resolving is a little git I/O on a finished job, like the report's diff.
+      absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(spec);
+      if (!commits.ok() && absl::IsFailedPrecondition(commits.status()) &&
+          spec.history() != v1::HISTORY_MODE_ALL_COMMITS) {
+        // The branch's base is not on its first-parent chain (it merged mainline meanwhile).
+        spec.set_history(v1::HISTORY_MODE_ALL_COMMITS);
+        commits = repositories_->ResolveRange(spec);
+      }
+      if (!commits.ok()) {
+        problems.push_back(absl::StrCat("cannot start the ", plan.kind, " follow-up: ",
+                                        commits.status().message()));
+        continue;
+      }
+      child_id = CreateJobLocked(spec, request_id, *std::move(commits));
+    }
+    entry.follow_ups.push_back(child_id);
+    entry.job->mutable_status()->add_follow_up_job_ids(child_id);
+  }
+  for (const std::string& problem : problems) entry.job->mutable_status()->add_warnings(problem);
+  if (!entry.follow_ups.empty()) DispatchLocked();
+}
+
+void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobEntry& entry = it->second;
+  if (entry.complete || entry.held_finish == nullptr) return;
+  for (const std::string& child : entry.follow_ups) {
+    auto found = jobs_.find(child);
+    if (found != jobs_.end() && !found->second.complete) return;
+  }
+  v1::JobStatus* status = entry.job->mutable_status();
+  const double total = status->baseline().bad().median() - status->baseline().good().median();
+  for (const std::string& child : entry.follow_ups) {
+    auto found = jobs_.find(child);
+    if (found == jobs_.end()) continue;
+    const v1::JobStatus& result = found->second.job->status();
+    const bool merged = result.spec().follow_up() == "merged_branch";
+    status->set_bench_runs(status->bench_runs() + result.bench_runs());
+    const std::string range = absl::StrCat(
+        merged ? "the merged branch " : "", result.good_sha().substr(0, 7), "..",
+        result.bad_sha().substr(0, 7), " (job ", child, ")");
+    if (result.status() == v1::OUTCOME_NO_REGRESSION) {
+      status->add_warnings(absl::StrCat("no further step in ", range, ": ", result.error()));
+      continue;
+    }
+    if (result.status() != v1::OUTCOME_CULPRIT_FOUND) {
+      status->add_warnings(absl::StrCat(
+          range, " gave no culprit: ",
+          result.error().empty() ? EnumLabel(v1::Outcome_Name(result.status()), "OUTCOME_")
+                                 : result.error()));
+      continue;
+    }
+    if (merged) {
+      *status->mutable_merged_culprit() = result.culprit();
+      continue;
+    }
+    for (const v1::Culprit& step : result.culprits()) {
+      v1::Culprit* added = status->add_culprits();
+      *added = step;
+      added->set_share_of_total(total == 0 ? 0 : (step.after() - step.before()) / total);
+    }
+  }
+  if (status->culprits_size() > 1) {
+    std::stable_sort(status->mutable_culprits()->begin(), status->mutable_culprits()->end(),
+                     [](const v1::Culprit& a, const v1::Culprit& b) {
+                       return std::fabs(a.after() - a.before()) > std::fabs(b.after() - b.before());
+                     });
+  }
+  std::unique_ptr<v1::JobEvent> finish = std::move(entry.held_finish);
+  status->set_state(finish->job().state());
+  if (!entry.follow_ups.empty()) {
+    // The result took its follow-ups too: their runs and time count.
+    const absl::Time now = clock_->Now();
+    *status->mutable_finish_time() = ToProto(now);
+    status->set_wall_seconds(absl::ToDoubleSeconds(now - FromProto(status->create_time())));
+  }
+  *finish->mutable_job() = *status;
+  entry.complete = true;
+  if (store_ != nullptr && !replaying_) pending_.final_statuses.emplace_back(job_id, *status);
+  AppendEventLocked(entry, std::move(*finish));
+  status->set_revision(static_cast<int64_t>(entry.events.size()));
+  changed_.SignalAll();
+  if (!status->spec().parent_job_id().empty()) MaybeCompleteLocked(status->spec().parent_job_id());
 }
 
 void Coordinator::AttachReportLocked(JobEntry& entry) {
@@ -766,7 +987,7 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
 
 MetricsSnapshot Coordinator::Metrics() const {
   MetricsSnapshot snapshot;
-  for (int state = v1::JOB_STATE_QUEUED; state <= v1::JOB_STATE_FAILED; ++state) {
+  for (int state = v1::JOB_STATE_QUEUED; state <= v1::JobState_MAX; ++state) {
     if (!v1::JobState_IsValid(state)) continue;
     snapshot.jobs_by_state[EnumLabel(v1::JobState_Name(state), "JOB_STATE_")] = 0;
   }

@@ -158,6 +158,14 @@ class Coordinator {
     // During recovery: the status stored when the job finished (report details included).
     bool has_stored_final = false;
     v1::JobStatus stored_final;
+    // Follow-up jobs this job started (descend_merges, all_culprits), by id.
+    std::vector<std::string> follow_ups;
+    // Set once the job's own search finished and its follow-ups (if any) were decided.
+    bool follow_ups_decided = false;
+    // The job's FINISHED event, held back while its follow-ups run.
+    std::unique_ptr<v1::JobEvent> held_finish;
+    // The job and all its follow-ups finished: its FINISHED event was released.
+    bool complete = false;
   };
   // What a journaled call returned.
   struct CallResult {
@@ -230,6 +238,25 @@ class Coordinator {
   WorkerEntry* WorkerForSessionLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AttachReportLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cancels the job (if still running) and its follow-ups, recursively.
+  void CancelJobLocked(const std::string& job_id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates a job from a resolved spec (journaled, dispatched). Returns its id.
+  std::string CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,
+                              std::vector<v1::CommitRef> commits)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the follow-up jobs a finished job's result calls for: the merged branch of a merge
+  // culprit (spec.descend_merges) and the ranges on either side of a step that explains too
+  // little (spec.all_culprits). Each is an ordinary job with a request id derived from the
+  // parent's, so a restarted coordinator finds the ones it already started.
+  void StartFollowUpsLocked(const std::string& job_id, JobEntry& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once `job_id` and all its follow-ups finished: folds their results into its status and
+  // releases its FINISHED event (then tells its own parent, if any).
+  void MaybeCompleteLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `event` to the job's stream (next sequence number) and to its ancestors' streams,
+  // prefixed with what the job follows up, so `kbisect run` shows a follow-up's progress.
+  void AppendEventLocked(JobEntry& entry, v1::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewId(const char* prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
@@ -255,6 +282,9 @@ class Coordinator {
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
+  // Jobs that finished during replay without a stored final status: their follow-ups are
+  // started (or found again by request id) once every job is replayed.
+  std::vector<std::string> replayed_finished_ ABSL_GUARDED_BY(mu_);
 
   class Housekeeper;
   std::unique_ptr<Housekeeper> housekeeper_;

@@ -56,6 +56,20 @@ class GitRepositoryView : public RepositoryView {
     return commits;
   }
 
+  absl::StatusOr<MergedBranchRange> MergedBranch(const std::string& repository,
+                                                 const std::string& merge_sha) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
+    ASSIGN_OR_RETURN(CommitInfo info, repo->GetCommit(merge_sha));
+    if (info.parents.size() < 2) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(merge_sha, " is not a merge commit: it has no merged branch"));
+    }
+    MergedBranchRange range;
+    range.tip = info.parents[1];
+    ASSIGN_OR_RETURN(range.base, repo->MergeBase(info.parents[0], info.parents[1]));
+    return range;
+  }
+
   absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
                                                        const std::string& from,
                                                        const std::string& to) override {

@@ -79,6 +79,8 @@ const char* StateLabel(v1::JobState state) {
       return "bisecting";
     case v1::JOB_STATE_CONFIRMING:
       return "confirming";
+    case v1::JOB_STATE_FOLLOWING_UP:
+      return "following_up";
     case v1::JOB_STATE_DONE:
       return "done";
     case v1::JOB_STATE_CANCELLED:

@@ -25,6 +25,16 @@ class RepositoryView {
   // (FailedPrecondition), empty range (InvalidArgument), not a repository (NotFound).
   virtual absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) = 0;
 
+  // The branch a merge commit brought in: `base` is the merge base of its first and second
+  // parents, `tip` its second parent (full shas), so base..tip is what the merge added.
+  // FailedPrecondition when `merge_sha` is not a merge.
+  struct MergedBranchRange {
+    std::string base;
+    std::string tip;
+  };
+  virtual absl::StatusOr<MergedBranchRange> MergedBranch(const std::string& repository,
+                                                          const std::string& merge_sha) = 0;
+
   // Files changed between two commits of `repository`, with line counts.
   virtual absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
                                                                const std::string& from,

@@ -179,6 +179,25 @@ absl::StatusOr<bool> GitRepo::IsAncestor(std::string_view ancestor,
   return IsAncestorLocked(a, d);
 }
 
+absl::StatusOr<std::string> GitRepo::MergeBase(std::string_view a_view,
+                                               std::string_view b_view) const {
+  const std::string a_rev(a_view);
+  const std::string b_rev(b_view);
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::string a, ResolveLocked(a_rev));
+  ASSIGN_OR_RETURN(std::string b, ResolveLocked(b_rev));
+  ASSIGN_OR_RETURN(git_oid a_oid, git_internal::ParseFullOid(a));
+  ASSIGN_OR_RETURN(git_oid b_oid, git_internal::ParseFullOid(b));
+  git_oid base;
+  const int rc = git_merge_base(&base, repo_.get(), &a_oid, &b_oid);
+  if (rc == GIT_ENOTFOUND) {
+    return absl::NotFoundError(
+        absl::StrCat(a_rev, " and ", b_rev, " share no history in ", DescribeRepoLocked()));
+  }
+  if (rc != 0) return Git2Error(rc, absl::StrCat("cannot find the merge base of ", a, " and ", b));
+  return git_internal::OidToString(base);
+}
+
 absl::StatusOr<std::vector<std::string>> GitRepo::CommitRange(std::string_view good_view,
                                                               std::string_view bad_view,
                                                               bool first_parent) const {

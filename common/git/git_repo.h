@@ -114,6 +114,10 @@ class GitRepo {
   // IsAncestor(x, x) is true. Both arguments are revisions; errors are those of ResolveCommit.
   absl::StatusOr<bool> IsAncestor(std::string_view ancestor, std::string_view descendant) const;
 
+  // Returns the best common ancestor of `a` and `b` (like `git merge-base a b`). NotFound when
+  // they share no history; otherwise the errors of ResolveCommit.
+  absl::StatusOr<std::string> MergeBase(std::string_view a, std::string_view b) const;
+
   // Returns the commits a bisection between `good` and `bad` searches, oldest first:
   // [good, c1, ..., bad], so index 0 is good and the last element is bad.
   //

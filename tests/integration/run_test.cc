@@ -4,9 +4,13 @@
 // regression, over real gRPC with several local workers, and is checked against `git bisect run`
 // on the same repository. Also every bad input of `kbisect run`.
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -39,6 +43,21 @@ std::string MakeRepo(const std::string& dir, const std::string& options) {
                                              options));
   EXPECT_EQ(made.exit_code, 0) << made.err;
   return Trim(made.out);
+}
+
+// Generates a demo repository with --merge-branch and/or --second-step, whose output is
+// "key=sha" lines (culprit=, merge=, fork=, second=); returns them by key.
+std::map<std::string, std::string> MakeRepoWithSteps(const std::string& dir,
+                                                     const std::string& options) {
+  std::map<std::string, std::string> keys;
+  const std::vector<std::string> lines =
+      absl::StrSplit(MakeRepo(dir, options), '\n', absl::SkipEmpty());
+  for (const std::string& line : lines) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    EXPECT_EQ(kv.second.size(), 40u) << line;
+    keys[kv.first] = kv.second;
+  }
+  return keys;
 }
 
 class RunTest : public ::testing::Test {
@@ -200,6 +219,108 @@ TEST_F(RunTest, PassFailModeFollowsGitBisectRun) {
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["culprit"]["sha"], culprit);
+}
+
+TEST_F(RunTest, AMergedBranchIsBisectedWithDescendMerges) {
+  const std::string repo = tmp_.Join("repo");
+  // Main commit 50 merges a 12-commit side branch forked from main commit 38; the regression
+  // (x1.45) is its 5th commit. The first-parent history sees it at the merge.
+  std::map<std::string, std::string> shas =
+      MakeRepoWithSteps(repo, "--commits 80 --files 20 --merge-branch 50:12:5");
+  const std::string merge = shas["merge"];
+  const std::string inside = shas["culprit"];
+  ASSERT_EQ(merge.size(), 40u);
+  ASSERT_EQ(inside.size(), 40u);
+  ASSERT_EQ(Trim(RunShell("git -C " + repo + " merge-base " + merge + "^1 " + merge + "^2").out),
+            shas["fork"]);
+
+  // Without --descend-merges the merge is the answer, with a hint to look inside it.
+  const std::string plain_json = tmp_.Join("plain.json");
+  CommandResult plain = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --json ",
+                                         plain_json, " -- ./bench.sh"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  nlohmann::json without = nlohmann::json::parse(ReadFile(plain_json));
+  EXPECT_EQ(without["status"], "culprit_found");
+  EXPECT_EQ(without["culprit"]["sha"], merge);
+  EXPECT_EQ(without["culprit"]["is_merge"], true);
+  EXPECT_TRUE(!without.contains("merged_culprit") || without["merged_culprit"].is_null())
+      << without["merged_culprit"].dump();
+  EXPECT_THAT(without["warnings"].dump(), HasSubstr("is a merge commit"));
+
+  // With it, the merged branch (merge-base..merge^2) is bisected too.
+  const std::string json = tmp_.Join("descend.json");
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo,
+                                       " --workers 2 --descend-merges --json ", json,
+                                       " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], merge);
+  ASSERT_TRUE(result["merged_culprit"].is_object()) << result.dump();
+  EXPECT_EQ(result["merged_culprit"]["sha"], inside);
+  EXPECT_EQ(result["merged_culprit"]["subject"],
+            "[kernel] Retune attention tiles for smaller shapes");
+}
+
+TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
+  const std::string repo = tmp_.Join("repo");
+  // Step sizes: x1.30 at main commit 40, then x1.20 at 85, so the latency goes 1.00 -> 1.30 ->
+  // 1.56 and the total change is 0.56. The search (threshold 0.3) calls a commit bad past
+  // 1.00 + 0.3 * 0.56 = 1.168, so it lands on the FIRST step (1.30), which explains
+  // 0.30 / 0.56 = 54% of the total: under the 60% that marks a single step, so multiple_steps.
+  // The other step explains 1.30 * 0.20 / 0.56 = 0.26 / 0.56 = 46%. The first step is the larger
+  // one both in absolute change (0.30 vs 0.26, share 54% vs 46%) and relative to its own
+  // baseline (30% vs 20%), so "largest first" means the same order whichever size the
+  // coordinator ranks by. With the usual 1% noise the share estimate could move by several
+  // points, so the noise is 0.2% (about +-1 point on the shares: far from 60% and from each other).
+  // (Equal x1.25 steps would rank by regression_pct as a tie, and a larger second step such as
+  // x1.15 then x1.45 would put the first bad commit at the second step, with 77% of the total.)
+  std::map<std::string, std::string> shas = MakeRepoWithSteps(
+      repo, "--commits 120 --files 20 --noise 0.002 --culprit 40 --slowdown 1.30 "
+            "--second-step 85:1.20");
+  const std::string larger = shas["culprit"];
+  const std::string smaller = shas["second"];
+  ASSERT_EQ(larger.size(), 40u);
+  ASSERT_EQ(smaller.size(), 40u);
+
+  // Without --all-culprits: the step found, and a warning that there are others.
+  const std::string plain_json = tmp_.Join("plain.json");
+  CommandResult plain = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --json ",
+                                         plain_json, " -- ./bench.sh"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  nlohmann::json without = nlohmann::json::parse(ReadFile(plain_json));
+  EXPECT_EQ(without["status"], "culprit_found");
+  EXPECT_EQ(without["culprit"]["sha"], larger);
+  ASSERT_EQ(without["culprits"].size(), 1u) << without["culprits"].dump();
+  EXPECT_EQ(without["culprits"][0]["commit"]["sha"], larger);
+  EXPECT_NEAR(without["culprits"][0]["share_of_total"].get<double>(), 0.54, 0.05);
+  EXPECT_EQ(without["multiple_steps"], true);
+  EXPECT_THAT(without["warnings"].dump(), HasSubstr("several steps"));
+
+  // With it: GOOD..last_good and culprit..BAD are bisected too, and both steps are ranked.
+  const std::string json = tmp_.Join("all.json");
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo,
+                                       " --workers 2 --all-culprits --json ", json,
+                                       " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], larger);
+  EXPECT_EQ(result["multiple_steps"], true);
+  ASSERT_EQ(result["culprits"].size(), 2u) << result["culprits"].dump();
+  const nlohmann::json& first = result["culprits"][0];
+  const nlohmann::json& second = result["culprits"][1];
+  EXPECT_EQ(first["commit"]["sha"], larger);
+  EXPECT_EQ(second["commit"]["sha"], smaller);
+  EXPECT_GT(first["share_of_total"].get<double>(), second["share_of_total"].get<double>());
+  EXPECT_GT(first["regression_pct"].get<double>(), second["regression_pct"].get<double>());
+  // Shares of the whole GOOD->BAD change: 54% and 46%, together all of it.
+  EXPECT_NEAR(first["share_of_total"].get<double>(), 0.54, 0.05);
+  EXPECT_NEAR(second["share_of_total"].get<double>(), 0.46, 0.05);
+  EXPECT_NEAR(first["share_of_total"].get<double>() + second["share_of_total"].get<double>(),
+              1.0, 0.05);
+  EXPECT_NEAR(second["before"].get<double>(), 1.30, 0.02);
+  EXPECT_NEAR(second["after"].get<double>(), 1.56, 0.02);
 }
 
 TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {

@@ -3,6 +3,7 @@
 // Drives the Coordinator as workers would, deterministically: a FakeClock, zero-wait
 // Synchronize calls, and a fake RepositoryView.
 #include "coordinator/coordinator.h"
+#include "coordinator/fake_repository_view.h"
 
 #include <cstdint>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
@@ -19,46 +21,6 @@ namespace kbisect {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeRepositoryView : public RepositoryView {
- public:
-  explicit FakeRepositoryView(int n) : n_(n) {}
-  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
-    ++resolves;
-    if (spec.good() == "nope") {
-      return absl::NotFoundError("unknown revision 'nope' in /repo; check `git log`");
-    }
-    std::vector<v1::CommitRef> commits;
-    for (int i = 0; i <= n_; ++i) {
-      v1::CommitRef ref;
-      ref.set_sha(absl::StrFormat("%040d", i));
-      ref.set_index(i);
-      ref.set_subject(absl::StrCat("commit ", i));
-      commits.push_back(ref);
-    }
-    return commits;
-  }
-  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string&, const std::string&,
-                                                       const std::string&) override {
-    v1::FileChange file;
-    file.set_path("kernels/attention.py");
-    file.set_additions(1);
-    file.set_deletions(1);
-    return std::vector<v1::FileChange>{file};
-  }
-  absl::StatusOr<std::string> DiffPatch(const std::string&, const std::string&,
-                                        const std::string&) override {
-    return std::string(
-        "diff --git a/kernels/attention.py b/kernels/attention.py\n"
-        "--- a/kernels/attention.py\n+++ b/kernels/attention.py\n"
-        "@@ -5,3 +5,3 @@ def attention(q, k, v, o, N):\n"
-        "-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
-  }
-  int resolves = 0;
-
- private:
-  int n_;
-};
 
 v1::JobSpec Spec() {
   v1::JobSpec spec;
@@ -177,6 +139,106 @@ TEST_F(CoordinatorTest, ThreeWorkersFindTheCulpritOverLeases) {
   }
 }
 
+// Values for a history with a merged branch: the regression is branch commit 7, so the
+// mainline sees it at the merge (mainline index `merge`).
+v1::TaskResult MeasureWithBranch(const v1::Task& task, int merge) {
+  v1::TaskResult result = Measure(task, merge);
+  const std::string& sha = task.commit_sha();
+  if (!sha.empty() && sha[0] == 'b') {
+    const double v = std::stoi(sha.substr(1)) >= 7 ? 2.0 : 1.0;
+    for (int i = 0; i < result.samples_size(); ++i) {
+      result.set_samples(i, v);
+      result.mutable_runs(i)->set_value(v);
+    }
+  }
+  return result;
+}
+
+TEST_F(CoordinatorTest, AMergeCulpritIsFollowedIntoItsBranch) {
+  repos_.AddMergedBranch(37, 31, 12);
+  std::vector<std::string> sessions = {Open("w0"), Open("w1")};
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = Spec();
+  request.mutable_spec()->set_descend_merges(true);
+  absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_.SubmitJob(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string job_id = submitted->job_id();
+  bool saw_following_up = false;
+  for (int guard = 0; guard < 300; ++guard) {
+    absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+    ASSERT_TRUE(job.ok());
+    if (job->state() == v1::JOB_STATE_DONE) break;
+    saw_following_up |= job->state() == v1::JOB_STATE_FOLLOWING_UP;
+    for (const std::string& s : sessions) {
+      const v1::SynchronizeResponse response = Sync(s, /*ready=*/true);
+      for (const v1::Lease& lease : response.assignments()) {
+        Complete(s, lease, MeasureWithBranch(lease.task(), 37));
+      }
+    }
+  }
+  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_TRUE(saw_following_up);
+  EXPECT_EQ(job->state(), v1::JOB_STATE_DONE);
+  EXPECT_EQ(job->status(), v1::OUTCOME_CULPRIT_FOUND) << job->error();
+  EXPECT_EQ(job->culprit().sha(), FakeRepositoryView::MainSha(37));
+  EXPECT_EQ(job->merged_culprit().sha(), FakeRepositoryView::BranchSha(7));
+  ASSERT_EQ(job->follow_up_job_ids_size(), 1);
+  absl::StatusOr<v1::JobStatus> branch = coordinator_.GetJob(job->follow_up_job_ids(0));
+  ASSERT_TRUE(branch.ok());
+  EXPECT_EQ(branch->spec().parent_job_id(), job_id);
+  EXPECT_EQ(branch->spec().follow_up(), "merged_branch");
+  EXPECT_EQ(branch->spec().good(), FakeRepositoryView::MainSha(31));
+  EXPECT_EQ(branch->spec().bad(), FakeRepositoryView::BranchSha(12));
+  EXPECT_EQ(branch->culprit().sha(), FakeRepositoryView::BranchSha(7));
+  EXPECT_GT(job->bench_runs(), branch->bench_runs()) << "the parent's count includes its branch";
+  // The parent's stream shows the branch's progress and ends with one FINISHED event.
+  std::vector<v1::JobEvent> events;
+  ASSERT_TRUE(coordinator_
+                  .WatchJob(job_id, 0,
+                            [&](const v1::JobEvent& event) {
+                              events.push_back(event);
+                              return true;
+                            })
+                  .ok());
+  int finished = 0;
+  int branch_lines = 0;
+  for (const v1::JobEvent& event : events) {
+    finished += event.kind() == v1::JOB_EVENT_KIND_FINISHED;
+    branch_lines += absl::StartsWith(event.message(), "[merged branch] ");
+  }
+  EXPECT_EQ(finished, 1);
+  EXPECT_GT(branch_lines, 3);
+  EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_FINISHED);
+  EXPECT_EQ(events.back().job().merged_culprit().sha(), FakeRepositoryView::BranchSha(7));
+}
+
+TEST_F(CoordinatorTest, CancellingAJobCancelsItsFollowUps) {
+  repos_.AddMergedBranch(37, 31, 12);
+  const std::string w = Open("w0");
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = Spec();
+  request.mutable_spec()->set_descend_merges(true);
+  const std::string job_id = coordinator_.SubmitJob(request)->job_id();
+  for (int guard = 0; guard < 300; ++guard) {
+    if (coordinator_.GetJob(job_id)->state() == v1::JOB_STATE_FOLLOWING_UP) break;
+    const v1::SynchronizeResponse response = Sync(w, true);
+    for (const v1::Lease& lease : response.assignments()) {
+      Complete(w, lease, MeasureWithBranch(lease.task(), 37));
+    }
+  }
+  ASSERT_EQ(coordinator_.GetJob(job_id)->state(), v1::JOB_STATE_FOLLOWING_UP);
+  const std::string branch_id = coordinator_.GetJob(job_id)->follow_up_job_ids(0);
+  absl::StatusOr<v1::JobStatus> cancelled = coordinator_.CancelJob(job_id, "enough");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(coordinator_.GetJob(branch_id)->state(), v1::JOB_STATE_CANCELLED);
+  const v1::JobStatus parent = *coordinator_.GetJob(job_id);
+  EXPECT_EQ(parent.state(), v1::JOB_STATE_DONE) << "complete, with the mainline's culprit";
+  EXPECT_EQ(parent.culprit().sha(), FakeRepositoryView::MainSha(37));
+  EXPECT_FALSE(parent.has_merged_culprit());
+  EXPECT_THAT(parent.warnings(), ::testing::Contains(HasSubstr("gave no culprit")));
+}
+
 TEST_F(CoordinatorTest, ExpiredLeaseIsRedispatchedAndItsLateResultRejected) {
   const std::string a = Open("a");
   Sync(a, true);
@@ -279,6 +341,7 @@ TEST_F(CoordinatorTest, MetricsCountJobsProbesRunsAndWorkers) {
                                                                  {"baselines", 0},
                                                                  {"bisecting", 0},
                                                                  {"confirming", 0},
+                                                                 {"following_up", 0},
                                                                  {"done", 0},
                                                                  {"cancelled", 0},
                                                                  {"failed", 0}}));

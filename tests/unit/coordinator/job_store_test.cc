@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/fake_repository_view.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -30,35 +31,8 @@ using ::testing::HasSubstr;
 
 constexpr int kCommits = 64;
 constexpr int kCulprit = 41;
-
-class FakeRepositoryView : public RepositoryView {
- public:
-  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
-    ++resolves;
-    std::vector<v1::CommitRef> commits;
-    for (int i = 0; i <= kCommits; ++i) {
-      v1::CommitRef ref;
-      ref.set_sha(absl::StrFormat("%040d", i));
-      ref.set_index(i);
-      ref.set_subject(absl::StrCat("commit ", i));
-      commits.push_back(ref);
-    }
-    return commits;
-  }
-  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string&, const std::string&,
-                                                       const std::string&) override {
-    ++diffs;
-    v1::FileChange file;
-    file.set_path("kernels/attention.py");
-    return std::vector<v1::FileChange>{file};
-  }
-  absl::StatusOr<std::string> DiffPatch(const std::string&, const std::string&,
-                                        const std::string&) override {
-    return std::string("diff --git a/k.py b/k.py\n-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
-  }
-  int resolves = 0;
-  int diffs = 0;
-};
+// With a merged branch at kCulprit: the branch commit that regressed.
+constexpr int kBranchCulprit = 7;
 
 v1::JobSpec Spec() {
   v1::JobSpec spec;
@@ -72,7 +46,10 @@ v1::JobSpec Spec() {
 v1::TaskResult Measure(const v1::Task& task) {
   v1::TaskResult result;
   result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-  const double v = task.commit_index() >= kCulprit ? 2.0 : 1.0;
+  const std::string& sha = task.commit_sha();
+  const bool on_branch = !sha.empty() && sha[0] == 'b';
+  const double v = on_branch ? (std::stoi(sha.substr(1)) >= kBranchCulprit ? 2.0 : 1.0)
+                             : (task.commit_index() >= kCulprit ? 2.0 : 1.0);
   for (int i = 0; i < 3; ++i) {
     result.add_samples(v);
     result.add_runs()->set_value(v);
@@ -302,9 +279,10 @@ class RecoveryTest : public ::testing::Test {
     return job.ok() ? *job : v1::JobStatus();
   }
 
-  std::string Submit() {
+  std::string Submit(bool descend_merges = false) {
     v1::SubmitJobRequest request;
     *request.mutable_spec() = Spec();
+    request.mutable_spec()->set_descend_merges(descend_merges);
     request.set_request_id("nightly-7");
     absl::StatusOr<v1::SubmitJobResponse> response = coordinator_->SubmitJob(request);
     EXPECT_TRUE(response.ok()) << response.status();
@@ -332,7 +310,7 @@ class RecoveryTest : public ::testing::Test {
 
   TempDir tmp_;
   FakeClock clock_;
-  FakeRepositoryView repos_;
+  FakeRepositoryView repos_{kCommits};
   std::unique_ptr<SqliteJobStore> store_;
   std::unique_ptr<Coordinator> coordinator_;
   RecoveryReport recovered_;
@@ -517,10 +495,53 @@ TEST_F(RecoveryTest, AWorkerThatDoesNotComeBackLeavesTheJob) {
   EXPECT_EQ(after.culprit().index(), kCulprit);
 }
 
+TEST_F(RecoveryTest, AFollowUpJobSurvivesACoordinatorRestart) {
+  repos_.AddMergedBranch(kCulprit, kCulprit - 6, 12);
+  Start();
+  job_id_ = Submit(/*descend_merges=*/true);
+  for (int guard = 0; guard < 200 && Job().state() != v1::JOB_STATE_FOLLOWING_UP; ++guard) {
+    Pickup();
+    Report();
+  }
+  ASSERT_EQ(Job().state(), v1::JOB_STATE_FOLLOWING_UP);
+  ASSERT_EQ(Job().culprit().sha(), FakeRepositoryView::MainSha(kCulprit));
+  ASSERT_EQ(Job().follow_up_job_ids_size(), 1);
+  const std::string branch_job = Job().follow_up_job_ids(0);
+  // The branch job is under way (baselines measured, probes leased) when the coordinator dies.
+  Pickup();
+  Report();
+  Pickup();
+  Start();
+  EXPECT_EQ(recovered_.jobs, 2);
+  EXPECT_EQ(Job().state(), v1::JOB_STATE_FOLLOWING_UP);
+  ASSERT_EQ(Job().follow_up_job_ids_size(), 1);
+  EXPECT_EQ(Job().follow_up_job_ids(0), branch_job) << "found again by its request id";
+  RunToTheEnd();
+  const v1::JobStatus done = Job();
+  EXPECT_EQ(done.status(), v1::OUTCOME_CULPRIT_FOUND) << done.error();
+  EXPECT_EQ(done.merged_culprit().sha(), FakeRepositoryView::BranchSha(kBranchCulprit));
+  v1::ListJobsRequest list;
+  EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2) << "no follow-up was started twice";
+  // One FINISHED event, the last one, carrying the merged result.
+  const std::vector<v1::JobEvent> events = Events();
+  int finished = 0;
+  for (const v1::JobEvent& event : events) finished += event.kind() == v1::JOB_EVENT_KIND_FINISHED;
+  EXPECT_EQ(finished, 1);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_FINISHED);
+  EXPECT_EQ(events.back().job().merged_culprit().sha(),
+            FakeRepositoryView::BranchSha(kBranchCulprit));
+  // Once complete, a restart restores the merged result as stored.
+  Start();
+  EXPECT_EQ(Job().state(), v1::JOB_STATE_DONE);
+  EXPECT_EQ(Job().merged_culprit().sha(), FakeRepositoryView::BranchSha(kBranchCulprit));
+  EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2);
+}
+
 TEST(MemoryJobStoreTest, RecoversLikeSqlite) {
   MemoryJobStore store;
   FakeClock clock;
-  FakeRepositoryView repos;
+  FakeRepositoryView repos(kCommits);
   CoordinatorOptions options;
   options.store = &store;
   std::string job_id;

@@ -205,6 +205,20 @@ TEST_F(GitRepoTest, IsAncestorMatchesRevList) {
   EXPECT_EQ(git_->IsAncestor("nope", "HEAD").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(GitRepoTest, MergeBaseMatchesGitMergeBase) {
+  int pairs = 0;
+  for (const auto& [a_name, a] : c_) {
+    for (const auto& [b_name, b] : c_) {
+      auto got = git_->MergeBase(a, b);
+      ASSERT_TRUE(got.ok()) << a_name << " " << b_name << ": " << got.status();
+      EXPECT_EQ(*got, repo_.Git({"merge-base", a, b})) << a_name << " " << b_name;
+      ++pairs;
+    }
+  }
+  EXPECT_GT(pairs, 4);
+  EXPECT_EQ(git_->MergeBase("nope", "HEAD").status().code(), absl::StatusCode::kNotFound);
+}
+
 // Every ordered pair (good, bad) with good a proper ancestor of bad, compared with git rev-list in
 // both modes.
 TEST_F(GitRepoTest, CommitRangeMatchesRevListForAllPairs) {

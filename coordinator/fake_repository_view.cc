@@ -1,0 +1,78 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/fake_repository_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kbisect {
+
+void FakeRepositoryView::AddMergedBranch(int merge_index, int fork_index, int length) {
+  merge_index_ = merge_index;
+  fork_index_ = fork_index;
+  branch_length_ = length;
+}
+
+std::string FakeRepositoryView::MainSha(int index) { return absl::StrFormat("%040d", index); }
+
+std::string FakeRepositoryView::BranchSha(int index) {
+  return absl::StrCat("b", absl::StrFormat("%039d", index));
+}
+
+absl::StatusOr<std::vector<v1::CommitRef>> FakeRepositoryView::ResolveRange(
+    const v1::JobSpec& spec) {
+  ++resolves;
+  if (spec.good() == "nope") {
+    return absl::NotFoundError("unknown revision 'nope' in /repo; check `git log`");
+  }
+  std::vector<v1::CommitRef> commits;
+  if (merge_index_ >= 0 && spec.good() == MainSha(fork_index_) &&
+      spec.bad() == BranchSha(branch_length_)) {
+    for (int i = 0; i <= branch_length_; ++i) {
+      v1::CommitRef ref;
+      ref.set_sha(i == 0 ? MainSha(fork_index_) : BranchSha(i));
+      ref.set_index(i);
+      ref.set_subject(absl::StrCat("branch commit ", i));
+      commits.push_back(ref);
+    }
+    return commits;
+  }
+  for (int i = 0; i <= commits_; ++i) {
+    v1::CommitRef ref;
+    ref.set_sha(MainSha(i));
+    ref.set_index(i);
+    ref.set_subject(absl::StrCat("commit ", i));
+    ref.set_is_merge(i == merge_index_);
+    commits.push_back(ref);
+  }
+  return commits;
+}
+
+absl::StatusOr<RepositoryView::MergedBranchRange> FakeRepositoryView::MergedBranch(
+    const std::string&, const std::string& merge_sha) {
+  if (merge_index_ < 0 || merge_sha != MainSha(merge_index_)) {
+    return absl::FailedPreconditionError(absl::StrCat(merge_sha, " is not a merge commit"));
+  }
+  return MergedBranchRange{MainSha(fork_index_), BranchSha(branch_length_)};
+}
+
+absl::StatusOr<std::vector<v1::FileChange>> FakeRepositoryView::DiffStat(const std::string&,
+                                                                          const std::string&,
+                                                                          const std::string&) {
+  ++diffs;
+  v1::FileChange file;
+  file.set_path("kernels/attention.py");
+  file.set_additions(1);
+  file.set_deletions(1);
+  return std::vector<v1::FileChange>{file};
+}
+
+absl::StatusOr<std::string> FakeRepositoryView::DiffPatch(const std::string&, const std::string&,
+                                                          const std::string&) {
+  return std::string(
+      "diff --git a/kernels/attention.py b/kernels/attention.py\n"
+      "--- a/kernels/attention.py\n+++ b/kernels/attention.py\n"
+      "@@ -5,3 +5,3 @@ def attention(q, k, v, o, N):\n"
+      "-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
+}
+
+}  // namespace kbisect

@@ -1,0 +1,52 @@
+// Copyright 2026 The kbisect Authors.
+//
+// A RepositoryView over a synthetic history, for tests of the coordinator without git.
+#ifndef KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
+#define KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
+
+#include <string>
+#include <vector>
+
+#include "coordinator/repository_view.h"
+
+namespace kbisect {
+
+// A first-parent mainline of `commits` + 1 commits (index 0 = GOOD; shas MainSha(i), subjects
+// "commit i"), optionally with one merge whose second parent is the tip of a side branch (shas
+// BranchSha(1..length)) forked from the mainline. ResolveRange returns the mainline for any spec
+// except the branch's own range (good = the fork's sha, bad = the branch tip), and NotFound for
+// good == "nope". Every commit changes kernels/attention.py (BLOCK_SIZE 64 -> 32). Not
+// thread-safe; the counters count calls.
+class FakeRepositoryView : public RepositoryView {
+ public:
+  explicit FakeRepositoryView(int commits) : commits_(commits) {}
+
+  // Makes mainline commit `merge_index` a merge of a `length`-commit branch forked at mainline
+  // commit `fork_index` (< merge_index).
+  void AddMergedBranch(int merge_index, int fork_index, int length);
+
+  static std::string MainSha(int index);
+  static std::string BranchSha(int index);
+
+  absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override;
+  absl::StatusOr<MergedBranchRange> MergedBranch(const std::string& repository,
+                                                 const std::string& merge_sha) override;
+  absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
+                                                       const std::string& from,
+                                                       const std::string& to) override;
+  absl::StatusOr<std::string> DiffPatch(const std::string& repository, const std::string& from,
+                                        const std::string& to) override;
+
+  int resolves = 0;
+  int diffs = 0;
+
+ private:
+  const int commits_;
+  int merge_index_ = -1;
+  int fork_index_ = -1;
+  int branch_length_ = 0;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
