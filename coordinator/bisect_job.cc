@@ -23,9 +23,17 @@ constexpr int kDefaultMaxRuns = 30;
 constexpr int kControlEvery = 8;
 // Untested commits the open interval must still hold for an A/A control to be worth it.
 constexpr int kControlMinUntested = 4;
+// A running probe whose elapsed time is within these fractions of the job's typical measurement
+// span is "due soon" (see ResultDueSoon).
+constexpr double kDueFraction = 0.7;
+constexpr double kOverdueFraction = 1.3;
 // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
 constexpr double kSingleStepShare = 0.6;
 constexpr double kDefaultThreshold = 0.3;
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -116,6 +124,30 @@ std::string BisectJob::NewTask(v1::ProbeKind kind, int index, int round,
   return id;
 }
 
+bool BisectJob::ResultDueSoon(absl::Time now) const {
+  // The typical span of one measurement (lease to result) in this job so far.
+  std::vector<double> spans;
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.state() != v1::PROBE_STATE_FINISHED || !probe.has_start_time() ||
+        !probe.has_end_time() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
+      continue;
+    }
+    const double span =
+        absl::ToDoubleSeconds(FromProto(probe.end_time()) - FromProto(probe.start_time()));
+    if (span > 0) spans.push_back(span);
+  }
+  if (spans.empty()) return false;
+  const double typical = Median(spans);
+  for (const auto& [id, entry] : tasks_) {
+    if (!entry.active || entry.task.kind() != v1::PROBE_KIND_BISECT) continue;
+    const v1::Probe& probe = status_.probes(entry.probe);
+    if (!probe.has_start_time()) continue;
+    const double elapsed = absl::ToDoubleSeconds(now - FromProto(probe.start_time()));
+    if (elapsed >= kDueFraction * typical && elapsed <= kOverdueFraction * typical) return true;
+  }
+  return false;
+}
+
 int BisectJob::InFlightCount() const {
   int count = 0;
   for (const auto& [id, entry] : tasks_) count += entry.active ? 1 : 0;
@@ -192,6 +224,10 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
                queue_.end());
   int budget = static_cast<int>(probing.size());
   if (cap > 0) budget = std::min(budget, cap - InFlightCount());
+  // A probe about to report narrows the interval any moment: new points placed now would split
+  // the old interval and many would be cancelled. Idle workers wait for it (the result
+  // dispatches again); a probe running late does not hold them.
+  if (budget > 0 && ResultDueSoon(now)) budget = 0;
   if (budget > 0) {
     const int round = max_round_recorded_ + 1;
     // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
@@ -222,7 +258,6 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     }
   }
   if (!out.empty()) UpdateProgress();
-  (void)now;
   return out;
 }
 

@@ -172,6 +172,9 @@ class BisectJob {
   std::string FormatValue(double value) const;
   double MedianAt(int index) const;
   int InFlightCount() const;
+  // True when a running bisect probe has been running for 70-130% of the job's typical
+  // measurement span (median lease-to-result time of finished measurements): its result is due.
+  bool ResultDueSoon(absl::Time now) const;
 
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;

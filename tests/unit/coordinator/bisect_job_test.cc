@@ -155,6 +155,41 @@ TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
   EXPECT_EQ(second[b_at < c_at ? "c" : "b"].commit_index(), upper);
 }
 
+TEST(BisectJobTest, IdleWorkersWaitForAResultThatIsDueAndNotForALateOne) {
+  BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
+  absl::Time now = kNow;
+  // Takes tasks for `workers` at `now`, leasing them at that time.
+  auto take = [&](const std::vector<std::string>& workers) {
+    std::map<std::string, v1::Task> out;
+    for (BisectJob::Assignment& a : job.TakeTasks(workers, now)) {
+      job.OnTaskStarted(a.task.task_id(), a.worker, 1, now);
+      out[a.worker] = a.task;
+    }
+    return out;
+  };
+  auto finish = [&](const v1::Task& task) {
+    const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
+    job.OnTaskFinished(task.task_id(), Samples({v, v, v}), now);
+  };
+  // Every measurement takes 10 s: baselines and calibrations first.
+  std::map<std::string, v1::Task> first = take({"a", "b", "c"});
+  now += absl::Seconds(10);
+  for (const auto& [worker, task] : first) finish(task);
+  std::map<std::string, v1::Task> second = take({"a", "b", "c"});  // a: GOOD; b, c: probes.
+  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
+  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
+  now += absl::Seconds(10);
+  finish(second["a"]);
+  finish(second["b"]);
+  // c's probe has run 10 s, the typical span: its result is due, so b waits for it...
+  EXPECT_TRUE(take({"a", "b"}).empty()) << "new points now would split the old interval";
+  // ...but not forever: at 14 s (140% of the typical span) it is late, and b goes on.
+  now += absl::Seconds(4);
+  std::map<std::string, v1::Task> third = take({"b"});
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third["b"].kind(), v1::PROBE_KIND_BISECT);
+}
+
 TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
   for (int workers : {1, 3, 7}) {
     for (int culprit = 1; culprit <= 40; ++culprit) {
