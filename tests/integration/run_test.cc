@@ -68,6 +68,18 @@ class RunTest : public ::testing::Test {
                                  "KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")), " ",
                                  Kbisect(), " ", args));
   }
+  // Runs `kbisect run v1.0 HEAD --repo REPO --workers 2 FLAGS --json ... -- ./bench.sh`, expects
+  // exit 0 and returns the JSON result (null when there is none).
+  nlohmann::json RunForJson(const std::string& repo, const std::string& flags,
+                            const std::string& name) {
+    const std::string json = tmp_.Join(name);
+    CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 ", flags,
+                                         " --json ", json, " -- ./bench.sh"));
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    if (run.exit_code != 0) return nlohmann::json();
+    return nlohmann::json::parse(ReadFile(json));
+  }
+
   TempDir tmp_{"kbisect-run-test"};
 };
 
@@ -235,11 +247,8 @@ TEST_F(RunTest, AMergedBranchIsBisectedWithDescendMerges) {
             shas["fork"]);
 
   // Without --descend-merges the merge is the answer, with a hint to look inside it.
-  const std::string plain_json = tmp_.Join("plain.json");
-  CommandResult plain = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --json ",
-                                         plain_json, " -- ./bench.sh"));
-  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
-  nlohmann::json without = nlohmann::json::parse(ReadFile(plain_json));
+  const nlohmann::json without = RunForJson(repo, "", "plain.json");
+  ASSERT_FALSE(without.is_null());
   EXPECT_EQ(without["status"], "culprit_found");
   EXPECT_EQ(without["culprit"]["sha"], merge);
   EXPECT_EQ(without["culprit"]["is_merge"], true);
@@ -248,12 +257,8 @@ TEST_F(RunTest, AMergedBranchIsBisectedWithDescendMerges) {
   EXPECT_THAT(without["warnings"].dump(), HasSubstr("is a merge commit"));
 
   // With it, the merged branch (merge-base..merge^2) is bisected too.
-  const std::string json = tmp_.Join("descend.json");
-  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo,
-                                       " --workers 2 --descend-merges --json ", json,
-                                       " -- ./bench.sh"));
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  const nlohmann::json result = RunForJson(repo, "--descend-merges", "descend.json");
+  ASSERT_FALSE(result.is_null());
   EXPECT_EQ(result["status"], "culprit_found");
   EXPECT_EQ(result["culprit"]["sha"], merge);
   ASSERT_TRUE(result["merged_culprit"].is_object()) << result.dump();
@@ -284,11 +289,8 @@ TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
   ASSERT_EQ(smaller.size(), 40u);
 
   // Without --all-culprits: the step found, and a warning that there are others.
-  const std::string plain_json = tmp_.Join("plain.json");
-  CommandResult plain = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --json ",
-                                         plain_json, " -- ./bench.sh"));
-  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
-  nlohmann::json without = nlohmann::json::parse(ReadFile(plain_json));
+  const nlohmann::json without = RunForJson(repo, "", "plain.json");
+  ASSERT_FALSE(without.is_null());
   EXPECT_EQ(without["status"], "culprit_found");
   EXPECT_EQ(without["culprit"]["sha"], larger);
   ASSERT_EQ(without["culprits"].size(), 1u) << without["culprits"].dump();
@@ -298,12 +300,8 @@ TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
   EXPECT_THAT(without["warnings"].dump(), HasSubstr("several steps"));
 
   // With it: GOOD..last_good and culprit..BAD are bisected too, and both steps are ranked.
-  const std::string json = tmp_.Join("all.json");
-  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo,
-                                       " --workers 2 --all-culprits --json ", json,
-                                       " -- ./bench.sh"));
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  const nlohmann::json result = RunForJson(repo, "--all-culprits", "all.json");
+  ASSERT_FALSE(result.is_null());
   EXPECT_EQ(result["status"], "culprit_found");
   EXPECT_EQ(result["culprit"]["sha"], larger);
   EXPECT_EQ(result["multiple_steps"], true);
