@@ -96,6 +96,32 @@ std::function<v1::TaskResult(const v1::Task&)> StepAt(int culprit, double good =
   };
 }
 
+// Runs the job to the end with named synchronous workers; `slow_worker` measures every commit
+// `factor` times slower than `measure` says (a GPU with a constant offset).
+void RunWithSlowWorker(BisectJob& job, const std::vector<std::string>& workers,
+                       const std::string& slow_worker, double factor,
+                       const std::function<v1::TaskResult(const v1::Task&)>& measure) {
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    std::set<std::string> cancelled;
+    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    for (const auto& a : tasks) {
+      if (cancelled.count(a.task.task_id()) > 0) continue;
+      v1::TaskResult result = measure(a.task);
+      if (a.worker == slow_worker) {
+        for (int i = 0; i < result.samples_size(); ++i) {
+          result.set_samples(i, result.samples(i) * factor);
+          result.mutable_runs(i)->set_value(result.samples(i));
+        }
+      }
+      for (const std::string& id : job.OnTaskFinished(a.task.task_id(), result, kNow)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+}
+
 // Assigns tasks to named workers and returns them keyed by worker.
 std::map<std::string, v1::Task> Take(BisectJob& job, const std::vector<std::string>& workers) {
   std::map<std::string, v1::Task> out;
@@ -349,21 +375,7 @@ TEST(BisectJobTest, LostTasksAreRetriedThenSkipped) {
 TEST(BisectJobTest, AnOutlierWorkerIsQuarantinedAndTheCulpritIsStillRight) {
   // Worker "w2" is 30% slower on every commit. Its GOOD calibration gives it away.
   BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
-  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
-    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1", "w2", "w3"}, kNow);
-    if (tasks.empty()) break;
-    std::set<std::string> cancelled;
-    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
-    for (const auto& a : tasks) {
-      if (cancelled.count(a.task.task_id()) > 0) continue;
-      const double slow = a.worker == "w2" ? 1.3 : 1.0;
-      const double v = (a.task.commit_index() >= 23 ? 1.45 : 1.0) * slow;
-      for (const std::string& id :
-           job.OnTaskFinished(a.task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow)) {
-        cancelled.insert(id);
-      }
-    }
-  }
+  RunWithSlowWorker(job, {"w0", "w1", "w2", "w3"}, "w2", 1.3, StepAt(23, 1.0, 1.45));
   const v1::JobStatus& status = job.status();
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
   EXPECT_EQ(status.culprit().index(), 23);
@@ -526,21 +538,7 @@ TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
   // "w1" is 10% slower everywhere: a clear offset, but under a third of the 50% step. Its
   // verdicts use its own GOOD (and BAD scaled to it), so its probes are still right.
   BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
-  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
-    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1", "w2"}, kNow);
-    if (tasks.empty()) break;
-    std::set<std::string> cancelled;
-    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
-    for (const auto& a : tasks) {
-      if (cancelled.count(a.task.task_id()) > 0) continue;
-      const double slow = a.worker == "w1" ? 1.1 : 1.0;
-      const double v = (a.task.commit_index() >= 41 ? 1.5 : 1.0) * slow;
-      for (const std::string& id :
-           job.OnTaskFinished(a.task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow)) {
-        cancelled.insert(id);
-      }
-    }
-  }
+  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.1, StepAt(41));
   const v1::JobStatus& status = job.status();
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
   EXPECT_EQ(status.culprit().index(), 41);
