@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "common/exec/signals.h"
+#include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
@@ -107,16 +108,10 @@ const char* WorkerStateLabel(v1::WorkerState state) {
   }
 }
 
-void Log(const std::string& line) {
-  std::cerr << absl::FormatTime("%Y-%m-%dT%H:%M:%SZ ", absl::Now(), absl::UTCTimeZone())
-            << "kbisect-coordinator: " << line << "\n"
-            << std::flush;
-}
-
 // Logs one line per job state change and per worker arrival or loss, by comparing snapshots.
 class ChangeLogger {
  public:
-  explicit ChangeLogger(Coordinator* coordinator) : coordinator_(coordinator) {}
+  ChangeLogger(Coordinator* coordinator, const Logger* log) : coordinator_(coordinator), log_(log) {}
 
   // Records the current states without logging them (the jobs recovered at start).
   void Prime() {
@@ -139,7 +134,11 @@ class ChangeLogger {
         absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
                         job.bad().empty() ? "HEAD" : job.bad(), ")");
       if (!job.culprit_sha().empty()) absl::StrAppend(&line, " culprit ", job.culprit_sha());
-      if (!quiet_) Log(line);
+      if (!quiet_) {
+        log_->Info(line, {{"job", job.job_id()},
+                          {"state", StateLabel(job.state())},
+                          {"culprit", job.culprit_sha()}});
+      }
     }
     const v1::ListWorkersResponse workers = coordinator_->ListWorkers();
     for (const v1::Worker& worker : workers.workers()) {
@@ -147,13 +146,17 @@ class ChangeLogger {
       auto [it, inserted] = worker_lost_.emplace(worker.worker_id(), lost);
       if (!inserted && it->second == lost) continue;
       it->second = lost;
-      Log(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()), " (",
-                       worker.identity().hardware_class_label(), ")"));
+      log_->Info(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()),
+                              " (", worker.identity().hardware_class_label(), ")"),
+                 {{"worker", worker.worker_id()},
+                  {"state", WorkerStateLabel(worker.state())},
+                  {"hardware_class", worker.identity().hardware_class()}});
     }
   }
 
  private:
   Coordinator* const coordinator_;
+  const Logger* const log_;
   std::map<std::string, int> job_states_;
   std::map<std::string, bool> worker_lost_;
   bool quiet_ = false;
@@ -175,6 +178,7 @@ int Main(int argc, char** argv) {
   double lease_seconds = 10;
   int max_message_bytes = 16 << 20;
   std::string metrics_listen;
+  std::string log_format = "text";
   app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
@@ -214,47 +218,59 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
+  app.add_option("--log-format", log_format,
+                 "text (one readable line per event) or json (JSON lines with time, level, "
+                 "component, msg and the event's fields, for log pipelines)")
+      ->envname("KBISECT_LOG_FORMAT")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  if (!format.ok()) {
+    std::cerr << "kbisect-coordinator: --log-format: " << format.status().message() << "\n";
+    return 2;
+  }
+  const Logger log("kbisect-coordinator", *format, &std::cerr);
 
   if (!token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(token_file);
     if (!token.ok()) {
-      std::cerr << "kbisect-coordinator: " << token.status().message() << "\n";
+      log.Error(std::string(token.status().message()));
       return 2;
     }
     tls.token = *std::move(token);
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(tls);
   if (!credentials.ok()) {
-    std::cerr << "kbisect-coordinator: " << credentials.status().message() << "\n";
+    log.Error(std::string(credentials.status().message()));
     return 2;
   }
   if (tls.client_ca_file.empty() && !insecure && !IsLoopbackAddress(listen)) {
-    std::cerr << "kbisect-coordinator: refusing to listen on " << listen
-              << (*credentials == nullptr ? " without TLS" : " without client authentication")
-              << ": anyone who can reach it could submit jobs that run commands on your "
-                 "workers. Give --tls-cert, --tls-key and --client-ca (and --token-file for "
-                 "people and CI jobs), listen on 127.0.0.1, or pass --insecure inside a trusted "
-                 "network.\n";
+    log.Error(absl::StrCat(
+        "refusing to listen on ", listen,
+        *credentials == nullptr ? " without TLS" : " without client authentication",
+        ": anyone who can reach it could submit jobs that run commands on your "
+        "workers. Give --tls-cert, --tls-key and --client-ca (and --token-file for "
+        "people and CI jobs), listen on 127.0.0.1, or pass --insecure inside a trusted "
+        "network."));
     return 2;
   }
   std::error_code error;
   const std::string cache_dir = state_dir + "/repositories";
   std::filesystem::create_directories(cache_dir, error);
   if (error) {
-    std::cerr << "kbisect-coordinator: cannot create the state directory " << state_dir << ": "
-              << error.message() << "; pick another with --state-dir\n";
+    log.Error(absl::StrCat("cannot create the state directory ", state_dir, ": ",
+                           error.message(), "; pick another with --state-dir"));
     return 1;
   }
 
   const std::string database = state_dir + "/kbisect.db";
   absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(database);
   if (!store.ok()) {
-    std::cerr << "kbisect-coordinator: " << store.status().message() << "\n";
+    log.Error(std::string(store.status().message()));
     return 1;
   }
   std::unique_ptr<RepositoryView> repositories = NewGitRepositoryView(cache_dir);
@@ -264,14 +280,17 @@ int Main(int argc, char** argv) {
   Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {
-    std::cerr << "kbisect-coordinator: cannot recover the jobs from " << database << ": "
-              << recovered.status().message() << "\n";
+    log.Error(absl::StrCat("cannot recover the jobs from ", database, ": ",
+                           recovered.status().message()));
     return 1;
   }
-  Log(absl::StrCat("recovered ", recovered->jobs, " jobs (", recovered->unfinished,
-                   " unfinished, ", recovered->orphaned_probes,
-                   " probes that were running will run again) from ", database));
-  ChangeLogger changes(&coordinator);
+  log.Info(absl::StrCat("recovered ", recovered->jobs, " jobs (", recovered->unfinished,
+                        " unfinished, ", recovered->orphaned_probes,
+                        " probes that were running will run again) from ", database),
+           {{"jobs", absl::StrCat(recovered->jobs)},
+            {"unfinished", absl::StrCat(recovered->unfinished)},
+            {"orphaned_probes", absl::StrCat(recovered->orphaned_probes)}});
+  ChangeLogger changes(&coordinator, &log);
   changes.Prime();
   coordinator.StartHousekeeping(absl::Milliseconds(250));
   CoordinatorServerOptions server_options;
@@ -281,7 +300,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(&coordinator, server_options);
   if (!server.ok()) {
-    std::cerr << "kbisect-coordinator: " << server.status().message() << "\n";
+    log.Error(std::string(server.status().message()));
     return 1;
   }
   std::unique_ptr<grpc::Server> health_server;
@@ -293,39 +312,44 @@ int Main(int argc, char** argv) {
     builder.AddListeningPort(health_listen, grpc::InsecureServerCredentials(), &health_port);
     health_server = builder.BuildAndStart();
     if (health_server == nullptr || health_port == 0) {
-      std::cerr << "kbisect-coordinator: cannot listen on --health-listen " << health_listen
-                << ": the address is invalid or in use\n";
+      log.Error(absl::StrCat("cannot listen on --health-listen ", health_listen,
+                             ": the address is invalid or in use"));
       return 1;
     }
     health_server->GetHealthCheckService()->SetServingStatus(true);
-    Log(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')), ":",
-                     health_port, " (plaintext, health only)"));
+    log.Info(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')),
+                          ":", health_port, " (plaintext, health only)"),
+             {{"port", absl::StrCat(health_port)}});
   }
   std::unique_ptr<MetricsHttpServer> metrics;
   if (!metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = MetricsHttpServer::Start(
         metrics_listen, [&coordinator] { return RenderPrometheusText(coordinator.Metrics()); });
     if (!started.ok()) {
-      std::cerr << "kbisect-coordinator: " << started.status().message() << "\n";
+      log.Error(std::string(started.status().message()));
       return 1;
     }
     metrics = *std::move(started);
-    Log(absl::StrCat("metrics on http://", metrics_listen.substr(0, metrics_listen.rfind(':')), ":",
-                     metrics->port(), "/metrics"));
+    log.Info(absl::StrCat("metrics on http://", metrics_listen.substr(0, metrics_listen.rfind(':')),
+                          ":", metrics->port(), "/metrics"),
+             {{"port", absl::StrCat(metrics->port())}});
   }
   const std::string host = listen.substr(0, listen.rfind(':'));
-  Log(absl::StrCat("listening on ", host, ":", (*server)->port(),
-                   *credentials == nullptr ? " (plaintext)" : " (TLS)",
-                   tls.client_ca_file.empty() ? "" : ", client certificates verified",
-                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ", state_dir));
+  log.Info(absl::StrCat("listening on ", host, ":", (*server)->port(),
+                        *credentials == nullptr ? " (plaintext)" : " (TLS)",
+                        tls.client_ca_file.empty() ? "" : ", client certificates verified",
+                        tls.token.empty() ? "" : ", bearer token accepted", "; state in ",
+                        state_dir),
+           {{"port", absl::StrCat((*server)->port())},
+            {"tls", *credentials == nullptr ? "false" : "true"},
+            {"state_dir", state_dir}});
   if (!port_file.empty()) {
     // Written to a temporary name and renamed, so a reader never sees a partial number.
     const std::string temporary = port_file + ".tmp";
     std::ofstream(temporary) << (*server)->port() << "\n";
     std::filesystem::rename(temporary, port_file, error);
     if (error) {
-      std::cerr << "kbisect-coordinator: cannot write --port-file " << port_file << ": "
-                << error.message() << "\n";
+      log.Error(absl::StrCat("cannot write --port-file ", port_file, ": ", error.message()));
       return 1;
     }
   }
@@ -335,15 +359,15 @@ int Main(int argc, char** argv) {
     changes.Poll();
     sig = WaitForTerminationSignal(absl::Seconds(1));
   }
-  Log(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                   ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
+  log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                        ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
   if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
   (*server)->Shutdown(absl::Seconds(drain_seconds));
   (*server)->Wait();
   if (health_server != nullptr) health_server->Shutdown();
   metrics.reset();
   changes.Poll();
-  Log("stopped");
+  log.Info("stopped");
   return 0;
 }
 

@@ -15,10 +15,12 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
 #include "common/identity/identity.h"
+#include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "grpcpp/create_channel.h"
 #include "worker/worker_slot.h"
@@ -79,21 +81,32 @@ int Main(int argc, char** argv) {
   app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 60.0));
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format, "text or json (JSON lines, for log pipelines)")
+      ->envname("KBISECT_LOG_FORMAT")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  if (!format.ok()) {
+    std::cerr << "kbisect-worker: --log-format: " << format.status().message() << "\n";
+    return 2;
+  }
+  const Logger log("kbisect-worker", *format, &std::cerr);
   if (!token_file.empty() && tls.cert_file.empty()) {
-    std::cerr << "kbisect-worker: --token-file cannot authenticate a worker: the coordinator only "
-                 "lets certificates with OU=kbisect-worker call worker RPCs. Give the worker "
-                 "--tls-cert and --tls-key (see docs/operations.md, Certificates).\n";
+    log.Error(
+        "--token-file cannot authenticate a worker: the coordinator only lets certificates "
+        "with OU=kbisect-worker call worker RPCs. Give the worker --tls-cert and --tls-key (see "
+        "docs/operations.md, Certificates).");
     return 2;
   }
   if (!token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(token_file);
     if (!token.ok()) {
-      std::cerr << "kbisect-worker: " << token.status().message() << "\n";
+      log.Error(std::string(token.status().message()));
       return 2;
     }
     tls.token = *std::move(token);
@@ -101,13 +114,13 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(tls);
   if (!credentials.ok()) {
-    std::cerr << "kbisect-worker: " << credentials.status().message() << "\n";
+    log.Error(std::string(credentials.status().message()));
     return 2;
   }
 
   absl::StatusOr<std::vector<std::string>> keys = ParseHardwareClassKeys(class_keys);
   if (!keys.ok()) {
-    std::cerr << "kbisect-worker: --hardware-class-keys: " << keys.status().message() << "\n";
+    log.Error(absl::StrCat("--hardware-class-keys: ", keys.status().message()));
     return 2;
   }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
@@ -120,11 +133,14 @@ int Main(int argc, char** argv) {
   options.idle_poll = absl::Seconds(idle_poll_seconds);
   WorkerSlot slot(options, runner.get(), host_identity,
                   grpc::CreateChannel(coordinator, *credentials));
-  std::cerr << "kbisect-worker: " << slot.name() << " (" << slot.identity().hardware_class_label()
-            << ", class " << slot.identity().hardware_class() << ") serving coordinator "
-            << coordinator << (tls.ca_file.empty() && tls.cert_file.empty() ? "" : " over TLS")
-            << "; cache " << cache_dir << "\n"
-            << std::flush;
+  const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
+  log.Info(absl::StrCat(slot.name(), " (", slot.identity().hardware_class_label(), ", class ",
+                        slot.identity().hardware_class(), ") serving coordinator ", coordinator,
+                        over_tls ? " over TLS" : "", "; cache ", cache_dir),
+           {{"worker", slot.name()},
+            {"hardware_class", slot.identity().hardware_class()},
+            {"coordinator", coordinator},
+            {"tls", over_tls ? "true" : "false"}});
 
   absl::Notification done;
   std::thread agent_thread([&] {
@@ -136,18 +152,18 @@ int Main(int argc, char** argv) {
     const int sig = WaitForTerminationSignal(absl::Milliseconds(200));
     if (sig == 0) continue;
     if (++signals == 1) {
-      std::cerr << "kbisect-worker: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
-                << ": draining (finishing the current probe; signal again to stop now)\n"
-                << std::flush;
+      log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                            ": draining (finishing the current probe; signal again to stop now)"));
       slot.agent()->Drain();
     } else {
-      std::cerr << "kbisect-worker: stopping now; the current probe is handed back\n" << std::flush;
+      log.Info("stopping now; the current probe is handed back");
       slot.agent()->Stop();
     }
   }
   agent_thread.join();
-  std::cerr << "kbisect-worker: " << slot.name() << " exiting after "
-            << slot.agent()->tasks_reported() << " reported probe(s)\n";
+  log.Info(absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
+                        " reported probe(s)"),
+           {{"worker", slot.name()}, {"probes_reported", absl::StrCat(slot.agent()->tasks_reported())}});
   return 0;
 }
 

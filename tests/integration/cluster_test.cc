@@ -309,8 +309,9 @@ TEST_F(ClusterTest, SubmitWaitFindsTheCulpritAndStatusWorkersCancelWork) {
   const std::string repo = tmp_.Join("repo");
   const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 41");
   ASSERT_EQ(culprit.size(), 40u);
-  std::unique_ptr<Process> coordinator = StartCoordinator();
-  std::unique_ptr<Process> w0 = StartWorker("node-a/gpu0", 0);
+  // Structured logs: the coordinator and one worker write JSON lines.
+  std::unique_ptr<Process> coordinator = StartCoordinator("--log-format json");
+  std::unique_ptr<Process> w0 = StartWorker("node-a/gpu0", 0, "0.01", "--log-format json");
   std::unique_ptr<Process> w1 = StartWorker("node-a/gpu1", 1);
   ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
       << w0->log() << w1->log();
@@ -412,6 +413,26 @@ TEST_F(ClusterTest, SubmitWaitFindsTheCulpritAndStatusWorkersCancelWork) {
   coordinator->Signal(SIGTERM);
   EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
   EXPECT_THAT(coordinator->log(), HasSubstr("job " + job_id + " done"));
+  // Every line of the JSON logs parses, names its component, and the job's end carries its
+  // fields.
+  bool job_done_logged = false;
+  for (const auto& [process, component] :
+       {std::make_pair(coordinator.get(), "kbisect-coordinator"),
+        std::make_pair(w0.get(), "kbisect-worker")}) {
+    int lines = 0;
+    for (absl::string_view line : absl::StrSplit(process->log(), '\n', absl::SkipEmpty())) {
+      nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      ASSERT_FALSE(parsed.is_discarded()) << "not JSON: " << line;
+      EXPECT_EQ(parsed["component"], component) << line;
+      EXPECT_TRUE(parsed.contains("time") && parsed.contains("level") && parsed.contains("msg"))
+          << line;
+      job_done_logged |= parsed.value("job", "") == job_id && parsed.value("state", "") == "done" &&
+                         parsed.value("culprit", "") == culprit;
+      ++lines;
+    }
+    EXPECT_GE(lines, 2) << component;
+  }
+  EXPECT_TRUE(job_done_logged) << coordinator->log();
 }
 
 TEST_F(ClusterTest, SigtermDrainsAWorkerMidProbeAndItsResultCounts) {
