@@ -1,11 +1,13 @@
 // Copyright 2026 The kbisect Authors.
 //
 // The libgit2-backed RepositoryView.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -35,13 +37,29 @@ v1::CommitRef ToCommitRef(const CommitInfo& info, int index) {
   return ref;
 }
 
+bool IsFullCommitId(const std::string& rev) {
+  return rev.size() == 40 &&
+         std::all_of(rev.begin(), rev.end(), [](char c) { return absl::ascii_isxdigit(c); });
+}
+
 class GitRepositoryView : public RepositoryView {
  public:
   explicit GitRepositoryView(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
 
   absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override {
-    ASSIGN_OR_RETURN(GitRepo * repo, Open(spec.repository(), /*refresh=*/true));
     const std::string bad_rev = spec.bad().empty() ? "HEAD" : spec.bad();
+    // Full commit ids never move: a range between two of them (a follow-up job's) needs no
+    // fetch when the mirror has both. Names (branches, tags, HEAD) are fetched fresh.
+    if (IsFullCommitId(spec.good()) && IsFullCommitId(bad_rev)) {
+      absl::StatusOr<std::vector<v1::CommitRef>> cached = Resolve(spec, bad_rev, false);
+      if (cached.ok()) return cached;
+    }
+    return Resolve(spec, bad_rev, /*refresh=*/true);
+  }
+
+  absl::StatusOr<std::vector<v1::CommitRef>> Resolve(const v1::JobSpec& spec,
+                                                     const std::string& bad_rev, bool refresh) {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(spec.repository(), refresh));
     ASSIGN_OR_RETURN(std::string good, repo->ResolveCommit(spec.good()));
     ASSIGN_OR_RETURN(std::string bad, repo->ResolveCommit(bad_rev));
     ASSIGN_OR_RETURN(std::vector<std::string> shas,

@@ -22,7 +22,8 @@ class RepositoryView {
   // Resolves spec.good and spec.bad (empty bad = HEAD) in spec.repository and returns the
   // commits of good..bad, index 0 = GOOD and last = BAD, following spec.history. Errors say
   // what is wrong and what to do: unknown revision (NotFound), GOOD not an ancestor of BAD
-  // (FailedPrecondition), empty range (InvalidArgument), not a repository (NotFound).
+  // (FailedPrecondition), empty range (InvalidArgument), not a repository (NotFound). A remote
+  // repository is fetched first, except when both ends are full commit ids already mirrored.
   virtual absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) = 0;
 
   // The branch a merge commit brought in: `base` is the merge base of its first and second

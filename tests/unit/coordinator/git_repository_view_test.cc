@@ -1,0 +1,83 @@
+// Copyright 2026 The kbisect Authors.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/repository_view.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::GitFixture;
+using ::kbisect::testing::TempDir;
+
+class GitRepositoryViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_.Init();
+    first_ = source_.Commit("first", {{"a.txt", "1\n"}});
+    second_ = source_.Commit("second", {{"a.txt", "2\n"}});
+    source_.Branch("topic");
+    source_.Checkout("topic");
+    inside_ = source_.Commit("on the branch", {{"b.txt", "x\n"}});
+    source_.Checkout("main");
+    third_ = source_.Commit("third", {{"c.txt", "3\n"}});
+    merge_ = source_.Merge("topic", "merge topic");
+    view_ = NewGitRepositoryView(tmp_.Join("cache"));
+  }
+
+  v1::JobSpec Spec(const std::string& good, const std::string& bad) {
+    v1::JobSpec spec;
+    spec.set_repository("file://" + source_.path());
+    spec.set_good(good);
+    spec.set_bad(bad);
+    return spec;
+  }
+
+  std::vector<std::string> Shas(const std::vector<v1::CommitRef>& commits) {
+    std::vector<std::string> shas;
+    for (const v1::CommitRef& commit : commits) shas.push_back(commit.sha());
+    return shas;
+  }
+
+  TempDir tmp_;
+  GitFixture source_{tmp_.Join("source")};
+  std::string first_, second_, inside_, third_, merge_;
+  std::unique_ptr<RepositoryView> view_;
+};
+
+TEST_F(GitRepositoryViewTest, NamesAreFetchedFreshAndFullIdsResolveFromTheMirror) {
+  auto range = view_->ResolveRange(Spec(first_, "main"));
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(Shas(*range), (std::vector<std::string>{first_, second_, third_, merge_}));
+  EXPECT_TRUE(range->back().is_merge());
+  // A new commit on main: the name is fetched again and sees it.
+  const std::string fourth = source_.Commit("fourth", {{"d.txt", "4\n"}});
+  auto fresh = view_->ResolveRange(Spec(first_, "main"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->back().sha(), fourth);
+  // Two full ids, mirrored or not, resolve too.
+  auto pinned = view_->ResolveRange(Spec(second_, merge_));
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_EQ(Shas(*pinned), (std::vector<std::string>{second_, third_, merge_}));
+  const std::string fifth = source_.Commit("fifth", {{"e.txt", "5\n"}});
+  auto unmirrored = view_->ResolveRange(Spec(fourth, fifth));
+  ASSERT_TRUE(unmirrored.ok()) << unmirrored.status();
+  EXPECT_EQ(Shas(*unmirrored), (std::vector<std::string>{fourth, fifth}));
+}
+
+TEST_F(GitRepositoryViewTest, MergedBranchIsTheMergeBaseToTheSecondParent) {
+  auto branch = view_->MergedBranch(source_.path(), merge_);
+  ASSERT_TRUE(branch.ok()) << branch.status();
+  EXPECT_EQ(branch->base, second_);
+  EXPECT_EQ(branch->tip, inside_);
+  auto not_merge = view_->MergedBranch(source_.path(), third_);
+  EXPECT_EQ(not_merge.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(not_merge.status().message()), ::testing::HasSubstr("not a merge"));
+}
+
+}  // namespace
+}  // namespace kbisect
