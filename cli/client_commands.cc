@@ -25,6 +25,7 @@
 #include "cli/run_command.h"
 #include "common/exec/signals.h"
 #include "common/rpc/credentials.h"
+#include "common/rpc/proto_time.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 
@@ -160,10 +161,6 @@ int Parse(CLI::App* app, std::vector<std::string> args) {
     return app->exit(e) == 0 ? 0 : kExitUsage;
   }
   return -1;
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
 std::string Age(const google::protobuf::Timestamp& t) {

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/rpc/proto_time.h"
 #include "common/stats/stats.h"
 #include "coordinator/probe_classifier.h"
 #include "google/protobuf/util/time_util.h"
@@ -30,14 +31,6 @@ constexpr double kOverdueFraction = 1.3;
 // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
 constexpr double kSingleStepShare = 0.6;
 constexpr double kDefaultThreshold = 0.3;
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
 
 std::string Short(const std::string& sha) { return sha.substr(0, 7); }
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/rpc/proto_time.h"
 #include "coordinator/root_cause/root_cause.h"
-#include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
 namespace {
@@ -22,23 +22,6 @@ namespace {
 // Follow-ups of follow-ups are started up to this depth (a merge inside a merged branch...).
 constexpr int kMaxFollowUpDepth = 3;
 
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
 
 std::string RandomSalt() {
   std::random_device device;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/metric/metric.h"
+#include "common/rpc/proto_time.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
@@ -16,10 +17,6 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kTailLines = 20;
 constexpr int kGitSkipExitCode = 125;
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
 
 absl::Duration TimeoutOr(const v1::Task& task, bool build, absl::Duration fallback) {
   const auto& d = build ? task.build_timeout() : task.bench_timeout();

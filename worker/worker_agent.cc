@@ -5,20 +5,15 @@
 #include <chrono>
 #include <utility>
 
-#include "google/protobuf/util/time_util.h"
+#include "common/rpc/proto_time.h"
 
 namespace kbisect {
 namespace {
 
-using google::protobuf::util::TimeUtil;
 
 constexpr absl::Duration kBusyPoll = absl::Seconds(1);
 constexpr absl::Duration kRpcSlack = absl::Seconds(10);
 constexpr int kReportAttempts = 20;
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(std::chrono::system_clock::now() +
