@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -402,8 +403,8 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
       for (double& sample : bad) sample *= calibration.median() / reference_good;
     }
   } else {
-    good = PooledGood();
-    bad = PooledBad();
+    good = PooledSamples(v1::VERDICT_GOOD);
+    bad = PooledSamples(v1::VERDICT_BAD);
   }
   ClassifierOptions options;
   options.threshold_fraction = status_.spec().threshold_fraction();
@@ -557,9 +558,9 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   if (status_.direction() == v1::DIRECTION_UNSPECIFIED) {
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
   }
-  // Calibrations that agree with the reference's GOOD sharpen it (see PooledGood).
+  // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
   const BaselineAssessment assessment =
-      AssessBaselines(PooledGood(), bad.samples(), status_.direction(),
+      AssessBaselines(PooledSamples(v1::VERDICT_GOOD), bad.samples(), status_.direction(),
                       status_.spec().min_effect_fraction(), status_.spec().max_runs());
   if (assessment.more_runs > 0) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
@@ -673,42 +674,42 @@ bool BisectJob::HasOffset(const std::string& worker) const {
   return OffsetIsSignificant(calibration.samples(), reference.samples());
 }
 
-std::vector<double> BisectJob::PooledGood() const {
-  const v1::Probe& reference = status_.probes(good_probe_);
-  std::vector<double> pooled(reference.samples().begin(), reference.samples().end());
+std::set<std::string> BisectJob::PoolMembers() const {
+  std::set<std::string> members = {reference_worker_};
   for (const auto& [worker, state] : workers_) {
     if (worker == reference_worker_ || state.quarantined || state.calibration < 0) continue;
     const v1::Probe& calibration = status_.probes(state.calibration);
-    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration) ||
-        HasOffset(worker)) {
-      continue;
+    if (calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration) &&
+        !HasOffset(worker)) {
+      members.insert(worker);
     }
-    pooled.insert(pooled.end(), calibration.samples().begin(), calibration.samples().end());
   }
-  AddClassifiedSamples(v1::VERDICT_GOOD, &pooled);
-  return pooled;
+  return members;
 }
 
-std::vector<double> BisectJob::PooledBad() const {
-  const v1::Probe& reference = status_.probes(bad_probe_);
+std::vector<double> BisectJob::PooledSamples(v1::Verdict side) const {
+  const bool good = side == v1::VERDICT_GOOD;
+  const v1::Probe& reference = status_.probes(good ? good_probe_ : bad_probe_);
   std::vector<double> pooled(reference.samples().begin(), reference.samples().end());
-  AddClassifiedSamples(v1::VERDICT_BAD, &pooled);
-  return pooled;
-}
-
-void BisectJob::AddClassifiedSamples(v1::Verdict verdict, std::vector<double>* pooled) const {
-  if (status_.state() != v1::JOB_STATE_BISECTING) return;
+  const std::set<std::string> members = PoolMembers();
+  if (good) {
+    for (const std::string& worker : members) {
+      if (worker == reference_worker_) continue;
+      const v1::Probe& calibration = status_.probes(workers_.at(worker).calibration);
+      pooled.insert(pooled.end(), calibration.samples().begin(), calibration.samples().end());
+    }
+  }
+  if (status_.state() != v1::JOB_STATE_BISECTING) return pooled;
   for (const v1::Probe& probe : status_.probes()) {
-    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.verdict() != verdict ||
-        probe.state() != v1::PROBE_STATE_FINISHED) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.verdict() != side ||
+        probe.state() != v1::PROBE_STATE_FINISHED || members.count(probe.worker()) == 0) {
       continue;
     }
-    auto it = workers_.find(probe.worker());
-    if (it == workers_.end() || it->second.quarantined || HasOffset(probe.worker())) continue;
-    const double p = verdict == v1::VERDICT_GOOD ? probe.p_value_vs_good() : probe.p_value_vs_bad();
+    const double p = good ? probe.p_value_vs_good() : probe.p_value_vs_bad();
     if (p < kPoolAlpha) continue;
-    pooled->insert(pooled->end(), probe.samples().begin(), probe.samples().end());
+    pooled.insert(pooled.end(), probe.samples().begin(), probe.samples().end());
   }
+  return pooled;
 }
 
 void BisectJob::CheckOutliers(absl::Time now) {

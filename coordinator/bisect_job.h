@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,15 +132,14 @@ class BisectJob {
   // True when `worker`'s GOOD calibration differs significantly from the reference GOOD (see
   // OffsetIsSignificant): its verdicts are then judged against its own, sharpened calibration.
   bool HasOffset(const std::string& worker) const;
-  // The reference GOOD samples together with the calibrations of every worker that agrees with
-  // it (not quarantined, no significant offset).
-  std::vector<double> PooledGood() const;
-  // The reference BAD samples, with classified probes as PooledGood adds them.
-  std::vector<double> PooledBad() const;
-  // Adds the samples of bisect probes classified `verdict` by workers in the pool whose samples
-  // agree with that baseline (p >= kPoolAlpha): under one step they measure the same value, and
-  // every verdict after them is judged against sharper baselines.
-  void AddClassifiedSamples(v1::Verdict verdict, std::vector<double>* pooled) const;
+  // The workers whose measurements are judged together: the reference and every calibrated
+  // worker that is not quarantined and has no significant offset.
+  std::set<std::string> PoolMembers() const;
+  // The pooled GOOD (side VERDICT_GOOD) or BAD samples: the reference baseline's, the pool's
+  // calibrations (GOOD only), and the samples of the pool's bisect probes classified that side
+  // whose samples agree with that baseline (p >= kPoolAlpha): under one step they measure the
+  // same value, and every verdict after them is judged against sharper baselines.
+  std::vector<double> PooledSamples(v1::Verdict side) const;
   static constexpr double kPoolAlpha = 0.05;
   // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset.
   int CalibrationRuns() const;
