@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/rpc/proto_time.h"
+#include "common/search/round_plan.h"
 #include "common/stats/stats.h"
 #include "coordinator/probe_classifier.h"
 #include "google/protobuf/util/time_util.h"
@@ -35,10 +36,7 @@ constexpr double kDefaultThreshold = 0.3;
 
 std::string Short(const std::string& sha) { return sha.substr(0, 7); }
 
-double Median(const std::vector<double>& values) {
-  return kbisect::Median(values).value_or(0);
-}
-
+double Median(const std::vector<double>& values) { return kbisect::Median(values).value_or(0); }
 
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
@@ -72,7 +70,8 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   status_.set_direction(status_.spec().direction());
   *status_.mutable_create_time() = ToProto(now);
 
-  // GOOD is measured by every worker (its calibration); BAD by the first, the reference.
+  // BAD is measured by the first worker to ask; GOOD by every worker (its calibration), the
+  // first of which is the reference GOOD.
   const std::string bad_task = NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
   bad_probe_ = tasks_.at(bad_task).probe;
   queue_.push_back(bad_task);
@@ -173,7 +172,26 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     workers_[worker].checked_out = entry.task.commit_index();
     out.push_back({worker, entry.task});
   };
+  auto calibrate = [&](const std::string& worker) {
+    WorkerState& state = workers_[worker];
+    const std::string id = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
+    state.calibration = tasks_.at(id).probe;
+    if (good_probe_ < 0) {
+      // The first GOOD measured in the job is the reference GOOD.
+      good_probe_ = state.calibration;
+      reference_worker_ = worker;
+    }
+    hand_out(worker, id);
+  };
+  // Before the baselines are settled, a worker probes ahead once: its measured probe waits
+  // for them, and further guesses would be spent on an interval nobody has narrowed yet.
+  auto waits_for_baselines = [&](const std::string& worker) {
+    return status_.state() != v1::JOB_STATE_BISECTING &&
+           std::any_of(unclassified_.begin(), unclassified_.end(),
+                       [&](int position) { return status_.probes(position).worker() == worker; });
+  };
   std::vector<std::string> probing;
+  std::vector<std::string> uncalibrated;
   for (const std::string& worker : workers) {
     if (!room()) break;
     WorkerState& state = workers_[worker];
@@ -188,29 +206,41 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     if (queued != queue_.end()) {
       const std::string id = *queued;
       queue_.erase(queued);
-      if (tasks_.at(id).probe == bad_probe_) {
-        reference_worker_ = worker;
-        good_probe_ = state.calibration;
-      }
       hand_out(worker, id);
       continue;
     }
     if (state.calibration < 0) {
-      const std::string id = NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
-      state.calibration = tasks_.at(id).probe;
-      if (worker == reference_worker_) good_probe_ = state.calibration;
-      hand_out(worker, id);
+      if (good_probe_ < 0) {
+        calibrate(worker);
+      } else {
+        uncalibrated.push_back(worker);
+      }
       continue;
     }
-    // Before the baselines are settled, a worker probes ahead once: its measured probe waits
-    // for them, and further guesses would be spent on an interval nobody has narrowed yet.
-    if (status_.state() != v1::JOB_STATE_BISECTING &&
-        std::any_of(unclassified_.begin(), unclassified_.end(), [&](int position) {
-          return status_.probes(position).worker() == worker;
-        })) {
-      continue;
+    if (!waits_for_baselines(worker)) probing.push_back(worker);
+  }
+  if (!uncalibrated.empty()) {
+    // Uncalibrated workers calibrate as soon as the round plan can afford it, the BAD baseline's
+    // worker and those holding provisional verdicts first; the others probe meanwhile, and their
+    // verdicts are provisional until they calibrate.
+    std::stable_sort(uncalibrated.begin(), uncalibrated.end(),
+                     [&](const std::string& a, const std::string& b) {
+                       return OwesCalibration(a) > OwesCalibration(b);
+                     });
+    int allowed = CalibrationsToStart(workers);
+    for (const std::string& worker : uncalibrated) {
+      if (!room()) break;
+      if (search_.Done()) {
+        if (OwesCalibration(worker)) calibrate(worker);
+        continue;
+      }
+      if (allowed > 0) {
+        --allowed;
+        calibrate(worker);
+        continue;
+      }
+      if (!waits_for_baselines(worker)) probing.push_back(worker);
     }
-    probing.push_back(worker);
   }
   // Queue entries that are done (cancelled) are dropped.
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
@@ -305,22 +335,34 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     ConcludeConfirmation(probe, result, now);
     return std::exchange(to_cancel_, {});
   }
-  const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
   const std::string worker = probe.worker();
-  if (!baseline && (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD ||
-                    probe.kind() == v1::PROBE_KIND_CONTROL)) {
+  if (!measured && entry.probe == good_probe_ && AnotherWorkerLeft(worker)) {
+    // The reference GOOD failed on this worker while others may still measure it: the worker
+    // is quarantined and another one's GOOD becomes the reference. Only when no worker is
+    // left is GOOD itself broken (below).
+    Quarantine(worker, "calibration_failed",
+               absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()), 0,
+               now);
+    MaybeFinish(now);
+    UpdateProgress();
+    return std::exchange(to_cancel_, {});
+  }
+  const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
+  if (!baseline &&
+      (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD || probe.kind() == v1::PROBE_KIND_CONTROL)) {
     // Another worker's calibration, or an A/A control of GOOD.
     if (!measured) {
       Quarantine(worker, "calibration_failed",
-                 absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()),
-                 0, now);
-    } else if (probe.kind() == v1::PROBE_KIND_CONTROL && status_.state() == v1::JOB_STATE_BISECTING) {
+                 absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()), 0,
+                 now);
+    } else if (probe.kind() == v1::PROBE_KIND_CONTROL &&
+               status_.state() == v1::JOB_STATE_BISECTING) {
       const v1::Probe& calibration = status_.probes(workers_[worker].calibration);
       const double moved = probe.median() - calibration.median();
       const double step = status_.baseline().bad().median() - status_.baseline().good().median();
-      if (step != 0 && OffsetExceeds(probe.samples(), calibration.samples(),
-                                     Mean(calibration.samples()).value_or(0),
-                                     std::fabs(step) / 3)) {
+      if (step != 0 &&
+          OffsetExceeds(probe.samples(), calibration.samples(),
+                        Mean(calibration.samples()).value_or(0), std::fabs(step) / 3)) {
         Quarantine(worker, "control_moved",
                    absl::StrFormat("its A/A control of GOOD moved %+.2f%% from its calibration "
                                    "(more than a third of the regression): the GPU drifted",
@@ -330,6 +372,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     } else if (status_.state() == v1::JOB_STATE_BISECTING) {
       CheckOutliers(now);
       SharpenCalibrations(now);
+      SettleProvisional(now);
       ClassifyPending(now);
     }
     MaybeFinish(now);
@@ -339,16 +382,15 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   if (baseline) {
     if (!measured) {
       const bool good = entry.probe == good_probe_;
-      Finish(v1::OUTCOME_ERROR,
-             absl::StrFormat("the benchmark failed at %s (%s): %s. Fix the build/bench command "
-                             "or choose another %s commit.%s%s",
-                             good ? "GOOD" : "BAD", Short(probe.sha()),
-                             result.message().empty() ? "no sample was produced"
-                                                      : result.message(),
-                             good ? "GOOD" : "BAD",
-                             result.log_tail().empty() ? "" : "\nLast output:\n",
-                             result.log_tail()),
-             now);
+      Finish(
+          v1::OUTCOME_ERROR,
+          absl::StrFormat("the benchmark failed at %s (%s): %s. Fix the build/bench command "
+                          "or choose another %s commit.%s%s",
+                          good ? "GOOD" : "BAD", Short(probe.sha()),
+                          result.message().empty() ? "no sample was produced" : result.message(),
+                          good ? "GOOD" : "BAD",
+                          result.log_tail().empty() ? "" : "\nLast output:\n", result.log_tail()),
+          now);
       return std::exchange(to_cancel_, {});
     }
     if (BaselinesReady()) {
@@ -356,6 +398,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
         CheckOutliers(now);
         SharpenCalibrations(now);
+        SettleProvisional(now);
         ClassifyPending(now);
       }
     }
@@ -373,8 +416,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
 
 bool BisectJob::Measured(const v1::Probe& probe) const {
   if (pass_fail_) {
-    return probe.outcome() == v1::TASK_OUTCOME_PASSED ||
-           probe.outcome() == v1::TASK_OUTCOME_FAILED;
+    return probe.outcome() == v1::TASK_OUTCOME_PASSED || probe.outcome() == v1::TASK_OUTCOME_FAILED;
   }
   return probe.outcome() == v1::TASK_OUTCOME_SUCCEEDED && probe.samples_size() > 0;
 }
@@ -394,8 +436,7 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
   std::vector<double> good;
   std::vector<double> bad;
   if (HasOffset(probe.worker())) {
-    bad.assign(status_.probes(bad_probe_).samples().begin(),
-               status_.probes(bad_probe_).samples().end());
+    bad = ReferenceBadSamples();
     const v1::Probe& calibration = status_.probes(workers_.at(probe.worker()).calibration);
     good.assign(calibration.samples().begin(), calibration.samples().end());
     const double reference_good = status_.probes(good_probe_).median();
@@ -471,7 +512,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     if (state.calibration == entry.probe) state.calibration = -1;
     state.gone = true;
     DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
-    if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+    OnRoleHolderLost(worker, "was lost", now);
     UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
@@ -537,8 +578,8 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   if (pass_fail_) {
     if (good.outcome() != v1::TASK_OUTCOME_PASSED) {
       Finish(v1::OUTCOME_ERROR,
-             absl::StrCat("the check already fails at GOOD (", Short(good.sha()), "): ",
-                          good.message(), ". Choose a GOOD commit where it passes."),
+             absl::StrCat("the check already fails at GOOD (", Short(good.sha()),
+                          "): ", good.message(), ". Choose a GOOD commit where it passes."),
              now);
       return;
     }
@@ -560,7 +601,7 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   }
   // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
   const BaselineAssessment assessment =
-      AssessBaselines(PooledSamples(v1::VERDICT_GOOD), bad.samples(), status_.direction(),
+      AssessBaselines(PooledSamples(v1::VERDICT_GOOD), ReferenceBadSamples(), status_.direction(),
                       status_.spec().min_effect_fraction(), status_.spec().max_runs());
   if (assessment.more_runs > 0) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
@@ -576,8 +617,9 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   good_base->set_worker(good.worker());
   v1::Baseline* bad_base = status_.mutable_baseline()->mutable_bad();
   bad_base->set_sha(bad.sha());
-  *bad_base->mutable_samples() = bad.samples();
-  bad_base->set_median(bad.median());
+  const std::vector<double> bad_samples = ReferenceBadSamples();
+  bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
+  bad_base->set_median(Median(bad_samples));
   bad_base->set_worker(bad.worker());
   status_.set_regression_pct(assessment.regression_pct);
   for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
@@ -627,10 +669,257 @@ void BisectJob::ClassifyPending(absl::Time now) {
 bool BisectJob::WorkerReady(const std::string& worker) const {
   if (status_.state() != v1::JOB_STATE_BISECTING) return false;
   auto it = workers_.find(worker);
-  if (it == workers_.end() || it->second.quarantined || it->second.calibration < 0) return false;
+  if (it == workers_.end() || it->second.quarantined) return false;
+  // Without a finished calibration its probes are judged against the pool, provisionally.
+  if (!CalibrationDone(worker)) return true;
   const v1::Probe& calibration = status_.probes(it->second.calibration);
-  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration) &&
-         (calibration.samples_size() >= CalibrationRuns() || !HasOffset(worker));
+  return calibration.samples_size() >= CalibrationRuns() || !HasOffset(worker);
+}
+
+bool BisectJob::AnotherWorkerLeft(const std::string& worker) const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    const WorkerState& state = entry.second;
+    return entry.first != worker && !state.quarantined && !state.gone && state.checked_out >= 0;
+  });
+}
+
+bool BisectJob::CalibrationDone(const std::string& worker) const {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.calibration < 0) return false;
+  const v1::Probe& calibration = status_.probes(it->second.calibration);
+  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration);
+}
+
+std::string BisectJob::BadWorker() const {
+  return bad_probe_ < 0 ? "" : status_.probes(bad_probe_).worker();
+}
+
+bool BisectJob::IsProvisional(const v1::Probe& probe) const {
+  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT) return false;
+  if (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD &&
+      probe.verdict() != v1::VERDICT_AMBIGUOUS) {
+    return false;
+  }
+  return !CalibrationDone(probe.worker()) || !CalibrationDone(BadWorker());
+}
+
+bool BisectJob::OwesCalibration(const std::string& worker) const {
+  if (pass_fail_) return false;
+  if (worker == BadWorker()) return true;
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.worker() != worker || probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
+        probe.state() == v1::PROBE_STATE_RUNNING) {
+      return true;
+    }
+  }
+  for (int position : unclassified_) {
+    if (status_.probes(position).worker() == worker) return true;
+  }
+  return false;
+}
+
+int BisectJob::CalibrationsToStart(const std::vector<std::string>& idle) const {
+  // The round's slots: the workers that have worked in this job and are still here, and the
+  // idle ones asking now.
+  std::set<std::string> members;
+  for (const auto& [worker, state] : workers_) {
+    if (!state.quarantined && !state.gone && state.checked_out >= 0) members.insert(worker);
+  }
+  for (const std::string& worker : idle) {
+    auto it = workers_.find(worker);
+    if (it != workers_.end() && !it->second.quarantined) members.insert(worker);
+  }
+  int slots = static_cast<int>(members.size());
+  if (status_.spec().max_workers() > 0) slots = std::min(slots, status_.spec().max_workers());
+  int owed = 0;
+  for (const std::string& worker : members) owed += workers_.at(worker).calibration < 0 ? 1 : 0;
+  int calibrating = 0;
+  int busy = 0;
+  for (const auto& [id, entry] : tasks_) {
+    if (!entry.active) continue;
+    if (entry.task.kind() == v1::PROBE_KIND_BASELINE_GOOD) {
+      ++calibrating;
+    } else if (entry.task.kind() != v1::PROBE_KIND_BISECT) {
+      ++busy;
+    }
+  }
+  const RoundPlan plan = PlanRound(search_.RemainingCandidates(), slots, owed + calibrating, busy);
+  return std::max(0, plan.calibrations - calibrating);
+}
+
+std::vector<double> BisectJob::ReferenceBadSamples() const {
+  const v1::Probe& bad = status_.probes(bad_probe_);
+  std::vector<double> samples(bad.samples().begin(), bad.samples().end());
+  // A BAD measured on a worker with an offset is brought to the reference's frame by the ratio
+  // of the two GOOD measurements.
+  const std::string worker = bad.worker();
+  if (HasOffset(worker)) {
+    const double own = status_.probes(workers_.at(worker).calibration).median();
+    const double reference = status_.probes(good_probe_).median();
+    if (own != 0) {
+      for (double& sample : samples) sample *= reference / own;
+    }
+  }
+  return samples;
+}
+
+double BisectJob::ReferenceBadMedian() const { return Median(ReferenceBadSamples()); }
+
+void BisectJob::SettleProvisional(absl::Time now) {
+  if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
+  const std::string bad_worker = BadWorker();
+  if (!bad_offset_checked_ && CalibrationDone(bad_worker)) {
+    bad_offset_checked_ = true;
+    if (HasOffset(bad_worker)) {
+      // BAD was measured on a GPU with an offset: in the reference's frame it is another
+      // value, and every verdict judged against it is judged again.
+      const std::vector<double> bad = ReferenceBadSamples();
+      v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
+      base->mutable_samples()->Assign(bad.begin(), bad.end());
+      base->set_median(Median(bad));
+      status_.set_regression_pct(RegressionPercent(status_.baseline().good().median(),
+                                                   base->median(), status_.direction()));
+      std::vector<int> all;
+      for (int i = 0; i < status_.probes_size(); ++i) {
+        if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
+      }
+      Emit(v1::JOB_EVENT_KIND_WARNING,
+           absl::StrFormat("Worker %s, which measured BAD, measures GOOD %+.2f%% off the "
+                           "reference: BAD is taken as %s in the reference's frame and every "
+                           "verdict is judged again",
+                           bad_worker,
+                           100 * (status_.probes(workers_.at(bad_worker).calibration).median() /
+                                      status_.probes(good_probe_).median() -
+                                  1),
+                           FormatValue(base->median())),
+           nullptr, now);
+      RetractVerdicts(all, /*probe_again=*/false, "", now);
+    }
+  }
+  std::vector<int> judge_again;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    v1::Probe& probe = *status_.mutable_probes(i);
+    if (!probe.provisional() || IsProvisional(probe)) continue;
+    if (HasOffset(probe.worker())) {
+      // Its GOOD is off the reference's: the verdict is judged again against its own GOOD.
+      judge_again.push_back(i);
+    } else {
+      probe.set_provisional(false);
+    }
+  }
+  if (!judge_again.empty()) RetractVerdicts(judge_again, /*probe_again=*/false, "", now);
+}
+
+void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_again,
+                                const std::string& why, absl::Time now) {
+  bool changed = false;
+  for (int position : positions) {
+    v1::Probe& probe = *status_.mutable_probes(position);
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
+        (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD &&
+         probe.verdict() != v1::VERDICT_AMBIGUOUS)) {
+      continue;
+    }
+    if (probe.verdict() == v1::VERDICT_AMBIGUOUS) {
+      status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
+    }
+    probe.set_verdict(v1::VERDICT_UNSPECIFIED);
+    probe.set_provisional(false);
+    changed = true;
+    // A quarantined worker's samples cannot be judged again.
+    auto worker = workers_.find(probe.worker());
+    if (probe_again || (worker != workers_.end() && worker->second.quarantined)) {
+      probe.set_state(v1::PROBE_STATE_CANCELLED);
+      probe.set_message(
+          absl::StrCat("discarded: ", why.empty() ? "its worker was quarantined" : why));
+      *probe.mutable_end_time() = ToProto(now);
+    } else if (std::find(unclassified_.begin(), unclassified_.end(), position) ==
+               unclassified_.end()) {
+      unclassified_.push_back(position);
+    }
+  }
+  if (changed) RebuildSearch();
+}
+
+void BisectJob::RebuildSearch() {
+  BisectSearch search(status_.commit_count());
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
+        probe.verdict() == v1::VERDICT_UNSPECIFIED) {
+      continue;
+    }
+    Verdict verdict = Verdict::kSkip;
+    if (probe.verdict() == v1::VERDICT_GOOD) verdict = Verdict::kGood;
+    if (probe.verdict() == v1::VERDICT_BAD) verdict = Verdict::kBad;
+    if (!search.Record(probe.index(), verdict).ok()) {
+      (void)search.Record(probe.index(), Verdict::kSkip);
+    }
+  }
+  for (const auto& [id, entry] : tasks_) {
+    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_BISECT) {
+      search.MarkInFlight(entry.task.commit_index());
+    }
+  }
+  for (int position : unclassified_) search.MarkInFlight(status_.probes(position).index());
+  search_ = std::move(search);
+  status_.set_last_good_index(search_.last_good());
+  status_.set_first_bad_index(search_.first_bad());
+}
+
+void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
+  if (bad_probe_ < 0 || status_.probes(bad_probe_).state() != v1::PROBE_STATE_FINISHED) {
+    return;  // Not measured yet: the queued or retried task is still to come.
+  }
+  const std::string id = NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
+  bad_probe_ = tasks_.at(id).probe;
+  bad_offset_checked_ = false;
+  queue_.push_front(id);
+  if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
+  std::vector<int> all;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
+  }
+  RetractVerdicts(all, /*probe_again=*/false, "", now);
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       absl::StrCat("BAD is measured again: ", why, "; the verdicts so far wait for it"), nullptr,
+       now);
+}
+
+void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& why,
+                                 absl::Time now) {
+  const bool quarantined = workers_[worker].quarantined;
+  // A BAD whose worker can no longer calibrate (or was quarantined) cannot be placed in the
+  // reference's frame.
+  if (!pass_fail_ && worker == BadWorker() && (quarantined || !CalibrationDone(worker))) {
+    RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
+  }
+  if (worker != reference_worker_ || (!quarantined && BaselinesReady())) return;
+  // A reference that left after the baselines settled keeps its measurements; one that was
+  // quarantined hands the reference GOOD to another worker, and every verdict judged against
+  // it is judged again.
+  const bool settled = BaselinesReady() && status_.state() == v1::JOB_STATE_BISECTING;
+  ResetReference();
+  if (!settled) return;
+  bad_offset_checked_ = false;
+  std::vector<int> all;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
+  }
+  RetractVerdicts(all, /*probe_again=*/false, "", now);
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       absl::StrCat("The reference GOOD moves from ", worker, " to ",
+                    reference_worker_.empty() ? "the next worker to calibrate" : reference_worker_,
+                    ": every verdict is judged again"),
+       nullptr, now);
+  if (!BaselinesReady()) return;
+  EvaluateBaselines(now);
+  if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
+    SharpenCalibrations(now);
+    SettleProvisional(now);
+    ClassifyPending(now);
+  }
 }
 
 int BisectJob::CalibrationRuns() const {
@@ -689,8 +978,13 @@ std::set<std::string> BisectJob::PoolMembers() const {
 
 std::vector<double> BisectJob::PooledSamples(v1::Verdict side) const {
   const bool good = side == v1::VERDICT_GOOD;
-  const v1::Probe& reference = status_.probes(good ? good_probe_ : bad_probe_);
-  std::vector<double> pooled(reference.samples().begin(), reference.samples().end());
+  std::vector<double> pooled;
+  if (good) {
+    const v1::Probe& reference = status_.probes(good_probe_);
+    pooled.assign(reference.samples().begin(), reference.samples().end());
+  } else {
+    pooled = ReferenceBadSamples();
+  }
   const std::set<std::string> members = PoolMembers();
   if (good) {
     for (const std::string& worker : members) {
@@ -702,7 +996,8 @@ std::vector<double> BisectJob::PooledSamples(v1::Verdict side) const {
   if (status_.state() != v1::JOB_STATE_BISECTING) return pooled;
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.verdict() != side ||
-        probe.state() != v1::PROBE_STATE_FINISHED || members.count(probe.worker()) == 0) {
+        probe.state() != v1::PROBE_STATE_FINISHED || probe.provisional() ||
+        members.count(probe.worker()) == 0) {
       continue;
     }
     const double p = good ? probe.p_value_vs_good() : probe.p_value_vs_bad();
@@ -715,7 +1010,7 @@ std::vector<double> BisectJob::PooledSamples(v1::Verdict side) const {
 void BisectJob::CheckOutliers(absl::Time now) {
   if (pass_fail_ || good_probe_ < 0) return;
   const double reference = status_.probes(good_probe_).median();
-  const double step = status_.probes(bad_probe_).median() - reference;
+  const double step = ReferenceBadMedian() - reference;
   std::vector<std::pair<std::string, double>> calibrated;
   std::vector<double> medians;
   for (const auto& [worker, state] : workers_) {
@@ -725,27 +1020,48 @@ void BisectJob::CheckOutliers(absl::Time now) {
     calibrated.emplace_back(worker, calibration.median());
     medians.push_back(calibration.median());
   }
-  // With three or more workers the pool's median is the centre (robust to one odd GPU); with
-  // fewer, the reference worker's GOOD.
+  // With three or more calibrations the pool's median is the centre (robust to one odd GPU,
+  // the reference's included). With fewer, the reference's GOOD, but only once no other worker
+  // of the job is still to calibrate: two GPUs that disagree cannot tell which one is odd.
+  if (medians.size() < 3 && MoreCalibrationsComing()) return;
   const double center = medians.size() >= 3 ? Median(medians) : reference;
+  struct Outlier {
+    std::string worker;
+    std::string reason;
+    double offset_fraction;
+  };
+  std::vector<Outlier> outliers;
   const v1::Probe& reference_good = status_.probes(good_probe_);
   for (const auto& [worker, median] : calibrated) {
-    WorkerState& state = workers_[worker];
+    const WorkerState& state = workers_.at(worker);
     if (state.quarantined || center == 0) continue;
     const double offset = median - center;
     const v1::Probe& calibration = status_.probes(state.calibration);
     if (std::fabs(offset) > std::fabs(step) / 3 &&
         OffsetExceeds(calibration.samples(), reference_good.samples(), center,
                       std::fabs(step) / 3)) {
-      Quarantine(worker, "baseline_outlier",
-                 absl::StrFormat("its GOOD median %s is %+.1f%% off the pool's %s, more than a "
-                                 "third of the regression (%.1f%%): its probes are re-run "
-                                 "elsewhere",
-                                 FormatValue(median), 100 * offset / center, FormatValue(center),
-                                 100 * step / reference),
-                 offset / center, now);
+      outliers.push_back(
+          {worker,
+           absl::StrFormat("its GOOD median %s is %+.1f%% off the pool's %s, more than a "
+                           "third of the regression (%.1f%%): its probes are re-run "
+                           "elsewhere",
+                           FormatValue(median), 100 * offset / center, FormatValue(center),
+                           100 * step / reference),
+           offset / center});
     }
   }
+  // Quarantining may change the reference and add probes: decided first, applied after.
+  for (const Outlier& outlier : outliers) {
+    Quarantine(outlier.worker, "baseline_outlier", outlier.reason, outlier.offset_fraction, now);
+  }
+}
+
+bool BisectJob::MoreCalibrationsComing() const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    const WorkerState& state = entry.second;
+    return !state.quarantined && !state.gone && state.checked_out >= 0 &&
+           !CalibrationDone(entry.first);
+  });
 }
 
 void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
@@ -760,11 +1076,11 @@ void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
   event->set_detail(reason);
   event->set_offset_fraction(offset_fraction);
   status_.add_warnings(absl::StrCat("worker ", worker, " quarantined: ", reason));
-  Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Quarantined worker ", worker, ": ", reason),
-       nullptr, now);
+  Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Quarantined worker ", worker, ": ", reason), nullptr,
+       now);
   DropProbesOf(worker, "its worker was quarantined", now);
-  // A quarantined worker holding the BAD baseline hands it to another worker.
-  if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+  // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
+  OnRoleHolderLost(worker, "was quarantined", now);
   bool anyone_left = false;
   for (const auto& [name, other] : workers_) anyone_left |= !other.quarantined;
   if (!anyone_left) {
@@ -792,6 +1108,14 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
   }
   // Finished measurements stay when the worker's calibration can still judge them.
   if (keep_measured && CalibrationUsable(worker)) return;
+  // Its provisional verdicts will never be confirmed: their commits are probed again.
+  std::vector<int> provisional;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    if (status_.probes(i).provisional() && status_.probes(i).worker() == worker) {
+      provisional.push_back(i);
+    }
+  }
+  RetractVerdicts(provisional, /*probe_again=*/true, why, now);
   unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
                                      [&](int position) {
                                        v1::Probe& probe = *status_.mutable_probes(position);
@@ -804,26 +1128,29 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
                       unclassified_.end());
 }
 
-std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker,
-                                                 const std::string& why, absl::Time now) {
+std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
+                                                 absl::Time now) {
   auto it = workers_.find(worker);
   if (it == workers_.end() || finished()) return {};
   it->second.gone = true;
   DropProbesOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
-  if (worker == reference_worker_ && !BaselinesReady()) ResetReference();
+  OnRoleHolderLost(worker, "left", now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
 }
 
 void BisectJob::ResetReference() {
+  const std::string old = reference_worker_;
   good_probe_ = -1;
   reference_worker_.clear();
-  // A BAD baseline still queued or being retried simply goes to the next worker; one already
-  // measured by the old reference is measured again.
-  if (status_.probes(bad_probe_).state() != v1::PROBE_STATE_FINISHED) return;
-  const std::string id = NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
-  bad_probe_ = tasks_.at(id).probe;
-  queue_.push_front(id);
+  // Another worker with a finished calibration becomes the reference at once; without one, the
+  // next worker to calibrate does.
+  for (const auto& [worker, state] : workers_) {
+    if (worker == old || state.quarantined || state.gone || !CalibrationDone(worker)) continue;
+    good_probe_ = state.calibration;
+    reference_worker_ = worker;
+    return;
+  }
 }
 
 void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
@@ -833,8 +1160,8 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   if (worker == reference_worker_) return;  // The reference baselines stay as measured.
   it->second.calibration = -1;
   it->second.classified = 0;
-  Emit(v1::JOB_EVENT_KIND_DRIFT,
-       absl::StrCat("Worker ", worker, " must calibrate again: ", why), nullptr, now);
+  Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Worker ", worker, " must calibrate again: ", why),
+       nullptr, now);
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
@@ -851,7 +1178,7 @@ void BisectJob::FillWorkerReport() {
       const double good = status_.probes(state.calibration).median();
       out->set_calibration_good(good);
       if (good_probe_ >= 0 && bad_probe_ >= 0 && status_.probes(good_probe_).median() != 0) {
-        out->set_calibration_bad(status_.probes(bad_probe_).median() * good /
+        out->set_calibration_bad(ReferenceBadMedian() * good /
                                  status_.probes(good_probe_).median());
       }
     }
@@ -886,12 +1213,13 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     (void)search_.Record(index, Verdict::kSkip);
   }
   probe.set_verdict(verdict);
+  probe.set_provisional(IsProvisional(probe));
   if (verdict == v1::VERDICT_SKIP || verdict == v1::VERDICT_AMBIGUOUS) {
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
   ++steps_;
   if (auto worker = workers_.find(probe.worker());
-      worker != workers_.end() && !pass_fail_ &&
+      worker != workers_.end() && !pass_fail_ && CalibrationDone(probe.worker()) &&
       ++worker->second.classified % kControlEvery == 0 &&
       search_.first_bad() - search_.last_good() - 1 >= kControlMinUntested) {
     // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
@@ -918,9 +1246,11 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     metric = absl::StrCat("failed (", probe.message(), ")");
   }
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
-       absl::StrFormat("Step %d/%d: %s %s -> %s (%d commits left, %d probes in flight)", steps_,
+       absl::StrFormat("Step %d/%d: %s %s -> %s%s (%d commits left, %d probes in flight)", steps_,
                        steps_ + in_flight + Log2Ceil(std::max(1, left + 1)), Short(probe.sha()),
-                       metric, VerdictWord(verdict), left, in_flight),
+                       metric, VerdictWord(verdict),
+                       probe.provisional() ? " (provisional: calibration pending)" : "", left,
+                       in_flight),
        &probe, now);
 }
 
@@ -960,6 +1290,10 @@ void BisectJob::CancelUseless(absl::Time now) {
 
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING || !search_.Done()) return;
+  // Provisional verdicts count once their workers have calibrated.
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.provisional()) return;
+  }
   const std::vector<int> candidates = search_.Candidates();
   const int last_good = search_.last_good();
   const int first_bad = search_.first_bad();
@@ -997,7 +1331,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
         " is a merge commit: the regression came in with the merged branch. To find the commit "
         "inside it, run `kbisect run $(git merge-base ",
         Short(commits_[first_bad].sha()), "^1 ", Short(commits_[first_bad].sha()), "^2) ",
-        Short(commits_[first_bad].sha()), "^2 -- ...`", 
+        Short(commits_[first_bad].sha()), "^2 -- ...`",
         status_.spec().descend_merges() ? " (--descend-merges does that now)"
                                         : " or rerun with --descend-merges"));
   }
@@ -1033,8 +1367,8 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
     Finish(v1::OUTCOME_INCONCLUSIVE,
            absl::StrFormat("%d commits between %s and %s could not be tested (build or "
                            "benchmark failures); the regression is somewhere in them",
-                           static_cast<int>(candidates.size()) - 1, Short(commits_[last_good].sha()),
-                           Short(commits_[first_bad].sha())),
+                           static_cast<int>(candidates.size()) - 1,
+                           Short(commits_[last_good].sha()), Short(commits_[first_bad].sha())),
            now);
   }
 }
@@ -1058,13 +1392,13 @@ void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResul
       confirmation->set_ci_low(ratio->lower);
       confirmation->set_ci_high(ratio->upper);
       // The step must reproduce in the direction of the regression, excluding "no change".
-      const bool worse_is_up = (status_.baseline().bad().median() >
-                                status_.baseline().good().median());
+      const bool worse_is_up =
+          (status_.baseline().bad().median() > status_.baseline().good().median());
       confirmation->set_confirmed(worse_is_up ? ratio->lower > 1 : ratio->upper < 1);
-      status_.set_before(Median(std::vector<double>(result.paired_samples().begin(),
-                                                    result.paired_samples().end())));
-      status_.set_after(Median(std::vector<double>(result.samples().begin(),
-                                                   result.samples().end())));
+      status_.set_before(Median(
+          std::vector<double>(result.paired_samples().begin(), result.paired_samples().end())));
+      status_.set_after(
+          Median(std::vector<double>(result.samples().begin(), result.samples().end())));
       status_.set_culprit_regression_pct(
           RegressionPercent(status_.before(), status_.after(), status_.direction()));
       verdict = absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] on %s", ratio->estimate,
@@ -1092,9 +1426,7 @@ double BisectJob::MedianAt(int index) const {
   // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
   // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
   if (index == 0 && good_probe_ >= 0) return status_.probes(good_probe_).median();
-  if (index == status_.commit_count() && bad_probe_ >= 0) {
-    return status_.probes(bad_probe_).median();
-  }
+  if (index == status_.commit_count() && bad_probe_ >= 0) return ReferenceBadMedian();
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.index() != index || probe.kind() != v1::PROBE_KIND_BISECT ||
         (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD)) {
@@ -1105,8 +1437,7 @@ double BisectJob::MedianAt(int index) const {
       return probe.median();
     }
     const double own = status_.probes(worker->second.calibration).median();
-    return own == 0 ? probe.median()
-                    : probe.median() * status_.probes(good_probe_).median() / own;
+    return own == 0 ? probe.median() : probe.median() * status_.probes(good_probe_).median() / own;
   }
   return 0;
 }

@@ -40,12 +40,14 @@ class BisectJob {
     v1::Task task;
   };
 
-  // Hands out tasks to the idle `workers` (at most one each, in order): the BAD baseline to the
-  // first worker (which becomes the reference: it measures GOOD too), a GOOD calibration to any
-  // worker that has none in this job, queued work (re-measurements pinned to their worker,
-  // retries of lost tasks), then bisect probes that split the open interval as evenly as
-  // possible together with the probes in flight. Quarantined workers get nothing. Respects the
-  // spec's max_workers. Returns none once finished.
+  // Hands out tasks to the idle `workers` (at most one each, in order): queued work first (the
+  // BAD baseline, re-measurements pinned to their worker, retries of lost tasks), the reference
+  // GOOD to the first worker without a calibration, then, to the other workers without one,
+  // their GOOD calibration as soon as PlanRound says a round can afford it (a worker that probes
+  // before it calibrates gets provisional verdicts, which count once it has calibrated), and
+  // bisect probes that split the open interval as evenly as possible together with the probes
+  // in flight. Quarantined workers get nothing. Respects the spec's max_workers. Returns none
+  // once finished.
   std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now);
 
   // Convenience for tests and simulations: TakeTasks for workers "w0" .. "w<max_tasks-1>".
@@ -100,17 +102,17 @@ class BisectJob {
  private:
   struct TaskEntry {
     v1::Task task;
-    int probe = -1;  // Position in status_.probes.
-    bool active = false;  // Handed out, no result yet.
-    bool done = false;  // Finished, cancelled or given up.
+    int probe = -1;             // Position in status_.probes.
+    bool active = false;        // Handed out, no result yet.
+    bool done = false;          // Finished, cancelled or given up.
     std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
   };
   // A worker's part in this job: its own GOOD calibration, which its verdicts are relative to.
   struct WorkerState {
     int calibration = -1;  // Probe position of its GOOD calibration, -1 before it has one.
     bool quarantined = false;
-    int classified = 0;  // Probes classified since its calibration or last A/A control.
-    bool gone = false;  // Left (or lost its lease); cleared when it takes work again.
+    int classified = 0;    // Probes classified since its calibration or last A/A control.
+    bool gone = false;     // Left (or lost its lease); cleared when it takes work again.
     int checked_out = -1;  // Commit index of the last task handed to it (its checkout), or -1.
   };
 
@@ -127,8 +129,48 @@ class BisectJob {
   void Extend(int probe_position, int runs);
   static void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
-  // True when probes measured by `worker` can be classified now.
+  // True when probes measured by `worker` can be classified now: provisionally while it has no
+  // finished calibration, for good once it has one (sharpened when it has an offset).
   bool WorkerReady(const std::string& worker) const;
+  // True when a worker other than `worker` has worked in this job and is neither quarantined
+  // nor gone.
+  bool AnotherWorkerLeft(const std::string& worker) const;
+  // True when a worker of the job (not quarantined, not gone) has no finished calibration yet.
+  bool MoreCalibrationsComing() const;
+  // True when `worker` has a finished, measured GOOD calibration in this job.
+  bool CalibrationDone(const std::string& worker) const;
+  // The worker that measured the BAD baseline ("" before it is handed out).
+  std::string BadWorker() const;
+  // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
+  // BAD baseline's worker calibrated: it steers the search but does not count yet.
+  bool IsProvisional(const v1::Probe& probe) const;
+  // True when `worker` must calibrate before the job can end: it measured BAD, holds
+  // provisional verdicts, or has probes measured or running.
+  bool OwesCalibration(const std::string& worker) const;
+  // How many of the uncalibrated workers may start their calibration now (PlanRound over the
+  // workers of the job, the owed and running calibrations and the other running work).
+  int CalibrationsToStart(const std::vector<std::string>& idle) const;
+  // The BAD baseline's samples in the reference worker's frame: scaled by the ratio of the two
+  // GOOD measurements when the BAD worker has a significant offset.
+  std::vector<double> ReferenceBadSamples() const;
+  double ReferenceBadMedian() const;
+  // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
+  // an offset; judges again those of workers with an offset, and every verdict when the BAD
+  // worker has one.
+  void SettleProvisional(absl::Time now);
+  // Takes back the verdicts at `positions` (bisect probes with a GOOD, BAD or ambiguous verdict;
+  // others are ignored) and rebuilds the search without them. Their samples are judged again
+  // (ClassifyPending), or, with `probe_again`, discarded so that others probe the commits again.
+  void RetractVerdicts(const std::vector<int>& positions, bool probe_again, const std::string& why,
+                       absl::Time now);
+  // Rebuilds search_ from the recorded verdicts and the probes still running or waiting.
+  void RebuildSearch();
+  // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
+  // verdict until it is measured.
+  void RemeasureBad(const std::string& why, absl::Time now);
+  // The worker left or was quarantined: a reference GOOD not yet settled goes to another
+  // worker; a BAD its worker can no longer calibrate for is measured again.
+  void OnRoleHolderLost(const std::string& worker, const std::string& why, absl::Time now);
   // True when `worker`'s GOOD calibration differs significantly from the reference GOOD (see
   // OffsetIsSignificant): its verdicts are then judged against its own, sharpened calibration.
   bool HasOffset(const std::string& worker) const;
@@ -156,15 +198,15 @@ class BisectJob {
   // True when the worker's GOOD calibration is complete enough to classify its probes.
   bool CalibrationUsable(const std::string& worker) const;
   void FillWorkerReport();
-  // Starts the baselines over with a new reference worker (the old one left or was quarantined).
+  // Picks another reference GOOD (the old reference left or was quarantined): a worker with a
+  // finished calibration, else the next worker to calibrate.
   void ResetReference();
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
   // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
   void FinishWithCandidates(absl::Time now);
   // Judges the interleaved re-measurement of last-good and culprit.
-  void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result,
-                            absl::Time now);
+  void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
   void UpdateProgress();
   void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
@@ -181,13 +223,15 @@ class BisectJob {
   BisectSearch search_;
   std::map<std::string, TaskEntry> tasks_;
   std::deque<std::string> queue_;  // Tasks ready to hand out (baselines, retries).
-  bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
-  // The reference baselines: GOOD and BAD measured by one worker (the reference), -1 until
-  // created. Other workers' verdicts use their own GOOD and the reference BAD scaled by the
-  // ratio of their GOOD to the reference GOOD.
+  bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
+  // The baselines, -1 until created: the reference GOOD (the first calibration handed out; its
+  // worker is the reference) and BAD (measured by whichever worker asked first, brought to the
+  // reference's frame by ReferenceBadSamples). Workers with an offset are judged against their
+  // own GOOD and BAD scaled by the ratio of their GOOD to the reference GOOD.
   int good_probe_ = -1;
   int bad_probe_ = -1;
   std::string reference_worker_;
+  bool bad_offset_checked_ = false;  // The BAD worker's calibration has been compared.
   std::map<std::string, WorkerState> workers_;
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
   int next_task_ = 0;

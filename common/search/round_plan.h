@@ -28,8 +28,8 @@ namespace kbisect {
 
 struct RoundPlan {
   int calibrations = 0;  // Owed calibrations to run this round.
-  int probes = 0;  // Slots left for bisect probes this round.
-  int rounds = 0;  // Rounds to finish, this one included (0 when nothing is left to do).
+  int probes = 0;        // Slots left for bisect probes this round.
+  int rounds = 0;        // Rounds to finish, this one included (0 when nothing is left to do).
 };
 
 // Plans the round starting now. `candidates` is the number of positions the culprit may still

@@ -132,11 +132,12 @@ std::map<std::string, v1::Task> Take(BisectJob& job, const std::vector<std::stri
   return out;
 }
 
-TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsProbesCount) {
+TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsVerdictsCount) {
   BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
   std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
   ASSERT_EQ(first.size(), 3u);
-  // The first worker measures BAD and becomes the reference; everyone measures GOOD.
+  // The first worker measures BAD; the first GOOD (b's) is the reference; with 100 commits on
+  // three workers the round plan affords c's calibration in this round too.
   EXPECT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
   EXPECT_EQ(first["a"].commit_index(), 100);
   EXPECT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
@@ -145,15 +146,119 @@ TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsProbesCount) {
   EXPECT_EQ(first["b"].runs(), 3);
   EXPECT_EQ(first["b"].bench_command(0), "./bench.sh");
   for (const auto& [worker, task] : first) {
-    job.OnTaskFinished(task.task_id(), Samples({worker == "a" ? 1.5 : 1.0, 1.0, 1.0}), kNow);
+    const double v = worker == "a" ? 1.5 : 1.0;
+    job.OnTaskFinished(task.task_id(), Samples({v, v, v}), kNow);
   }
+  EXPECT_EQ(job.status().baseline().good().worker(), "b");
+  EXPECT_EQ(job.status().baseline().bad().worker(), "a");
   std::map<std::string, v1::Task> second = Take(job, {"a", "b", "c"});
-  EXPECT_EQ(second["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD) << "the reference measures GOOD";
-  EXPECT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
-  EXPECT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
+  EXPECT_EQ(second["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD) << "BAD's worker calibrates";
+  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
+  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
   // Two probes split (0, 100] into three near-equal parts.
-  EXPECT_NEAR(std::min(second["b"].commit_index(), second["c"].commit_index()), 33, 1);
-  EXPECT_NEAR(std::max(second["b"].commit_index(), second["c"].commit_index()), 66, 1);
+  const int lower = std::min(second["b"].commit_index(), second["c"].commit_index());
+  const int upper = std::max(second["b"].commit_index(), second["c"].commit_index());
+  EXPECT_NEAR(lower, 33, 1);
+  EXPECT_NEAR(upper, 66, 1);
+  for (const std::string worker : {"b", "c"}) {
+    const double v = second[worker].commit_index() == upper ? 1.5 : 1.0;
+    job.OnTaskFinished(second[worker].task_id(), Samples({v, v, v}), kNow);
+  }
+  // The verdicts narrow the search at once but are provisional: the BAD they were judged
+  // against comes from a worker that has not measured GOOD yet.
+  EXPECT_EQ(job.status().last_good_index(), lower);
+  EXPECT_EQ(job.status().first_bad_index(), upper);
+  int provisional = 0;
+  for (const v1::Probe& probe : job.status().probes()) provisional += probe.provisional();
+  EXPECT_EQ(provisional, 2);
+  job.OnTaskFinished(second["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  for (const v1::Probe& probe : job.status().probes()) {
+    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+  }
+  EXPECT_EQ(job.status().last_good_index(), lower);
+  EXPECT_EQ(job.status().first_bad_index(), upper);
+}
+
+TEST(BisectJobTest, SevenWorkersProbeBeforeTheyCalibrateAndSaveARound) {
+  BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
+  std::vector<v1::Task> first = job.TakeTasks(7, kNow);
+  int bad = 0;
+  int good = 0;
+  int probes = 0;
+  for (const v1::Task& task : first) {
+    bad += task.kind() == v1::PROBE_KIND_BASELINE_BAD;
+    good += task.kind() == v1::PROBE_KIND_BASELINE_GOOD;
+    probes += task.kind() == v1::PROBE_KIND_BISECT;
+  }
+  EXPECT_EQ(bad, 1);
+  EXPECT_GE(good, 1);
+  EXPECT_GE(probes, 1) << "some workers probe before they calibrate";
+  EXPECT_EQ(bad + good + probes, 7);
+  // Finish the job synchronously: 4 rounds of tasks in all, baselines and every worker's
+  // calibration included (calibrating everyone first takes 1 + ceil(log8 1000) = 5).
+  Simulation sim;
+  sim.rounds_of_tasks = 1;
+  for (const v1::Task& task : first) {
+    for (const std::string& id : job.OnTaskFinished(task.task_id(), StepAt(666)(task), kNow)) {
+      sim.cancelled.insert(id);
+    }
+  }
+  Simulation rest = RunToEnd(job, 7, StepAt(666));
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 666);
+  EXPECT_EQ(sim.rounds_of_tasks + rest.rounds_of_tasks, 4);
+  std::set<std::string> calibrated;
+  for (const v1::Probe& probe : status.probes()) {
+    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+    if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) calibrated.insert(probe.worker());
+  }
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() == v1::PROBE_KIND_BISECT) {
+      EXPECT_EQ(calibrated.count(probe.worker()), 1u) << probe.worker() << " never calibrated";
+    }
+  }
+}
+
+TEST(BisectJobTest, ABadMeasuredOnAnOffsetWorkerIsBroughtToTheReferenceAndVerdictsJudgedAgain) {
+  // w0 measures BAD and is 10% slower everywhere (a clear offset, under a third of the 50%
+  // step). Verdicts judged against its raw BAD are taken back once its GOOD shows the offset.
+  BisectJob job("job", MakeSpec(), MakeCommits(200), kNow);
+  RunWithSlowWorker(job, {"w0", "w1", "w2", "w3"}, "w0", 1.1, StepAt(137));
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 137);
+  EXPECT_EQ(status.baseline().bad().worker(), "w0");
+  EXPECT_NEAR(status.baseline().bad().median(), 1.5, 0.01) << "BAD in the reference's frame";
+  EXPECT_NEAR(status.regression_pct(), 50, 1);
+  EXPECT_EQ(status.drift_events_size(), 0);
+  bool rescaled = false;
+  for (const v1::JobEvent& event : job.TakeEvents()) {
+    rescaled |= event.message().find("which measured BAD") != std::string::npos;
+  }
+  EXPECT_TRUE(rescaled);
+}
+
+TEST(BisectJobTest, ASlowReferenceIsQuarantinedOnceAThirdWorkerCalibratesAndTheReferenceMoves) {
+  // w1 measures the first GOOD, so it is the reference, and it is 30% slower everywhere (more
+  // than a third of the 50% step). Two calibrations cannot tell which GPU is odd; the third
+  // can, and the reference GOOD moves to a normal worker.
+  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
+  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.3, StepAt(41));
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 41);
+  ASSERT_EQ(status.drift_events_size(), 1);
+  EXPECT_EQ(status.drift_events(0).worker(), "w1");
+  EXPECT_EQ(status.drift_events(0).kind(), "baseline_outlier");
+  EXPECT_NE(status.baseline().good().worker(), "w1");
+  EXPECT_NEAR(status.baseline().good().median(), 1.0, 0.01);
+  EXPECT_NEAR(status.baseline().bad().median(), 1.5, 0.01);
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.worker() == "w1" && probe.kind() == v1::PROBE_KIND_BISECT) {
+      EXPECT_NE(probe.state(), v1::PROBE_STATE_FINISHED) << "no verdict from the slow GPU";
+    }
+  }
 }
 
 TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
@@ -260,9 +365,9 @@ TEST(BisectJobTest, UselessProbesAreCancelled) {
   BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
   std::map<std::string, v1::Task> calibrate = Take(job, {"a", "b", "c", "d"});
   for (const auto& [worker, task] : calibrate) {
-    job.OnTaskFinished(task.task_id(), Samples(worker == "a" ? std::vector<double>{2, 2, 2}
-                                                              : std::vector<double>{1, 1, 1}),
-                       kNow);
+    job.OnTaskFinished(
+        task.task_id(),
+        Samples(worker == "a" ? std::vector<double>{2, 2, 2} : std::vector<double>{1, 1, 1}), kNow);
   }
   std::map<std::string, v1::Task> probes = Take(job, {"a", "b", "c", "d"});
   job.OnTaskFinished(probes["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // Reference GOOD.
@@ -270,8 +375,8 @@ TEST(BisectJobTest, UselessProbesAreCancelled) {
   std::vector<std::pair<int, std::string>> by_index;
   for (const char* w : {"b", "c", "d"}) by_index.emplace_back(probes[w].commit_index(), w);
   std::sort(by_index.begin(), by_index.end());
-  std::vector<std::string> cancel = job.OnTaskFinished(
-      probes[by_index[0].second].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
+  std::vector<std::string> cancel =
+      job.OnTaskFinished(probes[by_index[0].second].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
   EXPECT_THAT(cancel, ::testing::UnorderedElementsAre(probes[by_index[1].second].task_id(),
                                                       probes[by_index[2].second].task_id()));
   EXPECT_EQ(job.status().progress().probes_cancelled(), 2);
@@ -513,13 +618,16 @@ TEST(BisectJobTest, AWorkerThatAgreesWithTheReferenceJoinsThePoolWithoutSharpeni
   std::mt19937_64 rng(21);
   std::normal_distribution<double> noise(0, 0.05);
   BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
-  RunSequential(job, [&](const v1::Task& task) {
-    std::vector<double> values;
-    for (int i = 0; i < task.runs(); ++i) {
-      values.push_back((task.commit_index() >= 37 ? 1.1 : 1.0) * (1 + noise(rng)));
-    }
-    return Samples(values);
-  }, 4);
+  RunSequential(
+      job,
+      [&](const v1::Task& task) {
+        std::vector<double> values;
+        for (int i = 0; i < task.runs(); ++i) {
+          values.push_back((task.commit_index() >= 37 ? 1.1 : 1.0) * (1 + noise(rng)));
+        }
+        return Samples(values);
+      },
+      4);
   const v1::JobStatus& status = job.status();
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
   EXPECT_EQ(status.culprit().index(), 37);
@@ -527,7 +635,10 @@ TEST(BisectJobTest, AWorkerThatAgreesWithTheReferenceJoinsThePoolWithoutSharpeni
   EXPECT_EQ(status.drift_events_size(), 0);
   int calibrations = 0;
   for (const v1::Probe& probe : status.probes()) {
-    if (probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() == "w0") continue;
+    if (probe.kind() != v1::PROBE_KIND_BASELINE_GOOD ||
+        probe.worker() == status.baseline().good().worker()) {
+      continue;
+    }
     ++calibrations;
     EXPECT_EQ(probe.samples_size(), 3) << probe.worker() << " was re-measured";
   }
@@ -563,13 +674,16 @@ TEST(BisectJobTest, NoisyWorkersAreNotQuarantinedForThreeUnluckyRuns) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> noise(0, 0.05);
     BisectJob job("job", MakeSpec(), MakeCommits(40), kNow);
-    RunSequential(job, [&](const v1::Task& task) {
-      std::vector<double> values;
-      for (int i = 0; i < task.runs(); ++i) {
-        values.push_back((task.commit_index() >= 13 ? 1.1 : 1.0) * (1 + noise(rng)));
-      }
-      return Samples(values);
-    }, 4);
+    RunSequential(
+        job,
+        [&](const v1::Task& task) {
+          std::vector<double> values;
+          for (int i = 0; i < task.runs(); ++i) {
+            values.push_back((task.commit_index() >= 13 ? 1.1 : 1.0) * (1 + noise(rng)));
+          }
+          return Samples(values);
+        },
+        4);
     EXPECT_EQ(job.status().drift_events_size(), 0) << "seed " << seed;
     EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << "seed " << seed;
   }
@@ -628,14 +742,19 @@ TEST(BisectJobTest, IndistinguishableProbeBecomesAmbiguousAndIsTreatedLikeASkip)
   BisectJob job("job", spec, MakeCommits(2), kNow);
   // Commit 1 flips between the GOOD and the BAD value (bimodal): never decidable.
   int flip = 0;
-  RunSequential(job, [&](const v1::Task& task) {
-    std::vector<double> values;
-    for (int i = 0; i < task.runs(); ++i) {
-      const int k = task.commit_index();
-      values.push_back(k == 0 ? 1.0 + 0.01 * i : k == 2 ? 2.0 + 0.01 * i : (flip++ % 2 ? 2.0 : 1.0));
-    }
-    return Samples(values);
-  }, 1);
+  RunSequential(
+      job,
+      [&](const v1::Task& task) {
+        std::vector<double> values;
+        for (int i = 0; i < task.runs(); ++i) {
+          const int k = task.commit_index();
+          values.push_back(k == 0   ? 1.0 + 0.01 * i
+                           : k == 2 ? 2.0 + 0.01 * i
+                                    : (flip++ % 2 ? 2.0 : 1.0));
+        }
+        return Samples(values);
+      },
+      1);
   const v1::JobStatus& status = job.status();
   const v1::Probe* middle = nullptr;
   for (const v1::Probe& probe : status.probes()) {
@@ -764,8 +883,8 @@ TEST(BisectJobTest, AMergeCulpritIsNamedWithHowToBisectItsBranch) {
   ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND);
   EXPECT_TRUE(job.status().culprit().is_merge());
   EXPECT_THAT(job.status().warnings(),
-              ::testing::Contains(::testing::AllOf(HasSubstr("merge commit"),
-                                                   HasSubstr("git merge-base"))));
+              ::testing::Contains(
+                  ::testing::AllOf(HasSubstr("merge commit"), HasSubstr("git merge-base"))));
 }
 
 TEST(BisectJobTest, AWorkerThatLeavesKeepsTheMeasurementsItsCalibrationCanJudge) {

@@ -70,8 +70,8 @@ TEST(RoundPlanTest, FollowingThePlanTakesTheFewestRoundsPossible) {
         for (int busy = 0; busy <= std::min(1, workers - 1); ++busy) {
           const int fewest = FewestRounds(candidates, workers, owed, busy);
           const RoundPlan plan = PlanRound(candidates, workers, owed, busy);
-          ASSERT_EQ(plan.rounds, fewest) << "W=" << workers << " m=" << candidates
-                                         << " owed=" << owed << " busy=" << busy;
+          ASSERT_EQ(plan.rounds, fewest)
+              << "W=" << workers << " m=" << candidates << " owed=" << owed << " busy=" << busy;
           ASSERT_EQ(FollowPlan(candidates, workers, owed, busy), fewest)
               << "W=" << workers << " m=" << candidates << " owed=" << owed;
           // Never slower than calibrating everyone in the first free slots.
