@@ -1,10 +1,10 @@
 // Copyright 2026 The kbisect Authors.
 //
-// The fork/exec implementation of CommandRunner (Linux).
+// The vfork/exec implementation of CommandRunner (Linux).
 //
 // Everything the child needs (argv, envp, the resolved executable path, file descriptors) is
-// prepared before fork(); between fork() and execve() the child only makes async-signal-safe
-// system calls, because other threads of the parent may hold locks (e.g. malloc's) at fork time.
+// prepared before vfork(); between vfork() and execve() the child only makes system calls: it
+// runs on the parent's memory, and other threads of the parent may hold locks (e.g. malloc's).
 // Failures in the child are reported as {stage, errno} through a close-on-exec pipe: EOF on that
 // pipe means execve() succeeded.
 
@@ -348,7 +348,8 @@ absl::Status ChildErrorToStatus(const ExecRequest& request, const std::string& p
                                           " failed in the child: ", reason));
 }
 
-// Runs in the forked child: only async-signal-safe calls. Never returns.
+// Runs in the vfork()ed child, on the parent's memory: only system calls, no writes to memory
+// the parent reads afterwards. Never returns.
 [[noreturn]] void ChildFail(int error_fd, int stage) {
   ChildError failure = {stage, errno};
   ssize_t ignored = write(error_fd, &failure, sizeof(failure));
@@ -361,7 +362,7 @@ absl::Status ChildErrorToStatus(const ExecRequest& request, const std::string& p
   if (setpgid(0, 0) != 0) ChildFail(error_fd, kStageSetpgid);
 
   // Restore default dispositions (SIG_IGN survives execve) before unblocking signals, which the
-  // parent blocked around fork() so that none of its handlers can run here.
+  // parent blocked around vfork() so that none of its handlers can run here.
   struct sigaction default_action;
   memset(&default_action, 0, sizeof(default_action));
   default_action.sa_handler = SIG_DFL;
@@ -387,6 +388,19 @@ absl::Status ChildErrorToStatus(const ExecRequest& request, const std::string& p
 
   execve(path, argv, envp);
   ChildFail(error_fd, kStageExec);
+}
+
+// Starts RunChild in a vfork()ed child and returns its pid, or -1 with errno set. vfork, not
+// fork: the child borrows this process's memory until execve instead of copying its page tables,
+// which in a large multi-threaded process (the coordinator with W local workers) costs a
+// page-table copy per bench run and a TLB shootdown on each later write to a shared page.
+// A function of its own, so that nothing in the caller's frame lives across vfork's two returns.
+__attribute__((noinline)) pid_t StartChild(const char* path, char* const* argv,
+                                           char* const* envp, const char* cwd, int stdin_fd,
+                                           int output_fd, int error_fd, int max_fd) {
+  const pid_t pid = vfork();
+  if (pid == 0) RunChild(path, argv, envp, cwd, stdin_fd, output_fd, error_fd, max_fd);
+  return pid;
 }
 
 class SubprocessRunner : public CommandRunner {
@@ -469,11 +483,8 @@ absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
   sigfillset(&all_signals);
   pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
   const absl::Time start = absl::Now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    RunChild(path->c_str(), argv.data(), envp.data(), cwd, stdin_fd.get(), output_write.get(),
-             error_write.get(), max_fd);
-  }
+  pid_t pid = StartChild(path->c_str(), argv.data(), envp.data(), cwd, stdin_fd.get(),
+                         output_write.get(), error_write.get(), max_fd);
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
   if (pid < 0)
