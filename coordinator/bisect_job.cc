@@ -429,6 +429,20 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
                  now);
     return;
   }
+  const ProbeClassification c = Judge(probe);
+  probe.set_median(c.median);
+  probe.set_p_value_vs_good(c.p_value_vs_good);
+  probe.set_p_value_vs_bad(c.p_value_vs_bad);
+  if (c.more_runs > 0) {
+    probe.set_message(c.reason);
+    Extend(probe_position, c.more_runs);
+    return;
+  }
+  if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
+  ApplyVerdict(probe_position, c.verdict, now);
+}
+
+ProbeClassification BisectJob::Judge(const v1::Probe& probe) const {
   // Workers whose GOOD agrees with the reference's share one pooled GOOD (the reference's and
   // their calibrations) and the reference BAD. A worker with a significant offset is judged
   // against its own GOOD, with the reference BAD scaled by the ratio of its GOOD to the
@@ -450,17 +464,7 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
   ClassifierOptions options;
   options.threshold_fraction = status_.spec().threshold_fraction();
   options.max_runs = status_.spec().max_runs();
-  const ProbeClassification c = ClassifyProbe(probe.samples(), good, bad, options);
-  probe.set_median(c.median);
-  probe.set_p_value_vs_good(c.p_value_vs_good);
-  probe.set_p_value_vs_bad(c.p_value_vs_bad);
-  if (c.more_runs > 0) {
-    probe.set_message(c.reason);
-    Extend(probe_position, c.more_runs);
-    return;
-  }
-  if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
-  ApplyVerdict(probe_position, c.verdict, now);
+  return ClassifyProbe(probe.samples(), good, bad, options);
 }
 
 void BisectJob::Extend(int probe_position, int runs) {
@@ -801,11 +805,16 @@ void BisectJob::SettleProvisional(absl::Time now) {
   for (int i = 0; i < status_.probes_size(); ++i) {
     v1::Probe& probe = *status_.mutable_probes(i);
     if (!probe.provisional() || IsProvisional(probe)) continue;
-    if (HasOffset(probe.worker())) {
-      // Its GOOD is off the reference's: the verdict is judged again against its own GOOD.
-      judge_again.push_back(i);
-    } else {
+    // The verdict counts if it holds now that its worker has calibrated: judged against its own
+    // GOOD when that is off the reference's, else against the pool, which has grown sharper
+    // since. Otherwise it is judged again, with more runs if the classifier asks for them.
+    const ProbeClassification c = HasOffset(probe.worker()) && !WorkerReady(probe.worker())
+                                      ? ProbeClassification{}
+                                      : Judge(probe);
+    if (c.more_runs == 0 && c.verdict == probe.verdict()) {
       probe.set_provisional(false);
+    } else {
+      judge_again.push_back(i);
     }
   }
   if (!judge_again.empty()) RetractVerdicts(judge_again, /*probe_again=*/false, "", now);

@@ -15,6 +15,7 @@
 
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
+#include "coordinator/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -125,6 +126,9 @@ class BisectJob {
   void ClassifyPending(absl::Time now);
   // Classifies a measured probe: a verdict, or more runs (Extend) when the samples cannot tell.
   void Classify(int probe_position, absl::Time now);
+  // Classifies the probe's samples against the baselines its worker is judged by (no side
+  // effects).
+  ProbeClassification Judge(const v1::Probe& probe) const;
   // Queues a task that adds `runs` samples to the probe at `probe_position`.
   void Extend(int probe_position, int runs);
   static void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
