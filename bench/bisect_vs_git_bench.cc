@@ -88,10 +88,9 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat(
       "Generating %d commits x %d files (benchmark %.2f s, 3 runs per commit) in %s\n", commits,
       files, bench_seconds, dir);
-  Shell made = RunShell(absl::StrCat(source, "/scripts/make-demo-repo.sh ", repo, " --commits ",
-                                     commits, " --files ", files,
-                                     culprit > 0 ? absl::StrCat(" --culprit ", culprit) : "",
-                                     " --noise 0.01"));
+  Shell made = RunShell(absl::StrCat(
+      source, "/scripts/make-demo-repo.sh ", repo, " --commits ", commits, " --files ", files,
+      culprit > 0 ? absl::StrCat(" --culprit ", culprit) : "", " --noise 0.01"));
   if (made.exit_code != 0) {
     std::cerr << "cannot generate the repository\n";
     return 1;
@@ -114,9 +113,8 @@ int main(int argc, char** argv) {
       "m() { for i in 1 2 3; do ./bench.sh; done | awk '{print $2}' | sort -n | sed -n 2p; } && ",
       "git checkout -q v1.0 && g=$(m) && git checkout -q main && b=$(m) && ",
       "export THRESHOLD=$(awk -v g=$g -v b=$b 'BEGIN { print g + 0.3 * (b - g) }') && ",
-      "git bisect start --first-parent main v1.0 >/dev/null && ",
-      "git bisect run ", step, " > bisect.log 2>&1; ",
-      "grep -c '^running' bisect.log; git rev-parse refs/bisect/bad"));
+      "git bisect start --first-parent main v1.0 >/dev/null && ", "git bisect run ", step,
+      " > bisect.log 2>&1; ", "grep -c '^running' bisect.log; git rev-parse refs/bisect/bad"));
   const double git_seconds = absl::ToDoubleSeconds(absl::Now() - git_start);
   std::vector<std::string> git_lines = absl::StrSplit(git.out, '\n', absl::SkipEmpty());
   const int git_steps = git_lines.empty() ? 0 : std::atoi(git_lines[0].c_str());
@@ -130,62 +128,63 @@ int main(int argc, char** argv) {
                                git_right ? "yes" : "NO", git_steps, "-");
   const std::vector<std::string> worker_counts = absl::StrSplit(workers_list, ',');
   for (const std::string& w : worker_counts) {
-   // Cold: a fresh cache (mirror clone and every slot's first full checkout are paid inside the
-   // run). Warm: the same cache again, as for any later bisect in that repository.
-   for (const char* cache_state : {"cold", "warm"}) {
-    const std::string json = absl::StrCat(dir, "/kbisect-w", w, "-", cache_state, ".json");
-    const std::string cache = absl::StrCat(dir, "/cache-w", w);
-    const absl::Time start = absl::Now();
-    Shell run = RunShell(absl::StrCat(env, " KBISECT_CACHE_DIR=", cache, " ", bin,
-                                      "/kbisect run v1.0 main --quiet --no-confirm --repo ", repo,
-                                      " --workers ", w, " --json ", json,
-                                      " -- ./bench.sh > /dev/null 2>&1"));
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    nlohmann::json result;
-    try {
-      result = nlohmann::json::parse(RunShell("cat " + json).out);
-    } catch (const std::exception& e) {
-      std::cerr << "kbisect W=" << w << " produced no JSON (exit " << run.exit_code << ")\n";
-      continue;
-    }
-    // A slot's first probe creates its checkout (a full tree write); later probes only move it.
-    // Both are reported: the warm figure is the steady state of a long-lived worker.
-    std::vector<double> overheads;
-    std::vector<double> warm_overheads;
-    std::vector<double> warm_checkouts;
-    std::set<std::string> seen_workers;
-    int probes = 0;
-    std::vector<nlohmann::json> finished;
-    for (const auto& probe : result["probes"]) {
-      if (probe["state"] == "finished") finished.push_back(probe);
-    }
-    std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
-      return Seconds(a["start_time"]) < Seconds(b["start_time"]);
-    });
-    for (const auto& probe : finished) {
-      ++probes;
-      const double span = Seconds(probe["end_time"]) - Seconds(probe["start_time"]);
-      const auto& timings = probe["timings"];
-      const double overhead =
-          span - DurationSeconds(timings["build"]) - DurationSeconds(timings["bench"]);
-      overheads.push_back(overhead);
-      if (!seen_workers.insert(probe["worker"].get<std::string>()).second) {
-        warm_overheads.push_back(overhead);
-        warm_checkouts.push_back(DurationSeconds(timings["checkout"]));
+    // Cold: a fresh cache (mirror clone and every slot's first full checkout are paid inside the
+    // run). Warm: the same cache again, as for any later bisect in that repository.
+    for (const char* cache_state : {"cold", "warm"}) {
+      const std::string json = absl::StrCat(dir, "/kbisect-w", w, "-", cache_state, ".json");
+      const std::string cache = absl::StrCat(dir, "/cache-w", w);
+      const absl::Time start = absl::Now();
+      Shell run = RunShell(absl::StrCat(env, " KBISECT_CACHE_DIR=", cache, " ", bin,
+                                        "/kbisect run v1.0 main --quiet --no-confirm --repo ", repo,
+                                        " --workers ", w, " --json ", json,
+                                        " -- ./bench.sh > /dev/null 2>&1"));
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      nlohmann::json result;
+      try {
+        result = nlohmann::json::parse(RunShell("cat " + json).out);
+      } catch (const std::exception& e) {
+        std::cerr << "kbisect W=" << w << " produced no JSON (exit " << run.exit_code << ")\n";
+        continue;
       }
+      // A slot's first probe creates its checkout (a full tree write); later probes only move it.
+      // Both are reported: the warm figure is the steady state of a long-lived worker.
+      std::vector<double> overheads;
+      std::vector<double> warm_overheads;
+      std::vector<double> warm_checkouts;
+      std::set<std::string> seen_workers;
+      int probes = 0;
+      std::vector<nlohmann::json> finished;
+      for (const auto& probe : result["probes"]) {
+        if (probe["state"] == "finished") finished.push_back(probe);
+      }
+      std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
+        return Seconds(a["start_time"]) < Seconds(b["start_time"]);
+      });
+      for (const auto& probe : finished) {
+        ++probes;
+        const double span = Seconds(probe["end_time"]) - Seconds(probe["start_time"]);
+        const auto& timings = probe["timings"];
+        const double overhead =
+            span - DurationSeconds(timings["build"]) - DurationSeconds(timings["bench"]);
+        overheads.push_back(overhead);
+        if (!seen_workers.insert(probe["worker"].get<std::string>()).second) {
+          warm_overheads.push_back(overhead);
+          warm_checkouts.push_back(DurationSeconds(timings["checkout"]));
+        }
+      }
+      const bool right = result["culprit"].is_object() && result["culprit"]["sha"] == expected;
+      std::cout << absl::StrFormat(
+          "%-22s %9.2f %7.2f %7d %11d %9s %8d %10.1f ms   (warm slots: %.1f ms, checkout %.1f "
+          "ms)\n",
+          absl::StrCat("kbisect W=", w, " ", cache_state), seconds, seconds / git_seconds,
+          result["rounds"].get<int>(), result["bench_runs"].get<int>(), right ? "yes" : "NO",
+          probes, Median(overheads) * 1000, Median(warm_overheads) * 1000,
+          Median(warm_checkouts) * 1000);
     }
-    const bool right = result["culprit"].is_object() && result["culprit"]["sha"] == expected;
-    std::cout << absl::StrFormat(
-        "%-22s %9.2f %7.2f %7d %11d %9s %8d %10.1f ms   (warm slots: %.1f ms, checkout %.1f "
-        "ms)\n",
-        absl::StrCat("kbisect W=", w, " ", cache_state), seconds, seconds / git_seconds,
-        result["rounds"].get<int>(), result["bench_runs"].get<int>(), right ? "yes" : "NO",
-        probes, Median(overheads) * 1000, Median(warm_overheads) * 1000,
-        Median(warm_checkouts) * 1000);
-  }
   }
   std::cout << "\ngit bisect run: 'rounds' = steps; bench runs include the seed's 3+3 baseline "
-               "runs. kbisect rounds exclude the baselines.\nOverhead = probe span at the "
+               "runs. kbisect rounds are probing rounds (the first overlaps the "
+               "baselines).\nOverhead = probe span at the "
                "coordinator (lease to result) minus build and bench time, median over probes;\n"
                "warm slots = probes after each worker's first (whose checkout writes the whole "
                "tree).\n";
