@@ -118,8 +118,13 @@ std::string BisectJob::NewTask(v1::ProbeKind kind, int index, int round,
 }
 
 bool BisectJob::ResultDueSoon(absl::Time now) const {
-  // The typical span of one measurement (lease to result) in this job so far.
+  // The typical span of one measurement (lease to result) in this job so far. A worker's first
+  // measurement is left out while others exist: it pays for the worker's first checkout (a
+  // whole tree in a fresh cache, or a long jump from where the last job left the slot), which
+  // later probes of nearby commits do not.
   std::vector<double> spans;
+  std::vector<double> first_spans;
+  std::set<std::string> seen;
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.state() != v1::PROBE_STATE_FINISHED || !probe.has_start_time() ||
         !probe.has_end_time() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
@@ -127,8 +132,10 @@ bool BisectJob::ResultDueSoon(absl::Time now) const {
     }
     const double span =
         absl::ToDoubleSeconds(FromProto(probe.end_time()) - FromProto(probe.start_time()));
-    if (span > 0) spans.push_back(span);
+    if (span <= 0) continue;
+    (seen.insert(probe.worker()).second ? first_spans : spans).push_back(span);
   }
+  if (spans.empty()) spans = std::move(first_spans);
   if (spans.empty()) return false;
   const double typical = Median(spans);
   for (const auto& [id, entry] : tasks_) {

@@ -219,7 +219,8 @@ class BisectJob {
   double MedianAt(int index) const;
   int InFlightCount() const;
   // True when a running bisect probe has been running for 70-130% of the job's typical
-  // measurement span (median lease-to-result time of finished measurements): its result is due.
+  // measurement span (median lease-to-result time of finished measurements, each worker's first,
+  // which pays for its first checkout, left out while others exist): its result is due.
   bool ResultDueSoon(absl::Time now) const;
 
   v1::JobStatus status_;

@@ -321,6 +321,36 @@ TEST(BisectJobTest, IdleWorkersWaitForAResultThatIsDueAndNotForALateOne) {
   EXPECT_EQ(third["b"].kind(), v1::PROBE_KIND_BISECT);
 }
 
+TEST(BisectJobTest, AWorkersFirstSlowCheckoutDoesNotSetTheTypicalSpan) {
+  BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
+  absl::Time now = kNow;
+  auto take = [&](const std::vector<std::string>& workers) {
+    std::map<std::string, v1::Task> out;
+    for (BisectJob::Assignment& a : job.TakeTasks(workers, now)) {
+      job.OnTaskStarted(a.task.task_id(), a.worker, 1, now);
+      out[a.worker] = a.task;
+    }
+    return out;
+  };
+  auto finish = [&](const v1::Task& task) {
+    const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
+    job.OnTaskFinished(task.task_id(), Samples({v, v, v}), now);
+  };
+  // Each worker's first task writes a whole tree: 30 s. Later ones take 10 s.
+  std::map<std::string, v1::Task> first = take({"a", "b", "c"});
+  now += absl::Seconds(30);
+  for (const auto& [worker, task] : first) finish(task);
+  std::map<std::string, v1::Task> second = take({"a", "b", "c"});  // a: GOOD; b, c: probes.
+  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
+  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
+  now += absl::Seconds(10);
+  finish(second["a"]);
+  finish(second["b"]);
+  // c's probe has run 10 s, the typical span once the first checkouts are left out (with them
+  // the median would be 30 s, and a and b would split the old interval now).
+  EXPECT_TRUE(take({"a", "b"}).empty());
+}
+
 TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
   for (int workers : {1, 3, 7}) {
     for (int culprit = 1; culprit <= 40; ++culprit) {
