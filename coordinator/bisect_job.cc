@@ -1095,6 +1095,12 @@ void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
   Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Quarantined worker ", worker, ": ", reason), nullptr,
        now);
   DropProbesOf(worker, "its worker was quarantined", now);
+  // Its verdicts, provisional or not, are not trusted either: their commits are probed again.
+  std::vector<int> judged;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    if (status_.probes(i).worker() == worker) judged.push_back(i);
+  }
+  RetractVerdicts(judged, /*probe_again=*/true, "its worker was quarantined", now);
   // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
   OnRoleHolderLost(worker, "was quarantined", now);
   bool anyone_left = false;

@@ -676,8 +676,10 @@ TEST(BisectJobTest, AWorkerThatAgreesWithTheReferenceJoinsThePoolWithoutSharpeni
 }
 
 TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
-  // "w1" is 10% slower everywhere: a clear offset, but under a third of the 50% step. Its
-  // verdicts use its own GOOD (and BAD scaled to it), so its probes are still right.
+  // "w1" is 10% slower everywhere: a clear offset, but under a third of the 50% step. It is
+  // neither BAD's worker (w0) nor the reference (w2 measures the first GOOD when w1 starts
+  // with a probe). Its verdicts use its own GOOD (and BAD scaled to it), so its probes are
+  // still right.
   BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
   RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.1, StepAt(41));
   const v1::JobStatus& status = job.status();
@@ -695,6 +697,60 @@ TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
         << "probe of " << probe.index();
   }
   EXPECT_GT(judged_by_w1, 0);
+}
+
+TEST(BisectJobTest, AnUncalibratedWorkersProvisionalVerdictsAreDiscardedWhenItIsQuarantined) {
+  // 1,000 commits on four workers: w2 and w3 probe in the first round, before they calibrate.
+  // w3 is 30% slower (more than a third of the 50% step): once its calibration is compared
+  // with three others it is quarantined, and every verdict it gave is discarded.
+  BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
+  std::vector<std::string> provisional_from_w3;
+  RunWithSlowWorker(job, {"w0", "w1", "w2", "w3"}, "w3", 1.3, [&](const v1::Task& task) {
+    for (const v1::JobEvent& event : job.TakeEvents()) {
+      if (event.has_probe() && event.probe().worker() == "w3" && event.probe().provisional()) {
+        provisional_from_w3.push_back(event.probe().probe_id());
+      }
+    }
+    return StepAt(666)(task);
+  });
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), 666);
+  ASSERT_EQ(status.drift_events_size(), 1);
+  EXPECT_EQ(status.drift_events(0).worker(), "w3");
+  EXPECT_FALSE(provisional_from_w3.empty()) << "w3 probed before it calibrated";
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.worker() != "w3" || probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    EXPECT_EQ(probe.verdict(), v1::VERDICT_UNSPECIFIED) << probe.probe_id();
+    EXPECT_EQ(probe.state(), v1::PROBE_STATE_CANCELLED) << probe.probe_id();
+  }
+}
+
+TEST(BisectJobTest, AWorkerThatLeavesBeforeCalibratingHasItsProvisionalVerdictsProbedAgain) {
+  BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
+  std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c", "d"});
+  ASSERT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
+  ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  ASSERT_EQ(first["d"].kind(), v1::PROBE_KIND_BISECT) << "d probes before it calibrates";
+  for (const auto& [worker, task] : first) {
+    job.OnTaskFinished(task.task_id(), StepAt(500)(task), kNow);
+  }
+  const int index = first["d"].commit_index();
+  ASSERT_GT(index, 500);
+  EXPECT_EQ(job.status().first_bad_index(), index) << "the provisional verdict narrowed it";
+  int position = -1;
+  for (int i = 0; i < job.status().probes_size(); ++i) {
+    if (job.status().probes(i).probe_id() == first["d"].task_id()) position = i;
+  }
+  ASSERT_GE(position, 0);
+  EXPECT_TRUE(job.status().probes(position).provisional());
+  job.OnWorkerGone("d", "closed its session", kNow);
+  EXPECT_EQ(job.status().probes(position).state(), v1::PROBE_STATE_CANCELLED);
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_UNSPECIFIED);
+  EXPECT_GT(job.status().first_bad_index(), index) << "the interval widened again";
+  RunWithSlowWorker(job, {"a", "b", "c"}, "", 1.0, StepAt(500));
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
+  EXPECT_EQ(job.status().culprit().index(), 500);
 }
 
 TEST(BisectJobTest, NoisyWorkersAreNotQuarantinedForThreeUnluckyRuns) {
