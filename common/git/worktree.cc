@@ -3,6 +3,7 @@
 #include "common/git/worktree.h"
 
 #include <git2.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,21 @@ absl::Status WriteFileAtomically(const fs::path& path, const std::string& conten
 
 // Deletes the untracked, not ignored files under `root` (the working tree of `repo`), then the
 // directories that this leaves empty. Ignored files stay, even inside untracked directories.
+// Checkout notification: a file about to be rewritten is unlinked first, so that libgit2 writes
+// a new inode instead of truncating the old one in place. Truncating a file with data and
+// rewriting it makes ext4 (auto_da_alloc, on by default) start writeback of every such file when
+// it is closed: a 333-file jump took 100-145 ms, 43 ms with the unlink. A new inode also keeps
+// the rewrite from reaching other hard links to the old file (ccache, cp -al). A path that is a
+// directory is left alone (unlink fails) and libgit2 handles the type change as before.
+int UnlinkBeforeUpdate(git_checkout_notify_t why, const char* path, const git_diff_file*,
+                       const git_diff_file*, const git_diff_file*, void* payload) {
+  if (why == GIT_CHECKOUT_NOTIFY_UPDATED && path != nullptr) {
+    const std::string& root = *static_cast<const std::string*>(payload);
+    (void)unlink((root + "/" + path).c_str());
+  }
+  return 0;
+}
+
 absl::Status RemoveUntracked(git_repository* repo, const std::string& root) {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;
   options.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
@@ -210,6 +226,10 @@ absl::Status Worktree::Checkout(std::string_view sha_view) {
   // `git clean -fd` does. That also judges ignores by the .gitignore files of the new commit.
   git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
   options.checkout_strategy = GIT_CHECKOUT_FORCE;
+  options.notify_flags = GIT_CHECKOUT_NOTIFY_UPDATED;
+  options.notify_cb = UnlinkBeforeUpdate;
+  std::string root = path_;  // The callback's payload is not const.
+  options.notify_payload = &root;
   rc = git_checkout_tree(repo_.get(), commit.get(), &options);
   if (rc != 0) {
     return Git2Error(rc, absl::StrCat("cannot check out ", sha, " in '", path_, "'"));

@@ -5,9 +5,12 @@
 #include "common/git/worktree.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -253,6 +256,20 @@ TEST_F(WorktreeTest, Errors) {
   EXPECT_EQ(bad_mirror.status().code(), absl::StatusCode::kFailedPrecondition);
   auto bare_dir = Worktree::OpenOrCreate(mirror_, mirror_);
   EXPECT_EQ(bare_dir.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(WorktreeTest, ARewrittenFileIsANewInodeSoOtherHardLinksKeepTheirContents) {
+  std::unique_ptr<Worktree> tree = Open(tmp_.Join("slot"));
+  ASSERT_TRUE(tree->Checkout(a_).ok());
+  // A build cache (ccache, cp -al) may hard-link a checked-out file elsewhere.
+  const std::string link = tmp_.Join("hardlink-to-a.txt");
+  ASSERT_EQ(::link((tree->path() + "/a.txt").c_str(), link.c_str()), 0) << strerror(errno);
+  ASSERT_TRUE(tree->Checkout(b_).ok());
+  EXPECT_EQ(ReadFile(tree->path() + "/a.txt"), "a from B\n");
+  EXPECT_EQ(ReadFile(link), "a from A\n") << "the checkout wrote through the old inode";
+  ExpectMatchesCommit(*tree, b_);
+  ASSERT_TRUE(tree->Checkout(a_).ok());
+  ExpectMatchesCommit(*tree, a_);
 }
 
 TEST_F(WorktreeTest, CommitFetchedLaterBecomesVisible) {
