@@ -139,7 +139,10 @@ bool BisectJob::ResultDueSoon(absl::Time now) const {
   if (spans.empty()) return false;
   const double typical = Median(spans);
   for (const auto& [id, entry] : tasks_) {
-    if (!entry.active || entry.task.kind() != v1::PROBE_KIND_BISECT) continue;
+    // Any measurement about to end frees a worker (a calibration or a baseline too): new points
+    // placed together with it split the interval evenly; placed one by one they fill the
+    // largest gap first and can leave a piece twice the size of the others.
+    if (!entry.active || entry.task.kind() == v1::PROBE_KIND_CONFIRM) continue;
     const v1::Probe& probe = status_.probes(entry.probe);
     if (!probe.has_start_time()) continue;
     const double elapsed = absl::ToDoubleSeconds(now - FromProto(probe.start_time()));
@@ -256,8 +259,9 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   int budget = static_cast<int>(probing.size());
   if (cap > 0) budget = std::min(budget, cap - InFlightCount());
   // A probe about to report narrows the interval any moment: new points placed now would split
-  // the old interval and many would be cancelled. Idle workers wait for it (the result
-  // dispatches again); a probe running late does not hold them.
+  // the old interval and many would be cancelled. A calibration or baseline about to end frees
+  // a worker whose point is better placed together with these. Idle workers wait for it (the
+  // result dispatches again); a measurement running late does not hold them.
   if (budget > 0 && ResultDueSoon(now)) budget = 0;
   if (budget > 0) {
     const int round = max_round_recorded_ + 1;

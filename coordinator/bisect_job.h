@@ -218,7 +218,8 @@ class BisectJob {
   std::string FormatValue(double value) const;
   double MedianAt(int index) const;
   int InFlightCount() const;
-  // True when a running bisect probe has been running for 70-130% of the job's typical
+  // True when a running measurement (a probe, baseline or calibration) has been running for
+  // 70-130% of the job's typical
   // measurement span (median lease-to-result time of finished measurements, each worker's first,
   // which pays for its first checkout, left out while others exist): its result is due.
   bool ResultDueSoon(absl::Time now) const;
