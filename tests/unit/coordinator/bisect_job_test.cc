@@ -286,69 +286,59 @@ TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
   EXPECT_EQ(second[b_at < c_at ? "c" : "b"].commit_index(), upper);
 }
 
-TEST(BisectJobTest, IdleWorkersWaitForAResultThatIsDueAndNotForALateOne) {
-  BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
-  absl::Time now = kNow;
-  // Takes tasks for `workers` at `now`, leasing them at that time.
-  auto take = [&](const std::vector<std::string>& workers) {
+// A 100-commit job driven with a test clock: tasks are leased at `now`, and every result says
+// commits from 50 on are BAD.
+struct ClockedJob {
+  std::map<std::string, v1::Task> Take(const std::vector<std::string>& workers) {
     std::map<std::string, v1::Task> out;
     for (BisectJob::Assignment& a : job.TakeTasks(workers, now)) {
       job.OnTaskStarted(a.task.task_id(), a.worker, 1, now);
       out[a.worker] = a.task;
     }
     return out;
-  };
-  auto finish = [&](const v1::Task& task) {
+  }
+  void Finish(const v1::Task& task) {
     const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
     job.OnTaskFinished(task.task_id(), Samples({v, v, v}), now);
-  };
-  // Every measurement takes 10 s: baselines and calibrations first.
-  std::map<std::string, v1::Task> first = take({"a", "b", "c"});
-  now += absl::Seconds(10);
-  for (const auto& [worker, task] : first) finish(task);
-  std::map<std::string, v1::Task> second = take({"a", "b", "c"});  // a: GOOD; b, c: probes.
-  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
-  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
-  now += absl::Seconds(10);
-  finish(second["a"]);
-  finish(second["b"]);
+  }
+  // Round 1 (BAD, two GOOD calibrations) takes `first` seconds; then a calibrates while b and c
+  // probe, and after 10 s more a's calibration and b's probe report. c's probe is still running.
+  void RunUntilOneProbeRuns(absl::Duration first) {
+    std::map<std::string, v1::Task> round1 = Take({"a", "b", "c"});
+    now += first;
+    for (const auto& [worker, task] : round1) Finish(task);
+    std::map<std::string, v1::Task> round2 = Take({"a", "b", "c"});
+    ASSERT_EQ(round2["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+    ASSERT_EQ(round2["b"].kind(), v1::PROBE_KIND_BISECT);
+    ASSERT_EQ(round2["c"].kind(), v1::PROBE_KIND_BISECT);
+    now += absl::Seconds(10);
+    Finish(round2["a"]);
+    Finish(round2["b"]);
+  }
+
+  BisectJob job{"job-1", MakeSpec(), MakeCommits(100), kNow};
+  absl::Time now = kNow;
+};
+
+TEST(BisectJobTest, IdleWorkersWaitForAResultThatIsDueAndNotForALateOne) {
+  ClockedJob clocked;
+  clocked.RunUntilOneProbeRuns(absl::Seconds(10));  // Every measurement takes 10 s.
   // c's probe has run 10 s, the typical span: its result is due, so b waits for it...
-  EXPECT_TRUE(take({"a", "b"}).empty()) << "new points now would split the old interval";
+  EXPECT_TRUE(clocked.Take({"a", "b"}).empty()) << "new points now would split the old interval";
   // ...but not forever: at 14 s (140% of the typical span) it is late, and b goes on.
-  now += absl::Seconds(4);
-  std::map<std::string, v1::Task> third = take({"b"});
+  clocked.now += absl::Seconds(4);
+  std::map<std::string, v1::Task> third = clocked.Take({"b"});
   ASSERT_EQ(third.size(), 1u);
   EXPECT_EQ(third["b"].kind(), v1::PROBE_KIND_BISECT);
 }
 
 TEST(BisectJobTest, AWorkersFirstSlowCheckoutDoesNotSetTheTypicalSpan) {
-  BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
-  absl::Time now = kNow;
-  auto take = [&](const std::vector<std::string>& workers) {
-    std::map<std::string, v1::Task> out;
-    for (BisectJob::Assignment& a : job.TakeTasks(workers, now)) {
-      job.OnTaskStarted(a.task.task_id(), a.worker, 1, now);
-      out[a.worker] = a.task;
-    }
-    return out;
-  };
-  auto finish = [&](const v1::Task& task) {
-    const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
-    job.OnTaskFinished(task.task_id(), Samples({v, v, v}), now);
-  };
+  ClockedJob clocked;
   // Each worker's first task writes a whole tree: 30 s. Later ones take 10 s.
-  std::map<std::string, v1::Task> first = take({"a", "b", "c"});
-  now += absl::Seconds(30);
-  for (const auto& [worker, task] : first) finish(task);
-  std::map<std::string, v1::Task> second = take({"a", "b", "c"});  // a: GOOD; b, c: probes.
-  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
-  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
-  now += absl::Seconds(10);
-  finish(second["a"]);
-  finish(second["b"]);
+  clocked.RunUntilOneProbeRuns(absl::Seconds(30));
   // c's probe has run 10 s, the typical span once the first checkouts are left out (with them
   // the median would be 30 s, and a and b would split the old interval now).
-  EXPECT_TRUE(take({"a", "b"}).empty());
+  EXPECT_TRUE(clocked.Take({"a", "b"}).empty());
 }
 
 TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
