@@ -137,46 +137,45 @@ TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsVerdictsCount) {
   std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
   ASSERT_EQ(first.size(), 3u);
   // The first worker measures BAD; the first GOOD (b's) is the reference; with 100 commits on
-  // three workers the round plan affords c's calibration in this round too.
+  // three workers the round plan has c probe before it calibrates.
   EXPECT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
   EXPECT_EQ(first["a"].commit_index(), 100);
   EXPECT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
-  EXPECT_EQ(first["c"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
   EXPECT_EQ(first["b"].commit_index(), 0);
   EXPECT_EQ(first["b"].runs(), 3);
   EXPECT_EQ(first["b"].bench_command(0), "./bench.sh");
+  ASSERT_EQ(first["c"].kind(), v1::PROBE_KIND_BISECT);
+  const int probed = first["c"].commit_index();
+  EXPECT_NEAR(probed, 50, 1);
   for (const auto& [worker, task] : first) {
-    const double v = worker == "a" ? 1.5 : 1.0;
-    job.OnTaskFinished(task.task_id(), Samples({v, v, v}), kNow);
+    job.OnTaskFinished(task.task_id(), StepAt(probed)(task), kNow);
   }
   EXPECT_EQ(job.status().baseline().good().worker(), "b");
   EXPECT_EQ(job.status().baseline().bad().worker(), "a");
-  std::map<std::string, v1::Task> second = Take(job, {"a", "b", "c"});
-  EXPECT_EQ(second["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD) << "BAD's worker calibrates";
-  ASSERT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
-  ASSERT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
-  // Two probes split (0, 100] into three near-equal parts.
-  const int lower = std::min(second["b"].commit_index(), second["c"].commit_index());
-  const int upper = std::max(second["b"].commit_index(), second["c"].commit_index());
-  EXPECT_NEAR(lower, 33, 1);
-  EXPECT_NEAR(upper, 66, 1);
-  for (const std::string worker : {"b", "c"}) {
-    const double v = second[worker].commit_index() == upper ? 1.5 : 1.0;
-    job.OnTaskFinished(second[worker].task_id(), Samples({v, v, v}), kNow);
-  }
-  // The verdicts narrow the search at once but are provisional: the BAD they were judged
-  // against comes from a worker that has not measured GOOD yet.
-  EXPECT_EQ(job.status().last_good_index(), lower);
-  EXPECT_EQ(job.status().first_bad_index(), upper);
-  int provisional = 0;
-  for (const v1::Probe& probe : job.status().probes()) provisional += probe.provisional();
-  EXPECT_EQ(provisional, 2);
-  job.OnTaskFinished(second["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  // c's verdict narrows the search at once but is provisional: neither c nor a, whose BAD it
+  // was judged against, has measured GOOD yet.
+  EXPECT_EQ(job.status().first_bad_index(), probed);
+  const v1::Probe* verdict = nullptr;
   for (const v1::Probe& probe : job.status().probes()) {
-    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+    if (probe.probe_id() == first["c"].task_id()) verdict = &probe;
   }
-  EXPECT_EQ(job.status().last_good_index(), lower);
-  EXPECT_EQ(job.status().first_bad_index(), upper);
+  ASSERT_NE(verdict, nullptr);
+  EXPECT_EQ(verdict->verdict(), v1::VERDICT_BAD);
+  EXPECT_TRUE(verdict->provisional());
+  // The job cannot end on it: a and c calibrate, and then it counts as it stood.
+  RunWithSlowWorker(job, {"a", "b", "c"}, "", 1.0, StepAt(probed));
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  EXPECT_EQ(status.culprit().index(), probed);
+  std::set<std::string> calibrated;
+  for (const v1::Probe& probe : status.probes()) {
+    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+    if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) calibrated.insert(probe.worker());
+    if (probe.probe_id() == first["c"].task_id()) {
+      EXPECT_EQ(probe.verdict(), v1::VERDICT_BAD);
+    }
+  }
+  EXPECT_EQ(calibrated, (std::set<std::string>{"a", "b", "c"}));
 }
 
 TEST(BisectJobTest, SevenWorkersProbeBeforeTheyCalibrateAndSaveARound) {

@@ -84,14 +84,31 @@ TEST(RoundPlanTest, FollowingThePlanTakesTheFewestRoundsPossible) {
   }
 }
 
-TEST(RoundPlanTest, CalibratesAsEarlyAsTheFastestPlanAllows) {
-  // 10 candidates on 7 workers: one round of 7 probes finds the culprit, so whoever calibrates
-  // must do it in this round or a second; the plan puts as many as it can in the first.
+TEST(RoundPlanTest, KeepsCapacityToSpareAmongTheFastestPlans) {
+  // 1,000 commits on 7 workers, BAD in round 1: 4 rounds whichever way. Calibrating as early as
+  // possible would probe 2, 5, 6 and 7 points (capacity 3*6*7*8 = 1,008: any uneven split costs
+  // a fifth round); the plan probes 5 points in every round (6^4 = 1,296).
+  int candidates = 1000;
+  int owed = 7;
+  int busy = 1;
+  double capacity = 1;
+  while (candidates > 1 || owed > 0) {
+    const RoundPlan plan = PlanRound(candidates, 7, owed, busy);
+    EXPECT_EQ(plan.probes, 5) << "at " << candidates << " candidates";
+    if (candidates > 1) capacity *= plan.probes + 1;
+    if (candidates > 1) candidates = CeilDiv(candidates, plan.probes + 1);
+    owed -= plan.calibrations;
+    busy = 0;
+  }
+  EXPECT_GE(capacity, 1296);
+}
+
+TEST(RoundPlanTest, CalibratesAsEarlyAsTheBestPlanAllows) {
+  // 10 candidates on 7 workers: 2 rounds. Splitting capacity ties between 3 probes then 4 (4*5)
+  // and 4 probes then 3 (5*4); the plan calibrates more workers first.
   const RoundPlan plan = PlanRound(10, 7, 7, 0);
   EXPECT_EQ(plan.rounds, 2);
-  // One probe leaves 5 candidates, which 6 probes settle in round 2 while the 7th worker
-  // calibrates.
-  EXPECT_EQ(plan.calibrations, 6);
+  EXPECT_EQ(plan.calibrations, 4);
   // Nothing owed: every free slot probes.
   EXPECT_EQ(PlanRound(100, 4, 0, 0).calibrations, 0);
   EXPECT_EQ(PlanRound(100, 4, 0, 0).probes, 4);
