@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -233,10 +234,8 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     // Uncalibrated workers calibrate as soon as the round plan can afford it, the BAD baseline's
     // worker and those holding provisional verdicts first; the others probe meanwhile, and their
     // verdicts are provisional until they calibrate.
-    std::stable_sort(uncalibrated.begin(), uncalibrated.end(),
-                     [&](const std::string& a, const std::string& b) {
-                       return OwesCalibration(a) > OwesCalibration(b);
-                     });
+    std::stable_partition(uncalibrated.begin(), uncalibrated.end(),
+                          [&](const std::string& worker) { return OwesCalibration(worker); });
     int allowed = CalibrationsToStart(workers);
     for (const std::string& worker : uncalibrated) {
       if (!room()) break;
@@ -347,10 +346,13 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     return std::exchange(to_cancel_, {});
   }
   const std::string worker = probe.worker();
-  if (!measured && entry.probe == good_probe_ && AnotherWorkerLeft(worker)) {
-    // The reference GOOD failed on this worker while others may still measure it: the worker
-    // is quarantined and another one's GOOD becomes the reference. Only when no worker is
-    // left is GOOD itself broken (below).
+  const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
+  const bool of_good =
+      probe.kind() == v1::PROBE_KIND_BASELINE_GOOD || probe.kind() == v1::PROBE_KIND_CONTROL;
+  if (!measured && of_good && (!baseline || AnotherWorkerLeft(worker))) {
+    // A worker that cannot run GOOD (its calibration, an A/A control, or the reference GOOD
+    // while another worker can take over) is quarantined. Only when no worker is left is GOOD
+    // itself broken (below).
     Quarantine(worker, "calibration_failed",
                absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()), 0,
                now);
@@ -358,16 +360,9 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
-  const bool baseline = entry.probe == good_probe_ || entry.probe == bad_probe_;
-  if (!baseline &&
-      (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD || probe.kind() == v1::PROBE_KIND_CONTROL)) {
+  if (!baseline && of_good) {
     // Another worker's calibration, or an A/A control of GOOD.
-    if (!measured) {
-      Quarantine(worker, "calibration_failed",
-                 absl::StrCat("the benchmark fails at GOOD on this worker: ", result.message()), 0,
-                 now);
-    } else if (probe.kind() == v1::PROBE_KIND_CONTROL &&
-               status_.state() == v1::JOB_STATE_BISECTING) {
+    if (probe.kind() == v1::PROBE_KIND_CONTROL && status_.state() == v1::JOB_STATE_BISECTING) {
       const v1::Probe& calibration = status_.probes(workers_[worker].calibration);
       const double moved = probe.median() - calibration.median();
       const double step = status_.baseline().bad().median() - status_.baseline().good().median();
@@ -705,14 +700,31 @@ bool BisectJob::CalibrationDone(const std::string& worker) const {
   return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration);
 }
 
+bool BisectJob::JudgedAgainstBaselines(const v1::Probe& probe) {
+  return probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD ||
+         probe.verdict() == v1::VERDICT_AMBIGUOUS;
+}
+
+void BisectJob::JudgeEveryVerdictAgain(absl::Time now) {
+  RetractVerdicts(ProbePositions([](const v1::Probe&) { return true; }), /*probe_again=*/false, "",
+                  now);
+}
+
+std::vector<int> BisectJob::ProbePositions(
+    const std::function<bool(const v1::Probe&)>& which) const {
+  std::vector<int> positions;
+  for (int i = 0; i < status_.probes_size(); ++i) {
+    if (which(status_.probes(i))) positions.push_back(i);
+  }
+  return positions;
+}
+
 std::string BisectJob::BadWorker() const {
   return bad_probe_ < 0 ? "" : status_.probes(bad_probe_).worker();
 }
 
 bool BisectJob::IsProvisional(const v1::Probe& probe) const {
-  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT) return false;
-  if (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD &&
-      probe.verdict() != v1::VERDICT_AMBIGUOUS) {
+  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT || !JudgedAgainstBaselines(probe)) {
     return false;
   }
   return !CalibrationDone(probe.worker()) || !CalibrationDone(BadWorker());
@@ -795,10 +807,6 @@ void BisectJob::SettleProvisional(absl::Time now) {
       base->set_median(Median(bad));
       status_.set_regression_pct(RegressionPercent(status_.baseline().good().median(),
                                                    base->median(), status_.direction()));
-      std::vector<int> all;
-      for (int i = 0; i < status_.probes_size(); ++i) {
-        if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
-      }
       Emit(v1::JOB_EVENT_KIND_WARNING,
            absl::StrFormat("Worker %s, which measured BAD, measures GOOD %+.2f%% off the "
                            "reference: BAD is taken as %s in the reference's frame and every "
@@ -809,7 +817,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
                                   1),
                            FormatValue(base->median())),
            nullptr, now);
-      RetractVerdicts(all, /*probe_again=*/false, "", now);
+      JudgeEveryVerdictAgain(now);
     }
   }
   std::vector<int> judge_again;
@@ -837,8 +845,7 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
   for (int position : positions) {
     v1::Probe& probe = *status_.mutable_probes(position);
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD &&
-         probe.verdict() != v1::VERDICT_AMBIGUOUS)) {
+        !JudgedAgainstBaselines(probe)) {
       continue;
     }
     if (probe.verdict() == v1::VERDICT_AMBIGUOUS) {
@@ -896,11 +903,7 @@ void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
   bad_offset_checked_ = false;
   queue_.push_front(id);
   if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
-  std::vector<int> all;
-  for (int i = 0; i < status_.probes_size(); ++i) {
-    if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
-  }
-  RetractVerdicts(all, /*probe_again=*/false, "", now);
+  JudgeEveryVerdictAgain(now);
   Emit(v1::JOB_EVENT_KIND_WARNING,
        absl::StrCat("BAD is measured again: ", why, "; the verdicts so far wait for it"), nullptr,
        now);
@@ -922,11 +925,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   ResetReference();
   if (!settled) return;
   bad_offset_checked_ = false;
-  std::vector<int> all;
-  for (int i = 0; i < status_.probes_size(); ++i) {
-    if (status_.probes(i).kind() == v1::PROBE_KIND_BISECT) all.push_back(i);
-  }
-  RetractVerdicts(all, /*probe_again=*/false, "", now);
+  JudgeEveryVerdictAgain(now);
   status_.set_state(v1::JOB_STATE_BASELINES);
   Emit(v1::JOB_EVENT_KIND_WARNING,
        absl::StrCat("The reference GOOD moves from ", worker, " to ",
@@ -1098,13 +1097,10 @@ void BisectJob::Quarantine(const std::string& worker, const std::string& kind,
   status_.add_warnings(absl::StrCat("worker ", worker, " quarantined: ", reason));
   Emit(v1::JOB_EVENT_KIND_DRIFT, absl::StrCat("Quarantined worker ", worker, ": ", reason), nullptr,
        now);
+  // Its verdicts, provisional or not, are not trusted: their commits are probed again.
+  RetractVerdicts(ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
+                  /*probe_again=*/true, "its worker was quarantined", now);
   DropProbesOf(worker, "its worker was quarantined", now);
-  // Its verdicts, provisional or not, are not trusted either: their commits are probed again.
-  std::vector<int> judged;
-  for (int i = 0; i < status_.probes_size(); ++i) {
-    if (status_.probes(i).worker() == worker) judged.push_back(i);
-  }
-  RetractVerdicts(judged, /*probe_again=*/true, "its worker was quarantined", now);
   // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
   OnRoleHolderLost(worker, "was quarantined", now);
   bool anyone_left = false;
@@ -1135,13 +1131,10 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
   // Finished measurements stay when the worker's calibration can still judge them.
   if (keep_measured && CalibrationUsable(worker)) return;
   // Its provisional verdicts will never be confirmed: their commits are probed again.
-  std::vector<int> provisional;
-  for (int i = 0; i < status_.probes_size(); ++i) {
-    if (status_.probes(i).provisional() && status_.probes(i).worker() == worker) {
-      provisional.push_back(i);
-    }
-  }
-  RetractVerdicts(provisional, /*probe_again=*/true, why, now);
+  RetractVerdicts(ProbePositions([&](const v1::Probe& probe) {
+                    return probe.provisional() && probe.worker() == worker;
+                  }),
+                  /*probe_again=*/true, why, now);
   unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
                                      [&](int position) {
                                        v1::Probe& probe = *status_.mutable_probes(position);

@@ -8,6 +8,7 @@
 #define KBISECT_COORDINATOR_BISECT_JOB_H_
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -143,6 +144,11 @@ class BisectJob {
   bool MoreCalibrationsComing() const;
   // True when `worker` has a finished, measured GOOD calibration in this job.
   bool CalibrationDone(const std::string& worker) const;
+  // True when the probe's verdict came from comparing its samples with the baselines (GOOD, BAD
+  // or ambiguous), not from a failure (skip).
+  static bool JudgedAgainstBaselines(const v1::Probe& probe);
+  // Positions in status_.probes of the probes `which` accepts.
+  std::vector<int> ProbePositions(const std::function<bool(const v1::Probe&)>& which) const;
   // The worker that measured the BAD baseline ("" before it is handed out).
   std::string BadWorker() const;
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
@@ -162,11 +168,13 @@ class BisectJob {
   // an offset; judges again those of workers with an offset, and every verdict when the BAD
   // worker has one.
   void SettleProvisional(absl::Time now);
-  // Takes back the verdicts at `positions` (bisect probes with a GOOD, BAD or ambiguous verdict;
-  // others are ignored) and rebuilds the search without them. Their samples are judged again
+  // Takes back the verdicts at `positions` (bisect probes JudgedAgainstBaselines; others are
+  // ignored) and rebuilds the search without them. Their samples are judged again
   // (ClassifyPending), or, with `probe_again`, discarded so that others probe the commits again.
   void RetractVerdicts(const std::vector<int>& positions, bool probe_again, const std::string& why,
                        absl::Time now);
+  // Takes back every verdict judged against the baselines; the samples are judged again.
+  void JudgeEveryVerdictAgain(absl::Time now);
   // Rebuilds search_ from the recorded verdicts and the probes still running or waiting.
   void RebuildSearch();
   // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
