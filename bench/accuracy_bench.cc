@@ -22,8 +22,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
-#include "coordinator/bisect_job.h"
-#include "coordinator/probe_classifier.h"
+#include "coordinator/job/bisect_job.h"
+#include "coordinator/job/probe_classifier.h"
 
 namespace kbisect {
 namespace {

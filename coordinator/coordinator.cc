@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/spec/job_spec.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -37,35 +38,6 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
 // "JOB_STATE_QUEUED" -> "queued": an enum value's name without its prefix, in lower case.
 std::string EnumLabel(const std::string& name, absl::string_view prefix) {
   return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
-}
-
-absl::Status ValidateSpec(const v1::JobSpec& spec) {
-  if (spec.repository().empty()) {
-    return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");
-  }
-  if (spec.good().empty()) {
-    return absl::InvalidArgumentError("the job has no GOOD revision");
-  }
-  if (spec.bench_command().empty() || spec.bench_command(0).empty()) {
-    return absl::InvalidArgumentError(
-        "the job has no benchmark command: put it after `--`, e.g. `kbisect run v1.0 -- "
-        "./bench.sh`");
-  }
-  if (spec.threshold_fraction() < 0 || spec.threshold_fraction() >= 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "threshold must be in (0, 1), got ", spec.threshold_fraction()));
-  }
-  if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > 1000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("runs per commit must be in 1..1000, got ", spec.runs_per_commit()));
-  }
-  if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
-      spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {
-    if (spec.metric().pattern().empty()) {
-      return absl::InvalidArgumentError("the metric pattern is empty");
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace

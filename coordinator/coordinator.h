@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
-#include "coordinator/bisect_job.h"
+#include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
 #include "coordinator/repository_view.h"

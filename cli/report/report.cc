@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
-#include "coordinator/probe_classifier.h"
+#include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
 namespace kbisect {

@@ -40,6 +40,12 @@ bool BisectSearch::Eligible(int index) const {
 }
 
 std::vector<int> BisectSearch::NextProbes(int count) {
+  std::vector<int> result = PlanProbes(count);
+  in_flight_.insert(result.begin(), result.end());
+  return result;
+}
+
+std::vector<int> BisectSearch::PlanProbes(int count) const {
   std::vector<int> result;
   if (count <= 0) return result;
 
@@ -112,7 +118,6 @@ std::vector<int> BisectSearch::NextProbes(int count) {
     }
   }
   result.assign(taken.begin(), taken.end());
-  in_flight_.insert(result.begin(), result.end());
   return result;
 }
 

@@ -78,6 +78,10 @@ class BisectSearch {
   // fewer eligible ones remain. A count <= 0 returns none.
   std::vector<int> NextProbes(int count);
 
+  // The indices NextProbes(count) would return, without marking them in flight: a dispatch plan
+  // chooses its points with this and marks those it hands out with MarkInFlight.
+  std::vector<int> PlanProbes(int count) const;
+
   // Marks `index` in flight, for callers that choose their own points. In-flight indices are not
   // returned by NextProbes and split the interval like known points. Indices outside [0, n] are
   // ignored.

@@ -1,5 +1,5 @@
 // Copyright 2026 The kbisect Authors.
-#include "coordinator/bisect_job.h"
+#include "coordinator/job/bisect_job.h"
 
 #include <functional>
 #include <map>

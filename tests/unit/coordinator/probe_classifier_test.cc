@@ -1,5 +1,5 @@
 // Copyright 2026 The kbisect Authors.
-#include "coordinator/probe_classifier.h"
+#include "coordinator/job/probe_classifier.h"
 
 #include <random>
 #include <vector>

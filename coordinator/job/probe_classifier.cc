@@ -1,5 +1,5 @@
 // Copyright 2026 The kbisect Authors.
-#include "coordinator/probe_classifier.h"
+#include "coordinator/job/probe_classifier.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +25,9 @@ constexpr double kSigmaInflation = 1.0;
 constexpr double kBaselineSigmaInflation = 1.5;
 // Standard errors apart at which a worker's GOOD has an offset from the reference's.
 constexpr double kOffsetZ = 3.0;
+// The confirmation's bootstrap: fixed seed (the same samples give the same interval), resamples.
+constexpr uint64_t kConfirmationBootstrapSeed = 1;
+constexpr int kConfirmationResamples = 4000;
 
 double MedianOf(absl::Span<const double> values) { return Median(values).value_or(0); }
 
@@ -212,7 +215,7 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   }
   // The baselines fix the midpoint and the threshold every verdict is measured against: the
   // difference of their means must be kBaselineClearZ standard errors, which puts the midpoint
-  // within a fifth of the half-step (one standard error). Three samples can look tight by
+  // within a quarter of the half-step (one standard error). Three samples can look tight by
   // chance: below kMinBaselineRuns only an overwhelming, non-overlapping separation counts.
   const double mean_error =
       sigma * std::sqrt(1.0 / static_cast<double>(good.size()) + 1.0 / static_cast<double>(bad.size()));
@@ -260,6 +263,26 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
         "the regression is only %.2f%% (under 5%%): it may be noise; consider more --runs",
         magnitude));
   }
+  return out;
+}
+
+ConfirmationJudgement JudgeConfirmation(absl::Span<const double> last_good,
+                                        absl::Span<const double> culprit, bool worse_is_up) {
+  ConfirmationJudgement out;
+  if (last_good.empty() || culprit.empty()) return out;
+  BootstrapOptions options;
+  options.seed = kConfirmationBootstrapSeed;
+  options.resamples = kConfirmationResamples;
+  absl::StatusOr<RatioInterval> ratio = BootstrapMedianRatio(last_good, culprit, options);
+  if (!ratio.ok()) return out;
+  out.measured = true;
+  out.ratio = ratio->estimate;
+  out.ci_low = ratio->lower;
+  out.ci_high = ratio->upper;
+  // The step must reproduce in the direction of the regression, excluding "no change".
+  out.confirmed = worse_is_up ? ratio->lower > 1 : ratio->upper < 1;
+  out.last_good_median = MedianOf(last_good);
+  out.culprit_median = MedianOf(culprit);
   return out;
 }
 

@@ -1,13 +1,22 @@
 // Copyright 2026 The kbisect Authors.
 //
 // BisectJob is the state machine of one bisect job: baselines, the k-ary search over the commit
-// list, probe bookkeeping, verdicts and the final result. It is pure: it never touches git, the
-// network, threads or the clock (times are passed in), so the coordinator's behaviour can be
-// tested step by step. The Coordinator owns one per job and serialises calls to it.
-#ifndef KBISECT_COORDINATOR_BISECT_JOB_H_
-#define KBISECT_COORDINATOR_BISECT_JOB_H_
+// list, verdicts and the final result. It is pure: it never touches git, the network, threads or
+// the clock (times are passed in), so the coordinator's behaviour can be tested step by step.
+// The Coordinator owns one per job and serialises calls to it.
+//
+// It is the facade over the job's pieces, each in its own file of coordinator/job/:
+//   job_spec (common/spec)  the defaults and the checks of the spec;
+//   probe_book              tasks, the ready queue and the probe table;
+//   dispatch                PlanDispatch, the pure scheduler (who gets what now);
+//   calibration             roles, per-worker calibration, pooling, offsets, quarantine checks;
+//   probe_classifier        the verdict rules (baselines, probes, the confirmation);
+//   job_text                every sentence of its events, warnings and errors.
+// BisectJob itself sequences them: it applies dispatch plans, routes results to the
+// classifier, applies quarantine decisions and composes the result.
+#ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
+#define KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -16,7 +25,10 @@
 
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
-#include "coordinator/probe_classifier.h"
+#include "coordinator/job/calibration.h"
+#include "coordinator/job/dispatch.h"
+#include "coordinator/job/probe_book.h"
+#include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -102,68 +114,37 @@ class BisectJob {
   std::vector<std::string> ActiveTaskIds() const;
 
  private:
-  struct TaskEntry {
-    v1::Task task;
-    int probe = -1;             // Position in status_.probes.
-    bool active = false;        // Handed out, no result yet.
-    bool done = false;          // Finished, cancelled or given up.
-    std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
-  };
-  // A worker's part in this job: its own GOOD calibration, which its verdicts are relative to.
-  struct WorkerState {
-    int calibration = -1;  // Probe position of its GOOD calibration, -1 before it has one.
-    bool quarantined = false;
-    int classified = 0;    // Probes classified since its calibration or last A/A control.
-    bool gone = false;     // Left (or lost its lease); cleared when it takes work again.
-    int checked_out = -1;  // Commit index of the last task handed to it (its checkout), or -1.
-  };
+  using TaskEntry = ProbeBook::TaskEntry;
 
-  v1::Probe& ProbeOf(const TaskEntry& entry) { return *status_.mutable_probes(entry.probe); }
-  std::string NewTask(v1::ProbeKind kind, int index, int round,
-                      const std::string& pinned_worker = "");
+  v1::Probe& ProbeOf(const TaskEntry& entry) { return book_.ProbeOf(entry); }
+  bool Measured(const v1::Probe& probe) const { return IsMeasured(probe, pass_fail_); }
+  // The snapshot PlanDispatch plans from.
+  DispatchInput MakeDispatchInput(const std::vector<std::string>& idle) const;
+  // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and
+  // hands it out.
+  void Calibrate(const std::string& worker, std::vector<Assignment>* out);
+  void HandOut(const std::string& worker, const std::string& task_id,
+               std::vector<Assignment>* out);
+  // True when `worker` already probed ahead once and the baselines are not settled.
+  bool WaitsForBaselines(const std::string& worker) const;
   bool BaselinesReady() const;
-  bool Measured(const v1::Probe& probe) const;
   void EvaluateBaselines(absl::Time now);
+  // After a baseline or calibration changed: outliers, sharper calibrations, provisional
+  // verdicts, then the probes waiting to be classified.
+  void RecheckCalibrations(absl::Time now);
   void ClassifyPending(absl::Time now);
   // Classifies a measured probe: a verdict, or more runs (Extend) when the samples cannot tell.
   void Classify(int probe_position, absl::Time now);
   // Classifies the probe's samples against the baselines its worker is judged by (no side
   // effects).
   ProbeClassification Judge(const v1::Probe& probe) const;
-  // Queues a task that adds `runs` samples to the probe at `probe_position`.
-  void Extend(int probe_position, int runs);
-  static void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
-  // True when probes measured by `worker` can be classified now: provisionally while it has no
-  // finished calibration, for good once it has one (sharpened when it has an offset).
-  bool WorkerReady(const std::string& worker) const;
-  // True when a worker other than `worker` has worked in this job and is neither quarantined
-  // nor gone.
-  bool AnotherWorkerLeft(const std::string& worker) const;
-  // True when a worker of the job (not quarantined, not gone) has no finished calibration yet.
-  bool MoreCalibrationsComing() const;
-  // True when `worker` has a finished, measured GOOD calibration in this job.
-  bool CalibrationDone(const std::string& worker) const;
-  // True when the probe's verdict came from comparing its samples with the baselines (GOOD, BAD
-  // or ambiguous), not from a failure (skip).
-  static bool JudgedAgainstBaselines(const v1::Probe& probe);
-  // Positions in status_.probes of the probes `which` accepts.
-  std::vector<int> ProbePositions(const std::function<bool(const v1::Probe&)>& which) const;
-  // The worker that measured the BAD baseline ("" before it is handed out).
-  std::string BadWorker() const;
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
   // BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;
-  // True when `worker` must calibrate before the job can end: it measured BAD, holds
-  // provisional verdicts, or has probes measured or running.
-  bool OwesCalibration(const std::string& worker) const;
-  // How many of the uncalibrated workers may start their calibration now (PlanRound over the
-  // workers of the job, the owed and running calibrations and the other running work).
-  int CalibrationsToStart(const std::vector<std::string>& idle) const;
-  // The BAD baseline's samples in the reference worker's frame: scaled by the ratio of the two
-  // GOOD measurements when the BAD worker has a significant offset.
-  std::vector<double> ReferenceBadSamples() const;
-  double ReferenceBadMedian() const;
+  // True when `worker` holds provisional verdicts, or has probes measured or running (BAD's
+  // worker owes a calibration too: see DispatchInput).
+  bool HoldsUnsettledProbes(const std::string& worker) const;
   // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
   // an offset; judges again those of workers with an offset, and every verdict when the BAD
   // worker has one.
@@ -183,36 +164,15 @@ class BisectJob {
   // The worker left or was quarantined: a reference GOOD not yet settled goes to another
   // worker; a BAD its worker can no longer calibrate for is measured again.
   void OnRoleHolderLost(const std::string& worker, const std::string& why, absl::Time now);
-  // True when `worker`'s GOOD calibration differs significantly from the reference GOOD (see
-  // OffsetIsSignificant): its verdicts are then judged against its own, sharpened calibration.
-  bool HasOffset(const std::string& worker) const;
-  // The workers whose measurements are judged together: the reference and every calibrated
-  // worker that is not quarantined and has no significant offset.
-  std::set<std::string> PoolMembers() const;
-  // The pooled GOOD (side VERDICT_GOOD) or BAD samples: the reference baseline's, the pool's
-  // calibrations (GOOD only), and the samples of the pool's bisect probes classified that side
-  // whose samples agree with that baseline (p >= kPoolAlpha): under one step they measure the
-  // same value, and every verdict after them is judged against sharper baselines.
-  std::vector<double> PooledSamples(v1::Verdict side) const;
-  static constexpr double kPoolAlpha = 0.05;
-  // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset.
-  int CalibrationRuns() const;
   // Re-measures calibrations that have fewer samples than CalibrationRuns().
   void SharpenCalibrations(absl::Time now);
-  // Compares calibrated workers' GOOD medians; quarantines outliers.
+  // Applies Calibration::FindOutliers.
   void CheckOutliers(absl::Time now);
-  void Quarantine(const std::string& worker, const std::string& kind, const std::string& reason,
-                  double offset_fraction, absl::Time now);
+  void Quarantine(const QuarantineDecision& decision, absl::Time now);
   // Discards `worker`'s queued and running work and, unless `keep_measured` and its calibration
   // can still judge them, its measured but unclassified probes: their commits are probed again.
   void DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
                     bool keep_measured = false);
-  // True when the worker's GOOD calibration is complete enough to classify its probes.
-  bool CalibrationUsable(const std::string& worker) const;
-  void FillWorkerReport();
-  // Picks another reference GOOD (the old reference left or was quarantined): a worker with a
-  // finished calibration, else the next worker to calibrate.
-  void ResetReference();
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
   // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
@@ -223,33 +183,18 @@ class BisectJob {
   void UpdateProgress();
   void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
             absl::Time now);
-  std::string FormatValue(double value) const;
+  // The median at commit `index` in the reference's frame: the baselines at the ends; inside,
+  // the probe that decided the commit, scaled by the ratio of the GOOD calibrations.
   double MedianAt(int index) const;
-  int InFlightCount() const;
-  // True when a running measurement (a probe, baseline or calibration) has been running for
-  // 70-130% of the job's typical
-  // measurement span (median lease-to-result time of finished measurements, each worker's first,
-  // which pays for its first checkout, left out while others exist): its result is due.
-  bool ResultDueSoon(absl::Time now) const;
 
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;
   BisectSearch search_;
-  std::map<std::string, TaskEntry> tasks_;
-  std::deque<std::string> queue_;  // Tasks ready to hand out (baselines, retries).
+  ProbeBook book_;
+  Calibration calibration_;
   bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
-  // The baselines, -1 until created: the reference GOOD (the first calibration handed out; its
-  // worker is the reference) and BAD (measured by whichever worker asked first, brought to the
-  // reference's frame by ReferenceBadSamples). Workers with an offset are judged against their
-  // own GOOD and BAD scaled by the ratio of their GOOD to the reference GOOD.
-  int good_probe_ = -1;
-  int bad_probe_ = -1;
-  std::string reference_worker_;
-  bool bad_offset_checked_ = false;  // The BAD worker's calibration has been compared.
-  std::map<std::string, WorkerState> workers_;
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
-  int next_task_ = 0;
-  int steps_ = 0;  // Finished bisect probes with a verdict.
+  int steps_ = 0;                  // Finished bisect probes with a verdict.
   int max_round_recorded_ = 0;
   absl::Time start_time_;
   std::vector<v1::JobEvent> events_;
@@ -258,4 +203,4 @@ class BisectJob {
 
 }  // namespace kbisect
 
-#endif  // KBISECT_COORDINATOR_BISECT_JOB_H_
+#endif  // KBISECT_COORDINATOR_JOB_BISECT_JOB_H_

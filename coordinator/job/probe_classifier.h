@@ -2,8 +2,8 @@
 //
 // Turns a probe's samples into a verdict relative to the GOOD and BAD baselines. Pure: no I/O,
 // no clock, so the bisect simulation benchmark can run it millions of times.
-#ifndef KBISECT_COORDINATOR_PROBE_CLASSIFIER_H_
-#define KBISECT_COORDINATOR_PROBE_CLASSIFIER_H_
+#ifndef KBISECT_COORDINATOR_JOB_PROBE_CLASSIFIER_H_
+#define KBISECT_COORDINATOR_JOB_PROBE_CLASSIFIER_H_
 
 #include <string>
 #include <vector>
@@ -33,12 +33,15 @@ struct BaselineAssessment {
 };
 
 // Compares GOOD and BAD samples. Both spans must be non-empty. `direction` must be LOWER or
-// HIGHER. Under max(min_effect_fraction, 1%) of GOOD there is nothing to bisect. Otherwise the
-// move counts when it is clear: the two sample sets do not overlap and the medians are at least
-// clear_z pooled standard errors apart, or the move is at least 5% with non-overlapping sets.
-// An unclear move asks for twice as many runs of both (up to max_runs); at max_runs a
-// min(Mann-Whitney, KS) p-value under 0.05 decides. A regression under 5% carries the seed's
-// "may be noise" warning.
+// HIGHER. A move under max(min_effect_fraction, 1%) of GOOD is nothing to bisect, unless its
+// uncertainty could hide twice that much (then more runs). Otherwise the move must place the
+// threshold: with at least 5 runs each, the means are at least 4 standard errors apart (the
+// spread inflated by 1.5 of its own standard errors); with fewer, the two sets do not overlap
+// and the means are 10 standard errors apart. An unclear move asks for as many more runs of
+// each as that separation needs if spread and difference hold (at least max(2, n/4), at most n
+// more, never past max_runs); at max_runs a min(Mann-Whitney, KS) p-value under 0.05 decides.
+// BAD better than GOOD sets `improvement`. A regression under 5% carries the seed's "may be
+// noise" warning.
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
                                    v1::Direction direction, double min_effect_fraction,
                                    int max_runs = 30);
@@ -84,6 +87,26 @@ struct ProbeClassification {
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options);
 
+// The interleaved re-measurement of last-good and culprit (A/B/A/B on one worker), judged.
+struct ConfirmationJudgement {
+  // False when a side has no sample or the bootstrap could not run: nothing was confirmed.
+  bool measured = false;
+  // Median ratio culprit / last-good and its 95% bootstrap interval.
+  double ratio = 0;
+  double ci_low = 0;
+  double ci_high = 0;
+  double last_good_median = 0;
+  double culprit_median = 0;
+  // The interval excludes "no change" on the regression's side.
+  bool confirmed = false;
+};
+
+// Judges the confirmation: a percentile bootstrap of the median ratio (fixed seed, 4,000
+// resamples) must exclude 1 in the direction of the regression (`worse_is_up`: the regression
+// raises the metric).
+ConfirmationJudgement JudgeConfirmation(absl::Span<const double> last_good,
+                                        absl::Span<const double> culprit, bool worse_is_up);
+
 // True when a worker's GOOD samples `calibration` differ from the reference worker's GOOD
 // samples `reference` by more than noise: the difference of the means is over three standard
 // errors (pooled spread), or, with at least three samples each, the two sets do not overlap and
@@ -115,4 +138,4 @@ double RegressionPercent(double before, double after, v1::Direction direction);
 
 }  // namespace kbisect
 
-#endif  // KBISECT_COORDINATOR_PROBE_CLASSIFIER_H_
+#endif  // KBISECT_COORDINATOR_JOB_PROBE_CLASSIFIER_H_

@@ -1,0 +1,76 @@
+// Copyright 2026 The kbisect Authors.
+#include "common/spec/job_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kbisect {
+
+void NormalizeSpec(v1::JobSpec* spec) {
+  const bool pass_fail = spec->metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+  if (spec->runs_per_commit() <= 0) {
+    spec->set_runs_per_commit(pass_fail ? kDefaultPassFailRuns : kDefaultRunsPerCommit);
+  }
+  if (spec->max_runs() < spec->runs_per_commit()) {
+    spec->set_max_runs(std::max(kDefaultMaxRuns, spec->runs_per_commit()));
+  }
+  if (spec->threshold_fraction() <= 0) spec->set_threshold_fraction(kDefaultThresholdFraction);
+  if (spec->history() == v1::HISTORY_MODE_UNSPECIFIED) {
+    spec->set_history(v1::HISTORY_MODE_FIRST_PARENT);
+  }
+}
+
+absl::Status ValidateSpec(const v1::JobSpec& spec) {
+  if (spec.repository().empty()) {
+    return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");
+  }
+  if (spec.good().empty()) {
+    return absl::InvalidArgumentError("the job has no GOOD revision");
+  }
+  if (spec.bench_command().empty() || spec.bench_command(0).empty()) {
+    return absl::InvalidArgumentError(
+        "the job has no benchmark command: put it after `--`, e.g. `kbisect run v1.0 -- "
+        "./bench.sh`");
+  }
+  if (spec.threshold_fraction() < 0 || spec.threshold_fraction() >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threshold must be in (0, 1), got ", spec.threshold_fraction()));
+  }
+  if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > kMaxRunsPerCommit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runs per commit must be in 1..", kMaxRunsPerCommit, ", got ",
+                     spec.runs_per_commit()));
+  }
+  if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
+      spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {
+    if (spec.metric().pattern().empty()) {
+      return absl::InvalidArgumentError("the metric pattern is empty");
+    }
+    const absl::Status metric = ValidateMetricSpec(ToMetricSpec(spec.metric()));
+    if (!metric.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the metric is invalid: ", metric.message(),
+          ". Fix --metric-regex (one capturing group) or --metric-json (a dotted path)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+MetricSpec ToMetricSpec(const v1::MetricSpec& spec) {
+  MetricSpec out;
+  switch (spec.kind()) {
+    case v1::METRIC_KIND_REGEX:
+      out.kind = MetricSpec::Kind::kRegex;
+      break;
+    case v1::METRIC_KIND_JSON_PATH:
+      out.kind = MetricSpec::Kind::kJsonPath;
+      break;
+    default:
+      out.kind = MetricSpec::Kind::kAuto;
+  }
+  out.pattern = spec.pattern();
+  return out;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,50 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The one home of a job's defaults and of the checks a spec must pass before any work starts.
+// The CLI's flags (cli/job_options.h), the coordinator (BisectJob, Coordinator::SubmitJob), the
+// probe classifier's options and the worker's TaskRunner all read their defaults from here, so
+// `kbisect run` without flags, a bare SubmitJob over gRPC and a task with unset timeouts mean
+// the same job.
+#ifndef KBISECT_COMMON_SPEC_JOB_SPEC_H_
+#define KBISECT_COMMON_SPEC_JOB_SPEC_H_
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/metric/metric.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// Benchmark runs per commit in perf mode (the seed procedure's three runs).
+inline constexpr int kDefaultRunsPerCommit = 3;
+// Runs per commit in pass/fail (--exit-code) mode: one exit code is a verdict.
+inline constexpr int kDefaultPassFailRuns = 1;
+// Most runs per commit when a verdict is unclear.
+inline constexpr int kDefaultMaxRuns = 30;
+// The seed's point rule: a commit is BAD past good + 0.3 * (bad - good).
+inline constexpr double kDefaultThresholdFraction = 0.3;
+// Time limits of one build and one benchmark run.
+inline constexpr absl::Duration kDefaultBuildTimeout = absl::Minutes(30);
+inline constexpr absl::Duration kDefaultBenchTimeout = absl::Minutes(10);
+// Largest accepted runs_per_commit / max_runs.
+inline constexpr int kMaxRunsPerCommit = 1000;
+
+// Fills the unset fields of `spec` with the defaults above: runs per commit (1 with
+// --exit-code, else 3), max runs (at least runs per commit), the threshold, first-parent history.
+// Set fields are kept.
+void NormalizeSpec(v1::JobSpec* spec);
+
+// Checks a spec as submitted (before NormalizeSpec): a repository, a GOOD revision and a
+// benchmark command are present, the threshold is in [0, 1), runs per commit in 0..1000, and the
+// metric pattern is valid (a regex compiles with exactly one capturing group, a JSON path has no
+// empty component), so a bad --metric fails at submit rather than on a worker after a checkout
+// and a build. Errors: InvalidArgument saying what to fix.
+absl::Status ValidateSpec(const v1::JobSpec& spec);
+
+// The metric extractor's form of the spec's metric (kAuto for AUTO and for EXIT_CODE, which
+// extracts nothing).
+MetricSpec ToMetricSpec(const v1::MetricSpec& spec);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COMMON_SPEC_JOB_SPEC_H_

@@ -1,0 +1,294 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "common/stats/stats.h"
+#include "coordinator/job/probe_book.h"
+#include "coordinator/job/probe_classifier.h"
+
+namespace kbisect {
+namespace {
+
+double MedianOf(const std::vector<double>& values) { return Median(values).value_or(0); }
+
+}  // namespace
+
+const char* DriftKindName(DriftKind kind) {
+  switch (kind) {
+    case DriftKind::kBaselineOutlier:
+      return "baseline_outlier";
+    case DriftKind::kControlMoved:
+      return "control_moved";
+    case DriftKind::kCalibrationFailed:
+      return "calibration_failed";
+    case DriftKind::kIdentityChanged:
+      return "identity_changed";
+  }
+  return "unknown";
+}
+
+Calibration::Calibration(const v1::JobStatus* status, bool pass_fail)
+    : status_(status), pass_fail_(pass_fail) {}
+
+bool Calibration::Measured(const v1::Probe& probe) const { return IsMeasured(probe, pass_fail_); }
+
+void Calibration::SetReference(const std::string& worker, int good_probe) {
+  reference_worker_ = worker;
+  good_probe_ = good_probe;
+}
+
+std::string Calibration::BadWorker() const {
+  return bad_probe_ < 0 ? "" : probe(bad_probe_).worker();
+}
+
+void Calibration::ResetReference() {
+  const std::string old = reference_worker_;
+  good_probe_ = -1;
+  reference_worker_.clear();
+  // Another worker with a finished calibration becomes the reference at once; without one, the
+  // next worker to calibrate does.
+  for (const auto& [name, state] : workers_) {
+    if (name == old || state.quarantined || state.gone || !CalibrationDone(name)) continue;
+    good_probe_ = state.calibration;
+    reference_worker_ = name;
+    return;
+  }
+}
+
+const Calibration::Worker* Calibration::Find(const std::string& name) const {
+  auto it = workers_.find(name);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+bool Calibration::CalibrationDone(const std::string& worker) const {
+  const Worker* state = Find(worker);
+  if (state == nullptr || state->calibration < 0) return false;
+  const v1::Probe& calibration = probe(state->calibration);
+  return calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration);
+}
+
+bool Calibration::CalibrationUsable(const std::string& worker) const {
+  const Worker* state = Find(worker);
+  if (state == nullptr || state->quarantined || state->calibration < 0) return false;
+  const v1::Probe& calibration = probe(state->calibration);
+  if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) return false;
+  return !Bisecting() || calibration.samples_size() >= CalibrationRuns() || !HasOffset(worker);
+}
+
+bool Calibration::HasOffset(const std::string& worker) const {
+  if (pass_fail_ || worker == reference_worker_ || good_probe_ < 0) return false;
+  const Worker* state = Find(worker);
+  if (state == nullptr || state->calibration < 0) return false;
+  const v1::Probe& calibration = probe(state->calibration);
+  const v1::Probe& reference = probe(good_probe_);
+  if (!Measured(calibration) || !Measured(reference)) return false;
+  return OffsetIsSignificant(calibration.samples(), reference.samples());
+}
+
+bool Calibration::WorkerReady(const std::string& worker) const {
+  if (!Bisecting()) return false;
+  const Worker* state = Find(worker);
+  if (state == nullptr || state->quarantined) return false;
+  // Without a finished calibration its probes are judged against the pool, provisionally.
+  if (!CalibrationDone(worker)) return true;
+  return probe(state->calibration).samples_size() >= CalibrationRuns() || !HasOffset(worker);
+}
+
+bool Calibration::AnotherWorkerLeft(const std::string& worker) const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    const Worker& state = entry.second;
+    return entry.first != worker && !state.quarantined && !state.gone && state.checked_out >= 0;
+  });
+}
+
+bool Calibration::MoreCalibrationsComing() const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    const Worker& state = entry.second;
+    return !state.quarantined && !state.gone && state.checked_out >= 0 &&
+           !CalibrationDone(entry.first);
+  });
+}
+
+bool Calibration::AnyoneLeft() const {
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [](const auto& entry) { return !entry.second.quarantined; });
+}
+
+int Calibration::CalibrationRuns() const {
+  // A worker's GOOD must be as sharp as the reference's: the baselines were re-measured until
+  // GOOD and BAD were clearly apart, and every verdict of the worker is measured against it.
+  return pass_fail_ || good_probe_ < 0 ? 0 : probe(good_probe_).samples_size();
+}
+
+std::set<std::string> Calibration::PoolMembers() const {
+  std::set<std::string> members = {reference_worker_};
+  for (const auto& [name, state] : workers_) {
+    if (name == reference_worker_ || state.quarantined || state.calibration < 0) continue;
+    const v1::Probe& calibration = probe(state.calibration);
+    if (calibration.state() == v1::PROBE_STATE_FINISHED && Measured(calibration) &&
+        !HasOffset(name)) {
+      members.insert(name);
+    }
+  }
+  return members;
+}
+
+std::vector<double> Calibration::PooledSamples(v1::Verdict side) const {
+  const bool good = side == v1::VERDICT_GOOD;
+  std::vector<double> pooled;
+  if (good) {
+    const v1::Probe& reference = probe(good_probe_);
+    pooled.assign(reference.samples().begin(), reference.samples().end());
+  } else {
+    pooled = ReferenceBadSamples();
+  }
+  const std::set<std::string> members = PoolMembers();
+  if (good) {
+    for (const std::string& name : members) {
+      if (name == reference_worker_) continue;
+      const v1::Probe& calibration = probe(workers_.at(name).calibration);
+      pooled.insert(pooled.end(), calibration.samples().begin(), calibration.samples().end());
+    }
+  }
+  if (!Bisecting()) return pooled;
+  for (const v1::Probe& row : status_->probes()) {
+    if (row.kind() != v1::PROBE_KIND_BISECT || row.verdict() != side ||
+        row.state() != v1::PROBE_STATE_FINISHED || row.provisional() ||
+        members.count(row.worker()) == 0) {
+      continue;
+    }
+    const double p = good ? row.p_value_vs_good() : row.p_value_vs_bad();
+    if (p < kPoolAlpha) continue;
+    pooled.insert(pooled.end(), row.samples().begin(), row.samples().end());
+  }
+  return pooled;
+}
+
+std::vector<double> Calibration::ReferenceBadSamples() const {
+  const v1::Probe& bad = probe(bad_probe_);
+  std::vector<double> samples(bad.samples().begin(), bad.samples().end());
+  // A BAD measured on a worker with an offset is brought to the reference's frame by the ratio
+  // of the two GOOD measurements.
+  const std::string& worker = bad.worker();
+  if (HasOffset(worker)) {
+    const double own = probe(workers_.at(worker).calibration).median();
+    const double reference = probe(good_probe_).median();
+    if (own != 0) {
+      for (double& sample : samples) sample *= reference / own;
+    }
+  }
+  return samples;
+}
+
+double Calibration::ReferenceBadMedian() const { return MedianOf(ReferenceBadSamples()); }
+
+void Calibration::BaselinesFor(const std::string& worker, std::vector<double>* good,
+                               std::vector<double>* bad) const {
+  if (!HasOffset(worker)) {
+    *good = PooledSamples(v1::VERDICT_GOOD);
+    *bad = PooledSamples(v1::VERDICT_BAD);
+    return;
+  }
+  *bad = ReferenceBadSamples();
+  const v1::Probe& calibration = probe(workers_.at(worker).calibration);
+  good->assign(calibration.samples().begin(), calibration.samples().end());
+  const double reference_good = probe(good_probe_).median();
+  if (reference_good != 0) {
+    for (double& sample : *bad) sample *= calibration.median() / reference_good;
+  }
+}
+
+double Calibration::InReferenceFrame(const std::string& worker, double value) const {
+  const Worker* state = Find(worker);
+  if (state == nullptr || state->calibration < 0 || good_probe_ < 0) return value;
+  const double own = probe(state->calibration).median();
+  return own == 0 ? value : value * probe(good_probe_).median() / own;
+}
+
+std::vector<QuarantineDecision> Calibration::FindOutliers() const {
+  std::vector<QuarantineDecision> outliers;
+  if (pass_fail_ || good_probe_ < 0) return outliers;
+  const double reference = probe(good_probe_).median();
+  const double step = ReferenceBadMedian() - reference;
+  std::vector<std::pair<std::string, double>> calibrated;
+  std::vector<double> medians;
+  for (const auto& [name, state] : workers_) {
+    if (state.calibration < 0) continue;
+    const v1::Probe& calibration = probe(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    calibrated.emplace_back(name, calibration.median());
+    medians.push_back(calibration.median());
+  }
+  // With three or more calibrations the pool's median is the centre (robust to one odd GPU,
+  // the reference's included). With fewer, the reference's GOOD, but only once no other worker
+  // of the job is still to calibrate: two GPUs that disagree cannot tell which one is odd.
+  if (medians.size() < 3 && MoreCalibrationsComing()) return outliers;
+  const double center = medians.size() >= 3 ? MedianOf(medians) : reference;
+  const v1::Probe& reference_good = probe(good_probe_);
+  for (const auto& [name, median] : calibrated) {
+    const Worker& state = workers_.at(name);
+    if (state.quarantined || center == 0) continue;
+    const double offset = median - center;
+    const v1::Probe& calibration = probe(state.calibration);
+    if (std::fabs(offset) > std::fabs(step) / 3 &&
+        OffsetExceeds(calibration.samples(), reference_good.samples(), center,
+                      std::fabs(step) / 3)) {
+      QuarantineDecision decision;
+      decision.worker = name;
+      decision.kind = DriftKind::kBaselineOutlier;
+      decision.offset_fraction = offset / center;
+      decision.median = median;
+      decision.center = center;
+      decision.regression_fraction = step / reference;
+      outliers.push_back(std::move(decision));
+    }
+  }
+  return outliers;
+}
+
+std::optional<QuarantineDecision> Calibration::CheckControl(const std::string& worker,
+                                                            const v1::Probe& control) const {
+  const v1::Probe& calibration = probe(workers_.at(worker).calibration);
+  const double moved = control.median() - calibration.median();
+  const double step = status_->baseline().bad().median() - status_->baseline().good().median();
+  if (step == 0 || !OffsetExceeds(control.samples(), calibration.samples(),
+                                  Mean(calibration.samples()).value_or(0), std::fabs(step) / 3)) {
+    return std::nullopt;
+  }
+  QuarantineDecision decision;
+  decision.worker = worker;
+  decision.kind = DriftKind::kControlMoved;
+  decision.offset_fraction = moved / calibration.median();
+  return decision;
+}
+
+void Calibration::FillWorkerReport(v1::JobStatus* status) const {
+  status->clear_workers();
+  for (const auto& [name, state] : workers_) {
+    v1::JobWorker* out = status->add_workers();
+    out->set_worker(name);
+    if (state.calibration >= 0) {
+      const double good = probe(state.calibration).median();
+      out->set_calibration_good(good);
+      if (good_probe_ >= 0 && bad_probe_ >= 0 && probe(good_probe_).median() != 0) {
+        out->set_calibration_bad(ReferenceBadMedian() * good / probe(good_probe_).median());
+      }
+    }
+    out->set_quarantined(state.quarantined);
+    for (const v1::DriftEvent& event : status->drift_events()) {
+      if (event.worker() != name) continue;
+      out->set_drift(true);
+      out->set_reason(event.detail());
+    }
+    int probes = 0;
+    for (const v1::Probe& row : status->probes()) {
+      probes += row.worker() == name && row.kind() == v1::PROBE_KIND_BISECT ? 1 : 0;
+    }
+    out->set_probes(probes);
+  }
+}
+
+}  // namespace kbisect

@@ -1,0 +1,164 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Calibration is a job's knowledge of its workers' hardware: each worker's GOOD calibration, the
+// reference GOOD and the BAD baseline (the roles), which workers share one pool of samples,
+// which have a significant offset (and are judged against their own GOOD), and which are odd
+// enough to be quarantined. Queries are pure over the probe table; the checks (outliers, A/A
+// controls) return quarantine decisions as facts, and BisectJob applies them. It also writes the
+// worker section of the report.
+//
+// Frames: the reference worker's GOOD and BAD define the job's frame. A BAD measured on a worker
+// with an offset is brought into it by the ratio of the two GOOD measurements; a worker with an
+// offset is judged against its own GOOD and the reference BAD scaled by its GOOD/reference
+// ratio (the multiplicative offset of an "identical" GPU).
+#ifndef KBISECT_COORDINATOR_JOB_CALIBRATION_H_
+#define KBISECT_COORDINATOR_JOB_CALIBRATION_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// Why a worker was quarantined or must calibrate again (DriftEvent.kind).
+enum class DriftKind {
+  kBaselineOutlier,    // Its GOOD is far off the pool's.
+  kControlMoved,       // Its A/A control of GOOD moved from its calibration.
+  kCalibrationFailed,  // The benchmark fails at GOOD on it.
+  kIdentityChanged,    // It reconnected with another identity.
+};
+
+// "baseline_outlier", "control_moved", "calibration_failed", "identity_changed".
+const char* DriftKindName(DriftKind kind);
+
+// A decision to quarantine a worker, with the facts the report words it from.
+struct QuarantineDecision {
+  std::string worker;
+  DriftKind kind = DriftKind::kBaselineOutlier;
+  // Relative offset: (its GOOD - the centre) / centre, or the control's move / its calibration.
+  double offset_fraction = 0;
+  double median = 0;               // kBaselineOutlier: its GOOD median.
+  double center = 0;               // kBaselineOutlier: the pool's centre.
+  double regression_fraction = 0;  // kBaselineOutlier: the step / the reference GOOD.
+  std::string failure;             // kCalibrationFailed: the benchmark's error.
+};
+
+class Calibration {
+ public:
+  // A worker's part in the job.
+  struct Worker {
+    int calibration = -1;  // Probe row of its GOOD calibration, -1 before it has one.
+    bool quarantined = false;
+    int classified = 0;    // Probes classified since its calibration or last A/A control.
+    bool gone = false;     // Left (or lost its lease); cleared when it takes work again.
+    int checked_out = -1;  // Commit index of the last task handed to it (its checkout), or -1.
+  };
+
+  // `status` (the probe table, state and baselines) must outlive this. `pass_fail`: verdicts
+  // come from exit codes and nothing is calibrated.
+  Calibration(const v1::JobStatus* status, bool pass_fail);
+
+  // --- Roles. ---
+  // Probe rows of the reference GOOD and the BAD baseline, -1 until created.
+  int good_probe() const { return good_probe_; }
+  int bad_probe() const { return bad_probe_; }
+  const std::string& reference_worker() const { return reference_worker_; }
+  void SetReference(const std::string& worker, int good_probe);
+  void SetBadProbe(int bad_probe) { bad_probe_ = bad_probe; }
+  // The worker that measured the BAD baseline ("" before it is handed out).
+  std::string BadWorker() const;
+  // Picks another reference GOOD (the old reference left or was quarantined): a worker with a
+  // finished calibration, else none until the next worker calibrates.
+  void ResetReference();
+  // True once the BAD worker's calibration was compared with the reference.
+  bool bad_offset_checked() const { return bad_offset_checked_; }
+  void set_bad_offset_checked(bool checked) { bad_offset_checked_ = checked; }
+
+  // --- Workers. ---
+  // The worker's record, created on first use.
+  Worker& worker(const std::string& name) { return workers_[name]; }
+  // The worker's record, or null when the job never saw it.
+  const Worker* Find(const std::string& name) const;
+  std::map<std::string, Worker>& workers() { return workers_; }
+  const std::map<std::string, Worker>& workers() const { return workers_; }
+
+  // True when `worker` has a finished, measured GOOD calibration.
+  bool CalibrationDone(const std::string& worker) const;
+  // True when the worker's calibration is complete enough to classify its probes.
+  bool CalibrationUsable(const std::string& worker) const;
+  // True when `worker`'s GOOD differs significantly from the reference GOOD
+  // (OffsetIsSignificant): its verdicts are judged against its own, sharpened calibration.
+  bool HasOffset(const std::string& worker) const;
+  // True when probes measured by `worker` can be classified now: provisionally while it has no
+  // finished calibration, for good once it has one (sharpened when it has an offset).
+  bool WorkerReady(const std::string& worker) const;
+  // True when a worker other than `worker` has worked in this job and is neither quarantined
+  // nor gone.
+  bool AnotherWorkerLeft(const std::string& worker) const;
+  // True when a worker of the job (not quarantined, not gone) has no finished calibration yet.
+  bool MoreCalibrationsComing() const;
+  // True when some worker is not quarantined.
+  bool AnyoneLeft() const;
+  // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset:
+  // as many as the reference GOOD has.
+  int CalibrationRuns() const;
+
+  // --- Samples in the reference's frame. ---
+  // The workers whose measurements are judged together: the reference and every calibrated
+  // worker that is not quarantined and has no significant offset.
+  std::set<std::string> PoolMembers() const;
+  // The pooled GOOD (side VERDICT_GOOD) or BAD samples: the reference baseline's, the pool's
+  // calibrations (GOOD only), and, while bisecting, the samples of the pool's final bisect
+  // verdicts of that side that agree with that baseline (p >= kPoolAlpha): under one step they
+  // measure the same value, and every verdict after them is judged against sharper baselines.
+  std::vector<double> PooledSamples(v1::Verdict side) const;
+  static constexpr double kPoolAlpha = 0.05;
+  // The BAD baseline's samples in the reference worker's frame.
+  std::vector<double> ReferenceBadSamples() const;
+  double ReferenceBadMedian() const;
+  // The GOOD and BAD samples a probe of `worker` is judged against: the pool's, or, for a worker
+  // with an offset, its own GOOD and the reference BAD scaled to it.
+  void BaselinesFor(const std::string& worker, std::vector<double>* good,
+                    std::vector<double>* bad) const;
+  // `value` measured on `worker` in the reference's frame (scaled by the ratio of the GOOD
+  // calibrations); unchanged without a calibration.
+  double InReferenceFrame(const std::string& worker, double value) const;
+
+  // --- Checks. ---
+  // Compares calibrated workers' GOOD medians: with three or more the pool's median is the
+  // centre, with fewer the reference's GOOD once nobody else is still to calibrate (two GPUs
+  // that disagree cannot tell which one is odd). A worker more than a third of the regression
+  // off the centre, by two standard errors, is an outlier.
+  std::vector<QuarantineDecision> FindOutliers() const;
+  // Judges `worker`'s A/A control of GOOD (`control`, measured) against its calibration: a move
+  // of more than a third of the regression (by two standard errors) is drift.
+  std::optional<QuarantineDecision> CheckControl(const std::string& worker,
+                                                 const v1::Probe& control) const;
+
+  // The worker section of the report: one entry per worker, its calibration in the reference's
+  // frame, quarantine and drift (from `status`'s drift events), and its bisect probe count.
+  void FillWorkerReport(v1::JobStatus* status) const;
+
+ private:
+  bool Measured(const v1::Probe& probe) const;
+  const v1::Probe& probe(int position) const { return status_->probes(position); }
+  bool Bisecting() const { return status_->state() == v1::JOB_STATE_BISECTING; }
+
+  const v1::JobStatus* status_;
+  bool pass_fail_;
+  std::map<std::string, Worker> workers_;
+  // The reference GOOD (the first calibration handed out; its worker is the reference) and BAD
+  // (measured by whichever worker asked first).
+  int good_probe_ = -1;
+  int bad_probe_ = -1;
+  std::string reference_worker_;
+  bool bad_offset_checked_ = false;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_CALIBRATION_H_

@@ -1,0 +1,239 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/dispatch.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "common/search/round_plan.h"
+#include "common/stats/stats.h"
+
+namespace kbisect {
+
+std::optional<double> TypicalSpan(const std::vector<MeasuredSpan>& spans) {
+  std::vector<double> later;
+  std::vector<double> first;
+  std::set<std::string> seen;
+  for (const MeasuredSpan& span : spans) {
+    if (span.seconds <= 0) continue;
+    (seen.insert(span.worker).second ? first : later).push_back(span.seconds);
+  }
+  if (later.empty()) later = std::move(first);
+  if (later.empty()) return std::nullopt;
+  return Median(later).value_or(0);
+}
+
+bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double> typical,
+                   absl::Time now) {
+  if (!typical.has_value()) return false;
+  for (const RunningTask& task : running) {
+    // Any measurement about to end frees a worker (a calibration or a baseline too): new points
+    // placed together with it split the interval evenly; placed one by one they fill the
+    // largest gap first and can leave a piece twice the size of the others.
+    if (task.kind == v1::PROBE_KIND_CONFIRM || !task.started.has_value()) continue;
+    const double elapsed = absl::ToDoubleSeconds(now - *task.started);
+    if (elapsed >= kDueFraction * *typical && elapsed <= kOverdueFraction * *typical) return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& checkouts,
+                                                   const std::vector<int>& points,
+                                                   int commit_count) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  std::vector<bool> taken(checkouts.size(), false);
+  std::vector<bool> placed(points.size(), false);
+  for (size_t assigned = 0; assigned < points.size() && assigned < checkouts.size(); ++assigned) {
+    size_t best_worker = 0;
+    size_t best_point = 0;
+    long best = -1;
+    for (size_t w = 0; w < checkouts.size(); ++w) {
+      if (taken[w]) continue;
+      const int at = checkouts[w];
+      for (size_t i = 0; i < points.size(); ++i) {
+        if (placed[i]) continue;
+        const long distance = at < 0 ? commit_count + 1L : std::abs(at - points[i]);
+        if (best < 0 || distance < best) {
+          best = distance;
+          best_worker = w;
+          best_point = i;
+        }
+      }
+    }
+    taken[best_worker] = true;
+    placed[best_point] = true;
+    pairs.emplace_back(best_worker, best_point);
+  }
+  return pairs;
+}
+
+namespace {
+
+// The plan's working copy of the job: what the assignments made so far changed.
+class PlanState {
+ public:
+  explicit PlanState(const DispatchInput& input)
+      : input_(input),
+        workers_(input.workers),
+        queue_(input.queue),
+        running_(input.running),
+        has_reference_(input.has_reference),
+        bad_worker_(input.bad_worker) {}
+
+  bool Room() const {
+    return input_.max_workers <= 0 || static_cast<int>(running_.size()) < input_.max_workers;
+  }
+
+  DispatchWorker& Worker(const std::string& name) { return workers_[name]; }
+
+  bool Owes(const std::string& name) {
+    return Worker(name).owes_calibration || (!input_.pass_fail && name == bad_worker_);
+  }
+
+  // Removes and returns the first queued task `worker` may run.
+  std::optional<QueuedTask> TakeQueued(const std::string& worker) {
+    auto it = std::find_if(queue_.begin(), queue_.end(), [&](const QueuedTask& task) {
+      return task.pinned_worker.empty() || task.pinned_worker == worker;
+    });
+    if (it == queue_.end()) return std::nullopt;
+    QueuedTask task = *it;
+    queue_.erase(it);
+    return task;
+  }
+
+  void HandOutQueued(const std::string& worker, const QueuedTask& task, DispatchPlan* plan) {
+    Worker(worker).checked_out = task.commit_index;
+    running_.push_back({task.kind, task.started});
+    if (!input_.bad_task_id.empty() && task.task_id == input_.bad_task_id) bad_worker_ = worker;
+    plan->assignments.push_back({DispatchAssignment::Kind::kQueued, worker, task.task_id, 0});
+  }
+
+  void Calibrate(const std::string& worker, DispatchPlan* plan) {
+    DispatchWorker& state = Worker(worker);
+    state.calibration_started = true;
+    state.checked_out = 0;
+    has_reference_ = true;
+    running_.push_back({v1::PROBE_KIND_BASELINE_GOOD, std::nullopt});
+    plan->assignments.push_back({DispatchAssignment::Kind::kCalibrate, worker, "", 0});
+  }
+
+  bool has_reference() const { return has_reference_; }
+  int in_flight() const { return static_cast<int>(running_.size()); }
+  const std::vector<RunningTask>& running() const { return running_; }
+
+  // How many of the uncalibrated workers may start their calibration now: PlanRound over the
+  // round's slots (the workers that worked in the job and are still here, and the idle ones
+  // asking now), the owed and running calibrations and the other running work.
+  int CalibrationsToStart() const {
+    std::set<std::string> members;
+    for (const auto& [worker, state] : workers_) {
+      if (!state.quarantined && !state.gone && state.checked_out >= 0) members.insert(worker);
+    }
+    for (const std::string& worker : input_.idle) {
+      auto it = workers_.find(worker);
+      if (it != workers_.end() && !it->second.quarantined) members.insert(worker);
+    }
+    int slots = static_cast<int>(members.size());
+    if (input_.max_workers > 0) slots = std::min(slots, input_.max_workers);
+    int owed = 0;
+    for (const std::string& worker : members) {
+      owed += workers_.at(worker).calibration_started ? 0 : 1;
+    }
+    int calibrating = 0;
+    int busy = 0;
+    for (const RunningTask& task : running_) {
+      if (task.kind == v1::PROBE_KIND_BASELINE_GOOD) {
+        ++calibrating;
+      } else if (task.kind != v1::PROBE_KIND_BISECT) {
+        ++busy;
+      }
+    }
+    const RoundPlan plan =
+        PlanRound(input_.search->RemainingCandidates(), slots, owed + calibrating, busy);
+    return std::max(0, plan.calibrations - calibrating);
+  }
+
+ private:
+  const DispatchInput& input_;
+  std::map<std::string, DispatchWorker> workers_;
+  std::vector<QueuedTask> queue_;
+  std::vector<RunningTask> running_;
+  bool has_reference_;
+  std::string bad_worker_;
+};
+
+}  // namespace
+
+DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
+  DispatchPlan plan;
+  PlanState state(input);
+  std::vector<std::string> probing;
+  std::vector<std::string> uncalibrated;
+  for (const std::string& worker : input.idle) {
+    if (!state.Room()) break;
+    DispatchWorker& self = state.Worker(worker);
+    if (self.quarantined) continue;
+    self.gone = false;
+    plan.seen.push_back(worker);
+    if (std::optional<QueuedTask> queued = state.TakeQueued(worker)) {
+      state.HandOutQueued(worker, *queued, &plan);
+      continue;
+    }
+    if (!self.calibration_started) {
+      if (!state.has_reference()) {
+        state.Calibrate(worker, &plan);
+      } else {
+        uncalibrated.push_back(worker);
+      }
+      continue;
+    }
+    if (!self.waits_for_baselines) probing.push_back(worker);
+  }
+  if (!uncalibrated.empty()) {
+    // Uncalibrated workers calibrate as soon as the round plan can afford it, the BAD baseline's
+    // worker and those holding provisional verdicts first; the others probe meanwhile, and their
+    // verdicts are provisional until they calibrate.
+    std::vector<bool> owes;
+    for (const std::string& worker : uncalibrated) owes.push_back(state.Owes(worker));
+    std::vector<std::string> ordered;
+    for (size_t i = 0; i < uncalibrated.size(); ++i) {
+      if (owes[i]) ordered.push_back(uncalibrated[i]);
+    }
+    for (size_t i = 0; i < uncalibrated.size(); ++i) {
+      if (!owes[i]) ordered.push_back(uncalibrated[i]);
+    }
+    int allowed = state.CalibrationsToStart();
+    for (const std::string& worker : ordered) {
+      if (!state.Room()) break;
+      if (input.search->Done()) {
+        if (state.Owes(worker)) state.Calibrate(worker, &plan);
+        continue;
+      }
+      if (allowed > 0) {
+        --allowed;
+        state.Calibrate(worker, &plan);
+        continue;
+      }
+      if (!state.Worker(worker).waits_for_baselines) probing.push_back(worker);
+    }
+  }
+  int budget = static_cast<int>(probing.size());
+  if (input.max_workers > 0) budget = std::min(budget, input.max_workers - state.in_flight());
+  // A probe about to report narrows the interval any moment: new points placed now would split
+  // the old interval and many would be cancelled. A calibration or baseline about to end frees
+  // a worker whose point is better placed together with these. Idle workers wait for it (the
+  // result dispatches again); a measurement running late does not hold them.
+  if (budget > 0 && ResultDueSoon(state.running(), TypicalSpan(input.spans), now)) budget = 0;
+  if (budget <= 0) return plan;
+  // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
+  // checkout costs about one file write per commit between the two.
+  const std::vector<int> points = input.search->PlanProbes(budget);
+  std::vector<int> checkouts;
+  for (const std::string& worker : probing) checkouts.push_back(state.Worker(worker).checked_out);
+  for (const auto& [w, i] : PairNearest(checkouts, points, input.commit_count)) {
+    plan.assignments.push_back({DispatchAssignment::Kind::kProbe, probing[w], "", points[i]});
+  }
+  return plan;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,135 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The probe scheduler of one job: which idle worker gets which work now. PlanDispatch is a pure
+// function of a snapshot of the job (DispatchInput) and the time; it returns the assignments in
+// the order BisectJob applies them (creating tasks, so task ids follow that order). It plays the
+// part of Ray's ISchedulingPolicy::Schedule: no I/O, no clock, no mutation of the job.
+//
+// The policy, in order, for each idle worker (in the order they asked):
+//   1. Quarantined workers get nothing; the spec's max_workers caps the tasks in flight.
+//   2. Queued work it may run (pinned to it or free for anyone: the BAD baseline, extra runs,
+//      retries of lost tasks), first in queue order.
+//   3. The first worker without a calibration while the job has no reference GOOD measures the
+//      reference GOOD.
+//   4. Other workers without a calibration calibrate as soon as PlanRound says a round can afford
+//      it (those that owe a calibration first: BAD's worker, holders of provisional verdicts);
+//      once the search is done only those that owe one calibrate.
+//   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
+//      or a running measurement is due soon (ResultDueSoon): points placed together with the
+//      coming result split the interval evenly. Points come from BisectSearch::PlanProbes and go
+//      to the idle worker whose checkout is nearest (closest pair first).
+#ifndef KBISECT_COORDINATOR_JOB_DISPATCH_H_
+#define KBISECT_COORDINATOR_JOB_DISPATCH_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/search/bisect_search.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// A running measurement about to end is "due soon" within these fractions of the job's typical
+// measurement span.
+inline constexpr double kDueFraction = 0.7;
+inline constexpr double kOverdueFraction = 1.3;
+
+// What the scheduler knows of one worker of the job.
+struct DispatchWorker {
+  bool quarantined = false;
+  bool gone = false;                 // Left; cleared when it asks for work again.
+  bool calibration_started = false;  // Has a GOOD calibration (running or finished).
+  // Must calibrate before the job can end because it holds provisional verdicts or has probes
+  // measured or running (BAD's worker owes one too, see DispatchInput); such workers calibrate
+  // first.
+  bool owes_calibration = false;
+  // It already probed ahead once and the baselines are not settled.
+  bool waits_for_baselines = false;
+  int checked_out = -1;  // Commit index of its last task (its checkout), -1 before any.
+};
+
+// A task in the ready queue (not done, not running).
+struct QueuedTask {
+  std::string task_id;
+  std::string pinned_worker;  // Empty: any worker.
+  v1::ProbeKind kind = v1::PROBE_KIND_UNSPECIFIED;
+  int commit_index = 0;
+  std::optional<absl::Time> started;  // Its probe's start (an earlier attempt or measurement).
+};
+
+// A task running now.
+struct RunningTask {
+  v1::ProbeKind kind = v1::PROBE_KIND_UNSPECIFIED;
+  std::optional<absl::Time> started;
+};
+
+// A finished measurement (not a confirmation), in probe table order.
+struct MeasuredSpan {
+  std::string worker;
+  double seconds = 0;  // Lease to result.
+};
+
+struct DispatchInput {
+  std::vector<std::string> idle;                   // Idle workers in the order they asked.
+  std::map<std::string, DispatchWorker> workers;   // Workers the job knows (not all idle).
+  std::vector<QueuedTask> queue;                   // Ready work in queue order.
+  std::vector<RunningTask> running;
+  std::vector<MeasuredSpan> spans;
+  bool has_reference = false;  // A reference GOOD exists (handed out or measured).
+  // The BAD baseline's task and the worker that last ran it: that worker owes a calibration
+  // (its BAD must be placed in the reference's frame) unless `pass_fail`.
+  std::string bad_task_id;
+  std::string bad_worker;
+  bool pass_fail = false;
+  int max_workers = 0;         // Most tasks in flight; <= 0: no cap.
+  int commit_count = 0;        // n: commits in the range (index 0 = GOOD, n = BAD).
+  const BisectSearch* search = nullptr;
+};
+
+// One assignment of the plan.
+struct DispatchAssignment {
+  enum class Kind {
+    kQueued,     // Hand out the queued task `task_id`.
+    kCalibrate,  // Create and hand out the worker's GOOD calibration (the reference if none).
+    kProbe,      // Create and hand out a bisect probe of `commit_index`.
+  };
+  Kind kind = Kind::kQueued;
+  std::string worker;
+  std::string task_id;
+  int commit_index = 0;
+};
+
+struct DispatchPlan {
+  std::vector<DispatchAssignment> assignments;
+  // Idle workers the plan looked at (before the cap stopped it): they take part in the job
+  // (known to it, no longer gone) whether or not they got work.
+  std::vector<std::string> seen;
+};
+
+// Plans the dispatch at `now`. `input.search` must be set.
+DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now);
+
+// The typical span of one measurement in the job so far: the median of `spans`, each worker's
+// first left out while others exist (it pays for the worker's first checkout). nullopt when
+// there is none.
+std::optional<double> TypicalSpan(const std::vector<MeasuredSpan>& spans);
+
+// True when a running task (not a confirmation) with a start time has been running for
+// kDueFraction..kOverdueFraction of `typical` seconds at `now`.
+bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double> typical,
+                   absl::Time now);
+
+// Pairs probe points with probing workers, nearest checkout first: repeatedly the closest
+// (worker, point) pair among those not yet paired (a worker without a checkout is n + 1 away;
+// ties go to the earlier worker, then the earlier point). Returns, per point in `points`
+// order of pairing, (worker index, point index).
+std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& checkouts,
+                                                   const std::vector<int>& points,
+                                                   int commit_count);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_DISPATCH_H_

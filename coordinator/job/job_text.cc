@@ -1,0 +1,249 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/job_text.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kbisect {
+
+std::string ShortSha(const std::string& sha) { return sha.substr(0, 7); }
+
+std::string FormatMetricValue(double value, const std::string& unit) {
+  return absl::StrCat(absl::StrFormat("%.4g", value), unit);
+}
+
+std::string StartedText(const std::string& good_sha, const std::string& bad_sha, int commits,
+                        int serial_steps) {
+  return absl::StrFormat(
+      "Bisect range: %s..%s\nTotal commits in range: %d\n"
+      "Estimated steps with one worker (git bisect): %d",
+      ShortSha(good_sha), ShortSha(bad_sha), commits, serial_steps);
+}
+
+std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha) {
+  return absl::StrFormat("Baseline results:\n  GOOD (%s): passes\n  BAD  (%s): fails",
+                         ShortSha(good_sha), ShortSha(bad_sha));
+}
+
+std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,
+                         double regression_pct) {
+  const std::string& unit = status.metric_unit();
+  return absl::StrFormat(
+      "Baseline results:\n  GOOD (%s): %s = %s\n  BAD  (%s): %s = %s\n  Regression: %.1f%% %s",
+      ShortSha(status.good_sha()), status.metric_name(), FormatMetricValue(good_median, unit),
+      ShortSha(status.bad_sha()), status.metric_name(), FormatMetricValue(bad_median, unit),
+      regression_pct,
+      status.direction() == v1::DIRECTION_HIGHER_IS_BETTER ? "lower (worse)" : "higher (worse)");
+}
+
+std::string BaselineFailedText(bool good, const v1::Probe& probe, const v1::TaskResult& result) {
+  const char* which = good ? "GOOD" : "BAD";
+  return absl::StrFormat(
+      "the benchmark failed at %s (%s): %s. Fix the build/bench command or choose another %s "
+      "commit.%s%s",
+      which, ShortSha(probe.sha()),
+      result.message().empty() ? "no sample was produced" : result.message(), which,
+      result.log_tail().empty() ? "" : "\nLast output:\n", result.log_tail());
+}
+
+std::string BaselineGaveUpText(bool good, const std::string& why) {
+  return absl::StrCat("could not measure the ", good ? "GOOD" : "BAD", " baseline: ", why);
+}
+
+std::string CheckFailsAtGoodText(const v1::Probe& good) {
+  return absl::StrCat("the check already fails at GOOD (", ShortSha(good.sha()),
+                      "): ", good.message(), ". Choose a GOOD commit where it passes.");
+}
+
+std::string CheckPassesAtBadText(const v1::Probe& bad) {
+  return absl::StrCat("the check passes at BAD (", ShortSha(bad.sha()), "): nothing to bisect");
+}
+
+std::string SwappedText(const std::string& reason) {
+  return absl::StrCat(reason,
+                      ". Swap GOOD and BAD, or pass --allow-improvement to bisect the "
+                      "improvement.");
+}
+
+std::string QuarantineReasonText(const QuarantineDecision& decision, const std::string& unit) {
+  switch (decision.kind) {
+    case DriftKind::kBaselineOutlier:
+      return absl::StrFormat(
+          "its GOOD median %s is %+.1f%% off the pool's %s, more than a third of the regression "
+          "(%.1f%%): its probes are re-run elsewhere",
+          FormatMetricValue(decision.median, unit), 100 * decision.offset_fraction,
+          FormatMetricValue(decision.center, unit), 100 * decision.regression_fraction);
+    case DriftKind::kControlMoved:
+      return absl::StrFormat(
+          "its A/A control of GOOD moved %+.2f%% from its calibration (more than a third of the "
+          "regression): the GPU drifted",
+          100 * decision.offset_fraction);
+    case DriftKind::kCalibrationFailed:
+      return absl::StrCat("the benchmark fails at GOOD on this worker: ", decision.failure);
+    case DriftKind::kIdentityChanged:
+      return decision.failure;
+  }
+  return "";
+}
+
+std::string QuarantinedWarningText(const std::string& worker, const std::string& reason) {
+  return absl::StrCat("worker ", worker, " quarantined: ", reason);
+}
+
+std::string QuarantinedEventText(const std::string& worker, const std::string& reason) {
+  return absl::StrCat("Quarantined worker ", worker, ": ", reason);
+}
+
+std::string EveryWorkerQuarantinedText() {
+  return "every worker was quarantined (see the drift events): the hardware is not consistent "
+         "enough to bisect on; check the GPUs and rerun";
+}
+
+std::string MustCalibrateAgainText(const std::string& worker, const std::string& why) {
+  return absl::StrCat("Worker ", worker, " must calibrate again: ", why);
+}
+
+std::string BadWorkerOffsetText(const std::string& worker, double offset_fraction,
+                                double bad_median, const std::string& unit) {
+  return absl::StrFormat(
+      "Worker %s, which measured BAD, measures GOOD %+.2f%% off the reference: BAD is taken as "
+      "%s in the reference's frame and every verdict is judged again",
+      worker, 100 * offset_fraction, FormatMetricValue(bad_median, unit));
+}
+
+std::string BadRemeasuredText(const std::string& why) {
+  return absl::StrCat("BAD is measured again: ", why, "; the verdicts so far wait for it");
+}
+
+std::string ReferenceMovesText(const std::string& from, const std::string& to) {
+  return absl::StrCat("The reference GOOD moves from ", from, " to ",
+                      to.empty() ? "the next worker to calibrate" : to,
+                      ": every verdict is judged again");
+}
+
+std::string ContradictionText(const std::string& sha, v1::Verdict verdict) {
+  return absl::StrCat("commit ", ShortSha(sha), " measured ", VerdictWord(verdict),
+                      ", contradicting earlier verdicts; treated as skipped");
+}
+
+std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status,
+                              bool pass_fail, const ProbeLine& line) {
+  std::string metric;
+  if (pass_fail && (probe.outcome() == v1::TASK_OUTCOME_PASSED ||
+                    probe.outcome() == v1::TASK_OUTCOME_FAILED)) {
+    metric = probe.outcome() == v1::TASK_OUTCOME_PASSED ? "passes" : "fails";
+  } else if (probe.samples_size() > 0) {
+    metric = absl::StrCat("metric=", FormatMetricValue(probe.median(), status.metric_unit()));
+    if (probe.samples_size() > status.spec().runs_per_commit()) {
+      absl::StrAppend(&metric, " (", probe.samples_size(), " runs)");
+    }
+  } else {
+    metric = absl::StrCat("failed (", probe.message(), ")");
+  }
+  return absl::StrFormat("Step %d/%d: %s %s -> %s%s (%d commits left, %d probes in flight)",
+                         line.step, line.steps_estimated, ShortSha(probe.sha()), metric,
+                         VerdictWord(probe.verdict()),
+                         probe.provisional() ? " (provisional: calibration pending)" : "",
+                         line.commits_left, line.in_flight);
+}
+
+std::string ProbeCancelledText(const std::string& sha) {
+  return absl::StrCat("Cancelled probe of ", ShortSha(sha), ": the interval no longer contains it");
+}
+
+std::string MultipleStepsText(double share, bool all_culprits, const std::string& first_bad,
+                              const std::string& bad, const std::string& good,
+                              const std::string& last_good) {
+  return absl::StrFormat(
+      "the culprit explains only %.0f%% of the GOOD->BAD difference: the regression likely has "
+      "several steps; %s %s..%s and %s..%s%s",
+      share * 100, all_culprits ? "bisecting" : "bisect", ShortSha(first_bad), ShortSha(bad),
+      ShortSha(good), ShortSha(last_good),
+      all_culprits ? " too (--all-culprits)"
+                   : " separately (or rerun with --all-culprits) to find the others");
+}
+
+std::string MergeCulpritText(const std::string& culprit, bool descend_merges) {
+  const std::string sha = ShortSha(culprit);
+  return absl::StrCat(
+      "the culprit ", sha,
+      " is a merge commit: the regression came in with the merged branch. To find the commit "
+      "inside it, run `kbisect run $(git merge-base ",
+      sha, "^1 ", sha, "^2) ", sha, "^2 -- ...`",
+      descend_merges ? " (--descend-merges does that now)" : " or rerun with --descend-merges");
+}
+
+std::string ConfirmingText(const std::string& last_good, const std::string& culprit) {
+  return absl::StrFormat("Confirming: re-measuring %s and %s interleaved on one worker",
+                         ShortSha(last_good), ShortSha(culprit));
+}
+
+std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
+                                    const std::string& worker) {
+  return absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] on %s", judgement.ratio,
+                         judgement.ci_low, judgement.ci_high, worker);
+}
+
+std::string ConfirmationFailedText(const std::string& message) {
+  return absl::StrCat("the confirmation run failed: ", message);
+}
+
+std::string ConfirmedText(const std::string& verdict) {
+  return absl::StrCat("Confirmed: ", verdict);
+}
+
+std::string UnconfirmedText(const std::string& culprit, const std::string& last_good,
+                            const std::string& verdict) {
+  return absl::StrCat("the step at ", ShortSha(culprit),
+                      " did not reproduce when re-measured interleaved with ",
+                      ShortSha(last_good), " (", verdict,
+                      "): it is reported as unconfirmed, not as a culprit; the regression may be "
+                      "noise or spread over several commits");
+}
+
+std::string InconclusiveText(int untested, const std::string& last_good,
+                             const std::string& first_bad) {
+  return absl::StrFormat(
+      "%d commits between %s and %s could not be tested (build or benchmark failures); the "
+      "regression is somewhere in them",
+      untested, ShortSha(last_good), ShortSha(first_bad));
+}
+
+std::string ThrottledText(int throttled, int discarded) {
+  return absl::StrFormat(
+      "%d benchmark runs ended with the GPU thermally or power throttled%s", throttled,
+      discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
+                    : "; pass --discard-throttled to re-run them");
+}
+
+std::string FinishedText(const v1::JobStatus& status, const std::string& error) {
+  switch (status.status()) {
+    case v1::OUTCOME_CULPRIT_FOUND:
+      return absl::StrCat("Culprit: ", status.culprit().sha(), " ", status.culprit().subject());
+    case v1::OUTCOME_CANDIDATES_FOUND:
+      return absl::StrCat("Culprit is one of ", status.candidates_size(),
+                          " commits (skipped commits border it)");
+    default:
+      return error;
+  }
+}
+
+std::string LostWithWorkerText(const std::string& why) {
+  return absl::StrCat("lost with its worker: ", why);
+}
+
+std::string AttemptLostText(int attempt, const std::string& why) {
+  return absl::StrCat("attempt ", attempt, " lost: ", why);
+}
+
+std::string GaveUpText(int attempts, const std::string& why) {
+  return absl::StrCat("gave up after ", attempts, " attempts: ", why);
+}
+
+std::string DiscardedText(const std::string& why) { return absl::StrCat("discarded: ", why); }
+
+std::string OutsideIntervalText() { return "cancelled: outside the open interval"; }
+
+std::string CancelledText(const std::string& reason) { return absl::StrCat("cancelled: ", reason); }
+
+}  // namespace kbisect

@@ -1,0 +1,102 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The words of a bisect job: every sentence a user reads in its events, warnings, errors and
+// drift details is written here, from the facts the job's decisions return (numbers, shas,
+// enums). BisectJob decides; this file says it. Event messages travel to clients over WatchJob
+// as they are, so `kbisect watch` on any machine prints the same lines as `kbisect run`; the
+// report layer (cli/report/) words the final result from the structured status.
+#ifndef KBISECT_COORDINATOR_JOB_JOB_TEXT_H_
+#define KBISECT_COORDINATOR_JOB_JOB_TEXT_H_
+
+#include <string>
+
+#include "coordinator/job/calibration.h"
+#include "coordinator/job/probe_classifier.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// The first 7 characters of a sha.
+std::string ShortSha(const std::string& sha);
+
+// A metric value with the job's unit, "%.4g" (e.g. "1.52ms").
+std::string FormatMetricValue(double value, const std::string& unit);
+
+// The STARTED event.
+std::string StartedText(const std::string& good_sha, const std::string& bad_sha, int commits,
+                        int serial_steps);
+
+// The BASELINE event: pass/fail, or both medians and the regression.
+std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha);
+std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,
+                         double regression_pct);
+
+// A failure at a baseline ends the job: `good` says which one.
+std::string BaselineFailedText(bool good, const v1::Probe& probe, const v1::TaskResult& result);
+std::string BaselineGaveUpText(bool good, const std::string& why);
+std::string CheckFailsAtGoodText(const v1::Probe& good);
+std::string CheckPassesAtBadText(const v1::Probe& bad);
+// The endpoints look swapped and --allow-improvement was not given.
+std::string SwappedText(const std::string& reason);
+
+// The reason recorded with a quarantine (DriftEvent.detail), from the decision's facts.
+std::string QuarantineReasonText(const QuarantineDecision& decision, const std::string& unit);
+std::string QuarantinedWarningText(const std::string& worker, const std::string& reason);
+std::string QuarantinedEventText(const std::string& worker, const std::string& reason);
+std::string EveryWorkerQuarantinedText();
+std::string MustCalibrateAgainText(const std::string& worker, const std::string& why);
+
+// BAD's worker turned out to have an offset: BAD is taken as `bad_median` in the reference's
+// frame.
+std::string BadWorkerOffsetText(const std::string& worker, double offset_fraction,
+                                double bad_median, const std::string& unit);
+std::string BadRemeasuredText(const std::string& why);
+std::string ReferenceMovesText(const std::string& from, const std::string& to);
+
+// A verdict that contradicts earlier ones (non-monotone measurements).
+std::string ContradictionText(const std::string& sha, v1::Verdict verdict);
+
+// The PROBE_FINISHED line, "Step N/M: sha metric -> VERDICT (...)".
+struct ProbeLine {
+  int step = 0;
+  int steps_estimated = 0;
+  int commits_left = 0;
+  int in_flight = 0;
+};
+std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status,
+                              bool pass_fail, const ProbeLine& line);
+std::string ProbeCancelledText(const std::string& sha);
+
+// Warnings attached to a found culprit.
+std::string MultipleStepsText(double share, bool all_culprits, const std::string& first_bad,
+                              const std::string& bad, const std::string& good,
+                              const std::string& last_good);
+std::string MergeCulpritText(const std::string& culprit, bool descend_merges);
+
+// The confirmation: started, judged, and when the step did not reproduce.
+std::string ConfirmingText(const std::string& last_good, const std::string& culprit);
+std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
+                                    const std::string& worker);
+std::string ConfirmationFailedText(const std::string& message);
+std::string ConfirmedText(const std::string& verdict);
+std::string UnconfirmedText(const std::string& culprit, const std::string& last_good,
+                            const std::string& verdict);
+
+// Too many untestable commits border the culprit.
+std::string InconclusiveText(int untested, const std::string& last_good,
+                             const std::string& first_bad);
+std::string ThrottledText(int throttled, int discarded);
+// The FINISHED event's line.
+std::string FinishedText(const v1::JobStatus& status, const std::string& error);
+
+// Messages on probe rows.
+std::string LostWithWorkerText(const std::string& why);
+std::string AttemptLostText(int attempt, const std::string& why);
+std::string GaveUpText(int attempts, const std::string& why);
+std::string DiscardedText(const std::string& why);
+std::string OutsideIntervalText();
+std::string CancelledText(const std::string& reason);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_JOB_TEXT_H_

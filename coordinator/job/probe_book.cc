@@ -1,0 +1,152 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/probe_book.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace kbisect {
+
+bool IsMeasured(const v1::Probe& probe, bool pass_fail) {
+  if (pass_fail) {
+    return probe.outcome() == v1::TASK_OUTCOME_PASSED || probe.outcome() == v1::TASK_OUTCOME_FAILED;
+  }
+  return probe.outcome() == v1::TASK_OUTCOME_SUCCEEDED && probe.samples_size() > 0;
+}
+
+bool JudgedAgainstBaselines(const v1::Probe& probe) {
+  return probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD ||
+         probe.verdict() == v1::VERDICT_AMBIGUOUS;
+}
+
+void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) {
+  if (first) {
+    *total = add;
+    return;
+  }
+  using google::protobuf::util::TimeUtil;
+  auto sum = [](const google::protobuf::Duration& a, const google::protobuf::Duration& b) {
+    return TimeUtil::NanosecondsToDuration(TimeUtil::DurationToNanoseconds(a) +
+                                           TimeUtil::DurationToNanoseconds(b));
+  };
+  *total->mutable_checkout() = sum(total->checkout(), add.checkout());
+  *total->mutable_build() = sum(total->build(), add.build());
+  *total->mutable_bench() = sum(total->bench(), add.bench());
+  *total->mutable_total() = sum(total->total(), add.total());
+}
+
+ProbeBook::ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
+    : status_(status), commits_(commits) {}
+
+std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
+                               const std::string& pinned_worker) {
+  const std::string id = absl::StrCat(status_->job_id(), "/p", next_task_++);
+  TaskEntry entry;
+  entry.pinned_worker = pinned_worker;
+  v1::Task& task = entry.task;
+  const v1::JobSpec& spec = status_->spec();
+  const v1::CommitRef& commit = (*commits_)[index];
+  task.set_task_id(id);
+  task.set_job_id(status_->job_id());
+  task.set_kind(kind);
+  task.set_repository(spec.repository());
+  task.set_commit_sha(commit.sha());
+  task.set_commit_index(index);
+  task.set_build_command(spec.build_command());
+  *task.mutable_bench_command() = spec.bench_command();
+  *task.mutable_env() = spec.env();
+  *task.mutable_metric() = spec.metric();
+  task.set_runs(spec.runs_per_commit());
+  task.set_discard_throttled(spec.discard_throttled());
+  if (spec.has_build_timeout()) *task.mutable_build_timeout() = spec.build_timeout();
+  if (spec.has_bench_timeout()) *task.mutable_bench_timeout() = spec.bench_timeout();
+
+  v1::Probe* probe = status_->add_probes();
+  probe->set_probe_id(id);
+  probe->set_kind(kind);
+  probe->set_sha(commit.sha());
+  probe->set_index(index);
+  probe->set_round(round);
+  probe->set_state(v1::PROBE_STATE_PENDING);
+  entry.probe = status_->probes_size() - 1;
+  tasks_.emplace(id, std::move(entry));
+  return id;
+}
+
+void ProbeBook::Extend(int position, int runs) {
+  v1::Probe& row = mutable_probe(position);
+  const std::string id = absl::StrCat(row.probe_id(), ".", row.runs_size());
+  TaskEntry entry;
+  entry.task = tasks_.at(row.probe_id()).task;
+  entry.task.set_task_id(id);
+  entry.task.set_runs(runs);
+  entry.probe = position;
+  entry.pinned_worker = row.worker();
+  tasks_.emplace(id, std::move(entry));
+  row.set_state(v1::PROBE_STATE_PENDING);
+  queue_.push_front(id);
+}
+
+const v1::Task& ProbeBook::HandOut(const std::string& task_id, const std::string& worker) {
+  auto queued = std::find(queue_.begin(), queue_.end(), task_id);
+  if (queued != queue_.end()) queue_.erase(queued);
+  TaskEntry& entry = tasks_.at(task_id);
+  entry.active = true;
+  v1::Probe& row = ProbeOf(entry);
+  row.set_state(v1::PROBE_STATE_RUNNING);
+  row.set_worker(worker);
+  return entry.task;
+}
+
+void ProbeBook::DropDoneFromQueue() {
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [&](const std::string& id) { return tasks_.at(id).done; }),
+               queue_.end());
+}
+
+void ProbeBook::CancelTask(TaskEntry& entry, const std::string& task_id,
+                           const std::string& message, absl::Time now,
+                           std::vector<std::string>* to_cancel) {
+  entry.done = true;
+  if (entry.active) {
+    entry.active = false;
+    to_cancel->push_back(task_id);
+  }
+  v1::Probe& row = ProbeOf(entry);
+  row.set_state(v1::PROBE_STATE_CANCELLED);
+  row.set_message(message);
+  *row.mutable_end_time() = ToProto(now);
+}
+
+ProbeBook::TaskEntry* ProbeBook::Find(const std::string& task_id) {
+  auto it = tasks_.find(task_id);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
+std::vector<int> ProbeBook::ProbePositions(
+    const std::function<bool(const v1::Probe&)>& which) const {
+  std::vector<int> positions;
+  for (int i = 0; i < status_->probes_size(); ++i) {
+    if (which(status_->probes(i))) positions.push_back(i);
+  }
+  return positions;
+}
+
+int ProbeBook::InFlightCount() const {
+  int count = 0;
+  for (const auto& [id, entry] : tasks_) count += entry.active ? 1 : 0;
+  return count;
+}
+
+std::vector<std::string> ProbeBook::ActiveTaskIds() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, entry] : tasks_) {
+    if (entry.active) ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace kbisect

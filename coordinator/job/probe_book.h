@@ -1,0 +1,113 @@
+// Copyright 2026 The kbisect Authors.
+//
+// ProbeBook is the task bookkeeping of one bisect job: every task created for it (TaskEntry),
+// the queue of work ready to hand out (baselines, re-measurements, retries of lost tasks), and
+// the probe table those tasks fill, one row per task (a task that adds runs to a probe shares
+// its row). It decides nothing: BisectJob and its policies (dispatch, calibration, verdicts) say
+// what to create, queue, hand out or drop; the book keeps tasks and rows consistent.
+//
+// The probe table is the job status's `probes` (what clients see), owned by the caller.
+#ifndef KBISECT_COORDINATOR_JOB_PROBE_BOOK_H_
+#define KBISECT_COORDINATOR_JOB_PROBE_BOOK_H_
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// True when the probe produced a measurement: an exit code in pass/fail mode, otherwise a
+// successful run with at least one sample.
+bool IsMeasured(const v1::Probe& probe, bool pass_fail);
+
+// True when the probe's verdict came from comparing its samples with the baselines (GOOD, BAD
+// or ambiguous), not from a failure (skip) or not yet.
+bool JudgedAgainstBaselines(const v1::Probe& probe);
+
+// Adds `add` to `total` phase by phase; the first result of a probe replaces it.
+void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);
+
+class ProbeBook {
+ public:
+  // One task: created by NewTask or Extend, handed out, then finished, lost or cancelled.
+  struct TaskEntry {
+    v1::Task task;
+    int probe = -1;             // Row in the probe table.
+    bool active = false;        // Handed out, no result yet.
+    bool done = false;          // Finished, cancelled or given up.
+    std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
+  };
+
+  // `status` (its job id, spec and probe table) and `commits` must outlive the book.
+  ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits);
+
+  ProbeBook(const ProbeBook&) = delete;
+  ProbeBook& operator=(const ProbeBook&) = delete;
+
+  // Creates a task of `kind` at commit `index` from the spec (its commands, metric, runs,
+  // timeouts) and its row in the probe table (PENDING). Not queued. Returns its id,
+  // "<job>/p<N>" with N counting from 0.
+  std::string NewTask(v1::ProbeKind kind, int index, int round,
+                      const std::string& pinned_worker = "");
+
+  // Creates a task that adds `runs` samples to the probe at `position` on the probe's worker,
+  // sets the row PENDING again, and queues the task first. Its id is "<probe id>.<runs so far>".
+  void Extend(int position, int runs);
+
+  // Queues a task at the front or the back of the ready queue.
+  void QueueFront(const std::string& task_id) { queue_.push_front(task_id); }
+  void QueueBack(const std::string& task_id) { queue_.push_back(task_id); }
+
+  // Hands the task to `worker`: active, its row RUNNING on that worker. Removes it from the
+  // queue when it was queued. Returns the task as sent.
+  const v1::Task& HandOut(const std::string& task_id, const std::string& worker);
+
+  // Drops queue entries whose tasks are done (cancelled), and clears the whole queue.
+  void DropDoneFromQueue();
+  void ClearQueue() { queue_.clear(); }
+
+  // Marks the task done and not active, its row CANCELLED with `message` and the end time. When
+  // it was running, its id is appended to `to_cancel` (its processes must be killed).
+  void CancelTask(TaskEntry& entry, const std::string& task_id, const std::string& message,
+                  absl::Time now, std::vector<std::string>* to_cancel);
+
+  // The entry of `task_id`, or null.
+  TaskEntry* Find(const std::string& task_id);
+  const TaskEntry& at(const std::string& task_id) const { return tasks_.at(task_id); }
+  TaskEntry& at(const std::string& task_id) { return tasks_.at(task_id); }
+
+  // Every task by id, for policies that walk them.
+  std::map<std::string, TaskEntry>& tasks() { return tasks_; }
+  const std::map<std::string, TaskEntry>& tasks() const { return tasks_; }
+  // Ready task ids in hand-out order (entries may be done until DropDoneFromQueue).
+  const std::deque<std::string>& queue() const { return queue_; }
+
+  // The probe table.
+  const v1::Probe& probe(int position) const { return status_->probes(position); }
+  v1::Probe& mutable_probe(int position) { return *status_->mutable_probes(position); }
+  v1::Probe& ProbeOf(const TaskEntry& entry) { return mutable_probe(entry.probe); }
+  int probe_count() const { return status_->probes_size(); }
+
+  // Rows of the probe table that `which` accepts, in table order.
+  std::vector<int> ProbePositions(const std::function<bool(const v1::Probe&)>& which) const;
+
+  // Tasks handed out and not yet finished, lost or cancelled.
+  int InFlightCount() const;
+  std::vector<std::string> ActiveTaskIds() const;
+
+ private:
+  v1::JobStatus* status_;
+  const std::vector<v1::CommitRef>* commits_;
+  std::map<std::string, TaskEntry> tasks_;
+  std::deque<std::string> queue_;
+  int next_task_ = 0;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_PROBE_BOOK_H_
