@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/search/bisect_search.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -28,6 +29,9 @@ bool IsMeasured(const v1::Probe& probe, bool pass_fail);
 // True when the probe's verdict came from comparing its samples with the baselines (GOOD, BAD
 // or ambiguous), not from a failure (skip) or not yet.
 bool JudgedAgainstBaselines(const v1::Probe& probe);
+
+// The search's verdict for a probe verdict: GOOD and BAD as they are, anything else a skip.
+Verdict ToSearchVerdict(v1::Verdict verdict);
 
 // Adds `add` to `total` phase by phase; the first result of a probe replaces it.
 void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);

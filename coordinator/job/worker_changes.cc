@@ -1,0 +1,266 @@
+// Copyright 2026 The kbisect Authors.
+//
+// BisectJob, when a worker's standing changes: it calibrates (provisional verdicts settle or
+// are judged again, an offset BAD is moved into the reference's frame), it is quarantined, it
+// leaves, or it must calibrate again. Verdicts are taken back and the search rebuilt without
+// them; roles (reference GOOD, BAD) move to other workers.
+#include "coordinator/job/bisect_job.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+#include "common/stats/stats.h"
+#include "coordinator/job/job_text.h"
+
+namespace kbisect {
+namespace {
+
+double MedianOf(const std::vector<double>& values) { return Median(values).value_or(0); }
+
+}  // namespace
+
+void BisectJob::JudgeEveryVerdictAgain(absl::Time now) {
+  RetractVerdicts(book_.ProbePositions([](const v1::Probe&) { return true; }),
+                  /*probe_again=*/false, "", now);
+}
+
+void BisectJob::SettleProvisional(absl::Time now) {
+  if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
+  const std::string bad_worker = calibration_.BadWorker();
+  if (!calibration_.bad_offset_checked() && calibration_.CalibrationDone(bad_worker)) {
+    calibration_.set_bad_offset_checked(true);
+    if (calibration_.HasOffset(bad_worker)) {
+      // BAD was measured on a GPU with an offset: in the reference's frame it is another
+      // value, and every verdict judged against it is judged again.
+      const std::vector<double> bad = calibration_.ReferenceBadSamples();
+      v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
+      base->mutable_samples()->Assign(bad.begin(), bad.end());
+      base->set_median(MedianOf(bad));
+      status_.set_regression_pct(RegressionPercent(status_.baseline().good().median(),
+                                                   base->median(), status_.direction()));
+      const double own = book_.probe(calibration_.worker(bad_worker).calibration).median();
+      const double reference = book_.probe(calibration_.good_probe()).median();
+      Emit(v1::JOB_EVENT_KIND_WARNING,
+           BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
+                               status_.metric_unit()),
+           nullptr, now);
+      JudgeEveryVerdictAgain(now);
+    }
+  }
+  std::vector<int> judge_again;
+  for (int i = 0; i < book_.probe_count(); ++i) {
+    v1::Probe& probe = book_.mutable_probe(i);
+    if (!probe.provisional() || IsProvisional(probe)) continue;
+    // The verdict counts if it holds now that its worker has calibrated: judged against its own
+    // GOOD when that is off the reference's, else against the pool, which has grown sharper
+    // since. Otherwise it is judged again, with more runs if the classifier asks for them.
+    const ProbeClassification c =
+        calibration_.HasOffset(probe.worker()) && !calibration_.WorkerReady(probe.worker())
+            ? ProbeClassification{}
+            : Judge(probe);
+    if (c.more_runs == 0 && c.verdict == probe.verdict()) {
+      probe.set_provisional(false);
+    } else {
+      judge_again.push_back(i);
+    }
+  }
+  if (!judge_again.empty()) RetractVerdicts(judge_again, /*probe_again=*/false, "", now);
+}
+
+void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_again,
+                                const std::string& why, absl::Time now) {
+  bool changed = false;
+  for (int position : positions) {
+    v1::Probe& probe = book_.mutable_probe(position);
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
+        !JudgedAgainstBaselines(probe)) {
+      continue;
+    }
+    if (probe.verdict() == v1::VERDICT_AMBIGUOUS) {
+      status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
+    }
+    probe.set_verdict(v1::VERDICT_UNSPECIFIED);
+    probe.set_provisional(false);
+    changed = true;
+    // A quarantined worker's samples cannot be judged again.
+    const Calibration::Worker* worker = calibration_.Find(probe.worker());
+    if (probe_again || (worker != nullptr && worker->quarantined)) {
+      probe.set_state(v1::PROBE_STATE_CANCELLED);
+      probe.set_message(DiscardedText(why.empty() ? "its worker was quarantined" : why));
+      *probe.mutable_end_time() = ToProto(now);
+    } else if (std::find(unclassified_.begin(), unclassified_.end(), position) ==
+               unclassified_.end()) {
+      unclassified_.push_back(position);
+    }
+  }
+  if (changed) RebuildSearch();
+}
+
+void BisectJob::RebuildSearch() {
+  BisectSearch search(status_.commit_count());
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
+        probe.verdict() == v1::VERDICT_UNSPECIFIED) {
+      continue;
+    }
+    if (!search.Record(probe.index(), ToSearchVerdict(probe.verdict())).ok()) {
+      (void)search.Record(probe.index(), Verdict::kSkip);
+    }
+  }
+  for (const auto& [id, entry] : book_.tasks()) {
+    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_BISECT) {
+      search.MarkInFlight(entry.task.commit_index());
+    }
+  }
+  for (int position : unclassified_) search.MarkInFlight(book_.probe(position).index());
+  search_ = std::move(search);
+  status_.set_last_good_index(search_.last_good());
+  status_.set_first_bad_index(search_.first_bad());
+}
+
+void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
+  const int bad_probe = calibration_.bad_probe();
+  if (bad_probe < 0 || book_.probe(bad_probe).state() != v1::PROBE_STATE_FINISHED) {
+    return;  // Not measured yet: the queued or retried task is still to come.
+  }
+  const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
+  calibration_.SetBadProbe(book_.at(id).probe);
+  calibration_.set_bad_offset_checked(false);
+  book_.QueueFront(id);
+  if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
+  JudgeEveryVerdictAgain(now);
+  Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
+}
+
+void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& why,
+                                 absl::Time now) {
+  const bool quarantined = calibration_.worker(worker).quarantined;
+  // A BAD whose worker can no longer calibrate (or was quarantined) cannot be placed in the
+  // reference's frame.
+  if (!pass_fail_ && worker == calibration_.BadWorker() &&
+      (quarantined || !calibration_.CalibrationDone(worker))) {
+    RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
+  }
+  if (worker != calibration_.reference_worker() || (!quarantined && BaselinesReady())) return;
+  // A reference that left after the baselines settled keeps its measurements; one that was
+  // quarantined hands the reference GOOD to another worker, and every verdict judged against
+  // it is judged again.
+  const bool settled = BaselinesReady() && status_.state() == v1::JOB_STATE_BISECTING;
+  calibration_.ResetReference();
+  if (!settled) return;
+  calibration_.set_bad_offset_checked(false);
+  JudgeEveryVerdictAgain(now);
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  Emit(v1::JOB_EVENT_KIND_WARNING, ReferenceMovesText(worker, calibration_.reference_worker()),
+       nullptr, now);
+  if (!BaselinesReady()) return;
+  EvaluateBaselines(now);
+  if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
+    SharpenCalibrations(now);
+    SettleProvisional(now);
+    ClassifyPending(now);
+  }
+}
+
+void BisectJob::SharpenCalibrations(absl::Time now) {
+  for (auto& [worker, state] : calibration_.workers()) {
+    if (state.quarantined || state.calibration < 0) continue;
+    const v1::Probe& calibration = book_.probe(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    const int missing = calibration_.CalibrationRuns() - calibration.samples_size();
+    if (missing <= 0 || !calibration_.HasOffset(worker)) continue;
+    if (state.gone) {
+      // It cannot re-measure: what it measured cannot be judged; others probe it again.
+      DropProbesOf(worker, "its worker left before its calibration was complete", now);
+    } else {
+      book_.Extend(state.calibration, missing);
+    }
+  }
+}
+
+void BisectJob::CheckOutliers(absl::Time now) {
+  // Quarantining may change the reference and add probes: decided first, applied after.
+  for (const QuarantineDecision& outlier : calibration_.FindOutliers()) Quarantine(outlier, now);
+}
+
+void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
+  const std::string& worker = decision.worker;
+  Calibration::Worker& state = calibration_.worker(worker);
+  if (state.quarantined) return;
+  state.quarantined = true;
+  const std::string reason = QuarantineReasonText(decision, status_.metric_unit());
+  v1::DriftEvent* event = status_.add_drift_events();
+  event->set_worker(worker);
+  *event->mutable_time() = ToProto(now);
+  event->set_kind(DriftKindName(decision.kind));
+  event->set_detail(reason);
+  event->set_offset_fraction(decision.offset_fraction);
+  status_.add_warnings(QuarantinedWarningText(worker, reason));
+  Emit(v1::JOB_EVENT_KIND_DRIFT, QuarantinedEventText(worker, reason), nullptr, now);
+  // Its verdicts, provisional or not, are not trusted: their commits are probed again.
+  RetractVerdicts(
+      book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
+      /*probe_again=*/true, "its worker was quarantined", now);
+  DropProbesOf(worker, "its worker was quarantined", now);
+  // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
+  OnRoleHolderLost(worker, "was quarantined", now);
+  if (!calibration_.AnyoneLeft()) Finish(v1::OUTCOME_ERROR, EveryWorkerQuarantinedText(), now);
+}
+
+void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
+                             bool keep_measured) {
+  for (auto& [id, entry] : book_.tasks()) {
+    v1::Probe& probe = ProbeOf(entry);
+    if (entry.done || probe.worker() != worker || entry.probe == calibration_.bad_probe()) {
+      continue;
+    }
+    if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+    book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
+  }
+  // Finished measurements stay when the worker's calibration can still judge them.
+  if (keep_measured && calibration_.CalibrationUsable(worker)) return;
+  // Its provisional verdicts will never be confirmed: their commits are probed again.
+  RetractVerdicts(book_.ProbePositions([&](const v1::Probe& probe) {
+                    return probe.provisional() && probe.worker() == worker;
+                  }),
+                  /*probe_again=*/true, why, now);
+  unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
+                                     [&](int position) {
+                                       v1::Probe& probe = book_.mutable_probe(position);
+                                       if (probe.worker() != worker) return false;
+                                       search_.Abandon(probe.index());
+                                       probe.set_state(v1::PROBE_STATE_CANCELLED);
+                                       probe.set_message(DiscardedText(why));
+                                       return true;
+                                     }),
+                      unclassified_.end());
+}
+
+std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
+                                                 absl::Time now) {
+  if (calibration_.Find(worker) == nullptr || finished()) return {};
+  calibration_.worker(worker).gone = true;
+  DropProbesOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
+  OnRoleHolderLost(worker, "left", now);
+  UpdateProgress();
+  return std::exchange(to_cancel_, {});
+}
+
+void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
+  if (calibration_.Find(worker) == nullptr || finished()) return;
+  DropProbesOf(worker, why, now);
+  if (worker == calibration_.reference_worker()) return;  // The reference baselines stay.
+  Calibration::Worker& state = calibration_.worker(worker);
+  state.calibration = -1;
+  state.classified = 0;
+  Emit(v1::JOB_EVENT_KIND_DRIFT, MustCalibrateAgainText(worker, why), nullptr, now);
+  v1::DriftEvent* event = status_.add_drift_events();
+  event->set_worker(worker);
+  *event->mutable_time() = ToProto(now);
+  event->set_kind(DriftKindName(DriftKind::kIdentityChanged));
+  event->set_detail(why);
+}
+
+}  // namespace kbisect
