@@ -120,5 +120,25 @@ TEST(ProbeClassifierTest, OffsetsCountOnlyWhenClear) {
   EXPECT_TRUE(OffsetExceeds({1.30, 1.31, 1.29}, reference, 1.0, 0.1));
 }
 
+TEST(ProbeClassifierTest, ConfirmationNeedsTheIntervalToExcludeNoChangeOnTheRegressionSide) {
+  const std::vector<double> last_good = Gaussian(1.0, 0.01, 6, 21);
+  const std::vector<double> culprit = Gaussian(1.3, 0.01, 6, 22);
+  const ConfirmationJudgement up = JudgeConfirmation(last_good, culprit, /*worse_is_up=*/true);
+  ASSERT_TRUE(up.measured);
+  EXPECT_TRUE(up.confirmed);
+  EXPECT_NEAR(up.ratio, 1.3, 0.03);
+  EXPECT_GT(up.ci_low, 1.0);
+  EXPECT_LT(up.ci_low, up.ratio);
+  EXPECT_GT(up.ci_high, up.ratio);
+  // The same step against a regression that lowers the metric is not confirmed.
+  EXPECT_FALSE(JudgeConfirmation(last_good, culprit, /*worse_is_up=*/false).confirmed);
+  // No step: not confirmed either way.
+  EXPECT_FALSE(JudgeConfirmation(last_good, Gaussian(1.0, 0.01, 6, 23), true).confirmed);
+  // A side without samples measures nothing.
+  EXPECT_FALSE(JudgeConfirmation({}, culprit, true).measured);
+  // Fixed seed: the same samples give the same interval.
+  EXPECT_EQ(JudgeConfirmation(last_good, culprit, true).ci_low, up.ci_low);
+}
+
 }  // namespace
 }  // namespace kbisect

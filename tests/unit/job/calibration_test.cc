@@ -1,0 +1,148 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/calibration.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+// A probe table built by hand: GOOD calibrations per worker, the BAD baseline.
+class CalibrationTest : public ::testing::Test {
+ protected:
+  CalibrationTest() : calibration_(&status_, /*pass_fail=*/false) {
+    status_.set_state(v1::JOB_STATE_BISECTING);
+  }
+
+  int AddProbe(v1::ProbeKind kind, const std::string& worker, std::vector<double> samples) {
+    v1::Probe* probe = status_.add_probes();
+    probe->set_kind(kind);
+    probe->set_worker(worker);
+    probe->set_state(v1::PROBE_STATE_FINISHED);
+    probe->set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    probe->set_median(sorted[sorted.size() / 2]);
+    for (double s : samples) probe->add_samples(s);
+    return status_.probes_size() - 1;
+  }
+
+  void Calibrate(const std::string& worker, std::vector<double> samples) {
+    const int position = AddProbe(v1::PROBE_KIND_BASELINE_GOOD, worker, std::move(samples));
+    Calibration::Worker& state = calibration_.worker(worker);
+    state.calibration = position;
+    state.checked_out = 0;
+    if (calibration_.good_probe() < 0) calibration_.SetReference(worker, position);
+  }
+
+  void MeasureBad(const std::string& worker, std::vector<double> samples) {
+    calibration_.SetBadProbe(AddProbe(v1::PROBE_KIND_BASELINE_BAD, worker, std::move(samples)));
+    calibration_.worker(worker).checked_out = 10;
+  }
+
+  v1::JobStatus status_;
+  Calibration calibration_;
+};
+
+TEST_F(CalibrationTest, WorkersWithoutAnOffsetShareOnePool) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.005, 0.995, 1.0});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  EXPECT_FALSE(calibration_.HasOffset("w1"));
+  EXPECT_THAT(calibration_.PoolMembers(), UnorderedElementsAre("w0", "w1"));
+  EXPECT_EQ(calibration_.PooledSamples(v1::VERDICT_GOOD).size(), 6u);
+  EXPECT_EQ(calibration_.PooledSamples(v1::VERDICT_BAD).size(), 3u);
+  EXPECT_TRUE(calibration_.FindOutliers().empty());
+}
+
+TEST_F(CalibrationTest, AnOffsetWorkerIsJudgedInItsOwnFrame) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.10, 1.11, 1.09});  // 10% slower: an offset, not an outlier of a 25% step.
+  MeasureBad("w1", {1.375, 1.38, 1.37});
+  ASSERT_TRUE(calibration_.HasOffset("w1"));
+  EXPECT_THAT(calibration_.PoolMembers(), ElementsAre("w0"));
+  // BAD measured on w1 is brought into w0's frame by the ratio of their GOOD medians.
+  EXPECT_NEAR(calibration_.ReferenceBadMedian(), 1.375 / 1.10, 1e-9);
+  std::vector<double> good;
+  std::vector<double> bad;
+  calibration_.BaselinesFor("w1", &good, &bad);
+  EXPECT_THAT(good, ElementsAre(1.10, 1.11, 1.09));
+  EXPECT_NEAR(bad[0], 1.375, 1e-9);  // Back in w1's own frame.
+  EXPECT_NEAR(calibration_.InReferenceFrame("w1", 1.21), 1.10, 1e-9);
+}
+
+TEST_F(CalibrationTest, TwoDisagreeingGpusWaitForAThirdBeforeBlamingEither) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  calibration_.worker("w2").checked_out = 0;  // Still to calibrate.
+  Calibrate("w1", {1.35, 1.36, 1.34});
+  EXPECT_TRUE(calibration_.FindOutliers().empty());
+  Calibrate("w2", {1.0, 1.005, 0.995});
+  const std::vector<QuarantineDecision> outliers = calibration_.FindOutliers();
+  ASSERT_EQ(outliers.size(), 1u);
+  EXPECT_EQ(outliers[0].worker, "w1");
+  EXPECT_EQ(outliers[0].kind, DriftKind::kBaselineOutlier);
+  EXPECT_NEAR(outliers[0].offset_fraction, 0.35, 0.01);
+  EXPECT_NEAR(outliers[0].regression_fraction, 0.25, 0.01);
+  EXPECT_STREQ(DriftKindName(outliers[0].kind), "baseline_outlier");
+}
+
+TEST_F(CalibrationTest, TheReferenceItselfCanBeTheOutlier) {
+  Calibrate("w0", {1.35, 1.36, 1.34});  // The reference is the slow GPU.
+  Calibrate("w1", {1.0, 1.01, 0.99});
+  Calibrate("w2", {1.0, 1.005, 0.995});
+  MeasureBad("w1", {1.25, 1.26, 1.24});
+  const std::vector<QuarantineDecision> outliers = calibration_.FindOutliers();
+  ASSERT_EQ(outliers.size(), 1u);
+  EXPECT_EQ(outliers[0].worker, "w0");
+}
+
+TEST_F(CalibrationTest, AControlThatMovedIsDrift) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  status_.mutable_baseline()->mutable_good()->set_median(1.0);
+  status_.mutable_baseline()->mutable_bad()->set_median(1.25);
+  const int steady = AddProbe(v1::PROBE_KIND_CONTROL, "w0", {1.0, 1.004, 0.998});
+  EXPECT_FALSE(calibration_.CheckControl("w0", status_.probes(steady)).has_value());
+  const int moved = AddProbe(v1::PROBE_KIND_CONTROL, "w0", {1.2, 1.21, 1.19});
+  const std::optional<QuarantineDecision> drift =
+      calibration_.CheckControl("w0", status_.probes(moved));
+  ASSERT_TRUE(drift.has_value());
+  EXPECT_EQ(drift->kind, DriftKind::kControlMoved);
+  EXPECT_NEAR(drift->offset_fraction, 0.2, 0.01);
+}
+
+TEST_F(CalibrationTest, ResetReferenceHandsTheRoleToACalibratedWorker) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.0, 1.01, 0.99});
+  calibration_.ResetReference();
+  EXPECT_EQ(calibration_.reference_worker(), "w1");
+  calibration_.worker("w1").quarantined = true;
+  calibration_.ResetReference();
+  // The old reference (w1) is passed over; w0 is calibrated and not quarantined.
+  EXPECT_EQ(calibration_.reference_worker(), "w0");
+}
+
+TEST_F(CalibrationTest, WorkerReportShowsCalibrationInTheReferenceFrame) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.10, 1.11, 1.09});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  v1::DriftEvent* event = status_.add_drift_events();
+  event->set_worker("w1");
+  event->set_detail("slow");
+  calibration_.FillWorkerReport(&status_);
+  ASSERT_EQ(status_.workers_size(), 2);
+  EXPECT_EQ(status_.workers(1).worker(), "w1");
+  EXPECT_NEAR(status_.workers(1).calibration_bad(), 1.25 * 1.10, 1e-9);
+  EXPECT_TRUE(status_.workers(1).drift());
+  EXPECT_EQ(status_.workers(1).reason(), "slow");
+}
+
+}  // namespace
+}  // namespace kbisect

@@ -1,0 +1,176 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/dispatch.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using Kind = DispatchAssignment::Kind;
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
+
+DispatchWorker Calibrated(int checked_out) {
+  DispatchWorker worker;
+  worker.calibration_started = true;
+  worker.checked_out = checked_out;
+  return worker;
+}
+
+struct Fixture {
+  explicit Fixture(int n) : search(n) {
+    input.commit_count = n;
+    input.search = &search;
+    input.has_reference = true;
+  }
+  BisectSearch search;
+  DispatchInput input;
+};
+
+TEST(PlanDispatchTest, QuarantinedWorkersGetNothingAndQueuedWorkGoesToItsPinnedWorker) {
+  Fixture f(100);
+  f.input.idle = {"bad", "w1", "w2"};
+  f.input.workers["bad"] = Calibrated(50);
+  f.input.workers["bad"].quarantined = true;
+  f.input.workers["w1"] = Calibrated(10);
+  f.input.workers["w2"] = Calibrated(90);
+  f.input.queue.push_back({"job/p7.3", "w2", v1::PROBE_KIND_BISECT, 40, std::nullopt});
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].kind, Kind::kQueued);
+  EXPECT_EQ(plan.assignments[0].worker, "w2");
+  EXPECT_EQ(plan.assignments[0].task_id, "job/p7.3");
+  EXPECT_EQ(plan.assignments[1].kind, Kind::kProbe);
+  EXPECT_EQ(plan.assignments[1].worker, "w1");
+  EXPECT_THAT(plan.seen, ::testing::ElementsAre("w1", "w2"));
+}
+
+TEST(PlanDispatchTest, FirstUncalibratedWorkerMeasuresTheReferenceGood) {
+  Fixture f(100);
+  f.input.has_reference = false;
+  f.input.idle = {"w0", "w1"};
+  f.input.queue.push_back({"job/p0", "", v1::PROBE_KIND_BASELINE_BAD, 100, std::nullopt});
+  f.input.bad_task_id = "job/p0";
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].kind, Kind::kQueued);  // BAD to the first to ask.
+  EXPECT_EQ(plan.assignments[0].worker, "w0");
+  EXPECT_EQ(plan.assignments[1].kind, Kind::kCalibrate);  // The reference GOOD.
+  EXPECT_EQ(plan.assignments[1].worker, "w1");
+}
+
+TEST(PlanDispatchTest, MaxWorkersCapsTasksInFlight) {
+  Fixture f(1000);
+  f.input.max_workers = 3;
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow});
+  for (int w = 0; w < 6; ++w) {
+    const std::string name = "w" + std::to_string(w);
+    f.input.idle.push_back(name);
+    f.input.workers[name] = Calibrated(0);
+  }
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  EXPECT_EQ(plan.assignments.size(), 2u);
+}
+
+TEST(PlanDispatchTest, ProbesSplitTheIntervalAndGoToTheNearestCheckout) {
+  Fixture f(100);
+  f.input.idle = {"far", "near"};
+  f.input.workers["far"] = Calibrated(95);
+  f.input.workers["near"] = Calibrated(30);
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  // Two points split 0..100 into thirds; the worker at 30 takes 33, the one at 95 takes 66.
+  std::map<std::string, int> points;
+  for (const DispatchAssignment& a : plan.assignments) {
+    EXPECT_EQ(a.kind, Kind::kProbe);
+    points[a.worker] = a.commit_index;
+  }
+  EXPECT_EQ(points["near"], 33);
+  EXPECT_EQ(points["far"], 66);
+}
+
+TEST(PlanDispatchTest, IdleWorkersWaitForAResultThatIsDue) {
+  Fixture f(100);
+  f.input.idle = {"w1"};
+  f.input.workers["w1"] = Calibrated(10);
+  f.input.workers["w0"] = Calibrated(50);
+  // Typical span 10 s (w0's first span is left out: it paid for its first checkout).
+  f.input.spans = {{"w0", 60}, {"w0", 10}, {"w1", 30}, {"w1", 10}};
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow - absl::Seconds(9)});
+  EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
+  // Running late (past 130% of the typical span): it does not hold the idle worker.
+  f.input.running[0].started = kNow - absl::Seconds(14);
+  EXPECT_EQ(PlanDispatch(f.input, kNow).assignments.size(), 1u);
+  // A confirmation never holds anyone.
+  f.input.running[0] = {v1::PROBE_KIND_CONFIRM, kNow - absl::Seconds(9)};
+  EXPECT_EQ(PlanDispatch(f.input, kNow).assignments.size(), 1u);
+}
+
+TEST(PlanDispatchTest, WorkerThatProbedAheadWaitsForTheBaselines) {
+  Fixture f(100);
+  f.input.idle = {"w1"};
+  f.input.workers["w1"] = Calibrated(50);
+  f.input.workers["w1"].waits_for_baselines = true;
+  EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
+}
+
+TEST(PlanDispatchTest, CalibrationsAreDeferredWhileTheRoundPlanCannotAffordThem) {
+  // 300 candidates on 4 workers: 4 rounds need 3 probes in every round (4^4 = 256 < 300 with 3
+  // probes and a calibration), so a worker owing nothing probes first.
+  Fixture f(300);
+  f.input.idle = {"w1", "w2", "w3"};
+  f.input.workers["w0"] = Calibrated(0);
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow});
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  int calibrations = 0;
+  int probes = 0;
+  for (const DispatchAssignment& a : plan.assignments) {
+    calibrations += a.kind == Kind::kCalibrate ? 1 : 0;
+    probes += a.kind == Kind::kProbe ? 1 : 0;
+  }
+  EXPECT_EQ(calibrations + probes, 3);
+  EXPECT_LT(calibrations, 3);
+  EXPECT_GT(probes, 0);
+}
+
+TEST(PlanDispatchTest, OnceTheSearchIsDoneOnlyWorkersThatOweACalibrationCalibrate) {
+  Fixture f(1);  // One candidate: the search is done.
+  ASSERT_TRUE(f.search.Done());
+  f.input.idle = {"idle", "owes", "bad"};
+  f.input.workers["owes"].owes_calibration = true;
+  f.input.workers["idle"];
+  f.input.workers["bad"];
+  f.input.bad_task_id = "job/p0";
+  f.input.bad_worker = "bad";
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].worker, "owes");
+  EXPECT_EQ(plan.assignments[1].worker, "bad");
+  // In pass/fail mode nothing is calibrated for BAD.
+  f.input.pass_fail = true;
+  plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].worker, "owes");
+}
+
+TEST(TypicalSpanTest, LeavesOutEachWorkersFirstMeasurementWhileOthersExist) {
+  EXPECT_EQ(TypicalSpan({}), std::nullopt);
+  EXPECT_DOUBLE_EQ(*TypicalSpan({{"w0", 40}}), 40);
+  EXPECT_DOUBLE_EQ(*TypicalSpan({{"w0", 40}, {"w1", 50}, {"w0", 4}, {"w1", 6}}), 5);
+  EXPECT_DOUBLE_EQ(*TypicalSpan({{"w0", 0}, {"w0", 3}}), 3);  // Zero spans are ignored.
+}
+
+TEST(PairNearestTest, ClosestPairFirstAndUncheckedOutWorkersLast) {
+  const auto pairs = PairNearest({-1, 80, 20}, {25, 75}, 100);
+  ASSERT_EQ(pairs.size(), 2u);
+  // 80 -> 75 and 20 -> 25 are both 5 apart: the earlier worker goes first.
+  EXPECT_EQ(pairs[0], std::make_pair(size_t{1}, size_t{1}));
+  EXPECT_EQ(pairs[1], std::make_pair(size_t{2}, size_t{0}));
+}
+
+}  // namespace
+}  // namespace kbisect

@@ -1,0 +1,82 @@
+// Copyright 2026 The kbisect Authors.
+#include "common/spec/job_spec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::JobSpec Minimal() {
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.add_bench_command("./bench.sh");
+  return spec;
+}
+
+TEST(NormalizeSpecTest, FillsTheDefaultsAndKeepsWhatIsSet) {
+  v1::JobSpec spec = Minimal();
+  NormalizeSpec(&spec);
+  EXPECT_EQ(spec.runs_per_commit(), kDefaultRunsPerCommit);
+  EXPECT_EQ(spec.max_runs(), kDefaultMaxRuns);
+  EXPECT_DOUBLE_EQ(spec.threshold_fraction(), kDefaultThresholdFraction);
+  EXPECT_EQ(spec.history(), v1::HISTORY_MODE_FIRST_PARENT);
+
+  v1::JobSpec pass_fail = Minimal();
+  pass_fail.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  NormalizeSpec(&pass_fail);
+  EXPECT_EQ(pass_fail.runs_per_commit(), 1);
+
+  v1::JobSpec many = Minimal();
+  many.set_runs_per_commit(50);
+  many.set_threshold_fraction(0.5);
+  many.set_history(v1::HISTORY_MODE_ALL_COMMITS);
+  NormalizeSpec(&many);
+  EXPECT_EQ(many.runs_per_commit(), 50);
+  EXPECT_EQ(many.max_runs(), 50);  // Never below the runs per commit.
+  EXPECT_DOUBLE_EQ(many.threshold_fraction(), 0.5);
+  EXPECT_EQ(many.history(), v1::HISTORY_MODE_ALL_COMMITS);
+}
+
+TEST(ValidateSpecTest, SaysWhatIsMissing) {
+  EXPECT_TRUE(ValidateSpec(Minimal()).ok());
+  v1::JobSpec no_repo = Minimal();
+  no_repo.clear_repository();
+  EXPECT_THAT(ValidateSpec(no_repo).message(), HasSubstr("--repo"));
+  v1::JobSpec no_bench = Minimal();
+  no_bench.clear_bench_command();
+  EXPECT_THAT(ValidateSpec(no_bench).message(), HasSubstr("benchmark command"));
+  v1::JobSpec threshold = Minimal();
+  threshold.set_threshold_fraction(1.5);
+  EXPECT_EQ(ValidateSpec(threshold).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateSpecTest, ABadMetricFailsAtSubmit) {
+  v1::JobSpec two_groups = Minimal();
+  two_groups.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+  two_groups.mutable_metric()->set_pattern("(a)(b)");
+  const absl::Status status = ValidateSpec(two_groups);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("metric"));
+
+  v1::JobSpec unbalanced = Minimal();
+  unbalanced.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+  unbalanced.mutable_metric()->set_pattern("latency: ([0-9.]+");
+  EXPECT_EQ(ValidateSpec(unbalanced).code(), absl::StatusCode::kInvalidArgument);
+
+  v1::JobSpec path = Minimal();
+  path.mutable_metric()->set_kind(v1::METRIC_KIND_JSON_PATH);
+  path.mutable_metric()->set_pattern("results..latency");
+  EXPECT_EQ(ValidateSpec(path).code(), absl::StatusCode::kInvalidArgument);
+
+  v1::JobSpec good = Minimal();
+  good.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+  good.mutable_metric()->set_pattern("latency: ([0-9.]+)");
+  EXPECT_TRUE(ValidateSpec(good).ok());
+}
+
+}  // namespace
+}  // namespace kbisect

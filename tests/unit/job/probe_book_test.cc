@@ -1,0 +1,88 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/probe_book.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+class ProbeBookTest : public ::testing::Test {
+ protected:
+  ProbeBookTest() : book_(&status_, &commits_) {
+    status_.set_job_id("job");
+    status_.mutable_spec()->set_runs_per_commit(3);
+    status_.mutable_spec()->add_bench_command("./bench.sh");
+    for (int i = 0; i <= 10; ++i) {
+      v1::CommitRef commit;
+      commit.set_sha(std::string(39, 'a') + std::to_string(i % 10));
+      commit.set_index(i);
+      commits_.push_back(commit);
+    }
+  }
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  ProbeBook book_;
+};
+
+TEST_F(ProbeBookTest, TasksGetRowsAndIdsInCreationOrder) {
+  const std::string bad = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, 10, 0);
+  const std::string probe = book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1);
+  EXPECT_EQ(bad, "job/p0");
+  EXPECT_EQ(probe, "job/p1");
+  ASSERT_EQ(book_.probe_count(), 2);
+  EXPECT_EQ(book_.probe(1).index(), 5);
+  EXPECT_EQ(book_.probe(1).round(), 1);
+  EXPECT_EQ(book_.probe(1).state(), v1::PROBE_STATE_PENDING);
+  EXPECT_EQ(book_.at(probe).task.runs(), 3);
+  EXPECT_EQ(book_.at(probe).task.bench_command(0), "./bench.sh");
+  EXPECT_EQ(book_.InFlightCount(), 0);
+}
+
+TEST_F(ProbeBookTest, HandOutRunsItAndTakesItOffTheQueue) {
+  const std::string bad = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, 10, 0);
+  book_.QueueBack(bad);
+  book_.HandOut(bad, "w3");
+  EXPECT_TRUE(book_.queue().empty());
+  EXPECT_TRUE(book_.at(bad).active);
+  EXPECT_EQ(book_.probe(0).state(), v1::PROBE_STATE_RUNNING);
+  EXPECT_EQ(book_.probe(0).worker(), "w3");
+  EXPECT_THAT(book_.ActiveTaskIds(), ::testing::ElementsAre(bad));
+}
+
+TEST_F(ProbeBookTest, ExtendAddsRunsToTheSameRowOnTheSameWorkerFirstInLine) {
+  const std::string probe = book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1);
+  book_.QueueBack(book_.NewTask(v1::PROBE_KIND_BISECT, 7, 1));
+  book_.HandOut(probe, "w1");
+  book_.mutable_probe(0).add_runs();
+  book_.Extend(0, 4);
+  ASSERT_EQ(book_.queue().front(), "job/p0.1");
+  const ProbeBook::TaskEntry& extension = book_.at("job/p0.1");
+  EXPECT_EQ(extension.probe, 0);
+  EXPECT_EQ(extension.pinned_worker, "w1");
+  EXPECT_EQ(extension.task.runs(), 4);
+  EXPECT_EQ(book_.probe(0).state(), v1::PROBE_STATE_PENDING);
+  EXPECT_EQ(book_.probe_count(), 2);  // No new row.
+}
+
+TEST_F(ProbeBookTest, CancelTaskReportsOnlyRunningTasksForKilling) {
+  const std::string running = book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1);
+  const std::string waiting = book_.NewTask(v1::PROBE_KIND_BISECT, 7, 1);
+  book_.QueueBack(waiting);
+  book_.HandOut(running, "w1");
+  std::vector<std::string> to_cancel;
+  book_.CancelTask(book_.at(running), running, "gone", absl::UnixEpoch(), &to_cancel);
+  book_.CancelTask(book_.at(waiting), waiting, "gone", absl::UnixEpoch(), &to_cancel);
+  EXPECT_THAT(to_cancel, ::testing::ElementsAre(running));
+  EXPECT_EQ(book_.probe(1).state(), v1::PROBE_STATE_CANCELLED);
+  EXPECT_EQ(book_.probe(1).message(), "gone");
+  book_.DropDoneFromQueue();
+  EXPECT_TRUE(book_.queue().empty());
+  EXPECT_EQ(book_.InFlightCount(), 0);
+}
+
+}  // namespace
+}  // namespace kbisect
