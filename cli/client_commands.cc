@@ -172,11 +172,6 @@ std::string Age(const google::protobuf::Timestamp& t) {
   return absl::StrCat(seconds / 86400, "d ago");
 }
 
-std::string EnumName(const google::protobuf::EnumDescriptor* type, int value) {
-  const google::protobuf::EnumValueDescriptor* descriptor = type->FindValueByNumber(value);
-  return descriptor == nullptr ? absl::StrCat(value) : EnumValueJsonName(*descriptor);
-}
-
 // Prints rows as left-aligned columns separated by two spaces; the first row is the header.
 void PrintTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
@@ -437,7 +432,7 @@ int Workers(int argc, char** argv) {
   std::vector<std::vector<std::string>> rows = {
       {"WORKER", "STATE", "HARDWARE CLASS", "JOB", "LAST SEEN", "PROBES"}};
   for (const v1::Worker& worker : response.workers()) {
-    rows.push_back({worker.worker_id(), EnumName(v1::WorkerState_descriptor(), worker.state()),
+    rows.push_back({worker.worker_id(), EnumLabel(worker.state()),
                     worker.identity().hardware_class_label(),
                     worker.current_job_id().empty() ? "-" : worker.current_job_id(),
                     Age(worker.last_seen()), absl::StrCat(worker.tasks_completed())});

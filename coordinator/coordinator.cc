@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/rpc/enum_label.h"
 #include "common/spec/job_spec.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -33,11 +34,6 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
   std::string uuids;
   for (const v1::GpuInfo& gpu : identity.gpus()) absl::StrAppend(&uuids, gpu.uuid(), ",");
   return uuids;
-}
-
-// "JOB_STATE_QUEUED" -> "queued": an enum value's name without its prefix, in lower case.
-std::string EnumLabel(const std::string& name, absl::string_view prefix) {
-  return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
 }
 
 }  // namespace
@@ -613,7 +609,7 @@ void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
     if (result.status() != v1::OUTCOME_CULPRIT_FOUND) {
       status->add_warnings(absl::StrCat(
           range, " gave no culprit: ",
-          result.error().empty() ? EnumLabel(v1::Outcome_Name(result.status()), "OUTCOME_")
+          result.error().empty() ? EnumLabel(result.status())
                                  : result.error()));
       continue;
     }
@@ -944,19 +940,19 @@ MetricsSnapshot Coordinator::Metrics() const {
   MetricsSnapshot snapshot;
   for (int state = v1::JOB_STATE_QUEUED; state <= v1::JobState_MAX; ++state) {
     if (!v1::JobState_IsValid(state)) continue;
-    snapshot.jobs_by_state[EnumLabel(v1::JobState_Name(state), "JOB_STATE_")] = 0;
+    snapshot.jobs_by_state[EnumLabel(static_cast<v1::JobState>(state))] = 0;
   }
   for (int verdict = v1::VERDICT_GOOD; verdict <= v1::VERDICT_AMBIGUOUS; ++verdict) {
     if (!v1::Verdict_IsValid(verdict)) continue;
-    snapshot.probes_by_verdict[EnumLabel(v1::Verdict_Name(verdict), "VERDICT_")] = 0;
+    snapshot.probes_by_verdict[EnumLabel(static_cast<v1::Verdict>(verdict))] = 0;
   }
   absl::MutexLock lock(&mu_);
   for (const auto& [id, entry] : jobs_) {
     const v1::JobStatus& status = entry.job->status();
-    ++snapshot.jobs_by_state[EnumLabel(v1::JobState_Name(status.state()), "JOB_STATE_")];
+    ++snapshot.jobs_by_state[EnumLabel(status.state())];
     for (const v1::Probe& probe : status.probes()) {
       if (probe.verdict() == v1::VERDICT_UNSPECIFIED) continue;
-      ++snapshot.probes_by_verdict[EnumLabel(v1::Verdict_Name(probe.verdict()), "VERDICT_")];
+      ++snapshot.probes_by_verdict[EnumLabel(probe.verdict())];
     }
     snapshot.bench_runs += status.bench_runs();
     snapshot.drift_events += status.drift_events_size();
@@ -968,7 +964,7 @@ MetricsSnapshot Coordinator::Metrics() const {
   }
   for (const auto& [id, worker] : workers_) {
     ++snapshot.workers[{worker.identity.hardware_class(),
-                        EnumLabel(v1::WorkerState_Name(worker.state), "WORKER_STATE_")}];
+                        EnumLabel(worker.state)}];
   }
   snapshot.lease_expiries = lease_expiries_;
   return snapshot;

@@ -24,14 +24,6 @@ constexpr char kBanner[] = "====================================================
 constexpr int kMaxLogTailLines = 10;
 constexpr size_t kMaxSamplesShown = 10;
 
-template <typename Enum>
-std::string EnumName(const google::protobuf::EnumDescriptor* type, Enum value) {
-  const google::protobuf::EnumValueDescriptor* descriptor =
-      type->FindValueByNumber(static_cast<int>(value));
-  if (descriptor == nullptr) return absl::StrCat(static_cast<int>(value));
-  return EnumValueJsonName(*descriptor);
-}
-
 // Shortens shas to the length the coordinator chose for the culprit's short sha (7 otherwise),
 // so that one commit reads the same everywhere in the report.
 class Shortener {
@@ -373,7 +365,7 @@ class ReportWriter {
     Line("Regression introduced by:");
     Commit(job_.culprit(), "  ");
     if (job_.cause() != v1::CAUSE_UNSPECIFIED && job_.cause() != v1::CAUSE_REAL_REGRESSION) {
-      Line(absl::StrCat("  Cause:   ", EnumName(v1::Cause_descriptor(), job_.cause())));
+      Line(absl::StrCat("  Cause:   ", EnumLabel(job_.cause())));
     }
     if (job_.has_merged_culprit()) {
       Line();
@@ -591,14 +583,14 @@ std::string FormatMetricValue(double value, std::string_view unit) {
   return absl::StrCat(absl::StrFormat("%.4g", value), absl::string_view(unit.data(), unit.size()));
 }
 
-std::string OutcomeName(v1::Outcome outcome) { return EnumName(v1::Outcome_descriptor(), outcome); }
+std::string OutcomeName(v1::Outcome outcome) { return EnumLabel(outcome); }
 
-std::string VerdictName(v1::Verdict verdict) { return EnumName(v1::Verdict_descriptor(), verdict); }
+std::string VerdictName(v1::Verdict verdict) { return EnumLabel(verdict); }
 
-std::string JobStateName(v1::JobState state) { return EnumName(v1::JobState_descriptor(), state); }
+std::string JobStateName(v1::JobState state) { return EnumLabel(state); }
 
 std::string TaskOutcomeName(v1::TaskOutcome outcome) {
-  return EnumName(v1::TaskOutcome_descriptor(), outcome);
+  return EnumLabel(outcome);
 }
 
 int ExitCodeFor(v1::Outcome outcome) {

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/rpc/enum_label.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -32,9 +33,7 @@
 
 namespace kbisect {
 
-// Returns `value`'s name in the JSON form: lower case, without the enum type's prefix (the type
-// name in UPPER_SNAKE_CASE followed by "_"), e.g. "culprit_found" for OUTCOME_CULPRIT_FOUND.
-std::string EnumValueJsonName(const google::protobuf::EnumValueDescriptor& value);
+// Enum values are named by EnumValueJsonName (common/rpc/enum_label.h).
 
 // Returns the JSON form described above of any kbisect message, pretty-printed with a two-space
 // indent and no trailing newline.

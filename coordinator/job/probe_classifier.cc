@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "common/rpc/enum_label.h"
 #include "common/stats/stats.h"
 
 namespace kbisect {
@@ -64,18 +66,8 @@ double ConservativeSigma(absl::Span<const double> good, absl::Span<const double>
 }  // namespace
 
 std::string VerdictWord(v1::Verdict verdict) {
-  switch (verdict) {
-    case v1::VERDICT_GOOD:
-      return "GOOD";
-    case v1::VERDICT_BAD:
-      return "BAD";
-    case v1::VERDICT_SKIP:
-      return "SKIP";
-    case v1::VERDICT_AMBIGUOUS:
-      return "AMBIGUOUS";
-    default:
-      return "PENDING";
-  }
+  if (verdict == v1::VERDICT_UNSPECIFIED) return "PENDING";
+  return absl::AsciiStrToUpper(EnumLabel(verdict));
 }
 
 double RegressionPercent(double before, double after, v1::Direction direction) {
