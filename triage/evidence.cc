@@ -17,8 +17,8 @@ namespace kbisect {
 namespace triage {
 namespace internal {
 
-void Explain(KernelTriage* k, const Dataset& data, const TriageRequest& request,
-             const Prepared& p) {
+void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& request,
+                    const Prepared& p) {
   const int n = static_cast<int>(p.values.size());
   const SeriesAnalysis& a = k->analysis;
   // Pick the move.

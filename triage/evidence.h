@@ -25,7 +25,8 @@ namespace internal {
 // reverted and the cross-checks (baselines, timer, runner identity, measurement attributes, other
 // kernels and platforms) over at most request.cross_check_window nightlies on each side. May add
 // notes to k->notes. Does not classify: call Reclassify(k) for the verdict.
-void Explain(KernelTriage* k, const Dataset& data, const TriageRequest& request, const Prepared& p);
+void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& request,
+                    const Prepared& p);
 
 }  // namespace internal
 }  // namespace triage

@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Triage (the entry point of triage.h): the names of the enums, the default metric roles, and the
-// procedure that selects the series, prepares them, gathers their evidence (evidence.h) and
+// procedure that selects the series, prepares them, gathers their evidence (evidence.h: GatherEvidence) and
 // classifies it (classification.cc), headline first.
 #include "triage/triage.h"
 
@@ -200,7 +200,7 @@ absl::StatusOr<TriageResult> Triage(const Dataset& data, const TriageRequest& re
                                      p.nightlies.front()->date, " .. ", p.nightlies.back()->date,
                                      ")."));
     }
-    internal::Explain(&k, data, request, p);
+    internal::GatherEvidence(&k, data, request, p);
     Reclassify(&k);
     result.kernels.push_back(std::move(k));
   }
