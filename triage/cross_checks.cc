@@ -115,12 +115,11 @@ BreadthCheck CheckOther(const Series& other, const std::string& metric, Directio
   b.label = other.Label();
   std::vector<double> before;
   std::vector<double> after;
-  for (const Nightly& n : other.nightlies) {
-    if (!request.include_non_nightly && !n.is_nightly) continue;
-    std::optional<double> v = n.Metric(metric);
-    if (!v.has_value()) continue;
-    if (n.date >= from_date && n.date <= last_good_date) before.push_back(*v);
-    if (n.date >= first_bad_date && n.date <= to_date) after.push_back(*v);
+  const Prepared prepared = Prepare(other, metric, request.include_non_nightly);
+  for (size_t i = 0; i < prepared.nightlies.size(); ++i) {
+    const std::string& date = prepared.nightlies[i]->date;
+    if (date >= from_date && date <= last_good_date) before.push_back(prepared.values[i]);
+    if (date >= first_bad_date && date <= to_date) after.push_back(prepared.values[i]);
   }
   MetricMove m = CompareSamples(metric, "breadth", direction, before, after, request);
   b.tested = m.present;

@@ -1,8 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Triage (the entry point of triage.h): the names of the enums, the default metric roles, and the
-// procedure that selects the series, prepares them, gathers their evidence (evidence.h: GatherEvidence) and
-// classifies it (classification.cc), headline first.
+// procedure that selects the series, prepares them, gathers their evidence (GatherEvidence,
+// evidence.h) and classifies it (Reclassify, classification.cc), headline first.
 #include "triage/triage.h"
 
 #include <algorithm>

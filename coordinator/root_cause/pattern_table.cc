@@ -35,6 +35,18 @@ std::vector<Finding> DetectParamChange(const std::vector<File>&, const File&, co
   return found;
 }
 
+// Operations of `find` on the added (`added_side`) or removed lines of `hunk` with no counterpart
+// on the other side, moved lines left out: "<verb> <op>".
+std::vector<Finding> OneSidedOps(const std::vector<File>& files, const File& file, const Hunk& hunk,
+                                 const OpFinder& find, bool added_side, const char* verb) {
+  std::vector<Finding> found;
+  FindUnmatchedOps(files, file, hunk, find, added_side, /*moves_into_loops=*/false,
+                   [&](int line, const std::string& kind, bool) {
+                     found.push_back({line, 1, absl::StrCat(verb, " ", kind), ""});
+                   });
+  return found;
+}
+
 std::vector<Finding> DetectLoopBounds(const std::vector<File>&, const File&, const Hunk& hunk) {
   std::vector<Finding> found;
   PairChanges(
@@ -88,11 +100,8 @@ std::vector<Finding> DetectDtype(const std::vector<File>&, const File&, const Hu
 // Deleted prefetch or double-buffering operations, and fewer buffers.
 std::vector<Finding> DetectPrefetch(const std::vector<File>& files, const File& file,
                                     const Hunk& hunk) {
-  std::vector<Finding> found;
-  FindUnmatchedOps(files, file, hunk, PrefetchOps, /*added_side=*/false,
-                   /*moves_into_loops=*/false, [&](int line, const std::string& kind, bool) {
-                     found.push_back({line, 1, absl::StrCat("deleted ", kind), ""});
-                   });
+  std::vector<Finding> found =
+      OneSidedOps(files, file, hunk, PrefetchOps, /*added_side=*/false, "deleted");
   PairChanges(
       hunk, NumBuffers,
       [&](int line, const std::string& key, const std::string& before, const std::string& after) {
@@ -121,12 +130,7 @@ std::vector<Finding> DetectWavesPerEu(const std::vector<File>&, const File&, con
 
 std::vector<Finding> DetectMasking(const std::vector<File>& files, const File& file,
                                    const Hunk& hunk) {
-  std::vector<Finding> found;
-  FindUnmatchedOps(files, file, hunk, MaskingOps, /*added_side=*/true,
-                   /*moves_into_loops=*/false, [&](int line, const std::string& kind, bool) {
-                     found.push_back({line, 1, absl::StrCat("new ", kind), ""});
-                   });
-  return found;
+  return OneSidedOps(files, file, hunk, MaskingOps, /*added_side=*/true, "new");
 }
 
 constexpr PatternRow kTable[] = {
