@@ -3,8 +3,13 @@
 // Coordinator owns every job and every worker session: it turns jobs' tasks into leases, hands
 // them to idle workers, renews leases on heartbeats, expires them when workers vanish, fences
 // stale results, cancels probes that became useless, and keeps each job's event log for
-// WatchJob. The gRPC services (coordinator/grpc_services.h) are thin adapters over it, so tests
-// drive it directly with a FakeClock and zero-wait long polls.
+// WatchJob. The gRPC services (coordinator/coordinator_server.h) are thin adapters over it, so
+// tests drive it directly with a FakeClock and zero-wait long polls.
+//
+// Its methods live in one file per concern: coordinator.cc (jobs, Watch, events), recovery.cc
+// (journal apply, flush, Recover), worker_sessions.cc, lease_table.cc (dispatch, leases, expiry),
+// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and metrics.cc
+// (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
 // (see coordinator/job_store.h) and committed, one transaction per state change, before the call

@@ -31,36 +31,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/job/journal_entry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 struct sqlite3;
 
 namespace kbisect {
-
-// One mutating call made on a BisectJob, with its arguments. Which fields are used depends on
-// the kind; the others stay empty.
-struct JournalEntry {
-  enum class Kind {
-    kTakeTasks = 1,     // TakeTasks(workers, time)
-    kTaskStarted = 2,   // OnTaskStarted(task_id, worker, attempt, time)
-    kTaskFinished = 3,  // OnTaskFinished(task_id, result, time)
-    kTaskLost = 4,      // OnTaskLost(task_id, reason, time)
-    kWorkerGone = 5,    // OnWorkerGone(worker, reason, time)
-    kForgetWorker = 6,  // ForgetWorker(worker, reason, time)
-    kCancel = 7,        // Cancel(reason, time)
-  };
-
-  // Position in the job's journal: 1, 2, 3, ... without gaps.
-  int64_t sequence = 0;
-  Kind kind = Kind::kTakeTasks;
-  absl::Time time;
-  std::vector<std::string> workers;
-  std::string task_id;
-  std::string worker;
-  int attempt = 0;
-  std::string reason;
-  v1::TaskResult result;
-};
 
 // Returns a stable lower-case name of `kind` ("take_tasks", "task_finished", ...), as stored.
 const char* JournalKindName(JournalEntry::Kind kind);

@@ -2,6 +2,8 @@
 #include "coordinator/metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/enum_label.h"
+#include "coordinator/coordinator.h"
 
 namespace kbisect {
 namespace {
@@ -62,6 +64,41 @@ std::string RenderPrometheusText(const MetricsSnapshot& snapshot) {
          "Leases that expired without a heartbeat since the coordinator started.");
   absl::StrAppend(&out, "kbisect_lease_expiries_total ", snapshot.lease_expiries, "\n");
   return out;
+}
+
+// The snapshot is taken by the coordinator, under its lock.
+MetricsSnapshot Coordinator::Metrics() const {
+  MetricsSnapshot snapshot;
+  for (int state = v1::JOB_STATE_QUEUED; state <= v1::JobState_MAX; ++state) {
+    if (!v1::JobState_IsValid(state)) continue;
+    snapshot.jobs_by_state[EnumLabel(static_cast<v1::JobState>(state))] = 0;
+  }
+  for (int verdict = v1::VERDICT_GOOD; verdict <= v1::VERDICT_AMBIGUOUS; ++verdict) {
+    if (!v1::Verdict_IsValid(verdict)) continue;
+    snapshot.probes_by_verdict[EnumLabel(static_cast<v1::Verdict>(verdict))] = 0;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, entry] : jobs_) {
+    const v1::JobStatus& status = entry.job->status();
+    ++snapshot.jobs_by_state[EnumLabel(status.state())];
+    for (const v1::Probe& probe : status.probes()) {
+      if (probe.verdict() == v1::VERDICT_UNSPECIFIED) continue;
+      ++snapshot.probes_by_verdict[EnumLabel(probe.verdict())];
+    }
+    snapshot.bench_runs += status.bench_runs();
+    snapshot.drift_events += status.drift_events_size();
+    // Every drift event but a lost calibration ("identity_changed") records a quarantine, which
+    // BisectJob makes at most once per worker and job.
+    for (const v1::DriftEvent& event : status.drift_events()) {
+      if (event.kind() != "identity_changed") ++snapshot.quarantines;
+    }
+  }
+  for (const auto& [id, worker] : workers_) {
+    ++snapshot.workers[{worker.identity.hardware_class(),
+                        EnumLabel(worker.state)}];
+  }
+  snapshot.lease_expiries = lease_expiries_;
+  return snapshot;
 }
 
 }  // namespace kbisect

@@ -190,6 +190,18 @@ int BisectSearch::EstimateRounds(int n, int workers) {
   return rounds;
 }
 
+int BisectSearch::EstimateProbes(int n, int workers) {
+  const int64_t w = std::max(workers, 1);
+  int64_t candidates = n;
+  int probes = 0;
+  while (candidates > 1) {
+    const int64_t points = std::min(w, candidates - 1);
+    probes += static_cast<int>(points);
+    candidates = (candidates + points) / (points + 1);
+  }
+  return probes;
+}
+
 std::optional<Verdict> BisectSearch::VerdictAt(int index) const {
   auto it = verdicts_.find(index);
   if (it == verdicts_.end()) return std::nullopt;

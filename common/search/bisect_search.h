@@ -127,6 +127,12 @@ class BisectSearch {
   // deterministic verdicts. Returns 0 for n <= 1; workers < 1 is treated as 1.
   static int EstimateRounds(int n, int workers);
 
+  // The number of probes the search needs at most for `n` candidates with `workers` synchronous
+  // workers and deterministic verdicts: each round places min(workers, candidates - 1) points
+  // and leaves ceil(candidates / (points + 1)) candidates. Returns 0 for n <= 1; workers < 1 is
+  // treated as 1.
+  static int EstimateProbes(int n, int workers);
+
   // Returns the verdict recorded for `index` (index 0 is good and index n is bad from the start),
   // or nullopt if none was recorded. Verdicts merely implied by the interval are not reported.
   std::optional<Verdict> VerdictAt(int index) const;

@@ -196,6 +196,36 @@ bool BisectJob::HoldsUnsettledProbes(const std::string& worker) const {
   return false;
 }
 
+// --- Journal ------------------------------------------------------------------------------------
+
+BisectJob::Applied BisectJob::Apply(const JournalEntry& entry) {
+  Applied out;
+  switch (entry.kind) {
+    case JournalEntry::Kind::kTakeTasks:
+      out.assignments = TakeTasks(entry.workers, entry.time);
+      break;
+    case JournalEntry::Kind::kTaskStarted:
+      OnTaskStarted(entry.task_id, entry.worker, entry.attempt, entry.time);
+      break;
+    case JournalEntry::Kind::kTaskFinished:
+      out.cancel = OnTaskFinished(entry.task_id, entry.result, entry.time);
+      break;
+    case JournalEntry::Kind::kTaskLost:
+      out.cancel = OnTaskLost(entry.task_id, entry.reason, entry.time);
+      break;
+    case JournalEntry::Kind::kWorkerGone:
+      out.cancel = OnWorkerGone(entry.worker, entry.reason, entry.time);
+      break;
+    case JournalEntry::Kind::kForgetWorker:
+      ForgetWorker(entry.worker, entry.reason, entry.time);
+      break;
+    case JournalEntry::Kind::kCancel:
+      out.cancel = Cancel(entry.reason, entry.time);
+      break;
+  }
+  return out;
+}
+
 // --- Results ------------------------------------------------------------------------------------
 
 void BisectJob::OnTaskStarted(const std::string& task_id, const std::string& worker, int attempt,
@@ -526,7 +556,12 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   line.commits_left = std::max(0, search_.RemainingCandidates() - 1);
   line.in_flight = book_.InFlightCount();
   line.step = steps_;
-  line.steps_estimated = steps_ + line.in_flight + Log2Ceil(std::max(1, line.commits_left + 1));
+  // Probes still to come after those in flight, with this job's workers: each in-flight point
+  // splits the interval once it reports.
+  const int pending = static_cast<int>(search_.InFlight().size());
+  const int after_in_flight = (search_.RemainingCandidates() + pending) / (pending + 1);
+  line.steps_estimated =
+      steps_ + line.in_flight + BisectSearch::EstimateProbes(after_in_flight, ActiveWorkers());
   // The probe may have moved in the table (NewTask above): read it again.
   const v1::Probe& finished_probe = book_.probe(probe_position);
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
@@ -567,6 +602,15 @@ void BisectJob::CancelUseless(absl::Time now) {
 
 // --- Progress and events -----------------------------------------------------------------------
 
+int BisectJob::ActiveWorkers() const {
+  int workers = 0;
+  for (const auto& [name, state] : calibration_.workers()) {
+    workers += !state.quarantined && !state.gone && state.checked_out >= 0 ? 1 : 0;
+  }
+  if (status_.spec().max_workers() > 0) workers = std::min(workers, status_.spec().max_workers());
+  return std::max(workers, 1);
+}
+
 void BisectJob::UpdateProgress() {
   v1::Progress* progress = status_.mutable_progress();
   int finished_probes = 0;
@@ -576,7 +620,8 @@ void BisectJob::UpdateProgress() {
   progress->set_probes_finished(finished_probes);
   progress->set_probes_in_flight(book_.InFlightCount());
   progress->set_remaining_commits(search_.RemainingCandidates());
-  progress->set_estimated_rounds(Log2Ceil(std::max(1, search_.RemainingCandidates())));
+  progress->set_estimated_rounds(
+      BisectSearch::EstimateRounds(search_.RemainingCandidates(), ActiveWorkers()));
 }
 
 void BisectJob::Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,

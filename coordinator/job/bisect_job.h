@@ -27,6 +27,7 @@
 #include "common/search/bisect_search.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/dispatch.h"
+#include "coordinator/job/journal_entry.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -63,6 +64,17 @@ class BisectJob {
   // in flight. Quarantined workers get nothing. Respects the spec's max_workers. Returns none
   // once finished.
   std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now);
+
+  // What Apply returned: tasks handed out (kTakeTasks) and tasks to cancel.
+  struct Applied {
+    std::vector<Assignment> assignments;
+    std::vector<std::string> cancel;
+  };
+
+  // Makes the call `entry` records (TakeTasks, OnTaskStarted, OnTaskFinished, OnTaskLost,
+  // OnWorkerGone, ForgetWorker or Cancel) with its arguments. The coordinator changes a job only
+  // through here, live and when replaying its journal, so replay reproduces the job exactly.
+  Applied Apply(const JournalEntry& entry);
 
   // Convenience for tests and simulations: TakeTasks for workers "w0" .. "w<max_tasks-1>".
   std::vector<v1::Task> TakeTasks(int max_tasks, absl::Time now);
@@ -180,6 +192,9 @@ class BisectJob {
   // Judges the interleaved re-measurement of last-good and culprit.
   void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
+  // The workers taking part in the job now (worked in it, not quarantined, not gone), capped by
+  // max_workers; at least 1. Progress estimates are for this many.
+  int ActiveWorkers() const;
   void UpdateProgress();
   void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
             absl::Time now);

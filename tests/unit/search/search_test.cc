@@ -420,6 +420,20 @@ TEST(BisectSearchTest, CopyIsIndependent) {
   EXPECT_THAT(b.InFlight(), IsEmpty());
 }
 
+TEST(EstimateProbesTest, CountsThePointsOfEveryRound) {
+  EXPECT_EQ(BisectSearch::EstimateProbes(1, 7), 0);
+  EXPECT_EQ(BisectSearch::EstimateProbes(2, 7), 1);
+  EXPECT_EQ(BisectSearch::EstimateProbes(1000, 1), 10);  // git bisect's steps.
+  // 1,000 on 7 workers: 7 points in each of 4 rounds (1000 -> 125 -> 16 -> 2 -> 1), the last
+  // with only one point left to place.
+  EXPECT_EQ(BisectSearch::EstimateProbes(1000, 7), 7 + 7 + 7 + 1);
+  for (int n = 1; n <= 300; ++n) {
+    for (int w = 1; w <= 8; ++w) {
+      EXPECT_LE(BisectSearch::EstimateProbes(n, w), (n - 1)) << n << " " << w;
+    }
+  }
+}
+
 TEST(VerdictNameTest, Names) {
   EXPECT_STREQ(VerdictName(Verdict::kGood), "good");
   EXPECT_STREQ(VerdictName(Verdict::kBad), "bad");

@@ -1,0 +1,97 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Coordinator, follow-up jobs: starting the bisects a finished job's result calls for
+// (coordinator/follow_ups.h plans them) and folding their results back in once they finish.
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+#include "coordinator/follow_ups.h"
+
+namespace kbisect {
+
+void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entry) {
+  const v1::JobStatus& status = entry.job->status();
+  std::vector<std::string> problems;
+  std::optional<std::pair<std::string, std::string>> merged_branch;
+  if (WantsMergedBranch(status)) {
+    absl::StatusOr<RepositoryView::MergedBranchRange> branch =
+        repositories_->MergedBranch(status.spec().repository(), status.culprit().sha());
+    if (branch.ok()) {
+      merged_branch.emplace(branch->base, branch->tip);
+    } else {
+      problems.push_back(absl::StrCat("cannot bisect the merged branch of ",
+                                      status.culprit().sha().substr(0, 12), ": ",
+                                      branch.status().message()));
+    }
+  }
+  for (const PlannedFollowUp& plan : PlanFollowUps(status, merged_branch)) {
+    v1::JobSpec spec = FollowUpSpec(status.spec(), job_id, plan);
+    const std::string request_id = FollowUpRequestId(job_id, plan.kind);
+    std::string child_id;
+    if (auto known = request_ids_.find(request_id); known != request_ids_.end()) {
+      child_id = known->second;  // Started before a coordinator restart.
+    } else {
+      // Resolving is a little git I/O on a finished job, like the report's diff.
+      absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(spec);
+      if (!commits.ok() && absl::IsFailedPrecondition(commits.status()) &&
+          spec.history() != v1::HISTORY_MODE_ALL_COMMITS) {
+        // The branch's base is not on its first-parent chain (it merged mainline meanwhile).
+        spec.set_history(v1::HISTORY_MODE_ALL_COMMITS);
+        commits = repositories_->ResolveRange(spec);
+      }
+      if (!commits.ok()) {
+        problems.push_back(absl::StrCat("cannot start the ", FollowUpKindName(plan.kind),
+                                        " follow-up: ", commits.status().message()));
+        continue;
+      }
+      child_id = CreateJobLocked(spec, request_id, *std::move(commits));
+    }
+    entry.follow_ups.push_back(child_id);
+    entry.job->mutable_status()->add_follow_up_job_ids(child_id);
+  }
+  for (const std::string& problem : problems) entry.job->mutable_status()->add_warnings(problem);
+  if (!entry.follow_ups.empty()) DispatchLocked();
+}
+
+void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobEntry& entry = it->second;
+  if (entry.complete || entry.held_finish == nullptr) return;
+  for (const std::string& child : entry.follow_ups) {
+    auto found = jobs_.find(child);
+    if (found != jobs_.end() && !found->second.complete) return;
+  }
+  v1::JobStatus* status = entry.job->mutable_status();
+  std::vector<std::pair<std::string, const v1::JobStatus*>> done;
+  for (const std::string& child : entry.follow_ups) {
+    auto found = jobs_.find(child);
+    if (found != jobs_.end()) done.emplace_back(child, &found->second.job->status());
+  }
+  FoldFollowUpResults(done, status);
+  std::unique_ptr<v1::JobEvent> finish = std::move(entry.held_finish);
+  status->set_state(finish->job().state());
+  if (!entry.follow_ups.empty()) {
+    // The result took its follow-ups too: their runs and time count.
+    const absl::Time now = clock_->Now();
+    *status->mutable_finish_time() = ToProto(now);
+    status->set_wall_seconds(absl::ToDoubleSeconds(now - FromProto(status->create_time())));
+  }
+  *finish->mutable_job() = *status;
+  entry.complete = true;
+  if (store_ != nullptr && !replaying_) pending_.final_statuses.emplace_back(job_id, *status);
+  AppendEventLocked(entry, std::move(*finish));
+  status->set_revision(static_cast<int64_t>(entry.events.size()));
+  changed_.SignalAll();
+  if (!status->spec().parent_job_id().empty()) MaybeCompleteLocked(status->spec().parent_job_id());
+}
+
+}  // namespace kbisect

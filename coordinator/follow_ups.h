@@ -1,0 +1,69 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Follow-up jobs: the bisects a finished job's result calls for, and how their results fold
+// back into it. Pure: the coordinator resolves ranges and creates the jobs (follow_up_jobs.cc).
+//   * kMergedBranch: the culprit is a merge and the spec asks to descend (--descend-merges):
+//     bisect merge-base..second parent; its culprit is the parent's merged_culprit.
+//   * kStepsBefore / kStepsAfter: the culprit explains too little of the move and the spec asks
+//     for every culprit (--all-culprits): bisect GOOD..last-good and culprit..BAD; their culprits
+//     join the parent's, ranked by size.
+#ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_
+#define KBISECT_COORDINATOR_FOLLOW_UPS_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// Follow-ups of follow-ups are started up to this depth (a merge inside a merged branch...).
+inline constexpr int kMaxFollowUpDepth = 3;
+
+enum class FollowUpKind { kMergedBranch, kStepsBefore, kStepsAfter };
+
+// "merged_branch", "steps_before", "steps_after": JobSpec.follow_up and the request id suffix.
+const char* FollowUpKindName(FollowUpKind kind);
+// The kind named by JobSpec.follow_up; nullopt for "" or an unknown name.
+std::optional<FollowUpKind> ParseFollowUpKind(std::string_view name);
+// The prefix of a follow-up's lines in its parent's event stream ("[merged branch] ").
+const char* FollowUpEventPrefix(FollowUpKind kind);
+
+struct PlannedFollowUp {
+  FollowUpKind kind = FollowUpKind::kMergedBranch;
+  std::string good;
+  std::string bad;
+};
+
+// True when the result asks for the merged branch to be bisected: the culprit is a merge, the
+// spec descends merges, and the depth allows another level.
+bool WantsMergedBranch(const v1::JobStatus& status);
+
+// The follow-ups the finished job `status` calls for, in start order. `merged_branch` is the
+// range (base, tip) of the culprit's merged branch when WantsMergedBranch, resolved by the
+// caller; nullopt when it could not be resolved (no merged-branch follow-up then).
+std::vector<PlannedFollowUp> PlanFollowUps(
+    const v1::JobStatus& status,
+    const std::optional<std::pair<std::string, std::string>>& merged_branch);
+
+// The spec of a planned follow-up of job `parent_id`: the parent's, over the planned range, one
+// level deeper, with its kind recorded.
+v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id,
+                         const PlannedFollowUp& plan);
+
+// The request id of a follow-up ("<parent>/<kind>"): a restarted coordinator finds it again.
+std::string FollowUpRequestId(const std::string& parent_id, FollowUpKind kind);
+
+// Folds the finished follow-ups (job id, status) into their parent's `status`: their bench runs
+// count, a merged branch's culprit becomes merged_culprit, the steps' culprits join the parent's
+// with their share of the whole move, ranked by size; a follow-up without a culprit adds a
+// warning saying why.
+void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobStatus*>>& done,
+                         v1::JobStatus* status);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_FOLLOW_UPS_H_

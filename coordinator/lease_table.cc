@@ -1,0 +1,212 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
+// losing them when a worker dies, and expiring them when heartbeats stop.
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+
+namespace kbisect {
+
+// --- Leases -------------------------------------------------------------------------------------
+
+void Coordinator::DispatchLocked() {
+  std::vector<WorkerEntry*> idle;
+  for (auto& [id, worker] : workers_) {
+    if (!worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
+        worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST) {
+      idle.push_back(&worker);
+    }
+  }
+  if (idle.empty()) return;
+  const absl::Time now = clock_->Now();
+  // Probes orphaned by a restart go back to their own worker first.
+  for (auto it = idle.begin(); it != idle.end();) {
+    WorkerEntry* worker = *it;
+    bool leased = false;
+    while (!leased && !worker->orphans.empty()) {
+      auto [job_id, task] = std::move(worker->orphans.front());
+      worker->orphans.erase(worker->orphans.begin());
+      auto job = jobs_.find(job_id);
+      if (job == jobs_.end() || job->second.job->finished()) continue;
+      const std::vector<std::string> active = job->second.job->ActiveTaskIds();
+      if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
+      LeaseTaskLocked(job_id, job->second, *worker, std::move(task), now);
+      leased = true;
+    }
+    it = leased ? idle.erase(it) : it + 1;
+  }
+  if (idle.empty()) return;
+  for (const std::string& job_id : job_order_) {
+    if (idle.empty()) break;
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    // A job is pinned to one hardware class: the spec's, or else that of its first worker.
+    std::string hardware_class = entry.job->status().spec().hardware_class();
+    for (const v1::Probe& probe : entry.job->status().probes()) {
+      if (!hardware_class.empty()) break;
+      if (probe.worker().empty()) continue;
+      auto first = workers_.find(probe.worker());
+      if (first != workers_.end()) hardware_class = first->second.identity.hardware_class();
+      break;
+    }
+    std::vector<WorkerEntry*> eligible;
+    for (WorkerEntry* worker : idle) {
+      if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
+        eligible.push_back(worker);
+      }
+    }
+    if (eligible.empty()) continue;
+    std::vector<std::string> names;
+    for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
+    JournalEntry take;
+    take.kind = JournalEntry::Kind::kTakeTasks;
+    take.time = now;
+    take.workers = std::move(names);
+    std::vector<BisectJob::Assignment> tasks =
+        ApplyLocked(job_id, entry, std::move(take)).assignments;
+    for (BisectJob::Assignment& assignment : tasks) {
+      WorkerEntry* worker = &workers_.at(assignment.worker);
+      LeaseTaskLocked(job_id, entry, *worker, std::move(assignment.task), now);
+      idle.erase(std::find(idle.begin(), idle.end(), worker));
+    }
+  }
+}
+
+void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry,
+                                  WorkerEntry& worker, v1::Task task, absl::Time now) {
+  LeaseEntry lease;
+  lease.lease_id = NewId("lease-");
+  lease.job_id = job_id;
+  lease.task_id = task.task_id();
+  lease.worker_id = worker.worker_id;
+  lease.attempt = ++task_attempts_[lease.task_id];
+  lease.expire = now + options_.lease_duration;
+  v1::Lease message;
+  message.set_lease_id(lease.lease_id);
+  message.set_attempt(lease.attempt);
+  *message.mutable_task() = std::move(task);
+  *message.mutable_expire_time() = ToProto(lease.expire);
+  JournalEntry started;
+  started.kind = JournalEntry::Kind::kTaskStarted;
+  started.time = now;
+  started.task_id = lease.task_id;
+  started.worker = worker.worker_id;
+  started.attempt = lease.attempt;
+  ApplyLocked(job_id, entry, std::move(started));
+  worker.leases.push_back(lease.lease_id);
+  worker.pending_assignments.push_back(std::move(message));
+  worker.state = v1::WORKER_STATE_BUSY;
+  task_leases_[lease.task_id] = lease.lease_id;
+  leases_.emplace(lease.lease_id, std::move(lease));
+}
+
+void Coordinator::CancelTasksLocked(const std::string& job_id,
+                                    const std::vector<std::string>& task_ids,
+                                    const std::string& reason) {
+  for (const std::string& task_id : task_ids) {
+    auto it = task_leases_.find(task_id);
+    if (it == task_leases_.end()) continue;
+    LeaseEntry& lease = leases_.at(it->second);
+    if (lease.state != LeaseState::kActive || lease.job_id != job_id) continue;
+    lease.state = LeaseState::kDead;
+    DetachLeaseLocked(lease);
+    auto worker = workers_.find(lease.worker_id);
+    if (worker == workers_.end()) continue;
+    // An assignment not yet delivered is simply withdrawn.
+    auto& pending = worker->second.pending_assignments;
+    auto undelivered = std::find_if(pending.begin(), pending.end(), [&](const v1::Lease& l) {
+      return l.lease_id() == lease.lease_id;
+    });
+    if (undelivered != pending.end()) {
+      pending.erase(undelivered);
+      continue;
+    }
+    v1::LeaseCancellation cancel;
+    cancel.set_lease_id(lease.lease_id);
+    cancel.set_reason(reason);
+    worker->second.pending_cancellations.push_back(std::move(cancel));
+  }
+  changed_.SignalAll();
+}
+
+void Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+  auto worker = workers_.find(lease.worker_id);
+  if (worker != workers_.end()) {
+    auto& leases = worker->second.leases;
+    leases.erase(std::remove(leases.begin(), leases.end(), lease.lease_id), leases.end());
+    if (leases.empty() && worker->second.state == v1::WORKER_STATE_BUSY) {
+      worker->second.state = v1::WORKER_STATE_IDLE;
+    }
+  }
+  auto task = task_leases_.find(lease.task_id);
+  if (task != task_leases_.end() && task->second == lease.lease_id) task_leases_.erase(task);
+}
+
+void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
+  if (lease.state != LeaseState::kActive) return;
+  lease.state = LeaseState::kDead;
+  DetachLeaseLocked(lease);
+  auto job_it = jobs_.find(lease.job_id);
+  if (job_it == jobs_.end()) return;
+  JournalEntry call;
+  call.kind = JournalEntry::Kind::kTaskLost;
+  call.time = clock_->Now();
+  call.task_id = lease.task_id;
+  call.reason = absl::StrCat("worker ", lease.worker_id, ": ", why);
+  const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+  CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
+}
+
+void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
+  for (const std::string& job_id : job_order_) {
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kWorkerGone;
+    call.time = clock_->Now();
+    call.worker = worker_id;
+    call.reason = why;
+    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
+                      "its worker left");
+  }
+}
+
+void Coordinator::ExpireLeases() {
+  WriteLock lock(this);
+  const absl::Time now = clock_->Now();
+  bool changed = false;
+  for (auto& [id, lease] : leases_) {
+    if (lease.state == LeaseState::kActive && lease.expire < now) {
+      ++lease_expiries_;
+      LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
+      changed = true;
+    }
+  }
+  for (auto& [id, worker] : workers_) {
+    if (!worker.session_id.empty() && worker.last_seen + options_.lease_duration < now &&
+        worker.state != v1::WORKER_STATE_LOST) {
+      worker.state = v1::WORKER_STATE_LOST;
+      worker.ready = false;
+      LoseOrphansLocked(worker, "it stopped heartbeating");
+      WorkerGoneLocked(id, "it stopped heartbeating");
+      changed = true;
+    }
+    if (worker.awaiting_reconnect && worker.last_seen + options_.reconnect_grace < now) {
+      worker.awaiting_reconnect = false;
+      LoseOrphansLocked(worker, "the coordinator restarted and the worker did not come back");
+      WorkerGoneLocked(id, "it did not come back after the coordinator restarted");
+      changed = true;
+    }
+  }
+  if (changed) DispatchLocked();
+}
+
+}  // namespace kbisect

@@ -1,0 +1,287 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Coordinator, worker sessions: OpenSession, the Synchronize long poll (heartbeat and pickup),
+// CompleteLease (fenced results) and CloseSession, and the workers list.
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+
+namespace kbisect {
+namespace {
+
+std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
+  std::string uuids;
+  for (const v1::GpuInfo& gpu : identity.gpus()) absl::StrAppend(&uuids, gpu.uuid(), ",");
+  return uuids;
+}
+
+}  // namespace
+
+// --- Workers ------------------------------------------------------------------------------------
+
+absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
+    const v1::OpenSessionRequest& request) {
+  WriteLock lock(this);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  const absl::Time now = clock_->Now();
+  const std::string name =
+      request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
+  WorkerEntry* worker = nullptr;
+  for (auto& [id, entry] : workers_) {
+    if (entry.name == name) worker = &entry;
+  }
+  if (worker == nullptr) {
+    const std::string worker_id = name;
+    worker = &workers_[worker_id];
+    worker->worker_id = worker_id;
+    worker->name = name;
+  } else {
+    sessions_.erase(worker->session_id);
+    // Leases of the previous session survive only if the worker still holds them.
+    std::vector<std::string> keep;
+    for (const std::string& lease_id : worker->leases) {
+      const bool held = std::any_of(
+          request.held_leases().begin(), request.held_leases().end(),
+          [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });
+      auto it = leases_.find(lease_id);
+      if (it == leases_.end() || it->second.state != LeaseState::kActive) continue;
+      if (held) {
+        keep.push_back(lease_id);
+        it->second.expire = now + options_.lease_duration;
+      } else {
+        LoseLeaseLocked(it->second, "the worker reconnected without it");
+      }
+    }
+    worker->leases = keep;
+    worker->pending_assignments.clear();
+    worker->pending_cancellations.clear();
+  }
+  if (!worker->identity.hardware_class().empty() &&
+      (worker->identity.hardware_class() != request.identity().hardware_class() ||
+       IdentityGpuUuids(worker->identity) != IdentityGpuUuids(request.identity()))) {
+    LoseOrphansLocked(*worker, "it reconnected with different hardware after a restart");
+    for (const std::string& job_id : job_order_) {
+      JobEntry& entry = jobs_.at(job_id);
+      if (entry.job->finished()) continue;  // ForgetWorker ignores finished jobs.
+      JournalEntry call;
+      call.kind = JournalEntry::Kind::kForgetWorker;
+      call.time = now;
+      call.worker = worker->worker_id;
+      call.reason = "it reconnected with a different GPU, driver or toolkit";
+      ApplyLocked(job_id, entry, std::move(call));
+    }
+  }
+  worker->identity = request.identity();
+  worker->awaiting_reconnect = false;
+  if (store_ != nullptr) {
+    pending_.workers.push_back(StoredWorker{worker->worker_id, worker->name, worker->identity});
+  }
+  worker->session_id = NewId("session-");
+  worker->state = v1::WORKER_STATE_IDLE;
+  worker->ready = false;
+  worker->draining = false;
+  worker->last_seen = now;
+  worker->connect_time = now;
+  sessions_[worker->session_id] = worker->worker_id;
+
+  v1::OpenSessionResponse response;
+  response.set_session_id(worker->session_id);
+  response.set_worker_id(worker->worker_id);
+  *response.mutable_heartbeat_interval() = ToProto(options_.heartbeat_interval);
+  *response.mutable_lease_duration() = ToProto(options_.lease_duration);
+  DispatchLocked();
+  return response;
+}
+
+Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string& session_id) {
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return nullptr;
+  return &workers_.at(it->second);
+}
+
+absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
+    const v1::SynchronizeRequest& request) {
+  WriteLock lock(this);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "unknown session '", request.session_id(), "' (the coordinator may have restarted); "
+        "open a new session"));
+  }
+  const absl::Time now = clock_->Now();
+  worker->last_seen = now;
+  worker->draining = request.draining();
+  const uint64_t sequence = ++worker->poll_sequence;
+  v1::SynchronizeResponse response;
+
+  // Renew the leases the worker reports; tell it to drop the ones that are dead.
+  for (const v1::LeaseStatus& status : request.leases()) {
+    auto it = leases_.find(status.lease_id());
+    if (it == leases_.end() || it->second.state != LeaseState::kActive ||
+        it->second.worker_id != worker->worker_id) {
+      v1::LeaseCancellation* cancel = response.add_cancellations();
+      cancel->set_lease_id(status.lease_id());
+      cancel->set_reason("the lease is no longer valid");
+      continue;
+    }
+    it->second.expire = now + options_.lease_duration;
+  }
+  // Active leases the worker no longer reports, although it had them delivered, are lost.
+  std::vector<std::string> lost;
+  for (const std::string& lease_id : worker->leases) {
+    const bool pending = std::any_of(
+        worker->pending_assignments.begin(), worker->pending_assignments.end(),
+        [&](const v1::Lease& lease) { return lease.lease_id() == lease_id; });
+    const bool reported = std::any_of(
+        request.leases().begin(), request.leases().end(),
+        [&](const v1::LeaseStatus& status) { return status.lease_id() == lease_id; });
+    if (!pending && !reported) lost.push_back(lease_id);
+  }
+  for (const std::string& lease_id : lost) {
+    LoseLeaseLocked(leases_.at(lease_id), "the worker no longer holds it");
+  }
+  worker->ready = request.ready_for_work() && !request.draining();
+  worker->state = request.draining()         ? v1::WORKER_STATE_DRAINING
+                  : worker->leases.empty() ? v1::WORKER_STATE_IDLE
+                                           : v1::WORKER_STATE_BUSY;
+  DispatchLocked();
+
+  const absl::Duration wait =
+      request.has_wait() ? std::min(FromProto(request.wait()), options_.max_wait)
+                         : absl::ZeroDuration();
+  const std::string session_id = request.session_id();
+  auto has_news = [&]() {
+    mu_.AssertHeld();
+    if (shutdown_) return true;
+    WorkerEntry* w = WorkerForSessionLocked(session_id);
+    return w == nullptr || w->poll_sequence != sequence || !w->pending_assignments.empty() ||
+           !w->pending_cancellations.empty();
+  };
+  // Waiting releases the lock: what changed so far is committed first.
+  FlushLocked();
+  if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
+    const absl::Time deadline = absl::Now() + wait;
+    while (!has_news()) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+    }
+  }
+  worker = WorkerForSessionLocked(session_id);
+  if (worker == nullptr) {
+    return absl::NotFoundError("the session was replaced by a newer one of the same worker");
+  }
+  if (worker->poll_sequence != sequence) return response;  // Superseded by a newer call.
+  for (v1::Lease& lease : worker->pending_assignments) {
+    *response.add_assignments() = std::move(lease);
+  }
+  worker->pending_assignments.clear();
+  for (v1::LeaseCancellation& cancel : worker->pending_cancellations) {
+    const bool already = std::any_of(
+        response.cancellations().begin(), response.cancellations().end(),
+        [&](const v1::LeaseCancellation& c) { return c.lease_id() == cancel.lease_id(); });
+    if (!already) *response.add_cancellations() = std::move(cancel);
+  }
+  worker->pending_cancellations.clear();
+  *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
+  return response;
+}
+
+absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
+    const v1::CompleteLeaseRequest& request) {
+  // The answer leaves only after the lock's release, i.e. after the result was committed.
+  WriteLock lock(this);
+  if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  v1::CompleteLeaseResponse response;
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown session '", request.session_id(), "'; open a new session"));
+  }
+  worker->last_seen = clock_->Now();
+  auto it = leases_.find(request.lease_id());
+  if (it == leases_.end()) {
+    response.set_reason("unknown lease");
+    return response;
+  }
+  LeaseEntry& lease = it->second;
+  if (lease.worker_id != worker->worker_id) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("lease ", request.lease_id(), " is not held by this worker"));
+  }
+  if (lease.attempt != request.attempt()) {
+    response.set_reason("attempt does not match the lease");
+    return response;
+  }
+  if (lease.state == LeaseState::kCompleted) {
+    response.set_accepted(true);
+    response.set_duplicate(true);
+    return response;
+  }
+  if (lease.state == LeaseState::kDead) {
+    response.set_reason("the lease expired or was cancelled; the result is discarded");
+    return response;
+  }
+  lease.state = LeaseState::kCompleted;
+  DetachLeaseLocked(lease);
+  ++worker->tasks_completed;
+  response.set_accepted(true);
+
+  auto job_it = jobs_.find(lease.job_id);
+  if (job_it != jobs_.end()) {
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kTaskFinished;
+    call.time = clock_->Now();
+    call.task_id = lease.task_id;
+    call.result = request.result();
+    const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+    CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
+  }
+  DispatchLocked();
+  return response;
+}
+
+absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
+  WriteLock lock(this);
+  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  if (worker == nullptr) return absl::OkStatus();
+  for (const std::string& lease_id : std::vector<std::string>(worker->leases)) {
+    LoseLeaseLocked(leases_.at(lease_id), "the worker closed its session");
+  }
+  LoseOrphansLocked(*worker, "it closed its session");
+  sessions_.erase(request.session_id());
+  worker->session_id.clear();
+  worker->ready = false;
+  worker->state = v1::WORKER_STATE_LOST;
+  WorkerGoneLocked(worker->worker_id, "it closed its session");
+  DispatchLocked();
+  changed_.SignalAll();
+  return absl::OkStatus();
+}
+
+v1::ListWorkersResponse Coordinator::ListWorkers() const {
+  absl::MutexLock lock(&mu_);
+  v1::ListWorkersResponse response;
+  for (const auto& [id, entry] : workers_) {
+    v1::Worker* worker = response.add_workers();
+    worker->set_worker_id(id);
+    *worker->mutable_identity() = entry.identity;
+    worker->set_state(entry.state);
+    if (!entry.leases.empty()) {
+      worker->set_current_lease_id(entry.leases.front());
+      worker->set_current_job_id(leases_.at(entry.leases.front()).job_id);
+    }
+    *worker->mutable_last_seen() = ToProto(entry.last_seen);
+    *worker->mutable_connect_time() = ToProto(entry.connect_time);
+    worker->set_tasks_completed(entry.tasks_completed);
+  }
+  return response;
+}
+
+}  // namespace kbisect
