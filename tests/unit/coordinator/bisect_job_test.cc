@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/bisect_job.h"
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
@@ -976,6 +977,55 @@ TEST(BisectJobTest, AWorkerThatLeavesKeepsTheMeasurementsItsCalibrationCanJudge)
   std::map<std::string, v1::Task> ref = Take(job, {"a"});
   job.OnTaskFinished(ref["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
   EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
+}
+
+}  // namespace
+}  // namespace kbisect
+
+namespace kbisect {
+namespace {
+
+TEST(BisectJobTest, ProgressEstimatesCountTheJobsWorkers) {
+  // 1,000 commits on 7 workers take 4 rounds (8^4 >= 1,000), not git bisect's 10, and the step
+  // counter's total stays within what 7 workers need.
+  BisectJob job("job-1", MakeSpec(), MakeCommits(1000), kNow);
+  std::vector<int> estimated_rounds;
+  std::vector<int> step_totals;
+  for (int guard = 0; guard < 200 && !job.finished(); ++guard) {
+    std::vector<v1::Task> tasks = job.TakeTasks(7, kNow);
+    if (tasks.empty()) break;
+    estimated_rounds.push_back(job.status().progress().estimated_rounds());
+    for (const v1::Task& task : tasks) {
+      const double v = task.commit_index() >= 617 ? 1.5 : 1.0;
+      job.OnTaskFinished(task.task_id(), Samples({v, v * 1.001, v * 0.999}), kNow);
+    }
+    for (const v1::JobEvent& event : job.TakeEvents()) {
+      if (event.kind() != v1::JOB_EVENT_KIND_PROBE_FINISHED) continue;
+      int step = 0;
+      int total = 0;
+      ASSERT_EQ(std::sscanf(event.message().c_str(), "Step %d/%d", &step, &total), 2)
+          << event.message();
+      EXPECT_LE(step, total) << event.message();
+      step_totals.push_back(total);
+    }
+  }
+  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_EQ(job.status().culprit().index(), 617);
+  ASSERT_FALSE(estimated_rounds.empty());
+  // From the first dispatch on, 7 workers take part: at most ceil(log8 1000) = 4 rounds, never
+  // git bisect's ceil(log2 1000) = 10, and the estimate only shrinks.
+  EXPECT_EQ(estimated_rounds.front(), 4);
+  for (size_t i = 1; i < estimated_rounds.size(); ++i) {
+    EXPECT_LE(estimated_rounds[i], estimated_rounds[i - 1]) << i;
+  }
+  // The step total is about the probes this job runs: never more than twice, never under half.
+  ASSERT_FALSE(step_totals.empty());
+  const int probes = static_cast<int>(step_totals.size());
+  for (int total : step_totals) {
+    EXPECT_LE(total, 2 * probes);
+    EXPECT_GE(2 * total, probes);
+  }
+  EXPECT_EQ(job.status().progress().estimated_rounds(), 0);
 }
 
 }  // namespace
