@@ -8,14 +8,14 @@
 
 namespace kbisect {
 
-template <typename Request, typename Response>
-bool FakeCoordinatorClient::Next(Script<Request, Response>* script, const Request& request,
-                                 absl::StatusOr<Response>* answer) {
+template <typename Request, typename Response, typename Fallback>
+absl::StatusOr<Response> FakeCoordinatorClient::Answer(Script<Request, Response>* script,
+                                                       const Request& request, Fallback fallback) {
   script->requests.push_back(request);
-  if (script->answers.empty()) return false;
-  *answer = std::move(script->answers.front());
+  if (script->answers.empty()) return fallback();
+  absl::StatusOr<Response> answer = std::move(script->answers.front());
   script->answers.pop_front();
-  return true;
+  return answer;
 }
 
 void FakeCoordinatorClient::AddOpenSessionAnswer(absl::StatusOr<v1::OpenSessionResponse> answer) {
@@ -42,18 +42,18 @@ void FakeCoordinatorClient::Shutdown() {
 absl::StatusOr<v1::OpenSessionResponse> FakeCoordinatorClient::OpenSession(
     const v1::OpenSessionRequest& request, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<v1::OpenSessionResponse> answer;
-  if (Next(&open_session_, request, &answer)) return answer;
-  v1::OpenSessionResponse response;
-  response.set_session_id(absl::StrCat("session-", ++sessions_opened_));
-  response.set_worker_id(request.worker_name());
-  return response;
+  return Answer(&open_session_, request, [&] {
+    v1::OpenSessionResponse response;
+    response.set_session_id(absl::StrCat("session-", ++sessions_opened_));
+    response.set_worker_id(request.worker_name());
+    return response;
+  });
 }
 
 absl::StatusOr<v1::SynchronizeResponse> FakeCoordinatorClient::Synchronize(
     const v1::SynchronizeRequest& request, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  synchronize_.requests.push_back(request);
+  synchronize_.requests.push_back(request);  // Answered below, once there is an answer.
   ++blocked_polls_;
   mu_.Await(absl::Condition(
       +[](FakeCoordinatorClient* self) {
@@ -75,19 +75,17 @@ absl::StatusOr<v1::SynchronizeResponse> FakeCoordinatorClient::Synchronize(
 absl::StatusOr<v1::CompleteLeaseResponse> FakeCoordinatorClient::CompleteLease(
     const v1::CompleteLeaseRequest& request, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<v1::CompleteLeaseResponse> answer;
-  if (Next(&complete_lease_, request, &answer)) return answer;
-  v1::CompleteLeaseResponse response;
-  response.set_accepted(true);
-  return response;
+  return Answer(&complete_lease_, request, [] {
+    v1::CompleteLeaseResponse response;
+    response.set_accepted(true);
+    return response;
+  });
 }
 
 absl::StatusOr<v1::CloseSessionResponse> FakeCoordinatorClient::CloseSession(
     const v1::CloseSessionRequest& request, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<v1::CloseSessionResponse> answer;
-  if (Next(&close_session_, request, &answer)) return answer;
-  return v1::CloseSessionResponse();
+  return Answer(&close_session_, request, [] { return v1::CloseSessionResponse(); });
 }
 
 void FakeCoordinatorClient::TryCancel() {

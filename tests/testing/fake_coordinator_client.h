@@ -99,10 +99,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
     std::vector<Request> requests;
   };
 
-  // Records `request` in `script` and pops its next answer, if any, into `*answer`.
-  template <typename Request, typename Response>
-  static bool Next(Script<Request, Response>* script, const Request& request,
-                   absl::StatusOr<Response>* answer);
+  // Records `request` in `script` and returns its next scripted answer, or `fallback()` when
+  // there is none.
+  template <typename Request, typename Response, typename Fallback>
+  static absl::StatusOr<Response> Answer(Script<Request, Response>* script, const Request& request,
+                                         Fallback fallback);
 
   int CallsLocked(Rpc rpc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -45,38 +45,47 @@ TEST(FakeClockTest, WaitsWithAPassedDeadlineReturnAtOnce) {
   EXPECT_EQ(clock.waiters(), 0);
 }
 
+// A thread that waits on `clock` for `ready` (guarded by `mu`) for at most `timeout`.
+class AwaitingThread {
+ public:
+  AwaitingThread(FakeClock* clock, absl::Duration timeout)
+      : thread_([this, clock, timeout] {
+          absl::MutexLock lock(&mu);
+          result_ = clock->AwaitWithDeadline(&mu, absl::Condition(&ready), clock->Now() + timeout);
+        }) {}
+
+  // Joins the thread and returns what AwaitWithDeadline returned.
+  bool Join() {
+    thread_.join();
+    return result_;
+  }
+
+  absl::Mutex mu;
+  bool ready ABSL_GUARDED_BY(mu) = false;
+
+ private:
+  bool result_ = false;
+  std::thread thread_;
+};
+
 TEST(FakeClockTest, AwaitWithDeadlineReturnsWhenTheConditionHolds) {
   FakeClock clock;
-  absl::Mutex mu;
-  bool ready = false;
-  bool result = false;
-  std::thread waiter([&] {
-    absl::MutexLock lock(&mu);
-    result = clock.AwaitWithDeadline(&mu, absl::Condition(&ready), clock.Now() + absl::Hours(1));
-  });
+  AwaitingThread waiter(&clock, absl::Hours(1));
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
   {
-    absl::MutexLock lock(&mu);
-    ready = true;
+    absl::MutexLock lock(&waiter.mu);
+    waiter.ready = true;
   }
-  waiter.join();
-  EXPECT_TRUE(result);
+  EXPECT_TRUE(waiter.Join());
   EXPECT_EQ(clock.waiters(), 0);
 }
 
 TEST(FakeClockTest, AwaitWithDeadlineTimesOutOnTheFakeClock) {
   FakeClock clock;
-  absl::Mutex mu;
-  bool ready = false;
-  bool result = true;
-  std::thread waiter([&] {
-    absl::MutexLock lock(&mu);
-    result = clock.AwaitWithDeadline(&mu, absl::Condition(&ready), clock.Now() + absl::Minutes(1));
-  });
+  AwaitingThread waiter(&clock, absl::Minutes(1));
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
   clock.Advance(absl::Minutes(2));
-  waiter.join();
-  EXPECT_FALSE(result);
+  EXPECT_FALSE(waiter.Join());
 }
 
 TEST(FakeClockTest, WaitWithDeadlineIsSignalledOrTimesOut) {

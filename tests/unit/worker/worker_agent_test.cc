@@ -100,6 +100,22 @@ class WorkerAgentTest : public ::testing::Test {
     clock_.Advance(backoff);
   }
 
+  // Starts the agent, waits for its idle long poll to block, calls `leave` (Stop or Drain) and
+  // expects Run() to return and close the session. The fake's poll never ends by itself, so Run()
+  // can only return because `leave` cancelled it.
+  void ExpectLeaveWakesTheIdlePoll(void (WorkerAgent::*leave)()) {
+    StartAgent();
+    ASSERT_TRUE(coordinator_.WaitForBlockedPoll());
+    (agent_.get()->*leave)();
+    EXPECT_TRUE(run_returned_.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(coordinator_.cancelled_polls(), 1);
+    EXPECT_EQ(coordinator_.calls(FakeCoordinatorClient::kSynchronize), 1);
+    const std::vector<v1::CloseSessionRequest> closes = coordinator_.close_session_requests();
+    ASSERT_EQ(closes.size(), 1u);
+    EXPECT_EQ(closes[0].session_id(), "session-1");
+    EXPECT_EQ(clock_.waiters(), 0);
+  }
+
   FakeClock clock_;
   FakeCoordinatorClient coordinator_;
   absl::Notification bench_release_;  // The benchmark commands block until this.
@@ -180,26 +196,11 @@ TEST_F(WorkerAgentTest, RetriesCompleteLeaseAfterATransientFailureAndReportsOnce
 }
 
 TEST_F(WorkerAgentTest, StopWakesABlockedLongPoll) {
-  StartAgent();
-  ASSERT_TRUE(coordinator_.WaitForBlockedPoll());
-  agent_->Stop();
-  // The fake's poll never ends by itself: Run() can only return because Stop() cancelled it.
-  EXPECT_TRUE(run_returned_.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_EQ(coordinator_.cancelled_polls(), 1);
-  EXPECT_EQ(coordinator_.calls(FakeCoordinatorClient::kSynchronize), 1);
-  const std::vector<v1::CloseSessionRequest> closes = coordinator_.close_session_requests();
-  ASSERT_EQ(closes.size(), 1u);
-  EXPECT_EQ(closes[0].session_id(), "session-1");
-  EXPECT_EQ(clock_.waiters(), 0);
+  ExpectLeaveWakesTheIdlePoll(&WorkerAgent::Stop);
 }
 
-TEST_F(WorkerAgentTest, DrainWakesABlockedIdleLongPollAndLeaves) {
-  StartAgent();
-  ASSERT_TRUE(coordinator_.WaitForBlockedPoll());
-  agent_->Drain();
-  EXPECT_TRUE(run_returned_.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_EQ(coordinator_.cancelled_polls(), 1);
-  EXPECT_EQ(coordinator_.calls(FakeCoordinatorClient::kCloseSession), 1);
+TEST_F(WorkerAgentTest, DrainWakesABlockedIdleLongPoll) {
+  ExpectLeaveWakesTheIdlePoll(&WorkerAgent::Drain);
 }
 
 TEST_F(WorkerAgentTest, ReopensTheSessionWithItsHeldLeaseWhenSynchronizeSaysNotFound) {
