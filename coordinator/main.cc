@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
+#include "common/daemon/daemon_flags.h"
 #include "common/exec/signals.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
@@ -170,15 +172,14 @@ int Main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7070";
   std::string state_dir = DefaultStateDir();
   bool insecure = false;
+  DaemonFlags daemon;
   ServerCredentialOptions tls;
-  std::string token_file;
   std::string port_file;
   std::string health_listen;
   double drain_seconds = 10;
   double lease_seconds = 10;
   int max_message_bytes = 16 << 20;
   std::string metrics_listen;
-  std::string log_format = "text";
   app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
@@ -188,14 +189,11 @@ int Main(int argc, char** argv) {
   app.add_flag("--insecure", insecure,
                "Allow plaintext on a non-loopback address (only inside a trusted network)")
       ->envname("KBISECT_INSECURE");
-  app.add_option("--tls-cert", tls.cert_file, "PEM server certificate chain")
-      ->envname("KBISECT_TLS_CERT");
-  app.add_option("--tls-key", tls.key_file, "PEM server private key")->envname("KBISECT_TLS_KEY");
+  AddTlsCertificateFlags(&app, "PEM server certificate chain", "PEM server private key", &daemon);
   app.add_option("--client-ca", tls.client_ca_file,
                  "PEM CA that signs worker/client certificates (mutual TLS)")
       ->envname("KBISECT_CLIENT_CA");
-  app.add_option("--token-file", token_file, "File holding the bearer token clients may use")
-      ->envname("KBISECT_TOKEN_FILE");
+  AddTokenFileFlag(&app, "File holding the bearer token clients may use", &daemon);
   app.add_option("--port-file", port_file, "Write the bound port to FILE once serving")
       ->envname("KBISECT_PORT_FILE");
   app.add_option("--health-listen", health_listen,
@@ -218,31 +216,26 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
-  app.add_option("--log-format", log_format,
-                 "text (one readable line per event) or json (JSON lines with time, level, "
-                 "component, msg and the event's fields, for log pipelines)")
-      ->envname("KBISECT_LOG_FORMAT")
-      ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  AddLogFormatFlag(&app,
+                   "text (one readable line per event) or json (JSON lines with time, level, "
+                   "component, msg and the event's fields, for log pipelines)",
+                   &daemon);
+  if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return *exit_code;
+  absl::StatusOr<LogFormat> format = LoadLogFormat(daemon);
   if (!format.ok()) {
-    std::cerr << "kbisect-coordinator: --log-format: " << format.status().message() << "\n";
+    std::cerr << "kbisect-coordinator: " << format.status().message() << "\n";
     return 2;
   }
   const Logger log("kbisect-coordinator", *format, &std::cerr);
 
-  if (!token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
-    if (!token.ok()) {
-      log.Error(std::string(token.status().message()));
-      return 2;
-    }
-    tls.token = *std::move(token);
+  absl::StatusOr<std::string> token = LoadToken(daemon);
+  if (!token.ok()) {
+    log.Error(std::string(token.status().message()));
+    return 2;
   }
+  tls.cert_file = daemon.tls_cert_file;
+  tls.key_file = daemon.tls_key_file;
+  tls.token = *std::move(token);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(tls);
   if (!credentials.ok()) {
     log.Error(std::string(credentials.status().message()));

@@ -11,12 +11,14 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/daemon/daemon_flags.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
 #include "common/identity/identity.h"
@@ -47,7 +49,7 @@ int Main(int argc, char** argv) {
   std::string cache_dir = DefaultCacheDir();
   int gpu = 0;
   std::string name;
-  std::string token_file;
+  DaemonFlags daemon;
   ClientCredentialOptions tls;
   double idle_poll_seconds = 5;
   app.add_option("--coordinator", coordinator, "Coordinator address host:port")
@@ -64,15 +66,13 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_WORKER_NAME");
   app.add_option("--tls-ca", tls.ca_file, "PEM CA that signs the coordinator's certificate")
       ->envname("KBISECT_TLS_CA");
-  app.add_option("--tls-cert", tls.cert_file, "PEM client certificate (mutual TLS)")
-      ->envname("KBISECT_TLS_CERT");
-  app.add_option("--tls-key", tls.key_file, "PEM key of the client certificate")
-      ->envname("KBISECT_TLS_KEY");
-  app.add_option("--token-file", token_file,
-                 "Not for workers on their own: a token authorizes client commands only. Workers "
-                 "authenticate with --tls-cert/--tls-key (OU=kbisect-worker); with them a token "
-                 "is sent too but grants nothing more")
-      ->envname("KBISECT_TOKEN_FILE");
+  AddTlsCertificateFlags(&app, "PEM client certificate (mutual TLS)",
+                         "PEM key of the client certificate", &daemon);
+  AddTokenFileFlag(&app,
+                   "Not for workers on their own: a token authorizes client commands only. Workers "
+                   "authenticate with --tls-cert/--tls-key (OU=kbisect-worker); with them a token "
+                   "is sent too but grants nothing more",
+                   &daemon);
   std::string class_keys;
   app.add_option("--hardware-class-keys", class_keys,
                  "Comma-separated identity keys that define the hardware class (gpu_model, "
@@ -81,36 +81,29 @@ int Main(int argc, char** argv) {
   app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 60.0));
-  std::string log_format = "text";
-  app.add_option("--log-format", log_format, "text or json (JSON lines, for log pipelines)")
-      ->envname("KBISECT_LOG_FORMAT")
-      ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  absl::StatusOr<LogFormat> format = ParseLogFormat(log_format);
+  AddLogFormatFlag(&app, "text or json (JSON lines, for log pipelines)", &daemon);
+  if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return *exit_code;
+  absl::StatusOr<LogFormat> format = LoadLogFormat(daemon);
   if (!format.ok()) {
-    std::cerr << "kbisect-worker: --log-format: " << format.status().message() << "\n";
+    std::cerr << "kbisect-worker: " << format.status().message() << "\n";
     return 2;
   }
   const Logger log("kbisect-worker", *format, &std::cerr);
-  if (!token_file.empty() && tls.cert_file.empty()) {
+  tls.cert_file = daemon.tls_cert_file;
+  tls.key_file = daemon.tls_key_file;
+  if (!daemon.token_file.empty() && tls.cert_file.empty()) {
     log.Error(
         "--token-file cannot authenticate a worker: the coordinator only lets certificates "
         "with OU=kbisect-worker call worker RPCs. Give the worker --tls-cert and --tls-key (see "
         "docs/operations.md, Certificates).");
     return 2;
   }
-  if (!token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
-    if (!token.ok()) {
-      log.Error(std::string(token.status().message()));
-      return 2;
-    }
-    tls.token = *std::move(token);
+  absl::StatusOr<std::string> token = LoadToken(daemon);
+  if (!token.ok()) {
+    log.Error(std::string(token.status().message()));
+    return 2;
   }
+  tls.token = *std::move(token);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(tls);
   if (!credentials.ok()) {

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "common/metric/metric.h"
 #include "common/rpc/proto_time.h"
 #include "google/protobuf/util/time_util.h"
@@ -56,13 +55,13 @@ v1::Direction ToProto(Direction direction) {
 }  // namespace
 
 TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
-                       std::map<std::string, std::string> slot_env)
-    : runner_(runner), workspace_(workspace), slot_env_(std::move(slot_env)) {}
+                       std::map<std::string, std::string> slot_env, Clock* clock)
+    : runner_(runner), workspace_(workspace), slot_env_(std::move(slot_env)), clock_(clock) {}
 
 v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
                                const ProgressCallback& progress) {
   v1::TaskResult result;
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_->Now();
   auto report = [&](v1::TaskPhase phase, int done) {
     if (progress) progress(phase, done, task.runs());
   };
@@ -70,7 +69,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     result.set_outcome(outcome);
     result.set_message(std::move(message));
     result.set_log_tail(std::move(tail));
-    *result.mutable_timings()->mutable_total() = ToProto(absl::Now() - start);
+    *result.mutable_timings()->mutable_total() = ToProto(clock_->Now() - start);
     return result;
   };
   auto cancelled = [&]() { return cancel != nullptr && cancel->IsCancelled(); };
@@ -97,9 +96,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   auto prepare = [&](const std::string& sha) {
     const std::string short_sha = sha.substr(0, 7);
     report(v1::TASK_PHASE_CHECKOUT, 0);
-    const absl::Time checkout_start = absl::Now();
+    const absl::Time checkout_start = clock_->Now();
     absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha);
-    checkout_total += absl::Now() - checkout_start;
+    checkout_total += clock_->Now() - checkout_start;
     *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
     if (!prepared.ok()) {
       // A worker that cannot check out is an infrastructure problem: retried elsewhere.

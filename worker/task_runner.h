@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/workspace.h"
@@ -22,9 +23,12 @@ class TaskRunner {
   // Called at each phase change and after each benchmark run.
   using ProgressCallback = std::function<void(v1::TaskPhase phase, int runs_done, int runs_total)>;
 
-  // `runner` and `workspace` must outlive this object. `slot_env` is added to the environment
-  // of every command (e.g. CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own env wins.
-  TaskRunner(CommandRunner* runner, Workspace* workspace, std::map<std::string, std::string> slot_env);
+  // `runner`, `workspace` and `clock` must outlive this object. `slot_env` is added to the
+  // environment of every command (e.g. CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own
+  // env wins. The task's total and checkout timings are measured on `clock` (build and
+  // benchmark timings are the commands' wall times as `runner` reports them).
+  TaskRunner(CommandRunner* runner, Workspace* workspace,
+             std::map<std::string, std::string> slot_env, Clock* clock = Clock::Real());
 
   // Runs `task` to completion or until `cancel` is set (then the outcome is CANCELLED and the
   // running command's process group has been killed). `progress` may be null.
@@ -44,6 +48,7 @@ class TaskRunner {
   CommandRunner* const runner_;
   Workspace* const workspace_;
   const std::map<std::string, std::string> slot_env_;
+  Clock* const clock_;
 };
 
 // The default timeouts when a task sets none.

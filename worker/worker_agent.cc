@@ -2,31 +2,39 @@
 #include "worker/worker_agent.h"
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "common/rpc/proto_time.h"
+#include "worker/grpc_coordinator_client.h"
 
 namespace kbisect {
 namespace {
 
-
 constexpr absl::Duration kBusyPoll = absl::Seconds(1);
 constexpr absl::Duration kRpcSlack = absl::Seconds(10);
+constexpr absl::Duration kGoodbyeTimeout = absl::Seconds(2);
 constexpr int kReportAttempts = 20;
-
-void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
-}
 
 }  // namespace
 
-WorkerAgent::WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
+WorkerAgent::WorkerAgent(WorkerAgentOptions options,
+                         std::unique_ptr<CoordinatorClient> owned_client, CoordinatorClient* client,
                          TaskRunner* task_runner)
     : options_(std::move(options)),
-      stub_(v1::WorkerService::NewStub(std::move(channel))),
+      owned_client_(std::move(owned_client)),
+      client_(owned_client_ != nullptr ? owned_client_.get() : client),
+      clock_(options_.clock),
       task_runner_(task_runner) {}
+
+WorkerAgent::WorkerAgent(WorkerAgentOptions options, CoordinatorClient* client,
+                         TaskRunner* task_runner)
+    : WorkerAgent(std::move(options), nullptr, client, task_runner) {}
+
+WorkerAgent::WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
+                         TaskRunner* task_runner)
+    : WorkerAgent(std::move(options), std::make_unique<GrpcCoordinatorClient>(std::move(channel)),
+                  nullptr, task_runner) {}
 
 WorkerAgent::~WorkerAgent() {
   Stop();
@@ -49,23 +57,27 @@ int WorkerAgent::tasks_reported() const {
   return tasks_reported_;
 }
 
+void WorkerAgent::WakePollLocked() {
+  if (polling_) client_->TryCancel();
+}
+
 void WorkerAgent::Stop() {
   absl::MutexLock lock(&mu_);
   stop_ = true;
   if (task_ != nullptr) task_->cancel.Cancel();
-  if (poll_context_ != nullptr) poll_context_->TryCancel();
+  WakePollLocked();
   wake_.SignalAll();
 }
 
 void WorkerAgent::Drain() {
   absl::MutexLock lock(&mu_);
   drain_ = true;
-  if (poll_context_ != nullptr) poll_context_->TryCancel();
+  WakePollLocked();
 }
 
 void WorkerAgent::Backoff(absl::Duration* delay) {
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(&stop_), *delay);
+  clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_), clock_->Now() + *delay);
   *delay = std::min(*delay * 2, options_.max_backoff);
 }
 
@@ -81,13 +93,10 @@ bool WorkerAgent::OpenSession() {
       held->set_attempt(task_->lease.attempt());
     }
   }
-  grpc::ClientContext context;
-  SetDeadline(&context, kRpcSlack);
-  v1::OpenSessionResponse response;
-  grpc::Status status = stub_->OpenSession(&context, request, &response);
-  if (!status.ok()) return false;
+  absl::StatusOr<v1::OpenSessionResponse> response = client_->OpenSession(request, kRpcSlack);
+  if (!response.ok()) return false;
   absl::MutexLock lock(&mu_);
-  session_id_ = response.session_id();
+  session_id_ = response->session_id();
   return true;
 }
 
@@ -107,7 +116,7 @@ void WorkerAgent::StartTask(const v1::Lease& lease) {
     task->result = std::move(result);
     task->finished = true;
     // Wake the heartbeat poll so the result is reported at once.
-    if (poll_context_ != nullptr) poll_context_->TryCancel();
+    WakePollLocked();
     wake_.SignalAll();
   });
 }
@@ -131,10 +140,7 @@ void WorkerAgent::FinishTask() {
     request.set_attempt(task->lease.attempt());
     request.mutable_result()->set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
     request.mutable_result()->set_message("the worker was stopped");
-    grpc::ClientContext context;
-    SetDeadline(&context, absl::Seconds(2));
-    v1::CompleteLeaseResponse response;
-    (void)stub_->CompleteLease(&context, request, &response);
+    (void)client_->CompleteLease(request, kGoodbyeTimeout);
     return;
   }
   v1::CompleteLeaseRequest request;
@@ -149,23 +155,20 @@ void WorkerAgent::FinishTask() {
       absl::MutexLock lock(&mu_);
       request.set_session_id(session_id_);
     }
-    grpc::ClientContext context;
-    SetDeadline(&context, kRpcSlack);
-    v1::CompleteLeaseResponse response;
-    grpc::Status status = stub_->CompleteLease(&context, request, &response);
-    if (status.ok()) {
-      if (response.accepted()) {
+    absl::StatusOr<v1::CompleteLeaseResponse> response = client_->CompleteLease(request, kRpcSlack);
+    if (response.ok()) {
+      if (response->accepted()) {
         absl::MutexLock lock(&mu_);
         ++tasks_reported_;
       }
       return;  // Accepted, or rejected by fencing: either way the lease is settled.
     }
-    if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    if (absl::IsNotFound(response.status())) {
       // The coordinator forgot the session (restart): reopen, then report again.
       if (!OpenSession()) Backoff(&delay);
       continue;
     }
-    if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) return;
+    if (absl::IsPermissionDenied(response.status())) return;
     if (stopping()) return;
     Backoff(&delay);
   }
@@ -194,7 +197,7 @@ void WorkerAgent::Run() {
 
     bool finished = false;
     v1::SynchronizeRequest request;
-    grpc::ClientContext context;
+    absl::Duration timeout;
     {
       absl::MutexLock lock(&mu_);
       finished = task_ != nullptr && task_->finished;
@@ -212,23 +215,22 @@ void WorkerAgent::Run() {
         request.set_draining(drain_);
         const absl::Duration wait = task_ != nullptr ? kBusyPoll : options_.idle_poll;
         *request.mutable_wait() = ToProto(drain_ && task_ == nullptr ? absl::ZeroDuration() : wait);
-        SetDeadline(&context, wait + kRpcSlack);
-        poll_context_ = &context;
+        timeout = wait + kRpcSlack;
+        polling_ = true;
       }
     }
     if (finished) {
       FinishTask();
       continue;
     }
-    v1::SynchronizeResponse response;
-    grpc::Status status = stub_->Synchronize(&context, request, &response);
+    absl::StatusOr<v1::SynchronizeResponse> response = client_->Synchronize(request, timeout);
     {
       absl::MutexLock lock(&mu_);
-      poll_context_ = nullptr;
+      polling_ = false;
     }
-    if (!status.ok()) {
-      if (status.error_code() == grpc::StatusCode::CANCELLED) continue;  // Woken locally.
-      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    if (!response.ok()) {
+      if (absl::IsCancelled(response.status())) continue;  // Woken locally.
+      if (absl::IsNotFound(response.status())) {
         absl::MutexLock lock(&mu_);
         session_id_.clear();
         continue;
@@ -238,13 +240,13 @@ void WorkerAgent::Run() {
     }
     delay = options_.min_backoff;
     absl::MutexLock lock(&mu_);
-    for (const v1::LeaseCancellation& cancel : response.cancellations()) {
+    for (const v1::LeaseCancellation& cancel : response->cancellations()) {
       if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
         task_->cancelled_by_coordinator = true;
         task_->cancel.Cancel();
       }
     }
-    for (const v1::Lease& lease : response.assignments()) {
+    for (const v1::Lease& lease : response->assignments()) {
       if (task_ == nullptr && !stop_) StartTask(lease);
       // A second assignment while busy cannot happen (the worker only asks when idle); if it
       // did, not reporting it makes the coordinator re-dispatch it.
@@ -265,10 +267,7 @@ void WorkerAgent::Run() {
     v1::CloseSessionRequest request;
     request.set_session_id(session_id);
     request.set_reason("worker stopping");
-    grpc::ClientContext context;
-    SetDeadline(&context, absl::Seconds(2));
-    v1::CloseSessionResponse response;
-    (void)stub_->CloseSession(&context, request, &response);
+    (void)client_->CloseSession(request, kGoodbyeTimeout);
   }
 }
 

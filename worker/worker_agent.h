@@ -5,6 +5,10 @@
 // task with a TaskRunner on a task thread, reports the result on the lease, and obeys
 // cancellations at once by killing the task's processes. It reconnects with backoff when the
 // coordinator goes away and reopens its session when the coordinator forgot it.
+//
+// It talks to the coordinator through a CoordinatorClient (worker/coordinator_client.h) and reads
+// time and waits through a Clock (common/clock/clock.h), so that its tests can script the
+// coordinator and drive the backoff on a FakeClock.
 #ifndef KBISECT_WORKER_WORKER_AGENT_H_
 #define KBISECT_WORKER_WORKER_AGENT_H_
 
@@ -16,10 +20,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "grpcpp/channel.h"
-#include "grpcpp/client_context.h"
-#include "kbisect/v1/kbisect.grpc.pb.h"
+#include "kbisect/v1/kbisect.pb.h"
+#include "worker/coordinator_client.h"
 #include "worker/task_runner.h"
 
 namespace kbisect {
@@ -30,14 +35,22 @@ struct WorkerAgentOptions {
   v1::RunnerIdentity identity;
   // How long an idle worker's Synchronize long poll lasts.
   absl::Duration idle_poll = absl::Seconds(5);
-  // Reconnect backoff bounds.
+  // Reconnect backoff bounds: the first retry waits min_backoff, each further one twice as long
+  // as the one before, up to max_backoff.
   absl::Duration min_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
+  // Measures the backoff waits. Must outlive the agent.
+  Clock* clock = Clock::Real();
 };
 
 class WorkerAgent {
  public:
-  // `channel` connects to the coordinator; `task_runner` must outlive the agent.
+  // Talks to the coordinator through `client`. `client` and `task_runner` must outlive the
+  // agent.
+  WorkerAgent(WorkerAgentOptions options, CoordinatorClient* client, TaskRunner* task_runner);
+
+  // Talks to the coordinator over `channel` (with a GrpcCoordinatorClient the agent owns);
+  // `task_runner` must outlive the agent.
   WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
               TaskRunner* task_runner);
   ~WorkerAgent();
@@ -70,14 +83,21 @@ class WorkerAgent {
     int runs_done = 0;
   };
 
+  WorkerAgent(WorkerAgentOptions options, std::unique_ptr<CoordinatorClient> owned_client,
+              CoordinatorClient* client, TaskRunner* task_runner);
+
   bool OpenSession();
   void StartTask(const v1::Lease& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishTask();  // Joins the task thread and reports its result.
   void Backoff(absl::Duration* delay);
   bool stopping() const;
+  // Wakes the Synchronize long poll, if one is in flight or about to start.
+  void WakePollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerAgentOptions options_;
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  const std::unique_ptr<CoordinatorClient> owned_client_;  // Null when the caller owns it.
+  CoordinatorClient* const client_;
+  Clock* const clock_;
   TaskRunner* const task_runner_;
 
   mutable absl::Mutex mu_;
@@ -86,7 +106,8 @@ class WorkerAgent {
   bool drain_ ABSL_GUARDED_BY(mu_) = false;
   std::string session_id_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RunningTask> task_ ABSL_GUARDED_BY(mu_);
-  grpc::ClientContext* poll_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Between preparing a Synchronize request and its return: TryCancel() wakes it.
+  bool polling_ ABSL_GUARDED_BY(mu_) = false;
   int tasks_reported_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -3,7 +3,7 @@
 // Subprocess execution behind a small interface.
 //
 // Components that launch builds and benchmarks depend on CommandRunner, not on fork/exec, so that
-// their tests can substitute FakeCommandRunner (common/exec/fake_command_runner.h). The real
+// their tests can substitute FakeCommandRunner (tests/testing/fake_command_runner.h). The real
 // implementation, NewSubprocessRunner(), runs every command in its own process group, captures
 // stdout and stderr together under a memory cap, and enforces timeouts and cooperative
 // cancellation by terminating the whole group (SIGTERM, then SIGKILL after a grace period).

@@ -1,6 +1,6 @@
 // Copyright 2026 The kbisect Authors.
 
-#include "common/exec/fake_command_runner.h"
+#include "tests/testing/fake_command_runner.h"
 
 #include <signal.h>
 

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <string>
 
-#include "common/exec/fake_command_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_command_runner.h"
 
 namespace kbisect {
 namespace {

@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/clock/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_command_runner.h"
 #include "tests/testing/git_fixture.h"
 
 namespace kbisect {
@@ -205,6 +207,43 @@ TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulprit) {
   EXPECT_EQ(workspace_.prepared[4], task.paired_commit_sha());
   EXPECT_EQ(testing::ReadFile(dir_.Join("builds.log")),
             "built\nbuilt\nbuilt\nbuilt\nbuilt\nbuilt\n");
+}
+
+// The task's total and checkout timings come from the runner's clock, the build and benchmark
+// timings from the commands' wall times.
+TEST(TaskRunnerClockTest, TimingsAreMeasuredOnTheClockAndTheCommands) {
+  FakeClock clock;
+  class SlowCheckout : public Workspace {
+   public:
+    explicit SlowCheckout(FakeClock* clock) : clock_(clock) {}
+    absl::StatusOr<std::string> Prepare(const std::string&, const std::string&) override {
+      clock_->Advance(absl::Seconds(3));
+      return std::string("/nonexistent/kbisect-task-runner-test");
+    }
+
+   private:
+    FakeClock* const clock_;
+  } workspace(&clock);
+  FakeCommandRunner commands([&](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
+    clock.Advance(absl::Seconds(1));
+    ExecResult result = FakeCommandRunner::Exited(0, "Latency: 2 ms\n");
+    result.wall_time = request.shell_command.empty() ? absl::Seconds(5) : absl::Seconds(7);
+    return result;
+  });
+  TaskRunner task_runner(&commands, &workspace, {}, &clock);
+  v1::Task task;
+  task.set_commit_sha("0123456789abcdef0123456789abcdef01234567");
+  task.set_build_command("make");
+  task.add_bench_command("./bench");
+  task.set_runs(2);
+  v1::TaskResult result = task_runner.Run(task, nullptr, nullptr);
+  ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  using google::protobuf::util::TimeUtil;
+  EXPECT_EQ(TimeUtil::DurationToSeconds(result.timings().checkout()), 3);
+  EXPECT_EQ(TimeUtil::DurationToSeconds(result.timings().build()), 7);
+  EXPECT_EQ(TimeUtil::DurationToSeconds(result.timings().bench()), 10);
+  // The fake clock moved 3 s in the checkout, 1 s in the build and 1 s in each run.
+  EXPECT_EQ(TimeUtil::DurationToSeconds(result.timings().total()), 3 + 1 + 2);
 }
 
 }  // namespace

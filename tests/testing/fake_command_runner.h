@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
-// A scripted CommandRunner for tests of components that launch commands.
+// A scripted CommandRunner for tests of components that launch commands (test support: linked
+// by tests through kbisect_fake_command_runner, never by production code).
 //
 //   FakeCommandRunner runner([](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
 //     if (request.argv[0] == "make") return FakeCommandRunner::Exited(2, "error: boom\n");
@@ -9,8 +10,8 @@
 //   ... code under test calls runner.Run(...) ...
 //   EXPECT_EQ(runner.requests().size(), 3);
 //
-#ifndef KBISECT_COMMON_EXEC_FAKE_COMMAND_RUNNER_H_
-#define KBISECT_COMMON_EXEC_FAKE_COMMAND_RUNNER_H_
+#ifndef KBISECT_TESTS_TESTING_FAKE_COMMAND_RUNNER_H_
+#define KBISECT_TESTS_TESTING_FAKE_COMMAND_RUNNER_H_
 
 #include <cstddef>
 #include <functional>
@@ -74,4 +75,4 @@ class FakeCommandRunner : public CommandRunner {
 
 }  // namespace kbisect
 
-#endif  // KBISECT_COMMON_EXEC_FAKE_COMMAND_RUNNER_H_
+#endif  // KBISECT_TESTS_TESTING_FAKE_COMMAND_RUNNER_H_
