@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/spec/job_spec.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -25,13 +26,13 @@ struct JobOptions {
   bool exit_code = false;
   bool lower_is_better = false;
   bool higher_is_better = false;
-  int runs = 3;
-  int max_runs = 30;
-  double threshold = 0.3;
+  int runs = kDefaultRunsPerCommit;
+  int max_runs = kDefaultMaxRuns;
+  double threshold = kDefaultThresholdFraction;
   double min_effect = 0;
   int workers = 0;
-  double timeout_seconds = 600;
-  double build_timeout_seconds = 1800;
+  double timeout_seconds = absl::ToDoubleSeconds(kDefaultBenchTimeout);
+  double build_timeout_seconds = absl::ToDoubleSeconds(kDefaultBuildTimeout);
   bool no_first_parent = false;
   bool allow_improvement = false;
   bool descend_merges = false;

@@ -1,6 +1,5 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,19 +8,19 @@
 #include <thread>
 #include <utility>
 
-#include "common/rpc/enum_label.h"
-#include "common/spec/job_spec.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/job_spec.h"
 #include "coordinator/follow_ups.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 namespace {
-
 
 std::string RandomSalt() {
   std::random_device device;
@@ -85,8 +84,7 @@ std::string Coordinator::NewId(const char* prefix) {
 
 // --- Jobs ---------------------------------------------------------------------------------------
 
-absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
-    const v1::SubmitJobRequest& request) {
+absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
@@ -116,7 +114,8 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(
     *response.mutable_job() = jobs_.at(job_id).job->status();
     return response;
   }
-  const std::string job_id = CreateJobLocked(request.spec(), request.request_id(), *std::move(commits));
+  const std::string job_id =
+      CreateJobLocked(request.spec(), request.request_id(), *std::move(commits));
   DispatchLocked();
 
   v1::SubmitJobResponse response;
@@ -169,9 +168,8 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
   int seen = 0;
   for (auto it = job_order_.rbegin(); it != job_order_.rend(); ++it) {
     const v1::JobStatus& job = jobs_.at(*it).job->status();
-    if (request.states_size() > 0 &&
-        std::find(request.states().begin(), request.states().end(), job.state()) ==
-            request.states().end()) {
+    if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
+                                               job.state()) == request.states().end()) {
       continue;
     }
     if (seen++ < skip) continue;
@@ -211,8 +209,7 @@ void Coordinator::CancelJobLocked(const std::string& job_id, const std::string& 
     call.kind = JournalEntry::Kind::kCancel;
     call.time = clock_->Now();
     call.reason = reason;
-    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
-                      "job cancelled");
+    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel, "job cancelled");
   }
   // Its follow-ups go with it (each completes as cancelled, then the job completes).
   const std::vector<std::string> follow_ups = entry.follow_ups;
@@ -317,8 +314,8 @@ void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
       copy.clear_job();
       const std::optional<FollowUpKind> kind =
           ParseFollowUpKind(entry.job->status().spec().follow_up());
-      copy.set_message(absl::StrCat(kind.has_value() ? FollowUpEventPrefix(*kind) : "",
-                                    event.message()));
+      copy.set_message(
+          absl::StrCat(kind.has_value() ? FollowUpEventPrefix(*kind) : "", event.message()));
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
       AppendEventLocked(it->second, std::move(copy));

@@ -2,9 +2,6 @@
 //
 // Coordinator, follow-up jobs: starting the bisects a finished job's result calls for
 // (coordinator/follow_ups.h plans them) and folding their results back in once they finish.
-#include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
-
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -13,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "coordinator/coordinator.h"
 #include "coordinator/follow_ups.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 

@@ -104,9 +104,9 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
       continue;
     }
     if (result->status() != v1::OUTCOME_CULPRIT_FOUND) {
-      status->add_warnings(absl::StrCat(
-          range, " gave no culprit: ",
-          result->error().empty() ? EnumLabel(result->status()) : result->error()));
+      status->add_warnings(
+          absl::StrCat(range, " gave no culprit: ",
+                       result->error().empty() ? EnumLabel(result->status()) : result->error()));
       continue;
     }
     if (merged) {

@@ -2,9 +2,6 @@
 //
 // Coordinator, the report details of a finished job that need I/O: the workers' identities,
 // the culprit's files changed and its root-cause hints.
-#include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -12,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "coordinator/coordinator.h"
 #include "coordinator/root_cause/root_cause.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 
@@ -33,8 +32,8 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
   if (files.ok()) {
     for (v1::FileChange& file : *files) *status->add_files_changed() = std::move(file);
   } else {
-    status->add_warnings(absl::StrCat("could not list the culprit's files: ",
-                                      files.status().message()));
+    status->add_warnings(
+        absl::StrCat("could not list the culprit's files: ", files.status().message()));
   }
   absl::StatusOr<std::string> patch = repositories_->DiffPatch(repository, from, to);
   if (patch.ok()) {

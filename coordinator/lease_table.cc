@@ -2,9 +2,6 @@
 //
 // Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
 // losing them when a worker dies, and expiring them when heartbeats stop.
-#include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -12,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 
@@ -80,8 +79,8 @@ void Coordinator::DispatchLocked() {
   }
 }
 
-void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry,
-                                  WorkerEntry& worker, v1::Task task, absl::Time now) {
+void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
+                                  v1::Task task, absl::Time now) {
   LeaseEntry lease;
   lease.lease_id = NewId("lease-");
   lease.job_id = job_id;

@@ -94,8 +94,7 @@ MetricsSnapshot Coordinator::Metrics() const {
     }
   }
   for (const auto& [id, worker] : workers_) {
-    ++snapshot.workers[{worker.identity.hardware_class(),
-                        EnumLabel(worker.state)}];
+    ++snapshot.workers[{worker.identity.hardware_class(), EnumLabel(worker.state)}];
   }
   snapshot.lease_expiries = lease_expiries_;
   return snapshot;

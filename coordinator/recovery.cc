@@ -3,18 +3,17 @@
 // Coordinator, persistence: every call on a job goes through ApplyLocked (journaled unless
 // replaying), FlushLocked commits the journal, and Recover rebuilds the jobs from it after a
 // restart.
-#include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
-
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
-#include <cstdlib>
-#include <iostream>
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 

@@ -2,9 +2,6 @@
 //
 // Coordinator, worker sessions: OpenSession, the Synchronize long poll (heartbeat and pickup),
 // CompleteLease (fenced results) and CloseSession, and the workers list.
-#include "coordinator/coordinator.h"
-#include "coordinator/write_lock.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -12,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/write_lock.h"
 
 namespace kbisect {
 namespace {
@@ -47,9 +46,9 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     // Leases of the previous session survive only if the worker still holds them.
     std::vector<std::string> keep;
     for (const std::string& lease_id : worker->leases) {
-      const bool held = std::any_of(
-          request.held_leases().begin(), request.held_leases().end(),
-          [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });
+      const bool held =
+          std::any_of(request.held_leases().begin(), request.held_leases().end(),
+                      [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });
       auto it = leases_.find(lease_id);
       if (it == leases_.end() || it->second.state != LeaseState::kActive) continue;
       if (held) {
@@ -112,9 +111,9 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
-    return absl::NotFoundError(absl::StrCat(
-        "unknown session '", request.session_id(), "' (the coordinator may have restarted); "
-        "open a new session"));
+    return absl::NotFoundError(absl::StrCat("unknown session '", request.session_id(),
+                                            "' (the coordinator may have restarted); "
+                                            "open a new session"));
   }
   const absl::Time now = clock_->Now();
   worker->last_seen = now;
@@ -137,26 +136,26 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   // Active leases the worker no longer reports, although it had them delivered, are lost.
   std::vector<std::string> lost;
   for (const std::string& lease_id : worker->leases) {
-    const bool pending = std::any_of(
-        worker->pending_assignments.begin(), worker->pending_assignments.end(),
-        [&](const v1::Lease& lease) { return lease.lease_id() == lease_id; });
-    const bool reported = std::any_of(
-        request.leases().begin(), request.leases().end(),
-        [&](const v1::LeaseStatus& status) { return status.lease_id() == lease_id; });
+    const bool pending =
+        std::any_of(worker->pending_assignments.begin(), worker->pending_assignments.end(),
+                    [&](const v1::Lease& lease) { return lease.lease_id() == lease_id; });
+    const bool reported =
+        std::any_of(request.leases().begin(), request.leases().end(),
+                    [&](const v1::LeaseStatus& status) { return status.lease_id() == lease_id; });
     if (!pending && !reported) lost.push_back(lease_id);
   }
   for (const std::string& lease_id : lost) {
     LoseLeaseLocked(leases_.at(lease_id), "the worker no longer holds it");
   }
   worker->ready = request.ready_for_work() && !request.draining();
-  worker->state = request.draining()         ? v1::WORKER_STATE_DRAINING
+  worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
                   : worker->leases.empty() ? v1::WORKER_STATE_IDLE
                                            : v1::WORKER_STATE_BUSY;
   DispatchLocked();
 
-  const absl::Duration wait =
-      request.has_wait() ? std::min(FromProto(request.wait()), options_.max_wait)
-                         : absl::ZeroDuration();
+  const absl::Duration wait = request.has_wait()
+                                  ? std::min(FromProto(request.wait()), options_.max_wait)
+                                  : absl::ZeroDuration();
   const std::string session_id = request.session_id();
   auto has_news = [&]() {
     mu_.AssertHeld();
@@ -168,9 +167,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   // Waiting releases the lock: what changed so far is committed first.
   FlushLocked();
   if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
-    const absl::Time deadline = absl::Now() + wait;
+    // The deadline is on the coordinator's clock: a FakeClock test advances it to end the poll.
+    const absl::Time deadline = clock_->Now() + wait;
     while (!has_news()) {
-      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+      if (clock_->WaitWithDeadline(&changed_, &mu_, deadline)) break;
     }
   }
   worker = WorkerForSessionLocked(session_id);

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "common/spec/job_spec.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metric/metric.h"
@@ -23,22 +24,6 @@ absl::Duration TimeoutOr(const v1::Task& task, bool build, absl::Duration fallba
   if (!has) return fallback;
   const int64_t nanos = TimeUtil::DurationToNanoseconds(d);
   return nanos > 0 ? absl::Nanoseconds(nanos) : fallback;
-}
-
-MetricSpec ToMetricSpec(const v1::MetricSpec& spec) {
-  MetricSpec out;
-  switch (spec.kind()) {
-    case v1::METRIC_KIND_REGEX:
-      out.kind = MetricSpec::Kind::kRegex;
-      break;
-    case v1::METRIC_KIND_JSON_PATH:
-      out.kind = MetricSpec::Kind::kJsonPath;
-      break;
-    default:
-      out.kind = MetricSpec::Kind::kAuto;
-  }
-  out.pattern = spec.pattern();
-  return out;
 }
 
 v1::Direction ToProto(Direction direction) {

@@ -51,10 +51,6 @@ class TaskRunner {
   Clock* const clock_;
 };
 
-// The default timeouts when a task sets none.
-inline constexpr absl::Duration kDefaultBuildTimeout = absl::Minutes(30);
-inline constexpr absl::Duration kDefaultBenchTimeout = absl::Minutes(10);
-
 }  // namespace kbisect
 
 #endif  // KBISECT_WORKER_TASK_RUNNER_H_

@@ -38,9 +38,8 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
         absl::StrCat("threshold must be in (0, 1), got ", spec.threshold_fraction()));
   }
   if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > kMaxRunsPerCommit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("runs per commit must be in 1..", kMaxRunsPerCommit, ", got ",
-                     spec.runs_per_commit()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "runs per commit must be in 1..", kMaxRunsPerCommit, ", got ", spec.runs_per_commit()));
   }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {

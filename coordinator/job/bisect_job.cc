@@ -113,9 +113,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
         !probe.has_end_time() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
       continue;
     }
-    input.spans.push_back(
-        {probe.worker(),
-         absl::ToDoubleSeconds(FromProto(probe.end_time()) - FromProto(probe.start_time()))});
+    input.spans.push_back({probe.worker(), absl::ToDoubleSeconds(FromProto(probe.end_time()) -
+                                                                 FromProto(probe.start_time()))});
   }
   input.has_reference = calibration_.good_probe() >= 0;
   if (calibration_.bad_probe() >= 0) {
@@ -456,8 +455,7 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   status_.set_regression_pct(assessment.regression_pct);
   for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
   Emit(v1::JOB_EVENT_KIND_BASELINE,
-       BaselineText(status_, good.median(), bad.median(), assessment.regression_pct), nullptr,
-       now);
+       BaselineText(status_, good.median(), bad.median(), assessment.regression_pct), nullptr, now);
   for (const std::string& warning : assessment.warnings) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning), nullptr, now);
   }

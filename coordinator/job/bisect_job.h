@@ -135,8 +135,7 @@ class BisectJob {
   // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and
   // hands it out.
   void Calibrate(const std::string& worker, std::vector<Assignment>* out);
-  void HandOut(const std::string& worker, const std::string& task_id,
-               std::vector<Assignment>* out);
+  void HandOut(const std::string& worker, const std::string& task_id, std::vector<Assignment>* out);
   // True when `worker` already probed ahead once and the baselines are not settled.
   bool WaitsForBaselines(const std::string& worker) const;
   bool BaselinesReady() const;

@@ -73,9 +73,9 @@ struct MeasuredSpan {
 };
 
 struct DispatchInput {
-  std::vector<std::string> idle;                   // Idle workers in the order they asked.
-  std::map<std::string, DispatchWorker> workers;   // Workers the job knows (not all idle).
-  std::vector<QueuedTask> queue;                   // Ready work in queue order.
+  std::vector<std::string> idle;                  // Idle workers in the order they asked.
+  std::map<std::string, DispatchWorker> workers;  // Workers the job knows (not all idle).
+  std::vector<QueuedTask> queue;                  // Ready work in queue order.
   std::vector<RunningTask> running;
   std::vector<MeasuredSpan> spans;
   bool has_reference = false;  // A reference GOOD exists (handed out or measured).
@@ -84,8 +84,8 @@ struct DispatchInput {
   std::string bad_task_id;
   std::string bad_worker;
   bool pass_fail = false;
-  int max_workers = 0;         // Most tasks in flight; <= 0: no cap.
-  int commit_count = 0;        // n: commits in the range (index 0 = GOOD, n = BAD).
+  int max_workers = 0;   // Most tasks in flight; <= 0: no cap.
+  int commit_count = 0;  // n: commits in the range (index 0 = GOOD, n = BAD).
   const BisectSearch* search = nullptr;
 };
 

@@ -3,14 +3,13 @@
 // BisectJob, composing the result: the culprit (or candidates) once the search is done, the
 // interleaved confirmation and its judgement, the medians before and after, warnings about
 // several steps and merges, and the terminal state with the worker report.
-#include "coordinator/job/bisect_job.h"
-
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "coordinator/job/bisect_job.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -100,9 +99,9 @@ void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResul
   std::string verdict;
   if (result.outcome() == v1::TASK_OUTCOME_SUCCEEDED && result.samples_size() > 0 &&
       result.paired_samples_size() > 0) {
-    const ConfirmationJudgement judgement = JudgeConfirmation(
-        result.paired_samples(), result.samples(),
-        status_.baseline().bad().median() > status_.baseline().good().median());
+    const ConfirmationJudgement judgement =
+        JudgeConfirmation(result.paired_samples(), result.samples(),
+                          status_.baseline().bad().median() > status_.baseline().good().median());
     if (judgement.measured) {
       confirmation->set_ratio(judgement.ratio);
       confirmation->set_ci_low(judgement.ci_low);

@@ -126,11 +126,11 @@ std::string ContradictionText(const std::string& sha, v1::Verdict verdict) {
                       ", contradicting earlier verdicts; treated as skipped");
 }
 
-std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status,
-                              bool pass_fail, const ProbeLine& line) {
+std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status, bool pass_fail,
+                              const ProbeLine& line) {
   std::string metric;
-  if (pass_fail && (probe.outcome() == v1::TASK_OUTCOME_PASSED ||
-                    probe.outcome() == v1::TASK_OUTCOME_FAILED)) {
+  if (pass_fail &&
+      (probe.outcome() == v1::TASK_OUTCOME_PASSED || probe.outcome() == v1::TASK_OUTCOME_FAILED)) {
     metric = probe.outcome() == v1::TASK_OUTCOME_PASSED ? "passes" : "fails";
   } else if (probe.samples_size() > 0) {
     metric = absl::StrCat("metric=", FormatMetricValue(probe.median(), status.metric_unit()));
@@ -195,8 +195,8 @@ std::string ConfirmedText(const std::string& verdict) {
 std::string UnconfirmedText(const std::string& culprit, const std::string& last_good,
                             const std::string& verdict) {
   return absl::StrCat("the step at ", ShortSha(culprit),
-                      " did not reproduce when re-measured interleaved with ",
-                      ShortSha(last_good), " (", verdict,
+                      " did not reproduce when re-measured interleaved with ", ShortSha(last_good),
+                      " (", verdict,
                       "): it is reported as unconfirmed, not as a culprit; the regression may be "
                       "noise or spread over several commits");
 }
@@ -210,10 +210,10 @@ std::string InconclusiveText(int untested, const std::string& last_good,
 }
 
 std::string ThrottledText(int throttled, int discarded) {
-  return absl::StrFormat(
-      "%d benchmark runs ended with the GPU thermally or power throttled%s", throttled,
-      discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
-                    : "; pass --discard-throttled to re-run them");
+  return absl::StrFormat("%d benchmark runs ended with the GPU thermally or power throttled%s",
+                         throttled,
+                         discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
+                                       : "; pass --discard-throttled to re-run them");
 }
 
 std::string FinishedText(const v1::JobStatus& status, const std::string& error) {

@@ -63,8 +63,8 @@ struct ProbeLine {
   int commits_left = 0;
   int in_flight = 0;
 };
-std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status,
-                              bool pass_fail, const ProbeLine& line);
+std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& status, bool pass_fail,
+                              const ProbeLine& line);
 std::string ProbeCancelledText(const std::string& sha);
 
 // Warnings attached to a found culprit.

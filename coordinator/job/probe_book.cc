@@ -113,9 +113,8 @@ void ProbeBook::DropDoneFromQueue() {
                queue_.end());
 }
 
-void ProbeBook::CancelTask(TaskEntry& entry, const std::string& task_id,
-                           const std::string& message, absl::Time now,
-                           std::vector<std::string>* to_cancel) {
+void ProbeBook::CancelTask(TaskEntry& entry, const std::string& task_id, const std::string& message,
+                           absl::Time now, std::vector<std::string>* to_cancel) {
   entry.done = true;
   if (entry.active) {
     entry.active = false;

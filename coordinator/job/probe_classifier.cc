@@ -59,8 +59,7 @@ double ConservativeSigma(absl::Span<const double> good, absl::Span<const double>
   const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
   // Few samples under-estimate the spread as often as not: inflate by about one standard error
   // of the estimate, so that thin baselines ask for more runs instead of guessing.
-  return std::max(pooled.sigma * (1 + inflation / std::sqrt(pooled.dof)),
-                  std::max(floor, 1e-300));
+  return std::max(pooled.sigma * (1 + inflation / std::sqrt(pooled.dof)), std::max(floor, 1e-300));
 }
 
 }  // namespace
@@ -122,8 +121,8 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   // threshold once the runs are exhausted.
   const double median_error = kMedianEfficiency * sigma / std::sqrt(static_cast<double>(n));
   const bool past_threshold = (out.median - threshold) * (step > 0 ? 1 : -1) > 0;
-  const bool partial_step = (evidence > 0) != past_threshold &&
-                            margin > options.partial_step_z * median_error;
+  const bool partial_step =
+      (evidence > 0) != past_threshold && margin > options.partial_step_z * median_error;
   if (std::fabs(evidence) >= options.evidence && n >= floor) {
     if (!partial_step) {
       out.verdict = evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
@@ -143,22 +142,22 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   if (n < options.max_runs) {
     // As many runs as the evidence still missing needs at the expected rate per run (half the
     // squared step in noise units), at least two, at most twice as many as so far.
-    const double per_run = std::max(1e-9, std::min(cap, mean_step * mean_step / (2 * sigma * sigma)));
+    const double per_run =
+        std::max(1e-9, std::min(cap, mean_step * mean_step / (2 * sigma * sigma)));
     const double missing = std::max(0.0, options.evidence - std::fabs(evidence));
     const int expected = static_cast<int>(std::ceil(missing / per_run));
-    out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}),
-                             options.max_runs - n);
-    out.reason = absl::StrFormat(
-        "median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs", out.median,
-        evidence, options.evidence, n, out.more_runs);
+    out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}), options.max_runs - n);
+    out.reason =
+        absl::StrFormat("median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs",
+                        out.median, evidence, options.evidence, n, out.more_runs);
     return out;
   }
   // At the cap: the threshold side must be backed by a test against the other baseline.
   const double p_other = by_threshold == v1::VERDICT_BAD ? out.p_value_vs_good : out.p_value_vs_bad;
   if (p_other < options.alpha) {
     out.verdict = by_threshold;
-    out.reason = absl::StrFormat("after %d runs: median %.4g, p=%.3g against the other baseline",
-                                 n, out.median, p_other);
+    out.reason = absl::StrFormat("after %d runs: median %.4g, p=%.3g against the other baseline", n,
+                                 out.median, p_other);
   } else {
     out.verdict = v1::VERDICT_AMBIGUOUS;
     out.reason = absl::StrFormat(
@@ -191,8 +190,7 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   const double uncertainty_pct =
       out.good_median == 0 ? 0 : 100.0 * standard_error / std::fabs(out.good_median);
   if (magnitude < min_effect_pct) {
-    if (magnitude + 2 * uncertainty_pct >= 2 * min_effect_pct &&
-        static_cast<int>(n) < max_runs) {
+    if (magnitude + 2 * uncertainty_pct >= 2 * min_effect_pct && static_cast<int>(n) < max_runs) {
       out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));
       out.reason = absl::StrFormat(
           "GOOD and BAD differ by %.2f%% +- %.2f%%: too noisy to rule out a regression; %d more "
@@ -209,21 +207,19 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   // difference of their means must be kBaselineClearZ standard errors, which puts the midpoint
   // within a quarter of the half-step (one standard error). Three samples can look tight by
   // chance: below kMinBaselineRuns only an overwhelming, non-overlapping separation counts.
-  const double mean_error =
-      sigma * std::sqrt(1.0 / static_cast<double>(good.size()) + 1.0 / static_cast<double>(bad.size()));
+  const double mean_error = sigma * std::sqrt(1.0 / static_cast<double>(good.size()) +
+                                              1.0 / static_cast<double>(bad.size()));
   const double mean_difference = std::fabs(MeanOf(bad) - MeanOf(good));
   const double z = mean_error > 0 ? mean_difference / mean_error : kOverwhelmingZ;
-  const bool clear = static_cast<int>(n) >= kMinBaselineRuns
-                         ? z >= kBaselineClearZ
-                         : !overlap && z >= kOverwhelmingZ;
+  const bool clear = static_cast<int>(n) >= kMinBaselineRuns ? z >= kBaselineClearZ
+                                                             : !overlap && z >= kOverwhelmingZ;
   if (!clear) {
     if (static_cast<int>(n) < max_runs) {
       // Enough runs of each for the clear z, if the spread and the difference hold: at least
       // half again as many, at most twice as many.
-      const double wanted =
-          mean_difference > 0
-              ? 2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2)
-              : 2.0 * static_cast<double>(n);
+      const double wanted = mean_difference > 0
+                                ? 2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2)
+                                : 2.0 * static_cast<double>(n);
       const int more = std::clamp(static_cast<int>(std::ceil(wanted)) - static_cast<int>(n),
                                   std::max(2, static_cast<int>(n) / 4), static_cast<int>(n));
       out.more_runs = std::min(more, max_runs - static_cast<int>(n));
@@ -300,8 +296,7 @@ v1::Verdict ClassifyByThreshold(absl::Span<const double> samples, double good_me
                                 double bad_median, double threshold_fraction) {
   const double median = MedianOf(samples);
   const double threshold = good_median + threshold_fraction * (bad_median - good_median);
-  return (median - threshold) * (bad_median - good_median) > 0 ? v1::VERDICT_BAD
-                                                                : v1::VERDICT_GOOD;
+  return (median - threshold) * (bad_median - good_median) > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
 }
 
 }  // namespace kbisect

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/spec/job_spec.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -44,14 +45,14 @@ struct BaselineAssessment {
 // noise" warning.
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
                                    v1::Direction direction, double min_effect_fraction,
-                                   int max_runs = 30);
+                                   int max_runs = kDefaultMaxRuns);
 
 // Options of the statistical probe classifier.
 struct ClassifierOptions {
   // The seed's point rule: BAD past good + threshold_fraction * (bad - good).
-  double threshold_fraction = 0.3;
+  double threshold_fraction = kDefaultThresholdFraction;
   // Runs may be doubled up to this many samples per commit.
-  int max_runs = 30;
+  int max_runs = kDefaultMaxRuns;
   // The seed's floor: within floor_band * |bad - good| of the threshold, take at least
   // floor_runs samples before deciding.
   double floor_band = 0.1;

@@ -4,14 +4,13 @@
 // are judged again, an offset BAD is moved into the reference's frame), it is quarantined, it
 // leaves, or it must calibrate again. Verdicts are taken back and the search rebuilt without
 // them; roles (reference GOOD, BAD) move to other workers.
-#include "coordinator/job/bisect_job.h"
-
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
 #include "common/stats/stats.h"
+#include "coordinator/job/bisect_job.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -223,8 +222,8 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
   if (keep_measured && calibration_.CalibrationUsable(worker)) return;
   // Its provisional verdicts will never be confirmed: their commits are probed again.
   RetractVerdicts(book_.ProbePositions([&](const v1::Probe& probe) {
-                    return probe.provisional() && probe.worker() == worker;
-                  }),
+    return probe.provisional() && probe.worker() == worker;
+  }),
                   /*probe_again=*/true, why, now);
   unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
                                      [&](int position) {
