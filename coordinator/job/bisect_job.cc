@@ -19,13 +19,6 @@ constexpr int kControlEvery = 8;
 // Untested commits the open interval must still hold for an A/A control to be worth it.
 constexpr int kControlMinUntested = 4;
 
-double MedianOf(const std::vector<double>& values) { return Median(values).value_or(0); }
-
-template <typename Samples>
-double MedianOfSamples(const Samples& samples) {
-  return MedianOf(std::vector<double>(samples.begin(), samples.end()));
-}
-
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
 
@@ -262,7 +255,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   status_.set_bench_runs(status_.bench_runs() + result.runs_size());
   const bool measured = Measured(probe);
   if (measured && !pass_fail_) {
-    probe.set_median(MedianOfSamples(probe.samples()));
+    probe.set_median(MedianOrZero(probe.samples()));
     if (status_.metric_name().empty()) {
       status_.set_metric_name(result.metric_name());
       status_.set_metric_unit(result.metric_unit());
@@ -450,7 +443,7 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   bad_base->set_sha(bad.sha());
   const std::vector<double> bad_samples = calibration_.ReferenceBadSamples();
   bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
-  bad_base->set_median(MedianOf(bad_samples));
+  bad_base->set_median(MedianOrZero(bad_samples));
   bad_base->set_worker(bad.worker());
   status_.set_regression_pct(assessment.regression_pct);
   for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
@@ -534,11 +527,8 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
   ++steps_;
-  if (auto* worker = calibration_.workers().count(probe.worker()) > 0
-                         ? &calibration_.worker(probe.worker())
-                         : nullptr;
-      worker != nullptr && !pass_fail_ && calibration_.CalibrationDone(probe.worker()) &&
-      ++worker->classified % kControlEvery == 0 &&
+  if (!pass_fail_ && calibration_.CalibrationDone(probe.worker()) &&
+      ++calibration_.worker(probe.worker()).classified % kControlEvery == 0 &&
       search_.first_bad() - search_.last_good() - 1 >= kControlMinUntested) {
     // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
     // Not when only a probe or two are left: the control would cost as much as what it guards,

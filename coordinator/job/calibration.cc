@@ -10,12 +10,6 @@
 #include "coordinator/job/probe_classifier.h"
 
 namespace kbisect {
-namespace {
-
-double MedianOf(const std::vector<double>& values) { return Median(values).value_or(0); }
-
-}  // namespace
-
 const char* DriftKindName(DriftKind kind) {
   switch (kind) {
     case DriftKind::kBaselineOutlier:
@@ -183,7 +177,7 @@ std::vector<double> Calibration::ReferenceBadSamples() const {
   return samples;
 }
 
-double Calibration::ReferenceBadMedian() const { return MedianOf(ReferenceBadSamples()); }
+double Calibration::ReferenceBadMedian() const { return MedianOrZero(ReferenceBadSamples()); }
 
 void Calibration::BaselinesFor(const std::string& worker, std::vector<double>* good,
                                std::vector<double>* bad) const {
@@ -226,7 +220,7 @@ std::vector<QuarantineDecision> Calibration::FindOutliers() const {
   // the reference's included). With fewer, the reference's GOOD, but only once no other worker
   // of the job is still to calibrate: two GPUs that disagree cannot tell which one is odd.
   if (medians.size() < 3 && MoreCalibrationsComing()) return outliers;
-  const double center = medians.size() >= 3 ? MedianOf(medians) : reference;
+  const double center = medians.size() >= 3 ? MedianOrZero(medians) : reference;
   const v1::Probe& reference_good = probe(good_probe_);
   for (const auto& [name, median] : calibrated) {
     const Worker& state = workers_.at(name);

@@ -31,8 +31,6 @@ constexpr double kOffsetZ = 3.0;
 constexpr uint64_t kConfirmationBootstrapSeed = 1;
 constexpr int kConfirmationResamples = 4000;
 
-double MedianOf(absl::Span<const double> values) { return Median(values).value_or(0); }
-
 double MeanOf(absl::Span<const double> values) { return Mean(values).value_or(0); }
 
 // Pooled standard deviation of the two baselines around their own means, and its degrees of
@@ -56,13 +54,15 @@ PooledSpread Pooled(absl::Span<const double> good, absl::Span<const double> bad)
 double ConservativeSigma(absl::Span<const double> good, absl::Span<const double> bad,
                          double inflation = kSigmaInflation) {
   const PooledSpread pooled = Pooled(good, bad);
-  const double floor = 1e-9 * std::max(std::fabs(MedianOf(good)), std::fabs(MedianOf(bad)));
+  const double floor = 1e-9 * std::max(std::fabs(MedianOrZero(good)), std::fabs(MedianOrZero(bad)));
   // Few samples under-estimate the spread as often as not: inflate by about one standard error
   // of the estimate, so that thin baselines ask for more runs instead of guessing.
   return std::max(pooled.sigma * (1 + inflation / std::sqrt(pooled.dof)), std::max(floor, 1e-300));
 }
 
 }  // namespace
+
+double MedianOrZero(absl::Span<const double> samples) { return Median(samples).value_or(0); }
 
 std::string VerdictWord(v1::Verdict verdict) {
   if (verdict == v1::VERDICT_UNSPECIFIED) return "PENDING";
@@ -88,12 +88,12 @@ double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b) {
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options) {
   ProbeClassification out;
-  const double g = MedianOf(good);
-  const double b = MedianOf(bad);
+  const double g = MedianOrZero(good);
+  const double b = MedianOrZero(bad);
   const double step = b - g;
   const double threshold = g + options.threshold_fraction * step;
   const int n = static_cast<int>(samples.size());
-  out.median = MedianOf(samples);
+  out.median = MedianOrZero(samples);
   out.p_value_vs_good = MinTestPValue(samples, good);
   out.p_value_vs_bad = MinTestPValue(samples, bad);
   const v1::Verdict by_threshold = ClassifyByThreshold(samples, g, b, options.threshold_fraction);
@@ -172,8 +172,8 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
                                    v1::Direction direction, double min_effect_fraction,
                                    int max_runs) {
   BaselineAssessment out;
-  out.good_median = MedianOf(good);
-  out.bad_median = MedianOf(bad);
+  out.good_median = MedianOrZero(good);
+  out.bad_median = MedianOrZero(bad);
   out.regression_pct = RegressionPercent(out.good_median, out.bad_median, direction);
   const double magnitude = std::fabs(out.regression_pct);
   const double min_effect_pct = std::max(kMinimumEffectPct, min_effect_fraction * 100.0);
@@ -269,8 +269,8 @@ ConfirmationJudgement JudgeConfirmation(absl::Span<const double> last_good,
   out.ci_high = ratio->upper;
   // The step must reproduce in the direction of the regression, excluding "no change".
   out.confirmed = worse_is_up ? ratio->lower > 1 : ratio->upper < 1;
-  out.last_good_median = MedianOf(last_good);
-  out.culprit_median = MedianOf(culprit);
+  out.last_good_median = MedianOrZero(last_good);
+  out.culprit_median = MedianOrZero(culprit);
   return out;
 }
 
@@ -294,7 +294,7 @@ bool OffsetExceeds(absl::Span<const double> samples, absl::Span<const double> re
 
 v1::Verdict ClassifyByThreshold(absl::Span<const double> samples, double good_median,
                                 double bad_median, double threshold_fraction) {
-  const double median = MedianOf(samples);
+  const double median = MedianOrZero(samples);
   const double threshold = good_median + threshold_fraction * (bad_median - good_median);
   return (median - threshold) * (bad_median - good_median) > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
 }

@@ -121,6 +121,9 @@ bool OffsetIsSignificant(absl::Span<const double> calibration, absl::Span<const 
 bool OffsetExceeds(absl::Span<const double> samples, absl::Span<const double> reference,
                    double center, double limit);
 
+// The median of `samples`, 0 when there are none (a probe without samples has no median).
+double MedianOrZero(absl::Span<const double> samples);
+
 // Min of the two-sided Mann-Whitney U and Kolmogorov-Smirnov p-values (1 when undefined).
 double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b);
 

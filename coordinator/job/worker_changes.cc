@@ -14,12 +14,6 @@
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
-namespace {
-
-double MedianOf(const std::vector<double>& values) { return Median(values).value_or(0); }
-
-}  // namespace
-
 void BisectJob::JudgeEveryVerdictAgain(absl::Time now) {
   RetractVerdicts(book_.ProbePositions([](const v1::Probe&) { return true; }),
                   /*probe_again=*/false, "", now);
@@ -36,7 +30,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
       const std::vector<double> bad = calibration_.ReferenceBadSamples();
       v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
       base->mutable_samples()->Assign(bad.begin(), bad.end());
-      base->set_median(MedianOf(bad));
+      base->set_median(MedianOrZero(bad));
       status_.set_regression_pct(RegressionPercent(status_.baseline().good().median(),
                                                    base->median(), status_.direction()));
       const double own = book_.probe(calibration_.worker(bad_worker).calibration).median();
