@@ -45,6 +45,34 @@ std::vector<int> BisectSearch::NextProbes(int count) {
   return result;
 }
 
+int BisectSearch::LargestPieceWith(const std::vector<int>& points) const {
+  std::vector<int> cuts = {last_good_, first_bad_};
+  for (int index : in_flight_) {
+    if (index > last_good_ && index < first_bad_) cuts.push_back(index);
+  }
+  for (int index : points) {
+    if (index > last_good_ && index < first_bad_) cuts.push_back(index);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  int widest = 0;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) widest = std::max(widest, cuts[i + 1] - cuts[i]);
+  return widest;
+}
+
+std::vector<int> BisectSearch::PlanProbes(int count, int planned) const {
+  if (planned <= count) return PlanProbes(count);
+  std::vector<int> all = PlanProbes(planned);
+  std::sort(all.begin(), all.end());
+  const int total = static_cast<int>(all.size());
+  if (total <= count) return all;
+  std::vector<int> result;
+  for (int j = 0; j < count; ++j) {
+    // The (2j+1)/(2 count) quantile of the planned points: every other one for planned = 2 count.
+    result.push_back(all[std::min(total - 1, (2 * j + 1) * total / (2 * count))]);
+  }
+  return result;
+}
+
 std::vector<int> BisectSearch::PlanProbes(int count) const {
   std::vector<int> result;
   if (count <= 0) return result;

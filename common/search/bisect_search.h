@@ -82,6 +82,12 @@ class BisectSearch {
   // chooses its points with this and marks those it hands out with MarkInFlight.
   std::vector<int> PlanProbes(int count) const;
 
+  // `count` of the points PlanProbes(planned) would return (planned >= count), every other one,
+  // so that a second wave of planned - count points placed later by PlanProbes (into the largest
+  // gaps these leave) completes the even split of `planned`. For workers that probe twice in one
+  // round, e.g. while the baselines are measured.
+  std::vector<int> PlanProbes(int count, int planned) const;
+
   // Marks `index` in flight, for callers that choose their own points. In-flight indices are not
   // returned by NextProbes and split the interval like known points. Indices outside [0, n] are
   // ignored.
@@ -121,6 +127,10 @@ class BisectSearch {
 
   // Returns first_bad - last_good, the number of positions the culprit may still be at.
   int RemainingCandidates() const { return first_bad_ - last_good_; }
+
+  // The widest piece (b - a) the interval is cut into by the in-flight probes inside it and
+  // `points` (indices outside the interval are ignored).
+  int LargestPieceWith(const std::vector<int>& points) const;
 
   // Returns ceil(log_{workers+1}(n)) computed exactly in integers: the smallest r with
   // (workers+1)^r >= n, the number of synchronous rounds the search needs at most with

@@ -109,12 +109,16 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     input.spans.push_back({probe.worker(), absl::ToDoubleSeconds(FromProto(probe.end_time()) -
                                                                  FromProto(probe.start_time()))});
   }
-  input.has_reference = calibration_.good_probe() >= 0;
+  // With a metric the reference GOOD comes with the BAD baseline (MakeReference).
+  input.has_reference = calibration_.good_probe() >= 0 || !pass_fail_;
   if (calibration_.bad_probe() >= 0) {
     input.bad_task_id = book_.probe(calibration_.bad_probe()).probe_id();
     input.bad_worker = calibration_.BadWorker();
   }
   input.pass_fail = pass_fail_;
+  input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES && steps_ == 0 &&
+                     unclassified_.empty() && !BaselinesReady();
+  input.round = max_round_recorded_ + 1;
   input.max_workers = status_.spec().max_workers();
   input.commit_count = status_.commit_count();
   input.search = &search_;
@@ -151,34 +155,55 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
 
 void BisectJob::HandOut(const std::string& worker, const std::string& task_id,
                         std::vector<Assignment>* out) {
+  const bool bad_baseline = book_.at(task_id).probe == calibration_.bad_probe();
   const v1::Task& task = book_.HandOut(task_id, worker);
   calibration_.worker(worker).checked_out = task.commit_index();
   out->push_back({worker, task});
+  if (bad_baseline && !pass_fail_) MakeReference(worker);
+}
+
+void BisectJob::MakeReference(const std::string& worker) {
+  // The endpoint verdicts compare GOOD and BAD measured on one GPU, whose offset cancels: the
+  // worker that measures BAD measures the reference GOOD next (or already has).
+  Calibration::Worker& state = calibration_.worker(worker);
+  if (state.calibration < 0) {
+    const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
+    state.calibration = book_.at(id).probe;
+    book_.QueueFront(id);
+  }
+  calibration_.SetReference(worker, state.calibration);
 }
 
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
   const int position = book_.at(id).probe;
   calibration_.worker(worker).calibration = position;
-  // The first GOOD measured in the job is the reference GOOD.
-  if (calibration_.good_probe() < 0) calibration_.SetReference(worker, position);
+  // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel); with a
+  // metric the reference is BAD's worker (MakeReference).
+  if (calibration_.good_probe() < 0 && pass_fail_) calibration_.SetReference(worker, position);
   HandOut(worker, id, out);
 }
 
 bool BisectJob::WaitsForBaselines(const std::string& worker) const {
-  // Before the baselines are settled, a worker probes ahead once: its measured probe waits
-  // for them, and further guesses would be spent on an interval nobody has narrowed yet.
-  return status_.state() != v1::JOB_STATE_BISECTING &&
-         std::any_of(unclassified_.begin(), unclassified_.end(),
-                     [&](int position) { return book_.probe(position).worker() == worker; });
+  // Before the baselines are settled, a worker probes ahead while BAD's worker measures BAD and
+  // then GOOD: kProbesAheadOfBaselines measured probes wait for them, placed together so that
+  // they split the interval evenly (they are all of the first round).
+  if (status_.state() == v1::JOB_STATE_BISECTING) return false;
+  const int waiting = static_cast<int>(
+      std::count_if(unclassified_.begin(), unclassified_.end(),
+                    [&](int position) { return book_.probe(position).worker() == worker; }));
+  return waiting >= kProbesAheadOfBaselines;
 }
 
 bool BisectJob::HoldsUnsettledProbes(const std::string& worker) const {
   if (pass_fail_) return false;
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.worker() != worker || probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    // A measurement, even one the search no longer needs, says how this GPU measures: the worker
+    // calibrates before the job ends, so that an odd GPU is named in every report.
     if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
-        probe.state() == v1::PROBE_STATE_RUNNING) {
+        probe.state() == v1::PROBE_STATE_RUNNING ||
+        (probe.state() == v1::PROBE_STATE_FINISHED && Measured(probe))) {
       return true;
     }
   }
@@ -515,11 +540,13 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   const int index = probe.index();
   absl::Status recorded = search_.Record(index, ToSearchVerdict(verdict));
   if (!recorded.ok()) {
-    // Only possible with non-monotone measurements; the commit is treated as untestable.
+    // Only possible with non-monotone measurements (noise, or a GPU not calibrated yet); the
+    // commit is treated as untestable until a verdict is taken back (RetractVerdicts).
     status_.add_warnings(ContradictionText(probe.sha(), verdict));
     verdict = v1::VERDICT_SKIP;
     search_.Abandon(index);
     (void)search_.Record(index, Verdict::kSkip);
+    contradicted_.insert(probe_position);
   }
   probe.set_verdict(verdict);
   probe.set_provisional(IsProvisional(probe));

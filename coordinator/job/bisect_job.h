@@ -40,6 +40,8 @@ class BisectJob {
   static constexpr int kMaxAttempts = 3;
   // Skipped candidates above this count make the result inconclusive rather than a range.
   static constexpr int kMaxReportedCandidates = 10;
+  // Measured probes a worker may hold while the baselines are not settled.
+  static constexpr int kProbesAheadOfBaselines = 2;
 
   // Creates the job over `commits` (index 0 = GOOD, last = BAD; at least two entries) with the
   // spec's defaults filled in. Emits a STARTED event.
@@ -136,7 +138,11 @@ class BisectJob {
   // hands it out.
   void Calibrate(const std::string& worker, std::vector<Assignment>* out);
   void HandOut(const std::string& worker, const std::string& task_id, std::vector<Assignment>* out);
-  // True when `worker` already probed ahead once and the baselines are not settled.
+  // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
+  // (queued first for it when it has none) is the reference GOOD.
+  void MakeReference(const std::string& worker);
+  // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
+  // settled.
   bool WaitsForBaselines(const std::string& worker) const;
   bool BaselinesReady() const;
   void EvaluateBaselines(absl::Time now);
@@ -208,6 +214,9 @@ class BisectJob {
   Calibration calibration_;
   bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
+  // Probe rows whose verdict contradicted the search and was recorded as a skip: judged again
+  // whenever verdicts are taken back.
+  std::set<int> contradicted_;
   int steps_ = 0;                  // Finished bisect probes with a verdict.
   int max_round_recorded_ = 0;
   absl::Time start_time_;

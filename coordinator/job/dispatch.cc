@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <set>
 
-#include "common/search/round_plan.h"
 #include "common/stats/stats.h"
 
 namespace kbisect {
@@ -67,6 +66,23 @@ std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& check
   return pairs;
 }
 
+int AffordableCalibrations(const BisectSearch& search, int commit_count, int workers, int round,
+                           int probing, int uncalibrated) {
+  const int bound = BisectSearch::EstimateRounds(commit_count, workers);
+  const int rounds_after = bound - round;
+  if (rounds_after < 0 || probing <= 0) return 0;
+  // (W + 1)^(rounds after this one), capped: beyond n it changes nothing.
+  long capacity = 1;
+  for (int i = 0; i < rounds_after && capacity <= commit_count; ++i) capacity *= workers + 1;
+  int affordable = 0;
+  for (int c = 1; c <= std::min(uncalibrated, probing); ++c) {
+    const int widest = search.LargestPieceWith(search.PlanProbes(probing - c));
+    if (static_cast<long>(widest) * kCalibrationSlack > capacity) break;
+    affordable = c;
+  }
+  return affordable;
+}
+
 namespace {
 
 // The plan's working copy of the job: what the assignments made so far changed.
@@ -121,10 +137,9 @@ class PlanState {
   int in_flight() const { return static_cast<int>(running_.size()); }
   const std::vector<RunningTask>& running() const { return running_; }
 
-  // How many of the uncalibrated workers may start their calibration now: PlanRound over the
-  // round's slots (the workers that worked in the job and are still here, and the idle ones
-  // asking now), the owed and running calibrations and the other running work.
-  int CalibrationsToStart() const {
+  // The round's slots: the workers that worked in the job and are still here, and the idle ones
+  // asking now, capped by max_workers.
+  int Slots() const {
     std::set<std::string> members;
     for (const auto& [worker, state] : workers_) {
       if (!state.quarantined && !state.gone && state.checked_out >= 0) members.insert(worker);
@@ -135,22 +150,7 @@ class PlanState {
     }
     int slots = static_cast<int>(members.size());
     if (input_.max_workers > 0) slots = std::min(slots, input_.max_workers);
-    int owed = 0;
-    for (const std::string& worker : members) {
-      owed += workers_.at(worker).calibration_started ? 0 : 1;
-    }
-    int calibrating = 0;
-    int busy = 0;
-    for (const RunningTask& task : running_) {
-      if (task.kind == v1::PROBE_KIND_BASELINE_GOOD) {
-        ++calibrating;
-      } else if (task.kind != v1::PROBE_KIND_BISECT) {
-        ++busy;
-      }
-    }
-    const RoundPlan plan =
-        PlanRound(input_.search->RemainingCandidates(), slots, owed + calibrating, busy);
-    return std::max(0, plan.calibrations - calibrating);
+    return std::max(1, slots);
   }
 
  private:
@@ -202,7 +202,16 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
     for (size_t i = 0; i < uncalibrated.size(); ++i) {
       if (!owes[i]) ordered.push_back(uncalibrated[i]);
     }
-    int allowed = state.CalibrationsToStart();
+    int allowed = 0;
+    if (!input.first_wave && !input.search->Done()) {
+      int can_probe = static_cast<int>(probing.size() + uncalibrated.size());
+      if (input.max_workers > 0) {
+        can_probe = std::min(can_probe, input.max_workers - state.in_flight());
+      }
+      allowed = AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
+                                       input.round, can_probe,
+                                       static_cast<int>(uncalibrated.size()));
+    }
     for (const std::string& worker : ordered) {
       if (!state.Room()) break;
       if (input.search->Done()) {
@@ -227,7 +236,9 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   if (budget <= 0) return plan;
   // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
   // checkout costs about one file write per commit between the two.
-  const std::vector<int> points = input.search->PlanProbes(budget);
+  const std::vector<int> points = input.first_wave
+                                      ? input.search->PlanProbes(budget, 2 * budget)
+                                      : input.search->PlanProbes(budget);
   std::vector<int> checkouts;
   for (const std::string& worker : probing) checkouts.push_back(state.Worker(worker).checked_out);
   for (const auto& [w, i] : PairNearest(checkouts, points, input.commit_count)) {

@@ -9,15 +9,17 @@
 //   1. Quarantined workers get nothing; the spec's max_workers caps the tasks in flight.
 //   2. Queued work it may run (pinned to it or free for anyone: the BAD baseline, extra runs,
 //      retries of lost tasks), first in queue order.
-//   3. The first worker without a calibration while the job has no reference GOOD measures the
-//      reference GOOD.
-//   4. Other workers without a calibration calibrate as soon as PlanRound says a round can afford
-//      it (those that owe a calibration first: BAD's worker, holders of provisional verdicts);
-//      once the search is done only those that owe one calibrate.
+//   3. With --exit-code, the first worker without a calibration while the job has no reference
+//      GOOD measures it (with a metric, the reference GOOD is queued for BAD's worker).
+//   4. Other workers without a calibration calibrate when AffordableCalibrations says the round
+//      bound can afford it (those that owe a calibration first: holders of provisional
+//      verdicts), never in the first wave; once the search is done those that owe one calibrate
+//      (beside the confirmation: no probing round).
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
 //      or a running measurement is due soon (ResultDueSoon): points placed together with the
-//      coming result split the interval evenly. Points come from BisectSearch::PlanProbes and go
-//      to the idle worker whose checkout is nearest (closest pair first).
+//      coming result split the interval evenly. Points come from BisectSearch::PlanProbes (in the
+//      first wave, half of a split planned for both waves) and go to the idle worker whose
+//      checkout is nearest (closest pair first).
 #ifndef KBISECT_COORDINATOR_JOB_DISPATCH_H_
 #define KBISECT_COORDINATOR_JOB_DISPATCH_H_
 
@@ -84,6 +86,11 @@ struct DispatchInput {
   std::string bad_task_id;
   std::string bad_worker;
   bool pass_fail = false;
+  // The baselines are being measured and no probe has been measured yet: the probers of this
+  // first wave probe once more before the endpoint verdict (a second wave of the same round), so
+  // their points leave room for the second wave's, and nobody calibrates yet.
+  bool first_wave = false;
+  int round = 1;         // The probing round new probes belong to.
   int max_workers = 0;   // Most tasks in flight; <= 0: no cap.
   int commit_count = 0;  // n: commits in the range (index 0 = GOOD, n = BAD).
   const BisectSearch* search = nullptr;
@@ -108,6 +115,22 @@ struct DispatchPlan {
   // (known to it, no longer gone) whether or not they got work.
   std::vector<std::string> seen;
 };
+
+// A calibration during the search takes a probe's slot. It is affordable when the round bound
+// keeps this much slack: the widest piece the round leaves, times kCalibrationSlack, must still
+// be split within the rounds left of ceil(log_{W+1} n). Real rounds are not synchronous (workers
+// are freed one at a time, pieces come out uneven), and a plan with no slack loses a round to
+// the first uneven split.
+inline constexpr int kCalibrationSlack = 3;
+
+// How many of `uncalibrated` idle workers may calibrate now, when `probing` idle workers could
+// probe (the uncalibrated ones included), in round `round` of a job of `workers` slots over
+// `commit_count` commits: the most c such that the widest piece left by the points in flight and
+// the probing - c new points (search.PlanProbes), times kCalibrationSlack, is at most
+// (W + 1)^(R - round), where R = ceil(log_{W+1} n) is the round bound. Calibrations owed once
+// the search is done cost no probing round and are not planned here.
+int AffordableCalibrations(const BisectSearch& search, int commit_count, int workers, int round,
+                           int probing, int uncalibrated);
 
 // Plans the dispatch at `now`. `input.search` must be set.
 DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now);

@@ -22,9 +22,16 @@ constexpr double kSingleStepShare = 0.6;
 
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING || !search_.Done()) return;
-  // Provisional verdicts count once their workers have calibrated.
+  // Provisional verdicts count once their workers have calibrated; every worker that measured
+  // in the job calibrates before it ends (an odd GPU is quarantined and named).
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.provisional()) return;
+  }
+  for (const auto& [name, state] : calibration_.workers()) {
+    if (!state.quarantined && !state.gone && !calibration_.CalibrationDone(name) &&
+        HoldsUnsettledProbes(name)) {
+      return;
+    }
   }
   const std::vector<int> candidates = search_.Candidates();
   const int last_good = search_.last_good();

@@ -65,10 +65,28 @@ void BisectJob::SettleProvisional(absl::Time now) {
 void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_again,
                                 const std::string& why, absl::Time now) {
   bool changed = false;
-  for (int position : positions) {
+  std::vector<int> retract = positions;
+  if (!positions.empty()) {
+    // A verdict that contradicted one of these was recorded as a skip: it is judged again too.
+    retract.insert(retract.end(), contradicted_.begin(), contradicted_.end());
+  }
+  for (int position : retract) {
     v1::Probe& probe = book_.mutable_probe(position);
+    const bool contradicted = contradicted_.erase(position) > 0 &&
+                              std::find(positions.begin(), positions.end(), position) ==
+                                  positions.end();
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        !JudgedAgainstBaselines(probe)) {
+        (!JudgedAgainstBaselines(probe) && !contradicted)) {
+      continue;
+    }
+    if (contradicted) {
+      status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
+      probe.set_verdict(v1::VERDICT_UNSPECIFIED);
+      changed = true;
+      if (std::find(unclassified_.begin(), unclassified_.end(), position) ==
+          unclassified_.end()) {
+        unclassified_.push_back(position);
+      }
       continue;
     }
     if (probe.verdict() == v1::VERDICT_AMBIGUOUS) {

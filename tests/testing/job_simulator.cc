@@ -1,0 +1,141 @@
+// Copyright 2026 The kbisect Authors.
+#include "tests/testing/job_simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "coordinator/job/bisect_job.h"
+
+namespace kbisect {
+namespace {
+
+const absl::Time kStart = absl::FromUnixSeconds(1'800'000'000);
+
+struct Running {
+  std::string worker;
+  v1::Task task;
+  double end = 0;
+};
+
+}  // namespace
+
+std::vector<SimulatedWorker> SimulatedWorkers(int count) {
+  std::vector<SimulatedWorker> workers;
+  for (int i = 0; i < count; ++i) workers.push_back({absl::StrCat("w", i), 1.0});
+  return workers;
+}
+
+v1::JobSpec SimulationSpec() {
+  v1::JobSpec spec;
+  spec.set_repository("/sim");
+  spec.set_good("good");
+  spec.add_bench_command("./bench.sh");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options) {
+  std::vector<v1::CommitRef> commits;
+  std::map<std::string, int> index_of;
+  for (int i = 0; i <= options.commits; ++i) {
+    v1::CommitRef ref;
+    ref.set_sha(absl::StrFormat("%040d", i));
+    ref.set_index(i);
+    ref.set_subject(absl::StrCat("commit ", i));
+    index_of[ref.sha()] = i;
+    commits.push_back(std::move(ref));
+  }
+  std::mt19937_64 rng(options.seed);
+  std::map<std::string, double> factor;
+  std::vector<std::string> order;
+  for (const SimulatedWorker& worker : options.workers) {
+    factor[worker.name] = worker.metric_factor;
+    order.push_back(worker.name);
+  }
+  auto sample = [&](const std::string& worker, int index) {
+    const double value = index >= options.culprit ? options.bad_value : options.good_value;
+    const double noise =
+        options.noise_cv > 0 ? std::normal_distribution<double>(0, options.noise_cv)(rng) : 0;
+    return value * factor[worker] * (1 + noise);
+  };
+
+  BisectJob job("sim", spec, commits, kStart);
+  SimulationResult out;
+  std::map<std::string, Running> running;  // By task id.
+  std::set<std::string> busy;
+  double now = 0;
+  auto cancel = [&](const std::vector<std::string>& ids) {
+    for (const std::string& id : ids) {
+      auto it = running.find(id);
+      if (it == running.end()) continue;
+      busy.erase(it->second.worker);
+      running.erase(it);
+    }
+  };
+  while (!job.finished() && now < 100'000) {
+    std::vector<std::string> idle;
+    for (const std::string& worker : order) {
+      if (busy.count(worker) == 0) idle.push_back(worker);
+    }
+    if (!idle.empty()) {
+      const absl::Time at = kStart + absl::Seconds(now);
+      for (BisectJob::Assignment& a : job.TakeTasks(idle, at)) {
+        job.OnTaskStarted(a.task.task_id(), a.worker, 1, at);
+        const double spread =
+            options.jitter > 0
+                ? std::uniform_real_distribution<double>(-options.jitter, options.jitter)(rng)
+                : 0;
+        const int runs = std::max(1, a.task.runs()) *
+                         (a.task.paired_commit_sha().empty() ? 1 : 2);
+        const double span = (options.setup_seconds + runs * options.run_seconds) * (1 + spread);
+        busy.insert(a.worker);
+        ++out.tasks;
+        running[a.task.task_id()] = {a.worker, a.task, now + span};
+      }
+    }
+    if (running.empty()) {
+      if (job.finished()) break;
+      now += options.poll_seconds;
+      continue;
+    }
+    auto next = std::min_element(running.begin(), running.end(), [](const auto& a, const auto& b) {
+      return a.second.end < b.second.end;
+    });
+    const double next_end = next->second.end;
+    const bool waiting = busy.size() < order.size();
+    if (waiting && next_end > now + options.poll_seconds) {
+      now += options.poll_seconds;  // Idle workers ask again.
+      continue;
+    }
+    now = std::max(now, next_end);
+    Running done = next->second;
+    running.erase(next);
+    busy.erase(done.worker);
+    v1::TaskResult result;
+    result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    result.set_metric_name("latency");
+    result.set_metric_unit("ms");
+    const int index = done.task.commit_index();
+    const bool paired = !done.task.paired_commit_sha().empty();
+    const int paired_index = paired ? index_of[done.task.paired_commit_sha()] : 0;
+    for (int r = 0; r < std::max(1, done.task.runs()); ++r) {
+      if (paired) result.add_paired_samples(sample(done.worker, paired_index));
+      const double value = sample(done.worker, index);
+      result.add_samples(value);
+      result.add_runs()->set_value(value);
+    }
+    cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
+  }
+  out.status = job.status();
+  out.events = job.TakeEvents();
+  out.wall_seconds = now;
+  return out;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,62 @@
+// Copyright 2026 The kbisect Authors.
+//
+// An asynchronous, event-driven simulation of one BisectJob run by a pool of workers, as the
+// coordinator runs it: idle workers ask for work whenever something happens (a result, a
+// cancellation, or a poll every `poll_seconds` while they wait), each task takes a setup time
+// (checkout + build) plus its runs, results arrive in time order, and cancelled tasks free their
+// worker at once. No git, no processes, no threads: deterministic for a seed.
+//
+// It exists so that tests can check the job's promises (round bound, drift, blame) over many
+// culprit positions, seeds and worker counts the way the product meets them, with the
+// asynchrony that synchronous "rounds of TakeTasks" hide.
+#ifndef KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_
+#define KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+struct SimulatedWorker {
+  std::string name;
+  // Every sample this GPU measures is multiplied by this (1.35: a GPU 35% slower).
+  double metric_factor = 1.0;
+};
+
+struct SimulationOptions {
+  int commits = 100;   // n: index 0 = GOOD, n = BAD.
+  int culprit = 50;    // First index measuring `bad_value`.
+  double good_value = 100;
+  double bad_value = 125;
+  double noise_cv = 0;  // Gaussian noise per sample, relative.
+  uint64_t seed = 1;
+  std::vector<SimulatedWorker> workers;  // In the order they first ask.
+  double setup_seconds = 0.2;            // Checkout + build of one task.
+  double run_seconds = 0.4;              // One benchmark run.
+  double jitter = 0.05;                  // Relative spread of each task's duration.
+  double poll_seconds = 0.5;             // How often waiting idle workers ask again.
+};
+
+struct SimulationResult {
+  v1::JobStatus status;
+  std::vector<v1::JobEvent> events;
+  double wall_seconds = 0;
+  int tasks = 0;  // Tasks handed out (cancelled ones included).
+};
+
+// Names "w0" .. "w<count-1>", all with factor 1.
+std::vector<SimulatedWorker> SimulatedWorkers(int count);
+
+// Runs the job over `options.commits` synthetic commits with `spec` (defaults filled by the job)
+// to its end (or 100,000 simulated seconds).
+SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options);
+
+// The spec the simulations use: lower is better, defaults otherwise.
+v1::JobSpec SimulationSpec();
+
+}  // namespace kbisect
+
+#endif  // KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_

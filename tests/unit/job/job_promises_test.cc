@@ -1,0 +1,178 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The job's promises, checked end to end through the asynchronous job simulation over many
+// culprit positions, seeds and worker counts (not one lucky case):
+//   1. A GPU that measures everything slower cannot fake a result: the culprit is right, the GPU
+//      is quarantined and named, and a clean run raises no flag.
+//   2. A deterministic step is found within ceil(log_{W+1} n) probing rounds (`rounds`).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/search/bisect_search.h"
+#include "gtest/gtest.h"
+#include "tests/testing/job_simulator.h"
+
+namespace kbisect {
+namespace {
+
+std::string Describe(const SimulationResult& result) {
+  std::string out = absl::StrCat("outcome=", v1::Outcome_Name(result.status.status()),
+                                 " error=", result.status.error(), "\n");
+  for (const v1::Probe& probe : result.status.probes()) {
+    absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
+                    " w=", probe.worker(), " round=", probe.round(),
+                    " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
+                    " state=", v1::ProbeState_Name(probe.state()), "\n");
+  }
+  return out;
+}
+
+// Culprit positions spread over 1..n (both ends included).
+std::vector<int> Positions(int n, int count) {
+  std::vector<int> positions;
+  for (int i = 0; i < count; ++i) {
+    const int position = 1 + static_cast<int>(static_cast<long>(n - 1) * i / (count - 1));
+    if (positions.empty() || positions.back() != position) positions.push_back(position);
+  }
+  return positions;
+}
+
+// --- 1. A drifted GPU ---------------------------------------------------------------------------
+
+struct DriftCase {
+  int workers = 4;
+  int slow_slot = -1;  // -1: every GPU is normal.
+  int culprit = 75;
+  uint64_t seed = 1;
+};
+
+SimulationResult RunDrift(const DriftCase& c) {
+  SimulationOptions options;
+  options.commits = 150;
+  options.culprit = c.culprit;
+  options.good_value = 100;
+  options.bad_value = 125;  // A 25% step.
+  options.noise_cv = 0.01;
+  options.seed = c.seed;
+  options.workers = SimulatedWorkers(c.workers);
+  if (c.slow_slot >= 0) options.workers[c.slow_slot].metric_factor = 1.35;
+  return SimulateJob(SimulationSpec(), options);
+}
+
+void ExpectSlowSlotQuarantined(const DriftCase& c, const SimulationResult& result) {
+  const v1::JobStatus& status = result.status;
+  const std::string where = absl::StrCat("workers=", c.workers, " slow=w", c.slow_slot,
+                                         " culprit=", c.culprit, " seed=", c.seed, "\n");
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+  EXPECT_EQ(status.culprit().index(), c.culprit) << where << Describe(result);
+  EXPECT_NEAR(status.regression_pct(), 25, 3) << where;
+  const std::string slow = absl::StrCat("w", c.slow_slot);
+  bool quarantined = false;
+  for (const v1::JobWorker& worker : status.workers()) {
+    if (worker.worker() == slow) {
+      quarantined = worker.quarantined();
+      EXPECT_TRUE(worker.drift()) << where;
+      EXPECT_FALSE(worker.reason().empty()) << where;
+    } else {
+      EXPECT_FALSE(worker.quarantined()) << where << worker.worker();
+    }
+  }
+  EXPECT_TRUE(quarantined) << where << Describe(result);
+  ASSERT_GE(status.drift_events_size(), 1) << where;
+  for (const v1::DriftEvent& event : status.drift_events()) {
+    EXPECT_EQ(event.worker(), slow) << where;
+  }
+  EXPECT_NE(status.baseline().good().worker(), slow) << where;
+  EXPECT_NE(status.baseline().bad().worker(), slow) << where;
+}
+
+TEST(JobPromisesTest, ASlowGpuInAnySlotIsQuarantinedAndTheCulpritIsRight) {
+  for (int slot = 0; slot < 4; ++slot) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      for (int culprit : {1, 37, 75, 113, 150}) {
+        DriftCase c{4, slot, culprit, seed};
+        ExpectSlowSlotQuarantined(c, RunDrift(c));
+      }
+    }
+  }
+}
+
+TEST(JobPromisesTest, ASlowGpuThatIsTheOnlyOtherWorkerIsQuarantined) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    for (int culprit : {1, 50, 101, 150}) {
+      DriftCase c{2, 1, culprit, seed};
+      ExpectSlowSlotQuarantined(c, RunDrift(c));
+    }
+  }
+}
+
+TEST(JobPromisesTest, TwoGpusThatDisagreeAreFlaggedAndCannotFakeTheCulprit) {
+  // The slow GPU measures both baselines and the other is normal: two GPUs cannot tell which
+  // one is odd (decision 27). The step is measured on one GPU, so it is right; the other GPU is
+  // flagged with the offset between them, and the culprit is still right.
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    for (int culprit : {1, 50, 101, 150}) {
+      DriftCase c{2, 0, culprit, seed};
+      const SimulationResult result = RunDrift(c);
+      const std::string where = absl::StrCat("culprit=", culprit, " seed=", seed);
+      ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+      EXPECT_EQ(result.status.culprit().index(), culprit) << where;
+      EXPECT_NEAR(result.status.regression_pct(), 25, 3) << where;
+      ASSERT_EQ(result.status.drift_events_size(), 1) << where;
+      EXPECT_NEAR(std::fabs(result.status.drift_events(0).offset_fraction()), 0.26, 0.03)
+          << where;
+    }
+  }
+}
+
+TEST(JobPromisesTest, ACleanRunRaisesNoFlag) {
+  for (int workers : {1, 2, 4}) {
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      for (int culprit : {1, 75, 150}) {
+        DriftCase c{workers, -1, culprit, seed};
+        const SimulationResult result = RunDrift(c);
+        const std::string where =
+            absl::StrCat("workers=", workers, " culprit=", culprit, " seed=", seed);
+        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+        EXPECT_EQ(result.status.culprit().index(), culprit) << where;
+        EXPECT_EQ(result.status.drift_events_size(), 0) << where << Describe(result);
+        for (const v1::JobWorker& worker : result.status.workers()) {
+          EXPECT_FALSE(worker.quarantined()) << where << worker.worker();
+        }
+      }
+    }
+  }
+}
+
+// --- 2. The round bound --------------------------------------------------------------------------
+
+TEST(JobPromisesTest, ADeterministicStepTakesAtMostTheRoundBound) {
+  struct Size {
+    int commits;
+    int workers;
+  };
+  for (const Size& size : std::vector<Size>{{300, 4}, {1000, 7}, {150, 4}, {100, 3}, {60, 2},
+                                            {200, 1}, {500, 7}}) {
+    const int bound = BisectSearch::EstimateRounds(size.commits, size.workers);
+    for (int culprit : Positions(size.commits, 24)) {
+      for (uint64_t seed : {1, 2}) {
+        SimulationOptions options;
+        options.commits = size.commits;
+        options.culprit = culprit;
+        options.seed = seed;
+        options.workers = SimulatedWorkers(size.workers);
+        const SimulationResult result = SimulateJob(SimulationSpec(), options);
+        const std::string where = absl::StrCat("n=", size.commits, " W=", size.workers,
+                                               " culprit=", culprit, " seed=", seed);
+        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+        EXPECT_EQ(result.status.culprit().index(), culprit) << where;
+        EXPECT_LE(result.status.rounds(), bound) << where << Describe(result);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kbisect
