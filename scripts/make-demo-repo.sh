@@ -9,7 +9,9 @@
 # Commit 0 is the root ("v1.0" tag); commits 1..N follow on main ("HEAD"). Commit K (1-based,
 # default N*2/3) changes BLOCK_SIZE=64 -> BLOCK_SIZE=32 in kernels/attention.py and raises the
 # latency in params.txt by FACTOR (default 1.45). `./bench.sh` prints "Latency: X ms" with uniform
-# noise of +-FRACTION (default 0.01) and sleeps $KBISECT_DEMO_SLEEP seconds (default 0.05).
+# noise of +-FRACTION (default 0.01) and sleeps $KBISECT_DEMO_SLEEP seconds (default 0.05); with
+# KBISECT_DEMO_SLOW_SLOT=S it measures $KBISECT_DEMO_SLOW_FACTOR (default 1.3) times slower when
+# CUDA_VISIBLE_DEVICES is S (a slow GPU).
 # Prints the culprit's sha on stdout.
 #
 # --merge-branch K:L[:C]  main commit K is instead a merge commit ("Merge branch
@@ -119,7 +121,7 @@ read -r -d '' BENCH <<'SH' || true
 base=$(sed -n 's/^latency_ms=//p' params.txt)
 slow=1
 if [ -n "${KBISECT_DEMO_SLOW_SLOT:-}" ] && [ "${CUDA_VISIBLE_DEVICES:-}" = "$KBISECT_DEMO_SLOW_SLOT" ]; then
-  slow=1.3
+  slow=${KBISECT_DEMO_SLOW_FACTOR:-1.3}
 fi
 sleep "${KBISECT_DEMO_SLEEP:-0.05}"
 awk -v b="$base" -v n="$(sed -n 's/^noise=//p' params.txt)" -v s="$$$(date +%N)" -v w="$slow" \

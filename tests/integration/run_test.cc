@@ -186,6 +186,36 @@ TEST_F(RunTest, ASlowGpuIsQuarantinedAndTheCulpritIsStillRight) {
   EXPECT_THAT(run.out, HasSubstr("quarantined"));
 }
 
+TEST_F(RunTest, ASlowGpuInAnySlotCannotFakeTheEndpointsOrTheCulprit) {
+  // Issue 17's case: 150 commits, 4 workers, a 25% step, 1% noise, one GPU 35% slower. Before,
+  // when the slow GPU measured GOOD the job ended with "the endpoints look swapped". Every slot,
+  // with defaults: the culprit is right, the slow slot is quarantined and named.
+  const std::vector<int> culprits = {17, 64, 101, 138};
+  for (int slot = 0; slot < 4; ++slot) {
+    const std::string repo = tmp_.Join(absl::StrCat("repo", slot));
+    const std::string culprit = MakeRepo(
+        repo, absl::StrCat("--commits 150 --culprit ", culprits[slot], " --slowdown 1.25"));
+    const std::string json = tmp_.Join(absl::StrCat("slow", slot, ".json"));
+    CommandResult run = Run(absl::StrCat(
+        "run v1.0 --repo ", repo, " --workers 4 --json ", json, " -- env KBISECT_DEMO_SLOW_SLOT=",
+        slot, " KBISECT_DEMO_SLOW_FACTOR=1.35 KBISECT_DEMO_SLEEP=0.01 ./bench.sh"));
+    ASSERT_EQ(run.exit_code, 0) << "slot " << slot << "\n" << run.out << run.err;
+    nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+    EXPECT_EQ(result["culprit"]["sha"], culprit) << "slot " << slot;
+    EXPECT_NEAR(result["regression_pct"].get<double>(), 25, 3) << "slot " << slot;
+    const std::string slow = absl::StrCat("slot", slot);
+    for (const auto& worker : result["workers"]) {
+      const bool is_slow = worker["worker"].get<std::string>().find(slow) != std::string::npos;
+      EXPECT_EQ(worker["quarantined"].get<bool>(), is_slow) << "slot " << slot << worker.dump();
+    }
+    ASSERT_GE(result["drift_events"].size(), 1u) << "slot " << slot;
+    for (const auto& event : result["drift_events"]) {
+      EXPECT_THAT(event["worker"].get<std::string>(), HasSubstr(slow));
+    }
+    EXPECT_THAT(run.out, HasSubstr("quarantined")) << "slot " << slot;
+  }
+}
+
 TEST_F(RunTest, NoisyBenchmarkStillFindsTheCulpritWithMoreRuns) {
   const std::string repo = tmp_.Join("repo");
   // A 12% regression under +-5% uniform noise: three runs cannot tell commits apart reliably.
