@@ -18,6 +18,9 @@ namespace {
 constexpr int kControlEvery = 8;
 // Untested commits the open interval must still hold for an A/A control to be worth it.
 constexpr int kControlMinUntested = 4;
+// The baselines are judged again when the noise seen grows past this factor of what they were
+// judged with.
+constexpr double kReassessGrowth = 1.5;
 
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
@@ -79,6 +82,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     worker.calibration_started = state.calibration >= 0;
     worker.owes_calibration = HoldsUnsettledProbes(name);
     worker.waits_for_baselines = WaitsForBaselines(name);
+    worker.must_calibrate = state.must_calibrate;
     worker.checked_out = state.checked_out;
   }
   for (const std::string& id : book_.queue()) {
@@ -189,9 +193,10 @@ bool BisectJob::WaitsForBaselines(const std::string& worker) const {
   // then GOOD: kProbesAheadOfBaselines measured probes wait for them, placed together so that
   // they split the interval evenly (they are all of the first round).
   if (status_.state() == v1::JOB_STATE_BISECTING) return false;
-  const int waiting = static_cast<int>(
-      std::count_if(unclassified_.begin(), unclassified_.end(),
-                    [&](int position) { return book_.probe(position).worker() == worker; }));
+  const int waiting =
+      static_cast<int>(std::count_if(unclassified_.begin(), unclassified_.end(), [&](int position) {
+        return book_.probe(position).worker() == worker;
+      }));
   return waiting >= kProbesAheadOfBaselines;
 }
 
@@ -336,13 +341,19 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       EvaluateBaselines(now);
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
     }
-  } else if (!measured) {
+  } else if (!measured && (pass_fail_ || calibration_.CalibrationDone(worker))) {
     ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
+  } else if (!measured) {
+    // A failure on a GPU not calibrated yet: the commit may be broken, or the GPU. It counts as
+    // a skip once the worker has run GOOD (a worker that cannot is quarantined instead).
+    calibration_.worker(worker).must_calibrate = true;
+    unclassified_.push_back(entry.probe);
   } else if (calibration_.WorkerReady(worker)) {
     Classify(entry.probe, now);
   } else {
     unclassified_.push_back(entry.probe);
   }
+  ReassessBaselinesIfNoisy(now);
   MaybeFinish(now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
@@ -393,6 +404,14 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   if (entry.probe == calibration_.good_probe() || entry.probe == calibration_.bad_probe()) {
     Finish(v1::OUTCOME_ERROR,
            BaselineGaveUpText(entry.probe == calibration_.good_probe(), probe.message()), now);
+    return std::exchange(to_cancel_, {});
+  }
+  if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
+    v1::TaskResult failed;
+    failed.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
+    failed.set_message(probe.message());
+    ConcludeConfirmation(probe, failed, now);
+    UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
   ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
@@ -449,9 +468,11 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
   }
   // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
+  assessed_noise_ = calibration_.ObservedNoise();
   const BaselineAssessment assessment = AssessBaselines(
       calibration_.PooledSamples(v1::VERDICT_GOOD), calibration_.ReferenceBadSamples(),
-      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs());
+      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs(),
+      assessed_noise_);
   if (assessment.more_runs > 0) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
          nullptr, now);
@@ -489,6 +510,26 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   status_.set_state(v1::JOB_STATE_BISECTING);
 }
 
+void BisectJob::ReassessBaselinesIfNoisy(absl::Time now) {
+  if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
+  // Baselines of few runs show little spread; the probes' samples may show more. When the noise
+  // seen has grown by half since the baselines were judged, they are judged again with it, and
+  // if they are no longer clearly apart they are measured again and every verdict waits.
+  const double noise = calibration_.ObservedNoise();
+  if (noise <= kReassessGrowth * assessed_noise_ || noise == 0) return;
+  assessed_noise_ = noise;
+  const BaselineAssessment assessment = AssessBaselines(
+      calibration_.PooledSamples(v1::VERDICT_GOOD), calibration_.ReferenceBadSamples(),
+      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs(), noise);
+  if (assessment.more_runs <= 0) return;
+  Emit(v1::JOB_EVENT_KIND_WARNING, NoisyBaselinesText(noise, status_.metric_unit(), assessment),
+       nullptr, now);
+  book_.Extend(calibration_.good_probe(), assessment.more_runs);
+  book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  JudgeEveryVerdictAgain(now);
+}
+
 void BisectJob::ClassifyPending(absl::Time now) {
   std::vector<int> pending = std::exchange(unclassified_, {});
   for (int position : pending) {
@@ -498,6 +539,10 @@ void BisectJob::ClassifyPending(absl::Time now) {
     if (probe.index() <= search_.last_good() || probe.index() >= search_.first_bad()) continue;
     if (!calibration_.WorkerReady(probe.worker())) {
       unclassified_.push_back(position);
+      continue;
+    }
+    if (!Measured(probe)) {
+      ApplyVerdict(position, v1::VERDICT_SKIP, now);
       continue;
     }
     Classify(position, now);
@@ -516,6 +561,14 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
   probe.set_median(c.median);
   probe.set_p_value_vs_good(c.p_value_vs_good);
   probe.set_p_value_vs_bad(c.p_value_vs_bad);
+  if (c.more_runs > 0 && !calibration_.CalibrationDone(probe.worker())) {
+    // The pool cannot decide a probe of a GPU that has not run GOOD: its offset may be why. It
+    // calibrates first, and the probe is judged again then (more runs only if still needed).
+    calibration_.worker(probe.worker()).must_calibrate = true;
+    probe.set_message(c.reason);
+    unclassified_.push_back(probe_position);
+    return;
+  }
   if (c.more_runs > 0) {
     probe.set_message(c.reason);
     book_.Extend(probe_position, c.more_runs);
@@ -532,6 +585,10 @@ ProbeClassification BisectJob::Judge(const v1::Probe& probe) const {
   ClassifierOptions options;
   options.threshold_fraction = status_.spec().threshold_fraction();
   options.max_runs = status_.spec().max_runs();
+  options.min_runs = status_.spec().runs_per_commit();
+  // The job's noise, brought from the reference's frame to this worker's.
+  const double to_reference = calibration_.InReferenceFrame(probe.worker(), 1.0);
+  options.noise_floor = to_reference > 0 ? calibration_.ObservedNoise() / to_reference : 0;
   return ClassifyProbe(probe.samples(), good, bad, options);
 }
 

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/confirmation.h"
 #include "coordinator/job/dispatch.h"
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/probe_book.h"
@@ -146,6 +147,9 @@ class BisectJob {
   bool WaitsForBaselines(const std::string& worker) const;
   bool BaselinesReady() const;
   void EvaluateBaselines(absl::Time now);
+  // Judges the baselines again when the noise the probes show has grown past what they were
+  // judged with (single-run baselines show none); measures them again if they are unclear now.
+  void ReassessBaselinesIfNoisy(absl::Time now);
   // After a baseline or calibration changed: outliers, sharper calibrations, provisional
   // verdicts, then the probes waiting to be classified.
   void RecheckCalibrations(absl::Time now);
@@ -194,8 +198,15 @@ class BisectJob {
   void MaybeFinish(absl::Time now);
   // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
   void FinishWithCandidates(absl::Time now);
-  // Judges the interleaved re-measurement of last-good and culprit.
+  // The confirmation (coordinator/job/confirmation.h): the search's same-worker samples of
+  // last-good and culprit, then fresh interleaved pairs spread over the workers, judged together.
+  std::vector<ConfirmationSet> ReusableConfirmationSets() const;
+  void StartConfirmation(absl::Time now);
+  void QueueConfirmationTasks(int tasks, int pairs_per_task);
+  // Records one confirmation task's pairs; judges once no confirmation task is left.
   void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result, absl::Time now);
+  // Judges every set: confirmed, more pairs, or unconfirmed.
+  void JudgeConfirmationNow(absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
   // The workers taking part in the job now (worked in it, not quarantined, not gone), capped by
   // max_workers; at least 1. Progress estimates are for this many.
@@ -217,11 +228,13 @@ class BisectJob {
   // Probe rows whose verdict contradicted the search and was recorded as a skip: judged again
   // whenever verdicts are taken back.
   std::set<int> contradicted_;
-  int steps_ = 0;                  // Finished bisect probes with a verdict.
+  int steps_ = 0;  // Finished bisect probes with a verdict.
   int max_round_recorded_ = 0;
   absl::Time start_time_;
   std::vector<v1::JobEvent> events_;
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
+  std::string confirmation_failure_;    // Why a confirmation task failed, if one did.
+  double assessed_noise_ = 0;           // The noise floor the baselines were last judged with.
 };
 
 }  // namespace kbisect

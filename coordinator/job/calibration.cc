@@ -86,8 +86,9 @@ bool Calibration::WorkerReady(const std::string& worker) const {
   if (!Bisecting()) return false;
   const Worker* state = Find(worker);
   if (state == nullptr || state->quarantined) return false;
-  // Without a finished calibration its probes are judged against the pool, provisionally.
-  if (!CalibrationDone(worker)) return true;
+  // Without a finished calibration its probes are judged against the pool, provisionally,
+  // unless one of them already needs its calibration.
+  if (!CalibrationDone(worker)) return !state->must_calibrate;
   return probe(state->calibration).samples_size() >= CalibrationRuns() || !HasOffset(worker);
 }
 
@@ -193,6 +194,31 @@ void Calibration::BaselinesFor(const std::string& worker, std::vector<double>* g
   if (reference_good != 0) {
     for (double& sample : *bad) sample *= calibration.median() / reference_good;
   }
+}
+
+double Calibration::ObservedNoise() const {
+  if (pass_fail_ || good_probe_ < 0 || bad_probe_ < 0) return 0;
+  const double good = probe(good_probe_).median();
+  const double bad = ReferenceBadMedian();
+  double squares = 0;
+  int count = 0;
+  auto add = [&](double value, double center) {
+    squares += (value - center) * (value - center);
+    ++count;
+  };
+  for (double v : probe(good_probe_).samples()) add(v, good);
+  for (double v : ReferenceBadSamples()) add(v, bad);
+  for (const v1::Probe& row : status_->probes()) {
+    if (row.kind() != v1::PROBE_KIND_BISECT || row.state() != v1::PROBE_STATE_FINISHED ||
+        (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
+      continue;
+    }
+    const Worker* state = Find(row.worker());
+    if (state == nullptr || state->quarantined) continue;
+    const double center = row.verdict() == v1::VERDICT_GOOD ? good : bad;
+    for (double v : row.samples()) add(InReferenceFrame(row.worker(), v), center);
+  }
+  return count > 2 ? std::sqrt(squares / (count - 2)) : 0;
 }
 
 double Calibration::InReferenceFrame(const std::string& worker, double value) const {

@@ -56,6 +56,10 @@ class Calibration {
     int classified = 0;    // Probes classified since its calibration or last A/A control.
     bool gone = false;     // Left (or lost its lease); cleared when it takes work again.
     int checked_out = -1;  // Commit index of the last task handed to it (its checkout), or -1.
+    // Before it has calibrated, one of its probes failed or could not be decided against the
+    // pool: it calibrates next, and that probe waits for the calibration (a broken or odd GPU
+    // is found before its failures count as untestable commits or its samples take more runs).
+    bool must_calibrate = false;
   };
 
   // `status` (the probe table, state and baselines) must outlive this. `pass_fail`: verdicts
@@ -124,6 +128,12 @@ class Calibration {
   // with an offset, its own GOOD and the reference BAD scaled to it.
   void BaselinesFor(const std::string& worker, std::vector<double>* good,
                     std::vector<double>* bad) const;
+  // The metric's noise as the job has seen it, in the reference's frame: the root mean square of
+  // every sample's distance to its side's median (the baselines' samples, and the samples of
+  // finished GOOD and BAD bisect verdicts of workers that are not quarantined), over the samples
+  // less one per side. 0 when nothing repeated was seen (a deterministic benchmark, or too few
+  // samples). Single runs (--runs 1) show noise here that no one probe's samples can.
+  double ObservedNoise() const;
   // `value` measured on `worker` in the reference's frame (scaled by the ratio of the GOOD
   // calibrations); unchanged without a calibration.
   double InReferenceFrame(const std::string& worker, double value) const;

@@ -180,7 +180,9 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
       continue;
     }
     if (!self.calibration_started) {
-      if (!state.has_reference()) {
+      if (self.must_calibrate && state.has_reference()) {
+        state.Calibrate(worker, &plan);
+      } else if (!state.has_reference()) {
         state.Calibrate(worker, &plan);
       } else {
         uncalibrated.push_back(worker);
@@ -208,9 +210,9 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
       if (input.max_workers > 0) {
         can_probe = std::min(can_probe, input.max_workers - state.in_flight());
       }
-      allowed = AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
-                                       input.round, can_probe,
-                                       static_cast<int>(uncalibrated.size()));
+      allowed =
+          AffordableCalibrations(*input.search, input.commit_count, state.Slots(), input.round,
+                                 can_probe, static_cast<int>(uncalibrated.size()));
     }
     for (const std::string& worker : ordered) {
       if (!state.Room()) break;
@@ -236,9 +238,8 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   if (budget <= 0) return plan;
   // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
   // checkout costs about one file write per commit between the two.
-  const std::vector<int> points = input.first_wave
-                                      ? input.search->PlanProbes(budget, 2 * budget)
-                                      : input.search->PlanProbes(budget);
+  const std::vector<int> points = input.first_wave ? input.search->PlanProbes(budget, 2 * budget)
+                                                   : input.search->PlanProbes(budget);
   std::vector<int> checkouts;
   for (const std::string& worker : probing) checkouts.push_back(state.Worker(worker).checked_out);
   for (const auto& [w, i] : PairNearest(checkouts, points, input.commit_count)) {

@@ -9,8 +9,10 @@
 //   1. Quarantined workers get nothing; the spec's max_workers caps the tasks in flight.
 //   2. Queued work it may run (pinned to it or free for anyone: the BAD baseline, extra runs,
 //      retries of lost tasks), first in queue order.
-//   3. With --exit-code, the first worker without a calibration while the job has no reference
-//      GOOD measures it (with a metric, the reference GOOD is queued for BAD's worker).
+//   3. A worker that must calibrate (a probe of it failed or could not be decided before it had
+//      a calibration) calibrates. With --exit-code, the first worker without a calibration while
+//      the job has no reference GOOD measures it (with a metric, the reference GOOD is queued for
+//      BAD's worker).
 //   4. Other workers without a calibration calibrate when AffordableCalibrations says the round
 //      bound can afford it (those that owe a calibration first: holders of provisional
 //      verdicts), never in the first wave; once the search is done those that owe one calibrate
@@ -48,8 +50,11 @@ struct DispatchWorker {
   // measured or running (BAD's worker owes one too, see DispatchInput); such workers calibrate
   // first.
   bool owes_calibration = false;
-  // It already probed ahead once and the baselines are not settled.
+  // It already probed ahead and the baselines are not settled.
   bool waits_for_baselines = false;
+  // It has no calibration and one of its probes needs it (Calibration::Worker::must_calibrate):
+  // it calibrates as soon as it has no queued work.
+  bool must_calibrate = false;
   int checked_out = -1;  // Commit index of its last task (its checkout), -1 before any.
 };
 

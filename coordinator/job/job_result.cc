@@ -4,6 +4,8 @@
 // interleaved confirmation and its judgement, the medians before and after, warnings about
 // several steps and merges, and the terminal state with the worker report.
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -63,19 +65,89 @@ void BisectJob::MaybeFinish(absl::Time now) {
         MergeCulpritText(commits_[first_bad].sha(), status_.spec().descend_merges()));
   }
   if (candidates.size() == 1 && status_.spec().confirm() && !pass_fail_) {
-    // Re-measure last-good and culprit interleaved (A/B/A/B) on one worker before blaming.
-    status_.set_state(v1::JOB_STATE_CONFIRMING);
-    const std::string id =
-        book_.NewTask(v1::PROBE_KIND_CONFIRM, first_bad, max_round_recorded_ + 1);
-    v1::Task& task = book_.at(id).task;
-    task.set_paired_commit_sha(commits_[last_good].sha());
-    task.set_runs(std::max(5, status_.spec().runs_per_commit() * 2));
-    book_.QueueFront(id);
-    Emit(v1::JOB_EVENT_KIND_WARNING,
-         ConfirmingText(commits_[last_good].sha(), commits_[first_bad].sha()), nullptr, now);
+    StartConfirmation(now);
     return;
   }
   FinishWithCandidates(now);
+}
+
+std::vector<ConfirmationSet> BisectJob::ReusableConfirmationSets() const {
+  // The samples the search has of last-good and culprit, per worker: the probes that decided the
+  // two commits, or the reference baselines at the ends.
+  const int last_good = search_.last_good();
+  const int first_bad = search_.first_bad();
+  std::map<std::string, ConfirmationSet> by_worker;
+  auto add = [&](const v1::Probe& probe, bool culprit_side) {
+    if (probe.state() != v1::PROBE_STATE_FINISHED || probe.samples_size() == 0) return;
+    ConfirmationSet& set = by_worker[probe.worker()];
+    set.worker = probe.worker();
+    std::vector<double>& side = culprit_side ? set.culprit : set.last_good;
+    side.insert(side.end(), probe.samples().begin(), probe.samples().end());
+  };
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == last_good &&
+        probe.verdict() == v1::VERDICT_GOOD) {
+      add(probe, false);
+    } else if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == first_bad &&
+               probe.verdict() == v1::VERDICT_BAD) {
+      add(probe, true);
+    }
+  }
+  if (last_good == 0 && calibration_.good_probe() >= 0) {
+    add(book_.probe(calibration_.good_probe()), false);
+  }
+  if (first_bad == status_.commit_count() && calibration_.bad_probe() >= 0) {
+    add(book_.probe(calibration_.bad_probe()), true);
+  }
+  std::vector<ConfirmationSet> sets;
+  for (auto& [worker, set] : by_worker) {
+    if (set.pairs() > 0) sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+void BisectJob::StartConfirmation(absl::Time now) {
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  confirmation->Clear();
+  int reused = 0;
+  for (const ConfirmationSet& set : ReusableConfirmationSets()) {
+    v1::ConfirmationPairs* out = confirmation->add_sets();
+    out->set_worker(set.worker);
+    out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
+    out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
+    reused += set.pairs();
+  }
+  confirmation->set_reused_pairs(reused);
+  const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
+  const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
+  const double sigma = std::max(BaselineNoise(good, bad), calibration_.ObservedNoise());
+  const double step = MedianOrZero(bad) - MedianOrZero(good);
+  const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
+                                             status_.spec().max_runs());
+  const ConfirmationPlan plan = PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
+  if (plan.tasks == 0) {
+    JudgeConfirmationNow(now);
+    return;
+  }
+  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
+                      plan.tasks, plan.pairs_per_task, reused),
+       nullptr, now);
+}
+
+void BisectJob::QueueConfirmationTasks(int tasks, int pairs_per_task) {
+  // Re-measure last-good and culprit interleaved (A/B/A/B), each task on whichever worker takes
+  // it: the pairs of one task cancel that worker's offset.
+  for (int i = 0; i < tasks; ++i) {
+    const std::string id =
+        book_.NewTask(v1::PROBE_KIND_CONFIRM, search_.first_bad(), max_round_recorded_ + 1);
+    v1::Task& task = book_.at(id).task;
+    task.set_paired_commit_sha(commits_[search_.last_good()].sha());
+    task.set_runs(pairs_per_task);
+    book_.QueueFront(id);
+  }
 }
 
 void BisectJob::FinishWithCandidates(absl::Time now) {
@@ -100,32 +172,86 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
 void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result,
                                      absl::Time now) {
   v1::Confirmation* confirmation = status_.mutable_confirmation();
-  confirmation->set_worker(probe.worker());
-  *confirmation->mutable_culprit_samples() = result.samples();
-  *confirmation->mutable_last_good_samples() = result.paired_samples();
-  std::string verdict;
   if (result.outcome() == v1::TASK_OUTCOME_SUCCEEDED && result.samples_size() > 0 &&
       result.paired_samples_size() > 0) {
-    const ConfirmationJudgement judgement =
-        JudgeConfirmation(result.paired_samples(), result.samples(),
-                          status_.baseline().bad().median() > status_.baseline().good().median());
+    v1::ConfirmationPairs* set = confirmation->add_sets();
+    set->set_worker(probe.worker());
+    set->set_interleaved(true);
+    *set->mutable_last_good_samples() = result.paired_samples();
+    *set->mutable_culprit_samples() = result.samples();
+    for (double v : result.paired_samples()) confirmation->add_last_good_samples(v);
+    for (double v : result.samples()) confirmation->add_culprit_samples(v);
+    confirmation->set_fresh_pairs(confirmation->fresh_pairs() +
+                                  std::min(result.samples_size(), result.paired_samples_size()));
+    if (confirmation->worker().empty()) confirmation->set_worker(probe.worker());
+  } else {
+    confirmation_failure_ = result.message();
+  }
+  for (const auto& [id, entry] : book_.tasks()) {
+    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) return;  // More to come.
+  }
+  JudgeConfirmationNow(now);
+}
+
+void BisectJob::JudgeConfirmationNow(absl::Time now) {
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  std::vector<ConfirmationSet> sets;
+  bool any_fresh = false;
+  for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
+    ConfirmationSet set;
+    set.worker = pairs.worker();
+    set.interleaved = pairs.interleaved();
+    set.last_good.assign(pairs.last_good_samples().begin(), pairs.last_good_samples().end());
+    set.culprit.assign(pairs.culprit_samples().begin(), pairs.culprit_samples().end());
+    any_fresh = any_fresh || set.interleaved;
+    sets.push_back(std::move(set));
+  }
+  const bool fresh_expected = !confirmation_failure_.empty() || confirmation->fresh_pairs() > 0;
+  std::string verdict;
+  ConfirmationJudgement judgement;
+  if (fresh_expected && !any_fresh) {
+    verdict = ConfirmationFailedText(confirmation_failure_);
+  } else {
+    judgement = JudgeConfirmationSets(
+        sets, status_.baseline().bad().median() > status_.baseline().good().median());
     if (judgement.measured) {
+      std::vector<std::string> workers;
+      for (const ConfirmationSet& set : sets) workers.push_back(set.worker);
       confirmation->set_ratio(judgement.ratio);
       confirmation->set_ci_low(judgement.ci_low);
       confirmation->set_ci_high(judgement.ci_high);
       confirmation->set_confirmed(judgement.confirmed);
-      status_.set_before(judgement.last_good_median);
-      status_.set_after(judgement.culprit_median);
+      if (confirmation->worker().empty() && !workers.empty()) {
+        confirmation->set_worker(workers.front());
+      }
+      // Before stays the search's median at last-good (the reference's frame); after follows
+      // from the confirmed ratio.
+      status_.set_after(status_.before() * judgement.ratio);
       status_.set_culprit_regression_pct(
           RegressionPercent(status_.before(), status_.after(), status_.direction()));
-      verdict = ConfirmationVerdictText(judgement, probe.worker());
+      verdict = ConfirmationVerdictText(judgement, workers, confirmation->fresh_pairs(),
+                                        confirmation->reused_pairs());
     }
-  } else {
-    verdict = ConfirmationFailedText(result.message());
   }
   if (confirmation->confirmed()) {
     Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(verdict), nullptr, now);
     FinishWithCandidates(now);
+    return;
+  }
+  // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
+  // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
+  const bool worse_is_up = status_.baseline().bad().median() > status_.baseline().good().median();
+  const bool leaning =
+      judgement.measured && (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
+  const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
+  if (leaning && pairs < status_.spec().max_runs()) {
+    const int more = std::min(std::max(1, pairs), status_.spec().max_runs() - pairs);
+    const ConfirmationPlan plan = PlanConfirmation(more, 0, 1, 1, ActiveWorkers());
+    QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
+    Emit(v1::JOB_EVENT_KIND_WARNING,
+         ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
+                        plan.tasks, plan.pairs_per_task, 0),
+         nullptr, now);
     return;
   }
   Finish(v1::OUTCOME_INCONCLUSIVE,

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace kbisect {
 
@@ -173,15 +174,34 @@ std::string MergeCulpritText(const std::string& culprit, bool descend_merges) {
       descend_merges ? " (--descend-merges does that now)" : " or rerun with --descend-merges");
 }
 
-std::string ConfirmingText(const std::string& last_good, const std::string& culprit) {
-  return absl::StrFormat("Confirming: re-measuring %s and %s interleaved on one worker",
-                         ShortSha(last_good), ShortSha(culprit));
+std::string ConfirmingText(const std::string& last_good, const std::string& culprit, int tasks,
+                           int pairs_per_task, int reused_pairs) {
+  std::string reused =
+      reused_pairs > 0 ? absl::StrFormat(" (besides %d pairs the search already has)", reused_pairs)
+                       : "";
+  return absl::StrFormat(
+      "Confirming: re-measuring %s and %s interleaved, %d pair%s on each of %d worker%s%s",
+      ShortSha(last_good), ShortSha(culprit), pairs_per_task, pairs_per_task == 1 ? "" : "s", tasks,
+      tasks == 1 ? "" : "s", reused);
 }
 
 std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
-                                    const std::string& worker) {
-  return absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] on %s", judgement.ratio,
-                         judgement.ci_low, judgement.ci_high, worker);
+                                    const std::vector<std::string>& workers, int fresh_pairs,
+                                    int reused_pairs) {
+  std::string pairs = absl::StrCat(fresh_pairs, " interleaved pair", fresh_pairs == 1 ? "" : "s");
+  if (reused_pairs > 0) {
+    absl::StrAppend(&pairs, " and ", reused_pairs, " from the search");
+  }
+  return absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] from %s on %s", judgement.ratio,
+                         judgement.ci_low, judgement.ci_high, pairs, absl::StrJoin(workers, ", "));
+}
+
+std::string NoisyBaselinesText(double noise, const std::string& unit,
+                               const BaselineAssessment& assessment) {
+  return absl::StrFormat(
+      "The probes show noise of about %.4g%s, more than the baselines were judged with: %s; "
+      "every verdict waits for them",
+      noise, unit, assessment.reason);
 }
 
 std::string ConfirmationFailedText(const std::string& message) {

@@ -9,6 +9,7 @@
 #define KBISECT_COORDINATOR_JOB_JOB_TEXT_H_
 
 #include <string>
+#include <vector>
 
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/probe_classifier.h"
@@ -74,10 +75,15 @@ std::string MultipleStepsText(double share, bool all_culprits, const std::string
 std::string MergeCulpritText(const std::string& culprit, bool descend_merges);
 
 // The confirmation: started, judged, and when the step did not reproduce.
-std::string ConfirmingText(const std::string& last_good, const std::string& culprit);
+std::string ConfirmingText(const std::string& last_good, const std::string& culprit, int tasks,
+                           int pairs_per_task, int reused_pairs);
 std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
-                                    const std::string& worker);
+                                    const std::vector<std::string>& workers, int fresh_pairs,
+                                    int reused_pairs);
 std::string ConfirmationFailedText(const std::string& message);
+// The probes show more noise than the baselines were judged with: they are measured again.
+std::string NoisyBaselinesText(double noise, const std::string& unit,
+                               const BaselineAssessment& assessment);
 std::string ConfirmedText(const std::string& verdict);
 std::string UnconfirmedText(const std::string& culprit, const std::string& last_good,
                             const std::string& verdict);

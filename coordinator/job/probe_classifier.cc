@@ -18,6 +18,8 @@ constexpr double kMinimumEffectPct = 1.0;
 constexpr double kBaselineAlpha = 0.05;
 constexpr double kBaselineClearZ = 4.0;
 constexpr int kMinBaselineRuns = 5;
+// Runs of each baseline below which their spread is unseen (one run each).
+constexpr int kMinSpreadRuns = 2;
 constexpr double kOverwhelmingZ = 10.0;
 // Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
 constexpr double kMedianEfficiency = 1.2533;
@@ -64,6 +66,13 @@ double ConservativeSigma(absl::Span<const double> good, absl::Span<const double>
 
 double MedianOrZero(absl::Span<const double> samples) { return Median(samples).value_or(0); }
 
+double BaselineNoise(absl::Span<const double> good, absl::Span<const double> bad) {
+  if (good.empty() || bad.empty()) return 0;
+  const double sigma = ConservativeSigma(good, bad);
+  // ConservativeSigma never returns 0 (it divides by it); a spread of nothing seen is 0 here.
+  return Pooled(good, bad).sigma == 0 ? 0 : sigma;
+}
+
 std::string VerdictWord(v1::Verdict verdict) {
   if (verdict == v1::VERDICT_UNSPECIFIED) return "PENDING";
   return absl::AsciiStrToUpper(EnumLabel(verdict));
@@ -105,10 +114,13 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   const double mean_good = MeanOf(good);
   const double mean_bad = MeanOf(bad);
   const double mean_step = mean_bad - mean_good;
-  const double sigma = ConservativeSigma(good, bad);
+  const double sigma = std::max(ConservativeSigma(good, bad), options.noise_floor);
   const double unit = mean_step / (sigma * sigma);
-  // At most a third of the evidence needed per sample: three agreeing samples, at least.
-  const double cap = std::min(2.0 * mean_step * mean_step / (sigma * sigma), options.evidence / 3);
+  // At most 1 / min(min_runs, 3) of the evidence needed per sample: as many agreeing samples as
+  // the user's floor, three at most.
+  const int agreeing = std::clamp(options.min_runs, 1, 3);
+  const double cap =
+      std::min(2.0 * mean_step * mean_step / (sigma * sigma), options.evidence / agreeing);
   const double midpoint = (mean_good + mean_bad) / 2;
   double evidence = 0;
   for (double x : samples) evidence += std::clamp(unit * (x - midpoint), -cap, cap);
@@ -123,7 +135,8 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   const bool past_threshold = (out.median - threshold) * (step > 0 ? 1 : -1) > 0;
   const bool partial_step =
       (evidence > 0) != past_threshold && margin > options.partial_step_z * median_error;
-  if (std::fabs(evidence) >= options.evidence && n >= floor) {
+  // (Within rounding: as many samples at the cap as the floor asks for must decide.)
+  if (std::fabs(evidence) >= options.evidence * (1 - 1e-9) && n >= floor) {
     if (!partial_step) {
       out.verdict = evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
       out.reason = absl::StrFormat("median %.4g, evidence %.1f after %d runs (threshold %.4g)",
@@ -170,7 +183,7 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
 
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
                                    v1::Direction direction, double min_effect_fraction,
-                                   int max_runs) {
+                                   int max_runs, double noise_floor) {
   BaselineAssessment out;
   out.good_median = MedianOrZero(good);
   out.bad_median = MedianOrZero(bad);
@@ -183,12 +196,25 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   const bool overlap = !(*good_max < *bad_min || *bad_max < *good_min);
   out.p_value = MinTestPValue(good, bad);
 
-  const double sigma = ConservativeSigma(good, bad, kBaselineSigmaInflation);
+  const double sigma = std::max(ConservativeSigma(good, bad, kBaselineSigmaInflation), noise_floor);
   const size_t n = std::min(good.size(), bad.size());
   const double standard_error = kMedianEfficiency * sigma * std::sqrt(2.0 / static_cast<double>(n));
   // The difference's uncertainty in percent of GOOD: "no regression" needs it small too.
   const double uncertainty_pct =
       out.good_median == 0 ? 0 : 100.0 * standard_error / std::fabs(out.good_median);
+  // One run of each shows no spread at all: "nothing to bisect" or "swapped" would rest on two
+  // numbers whose noise is unknown. Those conclusions wait for a few more runs of each.
+  const bool spread_unseen = static_cast<int>(n) < kMinSpreadRuns && static_cast<int>(n) < max_runs;
+  const int spread_runs =
+      std::min(kMinSpreadRuns + 1 - static_cast<int>(n), max_runs - static_cast<int>(n));
+  if (spread_unseen && (magnitude < min_effect_pct || out.regression_pct < 0)) {
+    out.more_runs = spread_runs;
+    out.reason = absl::StrFormat(
+        "GOOD and BAD differ by %.2f%% on one run each, which shows no noise: %d more runs of "
+        "each before concluding",
+        out.regression_pct, out.more_runs);
+    return out;
+  }
   if (magnitude < min_effect_pct) {
     if (magnitude + 2 * uncertainty_pct >= 2 * min_effect_pct && static_cast<int>(n) < max_runs) {
       out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));

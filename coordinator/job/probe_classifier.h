@@ -43,9 +43,13 @@ struct BaselineAssessment {
 // more, never past max_runs); at max_runs a min(Mann-Whitney, KS) p-value under 0.05 decides.
 // BAD better than GOOD sets `improvement`. A regression under 5% carries the seed's "may be
 // noise" warning.
+//
+// `noise_floor` is the spread the job has seen elsewhere (Calibration::ObservedNoise): the
+// baselines' spread is taken as at least that, so single-run baselines, which show none, are
+// re-measured once the probes show noise.
 BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<const double> bad,
                                    v1::Direction direction, double min_effect_fraction,
-                                   int max_runs = kDefaultMaxRuns);
+                                   int max_runs = kDefaultMaxRuns, double noise_floor = 0);
 
 // Options of the statistical probe classifier.
 struct ClassifierOptions {
@@ -53,6 +57,14 @@ struct ClassifierOptions {
   double threshold_fraction = kDefaultThresholdFraction;
   // Runs may be doubled up to this many samples per commit.
   int max_runs = kDefaultMaxRuns;
+  // The user's floor (--runs): a probe is measured this many times, and each sample's evidence
+  // is capped at evidence / min(min_runs, 3), so that a benchmark whose spread is far below the
+  // step is decided on the runs the user asked for (3 by default: three agreeing samples).
+  int min_runs = kDefaultRunsPerCommit;
+  // The noise the job has seen elsewhere (Calibration::ObservedNoise): the spread the evidence
+  // assumes is at least this, so that single-run baselines (which show no spread) do not make
+  // single noisy samples look decisive.
+  double noise_floor = 0;
   // The seed's floor: within floor_band * |bad - good| of the threshold, take at least
   // floor_runs samples before deciding.
   double floor_band = 0.1;
@@ -120,6 +132,10 @@ bool OffsetIsSignificant(absl::Span<const double> calibration, absl::Span<const 
 // `center` was computed from). A noisy GPU is not quarantined on three unlucky runs.
 bool OffsetExceeds(absl::Span<const double> samples, absl::Span<const double> reference,
                    double center, double limit);
+
+// The spread of the metric seen in the GOOD and BAD samples: their pooled standard deviation,
+// inflated for few samples as the classifier does (0 for single samples: nothing seen).
+double BaselineNoise(absl::Span<const double> good, absl::Span<const double> bad);
 
 // The median of `samples`, 0 when there are none (a probe without samples has no median).
 double MedianOrZero(absl::Span<const double> samples);

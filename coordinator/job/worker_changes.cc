@@ -72,9 +72,9 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
   }
   for (int position : retract) {
     v1::Probe& probe = book_.mutable_probe(position);
-    const bool contradicted = contradicted_.erase(position) > 0 &&
-                              std::find(positions.begin(), positions.end(), position) ==
-                                  positions.end();
+    const bool contradicted =
+        contradicted_.erase(position) > 0 &&
+        std::find(positions.begin(), positions.end(), position) == positions.end();
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
         (!JudgedAgainstBaselines(probe) && !contradicted)) {
       continue;
@@ -83,8 +83,7 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
       status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
       probe.set_verdict(v1::VERDICT_UNSPECIFIED);
       changed = true;
-      if (std::find(unclassified_.begin(), unclassified_.end(), position) ==
-          unclassified_.end()) {
+      if (std::find(unclassified_.begin(), unclassified_.end(), position) == unclassified_.end()) {
         unclassified_.push_back(position);
       }
       continue;
@@ -266,6 +265,7 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   Calibration::Worker& state = calibration_.worker(worker);
   state.calibration = -1;
   state.classified = 0;
+  state.must_calibrate = false;
   Emit(v1::JOB_EVENT_KIND_DRIFT, MustCalibrateAgainText(worker, why), nullptr, now);
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);

@@ -37,6 +37,7 @@ v1::JobSpec SimulationSpec() {
   spec.set_good("good");
   spec.add_bench_command("./bench.sh");
   spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  spec.set_confirm(true);  // As `kbisect run` does by default.
   return spec;
 }
 
@@ -53,9 +54,11 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   }
   std::mt19937_64 rng(options.seed);
   std::map<std::string, double> factor;
+  std::set<std::string> broken;
   std::vector<std::string> order;
   for (const SimulatedWorker& worker : options.workers) {
     factor[worker.name] = worker.metric_factor;
+    if (worker.broken) broken.insert(worker.name);
     order.push_back(worker.name);
   }
   auto sample = [&](const std::string& worker, int index) {
@@ -87,12 +90,10 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       const absl::Time at = kStart + absl::Seconds(now);
       for (BisectJob::Assignment& a : job.TakeTasks(idle, at)) {
         job.OnTaskStarted(a.task.task_id(), a.worker, 1, at);
-        const double spread =
-            options.jitter > 0
-                ? std::uniform_real_distribution<double>(-options.jitter, options.jitter)(rng)
-                : 0;
-        const int runs = std::max(1, a.task.runs()) *
-                         (a.task.paired_commit_sha().empty() ? 1 : 2);
+        const double spread = options.jitter > 0 ? std::uniform_real_distribution<double>(
+                                                       -options.jitter, options.jitter)(rng)
+                                                 : 0;
+        const int runs = std::max(1, a.task.runs()) * (a.task.paired_commit_sha().empty() ? 1 : 2);
         const double span = (options.setup_seconds + runs * options.run_seconds) * (1 + spread);
         busy.insert(a.worker);
         ++out.tasks;
@@ -118,6 +119,13 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     running.erase(next);
     busy.erase(done.worker);
     v1::TaskResult result;
+    if (broken.count(done.worker) > 0) {
+      result.set_outcome(v1::TASK_OUTCOME_BENCH_FAILED);
+      result.set_message("benchmark exited 1: no CUDA device");
+      result.add_runs()->set_exit_code(1);
+      cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
+      continue;
+    }
     result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
     result.set_metric_name("latency");
     result.set_metric_unit("ms");
@@ -125,7 +133,11 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     const bool paired = !done.task.paired_commit_sha().empty();
     const int paired_index = paired ? index_of[done.task.paired_commit_sha()] : 0;
     for (int r = 0; r < std::max(1, done.task.runs()); ++r) {
-      if (paired) result.add_paired_samples(sample(done.worker, paired_index));
+      if (paired) {
+        const double value = sample(done.worker, paired_index);
+        result.add_paired_samples(value);
+        result.add_runs()->set_value(value);
+      }
       const double value = sample(done.worker, index);
       result.add_samples(value);
       result.add_runs()->set_value(value);

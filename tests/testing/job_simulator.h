@@ -24,11 +24,13 @@ struct SimulatedWorker {
   std::string name;
   // Every sample this GPU measures is multiplied by this (1.35: a GPU 35% slower).
   double metric_factor = 1.0;
+  // Every task fails on this GPU (the benchmark exits 1: no GPU, a broken driver).
+  bool broken = false;
 };
 
 struct SimulationOptions {
-  int commits = 100;   // n: index 0 = GOOD, n = BAD.
-  int culprit = 50;    // First index measuring `bad_value`.
+  int commits = 100;  // n: index 0 = GOOD, n = BAD.
+  int culprit = 50;   // First index measuring `bad_value`.
   double good_value = 100;
   double bad_value = 125;
   double noise_cv = 0;  // Gaussian noise per sample, relative.
@@ -54,7 +56,8 @@ std::vector<SimulatedWorker> SimulatedWorkers(int count);
 // to its end (or 100,000 simulated seconds).
 SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options);
 
-// The spec the simulations use: lower is better, defaults otherwise.
+// The spec the simulations use: lower is better, confirmation on (as `kbisect run`), defaults
+// otherwise.
 v1::JobSpec SimulationSpec();
 
 }  // namespace kbisect

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -64,6 +65,25 @@ v1::TaskResult Failure(v1::TaskOutcome outcome, const std::string& message) {
   return result;
 }
 
+// The probe table, one line a probe, for failure messages.
+std::string Describe(const v1::JobStatus& status) {
+  std::string out =
+      absl::StrCat("state=", v1::JobState_Name(status.state()),
+                   " outcome=", v1::Outcome_Name(status.status()), " error=", status.error(), "\n");
+  for (const v1::Probe& probe : status.probes()) {
+    absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
+                    " w=", probe.worker(), " round=", probe.round(),
+                    " verdict=", v1::Verdict_Name(probe.verdict()),
+                    probe.provisional() ? " provisional" : "", " median=", probe.median(),
+                    " n=", probe.samples_size(), " state=", v1::ProbeState_Name(probe.state()),
+                    probe.message().empty() ? "" : " (" + probe.message() + ")", "\n");
+  }
+  for (const v1::DriftEvent& event : status.drift_events()) {
+    absl::StrAppend(&out, "  drift ", event.worker(), " ", event.kind(), "\n");
+  }
+  return out;
+}
+
 // Runs a job to the end with `workers` synchronous workers. `measure` gives each task's result.
 struct Simulation {
   int rounds_of_tasks = 0;
@@ -97,11 +117,12 @@ std::function<v1::TaskResult(const v1::Task&)> StepAt(int culprit, double good =
   };
 }
 
-// Runs the job to the end with named synchronous workers; `slow_worker` measures every commit
-// `factor` times slower than `measure` says (a GPU with a constant offset).
-void RunWithSlowWorker(BisectJob& job, const std::vector<std::string>& workers,
-                       const std::string& slow_worker, double factor,
-                       const std::function<v1::TaskResult(const v1::Task&)>& measure) {
+// Runs synchronous rounds with the named workers: each round every idle worker asks, then the
+// tasks finish in turn, `measure` giving each worker's result. Stops when the job is finished,
+// nothing is handed out, or `stop` (when set) is true after a round.
+void RunRounds(BisectJob& job, const std::vector<std::string>& workers,
+               const std::function<v1::TaskResult(const std::string&, const v1::Task&)>& measure,
+               const std::function<bool()>& stop = nullptr) {
   for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
     std::vector<BisectJob::Assignment> tasks = job.TakeTasks(workers, kNow);
     if (tasks.empty()) break;
@@ -109,18 +130,46 @@ void RunWithSlowWorker(BisectJob& job, const std::vector<std::string>& workers,
     for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
     for (const auto& a : tasks) {
       if (cancelled.count(a.task.task_id()) > 0) continue;
-      v1::TaskResult result = measure(a.task);
-      if (a.worker == slow_worker) {
-        for (int i = 0; i < result.samples_size(); ++i) {
-          result.set_samples(i, result.samples(i) * factor);
-          result.mutable_runs(i)->set_value(result.samples(i));
-        }
-      }
-      for (const std::string& id : job.OnTaskFinished(a.task.task_id(), result, kNow)) {
+      for (const std::string& id :
+           job.OnTaskFinished(a.task.task_id(), measure(a.worker, a.task), kNow)) {
         cancelled.insert(id);
       }
     }
+    if (stop && stop()) break;
   }
+}
+
+// `measure`, with every sample of `slow_worker` `factor` times slower (a GPU with a constant
+// offset).
+std::function<v1::TaskResult(const std::string&, const v1::Task&)> WithSlowWorker(
+    const std::string& slow_worker, double factor,
+    const std::function<v1::TaskResult(const v1::Task&)>& measure) {
+  return [=](const std::string& worker, const v1::Task& task) {
+    v1::TaskResult result = measure(task);
+    if (worker == slow_worker) {
+      for (int i = 0; i < result.samples_size(); ++i) {
+        result.set_samples(i, result.samples(i) * factor);
+        result.mutable_runs(i)->set_value(result.samples(i));
+      }
+    }
+    return result;
+  };
+}
+
+// Runs the job to the end with named synchronous workers; `slow_worker` measures every commit
+// `factor` times slower than `measure` says (a GPU with a constant offset).
+void RunWithSlowWorker(BisectJob& job, const std::vector<std::string>& workers,
+                       const std::string& slow_worker, double factor,
+                       const std::function<v1::TaskResult(const v1::Task&)>& measure) {
+  RunRounds(job, workers, WithSlowWorker(slow_worker, factor, measure));
+}
+
+// The row of the probe table that task `task_id` measures, or -1.
+int ProbeRow(const BisectJob& job, const std::string& task_id) {
+  for (int i = 0; i < job.status().probes_size(); ++i) {
+    if (job.status().probes(i).probe_id() == task_id) return i;
+  }
+  return -1;
 }
 
 // Assigns tasks to named workers and returns them keyed by worker.
@@ -133,132 +182,193 @@ std::map<std::string, v1::Task> Take(BisectJob& job, const std::vector<std::stri
   return out;
 }
 
-TEST(BisectJobTest, EveryWorkerCalibratesOnGoodBeforeItsVerdictsCount) {
+TEST(BisectJobTest, BadsWorkerMeasuresTheReferenceGoodAndOtherVerdictsWaitForTheirCalibration) {
   BisectJob job("job-1", MakeSpec(), MakeCommits(100), kNow);
+  const auto measure = StepAt(37);
   std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
   ASSERT_EQ(first.size(), 3u);
-  // The first worker measures BAD; the first GOOD (b's) is the reference; with 100 commits on
-  // three workers the round plan has c probe before it calibrates.
+  // The first worker measures BAD. Nobody else measures GOOD: b and c probe ahead, at every
+  // other point of a four-way split (the second wave fills the others).
   EXPECT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
   EXPECT_EQ(first["a"].commit_index(), 100);
-  EXPECT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
-  EXPECT_EQ(first["b"].commit_index(), 0);
-  EXPECT_EQ(first["b"].runs(), 3);
-  EXPECT_EQ(first["b"].bench_command(0), "./bench.sh");
+  ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BISECT);
   ASSERT_EQ(first["c"].kind(), v1::PROBE_KIND_BISECT);
-  const int probed = first["c"].commit_index();
-  EXPECT_NEAR(probed, 50, 1);
-  for (const auto& [worker, task] : first) {
-    job.OnTaskFinished(task.task_id(), StepAt(probed)(task), kNow);
-  }
-  EXPECT_EQ(job.status().baseline().good().worker(), "b");
+  EXPECT_NEAR(first["b"].commit_index(), 40, 1);
+  EXPECT_NEAR(first["c"].commit_index(), 80, 1);
+  for (const auto& [worker, task] : first) job.OnTaskFinished(task.task_id(), measure(task), kNow);
+  EXPECT_EQ(job.status().state(), v1::JOB_STATE_BASELINES);
+  // a measures GOOD next, on the same GPU as BAD; b and c probe once more meanwhile.
+  std::map<std::string, v1::Task> second = Take(job, {"a", "b", "c"});
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  EXPECT_EQ(second["a"].commit_index(), 0);
+  EXPECT_EQ(second["a"].runs(), 3);
+  EXPECT_EQ(second["a"].bench_command(0), "./bench.sh");
+  EXPECT_EQ(second["b"].kind(), v1::PROBE_KIND_BISECT);
+  EXPECT_EQ(second["c"].kind(), v1::PROBE_KIND_BISECT);
+  job.OnTaskFinished(second["a"].task_id(), measure(second["a"]), kNow);
+  // Both endpoints come from a's GPU: a is the reference.
+  ASSERT_EQ(job.status().state(), v1::JOB_STATE_BISECTING) << Describe(job.status());
+  EXPECT_EQ(job.status().baseline().good().worker(), "a");
   EXPECT_EQ(job.status().baseline().bad().worker(), "a");
-  // c's verdict narrows the search at once but is provisional: neither c nor a, whose BAD it
-  // was judged against, has measured GOOD yet.
-  EXPECT_EQ(job.status().first_bad_index(), probed);
-  const v1::Probe* verdict = nullptr;
-  for (const v1::Probe& probe : job.status().probes()) {
-    if (probe.probe_id() == first["c"].task_id()) verdict = &probe;
+  EXPECT_NEAR(job.status().regression_pct(), 50, 1);
+  // b's first probe (BAD) narrows the search at once but is provisional: b has not measured
+  // GOOD yet.
+  const int b_row = ProbeRow(job, first["b"].task_id());
+  ASSERT_GE(b_row, 0);
+  EXPECT_EQ(job.status().probes(b_row).verdict(), v1::VERDICT_BAD);
+  EXPECT_TRUE(job.status().probes(b_row).provisional());
+  EXPECT_EQ(job.status().first_bad_index(), first["b"].commit_index());
+  for (const char* worker : {"b", "c"}) {
+    job.OnTaskFinished(second[worker].task_id(), measure(second[worker]), kNow);
   }
-  ASSERT_NE(verdict, nullptr);
-  EXPECT_EQ(verdict->verdict(), v1::VERDICT_BAD);
-  EXPECT_TRUE(verdict->provisional());
-  // The job cannot end on it: a and c calibrate, and then it counts as it stood.
-  RunWithSlowWorker(job, {"a", "b", "c"}, "", 1.0, StepAt(probed));
+  // The job cannot end on provisional verdicts: b and c calibrate, and then they count.
+  std::set<std::string> provisional_from;
+  RunRounds(job, {"a", "b", "c"}, [&](const std::string& worker, const v1::Task& task) {
+    for (const v1::JobEvent& event : job.TakeEvents()) {
+      if (event.kind() == v1::JOB_EVENT_KIND_PROBE_FINISHED && event.probe().provisional()) {
+        provisional_from.insert(event.probe().worker());
+      }
+    }
+    return measure(task);
+  });
   const v1::JobStatus& status = job.status();
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
-  EXPECT_EQ(status.culprit().index(), probed);
-  std::set<std::string> calibrated;
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 37);
+  EXPECT_EQ(provisional_from.count("a"), 0u) << "the reference's verdicts count at once";
+  std::map<std::string, int> calibrations;
   for (const v1::Probe& probe : status.probes()) {
     EXPECT_FALSE(probe.provisional()) << probe.probe_id();
-    if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) calibrated.insert(probe.worker());
-    if (probe.probe_id() == first["c"].task_id()) {
-      EXPECT_EQ(probe.verdict(), v1::VERDICT_BAD);
-    }
+    if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) ++calibrations[probe.worker()];
   }
-  EXPECT_EQ(calibrated, (std::set<std::string>{"a", "b", "c"}));
+  // One GOOD each: a's is the reference GOOD, nobody measured another.
+  EXPECT_EQ(calibrations, (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"c", 1}}));
+  EXPECT_EQ(status.probes(b_row).verdict(), v1::VERDICT_BAD) << "it counts as it stood";
+  EXPECT_FALSE(status.probes(b_row).provisional());
 }
 
-TEST(BisectJobTest, SevenWorkersProbeBeforeTheyCalibrateAndSaveARound) {
-  BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
-  std::vector<v1::Task> first = job.TakeTasks(7, kNow);
-  int bad = 0;
-  int good = 0;
-  int probes = 0;
-  for (const v1::Task& task : first) {
-    bad += task.kind() == v1::PROBE_KIND_BASELINE_BAD;
-    good += task.kind() == v1::PROBE_KIND_BASELINE_GOOD;
-    probes += task.kind() == v1::PROBE_KIND_BISECT;
-  }
-  EXPECT_EQ(bad, 1);
-  EXPECT_GE(good, 1);
-  EXPECT_GE(probes, 1) << "some workers probe before they calibrate";
-  EXPECT_EQ(bad + good + probes, 7);
-  // Finish the job synchronously: 4 rounds of tasks in all, baselines and every worker's
-  // calibration included (calibrating everyone first takes 1 + ceil(log8 1000) = 5).
-  Simulation sim;
-  sim.rounds_of_tasks = 1;
-  for (const v1::Task& task : first) {
-    for (const std::string& id : job.OnTaskFinished(task.task_id(), StepAt(666)(task), kNow)) {
-      sim.cancelled.insert(id);
+TEST(BisectJobTest, SevenWorkersProbeWhileBadIsMeasuredAndCalibrateWithinTheRoundBound) {
+  for (int culprit : {1, 333, 666, 1000}) {
+    SCOPED_TRACE(absl::StrCat("culprit ", culprit));
+    BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
+    std::vector<v1::Task> first = job.TakeTasks(7, kNow);
+    int bad = 0;
+    int good = 0;
+    int probes = 0;
+    for (const v1::Task& task : first) {
+      bad += task.kind() == v1::PROBE_KIND_BASELINE_BAD;
+      good += task.kind() == v1::PROBE_KIND_BASELINE_GOOD;
+      probes += task.kind() == v1::PROBE_KIND_BISECT;
     }
-  }
-  Simulation rest = RunToEnd(job, 7, StepAt(666));
-  const v1::JobStatus& status = job.status();
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
-  EXPECT_EQ(status.culprit().index(), 666);
-  EXPECT_EQ(sim.rounds_of_tasks + rest.rounds_of_tasks, 4);
-  std::set<std::string> calibrated;
-  for (const v1::Probe& probe : status.probes()) {
-    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
-    if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) calibrated.insert(probe.worker());
-  }
-  for (const v1::Probe& probe : status.probes()) {
-    if (probe.kind() == v1::PROBE_KIND_BISECT) {
-      EXPECT_EQ(calibrated.count(probe.worker()), 1u) << probe.worker() << " never calibrated";
+    // w0 measures BAD; the six others probe ahead; nobody calibrates in this first wave.
+    EXPECT_EQ(bad, 1);
+    EXPECT_EQ(good, 0);
+    EXPECT_EQ(probes, 6);
+    Simulation sim;
+    sim.rounds_of_tasks = 1;
+    for (const v1::Task& task : first) {
+      for (const std::string& id :
+           job.OnTaskFinished(task.task_id(), StepAt(culprit)(task), kNow)) {
+        sim.cancelled.insert(id);
+      }
+    }
+    Simulation rest = RunToEnd(job, 7, StepAt(culprit));
+    const v1::JobStatus& status = job.status();
+    ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+    EXPECT_EQ(status.culprit().index(), culprit);
+    EXPECT_EQ(status.baseline().good().worker(), "w0");
+    EXPECT_EQ(status.baseline().bad().worker(), "w0");
+    // Within ceil(log8 1000) = 4 probing rounds, and 5 rounds of tasks in all: the reference
+    // GOOD, measured after BAD on w0, adds one; the six other calibrations fit in the slack of
+    // the round bound and add none.
+    EXPECT_LE(status.rounds(), BisectSearch::EstimateRounds(1000, 7));
+    EXPECT_LE(sim.rounds_of_tasks + rest.rounds_of_tasks, 1 + BisectSearch::EstimateRounds(1000, 7))
+        << Describe(status);
+    std::set<std::string> calibrated;
+    for (const v1::Probe& probe : status.probes()) {
+      EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+      if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) calibrated.insert(probe.worker());
+    }
+    for (const v1::Probe& probe : status.probes()) {
+      if (probe.kind() == v1::PROBE_KIND_BISECT) {
+        EXPECT_EQ(calibrated.count(probe.worker()), 1u) << probe.worker() << " never calibrated";
+      }
     }
   }
 }
 
-TEST(BisectJobTest, ABadMeasuredOnAnOffsetWorkerIsBroughtToTheReferenceAndVerdictsJudgedAgain) {
+TEST(BisectJobTest, ABadMeasuredOnAnOffsetWorkerIsComparedWithGoodFromTheSameGpu) {
   // w0 measures BAD and is 10% slower everywhere (a clear offset, under a third of the 50%
-  // step). Verdicts judged against its raw BAD are taken back once its GOOD shows the offset.
+  // step). It measures the reference GOOD too, so the endpoint verdict compares two
+  // measurements of one GPU and the offset cancels: BAD needs no rescaling. The other workers
+  // are off the reference: each is judged against its own GOOD and the BAD scaled to it, and
+  // the culprit's step is reported in the reference's frame.
   BisectJob job("job", MakeSpec(), MakeCommits(200), kNow);
   RunWithSlowWorker(job, {"w0", "w1", "w2", "w3"}, "w0", 1.1, StepAt(137));
   const v1::JobStatus& status = job.status();
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
   EXPECT_EQ(status.culprit().index(), 137);
+  EXPECT_EQ(status.baseline().good().worker(), "w0");
   EXPECT_EQ(status.baseline().bad().worker(), "w0");
-  EXPECT_NEAR(status.baseline().bad().median(), 1.5, 0.01) << "BAD in the reference's frame";
+  EXPECT_NEAR(status.baseline().good().median(), 1.1, 0.01);
+  EXPECT_NEAR(status.baseline().bad().median(), 1.65, 0.01);
   EXPECT_NEAR(status.regression_pct(), 50, 1);
+  EXPECT_NEAR(status.before(), 1.1, 0.01) << "last good in the reference's frame";
+  EXPECT_NEAR(status.after(), 1.65, 0.01);
+  EXPECT_NEAR(status.culprit_regression_pct(), 50, 1);
   EXPECT_EQ(status.drift_events_size(), 0);
-  bool rescaled = false;
-  for (const v1::JobEvent& event : job.TakeEvents()) {
-    rescaled |= event.message().find("which measured BAD") != std::string::npos;
+  int others = 0;
+  for (const v1::JobWorker& worker : status.workers()) {
+    EXPECT_FALSE(worker.quarantined()) << worker.worker();
+    if (worker.worker() == "w0") continue;
+    ++others;
+    EXPECT_NEAR(worker.calibration_good(), 1.0, 0.01) << worker.worker();
+    EXPECT_NEAR(worker.calibration_bad(), 1.5, 0.01) << worker.worker() << ": BAD in its frame";
   }
-  EXPECT_TRUE(rescaled);
+  EXPECT_EQ(others, 3);
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
+        probe.verdict() == v1::VERDICT_UNSPECIFIED) {
+      continue;
+    }
+    EXPECT_EQ(probe.verdict(), probe.index() >= 137 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
+        << probe.worker() << " at " << probe.index();
+  }
+  for (const v1::JobEvent& event : job.TakeEvents()) {
+    EXPECT_THAT(event.message(), ::testing::Not(HasSubstr("which measured BAD")));
+  }
 }
 
-TEST(BisectJobTest, ASlowReferenceIsQuarantinedOnceAThirdWorkerCalibratesAndTheReferenceMoves) {
-  // w1 measures the first GOOD, so it is the reference, and it is 30% slower everywhere (more
-  // than a third of the 50% step). Two calibrations cannot tell which GPU is odd; the third
-  // can, and the reference GOOD moves to a normal worker.
+TEST(BisectJobTest, ASlowReferenceIsQuarantinedOnceAThirdWorkerCalibratesAndBothBaselinesMove) {
+  // w0 measures BAD and then the reference GOOD, and it is 30% slower everywhere (more than a
+  // third of the 50% step). Two calibrations cannot tell which GPU is odd; the third can: w0 is
+  // quarantined, BAD is measured again on a normal worker, which becomes the reference.
   BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
-  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.3, StepAt(41));
+  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w0", 1.3, StepAt(41));
   const v1::JobStatus& status = job.status();
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
   EXPECT_EQ(status.culprit().index(), 41);
   ASSERT_EQ(status.drift_events_size(), 1);
-  EXPECT_EQ(status.drift_events(0).worker(), "w1");
+  EXPECT_EQ(status.drift_events(0).worker(), "w0");
   EXPECT_EQ(status.drift_events(0).kind(), "baseline_outlier");
-  EXPECT_NE(status.baseline().good().worker(), "w1");
+  EXPECT_NE(status.baseline().good().worker(), "w0");
+  EXPECT_EQ(status.baseline().bad().worker(), status.baseline().good().worker())
+      << "the new reference measured both endpoints";
   EXPECT_NEAR(status.baseline().good().median(), 1.0, 0.01);
   EXPECT_NEAR(status.baseline().bad().median(), 1.5, 0.01);
+  EXPECT_NEAR(status.regression_pct(), 50, 1);
+  EXPECT_NEAR(status.before(), 1.0, 0.01);
+  EXPECT_NEAR(status.after(), 1.5, 0.01);
   for (const v1::Probe& probe : status.probes()) {
-    if (probe.worker() == "w1" && probe.kind() == v1::PROBE_KIND_BISECT) {
+    if (probe.worker() == "w0" && probe.kind() == v1::PROBE_KIND_BISECT) {
       EXPECT_NE(probe.state(), v1::PROBE_STATE_FINISHED) << "no verdict from the slow GPU";
     }
   }
+  bool remeasured = false;
+  for (const v1::JobEvent& event : job.TakeEvents()) {
+    remeasured |= event.message().find("BAD is measured again") != std::string::npos;
+  }
+  EXPECT_TRUE(remeasured);
 }
 
 TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
@@ -269,7 +379,8 @@ TEST(BisectJobTest, NewPointsGoToTheWorkerWhoseCheckoutIsNearest) {
       job.OnTaskFinished(task.task_id(), Samples({v, v, v}), kNow);
     }
   };
-  finish(Take(job, {"a", "b", "c"}));  // BAD on a, GOOD on b and c.
+  finish(Take(job, {"a", "b", "c"}));  // BAD on a; b and c probe ahead.
+  // The reference GOOD on a; b and c probe once more.
   std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c"});
   ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BISECT);
   ASSERT_EQ(first["c"].kind(), v1::PROBE_KIND_BISECT);
@@ -301,8 +412,9 @@ struct ClockedJob {
     const double v = task.commit_index() >= 50 ? 1.5 : 1.0;
     job.OnTaskFinished(task.task_id(), Samples({v, v, v}), now);
   }
-  // Round 1 (BAD, two GOOD calibrations) takes `first` seconds; then a calibrates while b and c
-  // probe, and after 10 s more a's calibration and b's probe report. c's probe is still running.
+  // Round 1 (BAD on a, b and c probe ahead) takes `first` seconds; then a measures the
+  // reference GOOD while b and c probe again, and after 10 s more a's GOOD and b's probe report.
+  // c's probe is still running.
   void RunUntilOneProbeRuns(absl::Duration first) {
     std::map<std::string, v1::Task> round1 = Take({"a", "b", "c"});
     now += first;
@@ -363,19 +475,23 @@ TEST(BisectJobTest, FindsTheCulpritAtEveryPositionWithinTheRoundBound) {
 TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
   BisectJob job("job", MakeSpec(), MakeCommits(10), kNow);
   std::map<std::string, v1::Task> first = Take(job, {"a", "b"});
-  job.OnTaskFinished(first["b"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // b's GOOD.
-  std::map<std::string, v1::Task> probe = Take(job, {"b"});
-  ASSERT_EQ(probe["b"].kind(), v1::PROBE_KIND_BISECT);
-  // The probe finishes before the reference worker has measured BAD and GOOD.
-  job.OnTaskFinished(probe["b"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
-  const int position = job.status().probes_size() - 1;
+  ASSERT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
+  ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BISECT);
+  // b's probe finishes before a has measured BAD and GOOD: it waits for them.
+  job.OnTaskFinished(first["b"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
+  const int position = ProbeRow(job, first["b"].task_id());
+  ASSERT_GE(position, 0);
   EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_UNSPECIFIED);
   job.OnTaskFinished(first["a"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);  // a's BAD.
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_UNSPECIFIED) << "no GOOD yet";
+  EXPECT_EQ(job.status().state(), v1::JOB_STATE_BASELINES);
   std::map<std::string, v1::Task> ref = Take(job, {"a"});
   ASSERT_EQ(ref["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
   job.OnTaskFinished(ref["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  EXPECT_EQ(job.status().state(), v1::JOB_STATE_BISECTING);
   EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
-  EXPECT_EQ(job.status().first_bad_index(), probe["b"].commit_index());
+  EXPECT_TRUE(job.status().probes(position).provisional()) << "b has not calibrated";
+  EXPECT_EQ(job.status().first_bad_index(), first["b"].commit_index());
   EXPECT_EQ(job.status().baseline().good().median(), 1.0);
   EXPECT_EQ(job.status().baseline().bad().median(), 1.5);
   EXPECT_NEAR(job.status().regression_pct(), 50.0, 1e-9);
@@ -383,17 +499,21 @@ TEST(BisectJobTest, ResultsBeforeBaselinesAreClassifiedWhenTheyArrive) {
 
 TEST(BisectJobTest, UselessProbesAreCancelled) {
   BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
-  std::map<std::string, v1::Task> calibrate = Take(job, {"a", "b", "c", "d"});
-  for (const auto& [worker, task] : calibrate) {
-    job.OnTaskFinished(
-        task.task_id(),
-        Samples(worker == "a" ? std::vector<double>{2, 2, 2} : std::vector<double>{1, 1, 1}), kNow);
-  }
+  // a measures BAD while b, c and d probe ahead; then a measures the reference GOOD.
   std::map<std::string, v1::Task> probes = Take(job, {"a", "b", "c", "d"});
-  job.OnTaskFinished(probes["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // Reference GOOD.
-  // Probes at ~25, ~50, ~75 on b, c, d: the lowest is BAD, the other two are useless now.
+  ASSERT_EQ(probes["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
+  job.OnTaskFinished(probes["a"].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
+  std::map<std::string, v1::Task> good = Take(job, {"a"});
+  ASSERT_EQ(good["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  job.OnTaskFinished(good["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
+  ASSERT_EQ(job.status().state(), v1::JOB_STATE_BISECTING);
+  // Three probes across the interval on b, c, d: the lowest is BAD, the other two are useless
+  // now.
   std::vector<std::pair<int, std::string>> by_index;
-  for (const char* w : {"b", "c", "d"}) by_index.emplace_back(probes[w].commit_index(), w);
+  for (const char* w : {"b", "c", "d"}) {
+    ASSERT_EQ(probes[w].kind(), v1::PROBE_KIND_BISECT) << w;
+    by_index.emplace_back(probes[w].commit_index(), w);
+  }
   std::sort(by_index.begin(), by_index.end());
   std::vector<std::string> cancel =
       job.OnTaskFinished(probes[by_index[0].second].task_id(), Samples({2.0, 2.0, 2.0}), kNow);
@@ -525,25 +645,53 @@ TEST(BisectJobTest, AnOutlierWorkerIsQuarantinedAndTheCulpritIsStillRight) {
 }
 
 TEST(BisectJobTest, AWorkerThatCannotRunGoodIsQuarantinedNotTheJob) {
-  BisectJob job("job", MakeSpec(), MakeCommits(20), kNow);
-  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
-    std::vector<BisectJob::Assignment> tasks = job.TakeTasks({"w0", "w1"}, kNow);
-    if (tasks.empty()) break;
-    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
-    for (const auto& a : tasks) {
-      if (a.worker == "w1") {
-        job.OnTaskFinished(a.task.task_id(), Failure(v1::TASK_OUTCOME_BENCH_FAILED, "no GPU"),
-                           kNow);
-        continue;
+  // The benchmark fails at GOOD (commit 0) on `broken` and works everywhere else.
+  auto run = [](const std::string& broken) {
+    auto job = std::make_unique<BisectJob>("job", MakeSpec(), MakeCommits(20), kNow);
+    RunRounds(*job, {"w0", "w1"}, [&](const std::string& worker, const v1::Task& task) {
+      if (worker == broken && task.commit_index() == 0) {
+        return Failure(v1::TASK_OUTCOME_BENCH_FAILED, "no GPU");
       }
-      const double v = a.task.commit_index() >= 9 ? 2.0 : 1.0;
-      job.OnTaskFinished(a.task.task_id(), Samples({v, v, v}), kNow);
+      const double v = task.commit_index() >= 9 ? 2.0 : 1.0;
+      return Samples({v, v, v});
+    });
+    return job;
+  };
+  {
+    // w1 probes (ahead of the baselines and in the search) and owes a calibration: once the
+    // search is done it tries GOOD, fails, and is quarantined; its verdicts are discarded and
+    // w0 probes their commits again.
+    std::unique_ptr<BisectJob> job = run("w1");
+    const v1::JobStatus& status = job->status();
+    ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+    EXPECT_EQ(status.culprit().index(), 9);
+    ASSERT_EQ(status.drift_events_size(), 1);
+    EXPECT_EQ(status.drift_events(0).worker(), "w1");
+    EXPECT_EQ(status.drift_events(0).kind(), "calibration_failed");
+    int probed_by_w1 = 0;
+    for (const v1::Probe& probe : status.probes()) {
+      if (probe.worker() != "w1" || probe.kind() != v1::PROBE_KIND_BISECT) continue;
+      ++probed_by_w1;
+      EXPECT_EQ(probe.verdict(), v1::VERDICT_UNSPECIFIED) << "at " << probe.index();
     }
+    EXPECT_GT(probed_by_w1, 0);
+    EXPECT_EQ(status.baseline().good().worker(), "w0");
   }
-  EXPECT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
-  EXPECT_EQ(job.status().culprit().index(), 9);
-  ASSERT_GE(job.status().drift_events_size(), 1);
-  EXPECT_EQ(job.status().drift_events(0).kind(), "calibration_failed");
+  {
+    // w0 measured BAD and cannot measure the reference GOOD after it: as w1 is there to take
+    // over, w0 is quarantined, BAD is measured again on w1, and w1 measures GOOD as the new
+    // reference.
+    std::unique_ptr<BisectJob> job = run("w0");
+    const v1::JobStatus& status = job->status();
+    ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+    EXPECT_EQ(status.culprit().index(), 9);
+    ASSERT_EQ(status.drift_events_size(), 1);
+    EXPECT_EQ(status.drift_events(0).worker(), "w0");
+    EXPECT_EQ(status.drift_events(0).kind(), "calibration_failed");
+    EXPECT_EQ(status.baseline().bad().worker(), "w1");
+    EXPECT_EQ(status.baseline().good().worker(), "w1");
+    EXPECT_NEAR(status.regression_pct(), 100, 1e-9);
+  }
 }
 
 TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
@@ -667,14 +815,14 @@ TEST(BisectJobTest, AWorkerThatAgreesWithTheReferenceJoinsThePoolWithoutSharpeni
 
 TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
   // "w1" is 10% slower everywhere: a clear offset, but under a third of the 50% step. It is
-  // neither BAD's worker (w0) nor the reference (w2 measures the first GOOD when w1 starts
-  // with a probe). Its verdicts use its own GOOD (and BAD scaled to it), so its probes are
-  // still right.
-  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
-  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.1, StepAt(41));
+  // not BAD's worker w0, which measures the reference GOOD too. Its first probes read near the
+  // pool's threshold, so they wait for its calibration instead of taking more runs; from then on
+  // its verdicts use its own GOOD (and BAD scaled to it), so its probes are still right.
+  BisectJob job("job", MakeSpec(), MakeCommits(600), kNow);
+  RunWithSlowWorker(job, {"w0", "w1", "w2"}, "w1", 1.1, StepAt(411));
   const v1::JobStatus& status = job.status();
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
-  EXPECT_EQ(status.culprit().index(), 41);
+  EXPECT_EQ(status.culprit().index(), 411);
   EXPECT_EQ(status.drift_events_size(), 0);
   int judged_by_w1 = 0;
   for (const v1::Probe& probe : status.probes()) {
@@ -683,10 +831,11 @@ TEST(BisectJobTest, AWorkerWithAClearOffsetIsJudgedAgainstItsOwnGood) {
       continue;
     }
     ++judged_by_w1;
-    EXPECT_EQ(probe.verdict(), probe.index() >= 41 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
+    EXPECT_EQ(probe.verdict(), probe.index() >= 411 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
         << "probe of " << probe.index();
+    EXPECT_FALSE(probe.provisional());
   }
-  EXPECT_GT(judged_by_w1, 0);
+  EXPECT_GT(judged_by_w1, 0) << Describe(status);
 }
 
 TEST(BisectJobTest, AnUncalibratedWorkersProvisionalVerdictsAreDiscardedWhenItIsQuarantined) {
@@ -720,27 +869,40 @@ TEST(BisectJobTest, AWorkerThatLeavesBeforeCalibratingHasItsProvisionalVerdictsP
   BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
   std::map<std::string, v1::Task> first = Take(job, {"a", "b", "c", "d"});
   ASSERT_EQ(first["a"].kind(), v1::PROBE_KIND_BASELINE_BAD);
-  ASSERT_EQ(first["b"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
-  ASSERT_EQ(first["d"].kind(), v1::PROBE_KIND_BISECT) << "d probes before it calibrates";
+  for (const char* w : {"b", "c", "d"}) {
+    ASSERT_EQ(first[w].kind(), v1::PROBE_KIND_BISECT) << w << " probes before it calibrates";
+  }
   for (const auto& [worker, task] : first) {
     job.OnTaskFinished(task.task_id(), StepAt(500)(task), kNow);
   }
-  const int index = first["d"].commit_index();
+  // a measures the reference GOOD: the probes that waited for it are classified, provisionally.
+  std::map<std::string, v1::Task> good = Take(job, {"a"});
+  ASSERT_EQ(good["a"].kind(), v1::PROBE_KIND_BASELINE_GOOD);
+  job.OnTaskFinished(good["a"].task_id(), StepAt(500)(good["a"]), kNow);
+  ASSERT_EQ(job.status().state(), v1::JOB_STATE_BISECTING);
+  // c's probe is the lowest BAD one.
+  const int index = first["c"].commit_index();
   ASSERT_GT(index, 500);
+  ASSERT_LT(first["b"].commit_index(), 500);
   EXPECT_EQ(job.status().first_bad_index(), index) << "the provisional verdict narrowed it";
-  int position = -1;
-  for (int i = 0; i < job.status().probes_size(); ++i) {
-    if (job.status().probes(i).probe_id() == first["d"].task_id()) position = i;
-  }
+  const int position = ProbeRow(job, first["c"].task_id());
   ASSERT_GE(position, 0);
+  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
   EXPECT_TRUE(job.status().probes(position).provisional());
-  job.OnWorkerGone("d", "closed its session", kNow);
+  job.OnWorkerGone("c", "closed its session", kNow);
   EXPECT_EQ(job.status().probes(position).state(), v1::PROBE_STATE_CANCELLED);
   EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_UNSPECIFIED);
   EXPECT_GT(job.status().first_bad_index(), index) << "the interval widened again";
-  RunWithSlowWorker(job, {"a", "b", "c"}, "", 1.0, StepAt(500));
-  ASSERT_EQ(job.status().status(), v1::OUTCOME_CULPRIT_FOUND) << job.status().error();
-  EXPECT_EQ(job.status().culprit().index(), 500);
+  RunWithSlowWorker(job, {"a", "b", "d"}, "", 1.0, StepAt(500));
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 500);
+  for (const v1::Probe& probe : status.probes()) {
+    EXPECT_FALSE(probe.provisional()) << probe.probe_id();
+    if (probe.worker() == "c") {
+      EXPECT_NE(probe.state(), v1::PROBE_STATE_FINISHED) << "c's measurements were discarded";
+    }
+  }
 }
 
 TEST(BisectJobTest, NoisyWorkersAreNotQuarantinedForThreeUnluckyRuns) {
@@ -765,7 +927,7 @@ TEST(BisectJobTest, NoisyWorkersAreNotQuarantinedForThreeUnluckyRuns) {
   }
 }
 
-TEST(BisectJobTest, BeforeTheBaselinesSettleEachWorkerProbesAheadOnce) {
+TEST(BisectJobTest, BeforeTheBaselinesSettleEachWorkerProbesAheadTwice) {
   BisectJob job("job", MakeSpec(), MakeCommits(100), kNow);
   // Overlapping baselines: GOOD and BAD need more runs.
   auto noisy = [](const v1::Task& task) {
@@ -776,16 +938,29 @@ TEST(BisectJobTest, BeforeTheBaselinesSettleEachWorkerProbesAheadOnce) {
     }
     return Samples(values);
   };
-  int probes_ahead = 0;
-  for (int step = 0; step < 6; ++step) {
+  std::map<std::string, int> probes_ahead;
+  std::vector<int> points;
+  for (int step = 0; step < 20; ++step) {
     std::map<std::string, v1::Task> tasks = Take(job, {"a", "b", "c"});
     for (const auto& [worker, task] : tasks) {
-      if (task.kind() == v1::PROBE_KIND_BISECT) ++probes_ahead;
+      if (task.kind() == v1::PROBE_KIND_BISECT) {
+        ++probes_ahead[worker];
+        points.push_back(task.commit_index());
+      }
       job.OnTaskFinished(task.task_id(), noisy(task), kNow);
     }
     if (job.status().state() == v1::JOB_STATE_BISECTING) break;
   }
-  EXPECT_LE(probes_ahead, 2) << "b and c probe ahead once each while a measures the baselines";
+  ASSERT_EQ(job.status().state(), v1::JOB_STATE_BISECTING) << Describe(job.status());
+  EXPECT_GT(job.status().baseline().good().samples_size(), 3) << "the baselines took more runs";
+  // a measures the baselines; b and c probe ahead twice each, no more, while it does.
+  EXPECT_EQ(probes_ahead.count("a"), 0u);
+  EXPECT_EQ(probes_ahead["b"], BisectJob::kProbesAheadOfBaselines);
+  EXPECT_EQ(probes_ahead["c"], BisectJob::kProbesAheadOfBaselines);
+  // The two waves together split the interval evenly.
+  std::sort(points.begin(), points.end());
+  ASSERT_EQ(points.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(points[i], 20 * (i + 1), 1) << i;
 }
 
 TEST(BisectJobTest, NoisyProbesNearTheThresholdGetMoreRuns) {
@@ -913,8 +1088,12 @@ void RunWithConfirmation(BisectJob& job, int culprit, double step) {
     if (tasks.empty()) break;
     for (const v1::Task& task : tasks) {
       if (task.kind() == v1::PROBE_KIND_CONFIRM) {
-        v1::TaskResult result = Samples({1.0 * step, 1.01 * step, 0.99 * step, step, step, step});
-        for (double v : {1.0, 1.01, 0.99, 1.0, 1.0, 1.0}) result.add_paired_samples(v);
+        // task.runs() pairs, last-good about 1.0 and culprit about `step`.
+        const double wiggle[] = {1.0, 1.01, 0.99};
+        std::vector<double> culprit_samples;
+        for (int i = 0; i < task.runs(); ++i) culprit_samples.push_back(step * wiggle[i % 3]);
+        v1::TaskResult result = Samples(culprit_samples);
+        for (int i = 0; i < task.runs(); ++i) result.add_paired_samples(wiggle[i % 3]);
         job.OnTaskFinished(task.task_id(), result, kNow);
         continue;
       }
@@ -935,7 +1114,12 @@ TEST(BisectJobTest, ConfirmationReproducesTheStepWithAConfidenceInterval) {
   EXPECT_TRUE(status.confirmation().confirmed());
   EXPECT_NEAR(status.confirmation().ratio(), 1.5, 0.02);
   EXPECT_GT(status.confirmation().ci_low(), 1.0);
-  EXPECT_EQ(status.confirmation().culprit_samples_size(), 6);
+  // Sized by the evidence: 0.1% noise against a 50% step needs the user's floor of 3 pairs; the
+  // search's own samples of the two commits count where one worker measured both.
+  EXPECT_GE(status.confirmation().fresh_pairs() + status.confirmation().reused_pairs(), 3)
+      << Describe(status);
+  EXPECT_EQ(status.confirmation().culprit_samples_size(), status.confirmation().fresh_pairs());
+  EXPECT_GE(status.confirmation().sets_size(), 1);
   EXPECT_NEAR(status.culprit_regression_pct(), 50, 2);
 }
 
@@ -964,19 +1148,43 @@ TEST(BisectJobTest, AMergeCulpritIsNamedWithHowToBisectItsBranch) {
 }
 
 TEST(BisectJobTest, AWorkerThatLeavesKeepsTheMeasurementsItsCalibrationCanJudge) {
-  BisectJob job("job", MakeSpec(), MakeCommits(10), kNow);
-  std::map<std::string, v1::Task> first = Take(job, {"a", "b"});
-  job.OnTaskFinished(first["b"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);  // b's GOOD.
-  std::map<std::string, v1::Task> probe = Take(job, {"b"});
-  job.OnTaskFinished(probe["b"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
-  const int position = job.status().probes_size() - 1;
-  // b leaves before the reference baselines are complete; its finished probe stays.
-  job.OnWorkerGone("b", "closed its session", kNow);
-  EXPECT_EQ(job.status().probes(position).state(), v1::PROBE_STATE_FINISHED);
-  job.OnTaskFinished(first["a"].task_id(), Samples({1.5, 1.5, 1.5}), kNow);
-  std::map<std::string, v1::Task> ref = Take(job, {"a"});
-  job.OnTaskFinished(ref["a"].task_id(), Samples({1.0, 1.0, 1.0}), kNow);
-  EXPECT_EQ(job.status().probes(position).verdict(), v1::VERDICT_BAD);
+  // w0 measured both baselines and is 30% slower: once the third worker calibrates, w0 is
+  // quarantined, BAD is measured again and every verdict waits for it. w2 has calibrated and
+  // leaves now: its measurements stay, and are judged once w1 has measured BAD again.
+  BisectJob job("job", MakeSpec(), MakeCommits(60), kNow);
+  const auto measure = WithSlowWorker("w0", 1.3, StepAt(41));
+  RunRounds(job, {"w0", "w1", "w2"}, measure, [&] { return job.status().drift_events_size() > 0; });
+  ASSERT_EQ(job.status().drift_events_size(), 1) << Describe(job.status());
+  ASSERT_EQ(job.status().drift_events(0).worker(), "w0");
+  ASSERT_EQ(job.status().state(), v1::JOB_STATE_BASELINES) << "BAD is measured again";
+  std::vector<int> kept;
+  for (int i = 0; i < job.status().probes_size(); ++i) {
+    const v1::Probe& probe = job.status().probes(i);
+    if (probe.worker() == "w2" && probe.kind() == v1::PROBE_KIND_BISECT &&
+        probe.state() == v1::PROBE_STATE_FINISHED && probe.samples_size() > 0) {
+      EXPECT_EQ(probe.verdict(), v1::VERDICT_UNSPECIFIED) << "it waits for the new BAD";
+      kept.push_back(i);
+    }
+  }
+  ASSERT_FALSE(kept.empty()) << Describe(job.status());
+  job.OnWorkerGone("w2", "closed its session", kNow);
+  for (int i : kept) EXPECT_EQ(job.status().probes(i).state(), v1::PROBE_STATE_FINISHED);
+  RunRounds(job, {"w1"}, measure);
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 41);
+  EXPECT_EQ(status.baseline().bad().worker(), "w1");
+  int judged = 0;
+  for (int i : kept) {
+    const v1::Probe& probe = status.probes(i);
+    EXPECT_EQ(probe.state(), v1::PROBE_STATE_FINISHED);
+    if (probe.verdict() == v1::VERDICT_UNSPECIFIED) continue;  // Outside the interval by then.
+    ++judged;
+    EXPECT_FALSE(probe.provisional());
+    EXPECT_EQ(probe.verdict(), probe.index() >= 41 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
+        << "at " << probe.index();
+  }
+  EXPECT_GT(judged, 0) << Describe(status);
 }
 
 }  // namespace

@@ -121,8 +121,7 @@ TEST(JobPromisesTest, TwoGpusThatDisagreeAreFlaggedAndCannotFakeTheCulprit) {
       EXPECT_EQ(result.status.culprit().index(), culprit) << where;
       EXPECT_NEAR(result.status.regression_pct(), 25, 3) << where;
       ASSERT_EQ(result.status.drift_events_size(), 1) << where;
-      EXPECT_NEAR(std::fabs(result.status.drift_events(0).offset_fraction()), 0.26, 0.03)
-          << where;
+      EXPECT_NEAR(std::fabs(result.status.drift_events(0).offset_fraction()), 0.26, 0.03) << where;
     }
   }
 }
@@ -153,8 +152,8 @@ TEST(JobPromisesTest, ADeterministicStepTakesAtMostTheRoundBound) {
     int commits;
     int workers;
   };
-  for (const Size& size : std::vector<Size>{{300, 4}, {1000, 7}, {150, 4}, {100, 3}, {60, 2},
-                                            {200, 1}, {500, 7}}) {
+  for (const Size& size :
+       std::vector<Size>{{300, 4}, {1000, 7}, {150, 4}, {100, 3}, {60, 2}, {200, 1}, {500, 7}}) {
     const int bound = BisectSearch::EstimateRounds(size.commits, size.workers);
     for (int culprit : Positions(size.commits, 24)) {
       for (uint64_t seed : {1, 2}) {
@@ -172,6 +171,90 @@ TEST(JobPromisesTest, ADeterministicStepTakesAtMostTheRoundBound) {
       }
     }
   }
+}
+
+// --- 3. A broken GPU, honest run floors -----------------------------------------------------
+
+TEST(JobPromisesTest, AGpuThatFailsEveryTaskIsQuarantinedNotTrustedAsUntestableCommits) {
+  // Before, a worker whose benchmark failed at every commit had each failure recorded as an
+  // untestable commit and was never quarantined: 15 of 20 culprit positions ended with
+  // candidates instead of the culprit.
+  for (int culprit = 1; culprit <= 20; ++culprit) {
+    SimulationOptions options;
+    options.commits = 20;
+    options.culprit = culprit;
+    options.workers = SimulatedWorkers(2);
+    options.workers[1].broken = true;
+    const SimulationResult result = SimulateJob(SimulationSpec(), options);
+    const std::string where = absl::StrCat("culprit=", culprit);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+    EXPECT_EQ(result.status.culprit().index(), culprit) << where;
+    ASSERT_GE(result.status.drift_events_size(), 1) << where;
+    EXPECT_EQ(result.status.drift_events(0).worker(), "w1") << where;
+    EXPECT_EQ(result.status.drift_events(0).kind(), "calibration_failed") << where;
+  }
+}
+
+// The steps plain `git bisect` takes to find `culprit` among n commits (one probe at a time).
+int GitBisectSteps(int n, int culprit) {
+  BisectSearch search(n);
+  int steps = 0;
+  while (!search.Done()) {
+    const std::vector<int> next = search.NextProbes(1);
+    if (next.empty()) break;
+    (void)search.Record(next[0], next[0] >= culprit ? Verdict::kBad : Verdict::kGood);
+    ++steps;
+  }
+  return steps;
+}
+
+TEST(JobPromisesTest, RunsOneOnADeterministicBenchmarkTakesAsManyRunsAsGitBisect) {
+  // `--runs 1` is the user's floor: a benchmark whose samples show no spread is decided on one
+  // run per commit, the confirmation reuses the search's samples, and W=1 measures exactly what
+  // git bisect with one run per step (and one per baseline) measures.
+  for (int culprit : Positions(1000, 12)) {
+    SimulationOptions options;
+    options.commits = 1000;
+    options.culprit = culprit;
+    options.workers = SimulatedWorkers(1);
+    v1::JobSpec spec = SimulationSpec();
+    spec.set_runs_per_commit(1);
+    const SimulationResult result = SimulateJob(spec, options);
+    const std::string where = absl::StrCat("culprit=", culprit);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+    EXPECT_EQ(result.status.culprit().index(), culprit) << where;
+    EXPECT_TRUE(result.status.confirmation().confirmed()) << where;
+    EXPECT_EQ(result.status.bench_runs(), 2 + GitBisectSteps(1000, culprit))
+        << where << Describe(result);
+  }
+}
+
+TEST(JobPromisesTest, RunsOneTakesMoreRunsWhereTheNoiseIsSeen) {
+  // The same floor with 5% noise against a 10% step: single runs cannot decide, and the
+  // statistics ask for more where the observed noise says so; the culprit is still right.
+  int exact = 0;
+  int extended = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SimulationOptions options;
+    options.commits = 100;
+    options.culprit = 37;
+    options.good_value = 100;
+    options.bad_value = 110;
+    options.noise_cv = 0.05;
+    options.seed = seed;
+    options.workers = SimulatedWorkers(4);
+    v1::JobSpec spec = SimulationSpec();
+    spec.set_runs_per_commit(1);
+    const SimulationResult result = SimulateJob(spec, options);
+    const bool right = result.status.status() == v1::OUTCOME_CULPRIT_FOUND &&
+                       result.status.culprit().index() == 37;
+    exact += right;
+    for (const v1::Probe& probe : result.status.probes()) {
+      extended += probe.kind() == v1::PROBE_KIND_BISECT && probe.samples_size() > 1;
+    }
+  }
+  EXPECT_GE(exact, 38) << "of 40";
+  EXPECT_GT(extended, 10);
 }
 
 }  // namespace

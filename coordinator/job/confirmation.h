@@ -1,0 +1,70 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The confirmation of a culprit: last-good and culprit measured again, each pair on one worker
+// so that the worker's offset cancels, as cheaply as the evidence allows. Pure: the plan and the
+// judgement are functions of samples; BisectJob creates the tasks and applies the result.
+//
+// Sized by the evidence, not by constants: the pairs needed follow from the job's observed
+// noise against the step (ConfirmationPairsNeeded); samples the search already has for the two
+// commits count when one worker measured both (a reused set); the fresh interleaved pairs
+// (A/B/A/B in one task) are spread over the job's workers, one task each, so the confirmation
+// costs about one probe round rather than a dozen serial runs.
+#ifndef KBISECT_COORDINATOR_JOB_CONFIRMATION_H_
+#define KBISECT_COORDINATOR_JOB_CONFIRMATION_H_
+
+#include <string>
+#include <vector>
+
+#include "coordinator/job/probe_classifier.h"
+
+namespace kbisect {
+
+// Noise (the pooled spread of the baselines) below this fraction of the step is negligible: the
+// search's own same-worker samples of the two commits can confirm the step without a fresh
+// measurement.
+inline constexpr double kNegligibleNoiseFraction = 0.02;
+
+// How far the 95% interval of the ratio must be from "no step", in standard errors of the
+// ratio, for the pairs planned (the confirmation is sized to reach it).
+inline constexpr double kConfirmationZ = 4.0;
+
+// The samples of last-good and culprit one worker measured: in one confirmation task
+// (interleaved), or in the search (the probes that decided the two commits, or the baselines).
+struct ConfirmationSet {
+  std::string worker;
+  std::vector<double> last_good;
+  std::vector<double> culprit;
+  bool interleaved = false;
+  // Pairs the set contributes: min(last_good.size(), culprit.size()).
+  int pairs() const;
+};
+
+// Pairs (last-good, culprit) the confirmation needs for its interval to exclude "no step" by
+// kConfirmationZ standard errors when the noise is `sigma` and the step `step` (both in the
+// metric's unit; the median's efficiency counted): at least `runs_floor` (the user's --runs), at
+// most `max_runs`.
+int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_runs);
+
+// The fresh interleaved measurement to run: `tasks` tasks of `pairs_per_task` pairs each.
+struct ConfirmationPlan {
+  int tasks = 0;
+  int pairs_per_task = 0;
+  int reused_pairs = 0;
+};
+
+// Plans the fresh pairs: the needed pairs less the `reused` ones (none when the noise is
+// negligible and the reused pairs suffice; otherwise at least one fresh pair, so the step is
+// reproduced interleaved), spread over up to `workers` tasks.
+ConfirmationPlan PlanConfirmation(int needed, int reused, double sigma, double step, int workers);
+
+// Judges every set together: each set's samples are divided by its own last-good median, so
+// that each worker's offset cancels, and the pooled ratios are judged by JudgeConfirmation (its
+// medians are then relative to last-good: 1 and the ratio). When interleaved sets exist, the
+// step must show in them too (their ratio on the regression's side by at least half the pooled
+// step): reused samples alone cannot confirm a step a fresh measurement does not reproduce.
+ConfirmationJudgement JudgeConfirmationSets(const std::vector<ConfirmationSet>& sets,
+                                            bool worse_is_up);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_CONFIRMATION_H_

@@ -1,0 +1,82 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/confirmation.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+TEST(ConfirmationTest, PairsFollowTheNoiseAgainstTheStep) {
+  // No noise: the user's floor.
+  EXPECT_EQ(ConfirmationPairsNeeded(0, 25, 3, 30), 3);
+  EXPECT_EQ(ConfirmationPairsNeeded(0, 25, 1, 30), 1);
+  // 1% noise against a 25% step: still the floor.
+  EXPECT_EQ(ConfirmationPairsNeeded(1, 25, 3, 30), 3);
+  // 5% noise against a 10% step: 2 * (4 * 1.2533 * 0.5)^2 = 12.6 -> 13 pairs.
+  EXPECT_EQ(ConfirmationPairsNeeded(5, 10, 3, 30), 13);
+  // Never past max_runs; a zero step asks for everything.
+  EXPECT_EQ(ConfirmationPairsNeeded(10, 10, 3, 30), 30);
+  EXPECT_EQ(ConfirmationPairsNeeded(1, 0, 3, 30), 30);
+}
+
+TEST(ConfirmationTest, NegligibleNoiseReusesTheSearchsSamplesAndRunsNothing) {
+  const ConfirmationPlan plan = PlanConfirmation(3, 3, 0.1, 25, 7);
+  EXPECT_EQ(plan.tasks, 0);
+  EXPECT_EQ(plan.reused_pairs, 3);
+}
+
+TEST(ConfirmationTest, ReusedPairsStillNeedOneFreshPairWhenTheNoiseIsNot) {
+  const ConfirmationPlan plan = PlanConfirmation(3, 3, 1, 25, 7);
+  EXPECT_EQ(plan.tasks, 1);
+  EXPECT_EQ(plan.pairs_per_task, 1);
+}
+
+TEST(ConfirmationTest, FreshPairsAreSpreadOverTheWorkers) {
+  const ConfirmationPlan seven = PlanConfirmation(13, 0, 5, 10, 7);
+  EXPECT_EQ(seven.tasks, 7);
+  EXPECT_EQ(seven.pairs_per_task, 2);  // 14 >= 13 pairs, one task per worker.
+  const ConfirmationPlan one = PlanConfirmation(3, 0, 1, 25, 1);
+  EXPECT_EQ(one.tasks, 1);
+  EXPECT_EQ(one.pairs_per_task, 3);
+  const ConfirmationPlan few = PlanConfirmation(2, 0, 1, 25, 7);
+  EXPECT_EQ(few.tasks, 2);
+  EXPECT_EQ(few.pairs_per_task, 1);
+}
+
+TEST(ConfirmationTest, EachWorkersOffsetCancels) {
+  // w0 measures 100 -> 125, w1 is 35% slower: 135 -> 168.75. Pooled raw, the ratio would be
+  // muddled; normalised per set it is 1.25 on both.
+  std::vector<ConfirmationSet> sets = {
+      {"w0", {100, 100.5, 99.5}, {125, 125.5, 124.5}, true},
+      {"w1", {135, 135.5, 134.5}, {168.75, 169.2, 168.3}, true},
+  };
+  const ConfirmationJudgement judgement = JudgeConfirmationSets(sets, /*worse_is_up=*/true);
+  ASSERT_TRUE(judgement.measured);
+  EXPECT_NEAR(judgement.ratio, 1.25, 0.01);
+  EXPECT_GT(judgement.ci_low, 1.2);
+  EXPECT_TRUE(judgement.confirmed);
+}
+
+TEST(ConfirmationTest, ReusedSamplesAloneCanConfirm) {
+  std::vector<ConfirmationSet> sets = {{"w0", {100, 100, 100}, {125, 125, 125}, false}};
+  EXPECT_TRUE(JudgeConfirmationSets(sets, true).confirmed);
+}
+
+TEST(ConfirmationTest, ReusedSamplesCannotConfirmAStepTheFreshPairsDoNotShow) {
+  std::vector<ConfirmationSet> sets = {
+      {"w0", {100, 100, 100, 100, 100, 100}, {125, 125, 125, 125, 125, 125}, false},
+      {"w1", {100, 101, 99}, {100.5, 99.5, 100}, true},
+  };
+  EXPECT_FALSE(JudgeConfirmationSets(sets, true).confirmed);
+}
+
+TEST(ConfirmationTest, AnImprovementIsNotAConfirmedRegression) {
+  std::vector<ConfirmationSet> sets = {{"w0", {100, 101, 99}, {80, 81, 79}, true}};
+  EXPECT_FALSE(JudgeConfirmationSets(sets, /*worse_is_up=*/true).confirmed);
+  EXPECT_TRUE(JudgeConfirmationSets(sets, /*worse_is_up=*/false).confirmed);
+}
+
+}  // namespace
+}  // namespace kbisect
