@@ -46,6 +46,12 @@ KbisectFigures RunKbisect(const KbisectRunOptions& options) {
 }
 
 ProbeOverhead ProbeOverheadOf(const nlohmann::json& result) {
+  // A probe's start and end times are those of its last task, while its timings add up every
+  // task's (extra runs are further tasks), so only probes measured in one task count: those
+  // with exactly the spec's runs per commit. The confirmation (one task alternating two
+  // commits) is left out too.
+  int runs_per_commit = 3;
+  if (result.contains("spec")) runs_per_commit = result["spec"].value("runs_per_commit", 3);
   std::vector<nlohmann::json> finished;
   if (result.contains("probes")) {
     for (const auto& probe : result["probes"]) {
@@ -59,19 +65,26 @@ ProbeOverhead ProbeOverheadOf(const nlohmann::json& result) {
   std::vector<double> warm_overheads;
   std::vector<double> warm_checkouts;
   std::set<std::string> seen_workers;
+  ProbeOverhead overhead;
   for (const auto& probe : finished) {
+    const bool first_of_worker = seen_workers.insert(probe.value("worker", "")).second;
+    const bool one_task = probe.value("kind", "") != "confirm" && probe.contains("runs") &&
+                          static_cast<int>(probe["runs"].size()) == runs_per_commit;
+    if (!one_task) {
+      ++overhead.skipped;
+      continue;
+    }
     const double span = Seconds(probe["end_time"]) - Seconds(probe["start_time"]);
     const auto& timings = probe["timings"];
-    const double overhead =
+    const double probe_overhead =
         span - DurationSeconds(timings["build"]) - DurationSeconds(timings["bench"]);
-    overheads.push_back(overhead);
-    if (!seen_workers.insert(probe.value("worker", "")).second) {
-      warm_overheads.push_back(overhead);
+    overheads.push_back(probe_overhead);
+    if (!first_of_worker) {
+      warm_overheads.push_back(probe_overhead);
       warm_checkouts.push_back(DurationSeconds(timings["checkout"]));
     }
   }
-  ProbeOverhead overhead;
-  overhead.probes = static_cast<int>(finished.size());
+  overhead.probes = static_cast<int>(overheads.size());
   overhead.median_ms = Median(overheads) * 1000;
   overhead.warm_median_ms = Median(warm_overheads) * 1000;
   overhead.warm_checkout_median_ms = Median(warm_checkouts) * 1000;

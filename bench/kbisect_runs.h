@@ -27,10 +27,12 @@ struct KbisectRunOptions {
 };
 
 // Per-probe overhead: a probe's span at the coordinator (lease to result) minus its build and
-// bench time, i.e. dispatch, checkout and reporting. A slot's first probe writes its whole
-// checkout; the warm figures leave each worker's first probe out.
+// bench time, i.e. dispatch, checkout and reporting, over the probes measured in one task (see
+// ProbeOverheadOf). A slot's first probe writes its whole checkout; the warm figures leave each
+// worker's first probe out.
 struct ProbeOverhead {
-  int probes = 0;  // finished probes of every kind
+  int probes = 0;   // probes counted
+  int skipped = 0;  // finished probes left out: extra runs (several tasks) or the confirmation
   double median_ms = 0;
   double warm_median_ms = 0;
   double warm_checkout_median_ms = 0;
