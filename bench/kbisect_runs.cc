@@ -42,6 +42,11 @@ KbisectFigures RunKbisect(const KbisectRunOptions& options) {
   figures.bench_runs = result.value("bench_runs", 0);
   if (result["culprit"].is_object()) figures.culprit = result["culprit"].value("sha", "");
   figures.overhead = ProbeOverheadOf(result);
+  for (const auto& probe : result.value("probes", nlohmann::json::array())) {
+    if (probe.value("kind", "") == "confirm" && probe.value("state", "") == "finished") {
+      figures.confirm_seconds = Seconds(probe["end_time"]) - Seconds(probe["start_time"]);
+    }
+  }
   return figures;
 }
 

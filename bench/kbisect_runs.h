@@ -45,7 +45,8 @@ struct KbisectFigures {
   std::string status;       // culprit_found, inconclusive, ...
   int rounds = 0;
   int bench_runs = 0;
-  std::string culprit;  // "" when none
+  std::string culprit;         // "" when none
+  double confirm_seconds = 0;  // the confirmation's span (one worker, after the search), 0: none
   ProbeOverhead overhead;
 };
 

@@ -10,28 +10,32 @@
 // outside the repository.
 //
 //   (a) 1,000 commits x 2,000 files, 0.4 s benchmark, no build, 3 runs, CV 1%; W=1 and W=7.
-//       Target: W=7 <= 0.40x git bisect.                                   (~1.5 min on 2 cores)
+//       Target: W=7 <= 0.40x git bisect.                                   (51 s)
 //   (b) as (a) with a deterministic benchmark (noise 0), `kbisect run --runs 1`, git bisect with
 //       1 run per step and per baseline; W=1 and W=7. Targets: W=1 <= 1.05x, W=7 <= 0.45x.
-//                                                                          (~1 min)
+//                                                                          (38 s)
 //   (c) as (a) with a 2 s build (`sleep 2` plus the counter) at every probe and step, CV 2%;
 //       W=7. Target: <= 0.25x (lower bound about one build + 4 rounds of benchmark: 0.18x).
-//                                                                          (~1.5 min)
+//                                                                          (90 s)
 //   (d) two nightlies with one cache dir on a 1,300-commit repository (culprit at 666): job 1
 //       over commits 0..1000, then job 2 over 300..1300; W=7. Targets: job 2's bench runs <=
-//       35% of job 1's, its wall time <= 0.35x job 1's.                    (~1.5 min)
+//       35% of job 1's, its wall time <= 0.35x job 1's.                    (64 s)
 //   (e) a real compile: scripts/make-c-repo.sh (300 commits of a 12-file C library; each commit
 //       edits one source file, commit 200 plants a 45% slowdown), `make -j2` at every probe
 //       (incremental), benchmark = a program linked against the library printing a
-//       deterministic work counter; W=1. Target: <= 1.10x.                 (~1 min)
+//       deterministic work counter; W=1. Target: <= 1.10x.                 (35 s)
 //
 //   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
 //                              [--bench-seconds S] [--build-seconds S] [--workers 1,7] [--keep]
 //
+// The durations (generation included) are those of one `--case all` run on the project's
+// 2-core machine shared with other work (load average 3-4): 4 min 37 s in all. The confirmation
+// column is the span of kbisect's final interleaved re-measurement (one worker, after the
+// search; its builds and bench runs are in the row's counts).
+//
 // --commits sets the range of cases a-d (case d's repository is 1.3 N commits, its second job
 // starts 0.3 N in); --c-commits the C history of case e; --workers replaces every selected
-// case's worker counts. Nothing is asserted: this prints figures (docs/benchmarks.md quotes
-// them).
+// case's worker counts. Nothing is asserted: this prints figures.
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -82,10 +86,11 @@ struct Row {
   double ratio = 0;
   int rounds = 0;
   int bench_runs = 0;
-  std::string builds;    // "-" without a build step
-  std::string correct;   // "yes", "NO", or why there is no answer
-  std::string overhead;  // kbisect only
-  std::string target;    // "<= 0.40x: met" / "... NOT met" / ""
+  std::string builds;         // "-" without a build step
+  std::string correct;        // "yes", "NO", or why there is no answer
+  std::string confirm = "-";  // kbisect: seconds of the final confirmation
+  std::string overhead;       // kbisect only
+  std::string target;         // "<= 0.40x: met" / "... NOT met" / ""
 };
 
 class Table {
@@ -104,16 +109,16 @@ class Table {
     }
   }
   static std::string Heading() {
-    return absl::StrFormat("%-4s %-28s %8s %6s %6s %10s %6s %-14s %-20s %s\n", "case", "run",
+    return absl::StrFormat("%-4s %-28s %8s %6s %6s %10s %6s %-14s %11s %-20s %s\n", "case", "run",
                            "wall (s)", "ratio", "rounds", "bench runs", "builds", "culprit",
-                           "overhead p50 (warm)", "target");
+                           "confirm (s)", "overhead p50 (warm)", "target");
   }
 
  private:
   static std::string Format(const Row& row) {
-    return absl::StrFormat("%-4s %-28s %8.2f %6.2f %6d %10d %6s %-14s %-20s %s\n", row.case_id,
+    return absl::StrFormat("%-4s %-28s %8.2f %6.2f %6d %10d %6s %-14s %11s %-20s %s\n", row.case_id,
                            row.run, row.wall, row.ratio, row.rounds, row.bench_runs, row.builds,
-                           row.correct, row.overhead, row.target);
+                           row.correct, row.confirm, row.overhead, row.target);
   }
   std::vector<Row> rows_;
 };
@@ -173,6 +178,7 @@ Row KbisectRow(const std::string& case_id, const std::string& run, const Kbisect
   }
   row.overhead = absl::StrFormat("%.0f ms (%.0f) n=%d", k.overhead.median_ms,
                                  k.overhead.warm_median_ms, k.overhead.probes);
+  if (k.confirm_seconds > 0) row.confirm = absl::StrFormat("%.2f", k.confirm_seconds);
   row.target = RatioTarget(row.ratio, max_ratio);
   return row;
 }
