@@ -1,0 +1,477 @@
+// Copyright 2026 The kbisect Authors.
+//
+// What a user gets: `kbisect run` with its default options (confirmation on) unless a case says
+// otherwise, each case against the seed procedure done by `git bisect run --first-parent` on
+// the same repository in the same run (bench/seed_bisect.h: build, N runs, median vs good +
+// 0.3 (bad - good), with the seed's baselines at GOOD and BAD). Every kbisect run starts with
+// an empty cache (mirror clone and first checkouts paid inside the run) except case d's second
+// job, which shares the first job's cache by design; git bisect works in a clone made before
+// its clock starts. Builds are counted: the build command appends a line to a counter file
+// outside the repository.
+//
+//   (a) 1,000 commits x 2,000 files, 0.4 s benchmark, no build, 3 runs, CV 1%; W=1 and W=7.
+//       Target: W=7 <= 0.40x git bisect.                                   (51 s)
+//   (b) as (a) with a deterministic benchmark (noise 0), `kbisect run --runs 1`, git bisect with
+//       1 run per step and per baseline; W=1 and W=7. Targets: W=1 <= 1.05x, W=7 <= 0.45x.
+//                                                                          (38 s)
+//   (c) as (a) with a 2 s build (`sleep 2` plus the counter) at every probe and step, CV 2%;
+//       W=7. Target: <= 0.25x (lower bound about one build + 4 rounds of benchmark: 0.18x).
+//                                                                          (90 s)
+//   (d) two nightlies with one cache dir on a 1,300-commit repository (culprit at 666): job 1
+//       over commits 0..1000, then job 2 over 300..1300; W=7. Targets: job 2's bench runs <=
+//       35% of job 1's, its wall time <= 0.35x job 1's.                    (64 s)
+//   (e) a real compile: scripts/make-c-repo.sh (300 commits of a 12-file C library; each commit
+//       edits one source file, commit 200 plants a 45% slowdown), `make -j2` at every probe
+//       (incremental), benchmark = a program linked against the library printing a
+//       deterministic work counter; W=1. Target: <= 1.10x.                 (35 s)
+//
+//   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
+//                              [--bench-seconds S] [--build-seconds S] [--workers 1,7] [--keep]
+//
+// The durations (generation included) are those of one `--case all` run on the project's
+// 2-core machine shared with other work (load average 3-4): 4 min 37 s in all. The confirmation
+// column is the span of kbisect's final interleaved re-measurement (one worker, after the
+// search; its builds and bench runs are in the row's counts).
+//
+// --commits sets the range of cases a-d (case d's repository is 1.3 N commits, its second job
+// starts 0.3 N in); --c-commits the C history of case e; --workers replaces every selected
+// case's worker counts. Nothing is asserted: this prints figures.
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bench/bench_util.h"
+#include "bench/kbisect_runs.h"
+#include "bench/seed_bisect.h"
+
+namespace {
+
+using kbisect_bench::KbisectFigures;
+using kbisect_bench::KbisectRunOptions;
+using kbisect_bench::RunShell;
+using kbisect_bench::SeedBisectFigures;
+using kbisect_bench::SeedBisectOptions;
+
+struct Settings {
+  std::string source;  // the kbisect source tree (scripts/)
+  std::string bin;     // build/bin
+  std::string dir;     // scratch directory of this run
+  int commits = 1000;
+  int c_commits = 300;
+  int files = 2000;
+  double bench_seconds = 0.4;
+  double build_seconds = 2;
+  std::vector<int> workers;  // empty: each case's own
+};
+
+// make-demo-repo.sh's noise is uniform in +-FRACTION: a CV of c needs FRACTION = c * sqrt(3).
+std::string NoiseForCv(double cv) { return absl::StrFormat("%.4f", cv * std::sqrt(3.0)); }
+
+struct Row {
+  std::string case_id;
+  std::string run;
+  double wall = 0;
+  double ratio = 0;
+  int rounds = 0;
+  int bench_runs = 0;
+  std::string builds;         // "-" without a build step
+  std::string correct;        // "yes", "NO", or why there is no answer
+  std::string confirm = "-";  // kbisect: seconds of the final confirmation
+  std::string overhead;       // kbisect only
+  std::string target;         // "<= 0.40x: met" / "... NOT met" / ""
+};
+
+class Table {
+ public:
+  void Add(const Row& row) {
+    rows_.push_back(row);
+    std::cout << "  " << Format(row) << std::flush;
+  }
+  void Print() const {
+    std::cout << "\n" << Heading();
+    std::string last_case;
+    for (const Row& row : rows_) {
+      if (!last_case.empty() && row.case_id != last_case) std::cout << "\n";
+      last_case = row.case_id;
+      std::cout << Format(row);
+    }
+  }
+  static std::string Heading() {
+    return absl::StrFormat("%-4s %-28s %8s %6s %6s %10s %6s %-14s %11s %-20s %s\n", "case", "run",
+                           "wall (s)", "ratio", "rounds", "bench runs", "builds", "culprit",
+                           "confirm (s)", "overhead p50 (warm)", "target");
+  }
+
+ private:
+  static std::string Format(const Row& row) {
+    return absl::StrFormat("%-4s %-28s %8.2f %6.2f %6d %10d %6s %-14s %11s %-20s %s\n", row.case_id,
+                           row.run, row.wall, row.ratio, row.rounds, row.bench_runs, row.builds,
+                           row.correct, row.confirm, row.overhead, row.target);
+  }
+  std::vector<Row> rows_;
+};
+
+std::string Verdict(bool met) { return met ? "met" : "NOT met"; }
+
+// `value` as printed with `decimals` decimals: targets are judged on the figures shown.
+double Shown(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
+
+std::string RatioTarget(double ratio, double max_ratio) {
+  if (max_ratio <= 0) return "";
+  return absl::StrFormat("<= %.2fx: %s", max_ratio, Verdict(Shown(ratio, 2) <= max_ratio));
+}
+
+// The build command of a run: `build` (may be empty: only the counter) and then a line appended
+// to `counter`, so that a failed build is not counted.
+std::string CountedBuild(const std::string& build, const std::string& counter) {
+  return absl::StrCat(build.empty() ? "" : build + " && ", "echo build >> ", counter);
+}
+
+// The git bisect row of a case; `counter` is "" without a build step.
+Row GitRow(const std::string& case_id, const std::string& run, const SeedBisectFigures& git,
+           const std::string& expected, const std::string& counter) {
+  Row row;
+  row.case_id = case_id;
+  row.run = run;
+  row.wall = git.wall_seconds;
+  row.ratio = 1.0;
+  row.rounds = git.steps;
+  row.bench_runs = git.bench_runs;
+  row.builds = counter.empty() ? "-" : absl::StrCat(kbisect_bench::CountLines(counter));
+  row.correct = !git.ok ? "NO (no answer)" : git.culprit == expected ? "yes" : "NO";
+  if (!git.ok) std::cerr << "git bisect run (" << run << ") failed:\n" << git.log << "\n";
+  return row;
+}
+
+Row KbisectRow(const std::string& case_id, const std::string& run, const KbisectFigures& k,
+               double git_seconds, const std::string& expected, const std::string& counter,
+               double max_ratio) {
+  Row row;
+  row.case_id = case_id;
+  row.run = run;
+  row.wall = k.wall_seconds;
+  row.ratio = git_seconds > 0 ? k.wall_seconds / git_seconds : 0;
+  row.rounds = k.rounds;
+  row.bench_runs = k.bench_runs;
+  row.builds = counter.empty() ? "-" : absl::StrCat(kbisect_bench::CountLines(counter));
+  if (!k.ok) {
+    row.correct = absl::StrCat("NO (exit ", k.exit_code, ")");
+  } else if (k.culprit == expected) {
+    row.correct = k.status == "culprit_found" ? "yes" : absl::StrCat("yes (", k.status, ")");
+  } else {
+    row.correct = absl::StrCat("NO (", k.status, ")");
+  }
+  row.overhead = absl::StrFormat("%.0f ms (%.0f) n=%d", k.overhead.median_ms,
+                                 k.overhead.warm_median_ms, k.overhead.probes);
+  if (k.confirm_seconds > 0) row.confirm = absl::StrFormat("%.2f", k.confirm_seconds);
+  row.target = RatioTarget(row.ratio, max_ratio);
+  return row;
+}
+
+// Generates a make-demo-repo.sh repository; returns the culprit's sha ("" on failure).
+std::string DemoRepo(const Settings& s, const std::string& path, int commits,
+                     const std::string& noise, int culprit) {
+  const kbisect_bench::Shell made = RunShell(absl::StrCat(
+      s.source, "/scripts/make-demo-repo.sh ", path, " --commits ", commits, " --files ", s.files,
+      " --noise ", noise, culprit > 0 ? absl::StrCat(" --culprit ", culprit) : ""));
+  if (made.exit_code != 0) return "";
+  return std::string(absl::StripTrailingAsciiWhitespace(made.out));
+}
+
+std::vector<int> WorkersOr(const Settings& s, std::vector<int> defaults) {
+  return s.workers.empty() ? defaults : s.workers;
+}
+
+// One demo-repository case (a, b, c): git bisect, then kbisect at each W with a fresh cache.
+struct DemoCase {
+  std::string id;
+  std::string noise;
+  int runs = 3;              // git bisect's runs per commit (kbisect: --runs when not 3)
+  double build_seconds = 0;  // 0: no build step
+  std::vector<int> workers;
+  std::map<int, double> max_ratio;  // the targets by W
+};
+
+void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
+  const std::string dir = s.dir + "/" + c.id;
+  const std::string repo = dir + "/repo";
+  const std::string expected = DemoRepo(s, repo, s.commits, c.noise, 0);
+  if (expected.empty()) {
+    std::cerr << "case " << c.id << ": cannot generate the repository\n";
+    return;
+  }
+  const std::string env = absl::StrFormat("KBISECT_DEMO_SLEEP=%.3f", s.bench_seconds);
+  const std::string build = c.build_seconds > 0 ? absl::StrFormat("sleep %g", c.build_seconds) : "";
+
+  SeedBisectOptions seed;
+  seed.repo = repo;
+  seed.clone = dir + "/git-bisect";
+  seed.good = "v1.0";
+  seed.bad = "main";
+  seed.env = env;
+  seed.bench = "./bench.sh";
+  seed.runs = c.runs;
+  const std::string git_counter = c.build_seconds > 0 ? dir + "/builds-git" : "";
+  if (c.build_seconds > 0) seed.build = CountedBuild(build, git_counter);
+  const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+  table.Add(
+      GitRow(c.id, absl::StrCat("git bisect run (", c.runs, " runs)"), git, expected, git_counter));
+
+  for (int w : WorkersOr(s, c.workers)) {
+    KbisectRunOptions run;
+    run.kbisect = s.bin + "/kbisect";
+    run.repo = repo;
+    run.good = "v1.0";
+    run.bad = "main";
+    run.workers = w;
+    run.cache_dir = absl::StrCat(dir, "/cache-w", w);
+    run.json = absl::StrCat(dir, "/kbisect-w", w, ".json");
+    run.env = env;
+    run.bench = "./bench.sh";
+    if (c.runs != 3) run.flags = {"--runs", absl::StrCat(c.runs)};
+    const std::string counter = c.build_seconds > 0 ? absl::StrCat(dir, "/builds-w", w) : "";
+    if (c.build_seconds > 0) {
+      run.flags.push_back("--build");
+      run.flags.push_back(CountedBuild(build, counter));
+    }
+    const KbisectFigures k = kbisect_bench::RunKbisect(run);
+    const auto target = c.max_ratio.find(w);
+    table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected,
+                         counter, target == c.max_ratio.end() ? 0 : target->second));
+  }
+}
+
+// Case d: two nightlies sharing one cache directory, the second range starting 30% into the
+// first and ending past it. Returns the summary lines (job 2 against job 1).
+std::vector<std::string> RunNightlies(const Settings& s, Table& table) {
+  const std::string dir = s.dir + "/d";
+  const std::string repo = dir + "/repo";
+  const int n = s.commits;
+  const int total = n + (3 * n + 9) / 10;
+  const int second_good = (3 * n + 9) / 10;
+  const int culprit = n * 2 / 3;
+  const std::string expected = DemoRepo(s, repo, total, NoiseForCv(0.01), culprit);
+  if (expected.empty()) return {"case d: cannot generate the repository"};
+  const std::vector<std::string> shas =
+      absl::StrSplit(RunShell("git -C " + repo + " rev-list --first-parent --reverse main").out,
+                     '\n', absl::SkipEmpty());
+  if (static_cast<int>(shas.size()) != total + 1) return {"case d: unexpected rev-list"};
+  const std::string env = absl::StrFormat("KBISECT_DEMO_SLEEP=%.3f", s.bench_seconds);
+  struct Job {
+    int good;
+    int bad;
+  };
+  const Job jobs[2] = {{0, n}, {second_good, total}};
+
+  double git_seconds[2];
+  for (int j = 0; j < 2; ++j) {
+    SeedBisectOptions seed;
+    seed.repo = repo;
+    seed.clone = absl::StrCat(dir, "/git-bisect-job", j + 1);
+    seed.good = shas[jobs[j].good];
+    seed.bad = shas[jobs[j].bad];
+    seed.env = env;
+    seed.bench = "./bench.sh";
+    const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+    git_seconds[j] = git.wall_seconds;
+    table.Add(
+        GitRow("d", absl::StrFormat("git bisect job %d (%d..%d)", j + 1, jobs[j].good, jobs[j].bad),
+               git, expected, ""));
+  }
+  std::vector<std::string> summary;
+  for (int w : WorkersOr(s, {7})) {
+    KbisectFigures figures[2];
+    for (int j = 0; j < 2; ++j) {
+      KbisectRunOptions run;
+      run.kbisect = s.bin + "/kbisect";
+      run.repo = repo;
+      run.good = shas[jobs[j].good];
+      run.bad = shas[jobs[j].bad];
+      run.workers = w;
+      run.cache_dir = absl::StrCat(dir, "/cache-w", w);  // shared by both jobs
+      run.json = absl::StrCat(dir, "/kbisect-w", w, "-job", j + 1, ".json");
+      run.env = env;
+      run.bench = "./bench.sh";
+      figures[j] = kbisect_bench::RunKbisect(run);
+      Row row = KbisectRow("d", absl::StrFormat("kbisect job %d W=%d", j + 1, w), figures[j],
+                           git_seconds[j], expected, "", 0);
+      if (j == 1) {
+        const double runs_pct =
+            figures[0].bench_runs > 0 ? 100.0 * figures[1].bench_runs / figures[0].bench_runs : 0;
+        const double wall_ratio =
+            figures[0].wall_seconds > 0 ? figures[1].wall_seconds / figures[0].wall_seconds : 0;
+        row.target = absl::StrFormat(
+            "runs %.0f%% of job 1 (<= 35%%: %s), wall %.2fx (<= 0.35x: %s)", runs_pct,
+            Verdict(Shown(runs_pct, 0) <= 35), wall_ratio, Verdict(Shown(wall_ratio, 2) <= 0.35));
+        summary.push_back(absl::StrFormat(
+            "case d, W=%d: job 2 ran %d bench runs = %.0f%% of job 1's %d (target <= 35%%) in "
+            "%.2f s = %.2fx job 1's %.2f s (target <= 0.35x)",
+            w, figures[1].bench_runs, runs_pct, figures[0].bench_runs, figures[1].wall_seconds,
+            wall_ratio, figures[0].wall_seconds));
+      }
+      table.Add(row);
+    }
+  }
+  return summary;
+}
+
+// Case e: a real C library; `make -j2` at every probe and step, W=1 unless --workers.
+void RunCompileCase(const Settings& s, Table& table) {
+  const std::string dir = s.dir + "/e";
+  const std::string repo = dir + "/repo";
+  const kbisect_bench::Shell made = RunShell(
+      absl::StrCat(s.source, "/scripts/make-c-repo.sh ", repo, " --commits ", s.c_commits));
+  const std::string expected(absl::StripTrailingAsciiWhitespace(made.out));
+  if (made.exit_code != 0 || expected.empty()) {
+    std::cerr << "case e: cannot generate the repository\n";
+    return;
+  }
+  const std::string make = "make -j2 -s";
+  SeedBisectOptions seed;
+  seed.repo = repo;
+  seed.clone = dir + "/git-bisect";
+  seed.good = "v1.0";
+  seed.bad = "main";
+  seed.build = CountedBuild(make, dir + "/builds-git");
+  seed.bench = "./build/bench";
+  const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+  table.Add(GitRow("e", "git bisect run (3 runs)", git, expected, dir + "/builds-git"));
+  for (int w : WorkersOr(s, {1})) {
+    KbisectRunOptions run;
+    run.kbisect = s.bin + "/kbisect";
+    run.repo = repo;
+    run.good = "v1.0";
+    run.bad = "main";
+    run.workers = w;
+    run.cache_dir = absl::StrCat(dir, "/cache-w", w);
+    run.json = absl::StrCat(dir, "/kbisect-w", w, ".json");
+    const std::string counter = absl::StrCat(dir, "/builds-w", w);
+    run.flags = {"--build", CountedBuild(make, counter)};
+    run.bench = "./build/bench";
+    const KbisectFigures k = kbisect_bench::RunKbisect(run);
+    table.Add(KbisectRow("e", absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected, counter,
+                         w == 1 ? 1.10 : 0));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  std::string cases = "all";
+  std::string workers;
+  bool keep = false;
+  CLI::App app{"kbisect run with its defaults vs the seed procedure by git bisect run, per case"};
+  app.add_option("--case", cases, "all, or a comma-separated list of a, b, c, d, e")
+      ->capture_default_str();
+  app.add_option("--commits", s.commits, "Range of cases a-d")->capture_default_str();
+  app.add_option("--c-commits", s.c_commits, "C history of case e")->capture_default_str();
+  app.add_option("--files", s.files, "Files of the demo repositories")->capture_default_str();
+  app.add_option("--bench-seconds", s.bench_seconds, "One demo benchmark run (cases a-d)")
+      ->capture_default_str();
+  app.add_option("--build-seconds", s.build_seconds, "Case c's build")->capture_default_str();
+  app.add_option("--workers", workers, "Worker counts for every selected case (e.g. 1,7)");
+  app.add_flag("--keep", keep, "Keep the scratch directory");
+  CLI11_PARSE(app, argc, argv);
+  for (const std::string& w :
+       std::vector<std::string>(absl::StrSplit(workers, ',', absl::SkipEmpty()))) {
+    s.workers.push_back(std::atoi(w.c_str()));
+  }
+  std::set<std::string> selected;
+  for (const std::string& c :
+       std::vector<std::string>(absl::StrSplit(cases, ',', absl::SkipEmpty()))) {
+    if (c == "all") {
+      selected.insert({"a", "b", "c", "d", "e"});
+    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'e') {
+      selected.insert(c);
+    } else {
+      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e)\n";
+      return 2;
+    }
+  }
+  s.source = KBISECT_SOURCE_DIR;
+  s.bin = KBISECT_BIN_DIR;
+  s.dir = kbisect_bench::MakeTempDir("kbisect-cases");
+  if (s.dir.empty()) {
+    std::cerr << "cannot create a scratch directory\n";
+    return 1;
+  }
+  const int second = (3 * s.commits + 9) / 10;
+  const std::map<std::string, std::string> titles = {
+      {"a", absl::StrFormat("%d commits x %d files, %.2f s benchmark, no build, 3 runs, CV 1%%: "
+                            "W=1, W=7. Target W=7 <= 0.40x",
+                            s.commits, s.files, s.bench_seconds)},
+      {"b",
+       "as (a), deterministic benchmark (noise 0), kbisect --runs 1, git bisect 1 run per "
+       "step and baseline: W=1, W=7. Targets W=1 <= 1.05x, W=7 <= 0.45x"},
+      {"c", absl::StrFormat("as (a) with a %g s build at every probe/step, CV 2%%: W=7. Target "
+                            "<= 0.25x (bound ~0.18x: one build + 4 rounds of benchmark)",
+                            s.build_seconds)},
+      {"d", absl::StrFormat("two nightlies, one cache dir: job 1 over %d..%d, job 2 over %d..%d "
+                            "(culprit %d in both), CV 1%%: W=7. Targets: job 2 bench runs <= "
+                            "35%% and wall <= 0.35x of job 1",
+                            0, s.commits, second, s.commits + second, s.commits * 2 / 3)},
+      {"e", absl::StrFormat("real compile: %d commits of a 12-file C library, make -j2 at every "
+                            "probe/step, deterministic work counter: W=1. Target <= 1.10x",
+                            s.c_commits)},
+  };
+  std::cout << "kbisect run (defaults: confirmation on, 3 runs, cold cache) vs git bisect run "
+               "doing the seed procedure, same repository, same run. Scratch: "
+            << s.dir << "\n";
+  for (const std::string& c : selected) std::cout << "  (" << c << ") " << titles.at(c) << "\n";
+  if (!s.workers.empty()) {
+    std::cout << "  Worker counts of every case replaced by --workers " << workers << "\n";
+  }
+  std::cout << "\n" << Table::Heading();
+
+  Table table;
+  std::vector<std::string> notes;
+  std::vector<std::string> durations;
+  for (const std::string& c : selected) {
+    const absl::Time start = absl::Now();
+    if (c == "a") {
+      RunDemoCase(s, {"a", NoiseForCv(0.01), 3, 0, {1, 7}, {{7, 0.40}}}, table);
+    } else if (c == "b") {
+      RunDemoCase(s, {"b", "0", 1, 0, {1, 7}, {{1, 1.05}, {7, 0.45}}}, table);
+    } else if (c == "c") {
+      RunDemoCase(s, {"c", NoiseForCv(0.02), 3, s.build_seconds, {7}, {{7, 0.25}}}, table);
+    } else if (c == "d") {
+      for (const std::string& line : RunNightlies(s, table)) notes.push_back(line);
+    } else if (c == "e") {
+      RunCompileCase(s, table);
+    }
+    durations.push_back(
+        absl::StrFormat("%s %.0f s", c, absl::ToDoubleSeconds(absl::Now() - start)));
+  }
+
+  table.Print();
+  std::cout << "\n";
+  for (const std::string& note : notes) std::cout << note << "\n";
+  std::cout << "Case durations (generation included): " << absl::StrJoin(durations, ", ") << "\n"
+            << "ratio = wall / git bisect's wall in the same case (same range); git bisect rounds "
+               "= steps, its bench runs include the baselines; kbisect rounds = probing rounds.\n"
+               "builds = lines in the build counter; overhead = probe span at the coordinator "
+               "minus build and bench, median over the n probes measured in one task (warm: "
+               "after each worker's first).\n";
+  if (keep) {
+    std::cout << "Kept " << s.dir << "\n";
+  } else {
+    RunShell("rm -rf " + s.dir);
+  }
+  return 0;
+}
