@@ -121,7 +121,6 @@ std::string SampleList(const google::protobuf::RepeatedField<double>& samples,
 
 bool HasValue(const v1::Probe& probe) { return probe.samples_size() > 0 || probe.median() != 0; }
 
-
 // Probes of the bisect proper that finished, in the order they finished.
 std::vector<const v1::Probe*> FinishedBisectProbes(const v1::JobStatus& job) {
   std::vector<const v1::Probe*> probes;
@@ -323,10 +322,14 @@ class ReportWriter {
     }
     int step = 0;
     for (const v1::Probe* probe : probes) {
-      std::string line =
-          absl::StrCat("  Step ", ++step, ": ", short_(probe->sha()), " = ",
-                       HasValue(*probe) ? Value(probe->median(), job_) : "n/a", " -> ",
-                       VerdictWord(probe->verdict()), " ", WorkerRound(*probe));
+      std::string line = absl::StrCat(
+          "  Step ", ++step, ": ", short_(probe->sha()), " = ",
+          HasValue(*probe) ? Value(probe->median(), job_) : "n/a", " -> ",
+          // Measured while the baselines ran, then outside the interval: no verdict.
+          probe->verdict() == v1::VERDICT_UNSPECIFIED && job_.status() != v1::OUTCOME_RUNNING
+              ? std::string("not needed (outside the interval when judged)")
+              : VerdictWord(probe->verdict()),
+          " ", WorkerRound(*probe));
       if (probe->verdict() == v1::VERDICT_SKIP || !probe->message().empty()) {
         std::vector<std::string> why;
         if (probe->outcome() != v1::TASK_OUTCOME_UNSPECIFIED &&
@@ -589,9 +592,7 @@ std::string VerdictName(v1::Verdict verdict) { return EnumLabel(verdict); }
 
 std::string JobStateName(v1::JobState state) { return EnumLabel(state); }
 
-std::string TaskOutcomeName(v1::TaskOutcome outcome) {
-  return EnumLabel(outcome);
-}
+std::string TaskOutcomeName(v1::TaskOutcome outcome) { return EnumLabel(outcome); }
 
 int ExitCodeFor(v1::Outcome outcome) {
   switch (outcome) {
