@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,11 +29,14 @@ int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
 }  // namespace
 
 BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
-                     absl::Time now)
+                     absl::Time now, std::vector<v1::CachedResult> cached)
     : commits_(std::move(commits)),
       search_(static_cast<int>(commits_.size()) - 1),
       book_(&status_, &commits_),
       calibration_(&status_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
+      reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
+                 ? ResultReuse()
+                 : ResultReuse(cached, commits_)),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
@@ -85,6 +89,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     worker.must_calibrate = state.must_calibrate;
     worker.checked_out = state.checked_out;
   }
+  // Anchors of every worker asking, the ones the job has not seen yet included.
+  for (const std::string& name : idle) input.workers[name].anchors = reuse_.Anchors(name);
   for (const std::string& id : book_.queue()) {
     const TaskEntry& entry = book_.at(id);
     if (entry.done || entry.active) continue;
@@ -133,6 +139,8 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
                                                         absl::Time now) {
   std::vector<Assignment> out;
   if (finished()) return out;
+  ApplyCachedResults(now);
+  if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
   for (const std::string& worker : plan.seen) calibration_.worker(worker).gone = false;
   const int round = max_round_recorded_ + 1;
@@ -144,11 +152,16 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
       case DispatchAssignment::Kind::kCalibrate:
         Calibrate(assignment.worker, &out);
         break;
-      case DispatchAssignment::Kind::kProbe:
+      case DispatchAssignment::Kind::kProbe: {
         search_.MarkInFlight(assignment.commit_index);
-        HandOut(assignment.worker,
-                book_.NewTask(v1::PROBE_KIND_BISECT, assignment.commit_index, round), &out);
+        const std::string id = book_.NewTask(v1::PROBE_KIND_BISECT, assignment.commit_index, round);
+        // An anchor: one fresh run checks the GPU against its cached samples, which then count
+        // for the verdict too (more runs follow if the samples cannot decide).
+        if (reuse_.IsAnchor(assignment.worker, assignment.commit_index))
+          book_.at(id).task.set_runs(1);
+        HandOut(assignment.worker, id, &out);
         break;
+      }
     }
   }
   // Queue entries that are done (cancelled) are dropped.
@@ -178,8 +191,24 @@ void BisectJob::MakeReference(const std::string& worker) {
   calibration_.SetReference(worker, state.calibration);
 }
 
+int BisectJob::CalibrationRunsNeeded() const {
+  // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
+  // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
+  const int floor = status_.spec().runs_per_commit();
+  if (pass_fail_ || status_.state() != v1::JOB_STATE_BISECTING) return floor;
+  const double step =
+      std::fabs(status_.baseline().bad().median() - status_.baseline().good().median());
+  const double noise = std::max(calibration_.ObservedNoise(),
+                                BaselineNoise(calibration_.PooledSamples(v1::VERDICT_GOOD),
+                                              calibration_.ReferenceBadSamples()));
+  if (step == 0 || noise == 0) return floor;
+  const double z = 3.0 * noise / (step / 3.0);
+  return std::clamp(static_cast<int>(std::ceil(2.0 * z * z)), 1, floor);
+}
+
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
+  book_.at(id).task.set_runs(CalibrationRunsNeeded());
   const int position = book_.at(id).probe;
   calibration_.worker(worker).calibration = position;
   // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel); with a
@@ -195,7 +224,8 @@ bool BisectJob::WaitsForBaselines(const std::string& worker) const {
   if (status_.state() == v1::JOB_STATE_BISECTING) return false;
   const int waiting =
       static_cast<int>(std::count_if(unclassified_.begin(), unclassified_.end(), [&](int position) {
-        return book_.probe(position).worker() == worker;
+        const v1::Probe& probe = book_.probe(position);
+        return probe.worker() == worker && !probe.cached();
       }));
   return waiting >= kProbesAheadOfBaselines;
 }
@@ -300,6 +330,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     ConcludeConfirmation(probe, result, now);
     return std::exchange(to_cancel_, {});
   }
+  if (measured && !pass_fail_) CheckCachedResults(entry.probe, now);
   const std::string worker = probe.worker();
   const bool baseline =
       entry.probe == calibration_.good_probe() || entry.probe == calibration_.bad_probe();
@@ -354,6 +385,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     unclassified_.push_back(entry.probe);
   }
   ReassessBaselinesIfNoisy(now);
+  ApplyCachedResults(now);
   MaybeFinish(now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
@@ -508,6 +540,52 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
     return;
   }
   status_.set_state(v1::JOB_STATE_BISECTING);
+}
+
+void BisectJob::CheckCachedResults(int position, absl::Time now) {
+  const v1::Probe& probe = book_.probe(position);
+  if (reuse_.empty() || probe.cached()) return;
+  const std::vector<double> samples(probe.samples().begin(), probe.samples().end());
+  const std::optional<ResultReuse::Check> check =
+      reuse_.OnMeasured(probe.worker(), probe.index(), samples);
+  if (!check.has_value()) return;
+  if (!check->agreed) status_.add_cache_refused_workers(check->worker);
+  if (check->agreed && probe.kind() == v1::PROBE_KIND_BISECT) {
+    // The same commit on the same GPU, which has not drifted: the cached samples join the fresh.
+    v1::Probe& row = book_.mutable_probe(position);
+    for (double sample : check->cached_samples) row.add_samples(sample);
+    row.set_median(MedianOrZero(row.samples()));
+  }
+  Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
+       CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr, now);
+}
+
+void BisectJob::ApplyCachedResults(absl::Time now) {
+  if (reuse_.empty() || finished() || pass_fail_) return;
+  const std::vector<int> in_flight = search_.InFlight();
+  for (ResultReuse::Entry* entry : reuse_.Usable(search_.last_good(), search_.first_bad())) {
+    const int index = entry->index;
+    if (index <= search_.last_good() || index >= search_.first_bad()) continue;
+    if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
+    const bool probed =
+        std::any_of(status_.probes().begin(), status_.probes().end(), [&](const v1::Probe& probe) {
+          return probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
+                 probe.state() != v1::PROBE_STATE_CANCELLED;
+        });
+    entry->used = true;
+    if (probed) continue;
+    const int position = book_.AddCachedProbe(index, max_round_recorded_ + 1, entry->result);
+    status_.set_cached_probes(status_.cached_probes() + 1);
+    v1::Probe& probe = book_.mutable_probe(position);
+    probe.set_median(MedianOrZero(probe.samples()));
+    search_.MarkInFlight(index);
+    if (calibration_.WorkerReady(probe.worker())) {
+      Classify(position, now);
+      if (finished()) return;
+    } else {
+      unclassified_.push_back(position);
+    }
+  }
 }
 
 void BisectJob::ReassessBaselinesIfNoisy(absl::Time now) {

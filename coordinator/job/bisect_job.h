@@ -31,6 +31,7 @@
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
+#include "coordinator/job/result_reuse.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -46,8 +47,12 @@ class BisectJob {
 
   // Creates the job over `commits` (index 0 = GOOD, last = BAD; at least two entries) with the
   // spec's defaults filled in. Emits a STARTED event.
+  // `cached`: results of earlier jobs with the same spec digest at commits of the range (the
+  // result cache's lookup). A worker's cached results are reused once it measures one of those
+  // commits again in this job and agrees with it (ResultReuse); they are part of the job's
+  // arguments, so a replayed job reuses the same ones.
   BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
-            absl::Time now);
+            absl::Time now, std::vector<v1::CachedResult> cached = {});
 
   BisectJob(const BisectJob&) = delete;
   BisectJob& operator=(const BisectJob&) = delete;
@@ -133,11 +138,20 @@ class BisectJob {
 
   v1::Probe& ProbeOf(const TaskEntry& entry) { return book_.ProbeOf(entry); }
   bool Measured(const v1::Probe& probe) const { return IsMeasured(probe, pass_fail_); }
+  // Compares a fresh measurement with the worker's cached one (ResultReuse::OnMeasured) and
+  // reports what it showed.
+  void CheckCachedResults(int position, absl::Time now);
+  // Turns the usable cached results of verified workers inside the open interval into probe
+  // rows, classified like measured probes.
+  void ApplyCachedResults(absl::Time now);
   // The snapshot PlanDispatch plans from.
   DispatchInput MakeDispatchInput(const std::vector<std::string>& idle) const;
   // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and
   // hands it out.
   void Calibrate(const std::string& worker, std::vector<Assignment>* out);
+  // Runs a GOOD calibration takes: --runs before the baselines settle; then as many as telling a
+  // third of the step from the noise seen needs (at least 1, at most --runs).
+  int CalibrationRunsNeeded() const;
   void HandOut(const std::string& worker, const std::string& task_id, std::vector<Assignment>* out);
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
@@ -223,6 +237,7 @@ class BisectJob {
   BisectSearch search_;
   ProbeBook book_;
   Calibration calibration_;
+  ResultReuse reuse_;
   bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
   // Probe rows whose verdict contradicted the search and was recorded as a skip: judged again

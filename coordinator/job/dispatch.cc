@@ -240,10 +240,55 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   // checkout costs about one file write per commit between the two.
   const std::vector<int> points = input.first_wave ? input.search->PlanProbes(budget, 2 * budget)
                                                    : input.search->PlanProbes(budget);
+  // A worker with cached results measures one of its cached commits when one is close to a
+  // point: the measurement verifies its cache (see ResultReuse) and splits as well. Such pairs
+  // go first; the other points go to the idle worker whose checkout is nearest.
+  const int interval = input.search->first_bad() - input.search->last_good();
+  // In the first wave nothing is known yet and one agreeing measurement makes a worker's whole
+  // cache usable: its cached commit nearest to a point anywhere in the interval will do.
+  const double snap = input.first_wave ? interval : kAnchorSnapFraction * interval;
+  std::set<int> taken(points.begin(), points.end());
+  std::vector<bool> point_placed(points.size(), false);
+  std::vector<bool> worker_busy(probing.size(), false);
+  for (size_t i = 0; i < points.size(); ++i) {
+    int best_worker = -1;
+    int best_anchor = -1;
+    for (size_t w = 0; w < probing.size(); ++w) {
+      if (worker_busy[w]) continue;
+      for (int anchor : state.Worker(probing[w]).anchors) {
+        if (anchor <= input.search->last_good() || anchor >= input.search->first_bad() ||
+            (taken.count(anchor) > 0 && anchor != points[i]) ||
+            std::abs(anchor - points[i]) > snap) {
+          continue;
+        }
+        if (best_anchor < 0 || std::abs(anchor - points[i]) < std::abs(best_anchor - points[i])) {
+          best_anchor = anchor;
+          best_worker = static_cast<int>(w);
+        }
+      }
+    }
+    if (best_worker < 0) continue;
+    taken.erase(points[i]);
+    taken.insert(best_anchor);
+    point_placed[i] = true;
+    worker_busy[best_worker] = true;
+    plan.assignments.push_back(
+        {DispatchAssignment::Kind::kProbe, probing[best_worker], "", best_anchor});
+  }
+  std::vector<int> rest_points;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (!point_placed[i]) rest_points.push_back(points[i]);
+  }
+  std::vector<std::string> rest_workers;
   std::vector<int> checkouts;
-  for (const std::string& worker : probing) checkouts.push_back(state.Worker(worker).checked_out);
-  for (const auto& [w, i] : PairNearest(checkouts, points, input.commit_count)) {
-    plan.assignments.push_back({DispatchAssignment::Kind::kProbe, probing[w], "", points[i]});
+  for (size_t w = 0; w < probing.size(); ++w) {
+    if (worker_busy[w]) continue;
+    rest_workers.push_back(probing[w]);
+    checkouts.push_back(state.Worker(probing[w]).checked_out);
+  }
+  for (const auto& [w, i] : PairNearest(checkouts, rest_points, input.commit_count)) {
+    plan.assignments.push_back(
+        {DispatchAssignment::Kind::kProbe, rest_workers[w], "", rest_points[i]});
   }
   return plan;
 }

@@ -55,6 +55,10 @@ struct DispatchWorker {
   // It has no calibration and one of its probes needs it (Calibration::Worker::must_calibrate):
   // it calibrates as soon as it has no queued work.
   bool must_calibrate = false;
+  // Commits it measured in an earlier job whose results wait for it to show its GPU has not
+  // drifted (ResultReuse::Anchors): a point of its is moved onto one of them when that is
+  // within kAnchorSnapFraction of the interval.
+  std::vector<int> anchors;
   int checked_out = -1;  // Commit index of its last task (its checkout), -1 before any.
 };
 
@@ -120,6 +124,11 @@ struct DispatchPlan {
   // (known to it, no longer gone) whether or not they got work.
   std::vector<std::string> seen;
 };
+
+// How far (a fraction of the open interval) a probe point may move onto a worker's cached
+// commit (an anchor): measuring it again verifies the worker's cached results and costs no
+// round.
+inline constexpr double kAnchorSnapFraction = 0.1;
 
 // A calibration during the search takes a probe's slot. It is affordable when the round bound
 // keeps this much slack: the widest piece the round leaves, times kCalibrationSlack, must still

@@ -204,6 +204,23 @@ std::string NoisyBaselinesText(double noise, const std::string& unit,
       noise, unit, assessment.reason);
 }
 
+std::string CacheCheckText(const ResultReuse::Check& check, const std::string& sha,
+                           const std::string& unit) {
+  const double moved =
+      check.cached_median == 0 ? 0 : 100.0 * (check.fresh_median / check.cached_median - 1);
+  if (check.agreed) {
+    return absl::StrFormat(
+        "Reusing %s's results from job %s: it measured %s at %.4g%s now and %.4g%s then (%+.2f%%)",
+        check.worker, check.cached_job_id, ShortSha(sha), check.fresh_median, unit,
+        check.cached_median, unit, moved);
+  }
+  return absl::StrFormat(
+      "Not reusing %s's results from job %s: it measures %s at %.4g%s now against %.4g%s then "
+      "(%+.2f%%): its GPU has drifted since, so every commit is measured again",
+      check.worker, check.cached_job_id, ShortSha(sha), check.fresh_median, unit,
+      check.cached_median, unit, moved);
+}
+
 std::string ConfirmationFailedText(const std::string& message) {
   return absl::StrCat("the confirmation run failed: ", message);
 }

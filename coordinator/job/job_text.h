@@ -13,6 +13,7 @@
 
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/probe_classifier.h"
+#include "coordinator/job/result_reuse.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -81,6 +82,9 @@ std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
                                     const std::vector<std::string>& workers, int fresh_pairs,
                                     int reused_pairs);
 std::string ConfirmationFailedText(const std::string& message);
+// A worker measured a commit it has cached: its cached results are reused, or refused.
+std::string CacheCheckText(const ResultReuse::Check& check, const std::string& sha,
+                           const std::string& unit);
 // The probes show more noise than the baselines were judged with: they are measured again.
 std::string NoisyBaselinesText(double noise, const std::string& unit,
                                const BaselineAssessment& assessment);

@@ -82,6 +82,28 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   return id;
 }
 
+int ProbeBook::AddCachedProbe(int index, int round, const v1::CachedResult& cached) {
+  const std::string id = NewTask(v1::PROBE_KIND_BISECT, index, round, cached.worker());
+  TaskEntry& entry = tasks_.at(id);
+  entry.done = true;
+  v1::Probe& row = *status_->mutable_probes(entry.probe);
+  row.set_state(v1::PROBE_STATE_FINISHED);
+  row.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  row.set_worker(cached.worker());
+  row.set_worker_hardware_class(cached.hardware_class());
+  *row.mutable_samples() = cached.samples();
+  for (double sample : cached.samples()) {
+    v1::RunRecord* run = row.add_runs();
+    run->set_value(sample);
+    run->set_has_value(true);
+  }
+  *row.mutable_start_time() = cached.measure_time();
+  *row.mutable_end_time() = cached.measure_time();
+  row.set_cached(true);
+  row.set_cached_job_id(cached.job_id());
+  return entry.probe;
+}
+
 void ProbeBook::Extend(int position, int runs) {
   v1::Probe& row = mutable_probe(position);
   const std::string id = absl::StrCat(row.probe_id(), ".", row.runs_size());

@@ -59,6 +59,11 @@ class ProbeBook {
   std::string NewTask(v1::ProbeKind kind, int index, int round,
                       const std::string& pinned_worker = "");
 
+  // Adds a finished bisect probe of `index` whose samples come from the result cache (measured
+  // by `cached.worker()` in job `cached.job_id()`), with a done task entry so that it can be
+  // extended like any probe. Returns its row.
+  int AddCachedProbe(int index, int round, const v1::CachedResult& cached);
+
   // Creates a task that adds `runs` samples to the probe at `position` on the probe's worker,
   // sets the row PENDING again, and queues the task first. Its id is "<probe id>.<runs so far>".
   void Extend(int position, int runs);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/result_reuse.h"
 
 namespace kbisect {
 namespace {
@@ -45,10 +47,12 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   std::vector<v1::CommitRef> commits;
   std::map<std::string, int> index_of;
   for (int i = 0; i <= options.commits; ++i) {
+    const int global = options.first_commit + i;
     v1::CommitRef ref;
-    ref.set_sha(absl::StrFormat("%040d", i));
+    ref.set_sha(absl::StrFormat("%040d", global));
+    ref.set_tree_sha(absl::StrFormat("%040x", global));
     ref.set_index(i);
-    ref.set_subject(absl::StrCat("commit ", i));
+    ref.set_subject(absl::StrCat("commit ", global));
     index_of[ref.sha()] = i;
     commits.push_back(std::move(ref));
   }
@@ -62,13 +66,15 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     order.push_back(worker.name);
   }
   auto sample = [&](const std::string& worker, int index) {
-    const double value = index >= options.culprit ? options.bad_value : options.good_value;
+    const double value =
+        options.first_commit + index >= options.culprit ? options.bad_value : options.good_value;
     const double noise =
         options.noise_cv > 0 ? std::normal_distribution<double>(0, options.noise_cv)(rng) : 0;
     return value * factor[worker] * (1 + noise);
   };
 
-  BisectJob job("sim", spec, commits, kStart);
+  BisectJob job(absl::StrCat("sim-", options.first_commit, "-", options.seed), spec, commits,
+                kStart, options.cached);
   SimulationResult out;
   std::map<std::string, Running> running;  // By task id.
   std::set<std::string> busy;
@@ -147,7 +153,20 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   out.status = job.status();
   out.events = job.TakeEvents();
   out.wall_seconds = now;
+  out.commits = std::move(commits);
   return out;
+}
+
+std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result) {
+  std::vector<v1::CachedResult> cached;
+  for (const v1::Probe& probe : result.status.probes()) {
+    if (probe.index() < 0 || probe.index() >= static_cast<int>(result.commits.size())) continue;
+    if (std::optional<v1::CachedResult> one =
+            ToCachedResult(probe, result.commits[probe.index()], result.status.job_id())) {
+      cached.push_back(*std::move(one));
+    }
+  }
+  return cached;
 }
 
 }  // namespace kbisect

@@ -40,13 +40,19 @@ struct SimulationOptions {
   double run_seconds = 0.4;              // One benchmark run.
   double jitter = 0.05;                  // Relative spread of each task's duration.
   double poll_seconds = 0.5;             // How often waiting idle workers ask again.
+  // The job's GOOD is commit `first_commit` of a longer history: shas and the culprit are
+  // positions in that history, so two jobs over overlapping ranges share commits.
+  int first_commit = 0;
+  // Results of earlier jobs (the result cache's lookup), passed to the job.
+  std::vector<v1::CachedResult> cached;
 };
 
 struct SimulationResult {
   v1::JobStatus status;
   std::vector<v1::JobEvent> events;
   double wall_seconds = 0;
-  int tasks = 0;  // Tasks handed out (cancelled ones included).
+  int tasks = 0;                       // Tasks handed out (cancelled ones included).
+  std::vector<v1::CommitRef> commits;  // The job's commit list.
 };
 
 // Names "w0" .. "w<count-1>", all with factor 1.
@@ -55,6 +61,9 @@ std::vector<SimulatedWorker> SimulatedWorkers(int count);
 // Runs the job over `options.commits` synthetic commits with `spec` (defaults filled by the job)
 // to its end (or 100,000 simulated seconds).
 SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options);
+
+// What the coordinator would store in the result cache from a finished simulated job.
+std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result);
 
 // The spec the simulations use: lower is better, confirmation on (as `kbisect run`), defaults
 // otherwise.

@@ -24,7 +24,8 @@ std::string Describe(const SimulationResult& result) {
     absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
                     " w=", probe.worker(), " round=", probe.round(),
                     " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
-                    " state=", v1::ProbeState_Name(probe.state()), "\n");
+                    " state=", v1::ProbeState_Name(probe.state()), probe.cached() ? " cached" : "",
+                    "\n");
   }
   return out;
 }
@@ -255,6 +256,86 @@ TEST(JobPromisesTest, RunsOneTakesMoreRunsWhereTheNoiseIsSeen) {
   }
   EXPECT_GE(exact, 38) << "of 40";
   EXPECT_GT(extended, 10);
+}
+
+}  // namespace
+}  // namespace kbisect
+
+namespace kbisect {
+namespace {
+
+// --- 4. Results reused across jobs ---------------------------------------------------------------
+
+SimulationOptions Nightly(int first, int last, int culprit, uint64_t seed) {
+  SimulationOptions options;
+  options.first_commit = first;
+  options.commits = last - first;
+  options.culprit = culprit;
+  options.noise_cv = 0.01;
+  options.seed = seed;
+  options.workers = SimulatedWorkers(7);
+  return options;
+}
+
+TEST(JobPromisesTest, ASecondNightlyReusesTheFirstsResults) {
+  // Nightly 1 bisects 0..1000; nightly 2 has GOOD 30% into that range and BAD past it.
+  for (uint64_t seed : {1, 2, 3}) {
+    const SimulationResult first = SimulateJob(SimulationSpec(), Nightly(0, 1000, 666, seed));
+    ASSERT_EQ(first.status.culprit().index(), 666);
+    SimulationOptions options = Nightly(300, 1300, 666, seed + 10);
+    options.cached = CachedResultsOf(first);
+    const SimulationResult second = SimulateJob(SimulationSpec(), options);
+    const std::string where = absl::StrCat("seed=", seed);
+    ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(second);
+    EXPECT_EQ(second.status.culprit().sha(), first.status.culprit().sha()) << where;
+    EXPECT_GT(second.status.cached_probes(), 0) << where;
+    // Measured: 36-42 bench runs against 72 (50-58%), 0.55-0.63 of the wall time; the baselines
+    // of the new range (BAD then GOOD on one GPU) are most of what is left (issue 19 asks for
+    // 35%: see docs/benchmarks.md).
+    EXPECT_LE(second.status.bench_runs(), 0.65 * first.status.bench_runs())
+        << where << " first " << first.status.bench_runs() << Describe(second);
+    EXPECT_LE(second.wall_seconds, 0.75 * first.wall_seconds) << where;
+    int cached = 0;
+    for (const v1::Probe& probe : second.status.probes()) {
+      if (!probe.cached()) continue;
+      ++cached;
+      EXPECT_EQ(probe.cached_job_id(), first.status.job_id());
+    }
+    EXPECT_EQ(cached, second.status.cached_probes());
+  }
+}
+
+TEST(JobPromisesTest, ADriftedGpusCachedResultsAreNotReused) {
+  const SimulationResult first = SimulateJob(SimulationSpec(), Nightly(0, 1000, 666, 1));
+  SimulationOptions options = Nightly(300, 1300, 666, 11);
+  options.cached = CachedResultsOf(first);
+  // Since the first nightly, w3's GPU became 20% slower.
+  options.workers[3].metric_factor = 1.2;
+  const SimulationResult second = SimulateJob(SimulationSpec(), options);
+  ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(second);
+  EXPECT_EQ(second.status.culprit().sha(), first.status.culprit().sha());
+  for (const v1::Probe& probe : second.status.probes()) {
+    EXPECT_FALSE(probe.cached() && probe.worker() == "w3") << "a drifted GPU's sample reused";
+  }
+  bool refused = false;
+  for (const std::string& worker : second.status.cache_refused_workers()) {
+    refused |= worker == "w3";
+  }
+  // In the first wave every worker measures one of its cached commits: w3's disagrees.
+  EXPECT_TRUE(refused) << Describe(second);
+  EXPECT_GT(second.status.cached_probes(), 0) << "the other GPUs' results are still reused";
+}
+
+TEST(JobPromisesTest, NoCacheMeasuresEverythingAgain) {
+  const SimulationResult first = SimulateJob(SimulationSpec(), Nightly(0, 1000, 666, 1));
+  SimulationOptions options = Nightly(300, 1300, 666, 11);
+  options.cached = CachedResultsOf(first);
+  v1::JobSpec spec = SimulationSpec();
+  spec.set_no_cache(true);
+  const SimulationResult second = SimulateJob(spec, options);
+  ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_EQ(second.status.cached_probes(), 0);
+  EXPECT_GT(second.status.bench_runs(), 0.6 * first.status.bench_runs());
 }
 
 }  // namespace
