@@ -206,9 +206,9 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   std::error_code ec;
   fs::create_directories(builds_dir_, ec);
   if (ec) {
-    return infra("the build cache lookup",
-                 absl::InternalError(absl::StrCat("cannot create '", builds_dir_, "': ",
-                                                  ec.message())));
+    return infra(
+        "the build cache lookup",
+        absl::InternalError(absl::StrCat("cannot create '", builds_dir_, "': ", ec.message())));
   }
   std::unique_ptr<FileLock> building;
   while (building == nullptr) {
@@ -282,7 +282,7 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& nam
   std::error_code ec;
   if (fs::exists(entry, ec)) {
     std::optional<Marker> marker = ReadMarker(entry);
-    if (marker.has_value() && marker->key == key_text) {
+    if (marker.has_value() && marker->key == key_text && fs::exists(entry / kSource / ".git", ec)) {
       absl::StatusOr<std::unique_ptr<FileLock>> shared =
           FileLock::TryAcquireShared(lock_path, kLockHolder);
       if (shared.ok()) {
@@ -300,7 +300,8 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& nam
       return exclusive.status();
     }
     // An earlier build of this key failed, was cancelled or crashed (or, with another key, the
-    // digests collide): build again in place, from what the checkout already has.
+    // digests collide, or someone deleted the checkout): build again in place, from what the
+    // checkout still has.
     fs::remove(entry / kMarker, ec);
     claim.building = *std::move(exclusive);
     return claim;
@@ -382,8 +383,7 @@ absl::Status BuildCache::TrashLocked(const std::string& name, std::vector<std::s
   std::error_code ec;
   fs::rename(from, to, ec);
   if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot evict '", from.string(), "': ", ec.message()));
+    return absl::InternalError(absl::StrCat("cannot evict '", from.string(), "': ", ec.message()));
   }
   trash->push_back(to.string());
   return absl::OkStatus();

@@ -140,9 +140,8 @@ int Main(int argc, char** argv) {
   log.Info(absl::StrCat(slot.name(), " (", slot.identity().hardware_class_label(), ", class ",
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
                         over_tls ? " over TLS" : "", "; cache ", cache_dir,
-                        build_cache_size > 0
-                            ? absl::StrCat(" (", build_cache_size, " builds kept)")
-                            : std::string(" (no build cache)")),
+                        build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
+                                             : std::string(" (no build cache)")),
            {{"worker", slot.name()},
             {"hardware_class", slot.identity().hardware_class()},
             {"coordinator", coordinator},

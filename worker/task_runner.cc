@@ -76,7 +76,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   for (const auto& [key, value] : task.env()) env[key] = value;
   env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
   const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr;
-  std::map<std::string, std::string> dirs;            // Each commit's prepared directory.
+  std::map<std::string, std::string> dirs;             // Each commit's prepared directory.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
   bool builds_reused = cached_build;
   absl::Duration checkout_total;
@@ -106,8 +106,8 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       request.sha = sha;
       request.build = std::move(build);
       request.key_env.insert(task.env().begin(), task.env().end());
-      BuildCache::Acquired built = build_cache_->Acquire(
-          request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
+      BuildCache::Acquired built =
+          build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
       add_timings(built.checkout_time, built.step.wall_time);
       if (!built.step.ok()) {
         finish(built.step.failure, built.step.message, built.step.log_tail);

@@ -28,8 +28,8 @@ class Workspace {
   // Makes the directory of `lane` hold exactly commit `sha` of `repository` (a URL or path) and
   // returns the directory. The two lanes are different directories. Ignored files (build
   // outputs) survive between calls on one lane, so builds are incremental.
-  virtual absl::StatusOr<std::string> Prepare(const std::string& repository,
-                                              const std::string& sha, WorkspaceLane lane) = 0;
+  virtual absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
+                                              WorkspaceLane lane) = 0;
 };
 
 // Makes sure the worker's mirror of `repository` (<cache_dir>/mirrors/<MirrorKey>.git, created

@@ -62,8 +62,7 @@ absl::StatusOr<std::unique_ptr<FileLock>> FileLock::TryLock(const std::string& p
     const int saved = errno;
     close(*fd);
     if (saved == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", path, "' is locked by ", holder_hint));
+      return absl::FailedPreconditionError(absl::StrCat("'", path, "' is locked by ", holder_hint));
     }
     return absl::InternalError(absl::StrCat("cannot lock '", path, "': ", std::strerror(saved)));
   }

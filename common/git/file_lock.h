@@ -31,8 +31,8 @@ class FileLock {
   // Takes a shared lock on `path` (created if missing) without waiting: any number of shared
   // holders may hold it at once, and while one does no exclusive lock is granted.
   // FailedPrecondition when an exclusive holder has it, naming the path and `holder_hint`.
-  static absl::StatusOr<std::unique_ptr<FileLock>> TryAcquireShared(
-      const std::string& path, const std::string& holder_hint);
+  static absl::StatusOr<std::unique_ptr<FileLock>> TryAcquireShared(const std::string& path,
+                                                                    const std::string& holder_hint);
 
   // Turns this exclusive lock into a shared one. The conversion is not atomic (flock(2) drops
   // the lock before it takes the shared one), so another process may take the lock exclusively

@@ -274,8 +274,7 @@ TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
       confirmed_from_the_cache = probe["timings"]["build_reused"].get<bool>();
     }
   }
-  const std::vector<std::string> built =
-      absl::StrSplit(ReadFile(builds), '\n', absl::SkipEmpty());
+  const std::vector<std::string> built = absl::StrSplit(ReadFile(builds), '\n', absl::SkipEmpty());
   const std::set<std::string> distinct(built.begin(), built.end());
   EXPECT_EQ(distinct.size(), built.size()) << "a commit was built twice:\n" << ReadFile(builds);
   EXPECT_LE(built.size(), probed.size());

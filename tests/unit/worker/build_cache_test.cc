@@ -123,7 +123,8 @@ TEST_F(BuildCacheTest, ReusesABuildOnlyForTheSameTreeCommandAndEnvironment) {
   EXPECT_EQ(ReadFile(b.dir + "/out.txt"), "b\n");
   EXPECT_FALSE(fs::exists(b.dir + "/only-a.txt"));
   // A commit with the same tree is the same build.
-  BuildCache::Acquired same_tree = cache.Acquire(Request(b_again_, LoggingBuild()), nullptr, nullptr);
+  BuildCache::Acquired same_tree =
+      cache.Acquire(Request(b_again_, LoggingBuild()), nullptr, nullptr);
   EXPECT_TRUE(same_tree.reused);
   EXPECT_EQ(same_tree.dir, b.dir);
   EXPECT_EQ(Builds().size(), 5u);
@@ -137,8 +138,8 @@ TEST_F(BuildCacheTest, ReusesABuildOnlyForTheSameTreeCommandAndEnvironment) {
 TEST_F(BuildCacheTest, AFailedBuildIsNotCachedAndIsBuiltAgain) {
   BuildCache cache(CacheDir(), 16, runner_.get());
   const std::string ok = tmp_.Join("ok");
-  const std::string command = absl::StrCat(LoggingBuild(), " && echo 'error: boom' >&2 && test -f ",
-                                           ShellQuote(ok));
+  const std::string command =
+      absl::StrCat(LoggingBuild(), " && echo 'error: boom' >&2 && test -f ", ShellQuote(ok));
   BuildCache::Acquired failed = cache.Acquire(Request(a_, command), nullptr, nullptr);
   EXPECT_EQ(failed.step.failure, v1::TASK_OUTCOME_BUILD_FAILED);
   EXPECT_THAT(failed.step.message, HasSubstr(absl::StrCat("build at ", a_.substr(0, 7))));
@@ -170,15 +171,24 @@ TEST_F(BuildCacheTest, AnEntryWhoseBuildDidNotFinishIsNeverServed) {
   EXPECT_FALSE(again.reused);
   EXPECT_EQ(Builds().size(), 2u);
   EXPECT_TRUE(fs::exists(entry + "/built"));
+
+  // Nor is an entry whose checkout someone deleted.
+  fs::remove_all(again.dir);
+  again.in_use.reset();
+  BuildCache::Acquired restored = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+  ASSERT_TRUE(restored.step.ok()) << restored.step.message;
+  EXPECT_FALSE(restored.reused);
+  EXPECT_EQ(ReadFile(restored.dir + "/out.txt"), "a\n");
+  EXPECT_EQ(Builds().size(), 3u);
 }
 
 TEST_F(BuildCacheTest, ACancelledBuildIsKilledWithItsChildrenAndNotCached) {
   BuildCache cache(CacheDir(), 16, runner_.get());
   const std::string pid_file = tmp_.Join("child.pid");
   // The build leaves a child sleeping unless FAST is set (FAST is not part of the key).
-  const std::string command = absl::StrCat(
-      LoggingBuild(), " && if [ -z \"$FAST\" ]; then sleep 30 & echo $! > ", ShellQuote(pid_file),
-      "; wait; fi");
+  const std::string command =
+      absl::StrCat(LoggingBuild(), " && if [ -z \"$FAST\" ]; then sleep 30 & echo $! > ",
+                   ShellQuote(pid_file), "; wait; fi");
   Cancellation cancel;
   std::thread canceller([&] {
     WaitFor([&] { return fs::exists(pid_file) && !ReadFile(pid_file).empty(); },

@@ -122,9 +122,9 @@ TEST_F(TaskRunnerBuildCacheTest, ASecondProbeOfABuiltCommitRunsNoBuildOnAnySlot)
   EXPECT_THAT(second.samples(), ElementsAre(2, 2, 2));
   EXPECT_TRUE(second.timings().build_reused());
   EXPECT_EQ(TimeUtil::DurationToNanoseconds(second.timings().build()), 0);
-  EXPECT_THAT(phases, ElementsAre(v1::TASK_PHASE_CHECKOUT, v1::TASK_PHASE_BENCH,
-                                  v1::TASK_PHASE_BENCH, v1::TASK_PHASE_BENCH,
-                                  v1::TASK_PHASE_REPORTING))
+  EXPECT_THAT(phases,
+              ElementsAre(v1::TASK_PHASE_CHECKOUT, v1::TASK_PHASE_BENCH, v1::TASK_PHASE_BENCH,
+                          v1::TASK_PHASE_BENCH, v1::TASK_PHASE_REPORTING))
       << "no build phase";
 
   // Another slot of the host (another process would do the same) reuses it too.
@@ -151,8 +151,8 @@ TEST_F(TaskRunnerBuildCacheTest, ABuildFailureInTheCacheIsReportedLikeAnyBuildFa
 TEST_F(TaskRunnerBuildCacheTest, WithoutTheCacheAConfirmationBuildsOnceInEachOfTwoCheckouts) {
   Slot slot(tmp_.Join("cache"), 2, /*cached=*/false, runner_.get());
   v1::Task task = Confirmation();
-  task.set_bench_command(2, absl::StrCat("pwd >> ", ShellQuote(tmp_.Join("dirs.log")), " && ",
-                                         task.bench_command(2)));
+  task.set_bench_command(
+      2, absl::StrCat("pwd >> ", ShellQuote(tmp_.Join("dirs.log")), " && ", task.bench_command(2)));
   const v1::TaskResult result = slot.runner.Run(task, nullptr, nullptr);
   ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
   EXPECT_THAT(result.samples(), ElementsAre(2, 2, 2));

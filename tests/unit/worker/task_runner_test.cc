@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clock/clock.h"
 #include "gmock/gmock.h"
@@ -195,10 +196,10 @@ TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
 
 TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuilding) {
   // The "culprit" (the task's commit) is twice as slow as its paired last-good commit.
-  v1::Task task = Task(
-      "if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; "
-      "else echo 'Latency: 1 ms'; fi; cat checked-out.txt >> " + dir_.Join("runs.log"),
-      3);
+  const std::string bench =
+      absl::StrCat("if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; ",
+                   "else echo 'Latency: 1 ms'; fi; cat checked-out.txt >> ", dir_.Join("runs.log"));
+  v1::Task task = Task(bench, 3);
   task.set_kind(v1::PROBE_KIND_CONFIRM);
   task.set_paired_commit_sha("fedcba9876543210fedcba9876543210fedcba98");
   task.set_build_command("echo built >> builds.log");
