@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     Slot& slot = cluster->slots_[i];
     WorkerSlotOptions slot_options;
     slot_options.cache_dir = options.cache_dir;
+    slot_options.build_cache_size = options.build_cache_size;
     slot_options.slot = static_cast<int>(i);
     slot_options.idle_poll = absl::Seconds(5);
     slot.worker = std::make_unique<WorkerSlot>(

@@ -24,8 +24,10 @@ namespace kbisect {
 
 struct LocalClusterOptions {
   int workers = 1;
-  // Mirrors and per-slot checkouts live here.
+  // Mirrors, per-slot checkouts and the build cache live here.
   std::string cache_dir;
+  // Built checkouts the build cache keeps; 0 disables it (WorkerSlotOptions::build_cache_size).
+  int build_cache_size = kDefaultBuildCacheSize;
   CoordinatorOptions coordinator;
 };
 

@@ -35,7 +35,8 @@ Exit codes:
   130 interrupted (Ctrl-C): every worker process was stopped
 
 The user's working tree is never touched: workers check commits out into their own
-directories under the cache directory ($KBISECT_CACHE_DIR, default ~/.cache/kbisect).
+directories under the cache directory ($KBISECT_CACHE_DIR, default ~/.cache/kbisect); with
+--build, built commits are kept under its builds/ (--build-cache-size) and not built again.
 Worker i runs commands with CUDA_VISIBLE_DEVICES=i HIP_VISIBLE_DEVICES=i
 ROCR_VISIBLE_DEVICES=i KBISECT_WORKER=i.
 
@@ -53,7 +54,15 @@ int RunCommand(int argc, char** argv) {
   app.footer(kRunHelpFooter);
   AddJobOptions(&app, &options);
   std::string cache_dir = DefaultCacheDir();
-  app.add_option("--cache-dir", cache_dir, "Mirrors and worker checkouts")->capture_default_str();
+  app.add_option("--cache-dir", cache_dir, "Mirrors, worker checkouts and builds")
+      ->capture_default_str();
+  int build_cache_size = kDefaultBuildCacheSize;
+  app.add_option("--build-cache-size", build_cache_size,
+                 "Built checkouts kept under CACHE_DIR/builds for --build (least recently used "
+                 "ones are evicted); a commit already built is not built again. 0 builds in each "
+                 "worker's own checkout")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
   std::reverse(args.begin(), args.end());
@@ -89,6 +98,7 @@ int RunCommand(int argc, char** argv) {
   LocalClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.cache_dir = cache_dir;
+  cluster_options.build_cache_size = build_cache_size;
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};
   std::string job_id;

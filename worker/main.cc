@@ -2,7 +2,8 @@
 //
 // `kbisect-worker`: one GPU slot of a cluster node. It dials the coordinator, registers its
 // runner identity and runs leased probes (checkout -> build -> bench) in its own checkout under
-// the cache directory, with its commands pinned to the slot's device.
+// the cache directory, or with a build command in the host's build cache there, with its
+// commands pinned to the slot's device.
 //
 // SIGTERM or SIGINT drains: no new work is taken, the current probe finishes and is reported,
 // then the process exits 0. A second signal stops at once: the running probe is killed and its
@@ -52,12 +53,20 @@ int Main(int argc, char** argv) {
   DaemonFlags daemon;
   ClientCredentialOptions tls;
   double idle_poll_seconds = 5;
+  int build_cache_size = kDefaultBuildCacheSize;
   app.add_option("--coordinator", coordinator, "Coordinator address host:port")
       ->envname("KBISECT_COORDINATOR")
       ->capture_default_str();
   app.add_option("--cache-dir", cache_dir, "Repository mirrors and this slot's checkout")
       ->envname("KBISECT_CACHE_DIR")
       ->capture_default_str();
+  app.add_option("--build-cache-size", build_cache_size,
+                 "Built checkouts kept per host under CACHE_DIR/builds (least recently used ones "
+                 "are evicted); a probe at a commit already built runs no checkout or build. 0 "
+                 "builds in the slot's own checkout")
+      ->envname("KBISECT_BUILD_CACHE_SIZE")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   app.add_option("--gpu", gpu, "Device slot this worker is pinned to")
       ->envname("KBISECT_GPU")
       ->capture_default_str()
@@ -121,6 +130,7 @@ int Main(int argc, char** argv) {
   WorkerSlotOptions options;
   options.hardware_class_keys = *keys;
   options.cache_dir = cache_dir;
+  options.build_cache_size = build_cache_size;
   options.slot = gpu;
   options.name = name;
   options.idle_poll = absl::Seconds(idle_poll_seconds);
@@ -129,7 +139,9 @@ int Main(int argc, char** argv) {
   const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
   log.Info(absl::StrCat(slot.name(), " (", slot.identity().hardware_class_label(), ", class ",
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
-                        over_tls ? " over TLS" : "", "; cache ", cache_dir),
+                        over_tls ? " over TLS" : "", "; cache ", cache_dir,
+                        build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
+                                             : std::string(" (no build cache)")),
            {{"worker", slot.name()},
             {"hardware_class", slot.identity().hardware_class()},
             {"coordinator", coordinator},

@@ -1,7 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 #include "worker/task_runner.h"
 
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "common/spec/job_spec.h"
 #include "absl/strings/str_cat.h"
@@ -9,13 +11,14 @@
 #include "common/metric/metric.h"
 #include "common/rpc/proto_time.h"
 #include "google/protobuf/util/time_util.h"
+#include "worker/build_step.h"
 
 namespace kbisect {
 namespace {
 
 using google::protobuf::util::TimeUtil;
 
-constexpr int kTailLines = 20;
+constexpr int kTailLines = kBuildTailLines;
 constexpr int kGitSkipExitCode = 125;
 
 absl::Duration TimeoutOr(const v1::Task& task, bool build, absl::Duration fallback) {
@@ -72,59 +75,79 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   std::map<std::string, std::string> env = slot_env_;
   for (const auto& [key, value] : task.env()) env[key] = value;
   env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
-  std::string dir;
-  std::string checked_out;
+  const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr;
+  std::map<std::string, std::string> dirs;             // Each commit's prepared directory.
+  std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
+  bool builds_reused = cached_build;
   absl::Duration checkout_total;
   absl::Duration build_total;
+  auto add_timings = [&](absl::Duration checkout, absl::Duration build) {
+    checkout_total += checkout;
+    build_total += build;
+    *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
+    if (!task.build_command().empty()) {
+      *result.mutable_timings()->mutable_build() = ToProto(build_total);
+    }
+  };
 
-  // Checks `sha` out and builds it. Returns false (with `result` finished) on failure.
-  auto prepare = [&](const std::string& sha) {
+  // Checks `sha` out and builds it, once per task: from the build cache, or in `lane` of the
+  // workspace. Returns false (with `result` finished) on failure.
+  auto prepare = [&](const std::string& sha, WorkspaceLane lane) {
     const std::string short_sha = sha.substr(0, 7);
     report(v1::TASK_PHASE_CHECKOUT, 0);
-    const absl::Time checkout_start = clock_->Now();
-    absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha);
-    checkout_total += clock_->Now() - checkout_start;
-    *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
-    if (!prepared.ok()) {
-      // A worker that cannot check out is an infrastructure problem: retried elsewhere.
-      finish(v1::TASK_OUTCOME_INFRA_ERROR,
-             absl::StrCat("checkout of ", short_sha, " failed: ", prepared.status().message()), "");
-      return false;
+    BuildCommand build;
+    build.shell_command = task.build_command();
+    build.env = env;
+    build.env["KBISECT_COMMIT"] = sha;
+    build.timeout = TimeoutOr(task, /*build=*/true, kDefaultBuildTimeout);
+    if (cached_build) {
+      BuildCache::Request request;
+      request.repository = task.repository();
+      request.sha = sha;
+      request.build = std::move(build);
+      request.key_env.insert(task.env().begin(), task.env().end());
+      BuildCache::Acquired built =
+          build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
+      add_timings(built.checkout_time, built.step.wall_time);
+      if (!built.step.ok()) {
+        finish(built.step.failure, built.step.message, built.step.log_tail);
+        return false;
+      }
+      builds_reused = builds_reused && built.reused;
+      held_builds.push_back(std::move(built.in_use));
+      dirs[sha] = built.dir;
+    } else {
+      const absl::Time checkout_start = clock_->Now();
+      absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha, lane);
+      add_timings(clock_->Now() - checkout_start, absl::ZeroDuration());
+      if (!prepared.ok()) {
+        // A worker that cannot check out is an infrastructure problem: retried elsewhere.
+        finish(v1::TASK_OUTCOME_INFRA_ERROR,
+               absl::StrCat("checkout of ", short_sha, " failed: ", prepared.status().message()),
+               "");
+        return false;
+      }
+      dirs[sha] = *prepared;
+      if (!task.build_command().empty() && !cancelled()) {
+        report(v1::TASK_PHASE_BUILD, 0);
+        const BuildStep built = RunBuild(runner_, build, *prepared, sha, cancel);
+        add_timings(absl::ZeroDuration(), built.wall_time);
+        if (!built.ok()) {
+          finish(built.failure, built.message, built.log_tail);
+          return false;
+        }
+      }
     }
     if (cancelled()) {
       finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
       return false;
     }
-    dir = *prepared;
-    checked_out = sha;
-    env["KBISECT_COMMIT"] = sha;
-    if (task.build_command().empty()) return true;
-    report(v1::TASK_PHASE_BUILD, 0);
-    ExecRequest build;
-    build.shell_command = task.build_command();
-    build.cwd = dir;
-    build.env = env;
-    build.timeout = TimeoutOr(task, /*build=*/true, kDefaultBuildTimeout);
-    absl::StatusOr<ExecResult> built = runner_->Run(build, cancel);
-    if (!built.ok()) {
-      finish(v1::TASK_OUTCOME_INFRA_ERROR,
-             absl::StrCat("could not start the build: ", built.status().message()), "");
-      return false;
-    }
-    build_total += built->wall_time;
-    *result.mutable_timings()->mutable_build() = ToProto(build_total);
-    if (built->cancelled) {
-      finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
-      return false;
-    }
-    if (!built->ok()) {
-      finish(built->timed_out ? v1::TASK_OUTCOME_TIMED_OUT : v1::TASK_OUTCOME_BUILD_FAILED,
-             absl::StrCat("build at ", short_sha, " ", built->Describe()),
-             built->Tail(kTailLines));
-      return false;
-    }
     return true;
   };
+  // 1. and 2. Checkouts and builds: the paired commit (last-good) in the second lane.
+  if (interleaved && !prepare(task.paired_commit_sha(), WorkspaceLane::kPaired)) return result;
+  if (!prepare(task.commit_sha(), WorkspaceLane::kPrimary)) return result;
+  result.mutable_timings()->set_build_reused(builds_reused);
 
   // 3. Benchmark runs.
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
@@ -135,12 +158,12 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   for (int run = 0; run < static_cast<int>(schedule.size()); ++run) {
     const std::string& sha = schedule[run];
     const std::string short_sha = sha.substr(0, 7);
-    if (sha != checked_out && !prepare(sha)) return result;
     report(v1::TASK_PHASE_BENCH, run);
     ExecRequest bench;
     bench.argv = argv;
-    bench.cwd = dir;
+    bench.cwd = dirs[sha];
     bench.env = env;
+    bench.env["KBISECT_COMMIT"] = sha;
     bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
     absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);
     if (!ran.ok()) {

@@ -1,8 +1,12 @@
 // Copyright 2026 The kbisect Authors.
 //
 // TaskRunner executes one task on one slot: checkout -> build -> N benchmark runs, extracting a
-// sample from each run. It reports every failure as a TaskOutcome with a message a user can act
-// on and the tail of the command's output; it never throws away the user's data.
+// sample from each run. With a build command and a build cache, the checkout and the build come
+// from the cache (and are skipped when it already has the commit built); otherwise they happen in
+// the slot's workspace. A confirmation prepares both of its commits once (two cache entries, or
+// the workspace's two lanes) and alternates only the benchmark runs between them. It reports
+// every failure as a TaskOutcome with a message a user can act on and the tail of the command's
+// output; it never throws away the user's data.
 #ifndef KBISECT_WORKER_TASK_RUNNER_H_
 #define KBISECT_WORKER_TASK_RUNNER_H_
 
@@ -14,6 +18,7 @@
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "worker/build_cache.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -43,8 +48,14 @@ class TaskRunner {
 
   static constexpr int kThrottleRetries = 3;
 
+  // Makes tasks with a build command get their checkout and build from `cache` (which must
+  // outlive this object), keeping it in use while their benchmark runs. Null (the default) builds
+  // in the workspace's checkouts instead.
+  void set_build_cache(BuildCache* cache) { build_cache_ = cache; }
+
  private:
   GpuStateProbe gpu_state_probe_;
+  BuildCache* build_cache_ = nullptr;
   CommandRunner* const runner_;
   Workspace* const workspace_;
   const std::map<std::string, std::string> slot_env_;

@@ -57,6 +57,11 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
   workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
   task_runner_ =
       std::make_unique<TaskRunner>(runner, workspace_.get(), SlotEnvironment(options.slot));
+  if (options.build_cache_size > 0) {
+    build_cache_ =
+        std::make_unique<BuildCache>(options.cache_dir, options.build_cache_size, runner);
+    task_runner_->set_build_cache(build_cache_.get());
+  }
   if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
       identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
     // Temperature, clock and throttle reasons after each benchmark run.

@@ -2,7 +2,8 @@
 //
 // One worker slot (one GPU) assembled from its parts: the device-pinning environment its
 // commands run with, its runner identity and stable name, its private workspace under the cache
-// directory, its task runner and the agent that talks to the coordinator. `kbisect run` builds
+// directory, its view of the host's build cache (shared with the other slots through the cache
+// directory), its task runner and the agent that talks to the coordinator. `kbisect run` builds
 // one slot per local GPU (cli/local_cluster.h); the `kbisect-worker` daemon builds one.
 //
 //   v1::RunnerIdentity host = ProbeRunnerIdentity(runner.get(), "");
@@ -21,6 +22,7 @@
 #include "common/exec/exec.h"
 #include "grpcpp/channel.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "worker/build_cache.h"
 #include "worker/task_runner.h"
 #include "worker/worker_agent.h"
 #include "worker/workspace.h"
@@ -46,8 +48,11 @@ std::string DefaultWorkerName(const std::string& host, int slot);
 std::string DefaultCacheDir();
 
 struct WorkerSlotOptions {
-  // Mirrors and this slot's checkouts live here.
+  // Mirrors, this slot's checkouts and the host's build cache live here.
   std::string cache_dir;
+  // How many built checkouts the host's build cache keeps (<cache_dir>/builds/); 0 disables it
+  // (builds run in the slot's checkouts, as without a build command).
+  int build_cache_size = kDefaultBuildCacheSize;
   // The device index the slot is pinned to.
   int slot = 0;
   // Stable worker name; empty means DefaultWorkerName(host, slot).
@@ -83,6 +88,7 @@ class WorkerSlot {
   std::string name_;
   v1::RunnerIdentity identity_;
   std::unique_ptr<GitWorkspace> workspace_;
+  std::unique_ptr<BuildCache> build_cache_;  // Null when disabled.
   std::unique_ptr<TaskRunner> task_runner_;
   std::unique_ptr<WorkerAgent> agent_;
 };

@@ -7,25 +7,28 @@
 
 namespace kbisect {
 
+absl::StatusOr<std::string> PrepareMirror(const std::string& cache_dir,
+                                          const std::string& repository, const std::string& sha) {
+  ASSIGN_OR_RETURN(std::string mirror_dir,
+                   EnsureMirror(repository, absl::StrCat(cache_dir, "/mirrors/",
+                                                         MirrorKey(repository), ".git")));
+  RETURN_IF_ERROR(EnsureCommitInMirror(repository, mirror_dir, sha));
+  return mirror_dir;
+}
+
 GitWorkspace::GitWorkspace(std::string cache_dir, int slot)
     : cache_dir_(std::move(cache_dir)), slot_(slot) {}
 
-
 absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
-                                                  const std::string& sha) {
+                                                  const std::string& sha, WorkspaceLane lane) {
   const std::string key = MirrorKey(repository);
-  const std::string mirror_dir = absl::StrCat(cache_dir_, "/mirrors/", key, ".git");
-  auto it = worktrees_.find(key);
+  ASSIGN_OR_RETURN(const std::string mirror_dir, PrepareMirror(cache_dir_, repository, sha));
+  auto it = worktrees_.find({key, lane});
   if (it == worktrees_.end()) {
-    ASSIGN_OR_RETURN(std::string git_dir, EnsureMirror(repository, mirror_dir));
-    (void)git_dir;
-    RETURN_IF_ERROR(EnsureCommitInMirror(repository, mirror_dir, sha));
-    ASSIGN_OR_RETURN(std::unique_ptr<Worktree> worktree,
-                     Worktree::OpenOrCreate(mirror_dir, absl::StrCat(cache_dir_, "/worktrees/",
-                                                                     key, "/slot-", slot_)));
-    it = worktrees_.emplace(key, std::move(worktree)).first;
-  } else {
-    RETURN_IF_ERROR(EnsureCommitInMirror(repository, mirror_dir, sha));
+    const std::string dir = absl::StrCat(cache_dir_, "/worktrees/", key, "/slot-", slot_,
+                                         lane == WorkspaceLane::kPaired ? "-b" : "");
+    ASSIGN_OR_RETURN(std::unique_ptr<Worktree> worktree, Worktree::OpenOrCreate(mirror_dir, dir));
+    it = worktrees_.emplace(std::make_pair(key, lane), std::move(worktree)).first;
   }
   RETURN_IF_ERROR(it->second->Checkout(sha));
   return it->second->path();

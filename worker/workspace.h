@@ -1,46 +1,59 @@
 // Copyright 2026 The kbisect Authors.
 //
-// A worker slot's place to build and run commits: a private checkout per (repository, slot)
-// backed by a bare mirror in the worker's cache. Behind an interface so the task runner is
-// tested without git.
+// A worker slot's place to build and run commits: private checkouts per (repository, slot) backed
+// by a bare mirror in the worker's cache. Behind an interface so the task runner is tested
+// without git.
 #ifndef KBISECT_WORKER_WORKSPACE_H_
 #define KBISECT_WORKER_WORKSPACE_H_
 
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "common/git/worktree.h"
 
 namespace kbisect {
+
+// Which of a slot's two checkouts of a repository a commit goes to. A confirmation measures two
+// commits in alternation: the paired commit (last-good) gets a checkout of its own, so switching
+// between the two never checks out or builds again. Every other task uses the primary one.
+enum class WorkspaceLane { kPrimary, kPaired };
 
 class Workspace {
  public:
   virtual ~Workspace() = default;
 
-  // Makes a directory hold exactly commit `sha` of `repository` (a URL or path) and returns the
-  // directory. Ignored files (build outputs) survive between calls, so builds are incremental.
-  virtual absl::StatusOr<std::string> Prepare(const std::string& repository,
-                                              const std::string& sha) = 0;
+  // Makes the directory of `lane` hold exactly commit `sha` of `repository` (a URL or path) and
+  // returns the directory. The two lanes are different directories. Ignored files (build
+  // outputs) survive between calls on one lane, so builds are incremental.
+  virtual absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
+                                              WorkspaceLane lane) = 0;
 };
 
+// Makes sure the worker's mirror of `repository` (<cache_dir>/mirrors/<MirrorKey>.git, created
+// on first use) holds commit `sha`, fetching once if it does not, and returns the mirror's git
+// directory. The errors are those of EnsureMirror and EnsureCommitInMirror (common/git/mirror.h).
+absl::StatusOr<std::string> PrepareMirror(const std::string& cache_dir,
+                                          const std::string& repository, const std::string& sha);
+
 // The real workspace of slot `slot`: mirrors under <cache_dir>/mirrors/, checkouts under
-// <cache_dir>/worktrees/<repository key>/slot-<slot>. The source repository is only read.
-// Thread-compatible: one slot's workspace is used by one task at a time.
+// <cache_dir>/worktrees/<repository key>/slot-<slot> (the primary lane) and .../slot-<slot>-b
+// (the paired lane, created by the slot's first confirmation). The source repository is only
+// read. Thread-compatible: one slot's workspace is used by one task at a time.
 class GitWorkspace : public Workspace {
  public:
   GitWorkspace(std::string cache_dir, int slot);
 
-  absl::StatusOr<std::string> Prepare(const std::string& repository,
-                                      const std::string& sha) override;
+  absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
+                                      WorkspaceLane lane) override;
 
  private:
   const std::string cache_dir_;
   const int slot_;
-  std::map<std::string, std::unique_ptr<Worktree>> worktrees_;  // By repository key.
+  // By repository key and lane.
+  std::map<std::pair<std::string, WorkspaceLane>, std::unique_ptr<Worktree>> worktrees_;
 };
 
 }  // namespace kbisect

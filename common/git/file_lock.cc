@@ -44,19 +44,37 @@ absl::StatusOr<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& p
 
 absl::StatusOr<std::unique_ptr<FileLock>> FileLock::TryAcquire(const std::string& path,
                                                                const std::string& holder_hint) {
+  return TryLock(path, holder_hint, LOCK_EX);
+}
+
+absl::StatusOr<std::unique_ptr<FileLock>> FileLock::TryAcquireShared(
+    const std::string& path, const std::string& holder_hint) {
+  return TryLock(path, holder_hint, LOCK_SH);
+}
+
+absl::StatusOr<std::unique_ptr<FileLock>> FileLock::TryLock(const std::string& path,
+                                                            const std::string& holder_hint,
+                                                            int operation) {
   absl::StatusOr<int> fd = OpenLockFile(path);
   if (!fd.ok()) return fd.status();
-  while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+  while (flock(*fd, operation | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     const int saved = errno;
     close(*fd);
     if (saved == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", path, "' is locked by ", holder_hint));
+      return absl::FailedPreconditionError(absl::StrCat("'", path, "' is locked by ", holder_hint));
     }
     return absl::InternalError(absl::StrCat("cannot lock '", path, "': ", std::strerror(saved)));
   }
   return std::unique_ptr<FileLock>(new FileLock(*fd));
+}
+
+absl::Status FileLock::Downgrade() {
+  while (flock(fd_, LOCK_SH) != 0) {
+    if (errno == EINTR) continue;
+    return absl::InternalError(absl::StrCat("cannot share a lock: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 FileLock::~FileLock() { close(fd_); }

@@ -42,6 +42,7 @@ void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) 
   *total->mutable_build() = sum(total->build(), add.build());
   *total->mutable_bench() = sum(total->bench(), add.bench());
   *total->mutable_total() = sum(total->total(), add.total());
+  total->set_build_reused(total->build_reused() && add.build_reused());
 }
 
 ProbeBook::ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)

@@ -5,6 +5,7 @@
 // on the same repository. Also every bad input of `kbisect run`.
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -249,6 +250,37 @@ TEST_F(RunTest, BuildBrokenCommitsAroundTheCulpritLeaveACandidateRange) {
   EXPECT_THAT(candidates, ::testing::Contains(culprit));
   EXPECT_LE(candidates.size(), 5u);
   EXPECT_THAT(run.out, HasSubstr("SKIP"));
+}
+
+TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  const std::string json = tmp_.Join("built.json");
+  // The build counts itself outside the repository: one line per build, naming the commit.
+  const std::string builds = tmp_.Join("builds.log");
+  CommandResult run = Run(absl::StrCat(
+      "run v1.0 --repo ", repo, " --workers 2 --json ", json, " --build ",
+      ShellQuote(absl::StrCat("echo $KBISECT_COMMIT >> ", ShellQuote(builds))), " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  ASSERT_TRUE(result["confirmation"]["confirmed"].get<bool>()) << result["confirmation"].dump();
+
+  std::set<std::string> probed;
+  bool confirmed_from_the_cache = false;
+  for (const auto& probe : result["probes"]) {
+    probed.insert(probe["sha"].get<std::string>());
+    if (probe["kind"] == "confirm") {
+      confirmed_from_the_cache = probe["timings"]["build_reused"].get<bool>();
+    }
+  }
+  const std::vector<std::string> built = absl::StrSplit(ReadFile(builds), '\n', absl::SkipEmpty());
+  const std::set<std::string> distinct(built.begin(), built.end());
+  EXPECT_EQ(distinct.size(), built.size()) << "a commit was built twice:\n" << ReadFile(builds);
+  EXPECT_LE(built.size(), probed.size());
+  EXPECT_TRUE(distinct.count(culprit));
+  EXPECT_TRUE(confirmed_from_the_cache)
+      << "the search built last-good and the culprit; the confirmation reuses both builds";
 }
 
 TEST_F(RunTest, PassFailModeFollowsGitBisectRun) {

@@ -84,5 +84,23 @@ TEST_F(ProbeBookTest, CancelTaskReportsOnlyRunningTasksForKilling) {
   EXPECT_EQ(book_.InFlightCount(), 0);
 }
 
+TEST(AddTimingsTest, SumsPhasesAndReportsABuildReusedOnlyWhenEveryResultReusedIt) {
+  v1::TaskTimings built;
+  built.mutable_build()->set_seconds(7);
+  v1::TaskTimings reused;
+  reused.set_build_reused(true);
+  reused.mutable_bench()->set_seconds(2);
+
+  v1::TaskTimings total;
+  AddTimings(reused, &total, /*first=*/true);
+  EXPECT_TRUE(total.build_reused()) << "the first result replaces the sum";
+  AddTimings(reused, &total, /*first=*/false);
+  EXPECT_TRUE(total.build_reused());
+  EXPECT_EQ(total.bench().seconds(), 4);
+  AddTimings(built, &total, /*first=*/false);
+  EXPECT_FALSE(total.build_reused()) << "one of the probe's tasks built";
+  EXPECT_EQ(total.build().seconds(), 7);
+}
+
 }  // namespace
 }  // namespace kbisect

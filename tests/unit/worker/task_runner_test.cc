@@ -1,13 +1,15 @@
 // Copyright 2026 The kbisect Authors.
 //
 // TaskRunner against real subprocesses in a temp directory (the workspace is a fake that hands
-// out that directory), so every outcome comes from a real exit code, signal or timeout.
+// out that directory, and a subdirectory of it for the paired lane), so every outcome comes from
+// a real exit code, signal or timeout. task_runner_build_cache_test runs it on real checkouts.
 #include "worker/task_runner.h"
 
 #include <sys/stat.h>
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clock/clock.h"
 #include "gmock/gmock.h"
@@ -24,17 +26,22 @@ using ::kbisect::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// Hands out `dir` for the primary lane and `dir`/paired for the paired lane, with the commit's
+// id in checked-out.txt.
 class DirectoryWorkspace : public Workspace {
  public:
   explicit DirectoryWorkspace(std::string dir) : dir_(std::move(dir)) {}
-  absl::StatusOr<std::string> Prepare(const std::string& repository,
-                                      const std::string& sha) override {
+  absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
+                                      WorkspaceLane lane) override {
     prepared.push_back(sha);
+    lanes.push_back(lane);
     if (sha == "missing") return absl::NotFoundError("commit missing is not in the mirror");
-    WriteFile(dir_ + "/checked-out.txt", sha + "\n");
-    return dir_;
+    const std::string dir = lane == WorkspaceLane::kPaired ? dir_ + "/paired" : dir_;
+    WriteFile(dir + "/checked-out.txt", sha + "\n");
+    return dir;
   }
   std::vector<std::string> prepared;
+  std::vector<WorkspaceLane> lanes;
 
  private:
   std::string dir_;
@@ -55,7 +62,7 @@ class TaskRunnerTest : public ::testing::Test {
     task.set_task_id("t1");
     task.set_commit_sha("0123456789abcdef0123456789abcdef01234567");
     task.set_commit_index(7);
-    task.add_bench_command("./bench.sh");
+    task.add_bench_command(dir_.Join("bench.sh"));
     task.set_runs(runs);
     task.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
     return task;
@@ -187,12 +194,12 @@ TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
   EXPECT_FALSE(discarded.runs(3).gpu_state().throttled());
 }
 
-TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulprit) {
+TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuilding) {
   // The "culprit" (the task's commit) is twice as slow as its paired last-good commit.
-  v1::Task task = Task(
-      "if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; "
-      "else echo 'Latency: 1 ms'; fi",
-      3);
+  const std::string bench =
+      absl::StrCat("if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; ",
+                   "else echo 'Latency: 1 ms'; fi; cat checked-out.txt >> ", dir_.Join("runs.log"));
+  v1::Task task = Task(bench, 3);
   task.set_kind(v1::PROBE_KIND_CONFIRM);
   task.set_paired_commit_sha("fedcba9876543210fedcba9876543210fedcba98");
   task.set_build_command("echo built >> builds.log");
@@ -200,13 +207,15 @@ TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulprit) {
   ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
   EXPECT_THAT(result.samples(), ElementsAre(2, 2, 2));
   EXPECT_THAT(result.paired_samples(), ElementsAre(1, 1, 1));
-  // A/B/A/B/A/B: six checkouts, alternating, each followed by a build.
-  ASSERT_EQ(workspace_.prepared.size(), 6u);
-  EXPECT_EQ(workspace_.prepared[0], task.paired_commit_sha());
-  EXPECT_EQ(workspace_.prepared[1], task.commit_sha());
-  EXPECT_EQ(workspace_.prepared[4], task.paired_commit_sha());
-  EXPECT_EQ(testing::ReadFile(dir_.Join("builds.log")),
-            "built\nbuilt\nbuilt\nbuilt\nbuilt\nbuilt\n");
+  // One checkout and one build per commit, each in its own lane; only the runs alternate.
+  EXPECT_THAT(workspace_.prepared, ElementsAre(task.paired_commit_sha(), task.commit_sha()));
+  EXPECT_THAT(workspace_.lanes, ElementsAre(WorkspaceLane::kPaired, WorkspaceLane::kPrimary));
+  EXPECT_EQ(testing::ReadFile(dir_.Join("paired/builds.log")), "built\n");
+  EXPECT_EQ(testing::ReadFile(dir_.Join("builds.log")), "built\n");
+  const std::string a = task.paired_commit_sha() + "\n";
+  const std::string b = task.commit_sha() + "\n";
+  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), a + b + a + b + a + b);
+  EXPECT_FALSE(result.timings().build_reused()) << "no build cache here";
 }
 
 // The task's total and checkout timings come from the runner's clock, the build and benchmark
@@ -216,7 +225,8 @@ TEST(TaskRunnerClockTest, TimingsAreMeasuredOnTheClockAndTheCommands) {
   class SlowCheckout : public Workspace {
    public:
     explicit SlowCheckout(FakeClock* clock) : clock_(clock) {}
-    absl::StatusOr<std::string> Prepare(const std::string&, const std::string&) override {
+    absl::StatusOr<std::string> Prepare(const std::string&, const std::string&,
+                                        WorkspaceLane) override {
       clock_->Advance(absl::Seconds(3));
       return std::string("/nonexistent/kbisect-task-runner-test");
     }

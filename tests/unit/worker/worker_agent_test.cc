@@ -33,8 +33,8 @@ constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
 // Hands out one directory without touching the disk (the commands are fake too).
 class FixedWorkspace : public Workspace {
  public:
-  absl::StatusOr<std::string> Prepare(const std::string& repository,
-                                      const std::string& sha) override {
+  absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
+                                      WorkspaceLane lane) override {
     return std::string("/nonexistent/kbisect-worker-agent-test");
   }
 };

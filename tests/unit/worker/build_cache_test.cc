@@ -1,0 +1,302 @@
+// Copyright 2026 The kbisect Authors.
+//
+// BuildCache on real repositories (GitFixture), real mirrors and checkouts, and real build
+// processes: what it reuses, what it never caches, how it stays bounded, and two slots asking for
+// one build at once.
+#include "worker/build_cache.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
+
+namespace kbisect {
+namespace {
+
+namespace fs = std::filesystem;
+
+using ::kbisect::testing::GitFixture;
+using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::ShellQuote;
+using ::kbisect::testing::TempDir;
+using ::kbisect::testing::WaitFor;
+using ::testing::HasSubstr;
+
+// True while process `pid` exists and is not a zombie waiting to be reaped.
+bool Alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || line.size() < paren + 3 || line[paren + 2] != 'Z';
+}
+
+class BuildCacheTest : public ::testing::Test {
+ protected:
+  BuildCacheTest() : runner_(NewSubprocessRunner()), repo_(tmp_.Join("repo")) {
+    repo_.Init();
+    a_ = repo_.Commit("a", {{".gitignore", "build/\n"}, {"file.txt", "a\n"}, {"only-a.txt", "x"}});
+    b_ = repo_.Commit("b", {{"file.txt", "b\n"}}, {"only-a.txt"});
+    b_again_ = repo_.Commit("same tree as b");  // An empty commit: b's tree.
+    c_ = repo_.Commit("c", {{"file.txt", "c\n"}});
+    d_ = repo_.Commit("d", {{"file.txt", "d\n"}});
+  }
+
+  // A build that logs the commit it builds and copies file.txt to out.txt.
+  std::string LoggingBuild() const {
+    return absl::StrCat("echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_),
+                        " && cp file.txt out.txt");
+  }
+
+  BuildCache::Request Request(const std::string& sha, const std::string& command,
+                              std::map<std::string, std::string> key_env = {}) const {
+    BuildCache::Request request;
+    request.repository = repo_.path();
+    request.sha = sha;
+    request.build.shell_command = command;
+    request.build.env = key_env;
+    request.build.env["KBISECT_COMMIT"] = sha;
+    request.build.timeout = absl::Seconds(60);
+    request.key_env = std::move(key_env);
+    return request;
+  }
+
+  // The commits built so far, in order.
+  std::vector<std::string> Builds() const {
+    return absl::StrSplit(ReadFile(log_), '\n', absl::SkipEmpty());
+  }
+
+  std::string CacheDir() const { return tmp_.Join("cache"); }
+
+  TempDir tmp_{"kbisect-build-cache"};
+  std::unique_ptr<CommandRunner> runner_;
+  GitFixture repo_;
+  std::string a_, b_, b_again_, c_, d_;
+  const std::string log_ = tmp_.Join("builds.log");
+};
+
+TEST_F(BuildCacheTest, ReusesABuildOnlyForTheSameTreeCommandAndEnvironment) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  std::string dir;
+  {
+    BuildCache::Acquired first = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+    ASSERT_TRUE(first.step.ok()) << first.step.message;
+    EXPECT_FALSE(first.reused);
+    EXPECT_EQ(ReadFile(first.dir + "/out.txt"), "a\n") << "built in the directory it returns";
+    EXPECT_TRUE(fs::path(first.dir).is_absolute());
+    dir = first.dir;
+  }
+  BuildCache::Acquired hit = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+  ASSERT_TRUE(hit.step.ok()) << hit.step.message;
+  EXPECT_TRUE(hit.reused);
+  EXPECT_EQ(hit.dir, dir);
+  EXPECT_EQ(hit.step.wall_time, absl::ZeroDuration()) << "no build ran";
+
+  // Variables outside the key (the slot's device, KBISECT_COMMIT) do not matter.
+  BuildCache::Request other_slot = Request(a_, LoggingBuild());
+  other_slot.build.env["CUDA_VISIBLE_DEVICES"] = "5";
+  EXPECT_TRUE(cache.Acquire(other_slot, nullptr, nullptr).reused);
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(a_));
+
+  // Another command, another value of a job's variable, another tree: each a build of its own.
+  EXPECT_FALSE(cache.Acquire(Request(a_, LoggingBuild() + " && true"), nullptr, nullptr).reused);
+  EXPECT_FALSE(cache.Acquire(Request(a_, LoggingBuild(), {{"OPT", "1"}}), nullptr, nullptr).reused);
+  EXPECT_FALSE(cache.Acquire(Request(a_, LoggingBuild(), {{"OPT", "2"}}), nullptr, nullptr).reused);
+  EXPECT_TRUE(cache.Acquire(Request(a_, LoggingBuild(), {{"OPT", "2"}}), nullptr, nullptr).reused);
+  BuildCache::Acquired b = cache.Acquire(Request(b_, LoggingBuild()), nullptr, nullptr);
+  EXPECT_FALSE(b.reused);
+  EXPECT_EQ(ReadFile(b.dir + "/out.txt"), "b\n");
+  EXPECT_FALSE(fs::exists(b.dir + "/only-a.txt"));
+  // A commit with the same tree is the same build.
+  BuildCache::Acquired same_tree =
+      cache.Acquire(Request(b_again_, LoggingBuild()), nullptr, nullptr);
+  EXPECT_TRUE(same_tree.reused);
+  EXPECT_EQ(same_tree.dir, b.dir);
+  EXPECT_EQ(Builds().size(), 5u);
+
+  // The cache outlives the process that made it: a new one (as after a restart) finds it.
+  BuildCache restarted(CacheDir(), 16, runner_.get());
+  EXPECT_TRUE(restarted.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_EQ(Builds().size(), 5u);
+}
+
+TEST_F(BuildCacheTest, AFailedBuildIsNotCachedAndIsBuiltAgain) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  const std::string ok = tmp_.Join("ok");
+  const std::string command =
+      absl::StrCat(LoggingBuild(), " && echo 'error: boom' >&2 && test -f ", ShellQuote(ok));
+  BuildCache::Acquired failed = cache.Acquire(Request(a_, command), nullptr, nullptr);
+  EXPECT_EQ(failed.step.failure, v1::TASK_OUTCOME_BUILD_FAILED);
+  EXPECT_THAT(failed.step.message, HasSubstr(absl::StrCat("build at ", a_.substr(0, 7))));
+  EXPECT_THAT(failed.step.message, HasSubstr("exited with code 1"));
+  EXPECT_THAT(failed.step.log_tail, HasSubstr("error: boom"));
+  EXPECT_TRUE(failed.dir.empty());
+  EXPECT_EQ(failed.in_use, nullptr);
+
+  testing::WriteFile(ok, "");
+  BuildCache::Acquired rebuilt = cache.Acquire(Request(a_, command), nullptr, nullptr);
+  ASSERT_TRUE(rebuilt.step.ok()) << rebuilt.step.message;
+  EXPECT_FALSE(rebuilt.reused);
+  EXPECT_TRUE(cache.Acquire(Request(a_, command), nullptr, nullptr).reused);
+  EXPECT_EQ(Builds().size(), 2u);
+}
+
+TEST_F(BuildCacheTest, AnEntryWhoseBuildDidNotFinishIsNeverServed) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  std::string entry;
+  {
+    BuildCache::Acquired built = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+    ASSERT_TRUE(built.step.ok()) << built.step.message;
+    entry = fs::path(built.dir).parent_path().string();
+  }
+  // A worker killed after the build ran but before the build was recorded leaves no marker.
+  ASSERT_TRUE(fs::remove(entry + "/built"));
+  BuildCache::Acquired again = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+  ASSERT_TRUE(again.step.ok()) << again.step.message;
+  EXPECT_FALSE(again.reused);
+  EXPECT_EQ(Builds().size(), 2u);
+  EXPECT_TRUE(fs::exists(entry + "/built"));
+
+  // Nor is an entry whose checkout someone deleted.
+  fs::remove_all(again.dir);
+  again.in_use.reset();
+  BuildCache::Acquired restored = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+  ASSERT_TRUE(restored.step.ok()) << restored.step.message;
+  EXPECT_FALSE(restored.reused);
+  EXPECT_EQ(ReadFile(restored.dir + "/out.txt"), "a\n");
+  EXPECT_EQ(Builds().size(), 3u);
+}
+
+TEST_F(BuildCacheTest, ACancelledBuildIsKilledWithItsChildrenAndNotCached) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  const std::string pid_file = tmp_.Join("child.pid");
+  // The build leaves a child sleeping unless FAST is set (FAST is not part of the key).
+  const std::string command =
+      absl::StrCat(LoggingBuild(), " && if [ -z \"$FAST\" ]; then sleep 30 & echo $! > ",
+                   ShellQuote(pid_file), "; wait; fi");
+  Cancellation cancel;
+  std::thread canceller([&] {
+    WaitFor([&] { return fs::exists(pid_file) && !ReadFile(pid_file).empty(); },
+            std::chrono::seconds(20));
+    cancel.Cancel();
+  });
+  const absl::Time start = absl::Now();
+  BuildCache::Acquired cancelled = cache.Acquire(Request(a_, command), &cancel, nullptr);
+  canceller.join();
+  EXPECT_EQ(cancelled.step.failure, v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  const pid_t child = std::stoi(ReadFile(pid_file));
+  EXPECT_TRUE(WaitFor([&] { return !Alive(child); }, std::chrono::seconds(5)))
+      << "the build's child " << child << " outlived the cancellation";
+
+  BuildCache::Request fast = Request(a_, command);
+  fast.build.env["FAST"] = "1";
+  BuildCache::Acquired rebuilt = cache.Acquire(fast, nullptr, nullptr);
+  ASSERT_TRUE(rebuilt.step.ok()) << rebuilt.step.message;
+  EXPECT_FALSE(rebuilt.reused) << "the cancelled build was not recorded";
+  EXPECT_EQ(Builds().size(), 2u);
+}
+
+TEST_F(BuildCacheTest, EvictionKeepsTheBoundAndNeverEvictsAnEntryInUse) {
+  BuildCache cache(CacheDir(), 2, runner_.get());
+  BuildCache::Acquired held = cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+  ASSERT_TRUE(held.step.ok()) << held.step.message;
+  for (const std::string& sha : {b_, c_, d_}) {
+    BuildCache::Acquired other = cache.Acquire(Request(sha, LoggingBuild()), nullptr, nullptr);
+    ASSERT_TRUE(other.step.ok()) << other.step.message;
+    EXPECT_FALSE(other.reused);
+    EXPECT_NE(other.dir, held.dir);
+    EXPECT_LE(cache.EntryCount(), 2);
+    // The entry in use still holds its commit, built.
+    EXPECT_EQ(ReadFile(held.dir + "/file.txt"), "a\n");
+    EXPECT_EQ(ReadFile(held.dir + "/out.txt"), "a\n");
+  }
+  held.in_use.reset();
+  // Least recently used first: d, then a.
+  EXPECT_TRUE(cache.Acquire(Request(d_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_TRUE(cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_FALSE(cache.Acquire(Request(b_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_TRUE(cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr).reused)
+      << "the most recently used entry stayed";
+  EXPECT_FALSE(cache.Acquire(Request(d_, LoggingBuild()), nullptr, nullptr).reused)
+      << "the least recently used one went";
+  EXPECT_EQ(Builds().size(), 6u);
+  EXPECT_LE(cache.EntryCount(), 2);
+
+  // In use, entries are kept beyond the bound; once idle, the next build trims them.
+  BuildCache tiny(CacheDir(), 1, runner_.get());
+  {
+    BuildCache::Acquired a = tiny.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr);
+    BuildCache::Acquired c = tiny.Acquire(Request(c_, LoggingBuild()), nullptr, nullptr);
+    ASSERT_TRUE(a.step.ok() && c.step.ok());
+    EXPECT_EQ(ReadFile(a.dir + "/out.txt"), "a\n");
+    EXPECT_EQ(ReadFile(c.dir + "/out.txt"), "c\n");
+    EXPECT_EQ(tiny.EntryCount(), 2);
+  }
+  ASSERT_TRUE(tiny.Acquire(Request(d_, LoggingBuild()), nullptr, nullptr).step.ok());
+  EXPECT_EQ(tiny.EntryCount(), 1);
+}
+
+TEST_F(BuildCacheTest, AMissInAFullCacheTakesAnIdleEntryOverAndBuildsIncrementally) {
+  BuildCache cache(CacheDir(), 1, runner_.get());
+  const std::string command = absl::StrCat(
+      LoggingBuild(), " && mkdir -p build && echo \"$KBISECT_COMMIT\" >> build/history");
+  ASSERT_TRUE(cache.Acquire(Request(a_, command), nullptr, nullptr).step.ok());
+  BuildCache::Acquired b = cache.Acquire(Request(b_, command), nullptr, nullptr);
+  ASSERT_TRUE(b.step.ok()) << b.step.message;
+  EXPECT_FALSE(b.reused);
+  EXPECT_EQ(ReadFile(b.dir + "/file.txt"), "b\n");
+  EXPECT_FALSE(fs::exists(b.dir + "/only-a.txt")) << "exactly b's files";
+  EXPECT_EQ(ReadFile(b.dir + "/build/history"), absl::StrCat(a_, "\n", b_, "\n"))
+      << "the ignored build outputs of a's build were there for b's";
+  EXPECT_EQ(cache.EntryCount(), 1);
+  EXPECT_FALSE(cache.Acquire(Request(a_, command), nullptr, nullptr).reused);
+}
+
+TEST_F(BuildCacheTest, TwoSlotsAskingForTheSameBuildAtOnceBuildItOnce) {
+  // Two cache objects on one directory, as two slots or two worker processes of a host.
+  BuildCache first(CacheDir(), 16, runner_.get());
+  BuildCache second(CacheDir(), 16, runner_.get());
+  const std::string command = LoggingBuild() + " && sleep 0.5";
+  BuildCache::Acquired results[2];
+  std::thread slots[2];
+  BuildCache* caches[2] = {&first, &second};
+  for (int i = 0; i < 2; ++i) {
+    slots[i] = std::thread(
+        [&, i] { results[i] = caches[i]->Acquire(Request(a_, command), nullptr, nullptr); });
+  }
+  for (std::thread& slot : slots) slot.join();
+  ASSERT_TRUE(results[0].step.ok()) << results[0].step.message;
+  ASSERT_TRUE(results[1].step.ok()) << results[1].step.message;
+  EXPECT_EQ(results[0].dir, results[1].dir);
+  EXPECT_NE(results[0].reused, results[1].reused) << "one built, the other reused its build";
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(a_));
+  EXPECT_EQ(ReadFile(results[0].dir + "/out.txt"), "a\n");
+}
+
+TEST_F(BuildCacheTest, ACommitMissingFromTheRepositoryIsAnInfrastructureError) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  BuildCache::Acquired missing = cache.Acquire(
+      Request("0123456789abcdef0123456789abcdef01234567", LoggingBuild()), nullptr, nullptr);
+  EXPECT_EQ(missing.step.failure, v1::TASK_OUTCOME_INFRA_ERROR);
+  EXPECT_THAT(missing.step.message, HasSubstr("checkout of 0123456 failed"));
+  EXPECT_FALSE(fs::exists(log_)) << "nothing was built";
+}
+
+}  // namespace
+}  // namespace kbisect

@@ -1,0 +1,139 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The host's cache of built checkouts, shared by every slot (thread or process) that uses one
+// cache directory. A probe at a commit already built with the same build command and `--env`
+// (build_key.h) runs its benchmark in that build: no checkout and no build. A confirmation holds
+// the builds of both of its commits and alternates between them.
+//
+// Layout under <cache_dir>/builds/:
+//   lock            held exclusively, briefly, by whoever looks entries up, creates, takes over
+//                   or evicts them
+//   <digest>/lock   the entry's lock: exclusive while it is being built (or taken over or
+//                   evicted), shared while it is in use (a benchmark runs in it)
+//   <digest>/src/   the checkout (a Worktree borrowing the mirror's objects), built in place
+//   <digest>/built  written atomically (and fsynced) after the build succeeded: the key, the
+//                   commit, the repository, the build's duration (JSON). An entry without it
+//                   holds no usable build (in progress, failed, or its worker crashed) and is
+//                   never served; the next request of its key builds it again in place.
+//   .trash-*        evicted entries being deleted
+//
+// Bound: after each successful build, least recently used entries not in use are evicted until
+// at most `max_entries` are left (entries in use are never evicted, so the count may exceed the
+// bound while they are). A miss when the cache is full takes over the least recently used idle
+// entry of the same repository and build command: its checkout moves to the new commit (only
+// changed files are rewritten, ignored build outputs stay), so its build is incremental like a
+// slot's checkout. Otherwise a miss starts from a fresh checkout, i.e. a clean build.
+//
+// A cached build is shared: benchmarks of one commit on two slots run in one directory at once.
+//
+//   BuildCache cache(cache_dir, kDefaultBuildCacheSize, runner);
+//   BuildCache::Acquired built = cache.Acquire(request, &cancel, nullptr);
+//   if (!built.step.ok()) return Fail(built.step);
+//   RunBenchmarkIn(built.dir);  // The entry stays in use until `built` is destroyed.
+#ifndef KBISECT_WORKER_BUILD_CACHE_H_
+#define KBISECT_WORKER_BUILD_CACHE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock/clock.h"
+#include "common/exec/exec.h"
+#include "common/git/file_lock.h"
+#include "worker/build_step.h"
+
+namespace kbisect {
+
+// The default bound of a host's build cache (`--build-cache-size`): two builds per slot of an
+// 8-GPU host, e.g. a confirmation's two commits on each slot at once.
+inline constexpr int kDefaultBuildCacheSize = 16;
+
+class BuildCache {
+ public:
+  // What to build: a commit and how to build it.
+  struct Request {
+    // The repository (a URL or path) and the full id of the commit.
+    std::string repository;
+    std::string sha;
+    // The build command with everything it sees in its environment, and its timeout.
+    BuildCommand build;
+    // The part of the environment that identifies the build (the job's `--env`); the rest of
+    // `build.env` (the slot's device variables, KBISECT_COMMIT...) does not.
+    std::map<std::string, std::string> key_env;
+  };
+
+  // A built checkout, or why there is none.
+  struct Acquired {
+    // OK when `dir` holds the commit, built; otherwise the outcome, message and log tail of the
+    // failure (INFRA_ERROR for mirror, checkout and cache errors).
+    BuildStep step;
+    // The checkout's absolute path.
+    std::string dir;
+    // True when the build was found in the cache: no checkout and no build ran.
+    bool reused = false;
+    // The time until the directory was ready, the build excepted: the mirror and the lookup,
+    // waiting for another slot that was building the same key, and the checkout of a miss.
+    absl::Duration checkout_time = absl::ZeroDuration();
+    // Holds the entry in use (never evicted or rebuilt) until destroyed.
+    std::unique_ptr<FileLock> in_use;
+  };
+
+  // Entries live under <cache_dir>/builds/ and mirrors under <cache_dir>/mirrors/ (shared with
+  // the slots' workspaces). `max_entries` must be positive. Builds run through `runner`; times
+  // are measured on `clock`. `runner` and `clock` must outlive the cache. Thread-safe, and safe
+  // with other processes using the same cache directory.
+  BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner,
+             Clock* clock = Clock::Real());
+
+  BuildCache(const BuildCache&) = delete;
+  BuildCache& operator=(const BuildCache&) = delete;
+
+  // Returns the build of `request`: a cached one, or one made now (checked out into an entry and
+  // built with the request's command, timeout and environment; `on_build_start`, if set, is
+  // called just before the build command starts). While another slot builds the same key this
+  // waits for it and then reuses its build. Stops when `cancel` (may be null) is set: the build's
+  // process group is killed and the step is CANCELLED. A build that fails, times out or is
+  // cancelled is not cached.
+  Acquired Acquire(const Request& request, const Cancellation* cancel,
+                   const std::function<void()>& on_build_start);
+
+  // The number of entry directories (built or not), for tests and operators.
+  int EntryCount() const;
+
+ private:
+  // What the lookup under the cache lock found for an entry.
+  struct Claim {
+    // Set when the entry is built: it is now in use (a shared lock).
+    std::unique_ptr<FileLock> in_use;
+    // Set when the caller is to build it (an exclusive lock).
+    std::unique_ptr<FileLock> building;
+    // Neither: another slot is building it; ask again later.
+  };
+
+  // Looks entry `name` up for `key_text` and claims it for use or for building, making room
+  // (taking an idle entry over, or evicting one) for a new entry. Directories to delete once the
+  // cache lock is released are added to `trash`. The caller holds the cache lock.
+  absl::StatusOr<Claim> ClaimLocked(const std::string& name, const std::string& key_text,
+                                    const Request& request, std::vector<std::string>* trash);
+
+  // Evicts idle entries, least recently used first (unbuilt ones before any), until at most
+  // max_entries_ are left, adding them to `trash`. The caller holds the cache lock.
+  void EvictLocked(std::vector<std::string>* trash);
+
+  // Moves entry `name` (whose exclusive lock the caller holds) out of the way for deletion.
+  absl::Status TrashLocked(const std::string& name, std::vector<std::string>* trash);
+
+  const std::string cache_dir_;
+  const std::string builds_dir_;
+  const int max_entries_;
+  CommandRunner* const runner_;
+  Clock* const clock_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_WORKER_BUILD_CACHE_H_
