@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/cache_command.h"
 #include "cli/client_commands.h"
 #include "cli/run_command.h"
 #include "cli/triage_command.h"
@@ -22,6 +23,8 @@ Usage:
   kbisect cancel JOB                                        cancel a job
   kbisect triage --dashboard FILE|URL --platform P [--kernel K] [--date D]
                                                            explain a dashboard move
+  kbisect cache stats [--cache-dir DIR]                     what the result cache holds
+  kbisect cache prune --older-than AGE [--cache-dir DIR]    remove cached results older than AGE
   kbisect version
 
 Run `kbisect run --help` for the options and exit codes.
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "run") return kbisect::RunCommand(argc - 1, argv + 1);
   if (command == "triage") return kbisect::TriageCommand(argc - 1, argv + 1);
+  if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);
   if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {
     std::cout << "kbisect 0.1.0\n";

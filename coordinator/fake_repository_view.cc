@@ -1,6 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/fake_repository_view.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -16,6 +18,15 @@ std::string FakeRepositoryView::MainSha(int index) { return absl::StrFormat("%04
 
 std::string FakeRepositoryView::BranchSha(int index) {
   return absl::StrCat("b", absl::StrFormat("%039d", index));
+}
+
+std::string FakeRepositoryView::TreeSha(const std::string& commit_sha) {
+  if (commit_sha.empty()) return std::string();
+  return absl::StrCat(commit_sha[0] == 'b' ? "f" : "e", commit_sha.substr(1));
+}
+
+void FakeRepositoryView::SetTreeSha(const std::string& commit_sha, std::string tree_sha) {
+  tree_shas_[commit_sha] = std::move(tree_sha);
 }
 
 absl::StatusOr<std::vector<v1::CommitRef>> FakeRepositoryView::ResolveRange(
@@ -34,6 +45,7 @@ absl::StatusOr<std::vector<v1::CommitRef>> FakeRepositoryView::ResolveRange(
       ref.set_subject(absl::StrCat("branch commit ", i));
       commits.push_back(ref);
     }
+    SetTreeShas(&commits);
     return commits;
   }
   for (int i = 0; i <= commits_; ++i) {
@@ -44,7 +56,15 @@ absl::StatusOr<std::vector<v1::CommitRef>> FakeRepositoryView::ResolveRange(
     ref.set_is_merge(i == merge_index_);
     commits.push_back(ref);
   }
+  SetTreeShas(&commits);
   return commits;
+}
+
+void FakeRepositoryView::SetTreeShas(std::vector<v1::CommitRef>* commits) const {
+  for (v1::CommitRef& commit : *commits) {
+    auto it = tree_shas_.find(commit.sha());
+    commit.set_tree_sha(it != tree_shas_.end() ? it->second : TreeSha(commit.sha()));
+  }
 }
 
 absl::StatusOr<RepositoryView::MergedBranchRange> FakeRepositoryView::MergedBranch(

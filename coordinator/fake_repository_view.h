@@ -4,6 +4,7 @@
 #ifndef KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
 #define KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,9 @@ namespace kbisect {
 // "commit i"), optionally with one merge whose second parent is the tip of a side branch (shas
 // BranchSha(1..length)) forked from the mainline. ResolveRange returns the mainline for any spec
 // except the branch's own range (good = the fork's sha, bad = the branch tip), and NotFound for
-// good == "nope". Every commit changes kernels/attention.py (BLOCK_SIZE 64 -> 32). Not
-// thread-safe; the counters count calls.
+// good == "nope". Every commit changes kernels/attention.py (BLOCK_SIZE 64 -> 32). Each commit's
+// tree_sha is TreeSha(its sha) unless SetTreeSha gave it another. Not thread-safe; the counters
+// count calls.
 class FakeRepositoryView : public RepositoryView {
  public:
   explicit FakeRepositoryView(int commits) : commits_(commits) {}
@@ -27,6 +29,14 @@ class FakeRepositoryView : public RepositoryView {
 
   static std::string MainSha(int index);
   static std::string BranchSha(int index);
+  // The default fake tree id of the commit `commit_sha`: 40 characters, distinct for distinct
+  // commits of this history ("e" then the 39 digits of a mainline index, "f" then those of a
+  // branch index).
+  static std::string TreeSha(const std::string& commit_sha);
+
+  // Gives commit `commit_sha` the tree `tree_sha` (for instance another commit's, as a revert
+  // would) in every later ResolveRange.
+  void SetTreeSha(const std::string& commit_sha, std::string tree_sha);
 
   absl::StatusOr<std::vector<v1::CommitRef>> ResolveRange(const v1::JobSpec& spec) override;
   absl::StatusOr<MergedBranchRange> MergedBranch(const std::string& repository,
@@ -41,10 +51,14 @@ class FakeRepositoryView : public RepositoryView {
   int diffs = 0;
 
  private:
+  // Fills the tree_sha of every commit.
+  void SetTreeShas(std::vector<v1::CommitRef>* commits) const;
+
   const int commits_;
   int merge_index_ = -1;
   int fork_index_ = -1;
   int branch_length_ = 0;
+  std::map<std::string, std::string> tree_shas_;  // Commit sha -> tree id set by SetTreeSha.
 };
 
 }  // namespace kbisect

@@ -34,6 +34,7 @@ v1::CommitRef ToCommitRef(const CommitInfo& info, int index) {
   ref.set_date(info.author_date);
   ref.set_body(info.body);
   ref.set_is_merge(info.parents.size() > 1);
+  ref.set_tree_sha(info.tree_sha);
   return ref;
 }
 

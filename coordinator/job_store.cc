@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coordinator/sqlite_statement.h"
 
 namespace kbisect {
 namespace {
@@ -96,73 +97,6 @@ bool ParsePayload(const std::string& payload, JournalEntry* entry) {
     return entry->result.ParseFromString(payload);
   }
   return true;
-}
-
-// A prepared statement, finalized when it goes out of scope.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  bool ok() const { return rc_ == SQLITE_OK; }
-  void Bind(int i, const std::string& text) {
-    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
-  void BindBlob(int i, const std::string& blob) {
-    sqlite3_bind_blob(stmt_, i, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  }
-  void Bind(int i, int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
-  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
-  // Runs a statement that returns no rows, then resets it for new bindings.
-  bool Run() {
-    rc_ = sqlite3_step(stmt_);
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-    return rc_ == SQLITE_DONE;
-  }
-  // Advances to the next row; false at the end or on error (see done()).
-  bool Next() {
-    rc_ = sqlite3_step(stmt_);
-    return rc_ == SQLITE_ROW;
-  }
-  bool done() const { return rc_ == SQLITE_DONE; }
-  // Makes a query statement ready to run again with new bindings.
-  void Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string Text(int column) const {
-    const void* data = sqlite3_column_blob(stmt_, column);
-    const int size = sqlite3_column_bytes(stmt_, column);
-    return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size);
-  }
-  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
-  bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-};
-
-absl::Status StatusFromSqlite(int code, const std::string& message) {
-  switch (code & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(message);
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-    case SQLITE_AUTH:
-      return absl::PermissionDeniedError(message);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::FailedPreconditionError(message);
-    default:
-      return absl::InternalError(message);
-  }
 }
 
 }  // namespace
@@ -274,14 +208,14 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
                      db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
     close(lock_fd);
-    return StatusFromSqlite(rc, message);
+    return SqliteStatus(rc, message);
   }
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(path, db, lock_fd));
   absl::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, 5000);
   sqlite3_extended_result_codes(db, 1);
   {
-    Statement wal(db, "PRAGMA journal_mode=WAL");
+    SqliteStatement wal(db, "PRAGMA journal_mode=WAL");
     if (!wal.ok() || !wal.Next()) return store->Error("cannot switch to WAL mode");
     if (wal.Text(0) != "wal") {
       return absl::FailedPreconditionError(
@@ -291,7 +225,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
   }
   RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   {
-    Statement check(db, "PRAGMA quick_check");
+    SqliteStatement check(db, "PRAGMA quick_check");
     if (!check.ok() || !check.Next()) return store->Error("cannot check the database");
     if (check.Text(0) != "ok") {
       return absl::DataLossError(
@@ -301,7 +235,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
   }
   int64_t version = 0;
   {
-    Statement user_version(db, "PRAGMA user_version");
+    SqliteStatement user_version(db, "PRAGMA user_version");
     if (!user_version.ok() || !user_version.Next()) return store->Error("cannot read its version");
     version = user_version.Int(0);
   }
@@ -320,7 +254,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
   }
   RETURN_IF_ERROR(store->Exec("COMMIT"));
   {
-    Statement position(db, "SELECT COALESCE(MAX(position), 0) FROM jobs");
+    SqliteStatement position(db, "SELECT COALESCE(MAX(position), 0) FROM jobs");
     if (!position.ok() || !position.Next()) return store->Error("cannot read the jobs");
     store->next_position_ = position.Int(0) + 1;
   }
@@ -336,9 +270,8 @@ SqliteJobStore::~SqliteJobStore() {
 }
 
 absl::Status SqliteJobStore::Error(const std::string& what) const {
-  return StatusFromSqlite(
-      sqlite3_extended_errcode(db_),
-      absl::StrCat("job database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+  return SqliteStatus(sqlite3_extended_errcode(db_),
+                      absl::StrCat("job database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status SqliteJobStore::Exec(const char* sql) {
@@ -347,7 +280,7 @@ absl::Status SqliteJobStore::Exec(const char* sql) {
   if (rc == SQLITE_OK) return absl::OkStatus();
   const std::string text = message != nullptr ? message : sqlite3_errstr(rc);
   sqlite3_free(message);
-  return StatusFromSqlite(rc, absl::StrCat("job database ", path_, ": ", text));
+  return SqliteStatus(rc, absl::StrCat("job database ", path_, ": ", text));
 }
 
 absl::StatusOr<StoredState> SqliteJobStore::Load() {
@@ -355,9 +288,9 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
   StoredState state;
   std::map<std::string, size_t> index;
   {
-    Statement jobs(db_,
-                   "SELECT job_id, request_id, spec, commits, create_time_ns, final_status "
-                   "FROM jobs ORDER BY position");
+    SqliteStatement jobs(db_,
+                         "SELECT job_id, request_id, spec, commits, create_time_ns, final_status "
+                         "FROM jobs ORDER BY position");
     if (!jobs.ok()) return Error("cannot read the jobs");
     while (jobs.Next()) {
       StoredJob job;
@@ -388,9 +321,9 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
     if (!jobs.done()) return Error("cannot read the jobs");
   }
   {
-    Statement journal(db_,
-                      "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
-                      "payload FROM journal ORDER BY job_id, seq");
+    SqliteStatement journal(db_,
+                            "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
+                            "payload FROM journal ORDER BY job_id, seq");
     if (!journal.ok()) return Error("cannot read the journal");
     while (journal.Next()) {
       const std::string job_id = journal.Text(0);
@@ -425,7 +358,8 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
     if (!journal.done()) return Error("cannot read the journal");
   }
   {
-    Statement workers(db_, "SELECT worker_id, name, identity FROM workers ORDER BY worker_id");
+    SqliteStatement workers(db_,
+                            "SELECT worker_id, name, identity FROM workers ORDER BY worker_id");
     if (!workers.ok()) return Error("cannot read the workers");
     while (workers.Next()) {
       StoredWorker worker;
@@ -458,9 +392,9 @@ absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
 
 absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
   if (!changes.new_jobs.empty()) {
-    Statement insert(db_,
-                     "INSERT INTO jobs(job_id, position, request_id, spec, commits, "
-                     "create_time_ns, final_status) VALUES(?, ?, ?, ?, ?, ?, NULL)");
+    SqliteStatement insert(db_,
+                           "INSERT INTO jobs(job_id, position, request_id, spec, commits, "
+                           "create_time_ns, final_status) VALUES(?, ?, ?, ?, ?, ?, NULL)");
     if (!insert.ok()) return Error("cannot prepare a job insert");
     for (const StoredJob& job : changes.new_jobs) {
       std::string commits;
@@ -477,11 +411,12 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
     }
   }
   if (!changes.entries.empty()) {
-    Statement insert(db_,
-                     "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
-                     "reason, payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
-    Statement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
+    SqliteStatement insert(
+        db_,
+        "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
+        "reason, payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    SqliteStatement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
+    SqliteStatement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
     if (!insert.ok() || !previous.ok() || !known.ok()) {
       return Error("cannot prepare a journal insert");
     }
@@ -522,7 +457,7 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
     }
   }
   if (!changes.final_statuses.empty()) {
-    Statement update(db_, "UPDATE jobs SET final_status = ? WHERE job_id = ?");
+    SqliteStatement update(db_, "UPDATE jobs SET final_status = ? WHERE job_id = ?");
     if (!update.ok()) return Error("cannot prepare a status update");
     for (const auto& [job_id, status] : changes.final_statuses) {
       update.BindBlob(1, status.SerializeAsString());
@@ -535,8 +470,8 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
     }
   }
   if (!changes.workers.empty()) {
-    Statement upsert(db_,
-                     "INSERT OR REPLACE INTO workers(worker_id, name, identity) VALUES(?, ?, ?)");
+    SqliteStatement upsert(
+        db_, "INSERT OR REPLACE INTO workers(worker_id, name, identity) VALUES(?, ?, ?)");
     if (!upsert.ok()) return Error("cannot prepare a worker update");
     for (const StoredWorker& worker : changes.workers) {
       upsert.Bind(1, worker.worker_id);

@@ -198,7 +198,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   absl::StatusOr<CommitInfo> commit = (*repo)->GetCommit(request.sha);
   if (!commit.ok()) return infra("checkout", commit.status());
   repo->reset();
-  const BuildKey key{commit->tree, request.build.shell_command, request.key_env};
+  const BuildKey key{commit->tree_sha, request.build.shell_command, request.key_env};
   const std::string key_text = key.Text();
   const std::string name = key.Digest();
   const fs::path entry = fs::path(builds_dir_) / name;

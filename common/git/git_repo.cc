@@ -276,11 +276,11 @@ absl::StatusOr<CommitInfo> GitRepo::GetCommit(std::string_view rev) const {
   ASSIGN_OR_RETURN(CommitPtr commit, LookupCommit(repo_.get(), sha));
   CommitInfo info;
   info.sha = sha;
+  info.tree_sha = OidToString(*git_commit_tree_id(commit.get()));
   const unsigned int parent_count = git_commit_parentcount(commit.get());
   for (unsigned int i = 0; i < parent_count; ++i) {
     info.parents.push_back(OidToString(*git_commit_parent_id(commit.get(), i)));
   }
-  info.tree = OidToString(*git_commit_tree_id(commit.get()));
   const git_signature* author = git_commit_author(commit.get());
   info.author_name = author->name;
   info.author_email = author->email;

@@ -33,10 +33,10 @@ namespace kbisect {
 struct CommitInfo {
   // The full 40-hex-digit commit id (%H).
   std::string sha;
+  // The full 40-hex-digit id of the commit's tree (%T).
+  std::string tree_sha;
   // The full ids of the parents, first parent first (%P). Empty for a root commit.
   std::vector<std::string> parents;
-  // The full id of the commit's tree (%T): two commits with the same tree have the same files.
-  std::string tree;
   // The author's name (%an) and email (%ae).
   std::string author_name;
   std::string author_email;

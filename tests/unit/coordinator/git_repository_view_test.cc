@@ -69,6 +69,32 @@ TEST_F(GitRepositoryViewTest, NamesAreFetchedFreshAndFullIdsResolveFromTheMirror
   EXPECT_EQ(Shas(*unmirrored), (std::vector<std::string>{fourth, fifth}));
 }
 
+TEST_F(GitRepositoryViewTest, EveryCommitCarriesItsTreeId) {
+  // A revert brings back the tree of the merge: two commits, one tree.
+  const std::string changed = source_.Commit("change c", {{"c.txt", "changed\n"}});
+  const std::string reverted = source_.Commit("revert it", {{"c.txt", "3\n"}});
+  auto range = view_->ResolveRange(Spec(first_, "main"));
+  ASSERT_TRUE(range.ok()) << range.status();
+  ASSERT_EQ(Shas(*range),
+            (std::vector<std::string>{first_, second_, third_, merge_, changed, reverted}));
+  for (const v1::CommitRef& commit : *range) {
+    EXPECT_EQ(commit.tree_sha(), source_.Git({"rev-parse", commit.sha() + "^{tree}"}))
+        << commit.subject();
+  }
+  EXPECT_EQ(range->at(5).tree_sha(), range->at(3).tree_sha());
+  EXPECT_NE(range->at(4).tree_sha(), range->at(3).tree_sha());
+  // All commits (side branch included) too.
+  v1::JobSpec all = Spec(first_, merge_);
+  all.set_history(v1::HISTORY_MODE_ALL_COMMITS);
+  auto everything = view_->ResolveRange(all);
+  ASSERT_TRUE(everything.ok()) << everything.status();
+  ASSERT_EQ(everything->size(), 5u);
+  for (const v1::CommitRef& commit : *everything) {
+    EXPECT_EQ(commit.tree_sha(), source_.Git({"rev-parse", commit.sha() + "^{tree}"}))
+        << commit.subject();
+  }
+}
+
 TEST_F(GitRepositoryViewTest, MergedBranchIsTheMergeBaseToTheSecondParent) {
   auto branch = view_->MergedBranch(source_.path(), merge_);
   ASSERT_TRUE(branch.ok()) << branch.status();

@@ -304,12 +304,11 @@ TEST_F(GitRepoTest, GetCommitMatchesGitLog) {
     const std::string out = repo_
                                 .TryGit({"log", "-1",
                                          "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00"
-                                         "%ai%x00%cn%x00%ct%x00%s%x00%b%x00%T",
+                                         "%ai%x00%cn%x00%ct%x00%s%x00%T%x00%b",
                                          sha})
                                 .out;
     std::vector<std::string> f = absl::StrSplit(out, '\0');
     ASSERT_EQ(f.size(), 11u) << out;
-    f[9] = std::string(absl::StripTrailingAsciiWhitespace(f[9]));
     f[10] = std::string(absl::StripTrailingAsciiWhitespace(f[10]));
     EXPECT_EQ(info->sha, f[0]) << name;
     EXPECT_EQ(absl::StrJoin(info->parents, " "), f[1]) << name;
@@ -320,8 +319,8 @@ TEST_F(GitRepoTest, GetCommitMatchesGitLog) {
     EXPECT_EQ(info->committer_name, f[6]) << name;
     EXPECT_EQ(absl::StrCat(info->commit_time), f[7]) << name;
     EXPECT_EQ(info->subject, f[8]) << name;
-    EXPECT_EQ(info->body, f[9]) << name;
-    EXPECT_EQ(info->tree, f[10]) << name;
+    EXPECT_EQ(info->tree_sha, f[9]) << name;
+    EXPECT_EQ(info->body, f[10]) << name;
   }
   auto c7 = *git_->GetCommit(c_["c7"]);
   EXPECT_EQ(c7.subject, "c7: subject line");

@@ -1,0 +1,188 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/cache_command.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "cli/run_command.h"
+#include "coordinator/result_cache.h"
+#include "worker/worker_slot.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kFooter[] = R"(
+Commands:
+  stats                       what the result cache holds: results, specs, workers, trees,
+                              the oldest and newest measurement, its size on disk
+  prune --older-than AGE      remove results measured more than AGE ago (30d, 12h, 1d12h, 90m)
+
+The result cache keeps every commit's measured samples under (build + benchmark + metric spec,
+commit tree, hardware class, worker) in <cache-dir>/results.sqlite, so that a later job with the
+same spec can reuse them. Deleting the file is always safe: kbisect measures again.
+
+Exit codes: 0 done, 1 the cache cannot be opened or read, 2 usage error.
+)";
+
+std::string FormatTime(absl::Time t, absl::Time now) {
+  const int64_t seconds = std::max<int64_t>(0, absl::ToInt64Seconds(now - t));
+  std::string age;
+  if (seconds < 120) {
+    age = absl::StrCat(seconds, "s ago");
+  } else if (seconds < 7200) {
+    age = absl::StrCat(seconds / 60, "m ago");
+  } else if (seconds < 172800) {
+    age = absl::StrCat(seconds / 3600, "h ago");
+  } else {
+    age = absl::StrCat(seconds / 86400, "d ago");
+  }
+  return absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", t, absl::UTCTimeZone()), " (", age,
+                      ")");
+}
+
+std::string FormatBytes(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " bytes");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s (%d bytes)", value, units[unit], bytes);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Opens the cache at `path`, or prints why it cannot be opened and returns null.
+std::unique_ptr<ResultCache> Open(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<ResultCache>> cache = OpenSqliteResultCache(path);
+  if (!cache.ok()) {
+    std::cerr << "kbisect: " << cache.status().message() << "\n";
+    return nullptr;
+  }
+  return *std::move(cache);
+}
+
+int Stats(const std::string& path) {
+  if (!Exists(path)) {
+    std::cout << "No result cache at " << path << " yet (kbisect creates it when it measures).\n";
+    return 0;
+  }
+  std::unique_ptr<ResultCache> cache = Open(path);
+  if (cache == nullptr) return kExitError;
+  absl::StatusOr<ResultCache::Stats> stats = cache->GetStats();
+  if (!stats.ok()) {
+    std::cerr << "kbisect: " << stats.status().message() << "\n";
+    return kExitError;
+  }
+  const absl::Time now = absl::Now();
+  const bool empty = stats->results == 0;
+  std::cout << "Result cache " << path << "\n"
+            << "Results:  " << stats->results << "\n"
+            << "Specs:    " << stats->specs << "\n"
+            << "Workers:  " << stats->workers << "\n"
+            << "Trees:    " << stats->trees << "\n"
+            << "Oldest:   " << (empty ? "-" : FormatTime(stats->oldest, now)) << "\n"
+            << "Newest:   " << (empty ? "-" : FormatTime(stats->newest, now)) << "\n"
+            << "Size:     " << FormatBytes(stats->bytes) << "\n"
+            << std::flush;
+  return 0;
+}
+
+int Prune(const std::string& path, absl::Duration age, const std::string& age_text) {
+  const absl::Time cutoff = absl::Now() - age;
+  if (!Exists(path)) {
+    std::cout << "No result cache at " << path << ": nothing to remove.\n";
+    return 0;
+  }
+  std::unique_ptr<ResultCache> cache = Open(path);
+  if (cache == nullptr) return kExitError;
+  absl::StatusOr<int64_t> removed = cache->Prune(cutoff);
+  absl::StatusOr<ResultCache::Stats> stats =
+      removed.ok() ? cache->GetStats() : absl::StatusOr<ResultCache::Stats>(removed.status());
+  if (!stats.ok()) {
+    std::cerr << "kbisect: " << stats.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << "Removed " << *removed << (*removed == 1 ? " result" : " results")
+            << " measured before "
+            << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", cutoff, absl::UTCTimeZone())
+            << " (older than " << age_text << ") from " << path << "; " << stats->results
+            << " left, " << FormatBytes(stats->bytes) << ".\n"
+            << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Duration> ParseAge(const std::string& text) {
+  const auto invalid = [&text] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read the age '", text,
+                     "': give a number of days and/or hours, minutes or seconds, such as 30d, "
+                     "12h, 1d12h, 90m or 45s"));
+  };
+  absl::Duration age;
+  const size_t d = text.find('d');
+  if (d == std::string::npos) {
+    if (!absl::ParseDuration(text, &age)) return invalid();
+  } else {
+    double days = 0;
+    if (d == 0 || !absl::SimpleAtod(text.substr(0, d), &days) || !(days >= 0)) return invalid();
+    absl::Duration rest;
+    const std::string tail = text.substr(d + 1);
+    if (!tail.empty() && (!absl::ParseDuration(tail, &rest) || rest < absl::ZeroDuration())) {
+      return invalid();
+    }
+    age = days * absl::Hours(24) + rest;
+  }
+  if (age < absl::ZeroDuration() || age == absl::InfiniteDuration()) return invalid();
+  return age;
+}
+
+int CacheCommand(int argc, char** argv) {
+  CLI::App app{"Inspect and prune the result cache of measured samples.", "kbisect cache"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  std::string cache_dir = DefaultCacheDir();
+  CLI::App* stats = app.add_subcommand("stats", "Show what the result cache holds");
+  stats->add_option("--cache-dir", cache_dir, "The cache directory of kbisect run")
+      ->capture_default_str();
+  CLI::App* prune = app.add_subcommand("prune", "Remove results measured long ago");
+  prune->add_option("--cache-dir", cache_dir, "The cache directory of kbisect run")
+      ->capture_default_str();
+  std::string older_than;
+  prune->add_option("--older-than", older_than, "Age, e.g. 30d, 12h, 1d12h, 90m")->required();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  const std::string path = DefaultResultCachePath(cache_dir);
+  if (stats->parsed()) return Stats(path);
+  absl::StatusOr<absl::Duration> age = ParseAge(older_than);
+  if (!age.ok()) {
+    std::cerr << "kbisect: --older-than: " << age.status().message() << "\n"
+              << "Run `kbisect cache --help` for usage.\n";
+    return kExitUsage;
+  }
+  return Prune(path, *age, older_than);
+}
+
+}  // namespace kbisect
