@@ -1,11 +1,13 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/job_options.h"
 
-#include <cmath>
-#include <cstdlib>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
+#include "cli/cache_command.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
@@ -45,8 +47,7 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_option("--max-runs", o->max_runs, "Most runs per commit when verdicts are unclear")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app->add_option("--threshold", o->threshold,
-                  "A commit is bad past good + F*(bad - good)")
+  app->add_option("--threshold", o->threshold, "A commit is bad past good + F*(bad - good)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 0.99));
   app->add_option("--min-effect", o->min_effect,
@@ -73,6 +74,10 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                 "either side too and report every step, largest first");
   app->add_flag("--no-confirm", o->no_confirm,
                 "Skip the final interleaved re-measurement of last-good and culprit");
+  app->add_flag("--no-cache", o->no_cache,
+                "Neither reuse nor record measurements of earlier jobs (the result cache)");
+  app->add_option("--cache-max-age", o->cache_max_age,
+                  "Reuse cached measurements at most this old, e.g. 7d, 12h (default 7d)");
   app->add_flag("--discard-throttled", o->discard_throttled,
                 "Re-run benchmark runs that end with the GPU thermally or power throttled");
   app->add_option("--hardware-class", o->hardware_class,
@@ -131,8 +136,7 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   for (const std::string& pair : o.env) {
     const size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--env expects KEY=VALUE, got '", pair, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--env expects KEY=VALUE, got '", pair, "'"));
     }
     (*spec.mutable_env())[pair.substr(0, eq)] = pair.substr(eq + 1);
   }
@@ -142,6 +146,16 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   spec.set_all_culprits(o.all_culprits);
   spec.set_discard_throttled(o.discard_throttled);
   spec.set_confirm(!o.no_confirm && !o.exit_code);
+  spec.set_no_cache(o.no_cache);
+  if (!o.cache_max_age.empty()) {
+    absl::StatusOr<absl::Duration> age = ParseAge(o.cache_max_age);
+    if (!age.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cache-max-age expects a duration such as 7d, 12h or 90m, got '",
+                       o.cache_max_age, "'"));
+    }
+    *spec.mutable_cache_max_age() = Seconds(absl::ToDoubleSeconds(*age));
+  }
   spec.set_max_workers(o.workers);
   v1::JobOrigin* origin = spec.mutable_origin();
   origin->set_kind(v1::ORIGIN_KIND_USER);

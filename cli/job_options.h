@@ -39,6 +39,8 @@ struct JobOptions {
   bool all_culprits = false;
   bool discard_throttled = false;
   bool no_confirm = false;
+  bool no_cache = false;
+  std::string cache_max_age;  // "7d", "12h"; empty: kDefaultCacheMaxAge.
   std::string hardware_class;
   std::vector<std::string> env;
   std::string json_file;

@@ -17,6 +17,7 @@
 #include "common/exec/signals.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
+#include "coordinator/result_cache.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 
@@ -99,6 +100,21 @@ int RunCommand(int argc, char** argv) {
   cluster_options.workers = workers;
   cluster_options.cache_dir = cache_dir;
   cluster_options.build_cache_size = build_cache_size;
+  // Measurements are kept across runs in the cache dir and reused where the GPU that made them
+  // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the
+  // reuse, never the bisect.
+  std::unique_ptr<ResultCache> result_cache;
+  if (!spec->no_cache()) {
+    absl::StatusOr<std::unique_ptr<ResultCache>> opened =
+        OpenSqliteResultCache(DefaultResultCachePath(cache_dir));
+    if (opened.ok()) {
+      result_cache = *std::move(opened);
+      cluster_options.coordinator.result_cache = result_cache.get();
+    } else {
+      std::cerr << "kbisect: warning: not reusing earlier results: " << opened.status().message()
+                << "\n";
+    }
+  }
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};
   std::string job_id;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
 #include "common/spec/job_spec.h"
 #include "coordinator/follow_ups.h"
 #include "coordinator/write_lock.h"
@@ -103,6 +106,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
   // Resolution does I/O (git); it runs without the lock.
   absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(request.spec());
   if (!commits.ok()) return commits.status();
+  std::vector<v1::CachedResult> cached = LookUpCachedResults(request.spec(), *commits);
 
   WriteLock lock(this);
   if (!request.request_id().empty() && request_ids_.count(request.request_id()) > 0) {
@@ -115,7 +119,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     return response;
   }
   const std::string job_id =
-      CreateJobLocked(request.spec(), request.request_id(), *std::move(commits));
+      CreateJobLocked(request.spec(), request.request_id(), *std::move(commits), std::move(cached));
   DispatchLocked();
 
   v1::SubmitJobResponse response;
@@ -124,8 +128,46 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
   return response;
 }
 
+std::vector<v1::CachedResult> Coordinator::LookUpCachedResults(
+    const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits) {
+  if (options_.result_cache == nullptr || spec.no_cache()) return {};
+  std::vector<std::string> trees;
+  for (const v1::CommitRef& commit : commits) {
+    if (!commit.tree_sha().empty()) trees.push_back(commit.tree_sha());
+  }
+  const absl::Duration max_age =
+      spec.has_cache_max_age() ? FromProto(spec.cache_max_age()) : kDefaultCacheMaxAge;
+  absl::StatusOr<std::vector<v1::CachedResult>> found =
+      options_.result_cache->Lookup(SpecDigest(spec), trees, clock_->Now() - max_age);
+  if (!found.ok()) return {};  // A cache that cannot be read only costs the reuse.
+  // The job is keyed by commit sha; a tree shared by several commits of the range (a revert)
+  // stands for each of them.
+  std::map<std::string, std::vector<std::string>> shas_of_tree;
+  for (const v1::CommitRef& commit : commits)
+    shas_of_tree[commit.tree_sha()].push_back(commit.sha());
+  std::vector<v1::CachedResult> cached;
+  for (const v1::CachedResult& result : *found) {
+    for (const std::string& sha : shas_of_tree[result.tree_sha()]) {
+      v1::CachedResult copy = result;
+      copy.set_commit_sha(sha);
+      cached.push_back(std::move(copy));
+    }
+  }
+  return cached;
+}
+
+void Coordinator::RememberResultLocked(const std::string& job_id, JobEntry& entry,
+                                       const std::string& task_id) {
+  if (options_.result_cache == nullptr || entry.job->status().spec().no_cache()) return;
+  std::optional<v1::CachedResult> record = entry.job->CacheRecordOf(task_id);
+  if (!record.has_value() || record->tree_sha().empty()) return;
+  // A failure costs a later reuse, not this bisect.
+  (void)options_.result_cache->Put(entry.spec_digest, *record);
+}
+
 std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,
-                                         std::vector<v1::CommitRef> commits) {
+                                         std::vector<v1::CommitRef> commits,
+                                         std::vector<v1::CachedResult> cached) {
   std::string job_id = NewId("job-");
   while (jobs_.count(job_id) > 0) job_id = NewId("job-");  // A recovered job has it.
   const absl::Time now = clock_->Now();
@@ -135,12 +177,14 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
     stored.request_id = request_id;
     stored.spec = spec;
     stored.commits = commits;
+    stored.cached = cached;
     stored.create_time = now;
     pending_.new_jobs.push_back(std::move(stored));
   }
   JobEntry& entry = jobs_[job_id];
-  entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now);
+  entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now, std::move(cached));
   entry.request_id = request_id;
+  entry.spec_digest = SpecDigest(spec);
   job_order_.push_back(job_id);
   if (!request_id.empty()) request_ids_[request_id] = job_id;
   AfterJobChangeLocked(job_id, entry);

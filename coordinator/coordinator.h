@@ -40,6 +40,7 @@
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
 #include "coordinator/repository_view.h"
+#include "coordinator/result_cache.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -57,6 +58,9 @@ struct CoordinatorOptions {
   // Where jobs are persisted; must outlive the coordinator. Null: nothing is persisted (the
   // embedded `kbisect run`).
   JobStore* store = nullptr;
+  // Where measurements are kept across jobs and looked up for new ones (see
+  // coordinator/result_cache.h); must outlive the coordinator. Null: nothing is reused.
+  ResultCache* result_cache = nullptr;
 };
 
 // What Coordinator::Recover found.
@@ -158,7 +162,8 @@ class Coordinator {
     std::unique_ptr<BisectJob> job;
     std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
     std::string request_id;
-    bool reported = false;  // Report details (diff, hints) attached.
+    std::string spec_digest;       // SpecDigest of the job's spec: its results' cache key.
+    bool reported = false;         // Report details (diff, hints) attached.
     int64_t journal_sequence = 0;  // Of the last journaled call.
     // During recovery: the status stored when the job finished (report details included).
     bool has_stored_final = false;
@@ -246,9 +251,18 @@ class Coordinator {
   // Cancels the job (if still running) and its follow-ups, recursively.
   void CancelJobLocked(const std::string& job_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Creates a job from a resolved spec (journaled, dispatched). Returns its id.
+  // Results of earlier jobs for `spec` at `commits` from the result cache (none without one, with
+  // --no-cache, or when the lookup fails: a cache never stops a bisect). Does I/O: no lock.
+  std::vector<v1::CachedResult> LookUpCachedResults(const v1::JobSpec& spec,
+                                                    const std::vector<v1::CommitRef>& commits);
+  // Records the measurement `task_id` of job `job_id` finished with in the result cache.
+  void RememberResultLocked(const std::string& job_id, JobEntry& entry, const std::string& task_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates a job from a resolved spec (journaled, dispatched), reusing `cached` results.
+  // Returns its id.
   std::string CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,
-                              std::vector<v1::CommitRef> commits)
+                              std::vector<v1::CommitRef> commits,
+                              std::vector<v1::CachedResult> cached = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the follow-up jobs a finished job's result calls for: the merged branch of a merge
   // culprit (spec.descend_merges) and the ranges on either side of a step that explains too

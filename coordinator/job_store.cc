@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS journal(
   reason TEXT NOT NULL,
   payload BLOB NOT NULL,
   PRIMARY KEY(job_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS job_cached_results(
+  job_id TEXT PRIMARY KEY REFERENCES jobs(job_id),
+  results BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS workers(
   worker_id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -321,6 +324,24 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
     if (!jobs.done()) return Error("cannot read the jobs");
   }
   {
+    SqliteStatement cached(db_, "SELECT job_id, results FROM job_cached_results");
+    if (!cached.ok()) return Error("cannot read the jobs' cached results");
+    while (cached.Next()) {
+      auto it = index.find(cached.Text(0));
+      std::vector<std::string> chunks;
+      if (it == index.end() || !SplitChunks(cached.Text(1), &chunks)) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": the cached results of ",
+                                                cached.Text(0), " cannot be parsed"));
+      }
+      for (const std::string& chunk : chunks) {
+        if (!state.jobs[it->second].cached.emplace_back().ParseFromString(chunk)) {
+          return absl::DataLossError(absl::StrCat("job database ", path_, ": a cached result of ",
+                                                  cached.Text(0), " cannot be parsed"));
+        }
+      }
+    }
+  }
+  {
     SqliteStatement journal(db_,
                             "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
                             "payload FROM journal ORDER BY job_id, seq");
@@ -408,6 +429,18 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
       insert.BindBlob(5, commits);
       insert.Bind(6, absl::ToUnixNanos(job.create_time));
       if (!insert.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
+    }
+    SqliteStatement cached(db_, "INSERT INTO job_cached_results(job_id, results) VALUES(?, ?)");
+    if (!cached.ok()) return Error("cannot prepare a cached-results insert");
+    for (const StoredJob& job : changes.new_jobs) {
+      if (job.cached.empty()) continue;
+      std::string results;
+      for (const v1::CachedResult& result : job.cached) {
+        AppendChunk(result.SerializeAsString(), &results);
+      }
+      cached.Bind(1, job.job_id);
+      cached.BindBlob(2, results);
+      if (!cached.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
     }
   }
   if (!changes.entries.empty()) {

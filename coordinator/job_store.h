@@ -54,6 +54,9 @@ struct StoredJob {
   v1::JobStatus final_status;
   // In sequence order, starting at 1.
   std::vector<JournalEntry> journal;
+  // The result cache's lookup at submission: part of the job's arguments (BisectJob), so a
+  // replay reuses exactly the same results.
+  std::vector<v1::CachedResult> cached;
 };
 
 // A worker the coordinator has seen, keyed by its stable name.

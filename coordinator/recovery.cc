@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/write_lock.h"
 
@@ -90,8 +91,10 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
   replaying_ = true;
   for (StoredJob& stored : state->jobs) {
     JobEntry& entry = jobs_[stored.job_id];
+    entry.spec_digest = SpecDigest(stored.spec);
     entry.job = std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec),
-                                            std::move(stored.commits), stored.create_time);
+                                            std::move(stored.commits), stored.create_time,
+                                            std::move(stored.cached));
     entry.request_id = stored.request_id;
     entry.has_stored_final = stored.has_final_status;
     entry.stored_final = std::move(stored.final_status);

@@ -241,6 +241,7 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     call.task_id = lease.task_id;
     call.result = request.result();
     const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+    RememberResultLocked(lease.job_id, job_it->second, lease.task_id);
     CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
   }
   DispatchLocked();

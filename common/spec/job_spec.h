@@ -26,6 +26,8 @@ inline constexpr double kDefaultThresholdFraction = 0.3;
 // Time limits of one build and one benchmark run.
 inline constexpr absl::Duration kDefaultBuildTimeout = absl::Minutes(30);
 inline constexpr absl::Duration kDefaultBenchTimeout = absl::Minutes(10);
+// Cached results older than this are not reused (`--cache-max-age`).
+inline constexpr absl::Duration kDefaultCacheMaxAge = absl::Hours(7 * 24);
 // Largest accepted runs_per_commit / max_runs.
 inline constexpr int kMaxRunsPerCommit = 1000;
 

@@ -469,6 +469,20 @@ std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_
 
 std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveTaskIds(); }
 
+std::optional<v1::CachedResult> BisectJob::CacheRecordOf(const std::string& task_id) const {
+  const TaskEntry* entry = book_.Find(task_id);
+  if (entry == nullptr || pass_fail_) return std::nullopt;
+  const v1::Probe& probe = book_.probe(entry->probe);
+  if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return std::nullopt;
+  std::optional<v1::CachedResult> record =
+      ToCachedResult(probe, commits_[probe.index()], status_.job_id());
+  if (record.has_value()) {
+    record->set_metric_name(status_.metric_name());
+    record->set_metric_unit(status_.metric_unit());
+  }
+  return record;
+}
+
 // --- Baselines and verdicts ---------------------------------------------------------------------
 
 bool BisectJob::BaselinesReady() const {

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -129,6 +130,10 @@ class BisectJob {
 
   // Returns the events produced since the previous call (sequence numbers unset).
   std::vector<v1::JobEvent> TakeEvents();
+
+  // The result cache's record of what task `task_id` measured (its probe, with every run so far),
+  // or nullopt when it is not one commit measured on one worker (ToCachedResult).
+  std::optional<v1::CachedResult> CacheRecordOf(const std::string& task_id) const;
 
   // Ids of tasks handed out and not yet finished, lost or cancelled.
   std::vector<std::string> ActiveTaskIds() const;

@@ -154,6 +154,11 @@ ProbeBook::TaskEntry* ProbeBook::Find(const std::string& task_id) {
   return it == tasks_.end() ? nullptr : &it->second;
 }
 
+const ProbeBook::TaskEntry* ProbeBook::Find(const std::string& task_id) const {
+  auto it = tasks_.find(task_id);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
 std::vector<int> ProbeBook::ProbePositions(
     const std::function<bool(const v1::Probe&)>& which) const {
   std::vector<int> positions;

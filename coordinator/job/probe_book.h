@@ -88,6 +88,7 @@ class ProbeBook {
 
   // The entry of `task_id`, or null.
   TaskEntry* Find(const std::string& task_id);
+  const TaskEntry* Find(const std::string& task_id) const;
   const TaskEntry& at(const std::string& task_id) const { return tasks_.at(task_id); }
   TaskEntry& at(const std::string& task_id) { return tasks_.at(task_id); }
 

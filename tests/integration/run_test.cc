@@ -39,9 +39,8 @@ std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhit
 
 // Generates a demo repository; returns the culprit sha.
 std::string MakeRepo(const std::string& dir, const std::string& options) {
-  CommandResult made = RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"),
-                                             "/scripts/make-demo-repo.sh ", ShellQuote(dir), " ",
-                                             options));
+  CommandResult made = RunShell(absl::StrCat(
+      Env("KBISECT_SOURCE_DIR"), "/scripts/make-demo-repo.sh ", ShellQuote(dir), " ", options));
   EXPECT_EQ(made.exit_code, 0) << made.err;
   return Trim(made.out);
 }
@@ -99,15 +98,16 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   const std::string clone = tmp_.Join("clone");
   ASSERT_EQ(RunShell("git clone -q " + repo + " " + clone).exit_code, 0);
   CommandResult reference = RunShell(
-      "cd " + clone + " && git bisect start HEAD v1.0 >/dev/null && KBISECT_DEMO_SLEEP=0 "
+      "cd " + clone +
+      " && git bisect start HEAD v1.0 >/dev/null && KBISECT_DEMO_SLEEP=0 "
       "git bisect run sh -c './bench.sh | awk \"{ exit (\\$2 > 1.2) }\"' > bisect.log 2>&1; "
       "git rev-parse refs/bisect/bad");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   ASSERT_EQ(Trim(reference.out), culprit);
 
   const std::string json = tmp_.Join("result.json");
-  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 3 --json ",
-                                       json, " -- ./bench.sh"));
+  CommandResult run = Run(
+      absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 3 --json ", json, " -- ./bench.sh"));
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   // Seed-style progress and report.
   EXPECT_THAT(run.out, HasSubstr("Total commits in range: 200"));
@@ -127,8 +127,8 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   EXPECT_LE(result["rounds"].get<int>(), 5);  // ceil(log4(200)) = 4, +1 for the start.
   EXPECT_TRUE(result["bench_runs"].is_number_integer());
   EXPECT_TRUE(result["baseline"]["good"]["median"].is_number());
-  EXPECT_EQ(result["last_good"]["sha"], Trim(RunShell("git -C " + repo + " rev-parse " +
-                                                      culprit + "^").out));
+  EXPECT_EQ(result["last_good"]["sha"],
+            Trim(RunShell("git -C " + repo + " rev-parse " + culprit + "^").out));
   std::set<std::string> workers;
   for (const auto& probe : result["probes"]) workers.insert(probe["worker"].get<std::string>());
   EXPECT_GE(workers.size(), 2u) << "probes ran on several workers";
@@ -197,9 +197,10 @@ TEST_F(RunTest, ASlowGpuInAnySlotCannotFakeTheEndpointsOrTheCulprit) {
     const std::string culprit = MakeRepo(
         repo, absl::StrCat("--commits 150 --culprit ", culprits[slot], " --slowdown 1.25"));
     const std::string json = tmp_.Join(absl::StrCat("slow", slot, ".json"));
-    CommandResult run = Run(absl::StrCat(
-        "run v1.0 --repo ", repo, " --workers 4 --json ", json, " -- env KBISECT_DEMO_SLOW_SLOT=",
-        slot, " KBISECT_DEMO_SLOW_FACTOR=1.35 KBISECT_DEMO_SLEEP=0.01 ./bench.sh"));
+    CommandResult run =
+        Run(absl::StrCat("run v1.0 --repo ", repo, " --workers 4 --json ", json,
+                         " -- env KBISECT_DEMO_SLOW_SLOT=", slot,
+                         " KBISECT_DEMO_SLOW_FACTOR=1.35 KBISECT_DEMO_SLEEP=0.01 ./bench.sh"));
     ASSERT_EQ(run.exit_code, 0) << "slot " << slot << "\n" << run.out << run.err;
     nlohmann::json result = nlohmann::json::parse(ReadFile(json));
     EXPECT_EQ(result["culprit"]["sha"], culprit) << "slot " << slot;
@@ -223,8 +224,8 @@ TEST_F(RunTest, NoisyBenchmarkStillFindsTheCulpritWithMoreRuns) {
   const std::string culprit =
       MakeRepo(repo, "--commits 40 --culprit 27 --slowdown 1.12 --noise 0.05");
   const std::string json = tmp_.Join("noisy.json");
-  CommandResult run = Run("run v1.0 --repo " + repo + " --workers 2 --json " + json +
-                          " -- ./bench.sh");
+  CommandResult run =
+      Run("run v1.0 --repo " + repo + " --workers 2 --json " + json + " -- ./bench.sh");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["culprit"]["sha"], culprit);
@@ -239,9 +240,9 @@ TEST_F(RunTest, BuildBrokenCommitsAroundTheCulpritLeaveACandidateRange) {
   const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 41");
   const std::string json = tmp_.Join("broken.json");
   // Commits 39..42 do not build.
-  CommandResult run = Run(absl::StrCat(
-      "run v1.0 --repo ", repo, " --workers 3 --json ", json,
-      " --build 'test $KBISECT_COMMIT_INDEX -lt 39 -o $KBISECT_COMMIT_INDEX -gt 42' -- ./bench.sh"));
+  CommandResult run = Run(absl::StrCat("run v1.0 --repo ", repo, " --workers 3 --json ", json,
+                                       " --build 'test $KBISECT_COMMIT_INDEX -lt 39 -o "
+                                       "$KBISECT_COMMIT_INDEX -gt 42' -- ./bench.sh"));
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["status"], "candidates_found");
@@ -281,6 +282,53 @@ TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
   EXPECT_TRUE(distinct.count(culprit));
   EXPECT_TRUE(confirmed_from_the_cache)
       << "the search built last-good and the culprit; the confirmation reuses both builds";
+}
+
+TEST_F(RunTest, ASecondNightlyOverAnOverlappingRangeReusesTheFirstsMeasurements) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 200 --culprit 110");
+  const std::vector<std::string> shas =
+      absl::StrSplit(Trim(RunShell(absl::StrCat("git -C ", ShellQuote(repo),
+                                                " rev-list --first-parent --reverse HEAD"))
+                              .out),
+                     '\n');
+  ASSERT_EQ(shas.size(), 201u);
+  // Nightly 1: 0..150. Nightly 2: GOOD 30% into it, BAD past it.
+  const std::string first_json = tmp_.Join("nightly1.json");
+  CommandResult first = Run(absl::StrCat("run ", shas[0], " ", shas[150], " --repo ", repo,
+                                         " --workers 3 --json ", first_json, " -- ./bench.sh"));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const std::string second_json = tmp_.Join("nightly2.json");
+  CommandResult second = Run(absl::StrCat("run ", shas[45], " ", shas[200], " --repo ", repo,
+                                          " --workers 3 --json ", second_json, " -- ./bench.sh"));
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  nlohmann::json one = nlohmann::json::parse(ReadFile(first_json));
+  nlohmann::json two = nlohmann::json::parse(ReadFile(second_json));
+  EXPECT_EQ(one["culprit"]["sha"], culprit);
+  EXPECT_EQ(two["culprit"]["sha"], culprit);
+  EXPECT_GT(two.value("cached_probes", 0), 0) << second.out;
+  EXPECT_LT(two["bench_runs"].get<int>(), one["bench_runs"].get<int>());
+  int cached = 0;
+  for (const auto& probe : two["probes"]) {
+    if (!probe.value("cached", false)) continue;
+    ++cached;
+    EXPECT_EQ(probe["cached_job_id"], one["job_id"]) << probe.dump();
+  }
+  EXPECT_EQ(cached, two.value("cached_probes", 0));
+  EXPECT_THAT(second.out, HasSubstr("Reusing"));
+  // The same night again with --no-cache measures everything.
+  const std::string fresh_json = tmp_.Join("fresh.json");
+  CommandResult fresh =
+      Run(absl::StrCat("run ", shas[45], " ", shas[200], " --repo ", repo, " --no-cache",
+                       " --workers 3 --json ", fresh_json, " -- ./bench.sh"));
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
+  nlohmann::json three = nlohmann::json::parse(ReadFile(fresh_json));
+  EXPECT_EQ(three.value("cached_probes", 0), 0);
+  EXPECT_EQ(three["culprit"]["sha"], culprit);
+  // `kbisect cache stats` sees what the runs recorded.
+  CommandResult stats = Run("cache stats");
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_THAT(stats.out, HasSubstr("results"));
 }
 
 TEST_F(RunTest, PassFailModeFollowsGitBisectRun) {
@@ -342,9 +390,10 @@ TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
   // points, so the noise is 0.2% (about +-1 point on the shares: far from 60% and from each other).
   // (Equal x1.25 steps would rank by regression_pct as a tie, and a larger second step such as
   // x1.15 then x1.45 would put the first bad commit at the second step, with 77% of the total.)
-  std::map<std::string, std::string> shas = MakeRepoWithSteps(
-      repo, "--commits 120 --files 20 --noise 0.002 --culprit 40 --slowdown 1.30 "
-            "--second-step 85:1.20");
+  std::map<std::string, std::string> shas =
+      MakeRepoWithSteps(repo,
+                        "--commits 120 --files 20 --noise 0.002 --culprit 40 --slowdown 1.30 "
+                        "--second-step 85:1.20");
   const std::string larger = shas["culprit"];
   const std::string smaller = shas["second"];
   ASSERT_EQ(larger.size(), 40u);
@@ -377,8 +426,8 @@ TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
   // Shares of the whole GOOD->BAD change: 54% and 46%, together all of it.
   EXPECT_NEAR(first["share_of_total"].get<double>(), 0.54, 0.05);
   EXPECT_NEAR(second["share_of_total"].get<double>(), 0.46, 0.05);
-  EXPECT_NEAR(first["share_of_total"].get<double>() + second["share_of_total"].get<double>(),
-              1.0, 0.05);
+  EXPECT_NEAR(first["share_of_total"].get<double>() + second["share_of_total"].get<double>(), 1.0,
+              0.05);
   EXPECT_NEAR(second["before"].get<double>(), 1.30, 0.02);
   EXPECT_NEAR(second["after"].get<double>(), 1.56, 0.02);
 }
@@ -411,13 +460,15 @@ TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {
   EXPECT_EQ(missing_cmd.exit_code, 1);
   EXPECT_THAT(missing_cmd.err, HasSubstr("no-such-bench"));
 
-  CommandResult no_metric = Run("run v1.0 --repo " + repo + " --metric 'Throughput: ([0-9.]+)' "
+  CommandResult no_metric = Run("run v1.0 --repo " + repo +
+                                " --metric 'Throughput: ([0-9.]+)' "
                                 "-- ./bench.sh");
   EXPECT_EQ(no_metric.exit_code, 1);
   EXPECT_THAT(no_metric.err, HasSubstr("Throughput"));
   EXPECT_THAT(no_metric.err, HasSubstr("Latency:"));  // The output's last lines are shown.
 
-  CommandResult swapped = Run("run v1.0 --repo " + repo + " -- sh -c "
+  CommandResult swapped = Run("run v1.0 --repo " + repo +
+                              " -- sh -c "
                               "'./bench.sh | awk \"{ print \\$1, 3 - \\$2, \\$3 }\"'");
   EXPECT_EQ(swapped.exit_code, 1);
   EXPECT_THAT(swapped.err, HasSubstr("swapped"));
@@ -441,8 +492,8 @@ TEST_F(RunTest, HangingBenchmarkAtGoodTimesOutAndNothingIsLeftRunning) {
   const std::string repo = tmp_.Join("repo");
   MakeRepo(repo, "--commits 10 --culprit 4");
   // An unusual duration marks the benchmark's own sleep process.
-  CommandResult run = Run(absl::StrCat("run v1.0 --repo ", repo,
-                                       " --timeout 1 -- sh -c 'sleep 301.5; echo done'"));
+  CommandResult run =
+      Run(absl::StrCat("run v1.0 --repo ", repo, " --timeout 1 -- sh -c 'sleep 301.5; echo done'"));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("timed out"));
   // No process of that benchmark survives.
