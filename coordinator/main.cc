@@ -34,6 +34,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/job_store.h"
+#include "coordinator/result_cache.h"
 #include "coordinator/metrics.h"
 #include "coordinator/metrics_http.h"
 #include "coordinator/repository_view.h"
@@ -270,6 +271,15 @@ int Main(int argc, char** argv) {
   CoordinatorOptions coordinator_options;
   coordinator_options.lease_duration = absl::Seconds(lease_seconds);
   coordinator_options.store = store->get();
+  // Measurements kept across jobs (docs/operations.md, "The result cache"); without it every job
+  // measures everything, which is slower but never wrong.
+  const std::string results = DefaultResultCachePath(state_dir);
+  absl::StatusOr<std::unique_ptr<ResultCache>> result_cache = OpenSqliteResultCache(results);
+  if (result_cache.ok()) {
+    coordinator_options.result_cache = result_cache->get();
+  } else {
+    log.Warning(absl::StrCat("not reusing results across jobs: ", result_cache.status().message()));
+  }
   Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {
