@@ -73,7 +73,9 @@ ProbeOverhead ProbeOverheadOf(const nlohmann::json& result) {
   ProbeOverhead overhead;
   for (const auto& probe : finished) {
     const bool first_of_worker = seen_workers.insert(probe.value("worker", "")).second;
-    const bool one_task = probe.value("kind", "") != "confirm" && probe.contains("runs") &&
+    // Cached probes (from an earlier job) ran no task here; confirmations interleave two commits.
+    const bool one_task = probe.value("kind", "") != "confirm" && !probe.value("cached", false) &&
+                          probe.contains("runs") && probe.contains("timings") &&
                           static_cast<int>(probe["runs"].size()) == runs_per_commit;
     if (!one_task) {
       ++overhead.skipped;

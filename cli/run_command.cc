@@ -57,12 +57,12 @@ int RunCommand(int argc, char** argv) {
   std::string cache_dir = DefaultCacheDir();
   app.add_option("--cache-dir", cache_dir, "Mirrors, worker checkouts and builds")
       ->capture_default_str();
-  int build_cache_size = kDefaultBuildCacheSize;
+  int build_cache_size = -1;
   app.add_option("--build-cache-size", build_cache_size,
                  "Built checkouts kept under CACHE_DIR/builds for --build (least recently used "
-                 "ones are evicted); a commit already built is not built again. 0 builds in each "
-                 "worker's own checkout")
-      ->capture_default_str()
+                 "ones are taken over, so later builds stay incremental); a commit already built "
+                 "is not built again. Default: 2 per worker + 1. 0 builds in each worker's own "
+                 "checkout")
       ->check(CLI::Range(0, 100000));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
@@ -99,7 +99,10 @@ int RunCommand(int argc, char** argv) {
   LocalClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.cache_dir = cache_dir;
-  cluster_options.build_cache_size = build_cache_size;
+  // Two builds per worker (a confirmation's pair) and GOOD's, which every worker calibrates on:
+  // a bigger cache keeps builds nobody needs again, and every entry below the bound is a fresh
+  // directory, so a clean build instead of an incremental one.
+  cluster_options.build_cache_size = build_cache_size >= 0 ? build_cache_size : 2 * workers + 1;
   // Measurements are kept across runs in the cache dir and reused where the GPU that made them
   // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the
   // reuse, never the bisect.
