@@ -19,9 +19,6 @@ namespace {
 constexpr int kControlEvery = 8;
 // Untested commits the open interval must still hold for an A/A control to be worth it.
 constexpr int kControlMinUntested = 4;
-// The baselines are judged again when the noise seen grows past this factor of what they were
-// judged with.
-constexpr double kReassessGrowth = 1.5;
 
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
@@ -189,21 +186,6 @@ void BisectJob::MakeReference(const std::string& worker) {
     book_.QueueFront(id);
   }
   calibration_.SetReference(worker, state.calibration);
-}
-
-int BisectJob::CalibrationRunsNeeded() const {
-  // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
-  // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
-  const int floor = status_.spec().runs_per_commit();
-  if (pass_fail_ || status_.state() != v1::JOB_STATE_BISECTING) return floor;
-  const double step =
-      std::fabs(status_.baseline().bad().median() - status_.baseline().good().median());
-  const double noise = std::max(calibration_.ObservedNoise(),
-                                BaselineNoise(calibration_.PooledSamples(v1::VERDICT_GOOD),
-                                              calibration_.ReferenceBadSamples()));
-  if (step == 0 || noise == 0) return floor;
-  const double z = 3.0 * noise / (step / 3.0);
-  return std::clamp(static_cast<int>(std::ceil(2.0 * z * z)), 1, floor);
 }
 
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
@@ -469,158 +451,7 @@ std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_
 
 std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveTaskIds(); }
 
-std::optional<v1::CachedResult> BisectJob::CacheRecordOf(const std::string& task_id) const {
-  const TaskEntry* entry = book_.Find(task_id);
-  if (entry == nullptr || pass_fail_) return std::nullopt;
-  const v1::Probe& probe = book_.probe(entry->probe);
-  if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return std::nullopt;
-  std::optional<v1::CachedResult> record =
-      ToCachedResult(probe, commits_[probe.index()], status_.job_id());
-  if (record.has_value()) {
-    record->set_metric_name(status_.metric_name());
-    record->set_metric_unit(status_.metric_unit());
-  }
-  return record;
-}
-
-// --- Baselines and verdicts ---------------------------------------------------------------------
-
-bool BisectJob::BaselinesReady() const {
-  for (int position : {calibration_.good_probe(), calibration_.bad_probe()}) {
-    if (position < 0) return false;
-    const v1::Probe& probe = book_.probe(position);
-    if (probe.state() != v1::PROBE_STATE_FINISHED || !Measured(probe)) return false;
-  }
-  return true;
-}
-
-void BisectJob::EvaluateBaselines(absl::Time now) {
-  const v1::Probe& good = book_.probe(calibration_.good_probe());
-  const v1::Probe& bad = book_.probe(calibration_.bad_probe());
-  if (pass_fail_) {
-    if (good.outcome() != v1::TASK_OUTCOME_PASSED) {
-      Finish(v1::OUTCOME_ERROR, CheckFailsAtGoodText(good), now);
-      return;
-    }
-    if (bad.outcome() != v1::TASK_OUTCOME_FAILED) {
-      Finish(v1::OUTCOME_NO_REGRESSION, CheckPassesAtBadText(bad), now);
-      return;
-    }
-    Emit(v1::JOB_EVENT_KIND_BASELINE, PassFailBaselineText(good.sha(), bad.sha()), nullptr, now);
-    status_.set_state(v1::JOB_STATE_BISECTING);
-    return;
-  }
-  if (status_.direction() == v1::DIRECTION_UNSPECIFIED) {
-    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  }
-  // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
-  assessed_noise_ = calibration_.ObservedNoise();
-  const BaselineAssessment assessment = AssessBaselines(
-      calibration_.PooledSamples(v1::VERDICT_GOOD), calibration_.ReferenceBadSamples(),
-      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs(),
-      assessed_noise_);
-  if (assessment.more_runs > 0) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
-         nullptr, now);
-    book_.Extend(calibration_.good_probe(), assessment.more_runs);
-    book_.Extend(calibration_.bad_probe(), assessment.more_runs);
-    return;
-  }
-  v1::Baseline* good_base = status_.mutable_baseline()->mutable_good();
-  good_base->set_sha(good.sha());
-  *good_base->mutable_samples() = good.samples();
-  good_base->set_median(good.median());
-  good_base->set_worker(good.worker());
-  v1::Baseline* bad_base = status_.mutable_baseline()->mutable_bad();
-  bad_base->set_sha(bad.sha());
-  const std::vector<double> bad_samples = calibration_.ReferenceBadSamples();
-  bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
-  bad_base->set_median(MedianOrZero(bad_samples));
-  bad_base->set_worker(bad.worker());
-  status_.set_regression_pct(assessment.regression_pct);
-  for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
-  Emit(v1::JOB_EVENT_KIND_BASELINE,
-       BaselineText(status_, good.median(), bad.median(), assessment.regression_pct), nullptr, now);
-  for (const std::string& warning : assessment.warnings) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning), nullptr, now);
-  }
-  if (assessment.improvement && !status_.spec().allow_improvement()) {
-    Finish(v1::OUTCOME_ERROR, SwappedText(assessment.reason), now);
-    return;
-  }
-  if (!assessment.regression && !assessment.improvement) {
-    status_.set_cause(v1::CAUSE_NOISE);
-    Finish(v1::OUTCOME_NO_REGRESSION, assessment.reason, now);
-    return;
-  }
-  status_.set_state(v1::JOB_STATE_BISECTING);
-}
-
-void BisectJob::CheckCachedResults(int position, absl::Time now) {
-  const v1::Probe& probe = book_.probe(position);
-  if (reuse_.empty() || probe.cached()) return;
-  const std::vector<double> samples(probe.samples().begin(), probe.samples().end());
-  const std::optional<ResultReuse::Check> check =
-      reuse_.OnMeasured(probe.worker(), probe.index(), samples);
-  if (!check.has_value()) return;
-  if (!check->agreed) status_.add_cache_refused_workers(check->worker);
-  if (check->agreed && probe.kind() == v1::PROBE_KIND_BISECT) {
-    // The same commit on the same GPU, which has not drifted: the cached samples join the fresh.
-    v1::Probe& row = book_.mutable_probe(position);
-    for (double sample : check->cached_samples) row.add_samples(sample);
-    row.set_median(MedianOrZero(row.samples()));
-  }
-  Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
-       CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr, now);
-}
-
-void BisectJob::ApplyCachedResults(absl::Time now) {
-  if (reuse_.empty() || finished() || pass_fail_) return;
-  const std::vector<int> in_flight = search_.InFlight();
-  for (ResultReuse::Entry* entry : reuse_.Usable(search_.last_good(), search_.first_bad())) {
-    const int index = entry->index;
-    if (index <= search_.last_good() || index >= search_.first_bad()) continue;
-    if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
-    const bool probed =
-        std::any_of(status_.probes().begin(), status_.probes().end(), [&](const v1::Probe& probe) {
-          return probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
-                 probe.state() != v1::PROBE_STATE_CANCELLED;
-        });
-    entry->used = true;
-    if (probed) continue;
-    const int position = book_.AddCachedProbe(index, max_round_recorded_ + 1, entry->result);
-    status_.set_cached_probes(status_.cached_probes() + 1);
-    v1::Probe& probe = book_.mutable_probe(position);
-    probe.set_median(MedianOrZero(probe.samples()));
-    search_.MarkInFlight(index);
-    if (calibration_.WorkerReady(probe.worker())) {
-      Classify(position, now);
-      if (finished()) return;
-    } else {
-      unclassified_.push_back(position);
-    }
-  }
-}
-
-void BisectJob::ReassessBaselinesIfNoisy(absl::Time now) {
-  if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
-  // Baselines of few runs show little spread; the probes' samples may show more. When the noise
-  // seen has grown by half since the baselines were judged, they are judged again with it, and
-  // if they are no longer clearly apart they are measured again and every verdict waits.
-  const double noise = calibration_.ObservedNoise();
-  if (noise <= kReassessGrowth * assessed_noise_ || noise == 0) return;
-  assessed_noise_ = noise;
-  const BaselineAssessment assessment = AssessBaselines(
-      calibration_.PooledSamples(v1::VERDICT_GOOD), calibration_.ReferenceBadSamples(),
-      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs(), noise);
-  if (assessment.more_runs <= 0) return;
-  Emit(v1::JOB_EVENT_KIND_WARNING, NoisyBaselinesText(noise, status_.metric_unit(), assessment),
-       nullptr, now);
-  book_.Extend(calibration_.good_probe(), assessment.more_runs);
-  book_.Extend(calibration_.bad_probe(), assessment.more_runs);
-  status_.set_state(v1::JOB_STATE_BASELINES);
-  JudgeEveryVerdictAgain(now);
-}
+// --- Verdicts -----------------------------------------------------------------------------------
 
 void BisectJob::ClassifyPending(absl::Time now) {
   std::vector<int> pending = std::exchange(unclassified_, {});

@@ -9,8 +9,7 @@
 
 namespace kbisect {
 
-std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe,
-                                               const v1::CommitRef& commit,
+std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe, const v1::CommitRef& commit,
                                                const std::string& job_id) {
   if (probe.kind() == v1::PROBE_KIND_CONFIRM || probe.kind() == v1::PROBE_KIND_UNSPECIFIED ||
       probe.cached() || probe.state() != v1::PROBE_STATE_FINISHED ||

@@ -25,8 +25,7 @@ inline constexpr double kCacheAgreementFraction = 0.02;
 // The cache record of a finished probe of `commit`: its samples, worker, hardware class and end
 // time. nullopt for what is not one commit measured on one worker (a confirmation), for a
 // probe without samples, and for a probe that itself came from the cache.
-std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe,
-                                               const v1::CommitRef& commit,
+std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe, const v1::CommitRef& commit,
                                                const std::string& job_id);
 
 class ResultReuse {

@@ -1,0 +1,79 @@
+// Copyright 2026 The kbisect Authors.
+//
+// BisectJob, reusing results of earlier jobs: the record of a finished measurement for the
+// result cache, the check of a worker's cached results against its fresh measurement, and the
+// probe rows made from the usable ones (see coordinator/job/result_reuse.h).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+#include "coordinator/job/bisect_job.h"
+#include "coordinator/job/job_text.h"
+
+namespace kbisect {
+
+std::optional<v1::CachedResult> BisectJob::CacheRecordOf(const std::string& task_id) const {
+  const TaskEntry* entry = book_.Find(task_id);
+  if (entry == nullptr || pass_fail_) return std::nullopt;
+  const v1::Probe& probe = book_.probe(entry->probe);
+  if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return std::nullopt;
+  std::optional<v1::CachedResult> record =
+      ToCachedResult(probe, commits_[probe.index()], status_.job_id());
+  if (record.has_value()) {
+    record->set_metric_name(status_.metric_name());
+    record->set_metric_unit(status_.metric_unit());
+  }
+  return record;
+}
+
+void BisectJob::CheckCachedResults(int position, absl::Time now) {
+  const v1::Probe& probe = book_.probe(position);
+  if (reuse_.empty() || probe.cached()) return;
+  const std::vector<double> samples(probe.samples().begin(), probe.samples().end());
+  const std::optional<ResultReuse::Check> check =
+      reuse_.OnMeasured(probe.worker(), probe.index(), samples);
+  if (!check.has_value()) return;
+  if (!check->agreed) status_.add_cache_refused_workers(check->worker);
+  if (check->agreed && probe.kind() == v1::PROBE_KIND_BISECT) {
+    // The same commit on the same GPU, which has not drifted: the cached samples join the fresh.
+    v1::Probe& row = book_.mutable_probe(position);
+    for (double sample : check->cached_samples) row.add_samples(sample);
+    row.set_median(MedianOrZero(row.samples()));
+  }
+  Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
+       CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr, now);
+}
+
+void BisectJob::ApplyCachedResults(absl::Time now) {
+  if (reuse_.empty() || finished() || pass_fail_) return;
+  const std::vector<int> in_flight = search_.InFlight();
+  for (ResultReuse::Entry* entry : reuse_.Usable(search_.last_good(), search_.first_bad())) {
+    const int index = entry->index;
+    if (index <= search_.last_good() || index >= search_.first_bad()) continue;
+    if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
+    const bool probed =
+        std::any_of(status_.probes().begin(), status_.probes().end(), [&](const v1::Probe& probe) {
+          return probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
+                 probe.state() != v1::PROBE_STATE_CANCELLED;
+        });
+    entry->used = true;
+    if (probed) continue;
+    const int position = book_.AddCachedProbe(index, max_round_recorded_ + 1, entry->result);
+    status_.set_cached_probes(status_.cached_probes() + 1);
+    v1::Probe& probe = book_.mutable_probe(position);
+    probe.set_median(MedianOrZero(probe.samples()));
+    search_.MarkInFlight(index);
+    if (calibration_.WorkerReady(probe.worker())) {
+      Classify(position, now);
+      if (finished()) return;
+    } else {
+      unclassified_.push_back(position);
+    }
+  }
+}
+
+}  // namespace kbisect
