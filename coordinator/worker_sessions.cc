@@ -190,6 +190,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   }
   worker->pending_cancellations.clear();
   *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
+  // What the worker's host could build now, computed after the wait so it is fresh.
+  for (v1::Task& task : BuildAheadLocked(*worker, request.build_ahead_slots())) {
+    *response.add_build_ahead() = std::move(task);
+  }
   return response;
 }
 
