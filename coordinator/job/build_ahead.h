@@ -17,6 +17,11 @@
 
 namespace kbisect {
 
+// The coordinator sends a worker up to this many hints per build it can run at once
+// (SynchronizeRequest.build_ahead_slots): builds finish within a round and the host moves on to
+// the next hint, and a round has up to 2W children of W points each.
+inline constexpr int kBuildAheadHintsPerSlot = 4;
+
 // The commit indices worth building ahead, most useful first, at most `limit` (none when
 // `limit` <= 0). With `reference_good_next` (the BAD baseline is being measured and its worker
 // measures the reference GOOD next) index 0 comes first. Then, for each probe in flight
