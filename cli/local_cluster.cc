@@ -23,6 +23,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->server_ = *std::move(server);
 
   const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(cluster->command_runner_.get(), "");
+  if (options.build_ahead > 0 && options.build_cache_size > 0) {
+    cluster->build_ahead_cache_ = std::make_unique<BuildCache>(
+        options.cache_dir, options.build_cache_size, cluster->command_runner_.get());
+    cluster->build_ahead_ =
+        std::make_unique<BuildAhead>(cluster->build_ahead_cache_.get(), options.build_ahead);
+  }
   cluster->slots_.resize(std::max(1, options.workers));
   for (size_t i = 0; i < cluster->slots_.size(); ++i) {
     Slot& slot = cluster->slots_[i];
@@ -31,6 +37,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     slot_options.build_cache_size = options.build_cache_size;
     slot_options.slot = static_cast<int>(i);
     slot_options.idle_poll = absl::Seconds(5);
+    slot_options.build_ahead = cluster->build_ahead_.get();
     slot.worker = std::make_unique<WorkerSlot>(
         slot_options, cluster->command_runner_.get(), host_identity,
         grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials()));

@@ -18,6 +18,8 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/repository_view.h"
+#include "worker/build_ahead.h"
+#include "worker/build_cache.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -28,6 +30,9 @@ struct LocalClusterOptions {
   std::string cache_dir;
   // Built checkouts the build cache keeps; 0 disables it (WorkerSlotOptions::build_cache_size).
   int build_cache_size = kDefaultBuildCacheSize;
+  // Builds the host prepares ahead at once for all its slots (worker/build_ahead.h); 0 disables
+  // it, as does a disabled build cache.
+  int build_ahead = DefaultBuildAhead();
   CoordinatorOptions coordinator;
 };
 
@@ -58,6 +63,9 @@ class LocalCluster {
   std::unique_ptr<RepositoryView> repositories_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<CoordinatorServer> server_;
+  // The host's builds ahead, shared by the slots, with their own view of the build cache.
+  std::unique_ptr<BuildCache> build_ahead_cache_;
+  std::unique_ptr<BuildAhead> build_ahead_;
   std::vector<Slot> slots_;
 };
 

@@ -20,6 +20,7 @@
 #include "coordinator/result_cache.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
+#include "worker/build_ahead.h"
 
 namespace kbisect {
 namespace {
@@ -37,7 +38,8 @@ Exit codes:
 
 The user's working tree is never touched: workers check commits out into their own
 directories under the cache directory ($KBISECT_CACHE_DIR, default ~/.cache/kbisect); with
---build, built commits are kept under its builds/ (--build-cache-size) and not built again.
+--build, built commits are kept under its builds/ (--build-cache-size) and not built again,
+and while probes measure, the commits the next round will probe are built ahead (--build-ahead).
 Worker i runs commands with CUDA_VISIBLE_DEVICES=i HIP_VISIBLE_DEVICES=i
 ROCR_VISIBLE_DEVICES=i KBISECT_WORKER=i.
 
@@ -64,6 +66,13 @@ int RunCommand(int argc, char** argv) {
                  "is not built again. Default: 2 per worker + 1. 0 builds in each worker's own "
                  "checkout")
       ->check(CLI::Range(0, 100000));
+  int build_ahead = DefaultBuildAhead();
+  app.add_option("--build-ahead", build_ahead,
+                 "Builds (--build) prepared at once, at low priority, for the commits the next "
+                 "round will probe whichever way the running probes come out; a probe then finds "
+                 "its commit built. Default: half the cores, less one. 0 disables it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
   std::reverse(args.begin(), args.end());
@@ -103,6 +112,7 @@ int RunCommand(int argc, char** argv) {
   // a bigger cache keeps builds nobody needs again, and every entry below the bound is a fresh
   // directory, so a clean build instead of an incremental one.
   cluster_options.build_cache_size = build_cache_size >= 0 ? build_cache_size : 2 * workers + 1;
+  cluster_options.build_ahead = build_ahead;
   // Measurements are kept across runs in the cache dir and reused where the GPU that made them
   // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the
   // reuse, never the bisect.

@@ -235,6 +235,14 @@ class Coordinator {
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The hardware class a job runs on: the spec's, or else that of the first worker that took
+  // one of its tasks; empty while any class may.
+  std::string JobHardwareClassLocked(const JobEntry& entry) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The build-ahead hints for `worker`: BisectJob::BuildAheadTasks of the running jobs it may
+  // serve (its hardware class), in job order, at most `limit` in all.
+  std::vector<v1::Task> BuildAheadLocked(const WorkerEntry& worker, int limit) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelTasksLocked(const std::string& job_id, const std::vector<std::string>& task_ids,
                          const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterJobChangeLocked(const std::string& job_id, JobEntry& entry)

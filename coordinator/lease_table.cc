@@ -16,6 +16,33 @@ namespace kbisect {
 
 // --- Leases -------------------------------------------------------------------------------------
 
+std::string Coordinator::JobHardwareClassLocked(const JobEntry& entry) const {
+  // A job is pinned to one hardware class: the spec's, or else that of its first worker.
+  std::string hardware_class = entry.job->status().spec().hardware_class();
+  for (const v1::Probe& probe : entry.job->status().probes()) {
+    if (!hardware_class.empty()) break;
+    if (probe.worker().empty()) continue;
+    auto first = workers_.find(probe.worker());
+    if (first != workers_.end()) hardware_class = first->second.identity.hardware_class();
+    break;
+  }
+  return hardware_class;
+}
+
+std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, int limit) const {
+  std::vector<v1::Task> hints;
+  for (const std::string& job_id : job_order_) {
+    const int left = limit - static_cast<int>(hints.size());
+    if (left <= 0) break;
+    const JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    const std::string hardware_class = JobHardwareClassLocked(entry);
+    if (!hardware_class.empty() && worker.identity.hardware_class() != hardware_class) continue;
+    for (v1::Task& task : entry.job->BuildAheadTasks(left)) hints.push_back(std::move(task));
+  }
+  return hints;
+}
+
 void Coordinator::DispatchLocked() {
   std::vector<WorkerEntry*> idle;
   for (auto& [id, worker] : workers_) {
@@ -47,15 +74,7 @@ void Coordinator::DispatchLocked() {
     if (idle.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
-    // A job is pinned to one hardware class: the spec's, or else that of its first worker.
-    std::string hardware_class = entry.job->status().spec().hardware_class();
-    for (const v1::Probe& probe : entry.job->status().probes()) {
-      if (!hardware_class.empty()) break;
-      if (probe.worker().empty()) continue;
-      auto first = workers_.find(probe.worker());
-      if (first != workers_.end()) hardware_class = first->second.identity.hardware_class();
-      break;
-    }
+    const std::string hardware_class = JobHardwareClassLocked(entry);
     std::vector<WorkerEntry*> eligible;
     for (WorkerEntry* worker : idle) {
       if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/job/build_ahead.h"
 #include "coordinator/write_lock.h"
 
 namespace kbisect {
@@ -190,6 +191,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   }
   worker->pending_cancellations.clear();
   *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
+  // What the worker's host could build now, computed after the wait so it is fresh.
+  for (v1::Task& task : BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
+    *response.add_build_ahead() = std::move(task);
+  }
   return response;
 }
 

@@ -26,6 +26,8 @@
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "grpcpp/create_channel.h"
+#include "worker/build_ahead.h"
+#include "worker/build_cache.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -67,6 +69,15 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_BUILD_CACHE_SIZE")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  int build_ahead = DefaultBuildAhead();
+  app.add_option("--build-ahead", build_ahead,
+                 "Builds this process prepares at once, at low priority, into the build cache for "
+                 "the commits the coordinator expects to probe next (needs the build cache). "
+                 "Default: half the cores, less one; with several worker processes on one host, "
+                 "divide it among them. 0 disables it")
+      ->envname("KBISECT_BUILD_AHEAD")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   app.add_option("--gpu", gpu, "Device slot this worker is pinned to")
       ->envname("KBISECT_GPU")
       ->capture_default_str()
@@ -134,6 +145,13 @@ int Main(int argc, char** argv) {
   options.slot = gpu;
   options.name = name;
   options.idle_poll = absl::Seconds(idle_poll_seconds);
+  std::unique_ptr<BuildCache> build_ahead_cache;
+  std::unique_ptr<BuildAhead> builds_ahead;
+  if (build_ahead > 0 && build_cache_size > 0) {
+    build_ahead_cache = std::make_unique<BuildCache>(cache_dir, build_cache_size, runner.get());
+    builds_ahead = std::make_unique<BuildAhead>(build_ahead_cache.get(), build_ahead);
+    options.build_ahead = builds_ahead.get();
+  }
   WorkerSlot slot(options, runner.get(), host_identity,
                   grpc::CreateChannel(coordinator, *credentials));
   const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
@@ -141,7 +159,10 @@ int Main(int argc, char** argv) {
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
                         over_tls ? " over TLS" : "", "; cache ", cache_dir,
                         build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
-                                             : std::string(" (no build cache)")),
+                                             : std::string(" (no build cache)"),
+                        builds_ahead != nullptr
+                            ? absl::StrCat("; builds ahead: ", builds_ahead->max_builds())
+                            : std::string("; no builds ahead")),
            {{"worker", slot.name()},
             {"hardware_class", slot.identity().hardware_class()},
             {"coordinator", coordinator},

@@ -212,6 +212,9 @@ void WorkerAgent::Run() {
           status->set_runs_total(task_->lease.task().runs());
         }
         request.set_ready_for_work(task_ == nullptr && !drain_);
+        if (options_.build_ahead != nullptr) {
+          request.set_build_ahead_slots(options_.build_ahead->max_builds());
+        }
         request.set_draining(drain_);
         const absl::Duration wait = task_ != nullptr ? kBusyPoll : options_.idle_poll;
         *request.mutable_wait() = ToProto(drain_ && task_ == nullptr ? absl::ZeroDuration() : wait);
@@ -239,19 +242,34 @@ void WorkerAgent::Run() {
       continue;
     }
     delay = options_.min_backoff;
-    absl::MutexLock lock(&mu_);
-    for (const v1::LeaseCancellation& cancel : response->cancellations()) {
-      if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
-        task_->cancelled_by_coordinator = true;
-        task_->cancel.Cancel();
+    std::vector<std::string> in_use;  // The commits the running task builds or uses.
+    {
+      absl::MutexLock lock(&mu_);
+      for (const v1::LeaseCancellation& cancel : response->cancellations()) {
+        if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
+          task_->cancelled_by_coordinator = true;
+          task_->cancel.Cancel();
+        }
+      }
+      for (const v1::Lease& lease : response->assignments()) {
+        if (task_ == nullptr && !stop_) StartTask(lease);
+        // A second assignment while busy cannot happen (the worker only asks when idle); if it
+        // did, not reporting it makes the coordinator re-dispatch it.
+      }
+      if (task_ != nullptr && !task_->cancelled_by_coordinator) {
+        in_use.push_back(task_->lease.task().commit_sha());
+        const std::string& paired = task_->lease.task().paired_commit_sha();
+        if (!paired.empty()) in_use.push_back(paired);
       }
     }
-    for (const v1::Lease& lease : response->assignments()) {
-      if (task_ == nullptr && !stop_) StartTask(lease);
-      // A second assignment while busy cannot happen (the worker only asks when idle); if it
-      // did, not reporting it makes the coordinator re-dispatch it.
+    if (options_.build_ahead != nullptr) {
+      options_.build_ahead->Update(
+          options_.name,
+          std::vector<v1::Task>(response->build_ahead().begin(), response->build_ahead().end()),
+          in_use);
     }
   }
+  if (options_.build_ahead != nullptr) options_.build_ahead->Forget(options_.name);
   // Leaving: kill and hand back any task, close the session.
   {
     absl::MutexLock lock(&mu_);

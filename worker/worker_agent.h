@@ -24,6 +24,7 @@
 #include "common/exec/exec.h"
 #include "grpcpp/channel.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "worker/build_ahead.h"
 #include "worker/coordinator_client.h"
 #include "worker/task_runner.h"
 
@@ -41,6 +42,10 @@ struct WorkerAgentOptions {
   absl::Duration max_backoff = absl::Seconds(5);
   // Measures the backoff waits. Must outlive the agent.
   Clock* clock = Clock::Real();
+  // The host's builds ahead (shared by its slots), or null for none. The agent announces its
+  // max_builds() in every Synchronize and hands it each response's build_ahead hints together
+  // with the commits of its running task. Must outlive the agent.
+  BuildAhead* build_ahead = nullptr;
 };
 
 class WorkerAgent {

@@ -72,6 +72,8 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
   agent_options.name = name_;
   agent_options.identity = identity_;
   agent_options.idle_poll = options.idle_poll;
+  // Builds ahead land in the build cache: without one a probe could not use them.
+  if (build_cache_ != nullptr) agent_options.build_ahead = options.build_ahead;
   agent_ = std::make_unique<WorkerAgent>(std::move(agent_options), std::move(channel),
                                          task_runner_.get());
 }

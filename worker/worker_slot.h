@@ -22,6 +22,7 @@
 #include "common/exec/exec.h"
 #include "grpcpp/channel.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "worker/build_ahead.h"
 #include "worker/build_cache.h"
 #include "worker/task_runner.h"
 #include "worker/worker_agent.h"
@@ -61,6 +62,9 @@ struct WorkerSlotOptions {
   absl::Duration idle_poll = absl::Seconds(5);
   // Hardware-class keys (common/identity ParseHardwareClassKeys); empty = the defaults.
   std::vector<std::string> hardware_class_keys;
+  // The host's builds ahead (worker/build_ahead.h), shared by its slots; null for none. Must
+  // outlive the slot.
+  BuildAhead* build_ahead = nullptr;
 };
 
 // Owns a slot's workspace, task runner and agent. Not copyable or movable (the agent points at

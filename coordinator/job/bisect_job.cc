@@ -10,6 +10,7 @@
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
 #include "common/stats/stats.h"
+#include "coordinator/job/build_ahead.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -450,6 +451,22 @@ bool BisectJob::finished() const {
 std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_, {}); }
 
 std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveTaskIds(); }
+
+std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
+  std::vector<v1::Task> tasks;
+  if (finished() || status_.spec().build_command().empty() || limit <= 0) return tasks;
+  // BAD's worker measures the reference GOOD next, until it has been measured.
+  bool bad_running = false;
+  for (const auto& [id, entry] : book_.tasks()) {
+    bad_running = bad_running || (entry.active && entry.task.kind() == v1::PROBE_KIND_BASELINE_BAD);
+  }
+  const int good = calibration_.good_probe();
+  const bool good_measured = good >= 0 && book_.probe(good).state() == v1::PROBE_STATE_FINISHED;
+  for (int index : PlanBuildAhead(search_, ActiveWorkers(), limit, bad_running && !good_measured)) {
+    tasks.push_back(BuildAheadTask(status_.job_id(), status_.spec(), commits_[index], index));
+  }
+  return tasks;
+}
 
 // --- Verdicts -----------------------------------------------------------------------------------
 

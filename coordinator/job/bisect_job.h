@@ -138,6 +138,13 @@ class BisectJob {
   // Ids of tasks handed out and not yet finished, lost or cancelled.
   std::vector<std::string> ActiveTaskIds() const;
 
+  // The builds worth preparing ahead now, most useful first, at most `limit`: tasks of kind
+  // PROBE_KIND_BUILD (BuildAheadTask) at the commits PlanBuildAhead picks for the search with the
+  // job's active workers, the GOOD commit first while the BAD baseline is measured and the
+  // reference GOOD is not. None without a build command or once the job is finished. Does not
+  // change the job (nothing is journaled: a hint is not a task).
+  std::vector<v1::Task> BuildAheadTasks(int limit) const;
+
  private:
   using TaskEntry = ProbeBook::TaskEntry;
 

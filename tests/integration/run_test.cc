@@ -3,6 +3,8 @@
 // End to end: the real `kbisect` binary bisects real generated repositories with a planted
 // regression, over real gRPC with several local workers, and is checked against `git bisect run`
 // on the same repository. Also every bad input of `kbisect run`.
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -499,6 +501,61 @@ TEST_F(RunTest, HangingBenchmarkAtGoodTimesOutAndNothingIsLeftRunning) {
   // No process of that benchmark survives.
   // The [s] keeps pgrep from matching the shell that runs it.
   EXPECT_NE(RunShell(absl::StrCat("pgrep -f ", ShellQuote("[s]leep 301.5"))).exit_code, 0);
+}
+
+TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  // Runs the bisect with a private cache and `ahead` builds ahead; returns the JSON result and
+  // sets the wall time in seconds. Each build takes a second and logs its commit.
+  auto bisect = [&](int ahead, double* seconds) {
+    const std::string name = absl::StrCat("ahead", ahead);
+    const std::string json = tmp_.Join(name + ".json");
+    const std::string log = tmp_.Join(name + ".log");
+    const auto start = std::chrono::steady_clock::now();
+    // Benchmark runs of 0.3 s: a probe measures about as long as it builds, the case build
+    // ahead is for (while one round measures, the next round's commits are built).
+    CommandResult run = RunShell(absl::StrCat(
+        "cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.3 ", Kbisect(),
+        " run v1.0 --repo ", repo, " --workers 3 --cache-dir ", tmp_.Join(name + "-cache"),
+        " --build-ahead ", ahead, " --json ", json, " --build ",
+        ShellQuote(absl::StrCat("sleep 1; echo $KBISECT_COMMIT >> ", ShellQuote(log))),
+        " -- ./bench.sh"));
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    if (run.exit_code != 0) return nlohmann::json();
+    return nlohmann::json::parse(ReadFile(json));
+  };
+  double with_seconds = 0;
+  double without_seconds = 0;
+  const nlohmann::json with = bisect(2, &with_seconds);
+  const nlohmann::json without = bisect(0, &without_seconds);
+  std::printf("kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
+              "%.1f s with --build-ahead 0\n",
+              with_seconds, without_seconds);
+  ASSERT_FALSE(with.is_null());
+  ASSERT_FALSE(without.is_null());
+  EXPECT_EQ(with["culprit"]["sha"], culprit);
+  EXPECT_EQ(without["culprit"]["sha"], culprit);
+
+  // A probe whose build was reused although no probe before it measured that commit found a
+  // build made ahead.
+  auto reused_ahead = [](const nlohmann::json& result) {
+    std::set<std::string> probed;
+    int count = 0;
+    for (const auto& probe : result["probes"]) {
+      const std::string sha = probe["sha"];
+      const nlohmann::json& timings = probe["timings"];
+      if (probe["kind"] != "confirm" && !probed.count(sha) && timings.is_object() &&
+          timings.value("build_reused", false)) {
+        ++count;
+      }
+      probed.insert(sha);
+    }
+    return count;
+  };
+  EXPECT_GE(reused_ahead(with), 1) << with["probes"].dump(1);
+  EXPECT_EQ(reused_ahead(without), 0) << "without builds ahead, a first probe builds its commit";
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Which commits a worker host should build before anyone asks (build ahead). A probe's task is
+// checkout -> build -> benchmark on one slot, and the build needs no GPU: while the probes of a
+// round measure, the host can build the commits the next round will probe, whichever way each
+// running probe comes out. PlanBuildAhead is pure: it takes the search and returns indices.
+//
+//   for (int index : PlanBuildAhead(search, workers, /*limit=*/4, bad_in_flight)) Hint(index);
+#ifndef KBISECT_COORDINATOR_JOB_BUILD_AHEAD_H_
+#define KBISECT_COORDINATOR_JOB_BUILD_AHEAD_H_
+
+#include <string>
+#include <vector>
+
+#include "common/search/bisect_search.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// The coordinator sends a worker up to this many hints per build it can run at once
+// (SynchronizeRequest.build_ahead_slots): builds finish within a round and the host moves on to
+// the next hint, and a round has up to 2W children of W points each.
+inline constexpr int kBuildAheadHintsPerSlot = 4;
+
+// The commit indices worth building ahead, most useful first, at most `limit` (none when
+// `limit` <= 0). With `reference_good_next` (the BAD baseline is being measured and its worker
+// measures the reference GOOD next) index 0 comes first. Then, for each probe in flight
+// (ascending), its two children: the points PlanProbes(workers) places on a copy of `search`
+// with that probe recorded GOOD, and with it recorded BAD. The children are taken round-robin
+// (in-flight probe ascending, GOOD before BAD) and each child's points nearest to the probe
+// that made it first: the probe's own worker is freed by its result, and dispatch hands the
+// point nearest its checkout to it (PairNearest). Indices in flight, recorded (GOOD and BAD
+// included, index 0 excepted as above) or already listed are left out.
+std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int limit,
+                                bool reference_good_next);
+
+// The build-ahead hint for `commit` at `index` of the job described by `spec` and `job_id`: a
+// Task of kind PROBE_KIND_BUILD with the repository, commit, build command, environment and
+// build timeout a probe of it would have (ProbeBook::NewTask), no task id, benchmark or runs.
+v1::Task BuildAheadTask(const std::string& job_id, const v1::JobSpec& spec,
+                        const v1::CommitRef& commit, int index);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_BUILD_AHEAD_H_
