@@ -59,12 +59,12 @@ int RunCommand(int argc, char** argv) {
   std::string cache_dir = DefaultCacheDir();
   app.add_option("--cache-dir", cache_dir, "Mirrors, worker checkouts and builds")
       ->capture_default_str();
-  int build_cache_size = -1;
+  int build_cache_size = kDefaultBuildCacheSize;
   app.add_option("--build-cache-size", build_cache_size,
-                 "Built checkouts kept under CACHE_DIR/builds for --build (least recently used "
-                 "ones are taken over, so later builds stay incremental); a commit already built "
-                 "is not built again. Default: 2 per worker + 1. 0 builds in each worker's own "
-                 "checkout")
+                 "Built checkouts kept under CACHE_DIR/builds for --build (once full, the least "
+                 "recently used idle one is taken over, so later builds stay incremental); a "
+                 "commit already built is not built again. 0 builds in each worker's own checkout")
+      ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
@@ -108,10 +108,7 @@ int RunCommand(int argc, char** argv) {
   LocalClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.cache_dir = cache_dir;
-  // Two builds per worker (a confirmation's pair) and GOOD's, which every worker calibrates on:
-  // a bigger cache keeps builds nobody needs again, and every entry below the bound is a fresh
-  // directory, so a clean build instead of an incremental one.
-  cluster_options.build_cache_size = build_cache_size >= 0 ? build_cache_size : 2 * workers + 1;
+  cluster_options.build_cache_size = build_cache_size;
   cluster_options.build_ahead = build_ahead;
   // Measurements are kept across runs in the cache dir and reused where the GPU that made them
   // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the
