@@ -5,11 +5,14 @@
 //   1. A GPU that measures everything slower cannot fake a result: the culprit is right, the GPU
 //      is quarantined and named, and a clean run raises no flag.
 //   2. A deterministic step is found within ceil(log_{W+1} n) probing rounds (`rounds`).
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
 #include "common/search/bisect_search.h"
 #include "gtest/gtest.h"
 #include "tests/testing/job_simulator.h"
@@ -336,6 +339,41 @@ TEST(JobPromisesTest, NoCacheMeasuresEverythingAgain) {
   ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND);
   EXPECT_EQ(second.status.cached_probes(), 0);
   EXPECT_GT(second.status.bench_runs(), 0.6 * first.status.bench_runs());
+}
+
+}  // namespace
+}  // namespace kbisect
+
+namespace kbisect {
+namespace {
+
+TEST(JobPromisesTest, TheConfirmationRunsOnSeveralWorkersAtOnce) {
+  // 1,000 commits, W=7, 1% noise: the confirmation's fresh pairs go to several workers in
+  // parallel, each pair on one GPU, instead of a dozen runs on one worker after the search.
+  for (uint64_t seed : {1, 2, 3}) {
+    SimulationOptions options;
+    options.commits = 1000;
+    options.culprit = 666;
+    options.noise_cv = 0.01;
+    options.seed = seed;
+    options.workers = SimulatedWorkers(7);
+    const SimulationResult result = SimulateJob(SimulationSpec(), options);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(result);
+    const v1::Confirmation& confirmation = result.status.confirmation();
+    EXPECT_TRUE(confirmation.confirmed());
+    std::set<std::string> workers;
+    absl::Time first_start = absl::InfiniteFuture();
+    absl::Time last_start = absl::InfinitePast();
+    for (const v1::Probe& probe : result.status.probes()) {
+      if (probe.kind() != v1::PROBE_KIND_CONFIRM) continue;
+      workers.insert(probe.worker());
+      first_start = std::min(first_start, FromProto(probe.start_time()));
+      last_start = std::max(last_start, FromProto(probe.start_time()));
+    }
+    EXPECT_GE(workers.size(), 2u) << "seed " << seed;
+    EXPECT_EQ(first_start, last_start) << "the pairs start together";
+    EXPECT_LE(confirmation.fresh_pairs(), 2 * static_cast<int>(workers.size()));
+  }
 }
 
 }  // namespace
