@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -24,6 +25,16 @@ std::string Env(const char* name) {
 std::string Bin(const std::string& name) { return Env("KBISECT_BIN_DIR") + "/" + name; }
 
 std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhitespace(s)); }
+
+bool ProcessRunning(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return false;
+  const char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
+}
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -39,6 +39,9 @@ std::string Bin(const std::string& name);
 // `s` without leading and trailing whitespace.
 std::string Trim(const std::string& s);
 
+// True while process `pid` exists and is not a zombie waiting to be reaped.
+bool ProcessRunning(pid_t pid);
+
 // Polls `done` every 50 ms until it holds or `timeout` passes; returns its last value.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 

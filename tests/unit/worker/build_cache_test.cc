@@ -36,15 +36,7 @@ using ::kbisect::testing::TempDir;
 using ::kbisect::testing::WaitFor;
 using ::testing::HasSubstr;
 
-// True while process `pid` exists and is not a zombie waiting to be reaped.
-bool Alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  return paren == std::string::npos || line.size() < paren + 3 || line[paren + 2] != 'Z';
-}
+bool Alive(pid_t pid) { return ::kbisect::testing::ProcessRunning(pid); }
 
 class BuildCacheTest : public ::testing::Test {
  protected:
