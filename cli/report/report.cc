@@ -180,6 +180,7 @@ std::string WorkerRound(const v1::Probe& probe) {
   std::vector<std::string> parts;
   if (!probe.worker().empty()) parts.push_back(absl::StrCat("worker ", probe.worker()));
   parts.push_back(absl::StrCat("round ", probe.round()));
+  if (probe.cached()) parts.push_back(absl::StrCat("cached from ", probe.cached_job_id()));
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
 }
 

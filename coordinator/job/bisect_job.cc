@@ -557,7 +557,10 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
     // Not when only a probe or two are left: the control would cost as much as what it guards,
     // and the confirmation re-measures the culprit and its parent anyway.
-    book_.QueueFront(book_.NewTask(v1::PROBE_KIND_CONTROL, 0, 0, probe.worker()));
+    // Sized like a calibration: enough runs to tell a move of a third of the step from the noise.
+    const std::string control = book_.NewTask(v1::PROBE_KIND_CONTROL, 0, 0, probe.worker());
+    book_.at(control).task.set_runs(CalibrationRunsNeeded());
+    book_.QueueFront(control);
   }
   max_round_recorded_ = std::max(max_round_recorded_, probe.round());
   status_.set_rounds(std::max(status_.rounds(), probe.round()));

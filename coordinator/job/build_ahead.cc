@@ -26,9 +26,8 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
       BisectSearch child = search;
       if (!child.Record(probe, verdict).ok()) continue;  // Outside the interval: no child.
       std::vector<int> points = child.PlanProbes(std::max(1, workers));
-      std::stable_sort(points.begin(), points.end(), [probe](int a, int b) {
-        return std::abs(a - probe) < std::abs(b - probe);
-      });
+      std::stable_sort(points.begin(), points.end(),
+                       [probe](int a, int b) { return std::abs(a - probe) < std::abs(b - probe); });
       children.push_back(std::move(points));
     }
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
@@ -68,6 +69,12 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   *task.mutable_metric() = spec.metric();
   task.set_runs(spec.runs_per_commit());
   task.set_discard_throttled(spec.discard_throttled());
+  // The key under which this measurement is interchangeable (the result cache's): the spec's
+  // hardware class, or none while the job takes the class of its first worker.
+  if (!commit.tree_sha().empty()) {
+    if (spec_digest_.empty()) spec_digest_ = SpecDigest(spec);
+    task.set_action_digest(ActionDigest(commit.tree_sha(), spec_digest_, spec.hardware_class()));
+  }
   if (spec.has_build_timeout()) *task.mutable_build_timeout() = spec.build_timeout();
   if (spec.has_bench_timeout()) *task.mutable_bench_timeout() = spec.bench_timeout();
 

@@ -117,6 +117,7 @@ class ProbeBook {
   std::map<std::string, TaskEntry> tasks_;
   std::deque<std::string> queue_;
   int next_task_ = 0;
+  std::string spec_digest_;  // SpecDigest of the job's spec, computed on first use.
 };
 
 }  // namespace kbisect

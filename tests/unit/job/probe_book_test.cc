@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/action_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -82,6 +83,18 @@ TEST_F(ProbeBookTest, CancelTaskReportsOnlyRunningTasksForKilling) {
   book_.DropDoneFromQueue();
   EXPECT_TRUE(book_.queue().empty());
   EXPECT_EQ(book_.InFlightCount(), 0);
+}
+
+TEST_F(ProbeBookTest, TasksCarryTheActionDigestOfTheirTreeAndSpec) {
+  // Commit 3 and 7 share a tree (a revert); commit 5's tree is unknown.
+  commits_[3].set_tree_sha(std::string(40, 'b'));
+  commits_[7].set_tree_sha(std::string(40, 'b'));
+  const v1::Task& three = book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 3, 1)).task;
+  const v1::Task& seven = book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 7, 1)).task;
+  EXPECT_EQ(three.action_digest(),
+            ActionDigest(std::string(40, 'b'), SpecDigest(status_.spec()), ""));
+  EXPECT_EQ(three.action_digest(), seven.action_digest());
+  EXPECT_TRUE(book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1)).task.action_digest().empty());
 }
 
 TEST(AddTimingsTest, SumsPhasesAndReportsABuildReusedOnlyWhenEveryResultReusedIt) {

@@ -190,6 +190,17 @@ TEST(ReportTest, BisectLogListsFinishedProbesInFinishOrder) {
   EXPECT_THAT(report, Not(HasSubstr("Step 4:")));
 }
 
+TEST(ReportTest, TheBisectLogSaysWhichVerdictsCameFromTheCache) {
+  v1::JobStatus job = CulpritJob();
+  for (v1::Probe& probe : *job.mutable_probes()) {
+    if (probe.verdict() == v1::VERDICT_GOOD && probe.kind() == v1::PROBE_KIND_BISECT) {
+      probe.set_cached(true);
+      probe.set_cached_job_id("job-1");
+    }
+  }
+  EXPECT_THAT(FormatReport(job), HasSubstr("-> GOOD [worker w2, round 2, cached from job-1]"));
+}
+
 TEST(ReportTest, RootCauseHintsAndHypothesis) {
   const std::string report = FormatReport(CulpritJob());
   EXPECT_THAT(report, HasSubstr("  1. Changed tile sizes in kernels/decode.py\n"
