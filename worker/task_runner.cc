@@ -5,11 +5,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/spec/job_spec.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metric/metric.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/job_spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/build_step.h"
 
@@ -144,9 +144,19 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     }
     return true;
   };
-  // 1. and 2. Checkouts and builds: the paired commit (last-good) in the second lane.
-  if (interleaved && !prepare(task.paired_commit_sha(), WorkspaceLane::kPaired)) return result;
-  if (!prepare(task.commit_sha(), WorkspaceLane::kPrimary)) return result;
+  // 1. and 2. Checkouts and builds: with a build, the paired commit (last-good) in the second
+  // lane, so that neither is built twice. Without one, a switch is a checkout of the few files
+  // the two commits differ in, far cheaper than a second lane's first checkout of the whole
+  // tree: both commits take turns in the primary lane.
+  const bool one_lane = interleaved && task.build_command().empty();
+  std::string checked_out;
+  if (interleaved && !one_lane && !prepare(task.paired_commit_sha(), WorkspaceLane::kPaired)) {
+    return result;
+  }
+  if (!prepare(one_lane ? schedule.front() : task.commit_sha(), WorkspaceLane::kPrimary)) {
+    return result;
+  }
+  checked_out = one_lane ? schedule.front() : task.commit_sha();
   result.mutable_timings()->set_build_reused(builds_reused);
 
   // 3. Benchmark runs.
@@ -158,6 +168,10 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   for (int run = 0; run < static_cast<int>(schedule.size()); ++run) {
     const std::string& sha = schedule[run];
     const std::string short_sha = sha.substr(0, 7);
+    if (one_lane && sha != checked_out) {
+      if (!prepare(sha, WorkspaceLane::kPrimary)) return result;
+      checked_out = sha;
+    }
     report(v1::TASK_PHASE_BENCH, run);
     ExecRequest bench;
     bench.argv = argv;
@@ -195,10 +209,10 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
         return finish(v1::TASK_OUTCOME_FAILED, absl::StrCat(where, " ", ran->Describe()),
                       ran->Tail(kTailLines));
       }
-      return finish(v1::TASK_OUTCOME_BENCH_FAILED,
-                    absl::StrCat(where, " ", ran->Describe(),
-                                 " (outside git bisect run's 0..127 contract)"),
-                    ran->Tail(kTailLines));
+      return finish(
+          v1::TASK_OUTCOME_BENCH_FAILED,
+          absl::StrCat(where, " ", ran->Describe(), " (outside git bisect run's 0..127 contract)"),
+          ran->Tail(kTailLines));
     }
     if (!ran->ok()) {
       return finish(v1::TASK_OUTCOME_BENCH_FAILED, absl::StrCat(where, " ", ran->Describe()),
@@ -212,8 +226,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     if (gpu_state_probe_) {
       if (std::optional<v1::GpuState> state = gpu_state_probe_()) {
         *record->mutable_gpu_state() = *state;
-        if (state->throttled() && task.discard_throttled() &&
-            throttle_retries < kThrottleRetries) {
+        if (state->throttled() && task.discard_throttled() && throttle_retries < kThrottleRetries) {
           ++throttle_retries;
           --run;  // The sample is recorded as a run but not kept; measure again.
           continue;

@@ -227,7 +227,14 @@ class BisectJob {
   // The confirmation (coordinator/job/confirmation.h): the search's same-worker samples of
   // last-good and culprit, then fresh interleaved pairs spread over the workers, judged together.
   std::vector<ConfirmationSet> ReusableConfirmationSets() const;
-  void StartConfirmation(absl::Time now);
+  // Starts the confirmation: in the CONFIRMING state, or `early`, while calibrations owed at the
+  // end still run (the state stays BISECTING; nothing starts early when nothing is measured).
+  void StartConfirmation(absl::Time now, bool early);
+  // Cancels a confirmation started early whose culprit a calibration's verdicts moved.
+  void AbortEarlyConfirmation(absl::Time now);
+  // True when no verdict is provisional and no worker still owes its calibration.
+  bool Settled() const;
+  bool ConfirmationTasksPending() const;
   void QueueConfirmationTasks(int tasks, int pairs_per_task);
   // Records one confirmation task's pairs; judges once no confirmation task is left.
   void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result, absl::Time now);
@@ -262,6 +269,10 @@ class BisectJob {
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
   std::string confirmation_failure_;    // Why a confirmation task failed, if one did.
   double assessed_noise_ = 0;           // The noise floor the baselines were last judged with.
+  // A confirmation started while the calibrations owed at the end ran, for this interval.
+  bool early_confirmation_ = false;
+  int confirm_last_good_ = 0;
+  int confirm_first_bad_ = 0;
 };
 
 }  // namespace kbisect

@@ -106,9 +106,12 @@ class PlanState {
     return Worker(name).owes_calibration || (!input_.pass_fail && name == bad_worker_);
   }
 
-  // Removes and returns the first queued task `worker` may run.
+  // Removes and returns the first queued task `worker` may run. A worker that owes its
+  // calibration leaves the confirmation's pairs to others: it calibrates meanwhile.
   std::optional<QueuedTask> TakeQueued(const std::string& worker) {
+    const bool calibrates_first = Owes(worker) && !Worker(worker).calibration_started;
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](const QueuedTask& task) {
+      if (calibrates_first && task.kind == v1::PROBE_KIND_CONFIRM) return false;
       return task.pinned_worker.empty() || task.pinned_worker == worker;
     });
     if (it == queue_.end()) return std::nullopt;

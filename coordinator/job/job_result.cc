@@ -22,18 +22,41 @@ constexpr double kSingleStepShare = 0.6;
 
 }  // namespace
 
-void BisectJob::MaybeFinish(absl::Time now) {
-  if (finished() || status_.state() != v1::JOB_STATE_BISECTING || !search_.Done()) return;
+bool BisectJob::Settled() const {
   // Provisional verdicts count once their workers have calibrated; every worker that measured
   // in the job calibrates before it ends (an odd GPU is quarantined and named).
   for (const v1::Probe& probe : status_.probes()) {
-    if (probe.provisional()) return;
+    if (probe.provisional()) return false;
   }
   for (const auto& [name, state] : calibration_.workers()) {
     if (!state.quarantined && !state.gone && !calibration_.CalibrationDone(name) &&
         HoldsUnsettledProbes(name)) {
-      return;
+      return false;
     }
+  }
+  return true;
+}
+
+bool BisectJob::ConfirmationTasksPending() const {
+  for (const auto& [id, entry] : book_.tasks()) {
+    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) return true;
+  }
+  return false;
+}
+
+void BisectJob::MaybeFinish(absl::Time now) {
+  if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
+  if (early_confirmation_ && (!search_.Done() || search_.last_good() != confirm_last_good_ ||
+                              search_.first_bad() != confirm_first_bad_)) {
+    AbortEarlyConfirmation(now);
+  }
+  if (!search_.Done()) return;
+  const bool wants_confirmation =
+      search_.Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
+  if (!Settled()) {
+    // The calibrations still owed run beside the confirmation's pairs: both take a span.
+    if (wants_confirmation && !early_confirmation_) StartConfirmation(now, /*early=*/true);
+    return;
   }
   const std::vector<int> candidates = search_.Candidates();
   const int last_good = search_.last_good();
@@ -64,11 +87,30 @@ void BisectJob::MaybeFinish(absl::Time now) {
     status_.add_warnings(
         MergeCulpritText(commits_[first_bad].sha(), status_.spec().descend_merges()));
   }
-  if (candidates.size() == 1 && status_.spec().confirm() && !pass_fail_) {
-    StartConfirmation(now);
+  if (wants_confirmation && early_confirmation_) {
+    // Started while the calibrations ran: judged once its last pairs are in.
+    early_confirmation_ = false;
+    status_.set_state(v1::JOB_STATE_CONFIRMING);
+    if (!ConfirmationTasksPending()) JudgeConfirmationNow(now);
+    return;
+  }
+  if (wants_confirmation) {
+    StartConfirmation(now, /*early=*/false);
     return;
   }
   FinishWithCandidates(now);
+}
+
+void BisectJob::AbortEarlyConfirmation(absl::Time now) {
+  // A calibration changed a verdict: the culprit the pairs measure may no longer be it.
+  early_confirmation_ = false;
+  for (auto& [id, entry] : book_.tasks()) {
+    if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
+    book_.CancelTask(entry, id, ConfirmationRestartText(), now, &to_cancel_);
+  }
+  status_.clear_confirmation();
+  confirmation_failure_.clear();
+  Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmationRestartText(), nullptr, now);
 }
 
 std::vector<ConfirmationSet> BisectJob::ReusableConfirmationSets() const {
@@ -106,8 +148,8 @@ std::vector<ConfirmationSet> BisectJob::ReusableConfirmationSets() const {
   return sets;
 }
 
-void BisectJob::StartConfirmation(absl::Time now) {
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+void BisectJob::StartConfirmation(absl::Time now, bool early) {
+  if (!early) status_.set_state(v1::JOB_STATE_CONFIRMING);
   v1::Confirmation* confirmation = status_.mutable_confirmation();
   confirmation->Clear();
   int reused = 0;
@@ -127,8 +169,18 @@ void BisectJob::StartConfirmation(absl::Time now) {
                                              status_.spec().max_runs());
   const ConfirmationPlan plan = PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
   if (plan.tasks == 0) {
-    JudgeConfirmationNow(now);
+    // Nothing to measure: judged from the search's samples, once they are final.
+    if (early) {
+      status_.clear_confirmation();
+    } else {
+      JudgeConfirmationNow(now);
+    }
     return;
+  }
+  if (early) {
+    early_confirmation_ = true;
+    confirm_last_good_ = search_.last_good();
+    confirm_first_bad_ = search_.first_bad();
   }
   QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
   Emit(v1::JOB_EVENT_KIND_WARNING,
@@ -187,8 +239,10 @@ void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResul
   } else {
     confirmation_failure_ = result.message();
   }
-  for (const auto& [id, entry] : book_.tasks()) {
-    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) return;  // More to come.
+  if (ConfirmationTasksPending()) return;  // More to come.
+  if (status_.state() != v1::JOB_STATE_CONFIRMING) {
+    MaybeFinish(now);  // Started early: judged once the calibrations have settled.
+    return;
   }
   JudgeConfirmationNow(now);
 }
@@ -198,6 +252,9 @@ void BisectJob::JudgeConfirmationNow(absl::Time now) {
   std::vector<ConfirmationSet> sets;
   bool any_fresh = false;
   for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
+    // A GPU quarantined since cannot vouch for its pairs.
+    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
+    if (worker != nullptr && worker->quarantined) continue;
     ConfirmationSet set;
     set.worker = pairs.worker();
     set.interleaved = pairs.interleaved();

@@ -221,6 +221,11 @@ std::string CacheCheckText(const ResultReuse::Check& check, const std::string& s
       check.cached_median, unit, moved);
 }
 
+std::string ConfirmationRestartText() {
+  return "a calibration changed a verdict, so the confirmation started beside it is cancelled; it "
+         "starts again once the search has its culprit";
+}
+
 std::string ConfirmationFailedText(const std::string& message) {
   return absl::StrCat("the confirmation run failed: ", message);
 }

@@ -82,6 +82,8 @@ std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
                                     const std::vector<std::string>& workers, int fresh_pairs,
                                     int reused_pairs);
 std::string ConfirmationFailedText(const std::string& message);
+// A confirmation started beside the last calibrations is cancelled: they moved the culprit.
+std::string ConfirmationRestartText();
 // A worker measured a commit it has cached: its cached results are reused, or refused.
 std::string CacheCheckText(const ResultReuse::Check& check, const std::string& sha,
                            const std::string& unit);

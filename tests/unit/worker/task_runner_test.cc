@@ -23,6 +23,7 @@ namespace {
 
 using ::kbisect::testing::TempDir;
 using ::kbisect::testing::WriteFile;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -111,8 +112,8 @@ TEST_F(TaskRunnerTest, CrashIsABenchFailure) {
 }
 
 TEST_F(TaskRunnerTest, MissingMetricNamesTheProblem) {
-  v1::TaskResult result = task_runner_.Run(Task("echo 'all good, no numbers here'"), nullptr,
-                                           nullptr);
+  v1::TaskResult result =
+      task_runner_.Run(Task("echo 'all good, no numbers here'"), nullptr, nullptr);
   EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_METRIC_MISSING);
   EXPECT_THAT(result.log_tail(), HasSubstr("no numbers here"));
 }
@@ -159,9 +160,9 @@ TEST_F(TaskRunnerTest, ReportsProgressPhases) {
   v1::Task task = Task("echo 'Latency: 1 ms'", 2);
   task.set_build_command("true");
   task_runner_.Run(task, nullptr, [&](v1::TaskPhase phase, int, int) { phases.push_back(phase); });
-  EXPECT_THAT(phases, ElementsAre(v1::TASK_PHASE_CHECKOUT, v1::TASK_PHASE_BUILD,
-                                  v1::TASK_PHASE_BENCH, v1::TASK_PHASE_BENCH,
-                                  v1::TASK_PHASE_REPORTING));
+  EXPECT_THAT(phases,
+              ElementsAre(v1::TASK_PHASE_CHECKOUT, v1::TASK_PHASE_BUILD, v1::TASK_PHASE_BENCH,
+                          v1::TASK_PHASE_BENCH, v1::TASK_PHASE_REPORTING));
 }
 
 TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
@@ -216,6 +217,26 @@ TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuildin
   const std::string b = task.commit_sha() + "\n";
   EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), a + b + a + b + a + b);
   EXPECT_FALSE(result.timings().build_reused()) << "no build cache here";
+}
+
+TEST_F(TaskRunnerTest, AConfirmationWithoutABuildAlternatesInOneCheckout) {
+  // Without a build, switching commits checks out only the files that differ: cheaper than a
+  // second lane's first checkout of the whole tree.
+  const std::string bench =
+      absl::StrCat("if grep -q 0123456789 checked-out.txt; then echo 'Latency: 2 ms'; ",
+                   "else echo 'Latency: 1 ms'; fi; cat checked-out.txt >> ", dir_.Join("runs.log"));
+  v1::Task task = Task(bench, 2);
+  task.set_kind(v1::PROBE_KIND_CONFIRM);
+  task.set_paired_commit_sha("fedcba9876543210fedcba9876543210fedcba98");
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  EXPECT_THAT(result.samples(), ElementsAre(2, 2));
+  EXPECT_THAT(result.paired_samples(), ElementsAre(1, 1));
+  const std::string a = task.paired_commit_sha();
+  const std::string b = task.commit_sha();
+  EXPECT_THAT(workspace_.prepared, ElementsAre(a, b, a, b));
+  EXPECT_THAT(workspace_.lanes, Each(WorkspaceLane::kPrimary));
+  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), a + "\n" + b + "\n" + a + "\n" + b + "\n");
 }
 
 // The task's total and checkout timings come from the runner's clock, the build and benchmark
