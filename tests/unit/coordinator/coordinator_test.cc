@@ -3,16 +3,17 @@
 // Drives the Coordinator as workers would, deterministically: a FakeClock, zero-wait
 // Synchronize calls, and a fake RepositoryView.
 #include "coordinator/coordinator.h"
-#include "coordinator/fake_repository_view.h"
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/fake_repository_view.h"
+#include "coordinator/job/build_ahead.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -500,6 +501,61 @@ TEST_F(CoordinatorTest, AJobStaysOnTheHardwareClassOfItsFirstWorker) {
   EXPECT_EQ(Sync(odd, true).assignments_size(), 0) << "a second class never joins the job";
   const std::string same = Open("same");  // hc-1
   EXPECT_EQ(Sync(same, true).assignments_size(), 1);
+}
+
+}  // namespace
+}  // namespace kbisect
+
+namespace kbisect {
+namespace {
+
+TEST_F(CoordinatorTest, SynchronizeHintsTheNextRoundsBuildsToWorkersThatCanBuildAhead) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  submit.mutable_spec()->set_build_command("make -j8");
+  ASSERT_TRUE(coordinator_.SubmitJob(submit).ok());
+  const std::string builder = Open("w0");
+  const std::string plain = Open("w1");
+  // w0 takes the BAD baseline; while it runs, GOOD's build (index 0) is hinted first.
+  v1::SynchronizeRequest request;
+  request.set_session_id(builder);
+  request.set_ready_for_work(true);
+  request.set_build_ahead_slots(1);
+  absl::StatusOr<v1::SynchronizeResponse> first = coordinator_.Synchronize(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->assignments_size(), 1);
+  ASSERT_EQ(first->assignments(0).task().kind(), v1::PROBE_KIND_BASELINE_BAD);
+  // w1 probes; the next sync of w0 (holding its lease) carries hints.
+  Sync(plain, /*ready=*/true);
+  request.set_ready_for_work(false);
+  request.add_leases()->set_lease_id(first->assignments(0).lease_id());
+  absl::StatusOr<v1::SynchronizeResponse> second = coordinator_.Synchronize(request);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_GE(second->build_ahead_size(), 1);
+  EXPECT_LE(second->build_ahead_size(), kBuildAheadHintsPerSlot);
+  EXPECT_EQ(second->build_ahead(0).commit_index(), 0) << "GOOD is built first, while BAD runs";
+  for (const v1::Task& hint : second->build_ahead()) {
+    EXPECT_EQ(hint.kind(), v1::PROBE_KIND_BUILD);
+    EXPECT_EQ(hint.build_command(), "make -j8");
+    EXPECT_TRUE(hint.task_id().empty()) << "a hint is no task";
+    EXPECT_FALSE(hint.commit_sha().empty());
+  }
+  // A worker that announces no build slots gets none.
+  v1::SynchronizeRequest none;
+  none.set_session_id(plain);
+  EXPECT_EQ(coordinator_.Synchronize(none)->build_ahead_size(), 0);
+}
+
+TEST_F(CoordinatorTest, NoBuildCommandMeansNoBuildAhead) {
+  ASSERT_FALSE(Submit().empty());
+  const std::string worker = Open("w0");
+  v1::SynchronizeRequest request;
+  request.set_session_id(worker);
+  request.set_ready_for_work(true);
+  request.set_build_ahead_slots(4);
+  absl::StatusOr<v1::SynchronizeResponse> response = coordinator_.Synchronize(request);
+  ASSERT_TRUE(response.ok());
+  EXPECT_EQ(response->build_ahead_size(), 0);
 }
 
 }  // namespace
