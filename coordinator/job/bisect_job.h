@@ -9,11 +9,17 @@
 //   job_spec (common/spec)  the defaults and the checks of the spec;
 //   probe_book              tasks, the ready queue and the probe table;
 //   dispatch                PlanDispatch, the pure scheduler (who gets what now);
-//   calibration             roles, per-worker calibration, pooling, offsets, quarantine checks;
-//   probe_classifier        the verdict rules (baselines, probes, the confirmation);
+//   calibration             roles, per-worker calibration, pooling, offsets, quarantine checks,
+//                           the noise the job has seen;
+//   probe_classifier        the verdict rules (baselines, probes, the confirmation's bootstrap);
+//   confirmation            the confirmation's plan (pairs from the noise) and its judgement;
+//   result_reuse            which cached results of earlier jobs may be used, and when;
+//   build_ahead             which commits to build before a slot is handed them;
 //   job_text                every sentence of its events, warnings and errors.
 // BisectJob itself sequences them: it applies dispatch plans, routes results to the
-// classifier, applies quarantine decisions and composes the result.
+// classifier, applies quarantine decisions and composes the result. Its methods live in
+// bisect_job.cc (dispatch, results, verdicts), baselines.cc, cached_probes.cc,
+// worker_changes.cc and job_result.cc.
 #ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 #define KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 
@@ -64,14 +70,15 @@ class BisectJob {
     v1::Task task;
   };
 
-  // Hands out tasks to the idle `workers` (at most one each, in order): queued work first (the
-  // BAD baseline, re-measurements pinned to their worker, retries of lost tasks), the reference
-  // GOOD to the first worker without a calibration, then, to the other workers without one,
-  // their GOOD calibration as soon as PlanRound says a round can afford it (a worker that probes
-  // before it calibrates gets provisional verdicts, which count once it has calibrated), and
-  // bisect probes that split the open interval as evenly as possible together with the probes
-  // in flight. Quarantined workers get nothing. Respects the spec's max_workers. Returns none
-  // once finished.
+  // Hands out tasks to the idle `workers` (at most one each, in order; see dispatch.h): queued
+  // work first (the BAD baseline and then its worker's reference GOOD, re-measurements pinned to
+  // their worker, retries of lost tasks, the confirmation's pairs), calibrations of workers that
+  // must or can afford to calibrate (a worker that probes before it calibrates gets provisional
+  // verdicts, which count once it has calibrated), and bisect probes that split the open
+  // interval as evenly as possible together with the probes in flight (moved onto a worker's
+  // cached commit when one is close). Cached results that became usable join the search first.
+  // Quarantined workers get nothing. Respects the spec's max_workers. Returns none once
+  // finished.
   std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now);
 
   // What Apply returned: tasks handed out (kTakeTasks) and tasks to cancel.
