@@ -30,9 +30,7 @@ int BisectJob::CalibrationRunsNeeded() const {
   if (pass_fail_ || status_.state() != v1::JOB_STATE_BISECTING) return floor;
   const double step =
       std::fabs(status_.baseline().bad().median() - status_.baseline().good().median());
-  const double noise = std::max(calibration_.ObservedNoise(),
-                                BaselineNoise(calibration_.PooledSamples(v1::VERDICT_GOOD),
-                                              calibration_.ReferenceBadSamples()));
+  const double noise = calibration_.JobNoise();
   if (step == 0 || noise == 0) return floor;
   const double z = 3.0 * noise / (step / 3.0);
   return std::clamp(static_cast<int>(std::ceil(2.0 * z * z)), 1, floor);

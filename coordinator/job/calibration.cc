@@ -221,6 +221,12 @@ double Calibration::ObservedNoise() const {
   return count > 2 ? std::sqrt(squares / (count - 2)) : 0;
 }
 
+double Calibration::JobNoise() const {
+  if (pass_fail_ || good_probe_ < 0 || bad_probe_ < 0) return 0;
+  return std::max(ObservedNoise(),
+                  BaselineNoise(PooledSamples(v1::VERDICT_GOOD), PooledSamples(v1::VERDICT_BAD)));
+}
+
 double Calibration::InReferenceFrame(const std::string& worker, double value) const {
   const Worker* state = Find(worker);
   if (state == nullptr || state->calibration < 0 || good_probe_ < 0) return value;

@@ -134,6 +134,9 @@ class Calibration {
   // less one per side. 0 when nothing repeated was seen (a deterministic benchmark, or too few
   // samples). Single runs (--runs 1) show noise here that no one probe's samples can.
   double ObservedNoise() const;
+  // The noise the job's decisions are sized by: the larger of ObservedNoise and the spread of
+  // the pooled GOOD and BAD samples (BaselineNoise).
+  double JobNoise() const;
   // `value` measured on `worker` in the reference's frame (scaled by the ratio of the GOOD
   // calibrations); unchanged without a calibration.
   double InReferenceFrame(const std::string& worker, double value) const;

@@ -5,13 +5,6 @@
 #include <cmath>
 
 namespace kbisect {
-namespace {
-
-// Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
-constexpr double kMedianEfficiency = 1.2533;
-
-}  // namespace
-
 int ConfirmationSet::pairs() const {
   return static_cast<int>(std::min(last_good.size(), culprit.size()));
 }

@@ -163,7 +163,7 @@ void BisectJob::StartConfirmation(absl::Time now, bool early) {
   confirmation->set_reused_pairs(reused);
   const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
   const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
-  const double sigma = std::max(BaselineNoise(good, bad), calibration_.ObservedNoise());
+  const double sigma = calibration_.JobNoise();
   const double step = MedianOrZero(bad) - MedianOrZero(good);
   const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
                                              status_.spec().max_runs());

@@ -21,8 +21,6 @@ constexpr int kMinBaselineRuns = 5;
 // Runs of each baseline below which their spread is unseen (one run each).
 constexpr int kMinSpreadRuns = 2;
 constexpr double kOverwhelmingZ = 10.0;
-// Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
-constexpr double kMedianEfficiency = 1.2533;
 // How many standard errors of the estimate the spread is inflated by (see ConservativeSigma).
 constexpr double kSigmaInflation = 1.0;
 // The baselines' spread is inflated more: an under-estimate there biases every verdict.

@@ -14,6 +14,9 @@
 
 namespace kbisect {
 
+// Standard error of a median relative to that of a mean (normal data): sqrt(pi / 2).
+inline constexpr double kMedianEfficiency = 1.2533;
+
 // What the baselines say about the job, computed once both are measured.
 struct BaselineAssessment {
   double good_median = 0;
