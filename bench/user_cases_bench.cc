@@ -197,6 +197,36 @@ std::vector<int> WorkersOr(const Settings& s, std::vector<int> defaults) {
   return s.workers.empty() ? defaults : s.workers;
 }
 
+// The seed procedure over GOOD..BAD of `repo` in a clone at `clone`, benchmark `bench`.
+SeedBisectOptions SeedOver(const std::string& repo, const std::string& clone,
+                           const std::string& good, const std::string& bad,
+                           const std::string& bench) {
+  SeedBisectOptions seed;
+  seed.repo = repo;
+  seed.clone = clone;
+  seed.good = good;
+  seed.bad = bad;
+  seed.bench = bench;
+  return seed;
+}
+
+// `kbisect run` over GOOD..BAD of `repo` on `workers` workers, its cache and JSON at the paths
+// given, benchmark `bench`.
+KbisectRunOptions KbisectOver(const Settings& s, const std::string& repo, const std::string& good,
+                              const std::string& bad, int workers, const std::string& cache_dir,
+                              const std::string& json, const std::string& bench) {
+  KbisectRunOptions run;
+  run.kbisect = s.bin + "/kbisect";
+  run.repo = repo;
+  run.good = good;
+  run.bad = bad;
+  run.workers = workers;
+  run.cache_dir = cache_dir;
+  run.json = json;
+  run.bench = bench;
+  return run;
+}
+
 // One demo-repository case (a, b, c): git bisect, then kbisect at each W with a fresh cache.
 struct DemoCase {
   std::string id;
@@ -218,13 +248,8 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
   const std::string env = absl::StrFormat("KBISECT_DEMO_SLEEP=%.3f", s.bench_seconds);
   const std::string build = c.build_seconds > 0 ? absl::StrFormat("sleep %g", c.build_seconds) : "";
 
-  SeedBisectOptions seed;
-  seed.repo = repo;
-  seed.clone = dir + "/git-bisect";
-  seed.good = "v1.0";
-  seed.bad = "main";
+  SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect", "v1.0", "main", "./bench.sh");
   seed.env = env;
-  seed.bench = "./bench.sh";
   seed.runs = c.runs;
   const std::string git_counter = c.build_seconds > 0 ? dir + "/builds-git" : "";
   if (c.build_seconds > 0) seed.build = CountedBuild(build, git_counter);
@@ -233,16 +258,10 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
       GitRow(c.id, absl::StrCat("git bisect run (", c.runs, " runs)"), git, expected, git_counter));
 
   for (int w : WorkersOr(s, c.workers)) {
-    KbisectRunOptions run;
-    run.kbisect = s.bin + "/kbisect";
-    run.repo = repo;
-    run.good = "v1.0";
-    run.bad = "main";
-    run.workers = w;
-    run.cache_dir = absl::StrCat(dir, "/cache-w", w);
-    run.json = absl::StrCat(dir, "/kbisect-w", w, ".json");
+    KbisectRunOptions run =
+        KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache-w", w),
+                    absl::StrCat(dir, "/kbisect-w", w, ".json"), "./bench.sh");
     run.env = env;
-    run.bench = "./bench.sh";
     if (c.runs != 3) run.flags = {"--runs", absl::StrCat(c.runs)};
     const std::string counter = c.build_seconds > 0 ? absl::StrCat(dir, "/builds-w", w) : "";
     if (c.build_seconds > 0) {
@@ -280,13 +299,9 @@ std::vector<std::string> RunNightlies(const Settings& s, Table& table) {
 
   double git_seconds[2];
   for (int j = 0; j < 2; ++j) {
-    SeedBisectOptions seed;
-    seed.repo = repo;
-    seed.clone = absl::StrCat(dir, "/git-bisect-job", j + 1);
-    seed.good = shas[jobs[j].good];
-    seed.bad = shas[jobs[j].bad];
+    SeedBisectOptions seed = SeedOver(repo, absl::StrCat(dir, "/git-bisect-job", j + 1),
+                                      shas[jobs[j].good], shas[jobs[j].bad], "./bench.sh");
     seed.env = env;
-    seed.bench = "./bench.sh";
     const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
     git_seconds[j] = git.wall_seconds;
     table.Add(
@@ -297,16 +312,11 @@ std::vector<std::string> RunNightlies(const Settings& s, Table& table) {
   for (int w : WorkersOr(s, {7})) {
     KbisectFigures figures[2];
     for (int j = 0; j < 2; ++j) {
-      KbisectRunOptions run;
-      run.kbisect = s.bin + "/kbisect";
-      run.repo = repo;
-      run.good = shas[jobs[j].good];
-      run.bad = shas[jobs[j].bad];
-      run.workers = w;
-      run.cache_dir = absl::StrCat(dir, "/cache-w", w);  // shared by both jobs
-      run.json = absl::StrCat(dir, "/kbisect-w", w, "-job", j + 1, ".json");
+      KbisectRunOptions run =
+          KbisectOver(s, repo, shas[jobs[j].good], shas[jobs[j].bad], w,
+                      absl::StrCat(dir, "/cache-w", w),  // shared by both jobs
+                      absl::StrCat(dir, "/kbisect-w", w, "-job", j + 1, ".json"), "./bench.sh");
       run.env = env;
-      run.bench = "./bench.sh";
       figures[j] = kbisect_bench::RunKbisect(run);
       Row row = KbisectRow("d", absl::StrFormat("kbisect job %d W=%d", j + 1, w), figures[j],
                            git_seconds[j], expected, "", 0);
@@ -342,27 +352,16 @@ void RunCompileCase(const Settings& s, Table& table) {
     return;
   }
   const std::string make = "make -j2 -s";
-  SeedBisectOptions seed;
-  seed.repo = repo;
-  seed.clone = dir + "/git-bisect";
-  seed.good = "v1.0";
-  seed.bad = "main";
+  SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect", "v1.0", "main", "./build/bench");
   seed.build = CountedBuild(make, dir + "/builds-git");
-  seed.bench = "./build/bench";
   const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
   table.Add(GitRow("e", "git bisect run (3 runs)", git, expected, dir + "/builds-git"));
   for (int w : WorkersOr(s, {1})) {
-    KbisectRunOptions run;
-    run.kbisect = s.bin + "/kbisect";
-    run.repo = repo;
-    run.good = "v1.0";
-    run.bad = "main";
-    run.workers = w;
-    run.cache_dir = absl::StrCat(dir, "/cache-w", w);
-    run.json = absl::StrCat(dir, "/kbisect-w", w, ".json");
+    KbisectRunOptions run =
+        KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache-w", w),
+                    absl::StrCat(dir, "/kbisect-w", w, ".json"), "./build/bench");
     const std::string counter = absl::StrCat(dir, "/builds-w", w);
     run.flags = {"--build", CountedBuild(make, counter)};
-    run.bench = "./build/bench";
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     table.Add(KbisectRow("e", absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected, counter,
                          w == 1 ? 1.10 : 0));
