@@ -2,7 +2,7 @@
 //
 // The wall time of a bisect as the job's policies make it, without the machine: the real
 // BisectJob driven by tests/testing/job_simulator (asynchronous workers, a shared build cache,
-// jittered spans) over user_cases_bench's cases a-c, against the seed procedure done serially
+// jittered spans) over user_cases_bench's cases a-d, against the seed procedure done serially
 // (git bisect: the two baselines, then ceil(log2 n) steps, each a checkout, a build and N runs).
 // It separates what the scheduling costs from what a loaded 2-core machine adds (checkouts of
 // 2,000 files by 7 slots at once, other processes), so a dispatch change can be judged by its
@@ -74,12 +74,14 @@ void PrintTrace(const SimulationResult& result) {
     const double to =
         probe->has_end_time() ? absl::ToDoubleSeconds(FromProto(probe->end_time()) - start) : -1;
     auto wait = result.build_wait.find(probe->probe_id());
-    std::cout << absl::StrFormat("    %-22s %-4s %5d %-22s r%d %7.2f-%7.2f build %4.2f n=%d%s\n",
+    std::cout << absl::StrFormat("    %-22s %-4s %5d %-22s r%d %7.2f-%7.2f build %4.2f n=%d%s%s\n",
                                  v1::ProbeKind_Name(probe->kind()), probe->worker(), probe->index(),
                                  v1::Verdict_Name(probe->verdict()), probe->round(), from, to,
                                  wait == result.build_wait.end() ? -1.0 : wait->second,
                                  probe->samples_size(),
-                                 probe->state() == v1::PROBE_STATE_CANCELLED ? " cancelled" : "");
+                                 probe->state() == v1::PROBE_STATE_CANCELLED ? " cancelled" : "",
+                                 probe->cached() ? " cached" : "");
+    if (!probe->message().empty()) std::cout << "        " << probe->message() << "\n";
   }
 }
 
@@ -130,18 +132,58 @@ void RunCase(const ModelCase& c, int workers, int build_ahead, int positions, in
       rounds / jobs, runs / jobs, builds / jobs, right, jobs);
 }
 
+// Case d: two nightlies sharing the result cache. Job 1 bisects 0..n, job 2 has GOOD 30% into
+// that range and BAD 30% past it (the culprit at 2n/3 in both).
+void RunNightlies(int n, int workers, int positions, int seeds, bool trace) {
+  double runs_ratio = 0;
+  double wall_ratio = 0;
+  int right = 0;
+  int jobs = 0;
+  for (int seed = 1; seed <= seeds * positions; ++seed) {
+    SimulationOptions options;
+    options.commits = n;
+    options.culprit = 2 * n / 3;
+    options.noise_cv = 0.01;
+    options.seed = static_cast<uint64_t>(seed);
+    options.workers = SimulatedWorkers(workers);
+    const SimulationResult first = SimulateJob(SimulationSpec(), options);
+    options.first_commit = 3 * n / 10;
+    options.seed = static_cast<uint64_t>(seed + 1000);
+    options.cached = CachedResultsOf(first);
+    const SimulationResult second = SimulateJob(SimulationSpec(), options);
+    if (trace && seed == 1) {
+      PrintTrace(second);
+      for (const v1::JobEvent& event : second.events) {
+        std::cout << absl::StrFormat(
+            "    %7.2f %s\n",
+            absl::ToDoubleSeconds(FromProto(event.time()) -
+                                  FromProto(second.status.create_time())),
+            event.message());
+      }
+    }
+    runs_ratio += static_cast<double>(second.bench_runs) / first.bench_runs;
+    wall_ratio += second.wall_seconds / first.wall_seconds;
+    right += second.status.culprit().sha() == first.status.culprit().sha() ? 1 : 0;
+    ++jobs;
+  }
+  std::cout << absl::StrFormat(
+      "  d  W=%d  job 2 / job 1: bench runs %.2f (target <= 0.35), wall %.2f (target <= 0.35)"
+      "  same culprit %d/%d\n",
+      workers, runs_ratio / jobs, wall_ratio / jobs, right, jobs);
+}
+
 }  // namespace
 }  // namespace kbisect
 
 int main(int argc, char** argv) {
   CLI::App app{"Modelled wall time of kbisect's job policies against a serial git bisect"};
-  std::string cases = "a,b,c";
+  std::string cases = "a,b,c,d";
   std::string workers = "1,7";
   int positions = 12;
   int seeds = 2;
   bool trace = false;
   std::string build_ahead = "0";
-  app.add_option("--case", cases, "Cases to model (a,b,c)");
+  app.add_option("--case", cases, "Cases to model (a,b,c,d)");
   app.add_option("--workers", workers, "Worker counts");
   app.add_option("--positions", positions, "Culprit positions across the range");
   app.add_option("--seeds", seeds, "Seeds per position");
@@ -159,6 +201,12 @@ int main(int argc, char** argv) {
         kbisect::RunCase(c, std::stoi(std::string(w)), std::stoi(std::string(b)), positions, seeds,
                          trace);
       }
+    }
+  }
+  if (cases.find('d') != std::string::npos) {
+    std::cout << "(d) two nightlies over overlapping ranges, one result cache\n";
+    for (absl::string_view w : absl::StrSplit(workers, ',')) {
+      kbisect::RunNightlies(1000, std::stoi(std::string(w)), positions, seeds, trace);
     }
   }
   return 0;
