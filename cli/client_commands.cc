@@ -213,7 +213,7 @@ int EligibleWorkers(Client* client, const v1::JobSpec& spec) {
 // Follows `job_id` to its end as `kbisect run` shows it, then prints the report. Returns the
 // exit code.
 int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
-                const std::string& json_file) {
+                const JobOutputs& outputs) {
   if (!quiet) PrintJobHeader(initial, EligibleWorkers(client, initial.spec()), std::cout);
   JobFollower follower(client->stub(), initial.job_id());
   absl::StatusOr<v1::JobStatus> final_status;
@@ -237,7 +237,7 @@ int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
               << final_status.status().message() << "\n";
     return kExitError;
   }
-  return ReportFinalStatus(*final_status, json_file);
+  return ReportFinalStatus(*final_status, outputs);
 }
 
 // A local path that exists is made absolute (workers resolve it on their own filesystem); URLs
@@ -308,12 +308,12 @@ int Submit(int argc, char** argv) {
     std::cerr << "kbisect: request id " << request_id << " was submitted before; job "
               << response.job_id() << " is that submission\n";
   }
-  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.json_file);
-  if (!options.json_file.empty()) {
-    std::ofstream out(options.json_file);
+  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.outputs);
+  if (!options.outputs.json_file.empty()) {
+    std::ofstream out(options.outputs.json_file);
     out << StatusToJson(response.job()) << "\n";
     if (!out) {
-      std::cerr << "kbisect: cannot write " << options.json_file << "\n";
+      std::cerr << "kbisect: cannot write " << options.outputs.json_file << "\n";
       return kExitError;
     }
   }
@@ -330,6 +330,8 @@ int Status(int argc, char** argv) {
   int limit = 50;
   app.add_option("JOB", job_id, "Job id (default: list jobs, newest first)");
   app.add_flag("--json", json, "Print JSON (the `run --json` schema for one job)");
+  JobOutputs outputs;
+  AddJobOutputFlags(&app, &outputs, /*notify=*/false);
   app.add_option("--limit", limit, "Most jobs listed")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
@@ -347,6 +349,10 @@ int Status(int argc, char** argv) {
     if (!status.ok()) return client->Fail(status);
     std::cout << (json ? StatusToJson(response.job()) + "\n" : FormatReport(response.job()))
               << std::flush;
+    if (absl::Status written = WriteJobOutputs(response.job(), outputs); !written.ok()) {
+      std::cerr << "kbisect: " << written.message() << "\n";
+      return kExitError;
+    }
     return 0;
   }
   v1::ListJobsRequest request;
@@ -354,6 +360,10 @@ int Status(int argc, char** argv) {
   v1::ListJobsResponse response;
   grpc::Status status = client->stub()->ListJobs(context.get(), request, &response);
   if (!status.ok()) return client->Fail(status);
+  if (!outputs.html_file.empty() || !outputs.markdown_file.empty()) {
+    std::cerr << "kbisect: --html and --markdown need a JOB\n";
+    return kExitUsage;
+  }
   if (json) {
     std::cout << MessageToJson(response) << "\n";
     return 0;
@@ -385,10 +395,11 @@ int Watch(int argc, char** argv) {
   AddConnectionOptions(&app, &connection);
   std::string job_id;
   bool quiet = false;
-  std::string json_file;
+  JobOutputs outputs;
   app.add_option("JOB", job_id, "Job id")->required();
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
-  app.add_option("--json", json_file, "Write the final result as JSON to FILE");
+  app.add_option("--json", outputs.json_file, "Write the final result as JSON to FILE");
+  AddJobOutputFlags(&app, &outputs, /*notify=*/true);
   if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
     return code;
   }
@@ -401,7 +412,7 @@ int Watch(int argc, char** argv) {
   auto context = Client::Context();
   grpc::Status status = client->stub()->GetJob(context.get(), request, &response);
   if (!status.ok()) return client->Fail(status);
-  return FollowToEnd(client.get(), response.job(), quiet, json_file);
+  return FollowToEnd(client.get(), response.job(), quiet, outputs);
 }
 
 int Workers(int argc, char** argv) {

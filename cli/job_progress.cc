@@ -43,18 +43,15 @@ bool IsProgressLine(const v1::JobEvent& event) {
   }
 }
 
-int ReportFinalStatus(const v1::JobStatus& job, const std::string& json_file) {
+int ReportFinalStatus(const v1::JobStatus& job, const JobOutputs& outputs) {
   std::cout << FormatReport(job) << std::flush;
-  if (!json_file.empty()) {
-    std::ofstream out(json_file);
-    out << StatusToJson(job) << "\n";
-    if (!out) {
-      std::cerr << "kbisect: cannot write " << json_file << "\n";
-      return kExitError;
-    }
-  }
+  const absl::Status written = WriteJobOutputs(job, outputs);
   if (job.status() == v1::OUTCOME_ERROR && !job.error().empty()) {
     std::cerr << "kbisect: " << job.error() << "\n";
+  }
+  if (!written.ok()) {
+    std::cerr << "kbisect: " << written.message() << "\n";
+    return kExitError;
   }
   return ExitCodeFor(job.status());
 }

@@ -185,7 +185,7 @@ int RunCommand(int argc, char** argv) {
     cluster->StopWorkers();
   }
 
-  const int code = ReportFinalStatus(final_status, options.json_file);
+  const int code = ReportFinalStatus(final_status, options.outputs);
   if (interrupt.signalled() || stop_requested) return kExitInterrupted;
   return code;
 }
