@@ -2,7 +2,7 @@
 //
 // The HTML job page, its template helper, the Markdown summary, the reproduce command and the
 // ETA, over a synthetic finished job (the browser checks over real jobs are in
-// tests/integration/job_pages_test.cc).
+// tests/integration/job_pages_browser_test.cc).
 #include <string>
 
 #include "absl/strings/match.h"
