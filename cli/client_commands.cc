@@ -214,14 +214,17 @@ int EligibleWorkers(Client* client, const v1::JobSpec& spec) {
 // exit code.
 int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
                 const JobOutputs& outputs) {
-  if (!quiet) PrintJobHeader(initial, EligibleWorkers(client, initial.spec()), std::cout);
+  const int workers = EligibleWorkers(client, initial.spec());
+  if (!quiet) PrintJobHeader(initial, workers, std::cout);
+  ProgressLines lines(initial, workers);
   JobFollower follower(client->stub(), initial.job_id());
   absl::StatusOr<v1::JobStatus> final_status;
   bool interrupted = false;
   {
     TerminationWatcher stop([&follower] { follower.Stop(); });
     final_status = follower.Follow([&](const v1::JobEvent& e) {
-      if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+      if (!quiet && IsProgressLine(e))
+        std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
     });
     interrupted = stop.signalled();
   }

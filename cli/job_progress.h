@@ -18,6 +18,7 @@
 #include "grpcpp/client_context.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/eta.h"
 
 namespace kbisect {
 
@@ -28,6 +29,23 @@ void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out);
 // True for the events whose message is a progress line (baselines, finished probes, warnings,
 // drift); false for STARTED (the header says it), PROBE_CANCELLED and FINISHED (the report).
 bool IsProgressLine(const v1::JobEvent& event);
+
+// Rewrites progress events' lines for the terminal. A finished probe's "Step s/S:" (whose S
+// moves as the search learns) becomes a stable "Round r of ~R:" (R starts at the header's
+// estimate and only grows, to the probe's round plus the rounds still needed), "1 commits" and
+// "1 probes" become singular, and the time left (report/eta.h, from the finished probes' spans
+// and the rounds left) is added: "(12 commits left, 3 probes in flight, ~40s left)".
+class ProgressLines {
+ public:
+  ProgressLines(const v1::JobStatus& job, int workers);
+
+  // The line to print for `event` (IsProgressLine), at `now`.
+  std::string Line(const v1::JobEvent& event, absl::Time now);
+
+ private:
+  EtaEstimator eta_;
+  int rounds_ = 0;
+};
 
 // Prints the final report of `job` on stdout, writes the `outputs` asked for (JSON, HTML,
 // Markdown, the notification), prints the job's error on stderr when it failed, and returns the

@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
@@ -213,8 +214,9 @@ int RunCommand(int argc, char** argv) {
 
   v1::JobStatus final_status;
   JobFollower follower(stub.get(), submitted.job_id());
+  ProgressLines lines(submitted.job(), workers);
   absl::StatusOr<v1::JobStatus> followed = follower.Follow([&](const v1::JobEvent& e) {
-    if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
   });
   const bool finished = followed.ok();
   if (finished) final_status = *std::move(followed);
