@@ -323,6 +323,15 @@ int Submit(int argc, char** argv) {
   return 0;
 }
 
+// A job's age as kubectl shows it: "45s ago", "5m ago", "3h ago", "2d ago".
+std::string Age(absl::Duration age) {
+  const int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(age));
+  if (s < 60) return absl::StrCat(s, "s ago");
+  if (s < 3600) return absl::StrCat(s / 60, "m ago");
+  if (s < 86400) return absl::StrCat(s / 3600, "h ago");
+  return absl::StrCat(s / 86400, "d ago");
+}
+
 int Status(int argc, char** argv) {
   CLI::App app{"Show one job's report, or list the coordinator's jobs.", "kbisect status"};
   app.footer(kConnectionFooter);
@@ -335,6 +344,8 @@ int Status(int argc, char** argv) {
   app.add_flag("--json", json, "Print JSON (the `run --json` schema for one job)");
   JobOutputs outputs;
   AddJobOutputFlags(&app, &outputs, /*notify=*/false);
+  bool wide = false;
+  app.add_flag("--wide", wide, "In the list, CREATED as RFC 3339 with the zone, not an age");
   app.add_option("--limit", limit, "Most jobs listed")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
@@ -377,13 +388,19 @@ int Status(int argc, char** argv) {
   }
   std::vector<std::vector<std::string>> rows = {
       {"JOB", "STATE", "OUTCOME", "LEFT", "CULPRIT", "CREATED", "RANGE", "REPOSITORY"}};
+  const absl::Time now = absl::Now();
   for (const v1::JobSummary& job : response.jobs()) {
-    rows.push_back(
-        {job.job_id(), JobStateName(job.state()), OutcomeName(job.status()),
-         absl::StrCat(job.progress().remaining_commits()),
-         job.culprit_sha().empty() ? "-" : job.culprit_sha().substr(0, 12),
-         absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(job.create_time()), absl::LocalTimeZone()),
-         absl::StrCat(job.good(), "..", job.bad().empty() ? "HEAD" : job.bad()), job.repository()});
+    const bool finished = job.state() == v1::JOB_STATE_DONE ||
+                          job.state() == v1::JOB_STATE_CANCELLED ||
+                          job.state() == v1::JOB_STATE_FAILED;
+    rows.push_back({job.job_id(), JobStateName(job.state()), OutcomeName(job.status()),
+                    finished ? "-" : absl::StrCat(job.progress().remaining_commits()),
+                    job.culprit_sha().empty() ? "-" : job.culprit_sha().substr(0, 12),
+                    wide ? absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", FromProto(job.create_time()),
+                                            absl::LocalTimeZone())
+                         : Age(now - FromProto(job.create_time())),
+                    absl::StrCat(job.good(), "..", job.bad().empty() ? "HEAD" : job.bad()),
+                    job.repository()});
   }
   PrintTable(rows);
   return 0;

@@ -47,7 +47,7 @@ svg text{fill:var(--fg);font-size:11px}svg .tick{fill:var(--muted)}svg .axis-tit
 .v-bad,.v-baseline-bad{fill:var(--bad);stroke:var(--bad)}
 .v-skip{fill:var(--skip);stroke:var(--skip)}.v-ambiguous{fill:var(--amb);stroke:var(--amb)}
 .v-pending{fill:var(--pending);stroke:var(--pending)}.v-confirm{fill:var(--confirm);stroke:var(--confirm)}
-.sample.provisional{fill:none}
+.sample.provisional,.legend .provisional{fill:none}
 .sample.quarantined{opacity:.35;stroke-dasharray:1 1.5}
 .sample.hl{stroke:var(--hl);stroke-width:3}
 line.median{stroke-width:2;fill:none}

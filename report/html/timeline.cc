@@ -85,7 +85,8 @@ absl::StatusOr<std::string> RenderTimeline(const v1::JobStatus& job, absl::Time 
   for (int t = 0; t <= 4; ++t) {
     const double x = kLeft + plot_w * t / 4.0;
     absl::StrAppend(&body, "<text class=\"tick\" x=\"", Num(x), "\" y=\"", Num(height - kAxis + 16),
-                    "\" text-anchor=\"middle\">+", Escape(Seconds(span * t / 4.0)), "</text>");
+                    "\" text-anchor=\"", t == 4 ? "end" : "middle", "\">+",
+                    Escape(Seconds(span * t / 4.0)), "</text>");
   }
   return Fill(
       R"html(<svg class="timeline" viewBox="0 0 {{w}} {{h}}" role="img" aria-label="{{aria}}" xmlns="http://www.w3.org/2000/svg"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" class="hatch"/></pattern></defs>{{{body}}}</svg>)html",

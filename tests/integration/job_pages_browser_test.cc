@@ -324,6 +324,14 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
 
+  // The list: a finished job has no commits left ("-") and an age; --wide the time with a zone.
+  CommandResult listed = Kbisect("status");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex(absl::StrCat(
+                              job_id, " +done +culprit_found +- +[0-9a-f]{12} +[0-9]+s ago ")));
+  EXPECT_THAT(Kbisect("status --wide").out,
+              ::testing::ContainsRegex("20[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2} "));
+
   // kbisect status JOB --html writes the same page of the finished job; a browser shows it.
   const std::string file = tmp_.Join("status.html");
   CommandResult status = Kbisect(absl::StrCat("status ", job_id, " --html ", file, " --json"));
