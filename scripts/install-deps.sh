@@ -25,6 +25,11 @@ PACKAGES=(
   # cpp-httplib 0.11: `kbisect triage --dashboard URL` and its local test server, and the
   # coordinator's Prometheus endpoint (`kbisect-coordinator --metrics-listen`).
   libcpp-httplib-dev
+  # Chromium: the headless browser that checks the HTML job pages (`--html`) in the tests
+  # (DOM, console errors, screenshots). Without it those tests skip and say why.
+  chromium
+  # Fonts, so headless screenshots of the pages draw text.
+  fonts-dejavu-core
 )
 
 missing=()

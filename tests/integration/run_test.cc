@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -31,6 +33,7 @@ using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::kbisect::testing::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -116,7 +119,7 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   // Seed-style progress and report.
   EXPECT_THAT(run.out, HasSubstr("Total commits in range: 200"));
   EXPECT_THAT(run.out, HasSubstr("Baseline results:"));
-  EXPECT_THAT(run.out, ::testing::ContainsRegex("Step 1/[0-9]+: [0-9a-f]{7} metric="));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("Round 1 of ~[0-9]+: [0-9a-f]{7} metric="));
   EXPECT_THAT(run.out, HasSubstr("PERFORMANCE REGRESSION BISECT RESULT"));
   EXPECT_THAT(run.out, HasSubstr(culprit));
   EXPECT_THAT(run.out, HasSubstr("Retune attention tiles"));
@@ -142,6 +145,59 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   EXPECT_EQ(RunShell("git -C " + repo + " rev-parse HEAD").out, head_before);
   EXPECT_EQ(ReadFile(repo + "/params.txt"), "latency_ms=9.99\nnoise=0\n");
   EXPECT_EQ(RunShell("git -C " + repo + " stash list").out, "");
+}
+
+// The progress lines: "Round r of ~R" whose R never shrinks, singular words for one, and the
+// time left, whose error against the real end is printed (docs/benchmarks.md, "ETA").
+TEST_F(RunTest, ProgressLinesCountRoundsStablyAndEstimateTheTimeLeft) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 120 --culprit 80");
+  // Each line is stamped with the time it was printed.
+  CommandResult run = RunShell(absl::StrCat(
+      "cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.1 KBISECT_CACHE_DIR=",
+      ShellQuote(tmp_.Join("cache")), " ", Kbisect(), " run v1.0 --repo ", repo,
+      " --workers 3 -- ./bench.sh | while IFS= read -r l; do printf '%s %s\\n' \"$(date +%s.%N)\" "
+      "\"$l\"; done"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  std::vector<std::pair<double, double>> etas;  // (printed at, seconds left predicted)
+  double end = 0;
+  int last_total = 0;
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(run.out, '\n', absl::SkipEmpty()))) {
+    double at = 0;
+    ASSERT_TRUE(absl::SimpleAtod(line.substr(0, line.find(' ')), &at)) << line;
+    int round = 0, total = 0;
+    if (const size_t r = line.find(" Round "); r != std::string::npos) {
+      ASSERT_EQ(std::sscanf(line.c_str() + r, " Round %d of ~%d:", &round, &total), 2) << line;
+      EXPECT_GE(total, last_total) << line;
+      EXPECT_LE(round, total) << line;
+      last_total = total;
+      EXPECT_THAT(line, Not(HasSubstr("(1 commits left")));
+      EXPECT_THAT(line, Not(HasSubstr(", 1 probes in flight")));
+    }
+    if (const size_t t = line.find(", ~"); t != std::string::npos) {
+      int m = 0, s = 0;
+      if (std::sscanf(line.c_str() + t, ", ~%dm%ds left)", &m, &s) == 2 ||
+          (m = 0, std::sscanf(line.c_str() + t, ", ~%ds left)", &s) == 1)) {
+        etas.emplace_back(at, 60.0 * m + s);
+      }
+    }
+    if (absl::StrContains(line, "PERFORMANCE REGRESSION BISECT RESULT")) end = at;
+  }
+  ASSERT_GT(end, 0) << run.out;
+  ASSERT_GE(etas.size(), 3u) << run.out;
+  double abs_error = 0, worst = 0;
+  for (const auto& [at, predicted] : etas) {
+    const double error = predicted - (end - at);
+    abs_error += std::abs(error);
+    worst = std::max(worst, std::abs(error));
+  }
+  abs_error /= etas.size();
+  std::printf(
+      "ETA over %zu progress lines of a %.1fs job: mean absolute error %.2fs, worst %.2fs\n",
+      etas.size(), end - etas.front().first, abs_error, worst);
+  // Whole seconds are printed, so half a second is rounding; the job is about 5 s long.
+  EXPECT_LT(abs_error, 2.5);
 }
 
 TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
