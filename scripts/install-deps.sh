@@ -25,6 +25,11 @@ PACKAGES=(
   # cpp-httplib 0.11: `kbisect triage --dashboard URL` and its local test server, and the
   # coordinator's Prometheus endpoint (`kbisect-coordinator --metrics-listen`).
   libcpp-httplib-dev
+  # Slurm 22.05 (slurmctld, slurmd, sbatch, srun) and munge: tests/integration/slurm_test runs
+  # the worker pool through deploy/slurm/ on a real single-node Slurm the test starts.
+  slurm-wlm munge
+  # patchelf: scripts/package.sh sets the bundle's $ORIGIN/../lib rpath on the shared libraries.
+  patchelf
 )
 
 missing=()
