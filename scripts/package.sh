@@ -7,6 +7,7 @@
 #     lib/     every shared library they load beyond glibc (found with ldd; rpath $ORIGIN)
 #     docs/    README.md and docs/*.md
 #     deploy/  the Slurm scripts, the Kubernetes manifests and the Dockerfile
+#     scripts/ gpu-smoke.sh (the GPU smoke check, run from the bundle alone)
 #     BUNDLE   version, build host, and the minimum glibc the bundle needs
 #
 # Unpack it anywhere on an x86-64 Linux with glibc >= the version in BUNDLE (2.36 for a bookworm
@@ -51,7 +52,7 @@ name="kbisect-$version-linux-$arch"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 dest="$stage/$name"
-mkdir -p "$dest/bin" "$dest/lib" "$dest/docs" "$dest/deploy"
+mkdir -p "$dest/bin" "$dest/lib" "$dest/docs" "$dest/deploy" "$dest/scripts"
 
 # glibc's own libraries stay the host's: they must match its ld.so.
 is_glibc() {
@@ -93,6 +94,7 @@ glibc_min="$(objdump -T "$dest"/bin/* "$dest"/lib/* 2>/dev/null \
 cp README.md "$dest/docs/README.md"
 cp docs/*.md "$dest/docs/"
 cp -r deploy/slurm deploy/k8s deploy/Dockerfile "$dest/deploy/"
+cp scripts/gpu-smoke.sh "$dest/scripts/"
 cat >"$dest/BUNDLE" <<INFO
 kbisect $version ($arch), built $(git log -1 --format=%h 2>/dev/null || echo unknown) on $(. /etc/os-release && echo "$PRETTY_NAME")
 minimum glibc: $glibc_min

@@ -29,11 +29,13 @@ tar -C "$tmp/unpacked" -xzf "$tarball"
 bundle="$(ls -d "$tmp"/unpacked/kbisect-*)"
 for f in bin/kbisect bin/kbisect-coordinator bin/kbisect-worker BUNDLE docs/README.md \
          docs/operations.md deploy/slurm/kbisect-workers.sbatch \
-         deploy/slurm/kbisect-coordinator.sbatch deploy/Dockerfile deploy/k8s/base; do
+         deploy/slurm/kbisect-coordinator.sbatch deploy/Dockerfile deploy/k8s/base scripts/gpu-smoke.sh; do
   [ -e "$bundle/$f" ] || fail "the bundle lacks $f"
 done
 grep -q "minimum glibc: 2\.[0-9]*" "$bundle/BUNDLE" || fail "BUNDLE names no minimum glibc"
-ok "layout: bin/ lib/ docs/ deploy/ BUNDLE ($(du -h "$tarball" | cut -f1), $(grep 'minimum glibc' "$bundle/BUNDLE"))"
+# Inside the bundle the smoke check finds the bundle's own bin/ (and skips here, without a GPU).
+smoke="$(PATH=/usr/bin:/bin "$bundle/scripts/gpu-smoke.sh" 2>&1)" || fail "gpu-smoke.sh from the bundle: $smoke"
+ok "layout: bin/ lib/ docs/ deploy/ scripts/ BUNDLE ($(du -h "$tarball" | cut -f1), $(grep 'minimum glibc' "$bundle/BUNDLE"))"
 
 for b in kbisect kbisect-coordinator kbisect-worker; do
   deps="$(env -i "$(command -v ldd)" "$bundle/bin/$b")"
