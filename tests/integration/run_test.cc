@@ -3,6 +3,7 @@
 // End to end: the real `kbisect` binary bisects real generated repositories with a planted
 // regression, over real gRPC with several local workers, and is checked against `git bisect run`
 // on the same repository. Also every bad input of `kbisect run`.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -530,20 +532,36 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   double without_seconds = 0;
   const nlohmann::json with = bisect(2, &with_seconds);
   const nlohmann::json without = bisect(0, &without_seconds);
-  std::printf("kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
-              "%.1f s with --build-ahead 0\n",
-              with_seconds, without_seconds);
+  std::printf(
+      "kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
+      "%.1f s with --build-ahead 0\n",
+      with_seconds, without_seconds);
   ASSERT_FALSE(with.is_null());
   ASSERT_FALSE(without.is_null());
   EXPECT_EQ(with["culprit"]["sha"], culprit);
   EXPECT_EQ(without["culprit"]["sha"], culprit);
 
-  // A probe whose build was reused although no probe before it measured that commit found a
-  // build made ahead.
+  // A probe whose build was reused although no probe started before it measured that commit
+  // found a build made ahead. (Probes in start order: BAD's worker's reference GOOD comes early
+  // in the table but starts after another worker's GOOD, whose build it reuses.)
   auto reused_ahead = [](const nlohmann::json& result) {
+    std::vector<nlohmann::json> started;
+    for (const auto& probe : result["probes"]) {
+      if (probe.contains("start_time") && probe["start_time"].is_string()) started.push_back(probe);
+    }
+    auto start_of = [](const nlohmann::json& probe) {
+      absl::Time time;
+      std::string error;
+      EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, probe["start_time"].get<std::string>(), &time,
+                                  &error))
+          << error;
+      return time;
+    };
+    std::stable_sort(started.begin(), started.end(),
+                     [&](const auto& a, const auto& b) { return start_of(a) < start_of(b); });
     std::set<std::string> probed;
     int count = 0;
-    for (const auto& probe : result["probes"]) {
+    for (const auto& probe : started) {
       const std::string sha = probe["sha"];
       const nlohmann::json& timings = probe["timings"];
       if (probe["kind"] != "confirm" && !probed.count(sha) && timings.is_object() &&
