@@ -30,6 +30,11 @@ PACKAGES=(
   chromium
   # Fonts, so headless screenshots of the pages draw text.
   fonts-dejavu-core
+  # Slurm 22.05 (slurmctld, slurmd, sbatch, srun) and munge: tests/integration/slurm_test runs
+  # the worker pool through deploy/slurm/ on a real single-node Slurm the test starts.
+  slurm-wlm munge
+  # patchelf: scripts/package.sh sets the bundle's $ORIGIN/../lib rpath on the shared libraries.
+  patchelf
 )
 
 missing=()
