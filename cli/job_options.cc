@@ -83,6 +83,10 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_option("--hardware-class", o->hardware_class,
                   "Only use workers of this hardware-class fingerprint");
   app->add_option("--env", o->env, "KEY=VALUE added to the build and benchmark environment");
+  app->add_option("--mark", o->marks,
+                  "SHA=good|bad|skip: a verdict you know better than a measurement (a commit you "
+                  "know is broken, a result you don't trust); repeatable, listed in the report")
+      ->type_name("SHA=VERDICT");
   app->add_option("--json", o->outputs.json_file, "Write the result as JSON to FILE");
   AddJobOutputFlags(app, &o->outputs, /*notify=*/true);
 }
@@ -140,6 +144,26 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
       return absl::InvalidArgumentError(absl::StrCat("--env expects KEY=VALUE, got '", pair, "'"));
     }
     (*spec.mutable_env())[pair.substr(0, eq)] = pair.substr(eq + 1);
+  }
+  for (const std::string& text : o.marks) {
+    const size_t eq = text.find('=');
+    const std::string verdict = eq == std::string::npos ? "" : text.substr(eq + 1);
+    v1::CommitMark* mark = spec.add_marks();
+    mark->set_commit(text.substr(0, eq));
+    if (verdict == "good") {
+      mark->set_verdict(v1::VERDICT_GOOD);
+    } else if (verdict == "bad") {
+      mark->set_verdict(v1::VERDICT_BAD);
+    } else if (verdict == "skip") {
+      mark->set_verdict(v1::VERDICT_SKIP);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mark expects SHA=good, SHA=bad or SHA=skip, got '", text, "'"));
+    }
+    if (mark->commit().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mark expects a commit before '=', got '", text, "'"));
+    }
   }
   spec.set_hardware_class(o.hardware_class);
   spec.set_allow_improvement(o.allow_improvement);

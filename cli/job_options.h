@@ -44,6 +44,7 @@ struct JobOptions {
   std::string cache_max_age;  // "7d", "12h"; empty: kDefaultCacheMaxAge.
   std::string hardware_class;
   std::vector<std::string> env;
+  std::vector<std::string> marks;  // --mark SHA=good|bad|skip, as given.
   JobOutputs outputs;  // --json, --html, --markdown, --notify-url.
   std::vector<std::string> bench_command;
 };

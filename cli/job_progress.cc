@@ -18,6 +18,7 @@
 #include "cli/run_command.h"
 #include "common/rpc/status_conversion.h"
 #include "common/search/bisect_search.h"
+#include "coordinator/job/job_text.h"
 
 namespace kbisect {
 
@@ -32,6 +33,10 @@ void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out) {
   if (n > 100) {
     out << "Note: more than 100 commits; each round runs the benchmark "
         << job.spec().runs_per_commit() << " times per probe.\n";
+  }
+  if (job.marks_size() > 0) {
+    out << MarksText(job.marks(), std::max(0, job.first_bad_index() - job.last_good_index()))
+        << "\n";
   }
   out << std::flush;
 }

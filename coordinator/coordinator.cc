@@ -20,6 +20,7 @@
 #include "common/spec/action_digest.h"
 #include "common/spec/job_spec.h"
 #include "coordinator/follow_ups.h"
+#include "coordinator/job/marks.h"
 #include "coordinator/write_lock.h"
 
 namespace kbisect {
@@ -106,6 +107,11 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
   // Resolution does I/O (git); it runs without the lock.
   absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(request.spec());
   if (!commits.ok()) return commits.status();
+  // The user's marks must name commits of the range, consistently.
+  if (absl::StatusOr<std::vector<v1::CommitMark>> marks = ResolveMarks(request.spec(), *commits);
+      !marks.ok()) {
+    return marks.status();
+  }
   std::vector<v1::CachedResult> cached = LookUpCachedResults(request.spec(), *commits);
 
   WriteLock lock(this);

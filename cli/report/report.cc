@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
+#include "coordinator/job/marks.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
@@ -215,6 +216,7 @@ class ReportWriter {
         Running();
         break;
     }
+    Marks();
     Baselines();
     Confirmation();
     Workers();
@@ -482,6 +484,16 @@ class ReportWriter {
     const v1::Baseline& bad = job_.baseline().bad();
     return good.samples_size() > 0 || bad.samples_size() > 0 || good.median() != 0 ||
            bad.median() != 0;
+  }
+
+  // The verdicts the user gave (`--mark`): they stood in for measurements of those commits.
+  void Marks() {
+    if (job_.marks_size() == 0) return;
+    Line();
+    Line("Marked by you (not measured):");
+    for (const v1::CommitMark& mark : job_.marks()) {
+      Line(absl::StrCat("  ", short_(mark.sha()), " = ", MarkVerdictName(mark.verdict())));
+    }
   }
 
   void Baselines() {

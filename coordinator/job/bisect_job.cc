@@ -51,14 +51,38 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   status_.set_direction(status_.spec().direction());
   *status_.mutable_create_time() = ToProto(now);
 
+  // The user's marks stand in for measurements. They were checked when the job was submitted
+  // (Coordinator::SubmitJob); marks that no longer resolve are left out rather than guessed.
+  absl::StatusOr<std::vector<v1::CommitMark>> marks = ResolveMarks(status_.spec(), commits_);
+  if (marks.ok()) {
+    for (v1::CommitMark& mark : *marks) *status_.add_marks() = std::move(mark);
+  }
+  RecordMarks(&search_);
+  status_.set_last_good_index(search_.last_good());
+  status_.set_first_bad_index(search_.first_bad());
+
   // BAD is measured by the first worker to ask; GOOD by every worker (its calibration), the
   // first of which is the reference GOOD.
   const std::string bad_task = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
   calibration_.SetBadProbe(book_.at(bad_task).probe);
   book_.QueueBack(bad_task);
   UpdateProgress();
-  Emit(v1::JOB_EVENT_KIND_STARTED,
-       StartedText(status_.good_sha(), status_.bad_sha(), n, Log2Ceil(n)), nullptr, now);
+  std::string started = StartedText(status_.good_sha(), status_.bad_sha(), n, Log2Ceil(n));
+  if (status_.marks_size() > 0) {
+    absl::StrAppend(&started, "\n", MarksText(status_.marks(), search_.RemainingCandidates()));
+  }
+  Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
+}
+
+void BisectJob::RecordMarks(BisectSearch* search) const {
+  for (const v1::CommitMark& mark : status_.marks()) {
+    (void)search->Record(mark.index(), ToSearchVerdict(mark.verdict()));
+  }
+}
+
+bool BisectJob::IsMarked(int index) const {
+  return std::any_of(status_.marks().begin(), status_.marks().end(),
+                     [&](const v1::CommitMark& mark) { return mark.index() == index; });
 }
 
 // --- Dispatch -----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include "coordinator/job/confirmation.h"
 #include "coordinator/job/dispatch.h"
 #include "coordinator/job/journal_entry.h"
+#include "coordinator/job/marks.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/result_reuse.h"
@@ -210,8 +211,13 @@ class BisectJob {
                        absl::Time now);
   // Takes back every verdict judged against the baselines; the samples are judged again.
   void JudgeEveryVerdictAgain(absl::Time now);
-  // Rebuilds search_ from the recorded verdicts and the probes still running or waiting.
+  // Rebuilds search_ from the marks, the recorded verdicts and the probes still running or
+  // waiting.
   void RebuildSearch();
+  // Records the user's marks (status_.marks) in `search`.
+  void RecordMarks(BisectSearch* search) const;
+  // True when the user marked commit `index` (it is never probed nor given a cached verdict).
+  bool IsMarked(int index) const;
   // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
   // verdict until it is measured.
   void RemeasureBad(const std::string& why, absl::Time now);

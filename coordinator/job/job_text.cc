@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/job/marks.h"
 
 namespace kbisect {
 
@@ -19,6 +20,16 @@ std::string StartedText(const std::string& good_sha, const std::string& bad_sha,
       "Bisect range: %s..%s\nTotal commits in range: %d\n"
       "Estimated steps with one worker (git bisect): %d",
       ShortSha(good_sha), ShortSha(bad_sha), commits, serial_steps);
+}
+
+std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
+                      int commits_left) {
+  std::vector<std::string> parts;
+  for (const v1::CommitMark& mark : marks) {
+    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", MarkVerdictName(mark.verdict())));
+  }
+  return absl::StrCat("Marked by you (not measured): ", absl::StrJoin(parts, ", "), "; ",
+                      commits_left, commits_left == 1 ? " commit" : " commits", " left to search");
 }
 
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha) {

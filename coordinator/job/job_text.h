@@ -28,6 +28,11 @@ std::string FormatMetricValue(double value, const std::string& unit);
 std::string StartedText(const std::string& good_sha, const std::string& bad_sha, int commits,
                         int serial_steps);
 
+// The user's marks, appended to the STARTED event: "Marked by you (not measured): 1a2b3c4 good,
+// 5d6e7f8 skip; 12 commits left to search".
+std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
+                      int commits_left);
+
 // The BASELINE event: pass/fail, or both medians and the regression.
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha);
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,

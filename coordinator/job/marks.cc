@@ -61,10 +61,10 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
       found = i;
     }
     if (found < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "mark '", mark.commit(), "': no commit of the range ", Short(commits.front().sha()),
-          "..", Short(commits.back().sha()),
-          " starts with it (marks name commits of the bisected first-parent range)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("mark '", mark.commit(), "': no commit of the range ",
+                       Short(commits.front().sha()), "..", Short(commits.back().sha()),
+                       " starts with it (marks name commits of the bisected first-parent range)"));
     }
     if (found == 0 || found == n) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -73,10 +73,9 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
     }
     auto [it, inserted] = by_index.try_emplace(found, mark);
     if (!inserted && it->second.verdict() != mark.verdict()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("commit ", Short(commits[found].sha()), " is marked both ",
-                       MarkVerdictName(it->second.verdict()), " and ",
-                       MarkVerdictName(mark.verdict())));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "commit ", Short(commits[found].sha()), " is marked both ",
+          MarkVerdictName(it->second.verdict()), " and ", MarkVerdictName(mark.verdict())));
     }
     it->second.set_sha(commits[found].sha());
     it->second.set_index(found);
@@ -88,10 +87,10 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
     if (mark.verdict() == v1::VERDICT_BAD && first_bad < 0) first_bad = index;
   }
   if (last_good >= 0 && first_bad >= 0 && last_good > first_bad) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the marks contradict each other: ", Short(commits[last_good].sha()),
-        " is marked good but comes after ", Short(commits[first_bad].sha()),
-        ", marked bad (one step is bisected: good commits come before bad ones)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the marks contradict each other: ", Short(commits[last_good].sha()),
+                     " is marked good but comes after ", Short(commits[first_bad].sha()),
+                     ", marked bad (one step is bisected: good commits come before bad ones)"));
   }
   std::vector<v1::CommitMark> out;
   for (auto& [index, mark] : by_index) out.push_back(std::move(mark));

@@ -110,9 +110,10 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
 
 void BisectJob::RebuildSearch() {
   BisectSearch search(status_.commit_count());
+  RecordMarks(&search);
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        probe.verdict() == v1::VERDICT_UNSPECIFIED) {
+        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(probe.index())) {
       continue;
     }
     if (!search.Record(probe.index(), ToSearchVerdict(probe.verdict())).ok()) {

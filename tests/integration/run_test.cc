@@ -22,35 +22,23 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/run_fixture.h"
 #include "tests/testing/git_fixture.h"
 
 namespace kbisect {
 namespace {
 
 using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::Env;
+using ::kbisect::testing::Kbisect;
+using ::kbisect::testing::MakeRepo;
 using ::kbisect::testing::ReadFile;
 using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::kbisect::testing::TempDir;
+using ::kbisect::testing::Trim;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
-std::string Kbisect() { return Env("KBISECT_BIN_DIR") + "/kbisect"; }
-
-std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhitespace(s)); }
-
-// Generates a demo repository; returns the culprit sha.
-std::string MakeRepo(const std::string& dir, const std::string& options) {
-  CommandResult made = RunShell(absl::StrCat(
-      Env("KBISECT_SOURCE_DIR"), "/scripts/make-demo-repo.sh ", ShellQuote(dir), " ", options));
-  EXPECT_EQ(made.exit_code, 0) << made.err;
-  return Trim(made.out);
-}
 
 // Generates a demo repository with --merge-branch and/or --second-step, whose output is
 // "key=sha" lines (culprit=, merge=, fork=, second=); returns them by key.
@@ -67,28 +55,7 @@ std::map<std::string, std::string> MakeRepoWithSteps(const std::string& dir,
   return keys;
 }
 
-class RunTest : public ::testing::Test {
- protected:
-  // Runs kbisect with a private cache and a fast demo benchmark.
-  CommandResult Run(const std::string& args) {
-    return RunShell(absl::StrCat("cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.01 ",
-                                 "KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")), " ",
-                                 Kbisect(), " ", args));
-  }
-  // Runs `kbisect run v1.0 HEAD --repo REPO --workers 2 FLAGS --json ... -- ./bench.sh`, expects
-  // exit 0 and returns the JSON result (null when there is none).
-  nlohmann::json RunForJson(const std::string& repo, const std::string& flags,
-                            const std::string& name) {
-    const std::string json = tmp_.Join(name);
-    CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 ", flags,
-                                         " --json ", json, " -- ./bench.sh"));
-    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-    if (run.exit_code != 0) return nlohmann::json();
-    return nlohmann::json::parse(ReadFile(json));
-  }
-
-  TempDir tmp_{"kbisect-run-test"};
-};
+using RunTest = ::kbisect::testing::KbisectRunTest;
 
 TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   const std::string repo = tmp_.Join("repo");

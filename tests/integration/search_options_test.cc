@@ -1,0 +1,163 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect run`'s search options on real demo repositories: marks (`--mark SHA=good|bad|skip`).
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/run_fixture.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::MakeRepo;
+using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::RunShell;
+using ::testing::HasSubstr;
+
+using SearchOptionsTest = ::kbisect::testing::KbisectRunTest;
+
+// The first-parent commits of `repo` from v1.0 (index 0) to HEAD.
+std::vector<std::string> Commits(const std::string& repo) {
+  std::vector<std::string> shas =
+      absl::StrSplit(RunShell("git -C " + repo + " rev-list --first-parent --reverse HEAD").out,
+                     '\n', absl::SkipEmpty());
+  return shas;
+}
+
+// Lines in the file at `path` (0 when it does not exist).
+int CountLines(const std::string& path) {
+  const std::string text = ReadFile(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(SearchOptionsTest, MarksStandInForMeasurementsAndAreListedInTheReport) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 41");
+  const std::vector<std::string> shas = Commits(repo);
+  ASSERT_EQ(shas.size(), 61u);
+  ASSERT_EQ(shas[41], culprit);
+  const std::string json = tmp_.Join("marks.json");
+  // 30 good, 50 bad (full sha), 38 skip (a short prefix, upper case).
+  CommandResult run =
+      Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --json ", json, " --mark ",
+                       shas[30].substr(0, 10), "=good --mark ", shas[50], "=bad --mark ",
+                       absl::AsciiStrToUpper(shas[38].substr(0, 8)), "=skip -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Marked by you (not measured):"));
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat(shas[38].substr(0, 7), " skip")));  // Header.
+  EXPECT_THAT(run.out, HasSubstr("20 commits left to search"));                   // 31..50.
+  EXPECT_THAT(run.out, ::testing::ContainsRegex(absl::StrCat(shas[38].substr(0, 7),
+                                                             "[0-9a-f]* = skip")));  // Report.
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  ASSERT_EQ(result["marks"].size(), 3u);
+  EXPECT_EQ(result["marks"][0]["sha"], shas[30]);
+  EXPECT_EQ(result["marks"][0]["verdict"], "good");
+  EXPECT_EQ(result["marks"][1]["index"], 38);
+  EXPECT_EQ(result["marks"][2]["verdict"], "bad");
+  for (const auto& probe : result["probes"]) {
+    if (probe["kind"] != "bisect") continue;
+    const int index = probe["index"];
+    EXPECT_GT(index, 30);
+    EXPECT_LT(index, 50);
+    EXPECT_NE(index, 38) << "a skip mark is never probed";
+  }
+}
+
+TEST_F(SearchOptionsTest, BadMarksAreRefusedBeforeAnythingRuns) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 20 --culprit 9");
+  const std::vector<std::string> shas = Commits(repo);
+  const std::string head_before = RunShell("git -C " + repo + " rev-parse HEAD").out;
+  struct Case {
+    std::string flags;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"--mark ffffffff=good", "no commit of the range"},
+      {"--mark " + shas[5] + "=maybe", "--mark expects SHA=good, SHA=bad or SHA=skip"},
+      {"--mark " + shas[0].substr(0, 8) + "=bad", "an end of the range"},
+      {absl::StrCat("--mark ", shas[12], "=good --mark ", shas[6], "=bad"),
+       "contradict each other"},
+  };
+  for (const Case& c : cases) {
+    CommandResult run =
+        Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " ", c.flags, " -- ./bench.sh"));
+    EXPECT_NE(run.exit_code, 0) << c.flags;
+    EXPECT_THAT(run.err, HasSubstr(c.error)) << c.flags << "\n" << run.out;
+    EXPECT_THAT(run.out, ::testing::Not(HasSubstr("Baseline results"))) << c.flags;
+  }
+  EXPECT_EQ(RunShell("git -C " + repo + " rev-parse HEAD").out, head_before);
+  EXPECT_EQ(RunShell("git -C " + repo + " status --porcelain").out, "");
+}
+
+TEST_F(SearchOptionsTest, AKilledRunResumesFromItsJournal) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 150 --culprit 97");
+  // Every benchmark run appends a line to the counter of the run it belongs to.
+  // Every run of the command appends to one counter (the command must be the same to resume),
+  // which is moved aside after each run.
+  const std::string counter = tmp_.Join("count");
+  auto command = [&](const std::string& flags) {
+    return absl::StrCat(
+        "cd ", testing::ShellQuote(tmp_.path()),
+        " && KBISECT_DEMO_SLEEP=0.15 KBISECT_CACHE_DIR=", testing::ShellQuote(tmp_.Join("cache")),
+        " ", testing::Kbisect(), " run v1.0 HEAD --repo ", repo, " --workers 2 --no-cache ", flags,
+        " --json ", tmp_.Join("resume.json"), " -- sh -c 'echo run >> ", counter,
+        "; exec ./bench.sh'");
+  };
+  // Start, wait for the second round, kill -9.
+  const std::string started = tmp_.Join("first.out");
+  ASSERT_EQ(RunShell(absl::StrCat("(", command(""), " > ", started, " 2>&1 & echo $! > ",
+                                  tmp_.Join("pid"), ")"))
+                .exit_code,
+            0);
+  bool second_round = false;
+  for (int i = 0; i < 600 && !second_round; ++i) {
+    second_round = ReadFile(started).find("Round 2 of") != std::string::npos;
+    if (!second_round) RunShell("sleep 0.1");
+  }
+  ASSERT_TRUE(second_round) << ReadFile(started);
+  ASSERT_EQ(RunShell("kill -9 $(cat " + tmp_.Join("pid") + ")").exit_code, 0);
+  RunShell("sleep 0.5");  // Its last benchmark processes end.
+  const int runs_before = CountLines(counter);
+  RunShell(absl::StrCat("mv ", counter, " ", tmp_.Join("first.count")));
+
+  // The same command resumes the job: same culprit, fewer new runs than a fresh bisect.
+  CommandResult resumed = RunShell(command(""));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out,
+              ::testing::ContainsRegex(
+                  "Resuming the interrupted bisect from [0-9]+:[0-9]+ \\(job-[^)]+\\): "
+                  "[1-9][0-9]* probes? kept; --fresh starts over"));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(tmp_.Join("resume.json")))["culprit"]["sha"], culprit);
+  const int resumed_runs = CountLines(counter);
+  RunShell(absl::StrCat("mv ", counter, " ", tmp_.Join("second.count")));
+
+  // Once finished nothing is left to resume: the same command (--fresh too) starts over.
+  CommandResult fresh = RunShell(command("--fresh"));
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
+  EXPECT_THAT(fresh.out, ::testing::Not(HasSubstr("Resuming")));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(tmp_.Join("resume.json")))["culprit"]["sha"], culprit);
+  const int fresh_runs = CountLines(counter);
+  std::printf("kill -9 after %d runs; the resumed run took %d more, a fresh one %d\n", runs_before,
+              resumed_runs, fresh_runs);
+  EXPECT_GT(runs_before, 0);
+  EXPECT_LT(resumed_runs, fresh_runs);
+  EXPECT_EQ(RunShell("ls " + tmp_.Join("cache/runs")).out, "") << "finished runs leave no journal";
+}
+
+}  // namespace
+}  // namespace kbisect
