@@ -14,6 +14,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->repositories_ = NewGitRepositoryView(options.cache_dir);
   cluster->coordinator_ = std::make_unique<Coordinator>(
       options.coordinator, cluster->repositories_.get(), Clock::Real());
+  if (options.coordinator.store != nullptr) {
+    // Jobs of an interrupted run come back from their journal before any worker connects.
+    absl::StatusOr<RecoveryReport> recovered = cluster->coordinator_->Recover();
+    if (!recovered.ok()) return recovered.status();
+    cluster->recovered_ = *recovered;
+  }
   cluster->coordinator_->StartHousekeeping(absl::Milliseconds(250));
   CoordinatorServerOptions server_options;
   server_options.listen_address = "127.0.0.1:0";

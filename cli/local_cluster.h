@@ -33,6 +33,8 @@ struct LocalClusterOptions {
   // Builds the host prepares ahead at once for all its slots (worker/build_ahead.h); 0 disables
   // it, as does a disabled build cache.
   int build_ahead = DefaultBuildAhead();
+  // With coordinator.store set, Start recovers the store's jobs (Coordinator::Recover) before
+  // the workers connect: `kbisect run`'s journal (cli/run_journal.h).
   CoordinatorOptions coordinator;
 };
 
@@ -48,6 +50,9 @@ class LocalCluster {
   std::string address() const { return server_->address(); }
 
   Coordinator* coordinator() { return coordinator_.get(); }
+
+  // What Start recovered from options.coordinator.store (all zero without one).
+  const RecoveryReport& recovered() const { return recovered_; }
 
   // Stops every worker now: running benchmark and build processes are killed. Idempotent.
   void StopWorkers();
@@ -67,6 +72,7 @@ class LocalCluster {
   std::unique_ptr<BuildCache> build_ahead_cache_;
   std::unique_ptr<BuildAhead> build_ahead_;
   std::vector<Slot> slots_;
+  RecoveryReport recovered_;
 };
 
 }  // namespace kbisect

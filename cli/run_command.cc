@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -15,6 +16,7 @@
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
+#include "cli/run_journal.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
 #include "common/git/git_repo.h"
@@ -98,6 +100,10 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
+  bool fresh = false;
+  app.add_flag("--fresh", fresh,
+               "Start over instead of resuming this bisect's interrupted run (a run killed, "
+               "rebooted or stopped with Ctrl-C resumes when the same command runs again)");
   std::string serve;
   app.add_option("--serve", serve,
                  "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
@@ -152,18 +158,26 @@ int RunCommand(int argc, char** argv) {
                 << "\n";
     }
   }
+  // The job's journal: the same command run again after a crash or Ctrl-C resumes from it.
+  const std::string journal_path = RunJournalPath(cache_dir, *spec);
+  if (fresh) RemoveRunJournal(journal_path);
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> journal = OpenRunJournal(journal_path);
+  if (!journal.ok()) {
+    std::cerr << "kbisect: " << journal.status().message() << "\n";
+    return kExitError;
+  }
+  cluster_options.coordinator.store = journal->get();
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};
   std::string job_id;
   absl::Mutex job_mu;
   TerminationWatcher interrupt([&] {
-    std::cerr << "\nkbisect: interrupted; cancelling the job and stopping every worker\n";
+    // The job stays in its journal: the same command resumes it.
+    std::cerr << "\nkbisect: interrupted; stopping every worker. The bisect is kept: run the "
+                 "same command again to resume it (--fresh starts over)\n";
     stop_requested = true;
     absl::MutexLock lock(&job_mu);
-    if (cluster != nullptr) {
-      if (!job_id.empty()) (void)cluster->coordinator()->CancelJob(job_id, "interrupted");
-      cluster->StopWorkers();
-    }
+    if (cluster != nullptr) cluster->StopWorkers();
   });
   {
     absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(cluster_options);
@@ -179,14 +193,23 @@ int RunCommand(int argc, char** argv) {
   // From here on the CLI is a plain gRPC client of the coordinator, as in cluster mode.
   auto channel = grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::CoordinatorService::NewStub(channel);
-  v1::SubmitJobRequest submit;
-  *submit.mutable_spec() = *spec;
   v1::SubmitJobResponse submitted;
-  {
+  if (std::optional<v1::JobStatus> interrupted = InterruptedJob(*cluster->coordinator())) {
+    if (!quiet) std::cout << ResumingText(*interrupted, absl::LocalTimeZone()) << "\n";
+    submitted.set_job_id(interrupted->job_id());
+    submitted.set_existing(true);
+    *submitted.mutable_job() = *std::move(interrupted);
+  } else {
+    v1::SubmitJobRequest submit;
+    *submit.mutable_spec() = *spec;
     grpc::ClientContext context;
     grpc::Status status = stub->SubmitJob(&context, submit, &submitted);
     if (!status.ok()) {
       std::cerr << "kbisect: " << status.error_message() << "\n";
+      absl::MutexLock lock(&job_mu);
+      cluster.reset();
+      journal->reset();
+      RemoveRunJournal(journal_path);
       return kExitError;
     }
   }
@@ -231,6 +254,13 @@ int RunCommand(int argc, char** argv) {
 
   const int code = ReportFinalStatus(final_status, options.outputs);
   if (interrupt.signalled() || stop_requested) return kExitInterrupted;
+  if (finished) {
+    // Nothing is left to resume.
+    absl::MutexLock lock(&job_mu);
+    cluster.reset();
+    journal->reset();
+    RemoveRunJournal(journal_path);
+  }
   return code;
 }
 
