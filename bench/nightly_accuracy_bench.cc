@@ -32,5 +32,11 @@ int main() {
     }
   }
   for (const std::string& m : figures.mistakes) std::cout << "mistake: " << m << "\n";
+
+  const std::vector<LabelledHistory> hard = kbisect::testing::MakeHardSet();
+  const kbisect::testing::SetFigures hard_figures = kbisect::testing::Evaluate(hard);
+  std::cout << "\nHarder set (outside the targets): " << hard.size() << " histories\n\n"
+            << kbisect::testing::FormatFigures(hard_figures);
+  for (const std::string& m : hard_figures.mistakes) std::cout << "mistake: " << m << "\n";
   return 0;
 }

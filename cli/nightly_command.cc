@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -17,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/job_options.h"
@@ -26,6 +30,8 @@
 #include "common/identity/identity.h"
 #include "common/manifest/manifest.h"
 #include "common/metric/metric.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "triage/nightly.h"
 
 namespace kbisect {
@@ -101,7 +107,105 @@ struct Flags {
   int bench_timeout = 600;
   double min_change_pct = 2.0;
   std::string json_file;
+  bool pin_harness = false;
+  int pin_runs = 3;
 };
+
+// Exports `sha` of the repository at `repo` into `dir` (git archive), so that a commit can be
+// measured without touching the checkout.
+absl::Status Export(CommandRunner* runner, const std::string& repo, const std::string& sha,
+                    const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  ExecRequest request;
+  request.argv = {"sh",     "-c", "git -C \"$1\" archive --format=tar \"$2\" | tar -x -C \"$3\"",
+                  "export", repo, sha,
+                  dir};
+  request.timeout = absl::Minutes(5);
+  absl::StatusOr<ExecResult> ran = runner->Run(request);
+  if (!ran.ok()) return ran.status();
+  if (!ran->ok()) {
+    return absl::InternalError(
+        absl::StrCat("exporting ", sha.substr(0, 12), " ", ran->Describe(), ": ", ran->Tail(5)));
+  }
+  return absl::OkStatus();
+}
+
+// Builds (when `build` is set) and runs `bench` `runs` times in `dir`; returns the median.
+absl::StatusOr<double> MeasureIn(CommandRunner* runner, const std::string& dir,
+                                 const std::string& build, const std::vector<std::string>& bench,
+                                 const MetricSpec& spec, int runs, int timeout_s) {
+  if (!build.empty()) {
+    ExecRequest request;
+    request.shell_command = build;
+    request.cwd = dir;
+    request.timeout = absl::Minutes(30);
+    absl::StatusOr<ExecResult> ran = runner->Run(request);
+    if (!ran.ok()) return ran.status();
+    if (!ran->ok()) return absl::InternalError(absl::StrCat("the build ", ran->Describe()));
+  }
+  std::vector<double> values;
+  for (int i = 0; i < std::max(1, runs); ++i) {
+    ExecRequest request;
+    request.argv = bench;
+    request.cwd = dir;
+    request.timeout = absl::Seconds(timeout_s);
+    absl::StatusOr<ExecResult> ran = runner->Run(request);
+    if (!ran.ok()) return ran.status();
+    if (!ran->ok()) return absl::InternalError(absl::StrCat("the benchmark ", ran->Describe()));
+    absl::StatusOr<Metric> metric = ExtractMetric(spec, ran->output);
+    if (!metric.ok()) return metric.status();
+    values.push_back(metric->value);
+  }
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The kernel's true change across a method change: last-good's and first-bad's trees measured
+// under one harness, first-bad's (its harness files copied over last-good's).
+struct Pinned {
+  double before = 0;
+  double after = 0;
+};
+absl::StatusOr<Pinned> MeasurePinned(CommandRunner* runner, const std::string& repo,
+                                     const triage::NightlyRecord& good,
+                                     const triage::NightlyRecord& bad, const std::string& build,
+                                     const std::vector<std::string>& bench, const MetricSpec& spec,
+                                     int runs, int timeout_s) {
+  namespace fs = std::filesystem;
+  char pattern[] = "/tmp/kbisect-pin-XXXXXX";
+  if (mkdtemp(pattern) == nullptr)
+    return absl::InternalError("cannot create a temporary directory");
+  const std::string root = pattern;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code error;
+      fs::remove_all(dir, error);
+    }
+  } cleanup{root};
+  const std::string before = root + "/last-good", after = root + "/first-bad";
+  RETURN_IF_ERROR(Export(runner, repo, good.full_sha, before));
+  RETURN_IF_ERROR(Export(runner, repo, bad.full_sha, after));
+  std::error_code error;
+  if (good.manifest.has_value()) {
+    for (const v1::HarnessFile& f : good.manifest->harness_files())
+      fs::remove(before + "/" + f.path(), error);
+  }
+  for (const v1::HarnessFile& f : bad.manifest->harness_files()) {
+    fs::create_directories(fs::path(before + "/" + f.path()).parent_path(), error);
+    fs::copy_file(after + "/" + f.path(), before + "/" + f.path(),
+                  fs::copy_options::overwrite_existing, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("pinning ", f.path(), ": ", error.message()));
+    }
+  }
+  Pinned p;
+  ASSIGN_OR_RETURN(p.before, MeasureIn(runner, before, build, bench, spec, runs, timeout_s));
+  ASSIGN_OR_RETURN(p.after, MeasureIn(runner, after, build, bench, spec, runs, timeout_s));
+  return p;
+}
 
 }  // namespace
 
@@ -159,6 +263,12 @@ int NightlyCommand(int argc, char** argv) {
   app.add_option("--min-change", f.min_change_pct, "Smallest move that counts, percent")
       ->capture_default_str();
   app.add_option("--json", f.json_file, "Write the decision as JSON to FILE");
+  app.add_flag("--pin-harness", f.pin_harness,
+               "On a method change, measure last-good's and first-bad's kernels under one "
+               "harness (first-bad's) to give the kernel's true change");
+  app.add_option("--pin-runs", f.pin_runs, "Benchmark runs per side with --pin-harness")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   std::reverse(args.begin(), args.end());
   args.pop_back();
   try {
@@ -216,6 +326,10 @@ int NightlyCommand(int argc, char** argv) {
     return kExitError;
   }
 
+  MetricSpec metric_spec;
+  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
+  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
+
   // Tonight's value.
   triage::NightlyRecord tonight;
   tonight.date = f.date;
@@ -258,9 +372,6 @@ int NightlyCommand(int argc, char** argv) {
       }
       text = ran->output;
     }
-    MetricSpec metric_spec;
-    if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
-    if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
     absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, text);
     if (!metric.ok()) {
       std::cerr << "kbisect nightly: tonight's metric: " << metric.status().message() << "\n";
@@ -299,6 +410,77 @@ int NightlyCommand(int argc, char** argv) {
     return kExitError;
   }
   std::cout << triage::FormatNightlyDecision(*decision);
+  nlohmann::json out = {
+      {"schema", "kbisect.nightly.v1"},
+      {"date", f.date},
+      {"benchmark", f.benchmark},
+      {"hardware_class", f.hardware_class},
+      {"sha", tonight.full_sha},
+      {"value", tonight.value},
+      {"metric", tonight.metric},
+      {"unit", tonight.unit},
+      {"action", triage::NightlyActionName(decision->action)},
+      {"exit_code", triage::NightlyExitCode(decision->action)},
+      {"cause", triage::CauseName(decision->triage.verdict.cause)},
+      {"confidence", decision->triage.verdict.confidence},
+      {"summary", decision->summary},
+      {"reasons", decision->triage.verdict.reasons},
+      {"request_id", decision->request_id},
+      {"job_id", decision->existing.has_value() ? decision->existing->job_id : ""}};
+  auto ref_json = [](const std::optional<triage::NightlyRef>& r) -> nlohmann::json {
+    if (!r.has_value()) return nullptr;
+    return {{"sha", r->sha}, {"full_sha", r->full_sha}, {"date", r->date}};
+  };
+  out["last_good"] = ref_json(decision->triage.last_good);
+  out["first_bad"] = ref_json(decision->triage.first_bad);
+  out["manifest_changes"] = nlohmann::json::array();
+  for (const ManifestChange& c : decision->manifest_changes) {
+    out["manifest_changes"].push_back({{"kind", ManifestChangeKindName(c.kind)},
+                                       {"name", c.name},
+                                       {"before", c.before},
+                                       {"after", c.after},
+                                       {"hardware", c.IsHardware()}});
+  }
+  auto write_json = [&]() {
+    if (f.json_file.empty()) return true;
+    std::ofstream file(f.json_file);
+    file << out.dump(2) << "\n";
+    if (!file) std::cerr << "kbisect nightly: cannot write " << f.json_file << "\n";
+    return static_cast<bool>(file);
+  };
+
+  // A method change: the kernel's true change under one harness.
+  if (decision->action == triage::NightlyAction::kMethodChange && f.pin_harness &&
+      decision->triage.last_good.has_value()) {
+    const triage::NightlyRecord* good = nullptr;
+    const triage::NightlyRecord* bad = nullptr;
+    for (const triage::NightlyRecord& r : history->nightlies) {
+      if (r.benchmark != f.benchmark || r.hardware_class != f.hardware_class) continue;
+      if (r.date == decision->triage.last_good->date) good = &r;
+      if (r.date == decision->triage.first_bad->date) bad = &r;
+    }
+    absl::StatusOr<Pinned> pinned =
+        good != nullptr && bad != nullptr && bad->manifest.has_value()
+            ? MeasurePinned(runner.get(), f.repo, *good, *bad, f.build, bench, metric_spec,
+                            f.pin_runs, f.bench_timeout)
+            : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
+    if (pinned.ok()) {
+      const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
+      std::cout << "Same harness (first-bad's, " << f.pin_runs << " runs each): last-good kernel "
+                << FormatValue(pinned->before, tonight.unit) << ", first-bad kernel "
+                << FormatValue(pinned->after, tonight.unit)
+                << absl::StrFormat(": the kernel changed by %+.1f%%", 100 * change)
+                << (std::fabs(change) < request.change_point.min_relative_change
+                        ? " (the step is the method's; the honest value is the new method's "
+                          "if it is intended)\n"
+                        : " (the kernel moved too: bisect the window with the harness pinned)\n");
+      out["pinned_harness"] = {
+          {"before", pinned->before}, {"after", pinned->after}, {"relative_change", change}};
+    } else {
+      std::cout << "Same harness: not measured (" << pinned.status().message() << ")\n";
+      out["pinned_harness"] = {{"error", std::string(pinned.status().message())}};
+    }
+  }
 
   if (decision->action == triage::NightlyAction::kSubmitBisect && !f.no_submit) {
     const triage::KernelTriage& k = decision->triage;
@@ -362,9 +544,12 @@ int NightlyCommand(int argc, char** argv) {
     }
     // Integration point for notifications (docs/operations.md): the submitted job's end is
     // announced by `kbisect submit --notify-url` where available (pass it with --submit-arg).
+    out["job_id"] = job_id;
+    out["submitted"] = !existed;
   } else if (decision->action == triage::NightlyAction::kSubmitBisect) {
     std::cout << "Not submitted (--no-submit).\n";
   }
+  if (!write_json()) return kExitError;
   return triage::NightlyExitCode(decision->action);
 }
 

@@ -91,9 +91,10 @@ class NightlyTest : public ::kbisect::testing::ClusterFixture {
     return RunShell(absl::StrFormat(
         "cd %s && NIGHT_NOISE=%.3f KBISECT_COORDINATOR=%s %s nightly --history %s --benchmark "
         "attention --hardware-class ci-gpu --sha %s --repo %s --repo-url %s --date 2026-11-%02d "
-        "--run-id %d --runs 1 -- ./bench.sh",
+        "--run-id %d --runs 1 --pin-harness --json %s -- ./bench.sh",
         tmp_.path(), noise, address_, ::kbisect::testing::Bin("kbisect"), history, sha,
-        tmp_.Join("ci"), tmp_.Join("repo"), night, 1000 + night));
+        tmp_.Join("ci"), tmp_.Join("repo"), night, 1000 + night,
+        tmp_.Join(absl::StrCat("night-", night, ".json"))));
   }
 
   std::string culprit_;
@@ -149,6 +150,19 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
     EXPECT_THAT(r.out, HasSubstr("benchmark_method_change")) << r.out;
     EXPECT_THAT(r.out, HasSubstr("benchmarks/harness.cfg changed")) << r.out;
     EXPECT_THAT(r.out, HasSubstr("2026-11-03")) << r.out;  // last good: night 3.
+    // Under one harness the kernel did not move: the step is the method's.
+    EXPECT_THAT(r.out, HasSubstr("the kernel changed by +0.0%")) << r.out;
+    nlohmann::json decision =
+        nlohmann::json::parse(ReadFile(tmp_.Join(absl::StrCat("night-", night, ".json"))));
+    EXPECT_EQ(decision["action"], "method_change");
+    EXPECT_EQ(decision["exit_code"], 4);
+    EXPECT_EQ(decision["first_bad"]["full_sha"], shas[kHarnessNight]);
+    bool named = false;
+    for (const auto& c : decision["manifest_changes"]) {
+      named |= c["name"] == "benchmarks/harness.cfg" && c["kind"] == "harness_file";
+    }
+    EXPECT_TRUE(named) << decision.dump(2);
+    EXPECT_NEAR(decision["pinned_harness"]["relative_change"].get<double>(), 0, 1e-9);
   }
   EXPECT_GE(method_nights, 3);  // Nights 6..11: reported from the third night after it on.
   // Every night after the submission knows the step is being bisected.

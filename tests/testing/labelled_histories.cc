@@ -333,6 +333,67 @@ std::vector<LabelledHistory> MakeLabelledSet() {
   return set;
 }
 
+std::vector<LabelledHistory> MakeHardSet() {
+  std::vector<LabelledHistory> set;
+  int family_id = 500;
+  auto add = [&](const std::string& family, int i, v1::Cause label, History h) {
+    LabelledHistory l;
+    l.name = absl::StrCat(family, "/", i);
+    l.family = family;
+    l.label = label;
+    l.history = std::move(h);
+    set.push_back(std::move(l));
+  };
+  for (int i = 0; i < 4; ++i) {
+    Rng rng(2000 + i);
+    add("small_step", i, v1::CAUSE_REAL_REGRESSION,
+        Nightlies(++family_id, Series(&rng, 0.01, Step(14 + i, 1.02 + 0.005 * i)), nullptr));
+  }
+  for (int i = 0; i < 4; ++i) {
+    Rng rng(2100 + i);
+    // No manifest anywhere: the harness change is invisible to the nightly.
+    add("harness_change_without_manifest", i, v1::CAUSE_BENCHMARK_METHOD_CHANGE,
+        Nightlies(++family_id, Series(&rng, 0.005, Step(13 + i, 1.12)), nullptr, {}, kNights));
+  }
+  for (int i = 0; i < 3; ++i) {
+    Rng rng(2200 + i);
+    Rng modes(2250 + i);
+    std::vector<bool> high;
+    for (int n = 0; n < kNights; ++n) high.push_back(modes.Uniform() < 0.5);
+    add("wide_bimodal", i, v1::CAUSE_NOISE,
+        Nightlies(++family_id, Series(&rng, 0.003, [high](int n) { return high[n] ? 1.08 : 1.0; }),
+                  nullptr));
+  }
+  for (int i = 0; i < 3; ++i) {
+    Rng rng(2300 + i);
+    const int at = 12 + 3 * i;
+    add("short_throttling", i, v1::CAUSE_HARDWARE_ISSUE,
+        Nightlies(++family_id,
+                  Series(&rng, 0.005, [at](int n) { return n >= at && n < at + 2 ? 1.2 : 1.0; }),
+                  [at](int night, v1::MeasurementManifest* m) {
+                    if (night >= at && night < at + 2) {
+                      m->set_throttled(true);
+                      m->set_sm_clock_mhz(1410);
+                    }
+                  }));
+  }
+  for (int i = 0; i < 2; ++i) {
+    Rng rng(2400 + i);
+    const int at = 15 + i;
+    // The harness and the kernel changed the same night: the manifest says "method", the truth
+    // is both (the pinned-harness measurement tells them apart).
+    add("harness_and_kernel_same_night", i, v1::CAUSE_REAL_REGRESSION,
+        Nightlies(++family_id, Series(&rng, 0.005, Step(at, 1.25)),
+                  [at](int night, v1::MeasurementManifest* m) {
+                    if (night >= at) {
+                      m->mutable_harness_files(0)->set_blob_id(
+                          "4444444444444444444444444444444444444444");
+                    }
+                  }));
+  }
+  return set;
+}
+
 v1::Cause ClassifyLabelled(const LabelledHistory& h) {
   if (h.history.has_value()) {
     absl::StatusOr<triage::NightlyDecision> d =

@@ -35,6 +35,12 @@ struct LabelledHistory {
 // Returns the set (at least 60 histories, every cause at least 12 times).
 std::vector<LabelledHistory> MakeLabelledSet();
 
+// A harder set, outside the targets (bench/nightly_accuracy_bench.cc prints it): steps of 2-3%
+// under 1% scatter, harness changes in histories written before manifests (the series alone must
+// tell them), wide bimodal scatter (8% modes), throttling for only two nights, and a harness
+// change in the same night as a kernel regression.
+std::vector<LabelledHistory> MakeHardSet();
+
 // Classifies one history the way the product does: DecideNightly for a nightly history, Triage
 // for a dashboard. Returns the cause (noise when nothing moved).
 v1::Cause ClassifyLabelled(const LabelledHistory& h);
