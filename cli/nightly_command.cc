@@ -501,6 +501,15 @@ int NightlyCommand(int argc, char** argv) {
     if (!f.metric_json.empty()) submit.insert(submit.end(), {"--metric-json", f.metric_json});
     submit.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
                                                                : "--lower-is-better");
+    // The bisect's probes record the same manifest (worker/task_manifest.h).
+    if (!f.harness.empty()) {
+      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestHarnessEnv, "=",
+                                                         absl::StrJoin(f.harness, ","))});
+    }
+    if (!f.record_env.empty()) {
+      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestEnvEnv, "=",
+                                                         absl::StrJoin(f.record_env, ","))});
+    }
     for (const std::string& a : f.submit_args) submit.push_back(a);
     submit.push_back("--");
     submit.insert(submit.end(), bench.begin(), bench.end());
