@@ -213,15 +213,18 @@ int EligibleWorkers(Client* client, const v1::JobSpec& spec) {
 // Follows `job_id` to its end as `kbisect run` shows it, then prints the report. Returns the
 // exit code.
 int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
-                const std::string& json_file) {
-  if (!quiet) PrintJobHeader(initial, EligibleWorkers(client, initial.spec()), std::cout);
+                const JobOutputs& outputs) {
+  const int workers = EligibleWorkers(client, initial.spec());
+  if (!quiet) PrintJobHeader(initial, workers, std::cout);
+  ProgressLines lines(initial, workers);
   JobFollower follower(client->stub(), initial.job_id());
   absl::StatusOr<v1::JobStatus> final_status;
   bool interrupted = false;
   {
     TerminationWatcher stop([&follower] { follower.Stop(); });
     final_status = follower.Follow([&](const v1::JobEvent& e) {
-      if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+      if (!quiet && IsProgressLine(e))
+        std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
     });
     interrupted = stop.signalled();
   }
@@ -237,7 +240,7 @@ int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
               << final_status.status().message() << "\n";
     return kExitError;
   }
-  return ReportFinalStatus(*final_status, json_file);
+  return ReportFinalStatus(*final_status, outputs);
 }
 
 // A local path that exists is made absolute (workers resolve it on their own filesystem); URLs
@@ -308,16 +311,25 @@ int Submit(int argc, char** argv) {
     std::cerr << "kbisect: request id " << request_id << " was submitted before; job "
               << response.job_id() << " is that submission\n";
   }
-  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.json_file);
-  if (!options.json_file.empty()) {
-    std::ofstream out(options.json_file);
+  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.outputs);
+  if (!options.outputs.json_file.empty()) {
+    std::ofstream out(options.outputs.json_file);
     out << StatusToJson(response.job()) << "\n";
     if (!out) {
-      std::cerr << "kbisect: cannot write " << options.json_file << "\n";
+      std::cerr << "kbisect: cannot write " << options.outputs.json_file << "\n";
       return kExitError;
     }
   }
   return 0;
+}
+
+// A job's age as kubectl shows it: "45s ago", "5m ago", "3h ago", "2d ago".
+std::string Age(absl::Duration age) {
+  const int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(age));
+  if (s < 60) return absl::StrCat(s, "s ago");
+  if (s < 3600) return absl::StrCat(s / 60, "m ago");
+  if (s < 86400) return absl::StrCat(s / 3600, "h ago");
+  return absl::StrCat(s / 86400, "d ago");
 }
 
 int Status(int argc, char** argv) {
@@ -330,6 +342,10 @@ int Status(int argc, char** argv) {
   int limit = 50;
   app.add_option("JOB", job_id, "Job id (default: list jobs, newest first)");
   app.add_flag("--json", json, "Print JSON (the `run --json` schema for one job)");
+  JobOutputs outputs;
+  AddJobOutputFlags(&app, &outputs, /*notify=*/false);
+  bool wide = false;
+  app.add_flag("--wide", wide, "In the list, CREATED as RFC 3339 with the zone, not an age");
   app.add_option("--limit", limit, "Most jobs listed")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
@@ -347,6 +363,10 @@ int Status(int argc, char** argv) {
     if (!status.ok()) return client->Fail(status);
     std::cout << (json ? StatusToJson(response.job()) + "\n" : FormatReport(response.job()))
               << std::flush;
+    if (absl::Status written = WriteJobOutputs(response.job(), outputs); !written.ok()) {
+      std::cerr << "kbisect: " << written.message() << "\n";
+      return kExitError;
+    }
     return 0;
   }
   v1::ListJobsRequest request;
@@ -354,6 +374,10 @@ int Status(int argc, char** argv) {
   v1::ListJobsResponse response;
   grpc::Status status = client->stub()->ListJobs(context.get(), request, &response);
   if (!status.ok()) return client->Fail(status);
+  if (!outputs.html_file.empty() || !outputs.markdown_file.empty()) {
+    std::cerr << "kbisect: --html and --markdown need a JOB\n";
+    return kExitUsage;
+  }
   if (json) {
     std::cout << MessageToJson(response) << "\n";
     return 0;
@@ -364,13 +388,19 @@ int Status(int argc, char** argv) {
   }
   std::vector<std::vector<std::string>> rows = {
       {"JOB", "STATE", "OUTCOME", "LEFT", "CULPRIT", "CREATED", "RANGE", "REPOSITORY"}};
+  const absl::Time now = absl::Now();
   for (const v1::JobSummary& job : response.jobs()) {
-    rows.push_back(
-        {job.job_id(), JobStateName(job.state()), OutcomeName(job.status()),
-         absl::StrCat(job.progress().remaining_commits()),
-         job.culprit_sha().empty() ? "-" : job.culprit_sha().substr(0, 12),
-         absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(job.create_time()), absl::LocalTimeZone()),
-         absl::StrCat(job.good(), "..", job.bad().empty() ? "HEAD" : job.bad()), job.repository()});
+    const bool finished = job.state() == v1::JOB_STATE_DONE ||
+                          job.state() == v1::JOB_STATE_CANCELLED ||
+                          job.state() == v1::JOB_STATE_FAILED;
+    rows.push_back({job.job_id(), JobStateName(job.state()), OutcomeName(job.status()),
+                    finished ? "-" : absl::StrCat(job.progress().remaining_commits()),
+                    job.culprit_sha().empty() ? "-" : job.culprit_sha().substr(0, 12),
+                    wide ? absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", FromProto(job.create_time()),
+                                            absl::LocalTimeZone())
+                         : Age(now - FromProto(job.create_time())),
+                    absl::StrCat(job.good(), "..", job.bad().empty() ? "HEAD" : job.bad()),
+                    job.repository()});
   }
   PrintTable(rows);
   return 0;
@@ -385,10 +415,11 @@ int Watch(int argc, char** argv) {
   AddConnectionOptions(&app, &connection);
   std::string job_id;
   bool quiet = false;
-  std::string json_file;
+  JobOutputs outputs;
   app.add_option("JOB", job_id, "Job id")->required();
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
-  app.add_option("--json", json_file, "Write the final result as JSON to FILE");
+  app.add_option("--json", outputs.json_file, "Write the final result as JSON to FILE");
+  AddJobOutputFlags(&app, &outputs, /*notify=*/true);
   if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
     return code;
   }
@@ -401,7 +432,7 @@ int Watch(int argc, char** argv) {
   auto context = Client::Context();
   grpc::Status status = client->stub()->GetJob(context.get(), request, &response);
   if (!status.ok()) return client->Fail(status);
-  return FollowToEnd(client.get(), response.job(), quiet, json_file);
+  return FollowToEnd(client.get(), response.job(), quiet, outputs);
 }
 
 int Workers(int argc, char** argv) {

@@ -83,7 +83,8 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_option("--hardware-class", o->hardware_class,
                   "Only use workers of this hardware-class fingerprint");
   app->add_option("--env", o->env, "KEY=VALUE added to the build and benchmark environment");
-  app->add_option("--json", o->json_file, "Write the result as JSON to FILE");
+  app->add_option("--json", o->outputs.json_file, "Write the result as JSON to FILE");
+  AddJobOutputFlags(app, &o->outputs, /*notify=*/true);
 }
 
 std::vector<std::string> SplitAtDoubleDash(int argc, char** argv,

@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "cli/job_outputs.h"
 #include "common/spec/job_spec.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -43,7 +44,7 @@ struct JobOptions {
   std::string cache_max_age;  // "7d", "12h"; empty: kDefaultCacheMaxAge.
   std::string hardware_class;
   std::vector<std::string> env;
-  std::string json_file;
+  JobOutputs outputs;  // --json, --html, --markdown, --notify-url.
   std::vector<std::string> bench_command;
 };
 

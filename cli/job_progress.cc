@@ -8,7 +8,11 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "cli/report/report.h"
 #include "cli/report/status_json.h"
 #include "cli/run_command.h"
@@ -43,18 +47,38 @@ bool IsProgressLine(const v1::JobEvent& event) {
   }
 }
 
-int ReportFinalStatus(const v1::JobStatus& job, const std::string& json_file) {
-  std::cout << FormatReport(job) << std::flush;
-  if (!json_file.empty()) {
-    std::ofstream out(json_file);
-    out << StatusToJson(job) << "\n";
-    if (!out) {
-      std::cerr << "kbisect: cannot write " << json_file << "\n";
-      return kExitError;
-    }
+ProgressLines::ProgressLines(const v1::JobStatus& job, int workers)
+    : eta_(job.spec().confirm()),
+      rounds_(BisectSearch::EstimateRounds(job.commit_count(), std::max(1, workers))) {}
+
+std::string ProgressLines::Line(const v1::JobEvent& event, absl::Time now) {
+  std::string line = event.message();
+  line = absl::StrReplaceAll(line, {{"(1 commits left", "(1 commit left"},
+                                    {", 1 probes in flight", ", 1 probe in flight"}});
+  if (event.kind() != v1::JOB_EVENT_KIND_PROBE_FINISHED || !event.has_probe()) return line;
+  eta_.Observe(event.probe());
+  const size_t colon = line.find(": ");
+  if (absl::StartsWith(line, "Step ") && colon != std::string::npos) {
+    const int round = std::max(1, event.probe().round());
+    rounds_ = std::max({rounds_, round, round + event.progress().estimated_rounds() - 1});
+    line = absl::StrCat("Round ", round, " of ~", rounds_, line.substr(colon));
   }
+  const std::optional<absl::Duration> left = eta_.Left(event.progress(), now);
+  if (left.has_value() && absl::EndsWith(line, ")")) {
+    line.insert(line.size() - 1, absl::StrCat(", ", FormatEta(*left), " left"));
+  }
+  return line;
+}
+
+int ReportFinalStatus(const v1::JobStatus& job, const JobOutputs& outputs) {
+  std::cout << FormatReport(job) << std::flush;
+  const absl::Status written = WriteJobOutputs(job, outputs);
   if (job.status() == v1::OUTCOME_ERROR && !job.error().empty()) {
     std::cerr << "kbisect: " << job.error() << "\n";
+  }
+  if (!written.ok()) {
+    std::cerr << "kbisect: " << written.message() << "\n";
+    return kExitError;
   }
   return ExitCodeFor(job.status());
 }

@@ -14,9 +14,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cli/job_outputs.h"
 #include "grpcpp/client_context.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/eta.h"
 
 namespace kbisect {
 
@@ -28,10 +30,27 @@ void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out);
 // drift); false for STARTED (the header says it), PROBE_CANCELLED and FINISHED (the report).
 bool IsProgressLine(const v1::JobEvent& event);
 
-// Prints the final report of `job` on stdout, writes its JSON form to `json_file` when that is
-// not empty, prints the job's error on stderr when it failed, and returns the exit code of
-// `kbisect run` for it (ExitCodeFor), or kExitError when the JSON file cannot be written.
-int ReportFinalStatus(const v1::JobStatus& job, const std::string& json_file);
+// Rewrites progress events' lines for the terminal. A finished probe's "Step s/S:" (whose S
+// moves as the search learns) becomes a stable "Round r of ~R:" (R starts at the header's
+// estimate and only grows, to the probe's round plus the rounds still needed), "1 commits" and
+// "1 probes" become singular, and the time left (report/eta.h, from the finished probes' spans
+// and the rounds left) is added: "(12 commits left, 3 probes in flight, ~40s left)".
+class ProgressLines {
+ public:
+  ProgressLines(const v1::JobStatus& job, int workers);
+
+  // The line to print for `event` (IsProgressLine), at `now`.
+  std::string Line(const v1::JobEvent& event, absl::Time now);
+
+ private:
+  EtaEstimator eta_;
+  int rounds_ = 0;
+};
+
+// Prints the final report of `job` on stdout, writes the `outputs` asked for (JSON, HTML,
+// Markdown, the notification), prints the job's error on stderr when it failed, and returns the
+// exit code of `kbisect run` for it (ExitCodeFor), or kExitError when an output failed.
+int ReportFinalStatus(const v1::JobStatus& job, const JobOutputs& outputs);
 
 // Follows one job's events through WatchJob. Thread-safe: Stop() may be called from another
 // thread (a signal handler thread) while Follow() runs.

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
@@ -17,6 +19,8 @@
 #include "common/exec/signals.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
+#include "coordinator/job_pages.h"
+#include "coordinator/metrics_http.h"
 #include "coordinator/result_cache.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
@@ -47,6 +51,25 @@ Example:
   kbisect run v1.2 HEAD --build 'make -j8' -- ./bench --batch 32
 )";
 
+// The host of --serve ADDR: 127.0.0.1 when ADDR names none (":8080", "8080").
+std::string ServeHost(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  return host.empty() ? "127.0.0.1" : host;
+}
+
+// The live pages of the embedded coordinator on ADDR; peers off loopback are answered only when
+// ADDR names a host that is not a loopback one (the user asked for it).
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> ServeJobPages(const std::string& address,
+                                                                 const Coordinator* coordinator) {
+  const size_t colon = address.rfind(':');
+  const std::string port = colon == std::string::npos ? address : address.substr(colon + 1);
+  const std::string host = ServeHost(address);
+  const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+  return MetricsHttpServer::Start(absl::StrCat(host, ":", port), nullptr,
+                                  MakeJobPages(coordinator, "", /*remote=*/!loopback));
+}
+
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
@@ -75,6 +98,10 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
+  std::string serve;
+  app.add_option("--serve", serve,
+                 "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
+                 "host defaults to 127.0.0.1) while it runs, and print its URL");
   std::reverse(args.begin(), args.end());
   args.pop_back();  // The subcommand name.
   try {
@@ -168,11 +195,28 @@ int RunCommand(int argc, char** argv) {
     job_id = submitted.job_id();
   }
   if (!quiet) PrintJobHeader(submitted.job(), workers, std::cout);
+  std::unique_ptr<MetricsHttpServer> pages;
+  if (!serve.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
+        ServeJobPages(serve, cluster->coordinator());
+    if (!started.ok()) {
+      std::cerr << "kbisect: " << started.status().message() << "\n";
+      absl::MutexLock lock(&job_mu);
+      (void)cluster->coordinator()->CancelJob(submitted.job_id(), "--serve failed");
+      cluster->StopWorkers();
+      return kExitUsage;
+    }
+    pages = *std::move(started);
+    std::cout << "Job page: http://" << ServeHost(serve) << ":" << pages->port() << "/jobs/"
+              << submitted.job_id() << "\n"
+              << std::flush;
+  }
 
   v1::JobStatus final_status;
   JobFollower follower(stub.get(), submitted.job_id());
+  ProgressLines lines(submitted.job(), workers);
   absl::StatusOr<v1::JobStatus> followed = follower.Follow([&](const v1::JobEvent& e) {
-    if (!quiet && IsProgressLine(e)) std::cout << e.message() << "\n" << std::flush;
+    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
   });
   const bool finished = followed.ok();
   if (finished) final_status = *std::move(followed);
@@ -185,7 +229,7 @@ int RunCommand(int argc, char** argv) {
     cluster->StopWorkers();
   }
 
-  const int code = ReportFinalStatus(final_status, options.json_file);
+  const int code = ReportFinalStatus(final_status, options.outputs);
   if (interrupt.signalled() || stop_requested) return kExitInterrupted;
   return code;
 }

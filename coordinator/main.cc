@@ -36,6 +36,7 @@
 #include "coordinator/job_store.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/metrics.h"
+#include "coordinator/job_pages.h"
 #include "coordinator/metrics_http.h"
 #include "coordinator/repository_view.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -57,7 +58,8 @@ only). --token-file (needs --client-ca) lets clients without a certificate authe
 authentication (--client-ca) the coordinator only listens on loopback, unless --insecure is given.
 
 Metrics: --metrics-listen serves Prometheus text metrics at http://ADDR/metrics (plain HTTP, no
-secrets in them).
+secrets in them), and the live job pages at http://ADDR/jobs and /jobs/ID: read-only, to loopback
+peers only unless --pages-remote, behind the bearer token when --token-file is set.
 
 SIGTERM/SIGINT: health NOT_SERVING, then in-flight RPCs get --drain-timeout seconds, then exit 0.
 )";
@@ -181,6 +183,7 @@ int Main(int argc, char** argv) {
   double lease_seconds = 10;
   int max_message_bytes = 16 << 20;
   std::string metrics_listen;
+  bool pages_remote = false;
   app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
@@ -217,6 +220,10 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
+  app.add_flag("--pages-remote", pages_remote,
+               "Also answer the live job pages (/jobs, /jobs/ID on --metrics-listen) to peers "
+               "that are not on loopback (behind the bearer token when one is set)")
+      ->envname("KBISECT_PAGES_REMOTE");
   AddLogFormatFlag(&app,
                    "text (one readable line per event) or json (JSON lines with time, level, "
                    "component, msg and the event's fields, for log pipelines)",
@@ -327,14 +334,16 @@ int Main(int argc, char** argv) {
   std::unique_ptr<MetricsHttpServer> metrics;
   if (!metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = MetricsHttpServer::Start(
-        metrics_listen, [&coordinator] { return RenderPrometheusText(coordinator.Metrics()); });
+        metrics_listen, [&coordinator] { return RenderPrometheusText(coordinator.Metrics()); },
+        MakeJobPages(&coordinator, tls.token, pages_remote));
     if (!started.ok()) {
       log.Error(std::string(started.status().message()));
       return 1;
     }
     metrics = *std::move(started);
     log.Info(absl::StrCat("metrics on http://", metrics_listen.substr(0, metrics_listen.rfind(':')),
-                          ":", metrics->port(), "/metrics"),
+                          ":", metrics->port(), "/metrics; job pages at /jobs",
+                          pages_remote ? "" : " (loopback peers only)"),
              {{"port", absl::StrCat(metrics->port())}});
   }
   const std::string host = listen.substr(0, listen.rfind(':'));

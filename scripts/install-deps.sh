@@ -25,6 +25,16 @@ PACKAGES=(
   # cpp-httplib 0.11: `kbisect triage --dashboard URL` and its local test server, and the
   # coordinator's Prometheus endpoint (`kbisect-coordinator --metrics-listen`).
   libcpp-httplib-dev
+  # Chromium: the headless browser that checks the HTML job pages (`--html`) in the tests
+  # (DOM, console errors, screenshots). Without it those tests skip and say why.
+  chromium
+  # Fonts, so headless screenshots of the pages draw text.
+  fonts-dejavu-core
+  # Slurm 22.05 (slurmctld, slurmd, sbatch, srun) and munge: tests/integration/slurm_test runs
+  # the worker pool through deploy/slurm/ on a real single-node Slurm the test starts.
+  slurm-wlm munge
+  # patchelf: scripts/package.sh sets the bundle's $ORIGIN/../lib rpath on the shared libraries.
+  patchelf
 )
 
 missing=()

@@ -28,6 +28,7 @@
 #include "grpcpp/create_channel.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
+#include "worker/device_binding.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -38,6 +39,12 @@ Every flag can also be set through the environment variable in brackets.
 
 The slot's commands run with CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES
 and KBISECT_WORKER set to the --gpu index. In a container that sees one GPU, keep --gpu 0.
+
+A scheduler's device binding wins: when CUDA_VISIBLE_DEVICES (else ROCR_VISIBLE_DEVICES, else
+HIP_VISIBLE_DEVICES) is already set, as srun --gpus-per-task sets it, the commands get that value
+(--gpu, if given, picks one entry of a longer list). Under Slurm, SLURM_LOCALID is the slot, the
+default name is NODE/jobJOBID/slotLOCALID, and the job id, node, step and local id are recorded
+in the runner identity (`kbisect workers --json`, "placement"). See deploy/slurm/.
 
 Signals: SIGTERM/SIGINT drain (finish and report the current probe, then exit 0); a second one
 stops at once (the probe is killed and handed back to the coordinator).
@@ -78,10 +85,13 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_BUILD_AHEAD")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  app.add_option("--gpu", gpu, "Device slot this worker is pinned to")
-      ->envname("KBISECT_GPU")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1023));
+  CLI::Option* gpu_option =
+      app.add_option("--gpu", gpu,
+                     "Device slot this worker is pinned to, unless the scheduler bound one "
+                     "(CUDA_VISIBLE_DEVICES etc. already set)")
+          ->envname("KBISECT_GPU")
+          ->capture_default_str()
+          ->check(CLI::Range(0, 1023));
   app.add_option("--name", name, "Stable worker name (default: HOST/slotGPU)")
       ->envname("KBISECT_WORKER_NAME");
   app.add_option("--tls-ca", tls.ca_file, "PEM CA that signs the coordinator's certificate")
@@ -136,14 +146,24 @@ int Main(int argc, char** argv) {
     log.Error(absl::StrCat("--hardware-class-keys: ", keys.status().message()));
     return 2;
   }
+  absl::StatusOr<DeviceBinding> binding = ResolveDeviceBinding(
+      EnvironmentMap(), gpu_option->count() > 0 ? std::optional<int>(gpu) : std::nullopt);
+  if (!binding.ok()) {
+    log.Error(absl::StrCat("device binding: ", binding.status().message()));
+    return 2;
+  }
+  if (!binding->note.empty()) log.Info(binding->note);
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
   WorkerSlotOptions options;
   options.hardware_class_keys = *keys;
   options.cache_dir = cache_dir;
   options.build_cache_size = build_cache_size;
-  options.slot = gpu;
-  options.name = name;
+  options.slot = binding->slot;
+  options.visible_devices = binding->visible_devices;
+  options.probe_device = binding->probe_device;
+  options.placement = binding->placement;
+  options.name = name.empty() ? DefaultBoundWorkerName(host_identity.host(), *binding) : name;
   options.idle_poll = absl::Seconds(idle_poll_seconds);
   std::unique_ptr<BuildCache> build_ahead_cache;
   std::unique_ptr<BuildAhead> builds_ahead;
@@ -155,7 +175,11 @@ int Main(int argc, char** argv) {
   WorkerSlot slot(options, runner.get(), host_identity,
                   grpc::CreateChannel(coordinator, *credentials));
   const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
-  log.Info(absl::StrCat(slot.name(), " (", slot.identity().hardware_class_label(), ", class ",
+  log.Info(absl::StrCat(slot.name(), " on devices ", binding->visible_devices,
+                        binding->placement.device_variable().empty()
+                            ? std::string(" (--gpu)")
+                            : absl::StrCat(" (", binding->placement.device_variable(), ")"),
+                        " (", slot.identity().hardware_class_label(), ", class ",
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
                         over_tls ? " over TLS" : "", "; cache ", cache_dir,
                         build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
@@ -187,9 +211,10 @@ int Main(int argc, char** argv) {
     }
   }
   agent_thread.join();
-  log.Info(absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
-                        " reported probe(s)"),
-           {{"worker", slot.name()}, {"probes_reported", absl::StrCat(slot.agent()->tasks_reported())}});
+  log.Info(
+      absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
+                   " reported probe(s)"),
+      {{"worker", slot.name()}, {"probes_reported", absl::StrCat(slot.agent()->tasks_reported())}});
   return 0;
 }
 

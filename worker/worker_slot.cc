@@ -4,25 +4,44 @@
 #include <cstdlib>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/identity/identity.h"
 
 namespace kbisect {
 
-std::map<std::string, std::string> SlotEnvironment(int slot) {
+std::map<std::string, std::string> SlotEnvironment(int slot, const std::string& visible_devices) {
   const std::string index = absl::StrCat(slot);
-  return {{"CUDA_VISIBLE_DEVICES", index},
-          {"HIP_VISIBLE_DEVICES", index},
-          {"ROCR_VISIBLE_DEVICES", index},
+  const std::string devices = visible_devices.empty() ? index : visible_devices;
+  return {{"CUDA_VISIBLE_DEVICES", devices},
+          {"HIP_VISIBLE_DEVICES", devices},
+          {"ROCR_VISIBLE_DEVICES", devices},
           {"KBISECT_WORKER", index}};
 }
 
 v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot,
-                                const std::vector<std::string>& class_keys) {
+                                const std::vector<std::string>& class_keys,
+                                const std::string& probe_device,
+                                const std::string& visible_devices) {
   v1::RunnerIdentity identity = host;
   identity.set_slot(absl::StrCat(slot));
-  if (slot >= 0 && identity.gpus_size() > slot) {
-    v1::GpuInfo gpu = identity.gpus(slot);
+  identity.set_visible_devices(visible_devices.empty() ? absl::StrCat(slot) : visible_devices);
+  int position = -1;
+  if (probe_device.empty()) {
+    position = slot;
+  } else {
+    int index = -1;
+    const bool numeric = absl::SimpleAtoi(probe_device, &index);
+    for (int i = 0; i < identity.gpus_size(); ++i) {
+      const v1::GpuInfo& gpu = identity.gpus(i);
+      if ((numeric && gpu.index() == index) || (!numeric && gpu.uuid() == probe_device)) {
+        position = i;
+        break;
+      }
+    }
+  }
+  if (position >= 0 && identity.gpus_size() > position) {
+    v1::GpuInfo gpu = identity.gpus(position);
     identity.clear_gpus();
     *identity.add_gpus() = std::move(gpu);
     identity.set_gpu_count(1);
@@ -53,10 +72,12 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
                        std::shared_ptr<grpc::Channel> channel)
     : name_(options.name.empty() ? DefaultWorkerName(host_identity.host(), options.slot)
                                  : options.name),
-      identity_(SlotIdentity(host_identity, options.slot, options.hardware_class_keys)) {
+      identity_(SlotIdentity(host_identity, options.slot, options.hardware_class_keys,
+                             options.probe_device, options.visible_devices)) {
+  if (options.placement.ByteSizeLong() > 0) *identity_.mutable_placement() = options.placement;
   workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
-  task_runner_ =
-      std::make_unique<TaskRunner>(runner, workspace_.get(), SlotEnvironment(options.slot));
+  task_runner_ = std::make_unique<TaskRunner>(
+      runner, workspace_.get(), SlotEnvironment(options.slot, options.visible_devices));
   if (options.build_cache_size > 0) {
     build_cache_ =
         std::make_unique<BuildCache>(options.cache_dir, options.build_cache_size, runner);
@@ -65,7 +86,8 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
   if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
       identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
     // Temperature, clock and throttle reasons after each benchmark run.
-    const std::string slot = absl::StrCat(options.slot);
+    const std::string slot =
+        options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
     task_runner_->set_gpu_state_probe([runner, slot] { return ProbeGpuState(runner, slot); });
   }
   WorkerAgentOptions agent_options;

@@ -31,15 +31,20 @@
 namespace kbisect {
 
 // The environment every command of slot `slot` runs with, so that it sees only its own device:
-// CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES set to the slot number, and
-// KBISECT_WORKER set to it too.
-std::map<std::string, std::string> SlotEnvironment(int slot);
+// CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES set to `visible_devices`
+// (empty = the slot number; a scheduler's binding, worker/device_binding.h, otherwise), and
+// KBISECT_WORKER set to the slot number.
+std::map<std::string, std::string> SlotEnvironment(int slot,
+                                                   const std::string& visible_devices = "");
 
-// The identity of slot `slot` derived from the identity of its whole host: `slot` is recorded
-// and, when the host has a GPU with that index, only that GPU is listed (gpu_count 1) and the
-// hardware class is recomputed for it.
+// The identity of slot `slot` derived from the identity of its whole host: `slot` and
+// visible_devices are recorded and, when the host has the slot's GPU, only that GPU is listed
+// (gpu_count 1) and the hardware class is recomputed for it. The slot's GPU is the one whose
+// UUID or vendor index is `probe_device` when that is set, else the slot-th GPU.
 v1::RunnerIdentity SlotIdentity(const v1::RunnerIdentity& host, int slot,
-                                const std::vector<std::string>& class_keys = {});
+                                const std::vector<std::string>& class_keys = {},
+                                const std::string& probe_device = "",
+                                const std::string& visible_devices = "");
 
 // The default stable worker name of a slot: "<host>/slot<slot>".
 std::string DefaultWorkerName(const std::string& host, int slot);
@@ -54,8 +59,14 @@ struct WorkerSlotOptions {
   // How many built checkouts the host's build cache keeps (<cache_dir>/builds/); 0 disables it
   // (builds run in the slot's checkouts, as without a build command).
   int build_cache_size = kDefaultBuildCacheSize;
-  // The device index the slot is pinned to.
+  // The slot number (checkout directories, default name, KBISECT_WORKER).
   int slot = 0;
+  // The device list the slot's commands see (empty = the slot number) and the device the vendor
+  // tools are asked about (empty = the slot number); worker/device_binding.h resolves both.
+  std::string visible_devices;
+  std::string probe_device;
+  // Where a batch scheduler placed the worker (recorded in the identity); empty outside one.
+  v1::SchedulerPlacement placement;
   // Stable worker name; empty means DefaultWorkerName(host, slot).
   std::string name;
   // How long an idle worker's Synchronize long poll lasts.

@@ -137,6 +137,15 @@ class PlanState {
   }
 
   bool has_reference() const { return has_reference_; }
+
+  // True when a worker other than BAD's has a calibration (running or finished).
+  bool OtherCalibrationStarted() const {
+    for (const auto& [name, state] : workers_) {
+      if (state.calibration_started && name != bad_worker_) return true;
+    }
+    return false;
+  }
+  const std::string& bad_worker() const { return bad_worker_; }
   int in_flight() const { return static_cast<int>(running_.size()); }
   const std::vector<RunningTask>& running() const { return running_; }
 
@@ -186,6 +195,10 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
       if (self.must_calibrate && state.has_reference()) {
         state.Calibrate(worker, &plan);
       } else if (!state.has_reference()) {
+        state.Calibrate(worker, &plan);
+      } else if (input.first_wave && input.builds && worker != state.bad_worker() &&
+                 !state.OtherCalibrationStarted()) {
+        // GOOD builds beside BAD (DispatchInput::builds).
         state.Calibrate(worker, &plan);
       } else {
         uncalibrated.push_back(worker);

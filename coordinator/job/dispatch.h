@@ -15,8 +15,9 @@
 //      BAD's worker).
 //   4. Other workers without a calibration calibrate when AffordableCalibrations says the round
 //      bound can afford it (those that owe a calibration first: holders of provisional
-//      verdicts), never in the first wave; once the search is done those that owe one calibrate
-//      (beside the confirmation: no probing round).
+//      verdicts), never in the first wave except one with a build step (DispatchInput::builds);
+//      once the search is done those that owe one calibrate (beside the confirmation: no
+//      probing round).
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
 //      or a running measurement is due soon (ResultDueSoon): points placed together with the
 //      coming result split the interval evenly. Points come from BisectSearch::PlanProbes (in the
@@ -99,6 +100,11 @@ struct DispatchInput {
   // first wave probe once more before the endpoint verdict (a second wave of the same round), so
   // their points leave room for the second wave's, and nobody calibrates yet.
   bool first_wave = false;
+  // The spec has a build step. Then, in the first wave, the first idle worker other than BAD's
+  // calibrates (measures GOOD) instead of probing: GOOD and BAD build in parallel on two
+  // workers, and BAD's worker finds GOOD built when it measures the reference GOOD next (on one
+  // host the build cache is shared: a second build of one commit waits for the first).
+  bool builds = false;
   int round = 1;         // The probing round new probes belong to.
   int max_workers = 0;   // Most tasks in flight; <= 0: no cap.
   int commit_count = 0;  // n: commits in the range (index 0 = GOOD, n = BAD).

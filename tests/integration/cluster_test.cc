@@ -333,7 +333,7 @@ TEST_F(ClusterTest, SubmitWaitFindsTheCulpritAndStatusWorkersCancelWork) {
   EXPECT_THAT(submitted.out, HasSubstr("Total commits in range: 60"));
   EXPECT_THAT(submitted.out, HasSubstr("Workers: 2"));
   EXPECT_THAT(submitted.out, HasSubstr("Baseline results:"));
-  EXPECT_THAT(submitted.out, ::testing::ContainsRegex("Step 1/[0-9]+: [0-9a-f]{7} metric="));
+  EXPECT_THAT(submitted.out, ::testing::ContainsRegex("Round 1 of ~[0-9]+: [0-9a-f]{7} metric="));
   EXPECT_THAT(submitted.out, HasSubstr("PERFORMANCE REGRESSION BISECT RESULT"));
   EXPECT_THAT(submitted.out, HasSubstr(culprit));
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
@@ -416,9 +416,8 @@ TEST_F(ClusterTest, SubmitWaitFindsTheCulpritAndStatusWorkersCancelWork) {
   // Every line of the JSON logs parses, names its component, and the job's end carries its
   // fields.
   bool job_done_logged = false;
-  for (const auto& [process, component] :
-       {std::make_pair(coordinator.get(), "kbisect-coordinator"),
-        std::make_pair(w0.get(), "kbisect-worker")}) {
+  for (const auto& [process, component] : {std::make_pair(coordinator.get(), "kbisect-coordinator"),
+                                           std::make_pair(w0.get(), "kbisect-worker")}) {
     int lines = 0;
     for (absl::string_view line : absl::StrSplit(process->log(), '\n', absl::SkipEmpty())) {
       nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);

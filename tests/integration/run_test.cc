@@ -3,6 +3,7 @@
 // End to end: the real `kbisect` binary bisects real generated repositories with a planted
 // regression, over real gRPC with several local workers, and is checked against `git bisect run`
 // on the same repository. Also every bad input of `kbisect run`.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,9 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -29,6 +33,7 @@ using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::kbisect::testing::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -114,7 +119,7 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   // Seed-style progress and report.
   EXPECT_THAT(run.out, HasSubstr("Total commits in range: 200"));
   EXPECT_THAT(run.out, HasSubstr("Baseline results:"));
-  EXPECT_THAT(run.out, ::testing::ContainsRegex("Step 1/[0-9]+: [0-9a-f]{7} metric="));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("Round 1 of ~[0-9]+: [0-9a-f]{7} metric="));
   EXPECT_THAT(run.out, HasSubstr("PERFORMANCE REGRESSION BISECT RESULT"));
   EXPECT_THAT(run.out, HasSubstr(culprit));
   EXPECT_THAT(run.out, HasSubstr("Retune attention tiles"));
@@ -140,6 +145,59 @@ TEST_F(RunTest, FindsThePlantedCulpritLikeGitBisectAndLeavesTheCheckoutAlone) {
   EXPECT_EQ(RunShell("git -C " + repo + " rev-parse HEAD").out, head_before);
   EXPECT_EQ(ReadFile(repo + "/params.txt"), "latency_ms=9.99\nnoise=0\n");
   EXPECT_EQ(RunShell("git -C " + repo + " stash list").out, "");
+}
+
+// The progress lines: "Round r of ~R" whose R never shrinks, singular words for one, and the
+// time left, whose error against the real end is printed (docs/benchmarks.md, "ETA").
+TEST_F(RunTest, ProgressLinesCountRoundsStablyAndEstimateTheTimeLeft) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 120 --culprit 80");
+  // Each line is stamped with the time it was printed.
+  CommandResult run = RunShell(absl::StrCat(
+      "cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.1 KBISECT_CACHE_DIR=",
+      ShellQuote(tmp_.Join("cache")), " ", Kbisect(), " run v1.0 --repo ", repo,
+      " --workers 3 -- ./bench.sh | while IFS= read -r l; do printf '%s %s\\n' \"$(date +%s.%N)\" "
+      "\"$l\"; done"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  std::vector<std::pair<double, double>> etas;  // (printed at, seconds left predicted)
+  double end = 0;
+  int last_total = 0;
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(run.out, '\n', absl::SkipEmpty()))) {
+    double at = 0;
+    ASSERT_TRUE(absl::SimpleAtod(line.substr(0, line.find(' ')), &at)) << line;
+    int round = 0, total = 0;
+    if (const size_t r = line.find(" Round "); r != std::string::npos) {
+      ASSERT_EQ(std::sscanf(line.c_str() + r, " Round %d of ~%d:", &round, &total), 2) << line;
+      EXPECT_GE(total, last_total) << line;
+      EXPECT_LE(round, total) << line;
+      last_total = total;
+      EXPECT_THAT(line, Not(HasSubstr("(1 commits left")));
+      EXPECT_THAT(line, Not(HasSubstr(", 1 probes in flight")));
+    }
+    if (const size_t t = line.find(", ~"); t != std::string::npos) {
+      int m = 0, s = 0;
+      if (std::sscanf(line.c_str() + t, ", ~%dm%ds left)", &m, &s) == 2 ||
+          (m = 0, std::sscanf(line.c_str() + t, ", ~%ds left)", &s) == 1)) {
+        etas.emplace_back(at, 60.0 * m + s);
+      }
+    }
+    if (absl::StrContains(line, "PERFORMANCE REGRESSION BISECT RESULT")) end = at;
+  }
+  ASSERT_GT(end, 0) << run.out;
+  ASSERT_GE(etas.size(), 3u) << run.out;
+  double abs_error = 0, worst = 0;
+  for (const auto& [at, predicted] : etas) {
+    const double error = predicted - (end - at);
+    abs_error += std::abs(error);
+    worst = std::max(worst, std::abs(error));
+  }
+  abs_error /= etas.size();
+  std::printf(
+      "ETA over %zu progress lines of a %.1fs job: mean absolute error %.2fs, worst %.2fs\n",
+      etas.size(), end - etas.front().first, abs_error, worst);
+  // Whole seconds are printed, so half a second is rounding; the job is about 5 s long.
+  EXPECT_LT(abs_error, 2.5);
 }
 
 TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
@@ -530,20 +588,36 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   double without_seconds = 0;
   const nlohmann::json with = bisect(2, &with_seconds);
   const nlohmann::json without = bisect(0, &without_seconds);
-  std::printf("kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
-              "%.1f s with --build-ahead 0\n",
-              with_seconds, without_seconds);
+  std::printf(
+      "kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
+      "%.1f s with --build-ahead 0\n",
+      with_seconds, without_seconds);
   ASSERT_FALSE(with.is_null());
   ASSERT_FALSE(without.is_null());
   EXPECT_EQ(with["culprit"]["sha"], culprit);
   EXPECT_EQ(without["culprit"]["sha"], culprit);
 
-  // A probe whose build was reused although no probe before it measured that commit found a
-  // build made ahead.
+  // A probe whose build was reused although no probe started before it measured that commit
+  // found a build made ahead. (Probes in start order: BAD's worker's reference GOOD comes early
+  // in the table but starts after another worker's GOOD, whose build it reuses.)
   auto reused_ahead = [](const nlohmann::json& result) {
+    std::vector<nlohmann::json> started;
+    for (const auto& probe : result["probes"]) {
+      if (probe.contains("start_time") && probe["start_time"].is_string()) started.push_back(probe);
+    }
+    auto start_of = [](const nlohmann::json& probe) {
+      absl::Time time;
+      std::string error;
+      EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, probe["start_time"].get<std::string>(), &time,
+                                  &error))
+          << error;
+      return time;
+    };
+    std::stable_sort(started.begin(), started.end(),
+                     [&](const auto& a, const auto& b) { return start_of(a) < start_of(b); });
     std::set<std::string> probed;
     int count = 0;
-    for (const auto& probe : result["probes"]) {
+    for (const auto& probe : started) {
       const std::string sha = probe["sha"];
       const nlohmann::json& timings = probe["timings"];
       if (probe["kind"] != "confirm" && !probed.count(sha) && timings.is_object() &&

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/build_ahead.h"
 #include "coordinator/job/result_reuse.h"
 
 namespace kbisect {
@@ -24,6 +25,15 @@ struct Running {
   v1::Task task;
   double end = 0;
 };
+
+// The shared build cache of the simulated host: when each commit's build is (or will be) ready,
+// and which task builds it while it is not.
+struct SimulatedBuild {
+  double ready = 0;
+  std::string task_id;  // The task building it (kAheadTask: a build ahead).
+};
+
+constexpr char kAheadTask[] = "build-ahead";
 
 }  // namespace
 
@@ -78,13 +88,57 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   SimulationResult out;
   std::map<std::string, Running> running;  // By task id.
   std::set<std::string> busy;
+  std::map<int, SimulatedBuild> builds;  // By commit index.
   double now = 0;
+  // When a task starting at `start` has commit `index` built: now if built, when the running
+  // build ends, or after a build of its own.
+  auto built_at = [&](int index, double start, const std::string& task_id) {
+    if (options.build_seconds <= 0) return start;
+    auto it = builds.find(index);
+    if (it != builds.end()) return std::max(start, it->second.ready);
+    ++out.builds;
+    const double ready = start + options.build_seconds;
+    builds[index] = {ready, task_id};
+    return ready;
+  };
   auto cancel = [&](const std::vector<std::string>& ids) {
     for (const std::string& id : ids) {
       auto it = running.find(id);
       if (it == running.end()) continue;
       busy.erase(it->second.worker);
       running.erase(it);
+      // Its unfinished builds are killed with it.
+      for (auto b = builds.begin(); b != builds.end();) {
+        b = b->second.task_id == id && b->second.ready > now ? builds.erase(b) : std::next(b);
+      }
+    }
+  };
+  // Keeps the host's builds ahead in line with the job's hints (see SimulationOptions).
+  auto build_ahead = [&]() {
+    if (options.build_ahead <= 0 || options.build_seconds <= 0) return;
+    std::set<int> hinted;
+    for (const v1::Task& hint :
+         job.BuildAheadTasks(kBuildAheadHintsPerSlot * options.build_ahead)) {
+      hinted.insert(hint.commit_index());
+    }
+    int running_ahead = 0;
+    for (auto b = builds.begin(); b != builds.end();) {
+      const bool ahead = b->second.task_id == kAheadTask && b->second.ready > now;
+      if (ahead && hinted.count(b->first) == 0) {
+        b = builds.erase(b);  // Cancelled: nobody hints it any longer.
+        continue;
+      }
+      running_ahead += ahead ? 1 : 0;
+      ++b;
+    }
+    for (const v1::Task& hint :
+         job.BuildAheadTasks(kBuildAheadHintsPerSlot * options.build_ahead)) {
+      if (running_ahead >= options.build_ahead) break;
+      if (builds.count(hint.commit_index()) > 0) continue;
+      builds[hint.commit_index()] = {now + options.build_seconds, kAheadTask};
+      ++out.builds;
+      ++out.builds_ahead;
+      ++running_ahead;
     }
   };
   while (!job.finished() && now < 100'000) {
@@ -99,13 +153,22 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
         const double spread = options.jitter > 0 ? std::uniform_real_distribution<double>(
                                                        -options.jitter, options.jitter)(rng)
                                                  : 0;
-        const int runs = std::max(1, a.task.runs()) * (a.task.paired_commit_sha().empty() ? 1 : 2);
-        const double span = (options.setup_seconds + runs * options.run_seconds) * (1 + spread);
+        const bool paired = !a.task.paired_commit_sha().empty();
+        const int runs = std::max(1, a.task.runs()) * (paired ? 2 : 1);
+        const double checked_out = now + options.setup_seconds * (1 + spread);
+        double ready = built_at(a.task.commit_index(), checked_out, a.task.task_id());
+        if (paired) {
+          ready = std::max(ready,
+                           built_at(index_of[a.task.paired_commit_sha()], ready, a.task.task_id()));
+        }
+        out.build_wait[a.task.task_id()] = ready - checked_out;
+        const double span = ready - now + runs * options.run_seconds * (1 + spread);
         busy.insert(a.worker);
         ++out.tasks;
         running[a.task.task_id()] = {a.worker, a.task, now + span};
       }
     }
+    build_ahead();
     if (running.empty()) {
       if (job.finished()) break;
       now += options.poll_seconds;
@@ -148,6 +211,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       result.add_samples(value);
       result.add_runs()->set_value(value);
     }
+    out.bench_runs += result.runs_size();
     cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
   }
   out.status = job.status();

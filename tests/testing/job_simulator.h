@@ -13,6 +13,7 @@
 #define KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,20 @@ struct SimulationOptions {
   double noise_cv = 0;  // Gaussian noise per sample, relative.
   uint64_t seed = 1;
   std::vector<SimulatedWorker> workers;  // In the order they first ask.
-  double setup_seconds = 0.2;            // Checkout + build of one task.
-  double run_seconds = 0.4;              // One benchmark run.
-  double jitter = 0.05;                  // Relative spread of each task's duration.
-  double poll_seconds = 0.5;             // How often waiting idle workers ask again.
+  double setup_seconds = 0.2;            // Checkout (and build, without build_seconds) of one task.
+  // A build step of this many seconds at each commit a task measures, paid once per commit: the
+  // workers share one build cache (the slots of `kbisect run` on one host), so a task at a
+  // commit built before pays nothing and one at a commit being built waits for that build. A
+  // build cancelled with its task is lost. 0: no build step (setup_seconds covers it).
+  double build_seconds = 0;
+  // Builds ahead (`--build-ahead`): after every event the host takes the job's BuildAheadTasks
+  // (kBuildAheadHintsPerSlot per build) and keeps up to this many of them building, most useful
+  // first; a running one no longer hinted is cancelled. They cost build_seconds of no worker's
+  // time. 0: none.
+  int build_ahead = 0;
+  double run_seconds = 0.4;   // One benchmark run.
+  double jitter = 0.05;       // Relative spread of each task's duration.
+  double poll_seconds = 0.5;  // How often waiting idle workers ask again.
   // The job's GOOD is commit `first_commit` of a longer history: shas and the culprit are
   // positions in that history, so two jobs over overlapping ranges share commits.
   int first_commit = 0;
@@ -51,7 +62,12 @@ struct SimulationResult {
   v1::JobStatus status;
   std::vector<v1::JobEvent> events;
   double wall_seconds = 0;
-  int tasks = 0;                       // Tasks handed out (cancelled ones included).
+  int tasks = 0;         // Tasks handed out (cancelled ones included).
+  int builds = 0;        // Builds started (build_seconds > 0), cancelled included.
+  int builds_ahead = 0;  // Of those, builds ahead.
+  // Seconds each task (by id) waited for its commit's build after its checkout.
+  std::map<std::string, double> build_wait;
+  int bench_runs = 0;                  // Benchmark runs of finished tasks.
   std::vector<v1::CommitRef> commits;  // The job's commit list.
 };
 

@@ -90,13 +90,15 @@ v1::JobSpec MakeSpec(const std::string& build) {
 
 TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndTheChildrenOfTheProbesInFlight) {
   BisectJob job("job", MakeSpec("make"), MakeCommits(100), kNow);
-  const std::vector<v1::Task> handed = job.TakeTasks(3, kNow);
-  ASSERT_EQ(handed.size(), 3u);
+  const std::vector<v1::Task> handed = job.TakeTasks(4, kNow);
+  ASSERT_EQ(handed.size(), 4u);
+  // With a build step the second worker calibrates, building GOOD beside BAD (decision 35).
+  EXPECT_EQ(handed[1].kind(), v1::PROBE_KIND_BASELINE_GOOD);
   BisectSearch search(100);
   for (const v1::Task& task : handed) {
     if (task.kind() == v1::PROBE_KIND_BISECT) search.MarkInFlight(task.commit_index());
   }
-  ASSERT_EQ(search.InFlight().size(), 2u) << "BAD and two first-wave probes";
+  ASSERT_EQ(search.InFlight().size(), 2u) << "BAD, GOOD and two first-wave probes";
   const std::vector<v1::Task> hints = job.BuildAheadTasks(50);
   ASSERT_FALSE(hints.empty());
   EXPECT_EQ(hints[0].commit_index(), 0) << "the reference GOOD while BAD is measured";
@@ -105,7 +107,7 @@ TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndTheChildrenOfTheProbesI
     for (Verdict verdict : {Verdict::kGood, Verdict::kBad}) {
       BisectSearch child = search;
       ASSERT_TRUE(child.Record(probe, verdict).ok());
-      for (int index : child.PlanProbes(3)) expected.insert(index);
+      for (int index : child.PlanProbes(4)) expected.insert(index);
     }
   }
   std::set<int> got;

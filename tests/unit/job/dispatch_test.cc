@@ -63,6 +63,40 @@ TEST(PlanDispatchTest, FirstUncalibratedWorkerMeasuresTheReferenceGood) {
   EXPECT_EQ(plan.assignments[1].worker, "w1");
 }
 
+TEST(PlanDispatchTest, WithABuildStepGoodBuildsBesideBadInTheFirstWave) {
+  // BAD's worker measures the reference GOOD after BAD (has_reference). With a build step, the
+  // next worker to ask calibrates at once, so that GOOD is built while BAD is; one worker only,
+  // the others probe. Without a build step all of them probe.
+  for (const bool builds : {true, false}) {
+    SCOPED_TRACE(builds ? "build step" : "no build step");
+    Fixture f(1000);
+    f.input.first_wave = true;
+    f.input.builds = builds;
+    f.input.bad_worker = "w0";
+    f.input.workers["w0"].calibration_started = true;  // Its reference GOOD is queued.
+    f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow});
+    f.input.idle = {"w1", "w2", "w3"};
+    const DispatchPlan plan = PlanDispatch(f.input, kNow);
+    ASSERT_EQ(plan.assignments.size(), 3u);
+    EXPECT_EQ(plan.assignments[0].kind, builds ? Kind::kCalibrate : Kind::kProbe);
+    EXPECT_EQ(plan.assignments[0].worker, builds ? "w1" : plan.assignments[0].worker);
+    EXPECT_EQ(plan.assignments[1].kind, Kind::kProbe);
+    EXPECT_EQ(plan.assignments[2].kind, Kind::kProbe);
+  }
+  // Once a second worker has a calibration, nobody else calibrates in the first wave.
+  Fixture f(1000);
+  f.input.first_wave = true;
+  f.input.builds = true;
+  f.input.bad_worker = "w0";
+  f.input.workers["w0"].calibration_started = true;
+  f.input.workers["w1"].calibration_started = true;
+  f.input.idle = {"w2", "w3"};
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].kind, Kind::kProbe);
+  EXPECT_EQ(plan.assignments[1].kind, Kind::kProbe);
+}
+
 TEST(PlanDispatchTest, MaxWorkersCapsTasksInFlight) {
   Fixture f(1000);
   f.input.max_workers = 3;

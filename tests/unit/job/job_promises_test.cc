@@ -50,6 +50,7 @@ struct DriftCase {
   int slow_slot = -1;  // -1: every GPU is normal.
   int culprit = 75;
   uint64_t seed = 1;
+  double build_seconds = 0;  // A build step (shared build cache), 0: none.
 };
 
 SimulationResult RunDrift(const DriftCase& c) {
@@ -62,7 +63,10 @@ SimulationResult RunDrift(const DriftCase& c) {
   options.seed = c.seed;
   options.workers = SimulatedWorkers(c.workers);
   if (c.slow_slot >= 0) options.workers[c.slow_slot].metric_factor = 1.35;
-  return SimulateJob(SimulationSpec(), options);
+  options.build_seconds = c.build_seconds;
+  v1::JobSpec spec = SimulationSpec();
+  if (c.build_seconds > 0) spec.set_build_command("make");
+  return SimulateJob(spec, options);
 }
 
 void ExpectSlowSlotQuarantined(const DriftCase& c, const SimulationResult& result) {
@@ -101,6 +105,35 @@ TEST(JobPromisesTest, ASlowGpuInAnySlotIsQuarantinedAndTheCulpritIsRight) {
       }
     }
   }
+}
+
+TEST(JobPromisesTest, WithABuildStepGoodIsBuiltBesideBadAndADriftedGpuIsStillQuarantined) {
+  // With a build step a second worker calibrates in the first wave, so GOOD builds while BAD
+  // does and BAD's worker measures the reference GOOD without building it. That worker's GOOD
+  // is measured before the endpoint verdict: a slow GPU in any slot, the early one included,
+  // is still quarantined and the culprit is right.
+  int reference_builds = 0;
+  int jobs = 0;
+  for (int slot = 0; slot < 4; ++slot) {
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      for (int culprit : {1, 75, 150}) {
+        DriftCase c{4, slot, culprit, seed, /*build_seconds=*/2};
+        const SimulationResult result = RunDrift(c);
+        ExpectSlowSlotQuarantined(c, result);
+        ++jobs;
+        const v1::Probe& bad = result.status.probes(0);
+        ASSERT_EQ(bad.kind(), v1::PROBE_KIND_BASELINE_BAD);
+        for (const v1::Probe& probe : result.status.probes()) {
+          if (probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() != bad.worker()) {
+            continue;
+          }
+          reference_builds += result.build_wait.at(probe.probe_id()) >= 2 ? 1 : 0;
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(reference_builds, 0) << "of " << jobs << " jobs, the reference GOOD built GOOD again";
 }
 
 TEST(JobPromisesTest, ASlowGpuThatIsTheOnlyOtherWorkerIsQuarantined) {
@@ -382,7 +415,8 @@ TEST(JobPromisesTest, TheConfirmationRunsOnSeveralWorkersAtOnce) {
 namespace kbisect {
 namespace {
 
-TEST(JobPromisesTest, AConfirmationStartedBesideTheLastCalibrationsIsCancelledIfTheyMoveTheCulprit) {
+TEST(JobPromisesTest,
+     AConfirmationStartedBesideTheLastCalibrationsIsCancelledIfTheyMoveTheCulprit) {
   // A slow GPU's provisional verdicts mislead the search; its calibration at the end exposes
   // it while the confirmation of the wrong culprit already runs: that confirmation is
   // cancelled, the search goes on, and the right culprit is confirmed. Over slots and seeds,
@@ -404,8 +438,8 @@ TEST(JobPromisesTest, AConfirmationStartedBesideTheLastCalibrationsIsCancelledIf
         for (const v1::Probe& probe : result.status.probes()) {
           if (probe.kind() != v1::PROBE_KIND_CONFIRM) continue;
           for (const v1::Probe& other : result.status.probes()) {
-            started_early += other.kind() == v1::PROBE_KIND_BASELINE_GOOD &&
-                             other.has_end_time() && probe.has_start_time() &&
+            started_early += other.kind() == v1::PROBE_KIND_BASELINE_GOOD && other.has_end_time() &&
+                             probe.has_start_time() &&
                              FromProto(other.end_time()) > FromProto(probe.start_time());
           }
           break;

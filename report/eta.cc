@@ -1,0 +1,62 @@
+// Copyright 2026 The kbisect Authors.
+#include "report/eta.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "common/rpc/proto_time.h"
+
+namespace kbisect {
+
+void EtaEstimator::Observe(const v1::Probe& probe) {
+  if (probe.state() == v1::PROBE_STATE_RUNNING && probe.has_start_time()) {
+    running_.emplace(probe.probe_id(), FromProto(probe.start_time()));
+    return;
+  }
+  running_.erase(probe.probe_id());
+  if (probe.state() != v1::PROBE_STATE_FINISHED) return;
+  if (probe.kind() == v1::PROBE_KIND_CONFIRM) confirmed_ = true;
+  if (probe.kind() != v1::PROBE_KIND_BISECT || probe.cached()) return;
+  if (!probe.has_start_time() || !probe.has_end_time()) return;
+  if (!seen_.insert(probe.probe_id()).second) return;
+  total_ += FromProto(probe.end_time()) - FromProto(probe.start_time());
+  ++spans_;
+}
+
+std::optional<absl::Duration> EtaEstimator::Left(const v1::Progress& progress,
+                                                 absl::Time now) const {
+  if (spans_ == 0) return std::nullopt;
+  const absl::Duration span = total_ / spans_;
+  const int units = std::max(0, progress.estimated_rounds()) + (confirm_ && !confirmed_ ? 1 : 0);
+  absl::Duration left = span * units;
+  if (progress.probes_in_flight() > 0 && !running_.empty()) {
+    absl::Time oldest = absl::InfiniteFuture();
+    for (const auto& [id, start] : running_) oldest = std::min(oldest, start);
+    if (oldest < now) left -= std::min(span, now - oldest);
+  }
+  return std::max(left, absl::ZeroDuration());
+}
+
+std::optional<absl::Duration> EstimateTimeLeft(const v1::JobStatus& job, absl::Time now) {
+  switch (job.state()) {
+    case v1::JOB_STATE_DONE:
+    case v1::JOB_STATE_CANCELLED:
+    case v1::JOB_STATE_FAILED:
+      return std::nullopt;
+    default:
+      break;
+  }
+  EtaEstimator eta(job.spec().confirm());
+  for (const v1::Probe& p : job.probes()) eta.Observe(p);
+  return eta.Left(job.progress(), now);
+}
+
+std::string FormatEta(absl::Duration left) {
+  const int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(left + absl::Milliseconds(500)));
+  if (s < 60) return absl::StrFormat("~%ds", s);
+  if (s < 3600) return absl::StrFormat("~%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("~%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+}  // namespace kbisect

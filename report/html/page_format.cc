@@ -1,0 +1,98 @@
+// Copyright 2026 The kbisect Authors.
+#include "report/html/page_format.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "common/rpc/enum_label.h"
+
+namespace kbisect::html {
+
+std::string Value(double value, absl::string_view unit) {
+  return absl::StrCat(absl::StrFormat("%.4g", value), unit);
+}
+
+std::string ShortSha(absl::string_view sha) { return std::string(sha.substr(0, 7)); }
+
+std::string Seconds(double seconds) {
+  if (seconds < 0) seconds = 0;
+  if (seconds < 10) return absl::StrFormat("%.2gs", seconds < 0.01 ? 0.0 : seconds);
+  if (seconds < 60) return absl::StrFormat("%.0fs", seconds);
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+std::string VerdictClass(const v1::Probe& probe) {
+  switch (probe.kind()) {
+    case v1::PROBE_KIND_BASELINE_GOOD:
+      return "baseline-good";
+    case v1::PROBE_KIND_BASELINE_BAD:
+      return "baseline-bad";
+    case v1::PROBE_KIND_CONFIRM:
+      return "confirm";
+    default:
+      break;
+  }
+  switch (probe.verdict()) {
+    case v1::VERDICT_GOOD:
+      return "good";
+    case v1::VERDICT_BAD:
+      return "bad";
+    case v1::VERDICT_SKIP:
+      return "skip";
+    case v1::VERDICT_AMBIGUOUS:
+      return "ambiguous";
+    default:
+      return "pending";
+  }
+}
+
+std::string VerdictLabel(const v1::Probe& probe) {
+  if (probe.state() != v1::PROBE_STATE_FINISHED) return EnumLabel(probe.state());
+  if (probe.kind() != v1::PROBE_KIND_BISECT) return "measured";
+  if (probe.verdict() == v1::VERDICT_UNSPECIFIED) return "not needed";
+  return EnumLabel(probe.verdict());
+}
+
+bool IsQuarantined(const v1::JobStatus& job, absl::string_view worker) {
+  for (const v1::JobWorker& w : job.workers()) {
+    if (w.worker() == worker) return w.quarantined();
+  }
+  return false;
+}
+
+std::string Headline(const v1::JobStatus& job) {
+  switch (job.status()) {
+    case v1::OUTCOME_CULPRIT_FOUND:
+      return absl::StrCat("Culprit found: ", job.culprit().short_sha(), " ",
+                          job.culprit().subject());
+    case v1::OUTCOME_CANDIDATES_FOUND:
+      return absl::StrCat(job.candidates_size(),
+                          " candidate commits (untestable commits border "
+                          "the step)");
+    case v1::OUTCOME_NO_REGRESSION:
+      return "No regression between GOOD and BAD";
+    case v1::OUTCOME_INCONCLUSIVE:
+      return "Inconclusive";
+    case v1::OUTCOME_ERROR:
+      return absl::StrCat("Error: ", job.error());
+    case v1::OUTCOME_CANCELLED:
+      return "Cancelled";
+    default:
+      return absl::StrCat("Running (", EnumLabel(job.state()), ")");
+  }
+}
+
+std::string KnownSubject(const v1::JobStatus& job, int index) {
+  if (job.has_culprit() && job.culprit().index() == index) return job.culprit().subject();
+  if (job.has_last_good() && job.last_good().index() == index) return job.last_good().subject();
+  for (const v1::Culprit& c : job.culprits()) {
+    if (c.commit().index() == index) return c.commit().subject();
+  }
+  return "";
+}
+
+}  // namespace kbisect::html

@@ -1,0 +1,234 @@
+// Copyright 2026 The kbisect Authors.
+#include "report/html/sample_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/rpc/enum_label.h"
+#include "common/status_macros.h"
+#include "report/html/page_format.h"
+#include "report/html/template.h"
+
+namespace kbisect::html {
+namespace {
+
+constexpr double kWidth = 960, kHeight = 360;
+constexpr double kLeft = 72, kRight = 16, kTop = 24, kBottom = 56;
+
+// A deterministic jitter in [-1, 1] for sample `i` of probe `id` (FNV-1a), so a page renders
+// the same way twice.
+double Jitter(const std::string& id, int i) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : absl::StrCat(id, "#", i))
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<double>(h % 2001) / 1000.0 - 1.0;
+}
+
+struct Scale {
+  double lo, hi;
+  double Y(double v) const {
+    return kTop + (kHeight - kTop - kBottom) * (1.0 - (v - lo) / (hi - lo));
+  }
+};
+
+std::string Num(double v) { return absl::StrFormat("%.1f", v); }
+
+// One mark; cached samples are squares, the rest circles.
+std::string Mark(double x, double y, const std::string& cls, bool square,
+                 const std::string& probe_id) {
+  if (square) {
+    return absl::StrFormat(
+        "<rect class=\"sample %s\" x=\"%s\" y=\"%s\" width=\"7\" height=\"7\" "
+        "data-probe=\"%s\"/>",
+        cls, Num(x - 3.5), Num(y - 3.5), Escape(probe_id));
+  }
+  return absl::StrFormat(
+      "<circle class=\"sample %s\" cx=\"%s\" cy=\"%s\" r=\"3.5\" "
+      "data-probe=\"%s\"/>",
+      cls, Num(x), Num(y), Escape(probe_id));
+}
+
+}  // namespace
+
+int SampleMarkCount(const v1::JobStatus& job) {
+  int count = 0;
+  for (const v1::Probe& p : job.probes()) count += p.samples_size();
+  if (job.has_confirmation() && job.has_last_good()) {
+    for (const v1::ConfirmationPairs& set : job.confirmation().sets()) {
+      if (set.interleaved()) count += set.last_good_samples_size();
+    }
+  }
+  return count;
+}
+
+absl::StatusOr<std::string> RenderSamplePlot(const v1::JobStatus& job) {
+  // Columns: every commit index with samples, plus GOOD (0) and BAD (n).
+  std::map<int, std::vector<const v1::Probe*>> columns;
+  double lo = INFINITY, hi = -INFINITY;
+  auto extend = [&](double v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  };
+  for (const v1::Probe& p : job.probes()) {
+    if (p.samples_size() == 0) continue;
+    columns[p.index()].push_back(&p);
+    for (double s : p.samples()) extend(s);
+  }
+  const bool paired = job.has_confirmation() && job.has_last_good();
+  if (paired) {
+    for (const v1::ConfirmationPairs& set : job.confirmation().sets()) {
+      if (!set.interleaved()) continue;
+      columns[job.last_good().index()];
+      for (double s : set.last_good_samples()) extend(s);
+    }
+  }
+  if (columns.empty()) return std::string();
+  const v1::Baseline& good = job.baseline().good();
+  const v1::Baseline& bad = job.baseline().bad();
+  const bool baselines = good.samples_size() > 0 && bad.samples_size() > 0;
+  for (double s : good.samples()) extend(s);
+  for (double s : bad.samples()) extend(s);
+  if (!(hi > lo)) {
+    hi = lo + std::max(1e-9, std::fabs(lo) * 0.01);
+  }
+  const double pad = (hi - lo) * 0.08;
+  const Scale scale{lo - pad, hi + pad};
+  const double plot_w = kWidth - kLeft - kRight;
+  const double col_w = plot_w / static_cast<double>(columns.size());
+  const std::string& unit = job.metric_unit();
+
+  std::string bands, grid, cols, marks, labels;
+  // Y grid and tick labels.
+  for (int t = 0; t <= 4; ++t) {
+    const double v = scale.lo + (scale.hi - scale.lo) * t / 4.0;
+    const double y = scale.Y(v);
+    absl::StrAppend(&grid, "<line class=\"grid\" x1=\"", Num(kLeft), "\" x2=\"",
+                    Num(kWidth - kRight), "\" y1=\"", Num(y), "\" y2=\"", Num(y),
+                    "\"/><text class=\"tick\" x=\"", Num(kLeft - 6), "\" y=\"", Num(y + 4),
+                    "\" text-anchor=\"end\">", Escape(Value(v, unit)), "</text>");
+  }
+  // Baseline bands and the threshold.
+  if (baselines) {
+    for (const auto& [b, cls, name] :
+         {std::tuple<const v1::Baseline*, const char*, const char*>{&good, "band-good", "GOOD"},
+          {&bad, "band-bad", "BAD"}}) {
+      const auto [mn, mx] = std::minmax_element(b->samples().begin(), b->samples().end());
+      const double y1 = scale.Y(*mx), y2 = scale.Y(*mn);
+      absl::StrAppend(&bands, "<rect class=\"", cls, "\" x=\"", Num(kLeft), "\" width=\"",
+                      Num(plot_w), "\" y=\"", Num(y1), "\" height=\"", Num(std::max(1.0, y2 - y1)),
+                      "\"><title>", name, " baseline: median ", Escape(Value(b->median(), unit)),
+                      ", samples ", Escape(Value(*mn, unit)), " to ", Escape(Value(*mx, unit)),
+                      "</title></rect><line class=\"", cls, "-median\" x1=\"", Num(kLeft),
+                      "\" x2=\"", Num(kWidth - kRight), "\" y1=\"", Num(scale.Y(b->median())),
+                      "\" y2=\"", Num(scale.Y(b->median())), "\"/><text class=\"band-label\" x=\"",
+                      Num(kWidth - kRight - 4), "\" y=\"", Num(scale.Y(b->median()) - 4),
+                      "\" text-anchor=\"end\">", name, " ", Escape(Value(b->median(), unit)),
+                      "</text>");
+    }
+    const double threshold =
+        good.median() + job.spec().threshold_fraction() * (bad.median() - good.median());
+    absl::StrAppend(&bands, "<line class=\"threshold\" x1=\"", Num(kLeft), "\" x2=\"",
+                    Num(kWidth - kRight), "\" y1=\"", Num(scale.Y(threshold)), "\" y2=\"",
+                    Num(scale.Y(threshold)), "\"><title>threshold ", Escape(Value(threshold, unit)),
+                    " (GOOD + ", absl::StrFormat("%.2g", job.spec().threshold_fraction()),
+                    " of GOOD to BAD)</title></line><text class=\"band-label\" x=\"",
+                    Num(kLeft + 4), "\" y=\"", Num(scale.Y(threshold) - 4), "\">threshold ",
+                    Escape(Value(threshold, unit)), "</text>");
+  }
+  const int culprit = job.has_culprit() ? job.culprit().index() : -1;
+  const int last_good = job.has_last_good() ? job.last_good().index() : -1;
+  const bool every_label = columns.size() <= 40;
+  int c = 0;
+  for (const auto& [index, probes] : columns) {
+    const double x0 = kLeft + col_w * c;
+    const double cx = x0 + col_w / 2;
+    std::string cls = "col";
+    std::string sha = probes.empty() ? job.last_good().sha() : probes.front()->sha();
+    std::string verdict;
+    for (const v1::Probe* p : probes) {
+      if (p->kind() == v1::PROBE_KIND_BISECT && p->verdict() != v1::VERDICT_UNSPECIFIED) {
+        verdict = VerdictClass(*p);
+      }
+    }
+    if (index == culprit) absl::StrAppend(&cls, " culprit");
+    if (index == last_good) absl::StrAppend(&cls, " last-good");
+    std::string title = absl::StrCat("#", index, " ", ShortSha(sha));
+    const std::string subject = KnownSubject(job, index);
+    if (!subject.empty()) absl::StrAppend(&title, " ", subject);
+    if (!verdict.empty()) absl::StrAppend(&title, " -> ", verdict);
+    absl::StrAppend(&cols, "<g class=\"", cls, "\" data-index=\"", index, "\" data-sha=\"",
+                    Escape(sha), "\"><title>", Escape(title), "</title><rect class=\"col-bg\" x=\"",
+                    Num(x0), "\" y=\"", Num(kTop), "\" width=\"", Num(col_w), "\" height=\"",
+                    Num(kHeight - kTop - kBottom), "\"/></g>");
+    for (const v1::Probe* p : probes) {
+      const std::string vclass = VerdictClass(*p);
+      std::string mcls = absl::StrCat("v-", vclass, " kind-", EnumLabel(p->kind()));
+      if (p->provisional()) absl::StrAppend(&mcls, " provisional");
+      if (p->cached()) absl::StrAppend(&mcls, " cached");
+      if (IsQuarantined(job, p->worker())) absl::StrAppend(&mcls, " quarantined");
+      for (int i = 0; i < p->samples_size(); ++i) {
+        absl::StrAppend(&marks, Mark(cx + Jitter(p->probe_id(), i) * col_w * 0.3,
+                                     scale.Y(p->samples(i)), mcls, p->cached(), p->probe_id()));
+      }
+      if (p->samples_size() > 0) {
+        const double y = scale.Y(p->median());
+        absl::StrAppend(&marks, "<line class=\"median v-", vclass, "\" x1=\"",
+                        Num(cx - col_w * 0.38), "\" x2=\"", Num(cx + col_w * 0.38), "\" y1=\"",
+                        Num(y), "\" y2=\"", Num(y), "\"><title>", Escape(p->worker()), ": median ",
+                        Escape(Value(p->median(), unit)), " of ", p->samples_size(),
+                        "</title></line>");
+      }
+    }
+    if (paired && index == last_good) {
+      for (const v1::ConfirmationPairs& set : job.confirmation().sets()) {
+        if (!set.interleaved()) continue;
+        for (int i = 0; i < set.last_good_samples_size(); ++i) {
+          absl::StrAppend(&marks,
+                          Mark(cx + Jitter(set.worker() + "/pairs", i) * col_w * 0.3,
+                               scale.Y(set.last_good_samples(i)), "paired v-confirm kind-confirm",
+                               false, absl::StrCat("confirmation:", set.worker())));
+        }
+      }
+    }
+    if (every_label || index == culprit || index == last_good || c == 0 ||
+        c + 1 == static_cast<int>(columns.size())) {
+      absl::StrAppend(&labels, "<text class=\"xlabel\" x=\"", Num(cx), "\" y=\"",
+                      Num(kHeight - kBottom + 14), "\" text-anchor=\"middle\">", index, "</text>");
+    }
+    if (index == culprit || index == last_good) {
+      absl::StrAppend(&labels, "<text class=\"col-label ",
+                      index == culprit ? "culprit" : "last-good", "\" x=\"", Num(cx), "\" y=\"",
+                      Num(kHeight - kBottom + 30), "\" text-anchor=\"middle\">",
+                      index == culprit ? "culprit" : "last good", "</text>");
+    }
+    ++c;
+  }
+  return Fill(
+      R"html(<svg class="plot" viewBox="0 0 {{w}} {{h}}" role="img" aria-label="{{aria}}" xmlns="http://www.w3.org/2000/svg">
+{{{bands}}}{{{grid}}}{{{cols}}}{{{marks}}}{{{labels}}}<text class="axis-title" x="{{cx}}" y="{{xt}}" text-anchor="middle">first-parent index (0 = GOOD, {{n}} = BAD)</text><text class="axis-title" transform="rotate(-90)" x="{{yx}}" y="14" text-anchor="middle">{{metric}}</text>
+</svg>)html",
+      {{"w", Num(kWidth)},
+       {"h", Num(kHeight)},
+       {"aria", absl::StrCat("samples of ", columns.size(), " probed commits")},
+       {"bands", bands},
+       {"grid", grid},
+       {"cols", cols},
+       {"marks", marks},
+       {"labels", labels},
+       {"cx", Num(kLeft + plot_w / 2)},
+       {"xt", Num(kHeight - 6)},
+       {"n", absl::StrCat(job.commit_count())},
+       {"yx", Num(-(kTop + (kHeight - kTop - kBottom) / 2))},
+       {"metric",
+        absl::StrCat(job.metric_name().empty() ? "metric" : job.metric_name(),
+                     job.metric_unit().empty() ? "" : " (" + job.metric_unit() + ")",
+                     job.direction() == v1::DIRECTION_HIGHER_IS_BETTER ? ", higher is better"
+                                                                       : ", lower is better")}});
+}
+
+}  // namespace kbisect::html

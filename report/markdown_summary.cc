@@ -1,0 +1,89 @@
+// Copyright 2026 The kbisect Authors.
+#include "report/markdown_summary.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+#include "common/rpc/enum_label.h"
+#include "report/html/page_format.h"
+#include "report/reproduce.h"
+
+namespace kbisect {
+namespace {
+
+std::string Cell(absl::string_view text) {
+  return absl::StrReplaceAll(text, {{"|", "\\|"}, {"\n", " "}});
+}
+
+std::string Code(absl::string_view text) { return absl::StrCat("`", Cell(text), "`"); }
+
+}  // namespace
+
+std::string MarkdownSummary(const v1::JobStatus& job) {
+  const std::string& unit = job.metric_unit();
+  std::string out;
+  if (job.has_culprit()) {
+    const v1::CommitRef& c = job.culprit();
+    absl::StrAppend(&out, "### kbisect: culprit ", Code(c.short_sha()), " ", Cell(c.subject()),
+                    "\n\n**Author:** ", Cell(c.author()), " · **Date:** ", Cell(c.date()),
+                    " · **Commit:** ", Code(c.sha()), "\n\n**Change:** ", Cell(job.metric_name()),
+                    " ", html::Value(job.before(), unit), " → ", html::Value(job.after(), unit),
+                    absl::StrFormat(" (%.1f%% worse)", job.culprit_regression_pct()));
+    if (job.has_confirmation()) {
+      const v1::Confirmation& k = job.confirmation();
+      absl::StrAppend(&out, ", ", k.confirmed() ? "confirmed" : "**not confirmed**",
+                      absl::StrFormat(": ratio %.4g (95%% CI %.4g to %.4g)", k.ratio(), k.ci_low(),
+                                      k.ci_high()));
+    }
+    absl::StrAppend(&out, "\n");
+    if (job.root_cause_hints_size() > 0) {
+      const v1::RootCauseHint& h = job.root_cause_hints(0);
+      absl::StrAppend(&out, "\n**Likely cause:** ", Cell(h.pattern()), " in ", Code(h.file()), ": ",
+                      Cell(h.likely_cause()), " (", Code(h.line()), ")\n");
+    }
+    if (job.has_merged_culprit()) {
+      absl::StrAppend(&out, "\n**Inside the merged branch:** ",
+                      Code(job.merged_culprit().short_sha()), " ",
+                      Cell(job.merged_culprit().subject()), "\n");
+    }
+    if (job.culprits_size() > 1) {
+      absl::StrAppend(&out, "\n**Every step:** ");
+      for (int i = 0; i < job.culprits_size(); ++i) {
+        const v1::Culprit& s = job.culprits(i);
+        absl::StrAppend(&out, i ? "; " : "", Code(s.commit().short_sha()),
+                        absl::StrFormat(" %.1f%% (%.0f%% of the change)", s.regression_pct(),
+                                        100 * s.share_of_total()));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+  } else {
+    absl::StrAppend(&out, "### kbisect: ", Cell(html::Headline(job)), "\n");
+    if (job.candidates_size() > 0) {
+      absl::StrAppend(&out, "\n**Candidates:**");
+      for (const std::string& sha : job.candidates())
+        absl::StrAppend(&out, " ", Code(sha.substr(0, 7)));
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  absl::StrAppend(&out, "\nRange ", Code(html::ShortSha(job.good_sha())), "..",
+                  Code(html::ShortSha(job.bad_sha())), " (", job.commit_count(),
+                  " commits): ", job.rounds(), job.rounds() == 1 ? " round, " : " rounds, ",
+                  job.bench_runs(), " bench runs, ", html::Seconds(job.wall_seconds()), "\n\n");
+  absl::StrAppend(&out,
+                  "| # | commit | worker | round | median | runs | verdict |\n"
+                  "|--:|---|---|--:|--:|--:|---|\n");
+  for (const v1::Probe& p : job.probes()) {
+    if (p.kind() != v1::PROBE_KIND_BISECT || p.state() != v1::PROBE_STATE_FINISHED) continue;
+    absl::StrAppend(&out, "| ", p.index(), " | ", Code(html::ShortSha(p.sha())), " | ",
+                    Cell(p.worker()), " | ", p.round(), " | ",
+                    p.samples_size() > 0 ? html::Value(p.median(), unit) : "", " | ",
+                    p.samples_size(), " | ", html::VerdictLabel(p),
+                    p.provisional() ? " (provisional)" : "", p.cached() ? " (cached)" : "", " |\n");
+  }
+  absl::StrAppend(&out, "\n<details><summary>Reproduce</summary>\n\n```sh\n", ReproduceCommand(job),
+                  "\n```\n</details>\n");
+  return out;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,80 @@
+// Copyright 2026 The kbisect Authors.
+#include "report/reproduce.h"
+
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+
+namespace kbisect {
+
+std::string ShellWord(absl::string_view s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789@%_-+=:,./") == absl::string_view::npos) {
+    return std::string(s);
+  }
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+std::string ReproduceCommand(const v1::JobStatus& job) {
+  const v1::JobSpec& spec = job.spec();
+  std::vector<std::string> words = {"kbisect", "run"};
+  words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
+  words.push_back(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
+                                        : job.bad_sha());
+  auto flag = [&](absl::string_view name, absl::string_view value) {
+    words.emplace_back(name);
+    words.emplace_back(value);
+  };
+  flag("--repo", spec.repository());
+  if (!spec.build_command().empty()) flag("--build", spec.build_command());
+  switch (spec.metric().kind()) {
+    case v1::METRIC_KIND_REGEX:
+      flag("--metric", spec.metric().pattern());
+      break;
+    case v1::METRIC_KIND_JSON_PATH:
+      flag("--metric-json", spec.metric().pattern());
+      break;
+    case v1::METRIC_KIND_EXIT_CODE:
+      words.push_back("--exit-code");
+      break;
+    default:
+      break;
+  }
+  if (spec.direction() == v1::DIRECTION_LOWER_IS_BETTER) words.push_back("--lower-is-better");
+  if (spec.direction() == v1::DIRECTION_HIGHER_IS_BETTER) words.push_back("--higher-is-better");
+  if (spec.runs_per_commit() != 0 && spec.runs_per_commit() != 3) {
+    flag("--runs", absl::StrCat(spec.runs_per_commit()));
+  }
+  if (spec.max_runs() != 0 && spec.max_runs() != 30) {
+    flag("--max-runs", absl::StrCat(spec.max_runs()));
+  }
+  if (spec.threshold_fraction() != 0 && spec.threshold_fraction() != 0.3) {
+    flag("--threshold", absl::StrFormat("%g", spec.threshold_fraction()));
+  }
+  if (spec.min_effect_fraction() != 0) {
+    flag("--min-effect", absl::StrFormat("%g", spec.min_effect_fraction()));
+  }
+  if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
+  if (spec.allow_improvement()) words.push_back("--allow-improvement");
+  if (spec.descend_merges()) words.push_back("--descend-merges");
+  if (spec.all_culprits()) words.push_back("--all-culprits");
+  if (!spec.confirm()) words.push_back("--no-confirm");
+  if (spec.discard_throttled()) words.push_back("--discard-throttled");
+  if (!spec.hardware_class().empty()) flag("--hardware-class", spec.hardware_class());
+  // The map's order is unspecified; sort for a stable command.
+  const std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
+  for (const auto& [key, value] : env) flag("--env", absl::StrCat(key, "=", value));
+  words.push_back("--");
+  for (const std::string& arg : spec.bench_command()) words.push_back(arg);
+  std::vector<std::string> quoted;
+  quoted.reserve(words.size());
+  for (const std::string& w : words) quoted.push_back(ShellWord(w));
+  return absl::StrJoin(quoted, " ");
+}
+
+}  // namespace kbisect

@@ -1,0 +1,271 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The HTML job page, its template helper, the Markdown summary, the reproduce command and the
+// ETA, over a synthetic finished job (the browser checks over real jobs are in
+// tests/integration/job_pages_browser_test.cc).
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/time/time.h"
+#include "common/rpc/proto_time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "report/eta.h"
+#include "report/html/job_list_page.h"
+#include "report/html/job_page.h"
+#include "report/html/sample_plot.h"
+#include "report/html/template.h"
+#include "report/markdown_summary.h"
+#include "report/reproduce.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int Count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+const absl::Time kT0 = absl::FromUnixSeconds(1800000000);
+
+v1::Probe* Add(v1::JobStatus* job, v1::ProbeKind kind, int index, const std::string& worker,
+               v1::Verdict verdict, std::vector<double> samples, double start, double end) {
+  v1::Probe* p = job->add_probes();
+  p->set_probe_id(absl::StrCat("p", job->probes_size()));
+  p->set_kind(kind);
+  p->set_index(index);
+  p->set_sha(absl::StrCat(std::string(39, 'a' + index % 6), index % 10));
+  p->set_worker(worker);
+  p->set_verdict(verdict);
+  p->set_round(kind == v1::PROBE_KIND_BISECT ? 1 : 0);
+  p->set_state(v1::PROBE_STATE_FINISHED);
+  double median = 0;
+  for (double s : samples) {
+    p->add_samples(s);
+    median = s;
+  }
+  p->set_median(median);
+  *p->mutable_start_time() = ToProto(kT0 + absl::Seconds(start));
+  *p->mutable_end_time() = ToProto(kT0 + absl::Seconds(end));
+  p->mutable_timings()->mutable_bench()->set_seconds(static_cast<int64_t>(end - start) / 2);
+  return p;
+}
+
+v1::JobStatus FinishedJob() {
+  v1::JobStatus job;
+  job.set_job_id("job-1");
+  job.set_state(v1::JOB_STATE_DONE);
+  job.set_status(v1::OUTCOME_CULPRIT_FOUND);
+  job.set_good_sha(std::string(40, '1'));
+  job.set_bad_sha(std::string(40, '2'));
+  job.set_commit_count(20);
+  job.set_metric_name("latency");
+  job.set_metric_unit("ms");
+  job.mutable_spec()->set_repository("/src/my repo");
+  job.mutable_spec()->set_threshold_fraction(0.3);
+  job.mutable_spec()->set_confirm(true);
+  job.mutable_spec()->add_bench_command("./bench.sh");
+  job.mutable_spec()->add_bench_command("--size=it's");
+  auto* good = job.mutable_baseline()->mutable_good();
+  for (double s : {0.99, 1.0, 1.01}) good->add_samples(s);
+  good->set_median(1.0);
+  auto* bad = job.mutable_baseline()->mutable_bad();
+  for (double s : {1.49, 1.5, 1.51}) bad->add_samples(s);
+  bad->set_median(1.5);
+  Add(&job, v1::PROBE_KIND_BASELINE_BAD, 20, "w0", v1::VERDICT_UNSPECIFIED, {1.49, 1.5, 1.51}, 0,
+      2);
+  Add(&job, v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", v1::VERDICT_UNSPECIFIED, {0.99, 1.0, 1.01}, 2,
+      4);
+  Add(&job, v1::PROBE_KIND_BISECT, 10, "w1", v1::VERDICT_GOOD, {1.0, 1.01, 0.99}, 0, 4)
+      ->set_provisional(true);
+  Add(&job, v1::PROBE_KIND_BISECT, 14, "w2", v1::VERDICT_BAD, {1.5, 1.52}, 0, 4)->set_cached(true);
+  Add(&job, v1::PROBE_KIND_BISECT, 12, "w3", v1::VERDICT_GOOD, {2.5}, 4, 8);  // Quarantined.
+  Add(&job, v1::PROBE_KIND_BISECT, 13, "w1", v1::VERDICT_BAD, {1.5, 1.49, 1.51}, 4, 8);
+  Add(&job, v1::PROBE_KIND_BISECT, 11, "w2", v1::VERDICT_UNSPECIFIED, {}, 4, 6)
+      ->set_state(v1::PROBE_STATE_CANCELLED);
+  Add(&job, v1::PROBE_KIND_CONFIRM, 13, "w1", v1::VERDICT_UNSPECIFIED, {1.5, 1.5}, 8, 10);
+  for (const char* w : {"w0", "w1", "w2", "w3"}) {
+    v1::JobWorker* worker = job.add_workers();
+    worker->set_worker(w);
+    worker->mutable_identity()->set_hardware_class_label("NVIDIA B200 x1");
+    if (std::string(w) == "w3") {
+      worker->set_quarantined(true);
+      worker->set_reason("GOOD 2.5x the pool's median");
+    }
+  }
+  v1::CommitRef* culprit = job.mutable_culprit();
+  culprit->set_sha(job.probes(5).sha());
+  culprit->set_short_sha(culprit->sha().substr(0, 7));
+  culprit->set_index(13);
+  culprit->set_subject("Retune <tiles> & \"blocks\"");
+  culprit->set_author("Ada <ada@example.com>");
+  v1::CommitRef* last_good = job.mutable_last_good();
+  last_good->set_sha(job.probes(4).sha());
+  last_good->set_index(12);
+  job.set_before(1.0);
+  job.set_after(1.5);
+  job.set_culprit_regression_pct(50);
+  v1::Confirmation* confirmation = job.mutable_confirmation();
+  confirmation->set_confirmed(true);
+  confirmation->set_ratio(1.5);
+  confirmation->set_ci_low(1.45);
+  confirmation->set_ci_high(1.55);
+  v1::ConfirmationPairs* set = confirmation->add_sets();
+  set->set_worker("w1");
+  set->set_interleaved(true);
+  set->add_last_good_samples(1.0);
+  set->add_last_good_samples(1.01);
+  v1::RootCauseHint* hint = job.add_root_cause_hints();
+  hint->set_pattern("Changed tile sizes");
+  hint->set_file("kernels/attention.py");
+  hint->set_likely_cause("Worse occupancy");
+  hint->set_hunk_header("@@ -4,7 +4,7 @@");
+  hint->set_line("+BLOCK_SIZE=32");
+  job.set_rounds(2);
+  return job;
+}
+
+html::PageOptions Options(absl::Time now, int refresh_seconds = 0, std::string jobs_link = "") {
+  html::PageOptions options;
+  options.now = now;
+  options.refresh_seconds = refresh_seconds;
+  options.jobs_link = std::move(jobs_link);
+  return options;
+}
+
+TEST(TemplateTest, EscapesValuesKeepsRawMarkupAndRefusesUnknownOrUnusedNames) {
+  absl::StatusOr<std::string> out =
+      html::Fill("<p title=\"{{t}}\">{{{raw}}}</p>", {{"t", "a\"<&'"}, {"raw", "<b>x</b>"}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "<p title=\"a&quot;&lt;&amp;&#39;\"><b>x</b></p>");
+  EXPECT_FALSE(html::Fill("{{missing}}", {}).ok());
+  EXPECT_FALSE(html::Fill("plain", {{"unused", "x"}}).ok());
+  EXPECT_FALSE(html::Fill("{{open", {{"open", "x"}}).ok());
+}
+
+TEST(JobPageTest, DrawsOneMarkPerSampleAndMarksTheCulpritAndEachKindOfSample) {
+  const v1::JobStatus job = FinishedJob();
+  absl::StatusOr<std::string> page = html::RenderJobPage(job, Options(kT0 + absl::Seconds(10)));
+  ASSERT_TRUE(page.ok()) << page.status();
+  // 3+3+3+2+1+3+2 probe samples and 2 interleaved last-good samples.
+  EXPECT_EQ(html::SampleMarkCount(job), 19);
+  EXPECT_EQ(Count(*page, "class=\"sample "), 19);
+  EXPECT_EQ(Count(*page, "<circle class=\"sample v-good kind-bisect provisional\""), 3);
+  EXPECT_EQ(Count(*page, "<rect class=\"sample v-bad kind-bisect cached\""), 2);
+  EXPECT_EQ(Count(*page, "<circle class=\"sample v-good kind-bisect quarantined\""), 1);
+  EXPECT_EQ(Count(*page, "class=\"sample paired"), 2);
+  EXPECT_THAT(*page, HasSubstr("<g class=\"col culprit\" data-index=\"13\""));
+  EXPECT_THAT(*page, HasSubstr("<g class=\"col last-good\" data-index=\"12\""));
+  EXPECT_THAT(*page, HasSubstr("class=\"threshold\""));
+  EXPECT_EQ(Count(*page, "<line class=\"band-good-median\""), 1);
+  EXPECT_THAT(*page, HasSubstr("ratio 1.5 (95% CI 1.45 to 1.55)"));
+  // The timeline: one bar per task, the cancelled one hatched.
+  EXPECT_EQ(Count(*page, "<g class=\"task "), job.probes_size());
+  EXPECT_EQ(Count(*page, " cancelled\" data-probe="), 1);
+  // Text from the job is escaped; no network fetch; the page is one document.
+  EXPECT_THAT(*page, HasSubstr("Retune &lt;tiles&gt; &amp; &quot;blocks&quot;"));
+  EXPECT_THAT(*page, Not(HasSubstr("<tiles>")));
+  EXPECT_THAT(*page, Not(HasSubstr("src=")));
+  EXPECT_THAT(*page, Not(HasSubstr("href=\"http")));
+  EXPECT_THAT(*page, Not(HasSubstr("http-equiv=\"refresh\"")));  // Finished: no reload.
+  EXPECT_EQ(Count(*page, "</html>"), 1);
+  EXPECT_THAT(*page, HasSubstr("GOOD 2.5x the pool&#39;s median"));
+  EXPECT_THAT(*page, HasSubstr("prefers-color-scheme:dark"));
+  EXPECT_THAT(*page, HasSubstr("@media print"));
+}
+
+TEST(JobPageTest, ARunningLivePageReloadsAndShowsTheTimeLeft) {
+  v1::JobStatus job = FinishedJob();
+  job.set_state(v1::JOB_STATE_BISECTING);
+  job.set_status(v1::OUTCOME_RUNNING);
+  job.mutable_progress()->set_estimated_rounds(2);
+  job.mutable_progress()->set_remaining_commits(1);
+  job.mutable_progress()->set_probes_in_flight(0);
+  job.mutable_confirmation()->Clear();
+  job.clear_confirmation();
+  job.mutable_probes()->RemoveLast();  // No confirmation task yet.
+  absl::StatusOr<std::string> page =
+      html::RenderJobPage(job, Options(kT0 + absl::Seconds(10), /*refresh_seconds=*/2, "/jobs"));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<meta http-equiv=\"refresh\" content=\"2\">"));
+  EXPECT_THAT(*page, HasSubstr("1 commit left, 0 probes in flight"));
+  // Bisect spans 4, 4, 4, 4 s (the cached one does not count): (2 rounds + confirmation) x 4s.
+  EXPECT_THAT(*page, HasSubstr("<dd class=\"eta\">~12s</dd>"));
+  EXPECT_THAT(*page, HasSubstr("<a href=\"/jobs\">all jobs</a>"));
+}
+
+TEST(EtaTest, CountsRoundsLeftAndTheConfirmationAndSubtractsTheRunningProbesTime) {
+  EtaEstimator eta(/*confirm=*/true);
+  v1::Progress progress;
+  progress.set_estimated_rounds(3);
+  EXPECT_FALSE(eta.Left(progress, kT0).has_value());
+  v1::JobStatus job;
+  Add(&job, v1::PROBE_KIND_BISECT, 5, "w", v1::VERDICT_GOOD, {1}, 0, 10);
+  Add(&job, v1::PROBE_KIND_BISECT, 6, "w", v1::VERDICT_GOOD, {1}, 10, 30);
+  eta.Observe(job.probes(0));
+  eta.Observe(job.probes(0));  // Counted once.
+  eta.Observe(job.probes(1));
+  EXPECT_EQ(eta.spans(), 2);
+  EXPECT_EQ(*eta.Left(progress, kT0), absl::Seconds(60));  // (3 + 1) x 15 s.
+  v1::Probe running = job.probes(1);
+  running.set_probe_id("r");
+  running.set_state(v1::PROBE_STATE_RUNNING);
+  *running.mutable_start_time() = ToProto(kT0 + absl::Seconds(30));
+  eta.Observe(running);
+  progress.set_probes_in_flight(1);
+  EXPECT_EQ(*eta.Left(progress, kT0 + absl::Seconds(35)), absl::Seconds(55));
+  v1::Probe confirm = job.probes(1);
+  confirm.set_kind(v1::PROBE_KIND_CONFIRM);
+  eta.Observe(confirm);
+  progress.set_estimated_rounds(0);
+  progress.set_probes_in_flight(0);
+  EXPECT_EQ(*eta.Left(progress, kT0 + absl::Seconds(35)), absl::ZeroDuration());
+  EXPECT_EQ(FormatEta(absl::Seconds(125)), "~2m05s");
+  EXPECT_EQ(FormatEta(absl::Seconds(7)), "~7s");
+}
+
+TEST(MarkdownSummaryTest, NamesTheCulpritChangeCauseAndTabulatesTheProbes) {
+  const std::string md = MarkdownSummary(FinishedJob());
+  EXPECT_THAT(md, HasSubstr("### kbisect: culprit `"));
+  EXPECT_THAT(md, HasSubstr("**Author:** Ada <ada@example.com>"));
+  EXPECT_THAT(md, HasSubstr("latency 1ms → 1.5ms (50.0% worse), confirmed: ratio 1.5 (95% CI "
+                            "1.45 to 1.55)"));
+  EXPECT_THAT(md, HasSubstr("**Likely cause:** Changed tile sizes in `kernels/attention.py`"));
+  // Four finished bisect probes, one row each.
+  EXPECT_EQ(Count(md, "\n| 1"), 4);
+  EXPECT_THAT(md, HasSubstr("| good (provisional) |"));
+  EXPECT_THAT(md, HasSubstr("| bad (cached) |"));
+}
+
+TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
+  v1::JobStatus job = FinishedJob();
+  job.mutable_spec()->set_runs_per_commit(5);
+  job.mutable_spec()->set_build_command("make -j8");
+  (*job.mutable_spec()->mutable_env())["B"] = "2";
+  (*job.mutable_spec()->mutable_env())["A"] = "1 2";
+  EXPECT_EQ(ReproduceCommand(job),
+            absl::StrCat("kbisect run ", std::string(40, '1'), " ", std::string(40, '2'),
+                         " --repo '/src/my repo' --build 'make -j8' --runs 5 --env 'A=1 2' "
+                         "--env B=2 -- ./bench.sh '--size=it'\\''s'"));
+}
+
+TEST(JobListPageTest, LinksEveryJob) {
+  v1::ListJobsResponse jobs;
+  for (const char* id : {"job-a", "job-b"}) {
+    v1::JobSummary* j = jobs.add_jobs();
+    j->set_job_id(id);
+    *j->mutable_create_time() = ToProto(kT0);
+  }
+  absl::StatusOr<std::string> page = html::RenderJobListPage(jobs, kT0 + absl::Minutes(5), 5);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<a href=\"/jobs/job-a\">"));
+  EXPECT_THAT(*page, HasSubstr("<a href=\"/jobs/job-b\">"));
+  EXPECT_THAT(*page, HasSubstr("5m00s ago"));
+}
+
+}  // namespace
+}  // namespace kbisect
