@@ -109,6 +109,7 @@ struct Flags {
   std::string json_file;
   bool pin_harness = false;
   int pin_runs = 3;
+  std::string notify_url;
 };
 
 // Exports `sha` of the repository at `repo` into `dir` (git archive), so that a commit can be
@@ -207,6 +208,25 @@ absl::StatusOr<Pinned> MeasurePinned(CommandRunner* runner, const std::string& r
   return p;
 }
 
+// The job's trigger text: where it came from and the triage evidence, so that the job (its
+// report, its JSON, a webhook) says why it was started.
+std::string Trigger(const Flags& f, const triage::NightlyDecision& d) {
+  const triage::KernelTriage& k = d.triage;
+  std::string text = absl::StrCat("kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ",
+                                  f.date, f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "",
+                                  ": ", triage::CauseName(k.verdict.cause),
+                                  absl::StrFormat(" (confidence %.2f)", k.verdict.confidence));
+  if (k.evidence.primary.present && k.last_good.has_value() && k.first_bad.has_value()) {
+    absl::StrAppend(
+        &text, absl::StrFormat(", %s %.4g -> %.4g (%+.1f%%) between the nightlies of %s and %s",
+                               k.primary_metric, k.evidence.primary.before,
+                               k.evidence.primary.after, 100 * k.evidence.primary.relative_change,
+                               k.last_good->date, k.first_bad->date));
+  }
+  absl::StrAppend(&text, d.manifest_changes.empty() ? "; measurement manifest unchanged" : "");
+  return text;
+}
+
 }  // namespace
 
 int NightlyCommand(int argc, char** argv) {
@@ -263,6 +283,9 @@ int NightlyCommand(int argc, char** argv) {
   app.add_option("--min-change", f.min_change_pct, "Smallest move that counts, percent")
       ->capture_default_str();
   app.add_option("--json", f.json_file, "Write the decision as JSON to FILE");
+  app.add_option("--notify-url", f.notify_url,
+                 "After submitting, follow the bisect to its end and POST its result (with the "
+                 "triage evidence in spec.origin.trigger) to URL, as `kbisect watch --notify-url`");
   app.add_flag("--pin-harness", f.pin_harness,
                "On a method change, measure last-good's and first-bad's kernels under one "
                "harness (first-bad's) to give the kernel's true change");
@@ -490,10 +513,8 @@ int NightlyCommand(int argc, char** argv) {
                                        k.first_bad->full_sha,
                                        "--repo",
                                        f.repo_url.empty() ? f.repo : f.repo_url};
-    submit.insert(submit.end(),
-                  {"--request-id", decision->request_id, "--origin", "nightly", "--trigger",
-                   absl::StrCat("kbisect nightly ", f.benchmark, " ", f.date,
-                                f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : std::string())});
+    submit.insert(submit.end(), {"--request-id", decision->request_id, "--origin", "nightly",
+                                 "--trigger", Trigger(f, *decision)});
     if (!f.coordinator.empty()) submit.insert(submit.end(), {"--coordinator", f.coordinator});
     if (!f.build.empty()) submit.insert(submit.end(), {"--build", f.build});
     if (f.runs > 0) submit.insert(submit.end(), {"--runs", absl::StrCat(f.runs)});
@@ -551,10 +572,27 @@ int NightlyCommand(int argc, char** argv) {
       std::cerr << "kbisect nightly: " << written.message() << "\n";
       return kExitError;
     }
-    // Integration point for notifications (docs/operations.md): the submitted job's end is
-    // announced by `kbisect submit --notify-url` where available (pass it with --submit-arg).
     out["job_id"] = job_id;
     out["submitted"] = !existed;
+    // The notification when the bisect ends: `kbisect watch --notify-url` posts the job's
+    // result, whose spec.origin.trigger carries the triage evidence (Trigger above).
+    if (!f.notify_url.empty() && !job_id.empty() && !existed) {
+      ExecRequest watch;
+      watch.argv = {SelfPath(), "watch", job_id, "-q", "--notify-url", f.notify_url};
+      if (!f.coordinator.empty())
+        watch.argv.insert(watch.argv.end(), {"--coordinator", f.coordinator});
+      absl::StatusOr<ExecResult> watched = runner->Run(watch);
+      if (watched.ok()) std::cout << watched->output;
+      if (!watched.ok() || watched->exit_code == kExitError || watched->signal != 0) {
+        std::cerr << "kbisect nightly: following job " << job_id << " to notify " << f.notify_url
+                  << " failed"
+                  << (watched.ok() ? absl::StrCat(" (", watched->Describe(), ")")
+                                   : absl::StrCat(": ", watched.status().message()))
+                  << "\n";
+        write_json();
+        return kExitError;
+      }
+    }
   } else if (decision->action == triage::NightlyAction::kSubmitBisect) {
     std::cout << "Not submitted (--no-submit).\n";
   }

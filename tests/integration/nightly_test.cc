@@ -9,7 +9,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -18,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/git_fixture.h"
 #include "tests/testing/process.h"
@@ -91,13 +94,14 @@ class NightlyTest : public ::kbisect::testing::ClusterFixture {
     return RunShell(absl::StrFormat(
         "cd %s && NIGHT_NOISE=%.3f KBISECT_COORDINATOR=%s %s nightly --history %s --benchmark "
         "attention --hardware-class ci-gpu --sha %s --repo %s --repo-url %s --date 2026-11-%02d "
-        "--run-id %d --runs 1 --pin-harness --json %s -- ./bench.sh",
+        "--run-id %d --runs 1 --pin-harness --json %s --notify-url %s -- ./bench.sh",
         tmp_.path(), noise, address_, ::kbisect::testing::Bin("kbisect"), history, sha,
         tmp_.Join("ci"), tmp_.Join("repo"), night, 1000 + night,
-        tmp_.Join(absl::StrCat("night-", night, ".json"))));
+        tmp_.Join(absl::StrCat("night-", night, ".json")), hook_));
   }
 
   std::string culprit_;
+  std::string hook_ = "http://127.0.0.1:9/unused";
 };
 
 TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
@@ -111,6 +115,20 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
   std::unique_ptr<Process> w1 = StartWorker("gpu1", 1);
   ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
       << w0->log() << w1->log();
+
+  // A webhook on loopback: the bisect's end is posted there with the triage evidence.
+  httplib::Server hook;
+  std::mutex posted_mu;
+  std::vector<std::string> posted;
+  hook.Post("/hook", [&](const httplib::Request& request, httplib::Response& response) {
+    std::lock_guard<std::mutex> lock(posted_mu);
+    posted.push_back(request.body);
+    response.status = 204;
+  });
+  const int port = hook.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread hook_thread([&] { hook.listen_after_bind(); });
+  hook_ = absl::StrCat("http://127.0.0.1:", port, "/hook");
 
   const std::string history = tmp_.Join("nightly.jsonl");
   std::map<int, CommandResult> nights;
@@ -190,6 +208,17 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
   EXPECT_THAT(lost.out, HasSubstr(absl::StrCat("Already submitted: job ", job_id)));
   nlohmann::json jobs = Json("status --json");
   EXPECT_EQ(jobs["jobs"].size(), 1u) << jobs.dump(2);
+
+  // The submitting night followed the bisect to its end and posted it once, with the evidence.
+  hook.stop();
+  hook_thread.join();
+  ASSERT_EQ(posted.size(), 1u);
+  nlohmann::json notified = nlohmann::json::parse(posted[0]);
+  EXPECT_EQ(notified["culprit"]["sha"], culprit_);
+  EXPECT_THAT(notified["spec"]["origin"]["trigger"].get<std::string>(),
+              HasSubstr("real_regression"));
+  EXPECT_THAT(notified["spec"]["origin"]["trigger"].get<std::string>(),
+              HasSubstr("between the nightlies of 2026-11-08 and 2026-11-09"));
 
   // The bisect finds night 9's middle commit.
   CommandResult watched = Kbisect(absl::StrCat("watch ", job_id, " -q"));
