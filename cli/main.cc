@@ -6,6 +6,7 @@
 
 #include "cli/cache_command.h"
 #include "cli/client_commands.h"
+#include "cli/nightly_command.h"
 #include "cli/run_command.h"
 #include "cli/triage_command.h"
 
@@ -23,6 +24,8 @@ Usage:
   kbisect cancel JOB                                        cancel a job
   kbisect triage --dashboard FILE|URL --platform P [--kernel K] [--date D]
                                                            explain a dashboard move
+  kbisect nightly --history FILE --benchmark B --sha SHA --repo DIR -- BENCH_CMD
+                                                           record tonight, bisect a real regression
   kbisect cache stats [--cache-dir DIR]                     what the result cache holds
   kbisect cache prune --older-than AGE [--cache-dir DIR]    remove cached results older than AGE
   kbisect version
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "run") return kbisect::RunCommand(argc - 1, argv + 1);
   if (command == "triage") return kbisect::TriageCommand(argc - 1, argv + 1);
+  if (command == "nightly") return kbisect::NightlyCommand(argc - 1, argv + 1);
   if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);
   if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {

@@ -12,6 +12,7 @@
 #include "common/spec/job_spec.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/build_step.h"
+#include "worker/task_manifest.h"
 
 namespace kbisect {
 namespace {
@@ -158,6 +159,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   }
   checked_out = one_lane ? schedule.front() : task.commit_sha();
   result.mutable_timings()->set_build_reused(builds_reused);
+  *result.mutable_manifest() = CollectTaskManifest(
+      task, dirs.count(task.commit_sha()) > 0 ? dirs[task.commit_sha()] : dirs[checked_out], env,
+      runner_);
 
   // 3. Benchmark runs.
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;

@@ -68,6 +68,9 @@ class K8sManifestsTest : public ::testing::Test {
     EXPECT_THAT(docs["ConfigMap"], HasSubstr("KBISECT_HEALTH_LISTEN: 0.0.0.0:7071"));
     EXPECT_THAT(docs["ConfigMap"], HasSubstr("KBISECT_STATE_DIR: /var/lib/kbisect"));
     EXPECT_THAT(docs["StatefulSet"], HasSubstr("kbisect-worker"));
+    // The nightly trigger runs `kbisect nightly` with its history on a volume.
+    EXPECT_THAT(docs["CronJob"], HasSubstr("kbisect nightly --history"));
+    EXPECT_THAT(docs["CronJob"], HasSubstr("claimName: kbisect-nightly-history"));
     EXPECT_THAT(docs["Service"], HasSubstr("port: 7070"));
     // Prometheus metrics: served, exposed and announced for scraping.
     EXPECT_THAT(docs["ConfigMap"], HasSubstr("KBISECT_METRICS_LISTEN: 0.0.0.0:9464"));
@@ -111,6 +114,8 @@ TEST_F(K8sManifestsTest, Mi300xOverlayUsesAmdGpus) {
   EXPECT_THAT(workers, Not(HasSubstr("nvidia.com/gpu: 1")));
   EXPECT_THAT(workers, HasSubstr("amd.com/gpu.product-name: AMD_Instinct_MI300X"));
   EXPECT_THAT(workers, HasSubstr(":0.1.0-rocm"));
+  EXPECT_THAT(docs["CronJob"], HasSubstr("amd.com/gpu: 1"));
+  EXPECT_THAT(docs["CronJob"], Not(HasSubstr("nvidia.com/gpu")));
 }
 
 }  // namespace

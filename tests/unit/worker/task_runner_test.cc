@@ -89,6 +89,23 @@ TEST_F(TaskRunnerTest, CollectsOneSamplePerRunWithTheSlotEnvironment) {
   EXPECT_EQ(workspace_.prepared.size(), 1u);
 }
 
+TEST_F(TaskRunnerTest, RecordsTheMeasurementManifestOfTheCheckout) {
+  ASSERT_EQ(mkdir(dir_.Join("benchmarks").c_str(), 0755), 0);
+  WriteFile(dir_.Join("benchmarks/run.py"), "hello\n");
+  v1::Task task = Task("echo 'Latency: 1 ms'", 1);
+  (*task.mutable_env())["KBISECT_MANIFEST_ENV"] = "HELION_*";
+  (*task.mutable_env())["HELION_AUTOTUNE_EFFORT"] = "quick";
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  const v1::MeasurementManifest& m = result.manifest();
+  ASSERT_EQ(m.harness_files_size(), 1);
+  EXPECT_EQ(m.harness_files(0).path(), "benchmarks/run.py");
+  EXPECT_EQ(m.harness_files(0).blob_id(), "ce013625030ba8dba906f756967f9e9ca394464a");
+  EXPECT_FALSE(m.harness_digest().empty());
+  EXPECT_THAT(m.bench_command(), ElementsAre(dir_.Join("bench.sh")));
+  EXPECT_EQ(m.env().at("HELION_AUTOTUNE_EFFORT"), "quick");
+}
+
 TEST_F(TaskRunnerTest, BuildRunsFirstAndItsFailureIsReportedWithTheTail) {
   v1::Task task = Task("echo 'Latency: 1 ms'");
   task.set_build_command("echo compiling; echo 'error: boom' >&2; exit 2");

@@ -1,0 +1,603 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/nightly_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/job_options.h"
+#include "cli/run_command.h"
+#include "common/exec/exec.h"
+#include "common/git/git_repo.h"
+#include "common/identity/identity.h"
+#include "common/manifest/manifest.h"
+#include "common/metric/metric.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "triage/nightly.h"
+
+namespace kbisect {
+namespace {
+
+constexpr char kNightlyFooter[] = R"(
+Records tonight's result of one benchmark (from --value, from --output FILE, or by running
+BENCH_CMD in --repo), with its measurement manifest (hashes of the harness files, the command
+line, named environment variables, tool versions, GPU and clocks), in the JSON-lines --history.
+Then triages the history (kbisect triage's change-point detector and cross-checks, plus the
+manifest across the step) and, only for a real regression step, submits one bisect over
+last-good..first-bad to the coordinator (--coordinator / KBISECT_COORDINATOR), with a request id
+derived from (benchmark, hardware class, window): a rerun of the night, or a later night that sees
+the same step, starts nothing new. BENCH_CMD is also the bisect's benchmark.
+
+Exit codes:
+  0  nothing to do (no move, an improvement, too little history)
+  1  error (unreadable history, benchmark failed, metric missing, repository, coordinator)
+  2  usage error
+  3  real regression: a bisect was submitted (tonight or on an earlier night: see the output)
+  4  benchmark method change (the manifest or the window names what changed); nothing submitted
+  5  hardware issue (GPU, driver or clocks changed); nothing submitted
+  6  noise (a spike, a reverted excursion); nothing submitted
+  7  gradual regression (drift): no single commit to bisect; nothing submitted
+
+Example (a CI step after checking out $SHA into ./src):
+  kbisect nightly --history /data/nightly.jsonl --benchmark attention --sha "$SHA" \
+      --repo ./src --repo-url https://git.example.com/team/kernels.git --build 'make -j16' \
+      --record-env 'HELION_AUTOTUNE_*' -- ./bench/attention.sh
+)";
+
+std::string Today() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[16];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d", &tm);
+  return buffer;
+}
+
+std::string SelfPath() {
+  char buffer[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0) return "kbisect";
+  return std::string(buffer, n);
+}
+
+struct Flags {
+  std::string history;
+  std::string benchmark;
+  std::string hardware_class;
+  std::string sha;
+  std::string repo;
+  std::string repo_url;
+  std::string date;
+  int64_t run_id = 0;
+  std::vector<double> value;
+  std::string output_file;
+  std::string metric_name;
+  std::string unit;
+  std::string metric;
+  std::string metric_json;
+  bool lower = false;
+  bool higher = false;
+  std::vector<std::string> harness;
+  std::vector<std::string> record_env;
+  std::vector<std::string> tools;
+  std::string build;
+  int runs = 0;
+  std::string coordinator;
+  std::vector<std::string> submit_args;
+  bool no_submit = false;
+  int bench_timeout = 600;
+  double min_change_pct = 2.0;
+  std::string json_file;
+  bool pin_harness = false;
+  int pin_runs = 3;
+  std::string notify_url;
+};
+
+// Exports `sha` of the repository at `repo` into `dir` (git archive), so that a commit can be
+// measured without touching the checkout.
+absl::Status Export(CommandRunner* runner, const std::string& repo, const std::string& sha,
+                    const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  ExecRequest request;
+  request.argv = {"sh",     "-c", "git -C \"$1\" archive --format=tar \"$2\" | tar -x -C \"$3\"",
+                  "export", repo, sha,
+                  dir};
+  request.timeout = absl::Minutes(5);
+  absl::StatusOr<ExecResult> ran = runner->Run(request);
+  if (!ran.ok()) return ran.status();
+  if (!ran->ok()) {
+    return absl::InternalError(
+        absl::StrCat("exporting ", sha.substr(0, 12), " ", ran->Describe(), ": ", ran->Tail(5)));
+  }
+  return absl::OkStatus();
+}
+
+// Builds (when `build` is set) and runs `bench` `runs` times in `dir`; returns the median.
+absl::StatusOr<double> MeasureIn(CommandRunner* runner, const std::string& dir,
+                                 const std::string& build, const std::vector<std::string>& bench,
+                                 const MetricSpec& spec, int runs, int timeout_s) {
+  if (!build.empty()) {
+    ExecRequest request;
+    request.shell_command = build;
+    request.cwd = dir;
+    request.timeout = absl::Minutes(30);
+    absl::StatusOr<ExecResult> ran = runner->Run(request);
+    if (!ran.ok()) return ran.status();
+    if (!ran->ok()) return absl::InternalError(absl::StrCat("the build ", ran->Describe()));
+  }
+  std::vector<double> values;
+  for (int i = 0; i < std::max(1, runs); ++i) {
+    ExecRequest request;
+    request.argv = bench;
+    request.cwd = dir;
+    request.timeout = absl::Seconds(timeout_s);
+    absl::StatusOr<ExecResult> ran = runner->Run(request);
+    if (!ran.ok()) return ran.status();
+    if (!ran->ok()) return absl::InternalError(absl::StrCat("the benchmark ", ran->Describe()));
+    absl::StatusOr<Metric> metric = ExtractMetric(spec, ran->output);
+    if (!metric.ok()) return metric.status();
+    values.push_back(metric->value);
+  }
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The kernel's true change across a method change: last-good's and first-bad's trees measured
+// under one harness, first-bad's (its harness files copied over last-good's).
+struct Pinned {
+  double before = 0;
+  double after = 0;
+};
+absl::StatusOr<Pinned> MeasurePinned(CommandRunner* runner, const std::string& repo,
+                                     const triage::NightlyRecord& good,
+                                     const triage::NightlyRecord& bad, const std::string& build,
+                                     const std::vector<std::string>& bench, const MetricSpec& spec,
+                                     int runs, int timeout_s) {
+  namespace fs = std::filesystem;
+  char pattern[] = "/tmp/kbisect-pin-XXXXXX";
+  if (mkdtemp(pattern) == nullptr)
+    return absl::InternalError("cannot create a temporary directory");
+  const std::string root = pattern;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code error;
+      fs::remove_all(dir, error);
+    }
+  } cleanup{root};
+  const std::string before = root + "/last-good", after = root + "/first-bad";
+  RETURN_IF_ERROR(Export(runner, repo, good.full_sha, before));
+  RETURN_IF_ERROR(Export(runner, repo, bad.full_sha, after));
+  std::error_code error;
+  if (good.manifest.has_value()) {
+    for (const v1::HarnessFile& f : good.manifest->harness_files())
+      fs::remove(before + "/" + f.path(), error);
+  }
+  for (const v1::HarnessFile& f : bad.manifest->harness_files()) {
+    fs::create_directories(fs::path(before + "/" + f.path()).parent_path(), error);
+    fs::copy_file(after + "/" + f.path(), before + "/" + f.path(),
+                  fs::copy_options::overwrite_existing, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("pinning ", f.path(), ": ", error.message()));
+    }
+  }
+  Pinned p;
+  ASSIGN_OR_RETURN(p.before, MeasureIn(runner, before, build, bench, spec, runs, timeout_s));
+  ASSIGN_OR_RETURN(p.after, MeasureIn(runner, after, build, bench, spec, runs, timeout_s));
+  return p;
+}
+
+// The job's trigger text: where it came from and the triage evidence, so that the job (its
+// report, its JSON, a webhook) says why it was started.
+std::string Trigger(const Flags& f, const triage::NightlyDecision& d) {
+  const triage::KernelTriage& k = d.triage;
+  std::string text = absl::StrCat("kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ",
+                                  f.date, f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "",
+                                  ": ", triage::CauseName(k.verdict.cause),
+                                  absl::StrFormat(" (confidence %.2f)", k.verdict.confidence));
+  if (k.evidence.primary.present && k.last_good.has_value() && k.first_bad.has_value()) {
+    absl::StrAppend(
+        &text, absl::StrFormat(", %s %.4g -> %.4g (%+.1f%%) between the nightlies of %s and %s",
+                               k.primary_metric, k.evidence.primary.before,
+                               k.evidence.primary.after, 100 * k.evidence.primary.relative_change,
+                               k.last_good->date, k.first_bad->date));
+  }
+  absl::StrAppend(&text, d.manifest_changes.empty() ? "; measurement manifest unchanged" : "");
+  return text;
+}
+
+}  // namespace
+
+int NightlyCommand(int argc, char** argv) {
+  Flags f;
+  std::vector<std::string> bench;
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &bench);
+  CLI::App app{"Record tonight's benchmark result and bisect only a real regression.",
+               "kbisect nightly"};
+  app.footer(kNightlyFooter);
+  app.add_option("--history", f.history, "JSON-lines history file (created when missing)")
+      ->required();
+  app.add_option("--benchmark", f.benchmark, "Benchmark name: one series per name and class")
+      ->required();
+  app.add_option("--hardware-class", f.hardware_class,
+                 "Series key for the machine (default: the probed hardware class label)");
+  app.add_option("--sha", f.sha, "The commit tonight measured (any revision of --repo)")
+      ->required();
+  app.add_option("--repo", f.repo, "Local checkout of --sha: runs BENCH_CMD, hashes the harness")
+      ->required();
+  app.add_option("--repo-url", f.repo_url,
+                 "Repository the cluster's workers clone for the bisect (default: --repo)");
+  app.add_option("--date", f.date, "The night, YYYY-MM-DD (default: today, UTC)");
+  app.add_option("--run-id", f.run_id, "CI run id, recorded");
+  auto* value =
+      app.add_option("--value", f.value, "Tonight's value (the benchmark is not run)")->expected(1);
+  auto* output = app.add_option("--output", f.output_file,
+                                "File holding tonight's benchmark output (not run again)");
+  value->excludes(output);
+  app.add_option("--metric-name", f.metric_name, "Name of the --value metric (default: value)");
+  app.add_option("--unit", f.unit, "Unit of the --value metric (ms, GB/s, x, ...)");
+  app.add_option("--metric", f.metric, "RE2 regex with one group: the metric in the output");
+  app.add_option("--metric-json", f.metric_json, "Dotted JSON path of the metric in the output");
+  auto* lower = app.add_flag("--lower-is-better", f.lower, "The metric improves down");
+  auto* higher = app.add_flag("--higher-is-better", f.higher, "The metric improves up");
+  lower->excludes(higher);
+  app.add_option("--harness", f.harness,
+                 "Harness glob for the manifest (repeatable; default benchmarks/** "
+                 ".github/workflows/**)");
+  app.add_option("--record-env", f.record_env,
+                 "Environment variable (or PREFIX_*) recorded in the manifest (repeatable)");
+  app.add_option("--tool", f.tools,
+                 "NAME=COMMAND whose first output line is a tool version in the manifest "
+                 "(repeatable)");
+  app.add_option("--build", f.build, "Build command of the bisect");
+  app.add_option("--runs", f.runs, "Benchmark runs per commit in the bisect");
+  app.add_option("--coordinator", f.coordinator,
+                 "Coordinator host:port for the bisect (default $KBISECT_COORDINATOR)");
+  app.add_option(
+      "--submit-arg", f.submit_args,
+      "Extra argument passed to `kbisect submit` (repeatable, e.g. --submit-arg=--all-culprits)");
+  app.add_flag("--no-submit", f.no_submit, "Decide and print, but submit nothing");
+  app.add_option("--bench-timeout", f.bench_timeout, "Timeout of tonight's benchmark, seconds")
+      ->capture_default_str();
+  app.add_option("--min-change", f.min_change_pct, "Smallest move that counts, percent")
+      ->capture_default_str();
+  app.add_option("--json", f.json_file, "Write the decision as JSON to FILE");
+  app.add_option("--notify-url", f.notify_url,
+                 "After submitting, follow the bisect to its end and POST its result (with the "
+                 "triage evidence in spec.origin.trigger) to URL, as `kbisect watch --notify-url`");
+  app.add_flag("--pin-harness", f.pin_harness,
+               "On a method change, measure last-good's and first-bad's kernels under one "
+               "harness (first-bad's) to give the kernel's true change");
+  app.add_option("--pin-runs", f.pin_runs, "Benchmark runs per side with --pin-harness")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  std::reverse(args.begin(), args.end());
+  args.pop_back();
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  if (bench.empty()) {
+    std::cerr << "kbisect nightly: give the benchmark after `--` (it is tonight's benchmark "
+                 "unless --value/--output are given, and the bisect's)\n";
+    return kExitUsage;
+  }
+  if (f.date.empty()) f.date = Today();
+  if (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-') {
+    std::cerr << "kbisect nightly: --date " << f.date << ": expected YYYY-MM-DD\n";
+    return kExitUsage;
+  }
+
+  // Tonight's commit.
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(f.repo);
+  if (!repo.ok()) {
+    std::cerr << "kbisect nightly: --repo " << f.repo << ": " << repo.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<std::string> full_sha = (*repo)->ResolveCommit(f.sha);
+  if (!full_sha.ok()) {
+    std::cerr << "kbisect nightly: --sha " << f.sha << ": " << full_sha.status().message() << "\n";
+    return kExitError;
+  }
+
+  // The manifest, taken before the run.
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  const v1::RunnerIdentity identity = ProbeRunnerIdentity(runner.get(), "");
+  if (f.hardware_class.empty()) f.hardware_class = identity.hardware_class_label();
+  ManifestSpec spec = ManifestSpec::Default();
+  if (!f.harness.empty()) spec.harness_globs = f.harness;
+  spec.env_names = f.record_env;
+  for (const std::string& t : f.tools) {
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "kbisect nightly: --tool " << t << ": expected NAME=COMMAND\n";
+      return kExitUsage;
+    }
+    spec.tool_commands[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  ManifestInputs inputs;
+  inputs.dir = f.repo;
+  inputs.bench_argv = bench;
+  inputs.runner = runner.get();
+  inputs.identity = &identity;
+  inputs.gpu_state = ProbeGpuState(runner.get(), "");
+  absl::StatusOr<v1::MeasurementManifest> manifest = CollectManifest(spec, inputs);
+  if (!manifest.ok()) {
+    std::cerr << "kbisect nightly: " << manifest.status().message() << "\n";
+    return kExitError;
+  }
+
+  MetricSpec metric_spec;
+  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
+  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
+
+  // Tonight's value.
+  triage::NightlyRecord tonight;
+  tonight.date = f.date;
+  tonight.full_sha = *full_sha;
+  tonight.sha = full_sha->substr(0, 12);
+  tonight.benchmark = f.benchmark;
+  tonight.hardware_class = f.hardware_class;
+  tonight.run_id = f.run_id;
+  tonight.manifest = *manifest;
+  if (!f.value.empty()) {
+    tonight.value = f.value.front();
+    tonight.metric = f.metric_name.empty() ? "value" : f.metric_name;
+    tonight.unit = f.unit;
+  } else {
+    std::string text;
+    if (!f.output_file.empty()) {
+      std::ifstream in(f.output_file);
+      if (!in) {
+        std::cerr << "kbisect nightly: cannot read --output " << f.output_file << "\n";
+        return kExitError;
+      }
+      std::ostringstream s;
+      s << in.rdbuf();
+      text = s.str();
+    } else {
+      ExecRequest request;
+      request.argv = bench;
+      request.cwd = f.repo;
+      request.timeout = absl::Seconds(f.bench_timeout);
+      absl::StatusOr<ExecResult> ran = runner->Run(request);
+      if (!ran.ok()) {
+        std::cerr << "kbisect nightly: cannot start `" << absl::StrJoin(bench, " ")
+                  << "`: " << ran.status().message() << "\n";
+        return kExitError;
+      }
+      if (!ran->ok()) {
+        std::cerr << "kbisect nightly: tonight's benchmark " << ran->Describe() << ":\n"
+                  << ran->Tail(20) << "\n";
+        return kExitError;
+      }
+      text = ran->output;
+    }
+    absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, text);
+    if (!metric.ok()) {
+      std::cerr << "kbisect nightly: tonight's metric: " << metric.status().message() << "\n";
+      return kExitError;
+    }
+    tonight.value = metric->value;
+    tonight.metric = f.metric_name.empty() ? metric->name : f.metric_name;
+    tonight.unit = metric->unit;
+  }
+
+  // Record it.
+  absl::StatusOr<triage::History> history = triage::ReadHistoryFile(f.history);
+  if (!history.ok()) {
+    std::cerr << "kbisect nightly: " << history.status().message() << "\n";
+    return kExitError;
+  }
+  const bool rerun = triage::AddNightly(&*history, tonight);
+  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
+    std::cerr << "kbisect nightly: " << written.message() << "\n";
+    return kExitError;
+  }
+  std::cout << "Night " << f.date << ": " << f.benchmark << " on " << f.hardware_class << " at "
+            << tonight.sha << ": " << tonight.metric << " = "
+            << FormatValue(tonight.value, tonight.unit)
+            << (rerun ? " (a rerun: replaces the night's earlier result)" : "") << "\n";
+
+  // Decide.
+  triage::TriageRequest request;
+  if (f.lower) request.roles.primary_direction = Direction::kLowerIsBetter;
+  if (f.higher) request.roles.primary_direction = Direction::kHigherIsBetter;
+  request.change_point.min_relative_change = f.min_change_pct / 100;
+  absl::StatusOr<triage::NightlyDecision> decision = triage::DecideNightly(
+      *history, f.benchmark, f.hardware_class, request, repo->get(), spec.harness_globs);
+  if (!decision.ok()) {
+    std::cerr << "kbisect nightly: " << decision.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << triage::FormatNightlyDecision(*decision);
+  nlohmann::json out = {
+      {"schema", "kbisect.nightly.v1"},
+      {"date", f.date},
+      {"benchmark", f.benchmark},
+      {"hardware_class", f.hardware_class},
+      {"sha", tonight.full_sha},
+      {"value", tonight.value},
+      {"metric", tonight.metric},
+      {"unit", tonight.unit},
+      {"action", triage::NightlyActionName(decision->action)},
+      {"exit_code", triage::NightlyExitCode(decision->action)},
+      {"cause", triage::CauseName(decision->triage.verdict.cause)},
+      {"confidence", decision->triage.verdict.confidence},
+      {"summary", decision->summary},
+      {"reasons", decision->triage.verdict.reasons},
+      {"request_id", decision->request_id},
+      {"job_id", decision->existing.has_value() ? decision->existing->job_id : ""}};
+  auto ref_json = [](const std::optional<triage::NightlyRef>& r) -> nlohmann::json {
+    if (!r.has_value()) return nullptr;
+    return {{"sha", r->sha}, {"full_sha", r->full_sha}, {"date", r->date}};
+  };
+  out["last_good"] = ref_json(decision->triage.last_good);
+  out["first_bad"] = ref_json(decision->triage.first_bad);
+  out["manifest_changes"] = nlohmann::json::array();
+  for (const ManifestChange& c : decision->manifest_changes) {
+    out["manifest_changes"].push_back({{"kind", ManifestChangeKindName(c.kind)},
+                                       {"name", c.name},
+                                       {"before", c.before},
+                                       {"after", c.after},
+                                       {"hardware", c.IsHardware()}});
+  }
+  auto write_json = [&]() {
+    if (f.json_file.empty()) return true;
+    std::ofstream file(f.json_file);
+    file << out.dump(2) << "\n";
+    if (!file) std::cerr << "kbisect nightly: cannot write " << f.json_file << "\n";
+    return static_cast<bool>(file);
+  };
+
+  // A method change: the kernel's true change under one harness.
+  if (decision->action == triage::NightlyAction::kMethodChange && f.pin_harness &&
+      decision->triage.last_good.has_value()) {
+    const triage::NightlyRecord* good = nullptr;
+    const triage::NightlyRecord* bad = nullptr;
+    for (const triage::NightlyRecord& r : history->nightlies) {
+      if (r.benchmark != f.benchmark || r.hardware_class != f.hardware_class) continue;
+      if (r.date == decision->triage.last_good->date) good = &r;
+      if (r.date == decision->triage.first_bad->date) bad = &r;
+    }
+    absl::StatusOr<Pinned> pinned =
+        good != nullptr && bad != nullptr && bad->manifest.has_value()
+            ? MeasurePinned(runner.get(), f.repo, *good, *bad, f.build, bench, metric_spec,
+                            f.pin_runs, f.bench_timeout)
+            : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
+    if (pinned.ok()) {
+      const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
+      std::cout << "Same harness (first-bad's, " << f.pin_runs << " runs each): last-good kernel "
+                << FormatValue(pinned->before, tonight.unit) << ", first-bad kernel "
+                << FormatValue(pinned->after, tonight.unit)
+                << absl::StrFormat(": the kernel changed by %+.1f%%", 100 * change)
+                << (std::fabs(change) < request.change_point.min_relative_change
+                        ? " (the step is the method's; the honest value is the new method's "
+                          "if it is intended)\n"
+                        : " (the kernel moved too: bisect the window with the harness pinned)\n");
+      out["pinned_harness"] = {
+          {"before", pinned->before}, {"after", pinned->after}, {"relative_change", change}};
+    } else {
+      std::cout << "Same harness: not measured (" << pinned.status().message() << ")\n";
+      out["pinned_harness"] = {{"error", std::string(pinned.status().message())}};
+    }
+  }
+
+  if (decision->action == triage::NightlyAction::kSubmitBisect && !f.no_submit) {
+    const triage::KernelTriage& k = decision->triage;
+    std::vector<std::string> submit = {SelfPath(),
+                                       "submit",
+                                       k.last_good->full_sha,
+                                       k.first_bad->full_sha,
+                                       "--repo",
+                                       f.repo_url.empty() ? f.repo : f.repo_url};
+    submit.insert(submit.end(), {"--request-id", decision->request_id, "--origin", "nightly",
+                                 "--trigger", Trigger(f, *decision)});
+    if (!f.coordinator.empty()) submit.insert(submit.end(), {"--coordinator", f.coordinator});
+    if (!f.build.empty()) submit.insert(submit.end(), {"--build", f.build});
+    if (f.runs > 0) submit.insert(submit.end(), {"--runs", absl::StrCat(f.runs)});
+    if (!f.metric.empty()) submit.insert(submit.end(), {"--metric", f.metric});
+    if (!f.metric_json.empty()) submit.insert(submit.end(), {"--metric-json", f.metric_json});
+    submit.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
+                                                               : "--lower-is-better");
+    // The bisect's probes record the same manifest (worker/task_manifest.h).
+    if (!f.harness.empty()) {
+      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestHarnessEnv, "=",
+                                                         absl::StrJoin(f.harness, ","))});
+    }
+    if (!f.record_env.empty()) {
+      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestEnvEnv, "=",
+                                                         absl::StrJoin(f.record_env, ","))});
+    }
+    for (const std::string& a : f.submit_args) submit.push_back(a);
+    submit.push_back("--");
+    submit.insert(submit.end(), bench.begin(), bench.end());
+    ExecRequest request_submit;
+    request_submit.argv = submit;
+    request_submit.timeout = absl::Minutes(2);
+    absl::StatusOr<ExecResult> ran = runner->Run(request_submit);
+    if (!ran.ok() || !ran->ok()) {
+      std::cerr << "kbisect nightly: `kbisect submit` "
+                << (ran.ok() ? ran->Describe() + ":\n" + ran->Tail(10)
+                             : std::string(ran.status().message()))
+                << "\nThe night is recorded; rerun to submit again (the request id makes that "
+                   "safe).\n";
+      return kExitError;
+    }
+    std::string job_id;
+    for (absl::string_view line : absl::StrSplit(ran->output, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && !absl::StartsWith(line, "kbisect")) {
+        job_id = std::string(line);
+        break;
+      }
+    }
+    const bool existed = absl::StrContains(ran->output, "was submitted before");
+    std::cout << (existed ? "Already submitted: job " : "Submitted: job ") << job_id << " (request "
+              << decision->request_id << ")\n";
+    triage::BisectRecord record;
+    record.benchmark = f.benchmark;
+    record.hardware_class = f.hardware_class;
+    record.last_good = k.last_good->full_sha;
+    record.last_good_date = k.last_good->date;
+    record.first_bad = k.first_bad->full_sha;
+    record.first_bad_date = k.first_bad->date;
+    record.request_id = decision->request_id;
+    record.job_id = job_id;
+    record.date = f.date;
+    history->bisects.push_back(record);
+    if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
+      std::cerr << "kbisect nightly: " << written.message() << "\n";
+      return kExitError;
+    }
+    out["job_id"] = job_id;
+    out["submitted"] = !existed;
+    // The notification when the bisect ends: `kbisect watch --notify-url` posts the job's
+    // result, whose spec.origin.trigger carries the triage evidence (Trigger above).
+    if (!f.notify_url.empty() && !job_id.empty() && !existed) {
+      ExecRequest watch;
+      watch.argv = {SelfPath(), "watch", job_id, "-q", "--notify-url", f.notify_url};
+      if (!f.coordinator.empty())
+        watch.argv.insert(watch.argv.end(), {"--coordinator", f.coordinator});
+      absl::StatusOr<ExecResult> watched = runner->Run(watch);
+      if (watched.ok()) std::cout << watched->output;
+      if (!watched.ok() || watched->exit_code == kExitError || watched->signal != 0) {
+        std::cerr << "kbisect nightly: following job " << job_id << " to notify " << f.notify_url
+                  << " failed"
+                  << (watched.ok() ? absl::StrCat(" (", watched->Describe(), ")")
+                                   : absl::StrCat(": ", watched.status().message()))
+                  << "\n";
+        write_json();
+        return kExitError;
+      }
+    }
+  } else if (decision->action == triage::NightlyAction::kSubmitBisect) {
+    std::cout << "Not submitted (--no-submit).\n";
+  }
+  if (!write_json()) return kExitError;
+  return triage::NightlyExitCode(decision->action);
+}
+
+}  // namespace kbisect

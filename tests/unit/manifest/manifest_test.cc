@@ -1,0 +1,140 @@
+// Copyright 2026 The kbisect Authors.
+#include "common/manifest/manifest.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(GlobMatchTest, StarsAndQuestionMarks) {
+  EXPECT_TRUE(GlobMatch("benchmarks/**", "benchmarks/run.py"));
+  EXPECT_TRUE(GlobMatch("benchmarks/**", "benchmarks/a/b/c.yml"));
+  EXPECT_FALSE(GlobMatch("benchmarks/**", "src/benchmarks.py"));
+  EXPECT_TRUE(GlobMatch("*.py", "run.py"));
+  EXPECT_FALSE(GlobMatch("*.py", "a/run.py"));
+  EXPECT_TRUE(GlobMatch("a/?.c", "a/b.c"));
+  EXPECT_FALSE(GlobMatch("a/?.c", "a//.c"));
+  EXPECT_TRUE(GlobMatch("**/*.yml", ".github/workflows/bench.yml"));
+}
+
+TEST(ManifestSpecTest, FromTheTaskEnvironment) {
+  ManifestSpec spec =
+      ManifestSpecFromEnv({{kManifestHarnessEnv, "bench/**, tools/*.sh"},
+                           {kManifestEnvEnv, "HELION_AUTOTUNE_*,CUDA_LAUNCH_BLOCKING"},
+                           {kManifestToolsEnv, "torch=python -c 1;bad"}});
+  EXPECT_THAT(spec.harness_globs, ElementsAre("bench/**", "tools/*.sh"));
+  EXPECT_THAT(spec.env_names, ElementsAre("HELION_AUTOTUNE_*", "CUDA_LAUNCH_BLOCKING"));
+  ASSERT_EQ(spec.tool_commands.size(), 1u);
+  EXPECT_EQ(spec.tool_commands.at("torch"), "python -c 1");
+  EXPECT_THAT(ManifestSpecFromEnv({}).harness_globs,
+              ElementsAre("benchmarks/**", ".github/workflows/**"));
+}
+
+TEST(CollectManifestTest, HashesHarnessFilesRecordsEnvAndTools) {
+  testing::TempDir dir("manifest-test");
+  ASSERT_EQ(testing::RunShell("mkdir -p " + dir.Join("benchmarks/sub") + " " +
+                              dir.Join(".github/workflows") + " " + dir.Join("src") + " " +
+                              dir.Join(".git"))
+                .exit_code,
+            0);
+  Write(dir.Join("benchmarks/run.py"), "hello\n");
+  Write(dir.Join("benchmarks/sub/shapes.json"), "[1]\n");
+  Write(dir.Join(".github/workflows/bench.yml"), "on: push\n");
+  Write(dir.Join("src/kernel.cu"), "kernel\n");
+  Write(dir.Join("bench.sh"), "#!/bin/sh\n");
+  Write(dir.Join(".git/config"), "x\n");
+  setenv("HELION_AUTOTUNE_EFFORT", "quick", 1);
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  ManifestSpec spec = ManifestSpec::Default();
+  spec.env_names = {"HELION_AUTOTUNE_*", "MY_FLAG"};
+  spec.tool_commands = {{"sh", "echo 1.2.3; echo more"}, {"missing", "exit 3"}};
+  ManifestInputs in;
+  in.dir = dir.path();
+  in.bench_argv = {"./bench.sh", "--size", "4096"};
+  in.env = {{"MY_FLAG", "1"}};
+  in.runner = runner.get();
+  v1::RunnerIdentity identity;
+  auto* gpu = identity.add_gpus();
+  gpu->set_model("NVIDIA H100");
+  gpu->set_max_sm_clock_mhz(1980);
+  gpu->set_power_limit_watts(700);
+  identity.set_driver_version("550.54");
+  in.identity = &identity;
+  absl::StatusOr<v1::MeasurementManifest> m = CollectManifest(spec, in);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<std::string> paths;
+  for (const v1::HarnessFile& f : m->harness_files()) paths.push_back(f.path());
+  EXPECT_THAT(paths, ElementsAre(".github/workflows/bench.yml", "bench.sh", "benchmarks/run.py",
+                                 "benchmarks/sub/shapes.json"));
+  EXPECT_EQ(m->harness_files(2).blob_id(), "ce013625030ba8dba906f756967f9e9ca394464a");
+  EXPECT_EQ(m->env().at("HELION_AUTOTUNE_EFFORT"), "quick");
+  EXPECT_EQ(m->env().at("MY_FLAG"), "1");
+  EXPECT_EQ(m->tool_versions().at("sh"), "1.2.3");
+  EXPECT_THAT(m->tool_versions().at("missing"), HasSubstr("unavailable (exited with code 3"));
+  EXPECT_EQ(m->gpu_model(), "NVIDIA H100");
+  EXPECT_EQ(m->max_sm_clock_mhz(), 1980);
+
+  // The same tree gives the same digest; one changed harness file is named by the diff.
+  absl::StatusOr<v1::MeasurementManifest> same = CollectManifest(spec, in);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->harness_digest(), m->harness_digest());
+  EXPECT_THAT(DiffManifests(*m, *same), IsEmpty());
+  Write(dir.Join("benchmarks/run.py"), "hello, timer\n");
+  Write(dir.Join("src/kernel.cu"), "kernel v2\n");  // Not harness: not in the diff.
+  absl::StatusOr<v1::MeasurementManifest> changed = CollectManifest(spec, in);
+  ASSERT_TRUE(changed.ok());
+  std::vector<ManifestChange> diff = DiffManifests(*m, *changed);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0].kind, ManifestChange::Kind::kHarnessFile);
+  EXPECT_THAT(diff[0].Describe(), HasSubstr("benchmarks/run.py changed (ce01362 -> "));
+  EXPECT_FALSE(diff[0].IsHardware());
+  unsetenv("HELION_AUTOTUNE_EFFORT");
+
+  EXPECT_EQ(CollectManifest(spec, ManifestInputs{}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(DiffManifestsTest, HardwareAfterMethodAndOlderManifestsAreNotCompared) {
+  v1::MeasurementManifest a;
+  a.set_harness_digest("d1");
+  a.add_bench_command("./bench.sh");
+  (*a.mutable_env())["HELION_AUTOTUNE_EFFORT"] = "full";
+  a.set_gpu_uuid("GPU-1");
+  a.set_gpu_model("H100");
+  a.set_driver_version("550");
+  a.set_sm_clock_mhz(1980);
+  v1::MeasurementManifest b = a;
+  (*b.mutable_env())["HELION_AUTOTUNE_EFFORT"] = "quick";
+  b.set_gpu_uuid("GPU-2");
+  b.set_throttled(true);
+  b.set_sm_clock_mhz(1400);
+  std::vector<ManifestChange> diff = DiffManifests(a, b);
+  ASSERT_EQ(diff.size(), 4u);
+  EXPECT_EQ(diff[0].Describe(), "HELION_AUTOTUNE_EFFORT: full -> quick");
+  EXPECT_TRUE(diff[1].IsHardware());
+  std::vector<std::string> names;
+  for (const ManifestChange& c : diff) names.push_back(ManifestChangeKindName(c.kind));
+  EXPECT_THAT(names, ElementsAre("env", "gpu", "clock", "clock"));
+  // A manifest without GPU fields (an older worker) compares only what both have.
+  v1::MeasurementManifest old = a;
+  old.clear_gpu_uuid();
+  old.clear_gpu_model();
+  old.clear_driver_version();
+  old.clear_sm_clock_mhz();
+  EXPECT_THAT(DiffManifests(old, a), IsEmpty());
+}
+
+}  // namespace
+}  // namespace kbisect
