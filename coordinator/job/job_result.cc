@@ -80,8 +80,8 @@ void SetCulpritProbability(const Calibration& calibration, bool pass_fail,
                            const BisectSearch& search, const std::vector<v1::CommitRef>& commits,
                            v1::JobStatus* status) {
   const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
-      status->commit_count(), PosteriorEvidence(*status, calibration, pass_fail,
-                                                search.last_good(), search.first_bad()));
+      status->commit_count(),
+      PosteriorEvidence(*status, calibration, pass_fail, search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   status->set_culprit_probability(posterior->MassOf(search.Candidates()));
   status->clear_culprit_posterior();
