@@ -4,17 +4,27 @@
 // BisectJob (baselines, statistical classifier, adaptive repeats, k-ary search) is driven with
 // simulated benchmark samples, side by side with two fixed rules over the same BisectSearch:
 //   * seed:      3 runs per commit, median, the 30% threshold rule (the manual procedure);
-//   * fixed-10:  10 runs per commit, median, the same threshold (Pinpoint-style fixed repeats).
+//   * fixed-10:  10 runs per commit, median, the same threshold (Pinpoint-style fixed repeats);
+// and Pinpoint's own procedure (RunPinpoint): adjacent changes compared by min(KS, Mann-Whitney
+// U) p-value against its low and high thresholds, attempts doubled 10 -> 20 -> 40 -> 80 -> 160
+// while undecided, the midpoint of every pair that differs explored.
 // Prints, per noise model, effect size and worker count: exact-culprit accuracy, mean bench runs
-// per bisect and mean rounds. Nothing is asserted; docs/benchmarks.md quotes the table.
+// per bisect and mean rounds; then the calibration of kbisect's culprit_probability (how often
+// the named culprit is right, by the probability reported). Nothing is asserted;
+// docs/benchmarks.md quotes the tables.
 //
 //   build/bin/accuracy_bench [--trials 1000] [--commits 100] [--seed 1]
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -22,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
+#include "common/stats/stats.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job/probe_classifier.h"
 
@@ -39,10 +50,10 @@ struct NoiseModel {
 std::vector<NoiseModel> NoiseModels() {
   std::vector<NoiseModel> models;
   for (double cv : {0.01, 0.03, 0.05, 0.10}) {
-    models.push_back({absl::StrFormat("gauss cv=%g%%", cv * 100),
-                      [cv](double v, std::mt19937_64& rng) {
-                        return v * (1 + std::normal_distribution<double>(0, cv)(rng));
-                      }});
+    models.push_back(
+        {absl::StrFormat("gauss cv=%g%%", cv * 100), [cv](double v, std::mt19937_64& rng) {
+           return v * (1 + std::normal_distribution<double>(0, cv)(rng));
+         }});
   }
   // Student t with 3 degrees of freedom scaled to a 5% standard deviation: rare large outliers.
   models.push_back({"heavy-tail t3 5%", [](double v, std::mt19937_64& rng) {
@@ -61,6 +72,8 @@ struct Outcome {
   bool exact = false;
   int bench_runs = 0;
   int rounds = 0;
+  bool named = false;      // kbisect: a culprit was named (OUTCOME_CULPRIT_FOUND).
+  double probability = 0;  // kbisect: its culprit_probability.
 };
 
 std::vector<v1::CommitRef> Commits(int n) {
@@ -103,15 +116,16 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
     }
   }
   const v1::JobStatus& status = job.status();
-  if (std::getenv("ACCURACY_DEBUG") != nullptr && !(status.status() == v1::OUTCOME_CULPRIT_FOUND &&
-                                                    status.culprit().index() == culprit)) {
+  if (std::getenv("ACCURACY_DEBUG") != nullptr &&
+      !(status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit)) {
     int ambiguous = 0;
     int max_samples = 0;
     for (const auto& p : status.probes()) {
       ambiguous += p.verdict() == v1::VERDICT_AMBIGUOUS;
       max_samples = std::max(max_samples, p.samples_size());
     }
-    std::fprintf(stderr, "miss: status=%d culprit=%d found=%d cands=%d ambiguous=%d base=%d max=%d\n",
+    std::fprintf(stderr,
+                 "miss: status=%d culprit=%d found=%d cands=%d ambiguous=%d base=%d max=%d\n",
                  status.status(), culprit, status.culprit().index(), status.candidates_size(),
                  ambiguous, status.baseline().good().samples_size(), max_samples);
     for (const v1::Probe& p : status.probes()) {
@@ -125,12 +139,14 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
   out.exact = status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit;
   out.bench_runs = status.bench_runs();
   out.rounds = status.rounds();
+  out.named = status.status() == v1::OUTCOME_CULPRIT_FOUND;
+  out.probability = status.culprit_probability();
   return out;
 }
 
 // A fixed number of runs per commit, median, threshold rule; synchronous k-ary rounds.
-Outcome RunFixed(int n, int culprit, double effect, int workers, int runs,
-                 const NoiseModel& noise, std::mt19937_64& rng) {
+Outcome RunFixed(int n, int culprit, double effect, int workers, int runs, const NoiseModel& noise,
+                 std::mt19937_64& rng) {
   auto measure = [&](int index) {
     std::vector<double> samples;
     for (int r = 0; r < runs; ++r) {
@@ -166,6 +182,164 @@ Outcome RunFixed(int n, int culprit, double effect, int workers, int runs,
   return out;
 }
 
+// --- Pinpoint ------------------------------------------------------------------------------------
+// Catapult's Pinpoint (dashboard/pinpoint/models): compare/compare.py, compare/thresholds.py,
+// compare/thresholds_performance.py, job_state.py and exploration.py, as of 2023.
+
+constexpr int kPinpointMinAttempts = 10;        // job_state.MIN_ATTEMPTS
+constexpr int kPinpointMaxAttempts = 160;       // job_state.MAX_ATTEMPTS
+constexpr int kPinpointMaxBuilds = 60;          // job_state.MAX_BUILDS: more changes fail the job.
+constexpr double kPinpointLowThreshold = 0.01;  // thresholds.LowThreshold()
+// Normal quantile distance of the interquartile range, in standard deviations.
+constexpr double kStddevsPerIqr = 1.3489795;
+
+enum class Comparison { kSame, kDifferent, kUnknown };
+
+// thresholds.HighThreshold(mode="performance", magnitude, sample_size). Pinpoint tabulates, per
+// distance d in 0.3..4.0 IQRs, the 99th percentile of the two-sided Mann-Whitney p-value of two
+// normal samples d IQRs apart at each sample size up to a maximum per distance (the
+// DISTANCES_AND_SAMPLE_SIZES of thresholds_performance.py); the row is picked by
+// int(magnitude * 10) - 5, clamped, and sizes past the row's end use its last value. The table is
+// regenerated here by the same simulation (kSimulations draws per cell instead of a million; the
+// normal approximation of the test, as the table's scipy had), memoised per cell.
+class PinpointThresholds {
+ public:
+  double High(double magnitude, int sample_size) {
+    const int row = std::clamp(static_cast<int>(magnitude * 10) - 5, 0, 37);
+    const int size = std::clamp(sample_size, 1, MaxSampleSize(row));
+    const auto key = std::make_pair(row, size);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    const double distance = (0.3 + 0.1 * row) * kStddevsPerIqr;
+    std::mt19937_64 rng(1000 * row + size);
+    std::normal_distribution<double> normal(0, 1);
+    std::vector<double> p_values;
+    std::vector<double> a(size);
+    std::vector<double> b(size);
+    for (int s = 0; s < kSimulations; ++s) {
+      for (int i = 0; i < size; ++i) {
+        a[i] = normal(rng);
+        b[i] = distance + normal(rng);
+      }
+      const auto mw = MannWhitneyU(a, b, PValueMethod::kAsymptotic);
+      p_values.push_back(mw.ok() ? mw->p_value : 1);
+    }
+    std::sort(p_values.begin(), p_values.end());
+    const double threshold = p_values[static_cast<size_t>(0.99 * (kSimulations - 1))];
+    cache_[key] = threshold;
+    return threshold;
+  }
+
+ private:
+  static constexpr int kSimulations = 4000;
+  // The largest sample size tabulated for row (distance 0.3 + 0.1 row).
+  static int MaxSampleSize(int row) {
+    static const int kSizes[] = {360, 240, 120, 90, 70, 50, 40, 35, 25, 25, 20, 20, 15, 15, 15, 15};
+    return row < static_cast<int>(std::size(kSizes)) ? kSizes[row] : 10;
+  }
+  std::map<std::pair<int, int>, double> cache_;
+};
+
+double Iqr(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto quantile = [&](double q) {
+    const double position = q * (v.size() - 1);
+    const size_t low = static_cast<size_t>(position);
+    const size_t high = std::min(low + 1, v.size() - 1);
+    return v[low] + (position - low) * (v[high] - v[low]);
+  };
+  return quantile(0.75) - quantile(0.25);
+}
+
+// compare.Compare with job_state._Compare's performance branch: an improvement (lower is better
+// here) is SAME; otherwise p = min(KS, Mann-Whitney U) against the low threshold (0.01: DIFFERENT
+// at or below) and the high threshold (SAME above), UNKNOWN between. The magnitude is the
+// expected regression (the alert's, here the true step) in IQRs of the noisier sample.
+Comparison PinpointCompare(const std::vector<double>& a, const std::vector<double>& b,
+                           double expected_delta, PinpointThresholds& thresholds) {
+  const double mean_a = std::accumulate(a.begin(), a.end(), 0.0) / a.size();
+  const double mean_b = std::accumulate(b.begin(), b.end(), 0.0) / b.size();
+  if (mean_b - mean_a < 0) return Comparison::kSame;
+  const double max_iqr = std::max({Iqr(a), Iqr(b), 0.001});
+  const double magnitude = std::fabs(expected_delta / max_iqr);
+  const int sample_count = static_cast<int>((a.size() + b.size()) / 2);
+  const double high = thresholds.High(magnitude, sample_count);
+  const auto ks = KolmogorovSmirnov(a, b);
+  const auto mw = MannWhitneyU(a, b, PValueMethod::kAsymptotic);
+  const double p = std::min(ks.ok() ? ks->p_value : 1, mw.ok() ? mw->p_value : 1);
+  if (p <= kPinpointLowThreshold) return Comparison::kDifferent;
+  if (p <= high) return Comparison::kUnknown;
+  return Comparison::kSame;
+}
+
+// Pinpoint's bisection (job_state.Explore with exploration.Speculate), in synchronous rounds:
+// GOOD and BAD get 10 attempts each; each round compares every adjacent pair of changes: an
+// UNKNOWN pair doubles the attempts of its side with fewer (both when equal) up to 160, a
+// DIFFERENT pair gets its midpoints (a binary infix traversal `levels` deep: 1, 3, 7 points),
+// each with 10 attempts; it ends when a round adds nothing. Pinpoint has no worker count; the W
+// of the table sets the speculation depth, floor(log2(W + 1)) (1 at W=1, its default). Exact when
+// the only DIFFERENT adjacent pair at the end is (culprit - 1, culprit); more than 60 changes
+// fail the job.
+Outcome RunPinpoint(int n, int culprit, double effect, int workers, const NoiseModel& noise,
+                    PinpointThresholds& thresholds, std::mt19937_64& rng) {
+  Outcome out;
+  std::map<int, std::vector<double>> samples;
+  auto attempts = [&](int index, int count) {
+    std::vector<double>& s = samples[index];
+    for (int r = 0; r < count; ++r) {
+      s.push_back(noise.sample(index >= culprit ? 1.0 + effect : 1.0, rng));
+    }
+    out.bench_runs += count;
+  };
+  attempts(0, kPinpointMinAttempts);
+  attempts(n, kPinpointMinAttempts);
+  int levels = 0;
+  while ((2 << levels) - 1 <= workers) ++levels;  // 2^levels - 1 <= W.
+  levels = std::max(levels, 1);
+  std::vector<std::pair<int, int>> differences;
+  for (;;) {
+    std::vector<int> changes;
+    for (const auto& [index, s] : samples) changes.push_back(index);
+    std::vector<int> refine;
+    std::vector<int> additions;
+    differences.clear();
+    for (size_t i = 0; i + 1 < changes.size(); ++i) {
+      const int a = changes[i];
+      const int b = changes[i + 1];
+      const Comparison c = PinpointCompare(samples[a], samples[b], effect, thresholds);
+      if (c == Comparison::kUnknown) {
+        const size_t na = samples[a].size();
+        const size_t nb = samples[b].size();
+        if (na <= nb && na < kPinpointMaxAttempts) refine.push_back(a);
+        if (nb <= na && nb < kPinpointMaxAttempts) refine.push_back(b);
+      } else if (c == Comparison::kDifferent) {
+        differences.emplace_back(a, b);
+        // The binary infix traversal of (a, b), `levels` deep.
+        std::function<void(int, int, int)> traverse = [&](int lo, int hi, int depth) {
+          if (depth == 0 || hi - lo < 2) return;
+          const int mid = lo + (hi - lo) / 2;
+          traverse(lo, mid, depth - 1);
+          additions.push_back(mid);
+          traverse(mid, hi, depth - 1);
+        };
+        traverse(a, b, levels);
+      }
+    }
+    std::sort(refine.begin(), refine.end());
+    refine.erase(std::unique(refine.begin(), refine.end()), refine.end());
+    if (refine.empty() && additions.empty()) break;
+    ++out.rounds;
+    for (int index : refine) {
+      attempts(index, std::max(static_cast<int>(samples[index].size()), kPinpointMinAttempts));
+    }
+    for (int index : additions) attempts(index, kPinpointMinAttempts);
+    if (static_cast<int>(samples.size()) > kPinpointMaxBuilds) return out;  // The job fails.
+  }
+  out.exact = differences.size() == 1 && differences[0].first == culprit - 1 &&
+              differences[0].second == culprit;
+  return out;
+}
+
 }  // namespace
 }  // namespace kbisect
 
@@ -189,9 +363,22 @@ int main(int argc, char** argv) {
       "%d trials per cell, %d commits, culprit uniform in 1..%d, lower is better.\n"
       "Columns per method: exact-culprit accuracy %% / mean bench runs / mean rounds.\n\n",
       trials, commits, commits);
-  std::cout << absl::StrFormat("%-20s %6s %3s | %-24s | %-24s | %-24s\n", "noise", "effect", "W",
-                               "kbisect (adaptive)", "seed (3 runs)", "fixed 10 runs");
+  std::cout << absl::StrFormat("%-20s %6s %3s | %-24s | %-24s | %-24s | %-24s\n", "noise", "effect",
+                               "W", "kbisect (adaptive)", "seed (3 runs)", "fixed 10 runs",
+                               "Pinpoint (10..160)");
   std::mt19937_64 rng(seed);
+  kbisect::PinpointThresholds thresholds;
+  // Calibration of culprit_probability: per bin of the reported probability, the jobs that named
+  // a culprit and how many of them were right; overall and per noise model.
+  const double kBinEdges[] = {0.5, 0.9, 0.99};
+  const char* kBinNames[] = {"< 0.5", "0.5 - 0.9", "0.9 - 0.99", ">= 0.99"};
+  struct Bin {
+    long count = 0;
+    long right = 0;
+    double reported = 0;
+  };
+  std::map<std::string, std::array<Bin, 4>> calibration;
+  long unnamed = 0;
   for (const kbisect::NoiseModel& noise : kbisect::NoiseModels()) {
     if (!only_noise.empty() && noise.name.rfind(only_noise, 0) != 0) continue;
     for (double effect : effects) {
@@ -200,29 +387,57 @@ int main(int argc, char** argv) {
           int exact = 0;
           long runs = 0;
           long rounds = 0;
-        } sums[3];
+        } sums[4];
         for (int t = 0; t < trials; ++t) {
           const int culprit = std::uniform_int_distribution<int>(1, commits)(rng);
-          const kbisect::Outcome outcomes[3] = {
+          const kbisect::Outcome outcomes[4] = {
               kbisect::RunKbisect(commits, culprit, effect, workers, noise, rng),
               kbisect::RunFixed(commits, culprit, effect, workers, 3, noise, rng),
-              kbisect::RunFixed(commits, culprit, effect, workers, 10, noise, rng)};
-          for (int m = 0; m < 3; ++m) {
+              kbisect::RunFixed(commits, culprit, effect, workers, 10, noise, rng),
+              kbisect::RunPinpoint(commits, culprit, effect, workers, noise, thresholds, rng)};
+          if (outcomes[0].named) {
+            int bin = 0;
+            while (bin < 3 && outcomes[0].probability >= kBinEdges[bin]) ++bin;
+            for (const std::string& key : {std::string("all cells"), noise.name}) {
+              Bin& b = calibration[key][bin];
+              ++b.count;
+              b.right += outcomes[0].exact ? 1 : 0;
+              b.reported += outcomes[0].probability;
+            }
+          } else {
+            ++unnamed;
+          }
+          for (int m = 0; m < 4; ++m) {
             sums[m].exact += outcomes[m].exact ? 1 : 0;
             sums[m].runs += outcomes[m].bench_runs;
             sums[m].rounds += outcomes[m].rounds;
           }
         }
-        std::string cells[3];
-        for (int m = 0; m < 3; ++m) {
+        std::string cells[4];
+        for (int m = 0; m < 4; ++m) {
           cells[m] = absl::StrFormat("%6.1f%% %6.1f %5.1f", 100.0 * sums[m].exact / trials,
                                      static_cast<double>(sums[m].runs) / trials,
                                      static_cast<double>(sums[m].rounds) / trials);
         }
-        std::cout << absl::StrFormat("%-20s %5.0f%% %3d | %-24s | %-24s | %-24s\n", noise.name,
-                                     effect * 100, workers, cells[0], cells[1], cells[2])
+        std::cout << absl::StrFormat("%-20s %5.0f%% %3d | %-24s | %-24s | %-24s | %-24s\n",
+                                     noise.name, effect * 100, workers, cells[0], cells[1],
+                                     cells[2], cells[3])
                   << std::flush;
       }
+    }
+  }
+  std::cout << absl::StrFormat(
+      "\nCalibration of kbisect's culprit_probability: jobs that named a culprit, by the "
+      "probability reported (%ld named none).\n",
+      unnamed);
+  std::cout << absl::StrFormat("%-20s | %-12s | %8s | %8s | %9s\n", "cells", "reported", "results",
+                               "right", "mean p");
+  for (const auto& [key, bins] : calibration) {
+    for (int bin = 0; bin < 4; ++bin) {
+      const Bin& b = bins[bin];
+      if (b.count == 0) continue;
+      std::cout << absl::StrFormat("%-20s | %-12s | %8ld | %7.2f%% | %8.4f\n", key, kBinNames[bin],
+                                   b.count, 100.0 * b.right / b.count, b.reported / b.count);
     }
   }
   return 0;

@@ -86,6 +86,11 @@ std::string Value(double value, const v1::JobStatus& job) {
   return FormatMetricValue(value, job.metric_unit());
 }
 
+// A posterior probability as the report prints it: one decimal, and "> 99.9%" above that.
+std::string ProbabilityText(double p) {
+  return p >= 0.9995 ? "> 99.9%" : absl::StrFormat("%.1f%%", 100 * p);
+}
+
 std::string FirstLine(absl::string_view text) {
   text = absl::StripAsciiWhitespace(text);
   const size_t newline = text.find('\n');
@@ -370,6 +375,7 @@ class ReportWriter {
     Line();
     Line("Regression introduced by:");
     Commit(job_.culprit(), "  ");
+    Confidence();
     if (job_.cause() != v1::CAUSE_UNSPECIFIED && job_.cause() != v1::CAUSE_REAL_REGRESSION) {
       Line(absl::StrCat("  Cause:   ", EnumLabel(job_.cause())));
     }
@@ -383,6 +389,27 @@ class ReportWriter {
     FilesChanged();
     BisectLog();
     RootCauseHints();
+  }
+
+  // How sure the answer is (JobStatus.culprit_probability), with the next most likely commits.
+  void Confidence() {
+    if (job_.culprit_probability() <= 0) return;
+    std::string line =
+        absl::StrCat("  Confidence: ", ProbabilityText(job_.culprit_probability()),
+                     job_.candidates_size() > 1 ? " that it is one of these"
+                                                : " that this is the first bad commit");
+    std::vector<std::string> others;
+    for (const v1::PositionProbability& position : job_.culprit_posterior()) {
+      const bool named = job_.candidates_size() > 1
+                             ? std::find(job_.candidates().begin(), job_.candidates().end(),
+                                         position.sha()) != job_.candidates().end()
+                             : position.sha() == job_.culprit().sha();
+      if (named || others.size() == 2) continue;
+      others.push_back(
+          absl::StrCat(short_(position.sha()), " ", ProbabilityText(position.probability())));
+    }
+    if (!others.empty()) absl::StrAppend(&line, " (else ", absl::StrJoin(others, ", "), ")");
+    Line(line);
   }
 
   void Steps() {
@@ -415,6 +442,7 @@ class ReportWriter {
       }
       Line(line);
     }
+    Confidence();
     if (job_.has_last_good() && !job_.last_good().sha().empty()) {
       Line(absl::StrCat("  Last good: ", job_.last_good().sha(),
                         job_.last_good().subject().empty()

@@ -174,6 +174,29 @@ TEST(ReportTest, CulpritReportFollowsTheSeedLayout) {
   EXPECT_LT(log, hints);
 }
 
+TEST(ReportTest, TheCulpritSaysHowSureItIs) {
+  v1::JobStatus job = CulpritJob();
+  EXPECT_THAT(FormatReport(job), Not(HasSubstr("Confidence:")));  // Not computed: not printed.
+  job.set_culprit_probability(0.962);
+  v1::PositionProbability* first = job.add_culprit_posterior();
+  first->set_sha(kCulprit);
+  first->set_index(10);
+  first->set_probability(0.962);
+  v1::PositionProbability* second = job.add_culprit_posterior();
+  second->set_sha("1234567890123456789012345678901234567890");
+  second->set_index(11);
+  second->set_probability(0.031);
+  const std::string report = FormatReport(job);
+  const size_t message = Position(report, "\n  Message: Halve BLOCK_SIZE in the decode kernel\n");
+  const size_t confidence = Position(
+      report, "\n  Confidence: 96.2% that this is the first bad commit (else 1234567 3.1%)\n");
+  EXPECT_LT(message, confidence);
+  job.set_culprit_probability(0.99996);
+  job.clear_culprit_posterior();
+  EXPECT_THAT(FormatReport(job),
+              HasSubstr("\n  Confidence: > 99.9% that this is the first bad commit\n"));
+}
+
 TEST(ReportTest, BisectLogListsFinishedProbesInFinishOrder) {
   const std::string report = FormatReport(CulpritJob());
   const size_t step1 =
