@@ -379,6 +379,10 @@ class ReportWriter {
     if (job_.cause() != v1::CAUSE_UNSPECIFIED && job_.cause() != v1::CAUSE_REAL_REGRESSION) {
       Line(absl::StrCat("  Cause:   ", EnumLabel(job_.cause())));
     }
+    if (job_.measurement_changes_size() > 0) {
+      Line("  The measurement changed at this commit (its manifest against last good's):");
+      for (const std::string& change : job_.measurement_changes()) Line("    " + change);
+    }
     if (job_.has_merged_culprit()) {
       Line();
       Line("Inside the merged branch:");

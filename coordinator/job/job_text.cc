@@ -32,6 +32,13 @@ std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& 
                       commits_left, commits_left == 1 ? " commit" : " commits", " left to search");
 }
 
+std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::string>& changes) {
+  return absl::StrCat("the culprit changed how the benchmark measures (",
+                      absl::StrJoin(changes, "; "),
+                      "): the step may be a change of method, not of the kernel. Pin the harness "
+                      "of one side and measure both commits with it to get the kernel's change");
+}
+
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha) {
   return absl::StrFormat("Baseline results:\n  GOOD (%s): passes\n  BAD  (%s): fails",
                          ShortSha(good_sha), ShortSha(bad_sha));
