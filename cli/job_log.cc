@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "coordinator/job/marks.h"
+#include "common/rpc/enum_label.h"
 
 namespace kbisect {
 namespace {
@@ -37,7 +37,7 @@ std::string FormatJobLog(const v1::JobStatus& job) {
   // One line per commit: the marks, then the latest final verdict of each probed commit.
   std::map<int, std::string> lines;
   for (const v1::CommitMark& mark : job.marks()) {
-    lines[mark.index()] = absl::StrCat(MarkVerdictName(mark.verdict()), " ", mark.sha(),
+    lines[mark.index()] = absl::StrCat(EnumLabel(mark.verdict()), " ", mark.sha(),
                                        " -  # marked by you, index ", mark.index());
   }
   for (const v1::Probe& probe : job.probes()) {
@@ -53,20 +53,11 @@ std::string FormatJobLog(const v1::JobStatus& job) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED) {
       continue;
     }
-    std::string verdict;
-    switch (probe.verdict()) {
-      case v1::VERDICT_GOOD:
-        verdict = "good";
-        break;
-      case v1::VERDICT_BAD:
-        verdict = "bad";
-        break;
-      case v1::VERDICT_SKIP:
-        verdict = "skip";
-        break;
-      default:
-        continue;  // Undecided or superseded: nothing to replay.
+    if (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD &&
+        probe.verdict() != v1::VERDICT_SKIP) {
+      continue;  // Undecided or superseded: nothing to replay.
     }
+    const std::string verdict = EnumLabel(probe.verdict());
     lines[probe.index()] =
         absl::StrCat(verdict, " ", probe.sha(), " ", Samples(probe), "  # round ", probe.round(),
                      ", index ", probe.index(), ", ", probe.worker(),

@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
-#include "coordinator/job/marks.h"
+#include "common/rpc/enum_label.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
@@ -524,7 +524,7 @@ class ReportWriter {
     Line();
     Line("Marked by you (not measured):");
     for (const v1::CommitMark& mark : job_.marks()) {
-      Line(absl::StrCat("  ", short_(mark.sha()), " = ", MarkVerdictName(mark.verdict())));
+      Line(absl::StrCat("  ", short_(mark.sha()), " = ", EnumLabel(mark.verdict())));
     }
   }
 

@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/job/marks.h"
+#include "common/rpc/enum_label.h"
 
 namespace kbisect {
 
@@ -26,7 +26,7 @@ std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& 
                       int commits_left) {
   std::vector<std::string> parts;
   for (const v1::CommitMark& mark : marks) {
-    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", MarkVerdictName(mark.verdict())));
+    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", EnumLabel(mark.verdict())));
   }
   return absl::StrCat("Marked by you (not measured): ", absl::StrJoin(parts, ", "), "; ",
                       commits_left, commits_left == 1 ? " commit" : " commits", " left to search");
