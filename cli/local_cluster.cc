@@ -42,6 +42,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     slot_options.cache_dir = options.cache_dir;
     slot_options.build_cache_size = options.build_cache_size;
     slot_options.slot = static_cast<int>(i);
+    if (i < options.slot_devices.size()) {
+      slot_options.visible_devices = options.slot_devices[i];
+      slot_options.probe_device = options.slot_devices[i];
+    }
     slot_options.idle_poll = absl::Seconds(5);
     slot_options.build_ahead = cluster->build_ahead_.get();
     slot.worker = std::make_unique<WorkerSlot>(

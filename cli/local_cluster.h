@@ -26,6 +26,9 @@ namespace kbisect {
 
 struct LocalClusterOptions {
   int workers = 1;
+  // The device each slot's commands see (CUDA_VISIBLE_DEVICES, ...), slot i entry i
+  // (LocalSlotDevices, worker/device_binding.h); empty: the slot number.
+  std::vector<std::string> slot_devices;
   // Mirrors, per-slot checkouts and the build cache live here.
   std::string cache_dir;
   // Built checkouts the build cache keeps; 0 disables it (WorkerSlotOptions::build_cache_size).

@@ -4,13 +4,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -31,6 +35,7 @@
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "worker/build_ahead.h"
+#include "worker/device_binding.h"
 
 namespace kbisect {
 namespace {
@@ -135,7 +140,22 @@ int RunCommand(int argc, char** argv) {
               << "Run `kbisect run --help` for usage.\n";
     return kExitUsage;
   }
+  // A scheduler's binding (CUDA_VISIBLE_DEVICES set by Slurm or a container runtime) decides
+  // which devices the slots get and, without --workers, how many there are.
+  const std::map<std::string, std::string> environment = EnvironmentMap();
+  absl::StatusOr<std::vector<std::string>> bound = LocalSlotDevices(environment, options.workers);
+  if (!bound.ok()) {
+    std::cerr << "kbisect: " << bound.status().message() << "\n";
+    return kExitUsage;
+  }
+  const bool scheduler_bound =
+      std::any_of(std::begin(kSchedulerDeviceVariables), std::end(kSchedulerDeviceVariables),
+                  [&](const char* name) {
+                    auto it = environment.find(name);
+                    return it != environment.end() && !it->second.empty();
+                  });
   int workers = options.workers;
+  if (workers <= 0 && scheduler_bound) workers = static_cast<int>(bound->size());
   if (workers <= 0) {
     std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
     workers = std::max(1, CountLocalGpus(runner.get()));
@@ -144,6 +164,10 @@ int RunCommand(int argc, char** argv) {
 
   LocalClusterOptions cluster_options;
   cluster_options.workers = workers;
+  if (scheduler_bound) {
+    cluster_options.slot_devices = *bound;
+    cluster_options.slot_devices.resize(workers);
+  }
   cluster_options.cache_dir = cache_dir;
   cluster_options.build_cache_size = build_cache_size;
   cluster_options.build_ahead = build_ahead;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,9 +16,6 @@ extern char** environ;  // NOLINT: POSIX.
 
 namespace kbisect {
 namespace {
-
-constexpr const char* kDeviceVariables[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                            "HIP_VISIBLE_DEVICES"};
 
 std::string Get(const std::map<std::string, std::string>& env, const std::string& name) {
   auto it = env.find(name);
@@ -61,7 +59,7 @@ absl::StatusOr<DeviceBinding> ResolveDeviceBinding(const std::map<std::string, s
     p.set_restart_count(*restarts);
     if (*local_id >= 0) binding.slot = *local_id;
   }
-  for (const char* variable : kDeviceVariables) {
+  for (const char* variable : kSchedulerDeviceVariables) {
     const std::string value(absl::StripAsciiWhitespace(Get(env, variable)));
     if (value.empty()) continue;
     binding.placement.set_device_variable(variable);
@@ -90,6 +88,30 @@ absl::StatusOr<DeviceBinding> ResolveDeviceBinding(const std::map<std::string, s
   binding.visible_devices = absl::StrCat(gpu_flag.value_or(0));
   binding.probe_device = binding.visible_devices;
   return binding;
+}
+
+absl::StatusOr<std::vector<std::string>> LocalSlotDevices(
+    const std::map<std::string, std::string>& env, int workers) {
+  for (const char* variable : kSchedulerDeviceVariables) {
+    auto it = env.find(variable);
+    if (it == env.end() || it->second.empty()) continue;
+    std::vector<std::string> devices;
+    for (absl::string_view device : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
+      devices.emplace_back(absl::StripAsciiWhitespace(device));
+    }
+    if (workers <= 0) return devices;
+    if (workers > static_cast<int>(devices.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          variable, "=", it->second, " binds ", devices.size(),
+          devices.size() == 1 ? " device" : " devices", " to this process and --workers asks for ",
+          workers, ": ask for at most that many, or for more GPUs from the scheduler"));
+    }
+    devices.resize(workers);
+    return devices;
+  }
+  std::vector<std::string> devices;
+  for (int i = 0; i < std::max(1, workers); ++i) devices.push_back(absl::StrCat(i));
+  return devices;
 }
 
 std::string DefaultBoundWorkerName(const std::string& host, const DeviceBinding& binding) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -46,6 +47,17 @@ struct DeviceBinding {
 //   variable is InvalidArgument naming it.
 absl::StatusOr<DeviceBinding> ResolveDeviceBinding(const std::map<std::string, std::string>& env,
                                                    std::optional<int> gpu_flag);
+
+// The variables a scheduler binds devices with, in the order they are read.
+inline constexpr const char* kSchedulerDeviceVariables[] = {
+    "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"};
+
+// The devices of the local slots of `kbisect run` (slot i gets entry i): with a scheduler's
+// binding in `env` (the variables above; e.g. `kbisect run` inside a Slurm allocation), the
+// entries of its list, one per slot, and InvalidArgument when `workers` asks for more than it
+// binds; without one, "0" .. "<workers-1>". `workers` <= 0 means one per bound device (or 1).
+absl::StatusOr<std::vector<std::string>> LocalSlotDevices(
+    const std::map<std::string, std::string>& env, int workers);
 
 // The default worker name: "<host>/slot<slot>", and under Slurm
 // "<node>/job<job id>/slot<local id>", unique across allocations that share a node and stable

@@ -180,6 +180,24 @@ TEST_F(RunTest, WorkersSeeTheirDeviceSlot) {
   const std::string log = ReadFile(tmp_.Join("slots.log"));
   EXPECT_THAT(log, HasSubstr("slot=0 cuda=0 hip=0 rocr=0"));
   EXPECT_THAT(log, HasSubstr("slot=1 cuda=1 hip=1 rocr=1"));
+
+  // Inside a scheduler's allocation (Slurm set CUDA_VISIBLE_DEVICES=5,7): one slot per bound
+  // device by default, each on its own; more than it binds is refused.
+  CommandResult bound = RunShell(absl::StrCat(
+      "cd ", ShellQuote(tmp_.path()), " && CUDA_VISIBLE_DEVICES=5,7 KBISECT_DEMO_SLEEP=0.01 ",
+      Kbisect(), " run v1.0 --repo ", repo, " --cache-dir ", tmp_.Join("cache"), " --no-cache",
+      " -- sh -c 'echo slot=$KBISECT_WORKER cuda=$CUDA_VISIBLE_DEVICES >> ", tmp_.Join("bound.log"),
+      "; ./bench.sh'"));
+  ASSERT_EQ(bound.exit_code, 0) << bound.out << bound.err;
+  const std::string bound_log = ReadFile(tmp_.Join("bound.log"));
+  EXPECT_THAT(bound_log, HasSubstr("slot=0 cuda=5"));
+  EXPECT_THAT(bound_log, HasSubstr("slot=1 cuda=7"));
+  EXPECT_THAT(bound_log, Not(HasSubstr("slot=2")));
+  CommandResult too_many =
+      RunShell(absl::StrCat("cd ", ShellQuote(tmp_.path()), " && CUDA_VISIBLE_DEVICES=5,7 ",
+                            Kbisect(), " run v1.0 --repo ", repo, " --workers 3 -- ./bench.sh"));
+  EXPECT_EQ(too_many.exit_code, 2);
+  EXPECT_THAT(too_many.err, HasSubstr("CUDA_VISIBLE_DEVICES=5,7 binds 2 devices"));
 }
 
 TEST_F(RunTest, ASlowGpuIsQuarantinedAndTheCulpritIsStillRight) {

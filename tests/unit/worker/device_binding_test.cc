@@ -123,3 +123,32 @@ TEST(DeviceBindingTest, TheBoundGpuIsTheOneInTheIdentityAndTheEnvironment) {
 
 }  // namespace
 }  // namespace kbisect
+
+namespace kbisect {
+namespace {
+
+TEST(LocalSlotDevicesTest, KbisectRunInsideAnAllocationUsesTheBoundDevicesOnePerSlot) {
+  // Slurm gave this process GPUs 2 and 3: slot 0 measures on 2, slot 1 on 3.
+  const std::map<std::string, std::string> slurm = {{"CUDA_VISIBLE_DEVICES", "2,3"},
+                                                    {"SLURM_JOB_ID", "77"}};
+  absl::StatusOr<std::vector<std::string>> devices = LocalSlotDevices(slurm, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(*devices, (std::vector<std::string>{"2", "3"}));
+  devices = LocalSlotDevices(slurm, 1);
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(*devices, (std::vector<std::string>{"2"}));
+  // Asking for more slots than the binding has would put two on one GPU.
+  absl::StatusOr<std::vector<std::string>> too_many = LocalSlotDevices(slurm, 3);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("binds 2 devices"), std::string::npos);
+  // ROCm's variable when CUDA's is not set; without any, the slot numbers.
+  devices = LocalSlotDevices({{"ROCR_VISIBLE_DEVICES", "GPU-aa, GPU-bb"}}, 2);
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(*devices, (std::vector<std::string>{"GPU-aa", "GPU-bb"}));
+  devices = LocalSlotDevices({}, 3);
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(*devices, (std::vector<std::string>{"0", "1", "2"}));
+}
+
+}  // namespace
+}  // namespace kbisect
