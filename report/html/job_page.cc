@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "common/status_macros.h"
@@ -27,8 +28,6 @@ bool Finished(const v1::JobStatus& job) {
   return job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_CANCELLED ||
          job.state() == v1::JOB_STATE_FAILED;
 }
-
-std::string Percent(double pct) { return absl::StrFormat("%.1f%%", pct); }
 
 std::string Time(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", FromProto(t), absl::UTCTimeZone());
@@ -61,7 +60,7 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
         &facts, Fact("GOOD → BAD",
                      absl::StrCat(Value(job.baseline().good().median(), job.metric_unit()), " → ",
                                   Value(job.baseline().bad().median(), job.metric_unit()), " (",
-                                  Percent(job.regression_pct()), " worse)")));
+                                  FormatPercent(job.regression_pct()), " worse)")));
   }
   absl::StrAppend(
       &facts, Fact("State", absl::StrCat(EnumLabel(job.state()), " / ", EnumLabel(job.status()))));
@@ -118,7 +117,7 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
                                                      "</span> (#", job.last_good().index(), ")")
                                       : "",
                   "</td></tr><tr><th>After</th><td>", Escape(Value(job.after(), unit)), " (",
-                  Percent(job.culprit_regression_pct()), " worse)</td></tr>");
+                  FormatPercent(job.culprit_regression_pct()), " worse)</td></tr>");
   if (job.has_confirmation()) {
     const v1::Confirmation& c = job.confirmation();
     absl::StrAppend(
@@ -140,7 +139,7 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
       absl::StrAppend(&steps, "<tr><td class=\"mono\">", Escape(step.commit().short_sha()),
                       "</td><td>", Escape(step.commit().subject()), "</td><td class=\"num\">",
                       Escape(Value(step.before(), unit)), " → ", Escape(Value(step.after(), unit)),
-                      "</td><td class=\"num\">", Percent(step.regression_pct()),
+                      "</td><td class=\"num\">", FormatPercent(step.regression_pct()),
                       "</td><td class=\"num\">",
                       absl::StrFormat("%.0f%%", 100 * step.share_of_total()), "</td></tr>");
     }
