@@ -7,7 +7,9 @@
 // and the live /jobs pages of a running coordinator, fetched over HTTP with and without the
 // bearer token. The browser's DOM must hold one mark per sample and the culprit's column, its
 // console no error, and a screenshot must not be blank. Also `--markdown` and a loopback webhook
-// receiving exactly one POST per finished job from `--notify-url`.
+// receiving exactly one POST per finished job from `--notify-url`. And `kbisect triage --html`
+// over triage's fixtures: one point per nightly of every plotted series, the change point
+// explained marked on every chart (or the spike ringed), no console error.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -346,6 +348,88 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
   ASSERT_TRUE(page);
   ::kbisect::testing::WriteFile(live, page->body);
   ExpectGoodPage(*job, live);
+
+}
+
+// `kbisect triage --html` over triage's own fixtures, one of each cause and shape.
+TEST_F(JobPagesTest, TriagePagesOfTheFixtures) {
+  struct Case {
+    std::string file, platform, kernel, date, cause;
+  };
+  const std::vector<Case> cases = {
+      {"helion-dashboard-sample.json", "b200_cute", "layer_norm", "2026-09-22", "real_regression"},
+      {"hardware_shared.json", "h100", "softmax", "", "hardware_issue"},
+      {"method_change.json", "b200", "matmul", "", "benchmark_method_change"},
+      {"noise_spike.json", "b200", "softmax", "", "noise"},
+      {"pretuned.json", "b200", "all", "", "benchmark_method_change"},
+      {"drift.json", "", "", "", ""},
+      {"generic_runner.csv", "", "", "", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string name = c.file.substr(0, c.file.find('.'));
+    const std::string json = tmp_.Join(name + ".json");
+    const std::string html = tmp_.Join(name + ".html");
+    CommandResult run = RunShell(absl::StrCat(
+        Bin("kbisect"), " triage --dashboard ",
+        ShellQuote(absl::StrCat(KBISECT_TRIAGE_FIXTURES, "/", c.file)),
+        c.platform.empty() ? "" : " --platform " + c.platform,
+        c.kernel.empty() ? "" : " --kernel " + c.kernel, c.date.empty() ? "" : " --date " + c.date,
+        " -q --json ", json, " --html ", html));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+    if (!c.cause.empty()) {
+      EXPECT_EQ(j["cause"], c.cause);
+    }
+    const Rendered page = Render(html);
+    EXPECT_THAT(page.log, Not(HasSubstr("Uncaught")));
+    EXPECT_THAT(page.log, Not(HasSubstr(":CONSOLE")));
+    // One point per analysed nightly in the primary chart; the script counted every point.
+    const int nightlies = j["nightlies"]["count"].get<int>();
+    EXPECT_GT(nightlies, 0);
+    EXPECT_EQ(Count(page.dom, "class=\"point role-primary"), nightlies);
+    EXPECT_THAT(page.dom, HasSubstr(absl::StrCat("data-points=\"",
+                                                 Count(page.dom, "<circle class=\"point "), "\"")));
+    const int charts = Count(page.dom, "<svg class=\"series-chart\"");
+    EXPECT_GE(charts, 1);
+    // Every chart has as many points as its metric has values: at most one per nightly.
+    EXPECT_LE(Count(page.dom, "class=\"point role-"), charts * nightlies);
+    EXPECT_EQ(Count(page.dom, "<tr data-nightly="), nightlies);
+    EXPECT_THAT(page.dom, HasSubstr(absl::StrCat("class=\"headline outcome-",
+                                                 j["cause"].get<std::string>(), "\"")));
+    const std::string shape = j["shape"];
+    if (shape == "step" || shape == "drift") {
+      // The change point explained, on every chart, at the last-good / first-bad nightlies.
+      EXPECT_EQ(Count(page.dom, absl::StrCat("<g class=\"change-point focus\" data-index=\"")),
+                charts);
+      EXPECT_EQ(Count(page.dom,
+                      absl::StrCat("data-last-good=\"", j["last_good"]["date"].get<std::string>(),
+                                   "\" data-first-bad=\"",
+                                   j["first_bad"]["date"].get<std::string>(), "\"")),
+                charts);
+      EXPECT_EQ(Count(page.dom, "last-good\" cx="), 1);
+      EXPECT_EQ(Count(page.dom, "first-bad\" cx="), 1);
+    }
+    if (shape == "spike") {
+      EXPECT_GE(Count(page.dom, " spike\" cx="), 1);
+    }
+    // Every change point the detector found is drawn on the primary chart.
+    EXPECT_GE(Count(page.dom, "<g class=\"change-point"),
+              static_cast<int>(j["change_points"].size()));
+  }
+  // The Helion sample charts the speedups of Helion and both baselines and the latency.
+  const std::string dom = Render(tmp_.Join("helion-dashboard-sample.html")).dom;
+  for (const char* metric : {"helion_speedup_geomean", "triton_speedup_geomean",
+                             "torch_compile_speedup_geomean", "helion_latency_avg_ms"}) {
+    EXPECT_THAT(dom, HasSubstr(absl::StrCat("data-metric=\"", metric, "\"")));
+  }
+  const int64_t blank = Screenshot("about:blank", tmp_.Join("blank.png"));
+  const int64_t shot =
+      Screenshot("file://" + tmp_.Join("helion-dashboard-sample.html"), tmp_.Join("triage.png"));
+  EXPECT_GT(shot, 10 * blank) << "blank " << blank << " bytes, page " << shot << " bytes";
+  if (const char* out = std::getenv("KBISECT_TRIAGE_SCREENSHOT_OUT"); out != nullptr) {
+    RunShell(absl::StrCat("cp ", tmp_.Join("triage.png"), " ", ShellQuote(out)));
+  }
 }
 
 }  // namespace
