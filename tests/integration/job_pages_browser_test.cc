@@ -351,6 +351,55 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
 
 }
 
+// `kbisect run --serve ADDR`: it prints the page's URL, and /jobs and the job's page answer over
+// HTTP while the job runs (the page reloading itself) and once it is done. No browser needed.
+class ServeTest : public ::kbisect::testing::ClusterFixture {};
+
+TEST_F(ServeTest, RunServesTheLivePageWhileItRuns) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  ::kbisect::testing::WriteFile(tmp_.Join("run.log"), "");  // Readable before the shell opens it.
+  Process run(
+      absl::StrCat("env KBISECT_DEMO_SLEEP=0.3 KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")),
+                   " ", Bin("kbisect"), " run v1.0 HEAD --repo ", repo,
+                   " --workers 2 --serve 127.0.0.1:0 --json ", tmp_.Join("serve.json"),
+                   " -- ./bench.sh"),
+      tmp_.Join("run.log"));
+  const std::regex printed("Job page: http://127\\.0\\.0\\.1:([0-9]+)(/jobs/([^\\s]+))\n");
+  std::smatch url;
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        log = run.log();
+        return std::regex_search(log, url, printed);
+      },
+      std::chrono::seconds(60)))
+      << log;
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(url[1].str(), &port));
+  const std::string path = url[2].str();
+  const std::string job_id = url[3].str();
+  httplib::Client http("127.0.0.1", port);
+  // While it runs: the list links the job and the page reloads itself.
+  httplib::Result list = http.Get("/jobs");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->status, 200);
+  EXPECT_THAT(list->body, HasSubstr(absl::StrCat("<a href=\"/jobs/", job_id, "\">")));
+  httplib::Result page = http.Get(path);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_THAT(page->body, HasSubstr(absl::StrCat("<h1>kbisect job ", job_id, "</h1>")));
+  EXPECT_TRUE(run.running()) << "the job ended before its page was fetched: " << run.log();
+  EXPECT_THAT(page->body, HasSubstr("http-equiv=\"refresh\""));
+  EXPECT_EQ(http.Get("/jobs/no-such-job")->status, 404);
+  // The run ends by itself with its culprit, and stops serving.
+  EXPECT_EQ(run.Wait(std::chrono::seconds(240)), 0) << run.log();
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(tmp_.Join("serve.json")));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/jobs"));
+}
+
 // `kbisect triage --html` over triage's own fixtures, one of each cause and shape.
 TEST_F(JobPagesTest, TriagePagesOfTheFixtures) {
   struct Case {
