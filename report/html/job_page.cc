@@ -77,10 +77,19 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                       job.progress().probes_in_flight(),
                                       job.progress().probes_in_flight() == 1 ? " probe" : " probes",
                                       " in flight")));
-    const std::optional<absl::Duration> eta = EstimateTimeLeft(job, options.now);
+    const std::optional<absl::Duration> eta = EstimateTimeLeft(
+        job, options.now,
+        options.past.has_value() ? std::optional<absl::Duration>(options.past->mean)
+                                 : std::nullopt);
+    std::string source;
+    if (eta.has_value() && options.past.has_value()) {
+      source = absl::StrCat(" <span class=\"muted eta-past\">(with ", options.past->jobs,
+                            options.past->jobs == 1 ? " earlier job" : " earlier jobs",
+                            " of this benchmark)</span>");
+    }
     absl::StrAppend(&facts, "<dt>Time left</dt><dd class=\"eta\">",
                     Escape(eta.has_value() ? FormatEta(*eta) : "estimated after the first probe"),
-                    "</dd>");
+                    source, "</dd>");
   }
   if (job.has_create_time()) absl::StrAppend(&facts, Fact("Created", Time(job.create_time())));
   if (job.has_finish_time()) absl::StrAppend(&facts, Fact("Finished", Time(job.finish_time())));

@@ -12,15 +12,19 @@
 // explained marked on every chart (or the spike ringed), no console error.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -349,6 +353,49 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
   ::kbisect::testing::WriteFile(live, page->body);
   ExpectGoodPage(*job, live);
 
+  // A second job of the same benchmark: its page has an ETA from the first job's spans before
+  // its own first probe has finished; how far off it was is printed (docs/benchmarks.md, "ETA").
+  const auto submitted_at = std::chrono::steady_clock::now();
+  submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " -- ./bench.sh"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string second = Trim(submitted.out);
+  const std::regex eta(
+      "<dd class=\"eta\">~([0-9]+)s <span class=\"muted eta-past\">\\(with 1 "
+      "earlier job of this benchmark\\)</span>");
+  std::vector<std::pair<double, int>> estimates;  // (seconds since submit, estimate in s)
+  bool done = false;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        httplib::Result p = http.Get(absl::StrCat("/jobs/", second));
+        if (!p || p->status != 200) return false;
+        std::smatch m;
+        const std::string body = p->body;
+        if (std::regex_search(body, m, eta)) {
+          estimates.emplace_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted_at)
+                  .count(),
+              std::stoi(m[1].str()));
+        }
+        done = absl::StrContains(body, "class=\"headline outcome-culprit_found\"");
+        return done;
+      },
+      std::chrono::seconds(120)));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted_at).count();
+  ASSERT_FALSE(estimates.empty()) << "no ETA from the earlier job was shown";
+  double total_error = 0, worst = 0;
+  for (const auto& [at, left] : estimates) {
+    const double error = std::fabs(left - (took - at));
+    total_error += error;
+    worst = std::max(worst, error);
+  }
+  std::cout << "ETA with the prior of 1 earlier job: " << estimates.size() << " estimates over "
+            << took << " s, first ~" << estimates.front().second << "s at "
+            << estimates.front().first << " s, mean absolute error "
+            << total_error / estimates.size() << " s, worst " << worst << " s\n";
+  // The first estimate comes before the job's own spans could give one, and is the right size.
+  EXPECT_LT(estimates.front().first, took / 2);
+  EXPECT_LT(worst, std::max(5.0, took));
 }
 
 // `kbisect run --serve ADDR`: it prints the page's URL, and /jobs and the job's page answer over
