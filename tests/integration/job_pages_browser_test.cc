@@ -355,8 +355,9 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
 
   // A second job of the same benchmark: its page has an ETA from the first job's spans before
   // its own first probe has finished; how far off it was is printed (docs/benchmarks.md, "ETA").
+  // --no-cache: it measures every commit again rather than reusing the first job's samples.
   const auto submitted_at = std::chrono::steady_clock::now();
-  submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " -- ./bench.sh"));
+  submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " --no-cache -- ./bench.sh"));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string second = Trim(submitted.out);
   const std::regex eta(
