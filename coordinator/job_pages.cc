@@ -23,14 +23,7 @@ constexpr int kPastJobsRead = 20;
 // that ran the same benchmark (report/eta.h, PastSpanOf).
 std::optional<PastSpan> PastSpanOfCoordinator(const Coordinator& coordinator,
                                               const v1::JobStatus& job) {
-  switch (job.state()) {
-    case v1::JOB_STATE_DONE:
-    case v1::JOB_STATE_CANCELLED:
-    case v1::JOB_STATE_FAILED:
-      return std::nullopt;
-    default:
-      break;
-  }
+  if (JobFinished(job)) return std::nullopt;
   v1::ListJobsRequest request;
   request.set_page_size(kListedJobs);
   request.add_states(v1::JOB_STATE_DONE);

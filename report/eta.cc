@@ -39,6 +39,11 @@ std::optional<absl::Duration> EtaEstimator::Left(const v1::Progress& progress,
   return std::max(left, absl::ZeroDuration());
 }
 
+bool JobFinished(const v1::JobStatus& job) {
+  return job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_CANCELLED ||
+         job.state() == v1::JOB_STATE_FAILED;
+}
+
 bool SameBenchmark(const v1::JobSpec& a, const v1::JobSpec& b) {
   return a.repository() == b.repository() && a.build_command() == b.build_command() &&
          std::equal(a.bench_command().begin(), a.bench_command().end(), b.bench_command().begin(),
@@ -81,14 +86,7 @@ std::optional<PastSpan> PastSpanOf(const v1::JobStatus& job,
 
 std::optional<absl::Duration> EstimateTimeLeft(const v1::JobStatus& job, absl::Time now,
                                                std::optional<absl::Duration> prior) {
-  switch (job.state()) {
-    case v1::JOB_STATE_DONE:
-    case v1::JOB_STATE_CANCELLED:
-    case v1::JOB_STATE_FAILED:
-      return std::nullopt;
-    default:
-      break;
-  }
+  if (JobFinished(job)) return std::nullopt;
   EtaEstimator eta(job.spec().confirm());
   if (prior.has_value()) eta.SetPrior(*prior);
   for (const v1::Probe& p : job.probes()) eta.Observe(p);

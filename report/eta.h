@@ -56,6 +56,9 @@ class EtaEstimator {
   std::optional<absl::Duration> prior_;
 };
 
+// True when `job` has ended: done, cancelled or failed (no time left to estimate).
+bool JobFinished(const v1::JobStatus& job);
+
 // True when two specs run the same benchmark the same way: the same repository, build command,
 // benchmark command, metric and runs per commit (the range, marks and options may differ).
 bool SameBenchmark(const v1::JobSpec& a, const v1::JobSpec& b);

@@ -24,11 +24,6 @@
 namespace kbisect::html {
 namespace {
 
-bool Finished(const v1::JobStatus& job) {
-  return job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_CANCELLED ||
-         job.state() == v1::JOB_STATE_FAILED;
-}
-
 std::string Time(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", FromProto(t), absl::UTCTimeZone());
 }
@@ -69,7 +64,7 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                               " bench runs, ", job.progress().probes_cancelled(),
                                               " probes cancelled")));
   absl::StrAppend(&facts, Fact("Wall time", Seconds(job.wall_seconds())));
-  if (!Finished(job)) {
+  if (!JobFinished(job)) {
     const int left = job.progress().remaining_commits();
     absl::StrAppend(
         &facts,
@@ -338,7 +333,7 @@ std::string PageEnd(absl::Time now) {
 }
 
 absl::StatusOr<std::string> RenderJobPage(const v1::JobStatus& job, const PageOptions& options) {
-  const bool live = options.refresh_seconds > 0 && !Finished(job);
+  const bool live = options.refresh_seconds > 0 && !JobFinished(job);
   ASSIGN_OR_RETURN(std::string head,
                    PageHead(absl::StrCat("kbisect ", job.job_id(), ": ", Headline(job)),
                             live ? options.refresh_seconds : 0));
