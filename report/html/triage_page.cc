@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
