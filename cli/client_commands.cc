@@ -18,6 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/find_good.h"
+#include "cli/job_log.h"
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/report/report.h"
@@ -28,6 +30,7 @@
 #include "common/rpc/proto_time.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
+#include "worker/worker_slot.h"
 
 namespace kbisect {
 namespace {
@@ -297,11 +300,35 @@ int Submit(int argc, char** argv) {
   if (wait) BlockTerminationSignals();  // Before gRPC starts its threads.
   std::unique_ptr<Client> client = Client::Connect(connection);
   if (client == nullptr) return kExitUsage;
-  v1::SubmitJobRequest request;
-  *request.mutable_spec() = *std::move(spec);
-  request.set_request_id(request_id);
   v1::SubmitJobResponse response;
-  {
+  if (options.find_good) {
+    // GOOD is found by looking back from BAD, one lookback job per eligible worker at once; the
+    // job kept bisects from it (cli/find_good.h).
+    const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
+    absl::StatusOr<FindGoodResult> found =
+        FindGood(client->stub(), *spec, options.max_lookback, EligibleWorkers(client.get(), *spec),
+                 quiet ? nullptr : &std::cerr);
+    if (!found.ok()) {
+      std::cerr << "kbisect: " << found.status().message() << "\n";
+      return kExitError;
+    }
+    if (found->job_id.empty()) {
+      std::cerr << "kbisect: " << NothingBetterText(*found, bad) << "\n";
+      return kExitNoRegression;
+    }
+    if (!quiet) std::cerr << FoundGoodText(*found, bad) << "\n";
+    v1::GetJobRequest get;
+    get.set_job_id(found->job_id);
+    v1::GetJobResponse job;
+    auto context = Client::Context();
+    grpc::Status status = client->stub()->GetJob(context.get(), get, &job);
+    if (!status.ok()) return client->Fail(status);
+    *response.mutable_job() = std::move(*job.mutable_job());
+    response.set_job_id(found->job_id);
+  } else {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = *std::move(spec);
+    request.set_request_id(request_id);
     auto context = Client::Context();
     grpc::Status status = client->stub()->SubmitJob(context.get(), request, &response);
     if (!status.ok()) return client->Fail(status);
@@ -504,9 +531,47 @@ int Cancel(int argc, char** argv) {
 
 }  // namespace
 
+// `kbisect log [JOB]`: a coordinator job's log, or without JOB the last `kbisect run`'s.
+int Log(int argc, char** argv) {
+  CLI::App app{"Print a job's log: one line per decided commit, which `run --replay` accepts.",
+               "kbisect log"};
+  app.footer(kConnectionFooter);
+  ConnectionOptions connection;
+  AddConnectionOptions(&app, &connection);
+  std::string job_id;
+  std::string cache_dir = DefaultCacheDir();
+  app.add_option("JOB", job_id, "Job id on the coordinator (default: the last `kbisect run`)");
+  app.add_option("--cache-dir", cache_dir, "Where `kbisect run` keeps its last log")
+      ->capture_default_str();
+  if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
+    return code;
+  }
+  if (job_id.empty()) {
+    std::ifstream in(LastRunLogPath(cache_dir));
+    if (!in) {
+      std::cerr << "kbisect: no log of a finished `kbisect run` in " << cache_dir << " (kept at "
+                << LastRunLogPath(cache_dir)
+                << "); give a coordinator's JOB id to print that job's\n";
+      return kExitError;
+    }
+    std::cout << in.rdbuf() << std::flush;
+    return 0;
+  }
+  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (client == nullptr) return kExitUsage;
+  auto context = Client::Context();
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::GetJobResponse response;
+  grpc::Status status = client->stub()->GetJob(context.get(), request, &response);
+  if (!status.ok()) return client->Fail(status);
+  std::cout << FormatJobLog(response.job()) << std::flush;
+  return 0;
+}
+
 bool IsClientCommand(const std::string& name) {
   return name == "submit" || name == "status" || name == "watch" || name == "workers" ||
-         name == "cancel";
+         name == "cancel" || name == "log";
 }
 
 int ClientCommand(int argc, char** argv) {
@@ -516,6 +581,7 @@ int ClientCommand(int argc, char** argv) {
   if (name == "watch") return Watch(argc, argv);
   if (name == "workers") return Workers(argc, argv);
   if (name == "cancel") return Cancel(argc, argv);
+  if (name == "log") return Log(argc, argv);
   std::cerr << "kbisect: unknown command '" << name << "'\n";
   return kExitUsage;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cache_command.h"
+#include "cli/job_log.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
@@ -21,8 +22,9 @@ google::protobuf::Duration Seconds(double seconds) {
 }  // namespace
 
 void AddJobOptions(CLI::App* app, JobOptions* o) {
-  app->add_option("GOOD", o->good, "Commit, tag or branch where performance was acceptable")
-      ->required();
+  app->add_option("GOOD", o->good,
+                  "Commit, tag or branch where performance was acceptable (with --find-good: "
+                  "BAD, default HEAD)");
   app->add_option("BAD", o->bad, "Commit where performance regressed (default: HEAD)");
   app->add_option("--repo", o->repo, "The git repository (default: the current directory)");
   app->add_option("--build", o->build,
@@ -83,6 +85,19 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_option("--hardware-class", o->hardware_class,
                   "Only use workers of this hardware-class fingerprint");
   app->add_option("--env", o->env, "KEY=VALUE added to the build and benchmark environment");
+  auto* find_good = app->add_flag(
+      "--find-good", o->find_good,
+      "GOOD is not known: look back from BAD (the one commit given, default HEAD) on the "
+      "first-parent chain, BAD~1, ~2, ~4, ... a few at once, for a commit better than BAD by "
+      "--min-effect (or passing, with --exit-code), then bisect from it");
+  app->add_option("--max-lookback", o->max_lookback,
+                  "With --find-good: the farthest commit back from BAD to try")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000))
+      ->needs(find_good);
+  app->add_option("--replay", o->replay_file,
+                  "Start from a log (`kbisect log`): its verdict lines count as --mark; edit a "
+                  "line to correct a verdict, delete it to measure that commit again");
   app->add_option("--mark", o->marks,
                   "SHA=good|bad|skip: a verdict you know better than a measurement (a commit you "
                   "know is broken, a result you don't trust); repeatable, listed in the report")
@@ -113,8 +128,22 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   }
   v1::JobSpec spec;
   spec.set_repository(repository);
-  spec.set_good(o.good);
-  spec.set_bad(o.bad);
+  if (o.find_good) {
+    // The one commit given is BAD; GOOD is found by looking back (cli/find_good.h).
+    if (!o.good.empty() && !o.bad.empty()) {
+      return absl::InvalidArgumentError(
+          "--find-good takes one commit, BAD (default HEAD): GOOD is what it finds");
+    }
+    spec.set_bad(o.good.empty() ? o.bad : o.good);
+  } else {
+    if (o.good.empty()) {
+      return absl::InvalidArgumentError(
+          "GOOD is required: the commit where performance was acceptable (or --find-good to "
+          "look back from BAD for one)");
+    }
+    spec.set_good(o.good);
+    spec.set_bad(o.bad);
+  }
   spec.set_build_command(o.build);
   for (const std::string& arg : o.bench_command) spec.add_bench_command(arg);
   if (!o.metric_regex.empty()) {
@@ -163,6 +192,11 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
     if (mark->commit().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--mark expects a commit before '=', got '", text, "'"));
+    }
+  }
+  if (!o.replay_file.empty()) {
+    if (absl::Status replayed = AddReplayMarks(o.replay_file, &spec); !replayed.ok()) {
+      return absl::InvalidArgumentError(replayed.message());
     }
   }
   spec.set_hardware_class(o.hardware_class);

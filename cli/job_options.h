@@ -44,8 +44,12 @@ struct JobOptions {
   std::string cache_max_age;  // "7d", "12h"; empty: kDefaultCacheMaxAge.
   std::string hardware_class;
   std::vector<std::string> env;
-  std::vector<std::string> marks;  // --mark SHA=good|bad|skip, as given.
-  JobOutputs outputs;  // --json, --html, --markdown, --notify-url.
+  bool find_good = false;  // GOOD unknown: look back from BAD (cli/find_good.h).
+  int max_lookback = kDefaultMaxLookback;
+  std::vector<std::string> marks;
+  std::string replay_file;  // --replay: a `kbisect log` whose verdicts become marks.  // --mark
+                            // SHA=good|bad|skip, as given.
+  JobOutputs outputs;       // --json, --html, --markdown, --notify-url.
   std::vector<std::string> bench_command;
 };
 

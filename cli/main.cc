@@ -28,6 +28,7 @@ Usage:
                                                            record tonight, bisect a real regression
   kbisect cache stats [--cache-dir DIR]                     what the result cache holds
   kbisect cache prune --older-than AGE [--cache-dir DIR]    remove cached results older than AGE
+  kbisect log [JOB]                                         a job's log (default: the last run's)
   kbisect version
 
 Run `kbisect run --help` for the options and exit codes.

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -13,6 +15,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/find_good.h"
+#include "cli/job_log.h"
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
@@ -159,14 +163,18 @@ int RunCommand(int argc, char** argv) {
     }
   }
   // The job's journal: the same command run again after a crash or Ctrl-C resumes from it.
+  // (--find-good runs several jobs and is not journaled.)
   const std::string journal_path = RunJournalPath(cache_dir, *spec);
-  if (fresh) RemoveRunJournal(journal_path);
-  absl::StatusOr<std::unique_ptr<SqliteJobStore>> journal = OpenRunJournal(journal_path);
-  if (!journal.ok()) {
-    std::cerr << "kbisect: " << journal.status().message() << "\n";
-    return kExitError;
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> journal = std::unique_ptr<SqliteJobStore>();
+  if (!options.find_good) {
+    if (fresh) RemoveRunJournal(journal_path);
+    journal = OpenRunJournal(journal_path);
+    if (!journal.ok()) {
+      std::cerr << "kbisect: " << journal.status().message() << "\n";
+      return kExitError;
+    }
+    cluster_options.coordinator.store = journal->get();
   }
-  cluster_options.coordinator.store = journal->get();
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};
   std::string job_id;
@@ -194,7 +202,27 @@ int RunCommand(int argc, char** argv) {
   auto channel = grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::CoordinatorService::NewStub(channel);
   v1::SubmitJobResponse submitted;
-  if (std::optional<v1::JobStatus> interrupted = InterruptedJob(*cluster->coordinator())) {
+  if (options.find_good) {
+    // GOOD is found by looking back; the job kept bisects from it.
+    absl::StatusOr<FindGoodResult> found =
+        FindGood(stub.get(), *spec, options.max_lookback, workers, quiet ? nullptr : &std::cout);
+    const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
+    if (!found.ok() || found->job_id.empty()) {
+      if (found.ok()) std::cerr << "kbisect: " << NothingBetterText(*found, bad) << "\n";
+      if (!found.ok()) std::cerr << "kbisect: " << found.status().message() << "\n";
+      absl::MutexLock lock(&job_mu);
+      cluster->StopWorkers();
+      return found.ok() ? kExitNoRegression : kExitError;
+    }
+    if (!quiet) std::cout << FoundGoodText(*found, bad) << "\n";
+    absl::StatusOr<v1::JobStatus> job = cluster->coordinator()->GetJob(found->job_id);
+    if (!job.ok()) {
+      std::cerr << "kbisect: " << job.status().message() << "\n";
+      return kExitError;
+    }
+    submitted.set_job_id(found->job_id);
+    *submitted.mutable_job() = *std::move(job);
+  } else if (std::optional<v1::JobStatus> interrupted = InterruptedJob(*cluster->coordinator())) {
     if (!quiet) std::cout << ResumingText(*interrupted, absl::LocalTimeZone()) << "\n";
     submitted.set_job_id(interrupted->job_id());
     submitted.set_existing(true);
@@ -208,8 +236,10 @@ int RunCommand(int argc, char** argv) {
       std::cerr << "kbisect: " << status.error_message() << "\n";
       absl::MutexLock lock(&job_mu);
       cluster.reset();
-      journal->reset();
-      RemoveRunJournal(journal_path);
+      if (*journal != nullptr) {
+        journal->reset();
+        RemoveRunJournal(journal_path);
+      }
       return kExitError;
     }
   }
@@ -253,13 +283,23 @@ int RunCommand(int argc, char** argv) {
   }
 
   const int code = ReportFinalStatus(final_status, options.outputs);
+  if (finished) {
+    // `kbisect log` prints it; `--replay` starts from it.
+    std::error_code ec;
+    std::filesystem::create_directories(
+        std::filesystem::path(LastRunLogPath(cache_dir)).parent_path(), ec);
+    std::ofstream log(LastRunLogPath(cache_dir));
+    log << FormatJobLog(final_status);
+  }
   if (interrupt.signalled() || stop_requested) return kExitInterrupted;
   if (finished) {
     // Nothing is left to resume.
     absl::MutexLock lock(&job_mu);
     cluster.reset();
-    journal->reset();
-    RemoveRunJournal(journal_path);
+    if (*journal != nullptr) {
+      journal->reset();
+      RemoveRunJournal(journal_path);
+    }
   }
   return code;
 }

@@ -15,7 +15,7 @@
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
 #include "common/metric/percent.h"
-#include "coordinator/job/marks.h"
+#include "common/rpc/enum_label.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
@@ -378,6 +378,10 @@ class ReportWriter {
     if (job_.cause() != v1::CAUSE_UNSPECIFIED && job_.cause() != v1::CAUSE_REAL_REGRESSION) {
       Line(absl::StrCat("  Cause:   ", EnumLabel(job_.cause())));
     }
+    if (job_.measurement_changes_size() > 0) {
+      Line("  The measurement changed at this commit (its manifest against last good's):");
+      for (const std::string& change : job_.measurement_changes()) Line("    " + change);
+    }
     if (job_.has_merged_culprit()) {
       Line();
       Line("Inside the merged branch:");
@@ -519,7 +523,7 @@ class ReportWriter {
     Line();
     Line("Marked by you (not measured):");
     for (const v1::CommitMark& mark : job_.marks()) {
-      Line(absl::StrCat("  ", short_(mark.sha()), " = ", MarkVerdictName(mark.verdict())));
+      Line(absl::StrCat("  ", short_(mark.sha()), " = ", EnumLabel(mark.verdict())));
     }
   }
 

@@ -28,6 +28,8 @@ inline constexpr absl::Duration kDefaultBuildTimeout = absl::Minutes(30);
 inline constexpr absl::Duration kDefaultBenchTimeout = absl::Minutes(10);
 // Cached results older than this are not reused (`--cache-max-age`).
 inline constexpr absl::Duration kDefaultCacheMaxAge = absl::Hours(7 * 24);
+// `--find-good`: the farthest commit back from BAD the lookback tries (cli/find_good.h).
+inline constexpr int kDefaultMaxLookback = 512;
 // Largest accepted runs_per_commit / max_runs.
 inline constexpr int kMaxRunsPerCommit = 1000;
 

@@ -319,6 +319,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   probe.set_message(result.message());
   probe.set_log_tail(result.log_tail());
   probe.set_worker_hardware_class(result.hardware_class());
+  if (result.has_manifest()) *probe.mutable_manifest() = result.manifest();
   *probe.mutable_end_time() = ToProto(now);
   status_.set_bench_runs(status_.bench_runs() + result.runs_size());
   const bool measured = Measured(probe);

@@ -14,6 +14,7 @@
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job/job_text.h"
+#include "coordinator/job/measurement_changes.h"
 
 namespace kbisect {
 namespace {
@@ -282,6 +283,15 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
   if (candidates.size() == 1) {
     *status_.mutable_culprit() = commits_[first_bad];
     status_.set_cause(v1::CAUSE_REAL_REGRESSION);
+    // A culprit that changed how the benchmark measures is a method change, named.
+    const std::vector<ManifestChange> changes = MethodChangesAt(status_, last_good, first_bad);
+    if (!changes.empty()) {
+      status_.set_cause(v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+      for (const ManifestChange& change : changes) {
+        status_.add_measurement_changes(change.Describe());
+      }
+      status_.add_warnings(MethodChangeText(status_.measurement_changes()));
+    }
     SetCulpritProbability(calibration_, pass_fail_, search_, commits_, &status_);
     Finish(v1::OUTCOME_CULPRIT_FOUND, "", now);
   } else if (static_cast<int>(candidates.size()) <= kMaxReportedCandidates) {

@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/job/marks.h"
+#include "common/rpc/enum_label.h"
 
 namespace kbisect {
 
@@ -26,10 +26,17 @@ std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& 
                       int commits_left) {
   std::vector<std::string> parts;
   for (const v1::CommitMark& mark : marks) {
-    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", MarkVerdictName(mark.verdict())));
+    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", EnumLabel(mark.verdict())));
   }
   return absl::StrCat("Marked by you (not measured): ", absl::StrJoin(parts, ", "), "; ",
                       commits_left, commits_left == 1 ? " commit" : " commits", " left to search");
+}
+
+std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::string>& changes) {
+  return absl::StrCat("the culprit changed how the benchmark measures (",
+                      absl::StrJoin(changes, "; "),
+                      "): the step may be a change of method, not of the kernel. Pin the harness "
+                      "of one side and measure both commits with it to get the kernel's change");
 }
 
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha) {

@@ -33,6 +33,10 @@ std::string StartedText(const std::string& good_sha, const std::string& bad_sha,
 std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
                       int commits_left);
 
+// The warning of a culprit that changed how the benchmark measures (`changes`, one sentence
+// each: JobStatus.measurement_changes).
+std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::string>& changes);
+
 // The BASELINE event: pass/fail, or both medians and the regression.
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha);
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/rpc/enum_label.h"
 
 namespace kbisect {
 namespace {
@@ -20,19 +21,6 @@ bool IsHex(const std::string& text) {
 std::string Short(const std::string& sha) { return sha.substr(0, 12); }
 
 }  // namespace
-
-const char* MarkVerdictName(v1::Verdict verdict) {
-  switch (verdict) {
-    case v1::VERDICT_GOOD:
-      return "good";
-    case v1::VERDICT_BAD:
-      return "bad";
-    case v1::VERDICT_SKIP:
-      return "skip";
-    default:
-      return "unknown";
-  }
-}
 
 absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
     const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits) {
@@ -75,7 +63,7 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
     if (!inserted && it->second.verdict() != mark.verdict()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "commit ", Short(commits[found].sha()), " is marked both ",
-          MarkVerdictName(it->second.verdict()), " and ", MarkVerdictName(mark.verdict())));
+          EnumLabel(it->second.verdict()), " and ", EnumLabel(mark.verdict())));
     }
     it->second.set_sha(commits[found].sha());
     it->second.set_index(found);

@@ -29,9 +29,6 @@ inline constexpr int kMinMarkPrefix = 4;
 absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(const v1::JobSpec& spec,
                                                          const std::vector<v1::CommitRef>& commits);
 
-// "good", "bad" or "skip" for the verdict of a mark.
-const char* MarkVerdictName(v1::Verdict verdict);
-
 }  // namespace kbisect
 
 #endif  // KBISECT_COORDINATOR_JOB_MARKS_H_

@@ -156,7 +156,89 @@ TEST_F(SearchOptionsTest, AKilledRunResumesFromItsJournal) {
               resumed_runs, fresh_runs);
   EXPECT_GT(runs_before, 0);
   EXPECT_LT(resumed_runs, fresh_runs);
-  EXPECT_EQ(RunShell("ls " + tmp_.Join("cache/runs")).out, "") << "finished runs leave no journal";
+  EXPECT_EQ(RunShell("ls " + tmp_.Join("cache/runs") + " | grep -v '^last.log$'").out, "")
+      << "finished runs leave no journal";
+}
+
+TEST_F(SearchOptionsTest, TheLogOfARunReplaysAndAnEditedLineCorrectsAVerdict) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 80 --culprit 52");
+  const std::vector<std::string> shas = Commits(repo);
+  const nlohmann::json first = RunForJson(repo, "", "first.json");
+  ASSERT_EQ(first["culprit"]["sha"], culprit);
+  CommandResult log = Run("log");
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_THAT(log.out, HasSubstr("# kbisect log of " + first["job_id"].get<std::string>()));
+  EXPECT_THAT(log.out, HasSubstr("bad " + culprit));
+  EXPECT_THAT(log.out, HasSubstr("good " + shas[51]));
+  testing::WriteFile(tmp_.Join("first.log"), log.out);
+
+  // Replayed as it is: every interior verdict is known, only the ends and the confirmation
+  // are measured.
+  const nlohmann::json replayed =
+      RunForJson(repo, "--replay " + tmp_.Join("first.log"), "replayed.json");
+  EXPECT_EQ(replayed["culprit"]["sha"], culprit);
+  EXPECT_LT(replayed["bench_runs"].get<int>(), first["bench_runs"].get<int>());
+  for (const auto& probe : replayed["probes"]) EXPECT_NE(probe["kind"], "bisect");
+
+  // The user distrusts the verdict on the culprit's parent: deleting its line measures it again.
+  std::string edited;
+  for (absl::string_view line : absl::StrSplit(log.out, '\n')) {
+    if (line.find(shas[51]) == absl::string_view::npos) absl::StrAppend(&edited, line, "\n");
+  }
+  testing::WriteFile(tmp_.Join("edited.log"), edited);
+  const nlohmann::json corrected =
+      RunForJson(repo, "--no-cache --replay " + tmp_.Join("edited.log"), "edited.json");
+  EXPECT_EQ(corrected["culprit"]["sha"], culprit);
+  bool remeasured = false;
+  for (const auto& probe : corrected["probes"]) {
+    remeasured = remeasured || (probe["kind"] == "bisect" && probe["sha"] == shas[51] &&
+                                !probe["cached"].get<bool>());
+  }
+  EXPECT_TRUE(remeasured) << "the deleted line's commit is probed again";
+
+  // A mistake in the log names the line.
+  testing::WriteFile(tmp_.Join("bad.log"), "good " + shas[10] + "\nperhaps " + shas[20] + "\n");
+  CommandResult bad = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --replay ",
+                                       tmp_.Join("bad.log"), " -- ./bench.sh"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("line 2: 'perhaps' is not a verdict"));
+}
+
+TEST_F(SearchOptionsTest, FindGoodLooksBackFromBadAndBisectsTheBracket) {
+  const std::string repo = tmp_.Join("repo");
+  // 100 commits, the step 20 back from HEAD: the lookback tries HEAD~1, ~2, ~4, then ~8, ~16,
+  // ~32 (3 workers), finds ~32 better and ~16 not, and bisects HEAD~32..HEAD.
+  const std::string culprit = MakeRepo(repo, "--commits 100 --culprit 80");
+  const std::vector<std::string> shas = Commits(repo);
+  ASSERT_EQ(shas.size(), 101u);
+  const std::string json = tmp_.Join("find-good.json");
+  CommandResult run = Run(absl::StrCat("run --find-good --repo ", repo, " --workers 3 --json ",
+                                       json, " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Looking back: is HEAD~1 better than HEAD?"));
+  EXPECT_THAT(run.out, HasSubstr("HEAD~16 is not better than HEAD"));
+  EXPECT_THAT(run.out, HasSubstr("GOOD found by looking back: HEAD~32 is better than HEAD; "
+                                 "HEAD~16 is not, so the step is in HEAD~32..HEAD~16 "
+                                 "(6 lookback jobs in 2 rounds)"));
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_EQ(result["good_sha"], shas[68]);
+  EXPECT_EQ(result["bad_sha"], shas[100]);
+
+  // Nothing better within the lookback: exit 3, saying how far it looked.
+  CommandResult short_lookback = Run(absl::StrCat("run --find-good HEAD --max-lookback 10 --repo ",
+                                                  repo, " --workers 3 -- ./bench.sh"));
+  EXPECT_EQ(short_lookback.exit_code, 3) << short_lookback.out << short_lookback.err;
+  EXPECT_THAT(short_lookback.err,
+              HasSubstr("no commit within HEAD~1..HEAD~10 is better than HEAD"));
+
+  // Usage: one commit only.
+  CommandResult both =
+      Run(absl::StrCat("run --find-good v1.0 HEAD --repo ", repo, " -- ./bench.sh"));
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--find-good takes one commit"));
 }
 
 }  // namespace

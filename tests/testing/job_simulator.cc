@@ -196,6 +196,16 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       continue;
     }
     result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    if (options.harness_change >= 0) {
+      v1::MeasurementManifest* manifest = result.mutable_manifest();
+      v1::HarnessFile* file = manifest->add_harness_files();
+      file->set_path("benchmarks/harness.cfg");
+      const bool changed =
+          options.first_commit + done.task.commit_index() >= options.harness_change;
+      file->set_blob_id(std::string(40, changed ? 'b' : 'a'));
+      manifest->set_harness_digest(file->blob_id());
+      manifest->set_gpu_uuid(absl::StrCat("GPU-", done.worker));
+    }
     result.set_metric_name("latency");
     result.set_metric_unit("ms");
     const int index = done.task.commit_index();

@@ -54,6 +54,10 @@ struct SimulationOptions {
   // The job's GOOD is commit `first_commit` of a longer history: shas and the culprit are
   // positions in that history, so two jobs over overlapping ranges share commits.
   int first_commit = 0;
+  // When >= 0, every result carries a measurement manifest whose harness file
+  // benchmarks/harness.cfg changes at this commit (a history position, like `culprit`), and whose
+  // GPU uuid is the worker's name. -1: results carry no manifest.
+  int harness_change = -1;
   // Results of earlier jobs (the result cache's lookup), passed to the job.
   std::vector<v1::CachedResult> cached;
 };

@@ -1,0 +1,189 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/find_good.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/client_context.h"
+
+namespace kbisect {
+namespace {
+
+// No single call to the coordinator waits longer than this.
+constexpr absl::Duration kRpcDeadline = absl::Seconds(30);
+
+std::unique_ptr<grpc::ClientContext> NewContext() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+  return context;
+}
+
+bool Finished(v1::JobState state) {
+  return state == v1::JOB_STATE_DONE || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+void CancelJob(v1::CoordinatorService::StubInterface* stub, const std::string& job_id,
+               const std::string& reason) {
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  v1::CancelJobResponse response;
+  (void)stub->CancelJob(NewContext().get(), request, &response);
+}
+
+}  // namespace
+
+std::optional<Lookback::Outcome> LookbackOutcome(const v1::JobStatus& job) {
+  if (!Finished(job.state())) {
+    // Past the endpoint verdict with a regression: BAD~d is better.
+    if (job.state() == v1::JOB_STATE_BASELINES || job.state() == v1::JOB_STATE_UNSPECIFIED) {
+      return std::nullopt;
+    }
+    return Lookback::Outcome::kBetter;
+  }
+  switch (job.status()) {
+    case v1::OUTCOME_CULPRIT_FOUND:
+    case v1::OUTCOME_CANDIDATES_FOUND:
+    case v1::OUTCOME_INCONCLUSIVE:
+      return Lookback::Outcome::kBetter;
+    case v1::OUTCOME_NO_REGRESSION:
+      return Lookback::Outcome::kNotBetter;
+    case v1::OUTCOME_ERROR:
+      // Swapped endpoints (BAD~d slower than BAD) and a check failing at BAD~d say it is not
+      // better; any other error (a build or benchmark failing there) says nothing.
+      if (absl::StrContains(job.error(), "swapped") ||
+          absl::StrContains(job.error(), "already fails at GOOD")) {
+        return Lookback::Outcome::kNotBetter;
+      }
+      return Lookback::Outcome::kUntestable;
+    default:
+      return Lookback::Outcome::kUntestable;  // Cancelled by someone else.
+  }
+}
+
+absl::StatusOr<FindGoodResult> FindGood(v1::CoordinatorService::StubInterface* stub,
+                                        const v1::JobSpec& spec, int max_lookback, int per_round,
+                                        std::ostream* progress, absl::Duration poll) {
+  Lookback lookback(max_lookback);
+  FindGoodResult result;
+  std::map<int, std::string> jobs;  // Distance -> job id, of jobs still running.
+  const std::string bad = spec.bad().empty() ? "HEAD" : spec.bad();
+  auto cancel_all_but = [&](int keep) {
+    for (const auto& [d, id] : jobs) {
+      if (d != keep) CancelJob(stub, id, "--find-good: a nearer GOOD was found");
+    }
+  };
+  while (!lookback.Found().has_value() && !lookback.Exhausted()) {
+    const std::vector<int> next = lookback.Next(per_round);
+    if (!next.empty()) ++result.rounds;
+    for (int d : next) {
+      v1::SubmitJobRequest request;
+      *request.mutable_spec() = spec;
+      request.mutable_spec()->set_good(absl::StrCat(bad, "~", d));
+      request.mutable_spec()->set_bad(bad);
+      request.mutable_spec()->set_description(
+          absl::StrCat("--find-good: is ", bad, "~", d, " better than ", bad, "?"));
+      v1::SubmitJobResponse response;
+      const grpc::Status status = stub->SubmitJob(NewContext().get(), request, &response);
+      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        lookback.Record(d, Lookback::Outcome::kBeyondHistory);
+        continue;
+      }
+      if (!status.ok()) {
+        cancel_all_but(-1);
+        return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                            status.error_message());
+      }
+      ++result.jobs;
+      jobs[d] = response.job_id();
+      if (progress != nullptr) {
+        *progress << "Looking back: is " << bad << "~" << d << " better than " << bad << "? ("
+                  << response.job_id() << ")\n"
+                  << std::flush;
+      }
+    }
+    // Wait until this round's answers decide, or every running job has answered.
+    while (!lookback.Found().has_value() && !lookback.Exhausted()) {
+      bool pending = false;
+      for (auto it = jobs.begin(); it != jobs.end();) {
+        const int d = it->first;
+        auto tried = lookback.tried().find(d);
+        if (tried != lookback.tried().end() && tried->second.has_value()) {
+          ++it;
+          continue;
+        }
+        v1::GetJobRequest request;
+        request.set_job_id(it->second);
+        v1::GetJobResponse response;
+        const grpc::Status status = stub->GetJob(NewContext().get(), request, &response);
+        const v1::JobStatus& job = response.job();
+        if (!status.ok()) {
+          cancel_all_but(-1);
+          return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                              status.error_message());
+        }
+        const std::optional<Lookback::Outcome> outcome = LookbackOutcome(job);
+        if (!outcome.has_value()) {
+          pending = true;
+          ++it;
+          continue;
+        }
+        lookback.Record(d, *outcome);
+        if (progress != nullptr) {
+          *progress << "Looking back: " << bad << "~" << d
+                    << (*outcome == Lookback::Outcome::kBetter ? " is better than "
+                        : *outcome == Lookback::Outcome::kNotBetter
+                            ? " is not better than "
+                            : " cannot be measured against ")
+                    << bad << "\n"
+                    << std::flush;
+        }
+        if (*outcome != Lookback::Outcome::kBetter) {
+          it = jobs.erase(it);  // Finished, nothing to cancel.
+        } else {
+          ++it;
+        }
+      }
+      if (!pending) break;  // Everything handed out answered: the next round, if any.
+      std::this_thread::sleep_for(absl::ToChronoNanoseconds(poll));
+    }
+  }
+  result.reach = lookback.Reach();
+  result.largest_not_better = lookback.LargestNotBetter();
+  if (std::optional<int> found = lookback.Found()) {
+    result.found = *found;
+    result.job_id = jobs.at(*found);
+    cancel_all_but(*found);
+  } else {
+    cancel_all_but(-1);
+  }
+  return result;
+}
+
+std::string FoundGoodText(const FindGoodResult& result, const std::string& bad) {
+  const std::string step =
+      result.largest_not_better > 0
+          ? absl::StrCat(bad, "~", result.largest_not_better, " is not, so the step is in ", bad,
+                         "~", result.found, "..", bad, "~", result.largest_not_better)
+          : absl::StrCat("the step is in ", bad, "~", result.found, "..", bad);
+  return absl::StrCat("GOOD found by looking back: ", bad, "~", result.found, " is better than ",
+                      bad, "; ", step, " (", result.jobs,
+                      result.jobs == 1 ? " lookback job" : " lookback jobs", " in ", result.rounds,
+                      result.rounds == 1 ? " round" : " rounds", "). Bisecting ", bad, "~",
+                      result.found, "..", bad, ":");
+}
+
+std::string NothingBetterText(const FindGoodResult& result, const std::string& bad) {
+  return absl::StrCat("no commit within ", bad, "~1..", bad, "~", result.reach, " is better than ",
+                      bad,
+                      " (by --min-effect; with --exit-code: passes). Look further back with "
+                      "--max-lookback, or give GOOD yourself");
+}
+
+}  // namespace kbisect
