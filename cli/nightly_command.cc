@@ -30,6 +30,7 @@
 #include "common/identity/identity.h"
 #include "common/manifest/manifest.h"
 #include "common/metric/metric.h"
+#include "common/metric/percent.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "triage/nightly.h"
@@ -218,10 +219,11 @@ std::string Trigger(const Flags& f, const triage::NightlyDecision& d) {
                                   absl::StrFormat(" (confidence %.2f)", k.verdict.confidence));
   if (k.evidence.primary.present && k.last_good.has_value() && k.first_bad.has_value()) {
     absl::StrAppend(
-        &text, absl::StrFormat(", %s %.4g -> %.4g (%+.1f%%) between the nightlies of %s and %s",
-                               k.primary_metric, k.evidence.primary.before,
-                               k.evidence.primary.after, 100 * k.evidence.primary.relative_change,
-                               k.last_good->date, k.first_bad->date));
+        &text,
+        absl::StrFormat(", %s %.4g -> %.4g (%s) between the nightlies of %s and %s",
+                        k.primary_metric, k.evidence.primary.before, k.evidence.primary.after,
+                        FormatSignedPercent(100 * k.evidence.primary.relative_change),
+                        k.last_good->date, k.first_bad->date));
   }
   absl::StrAppend(&text, d.manifest_changes.empty() ? "; measurement manifest unchanged" : "");
   return text;
@@ -491,8 +493,8 @@ int NightlyCommand(int argc, char** argv) {
       const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
       std::cout << "Same harness (first-bad's, " << f.pin_runs << " runs each): last-good kernel "
                 << FormatValue(pinned->before, tonight.unit) << ", first-bad kernel "
-                << FormatValue(pinned->after, tonight.unit)
-                << absl::StrFormat(": the kernel changed by %+.1f%%", 100 * change)
+                << FormatValue(pinned->after, tonight.unit) << ": the kernel changed by "
+                << FormatSignedPercent(100 * change)
                 << (std::fabs(change) < request.change_point.min_relative_change
                         ? " (the step is the method's; the honest value is the new method's "
                           "if it is intended)\n"

@@ -16,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "common/git/git_repo.h"
+#include "report/html/triage_page.h"
 #include "triage/commit_window.h"
 #include "triage/parse.h"
 #include "triage/report.h"
@@ -48,7 +50,8 @@ Exit codes:
 
 Example:
   kbisect triage --dashboard https://helionlang.com/dashboard/dashboard-data.json \
-      --platform b200_cute --kernel layer_norm --date 2026-09-22 --repo ~/helion --json t.json
+      --platform b200_cute --kernel layer_norm --date 2026-09-22 --repo ~/helion --json t.json \
+      --html t.html
 )";
 
 std::string ShellQuote(const std::string& s) {
@@ -81,6 +84,7 @@ struct Flags {
   double min_change_pct = 2.0;
   double max_p = 0.01;
   std::string json_file;
+  std::string html_file;
   std::string repo;
   std::string slice_map;
   std::string bench;
@@ -134,6 +138,9 @@ int TriageCommand(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0001, 0.5));
   app.add_option("--json", f.json_file, "Write the result as JSON to FILE (- for stdout)");
+  app.add_option("--html", f.html_file,
+                 "Write the triage page to FILE: one self-contained HTML file (the series, the "
+                 "change point, the evidence, the ranked commit window)");
   app.add_option("--repo", f.repo, "Local clone: list and rank the commit window");
   app.add_option("--slice-map", f.slice_map,
                  "JSON platform -> {tags, paths} map (default: Helion's)");
@@ -285,6 +292,19 @@ int TriageCommand(int argc, char** argv) {
         std::cerr << "kbisect triage: cannot write " << f.json_file << "\n";
         return kTriageError;
       }
+    }
+  }
+  if (!f.html_file.empty()) {
+    absl::StatusOr<std::string> page = html::RenderTriagePage(*result, extras, absl::Now());
+    if (!page.ok()) {
+      std::cerr << "kbisect triage: the triage page: " << page.status().message() << "\n";
+      return kTriageError;
+    }
+    std::ofstream out(f.html_file);
+    out << *page;
+    if (!out) {
+      std::cerr << "kbisect triage: cannot write " << f.html_file << "\n";
+      return kTriageError;
     }
   }
   if (!f.quiet && f.json_file != "-") std::cout << triage::FormatReport(*result, extras);

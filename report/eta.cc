@@ -26,8 +26,9 @@ void EtaEstimator::Observe(const v1::Probe& probe) {
 
 std::optional<absl::Duration> EtaEstimator::Left(const v1::Progress& progress,
                                                  absl::Time now) const {
-  if (spans_ == 0) return std::nullopt;
-  const absl::Duration span = total_ / spans_;
+  if (spans_ == 0 && !prior_.has_value()) return std::nullopt;
+  const absl::Duration span =
+      prior_.has_value() ? (total_ + *prior_) / (spans_ + 1) : total_ / spans_;
   const int units = std::max(0, progress.estimated_rounds()) + (confirm_ && !confirmed_ ? 1 : 0);
   absl::Duration left = span * units;
   if (progress.probes_in_flight() > 0 && !running_.empty()) {
@@ -38,16 +39,56 @@ std::optional<absl::Duration> EtaEstimator::Left(const v1::Progress& progress,
   return std::max(left, absl::ZeroDuration());
 }
 
-std::optional<absl::Duration> EstimateTimeLeft(const v1::JobStatus& job, absl::Time now) {
-  switch (job.state()) {
-    case v1::JOB_STATE_DONE:
-    case v1::JOB_STATE_CANCELLED:
-    case v1::JOB_STATE_FAILED:
-      return std::nullopt;
-    default:
-      break;
+bool JobFinished(const v1::JobStatus& job) {
+  return job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_CANCELLED ||
+         job.state() == v1::JOB_STATE_FAILED;
+}
+
+bool SameBenchmark(const v1::JobSpec& a, const v1::JobSpec& b) {
+  return a.repository() == b.repository() && a.build_command() == b.build_command() &&
+         std::equal(a.bench_command().begin(), a.bench_command().end(), b.bench_command().begin(),
+                    b.bench_command().end()) &&
+         a.metric().SerializeAsString() == b.metric().SerializeAsString() &&
+         a.runs_per_commit() == b.runs_per_commit();
+}
+
+std::optional<PastSpan> PastSpanOf(const v1::JobStatus& job,
+                                   const std::vector<v1::JobStatus>& history, int max_jobs) {
+  std::vector<const v1::JobStatus*> same;
+  for (const v1::JobStatus& past : history) {
+    if (past.job_id() != job.job_id() && past.state() == v1::JOB_STATE_DONE &&
+        SameBenchmark(past.spec(), job.spec())) {
+      same.push_back(&past);
+    }
   }
+  std::stable_sort(same.begin(), same.end(), [](const v1::JobStatus* x, const v1::JobStatus* y) {
+    return FromProto(x->create_time()) > FromProto(y->create_time());
+  });
+  PastSpan out{absl::ZeroDuration(), 0, 0};
+  for (const v1::JobStatus* past : same) {
+    if (out.jobs == max_jobs) break;
+    EtaEstimator eta(false);
+    absl::Duration total = absl::ZeroDuration();
+    for (const v1::Probe& p : past->probes()) {
+      const int before = eta.spans();
+      eta.Observe(p);
+      if (eta.spans() > before) total += FromProto(p.end_time()) - FromProto(p.start_time());
+    }
+    if (eta.spans() == 0) continue;
+    out.mean += total;
+    out.spans += eta.spans();
+    ++out.jobs;
+  }
+  if (out.spans == 0) return std::nullopt;
+  out.mean /= out.spans;
+  return out;
+}
+
+std::optional<absl::Duration> EstimateTimeLeft(const v1::JobStatus& job, absl::Time now,
+                                               std::optional<absl::Duration> prior) {
+  if (JobFinished(job)) return std::nullopt;
   EtaEstimator eta(job.spec().confirm());
+  if (prior.has_value()) eta.SetPrior(*prior);
   for (const v1::Probe& p : job.probes()) eta.Observe(p);
   return eta.Left(job.progress(), now);
 }

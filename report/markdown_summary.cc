@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "report/html/page_format.h"
 #include "report/reproduce.h"
@@ -29,7 +30,7 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
                     "\n\n**Author:** ", Cell(c.author()), " · **Date:** ", Cell(c.date()),
                     " · **Commit:** ", Code(c.sha()), "\n\n**Change:** ", Cell(job.metric_name()),
                     " ", html::Value(job.before(), unit), " → ", html::Value(job.after(), unit),
-                    absl::StrFormat(" (%.1f%% worse)", job.culprit_regression_pct()));
+                    absl::StrCat(" (", FormatPercent(job.culprit_regression_pct()), " worse)"));
     if (job.has_confirmation()) {
       const v1::Confirmation& k = job.confirmation();
       absl::StrAppend(&out, ", ", k.confirmed() ? "confirmed" : "**not confirmed**",
@@ -51,9 +52,10 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
       absl::StrAppend(&out, "\n**Every step:** ");
       for (int i = 0; i < job.culprits_size(); ++i) {
         const v1::Culprit& s = job.culprits(i);
-        absl::StrAppend(&out, i ? "; " : "", Code(s.commit().short_sha()),
-                        absl::StrFormat(" %.1f%% (%.0f%% of the change)", s.regression_pct(),
-                                        100 * s.share_of_total()));
+        absl::StrAppend(
+            &out, i ? "; " : "", Code(s.commit().short_sha()),
+            absl::StrFormat(" %s (%.0f%% of the change)", FormatPercent(s.regression_pct()),
+                            100 * s.share_of_total()));
       }
       absl::StrAppend(&out, "\n");
     }

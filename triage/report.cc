@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/metric/percent.h"
 
 namespace kbisect {
 namespace triage {
@@ -17,7 +18,7 @@ namespace {
 using Json = nlohmann::json;
 
 std::string Num(double v) { return absl::StrFormat("%.4g", v); }
-std::string Pct(double relative) { return absl::StrFormat("%+.1f%%", 100 * relative); }
+std::string Pct(double relative) { return FormatSignedPercent(100 * relative); }
 std::string PValue(double p) { return absl::StrFormat("%.2g", p); }
 
 std::string CauseWords(v1::Cause cause) {

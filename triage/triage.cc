@@ -188,6 +188,22 @@ absl::StatusOr<TriageResult> Triage(const Dataset& data, const TriageRequest& re
       k.nightlies.push_back(internal::Ref(*p.nightlies[i], static_cast<int>(i)));
     }
     k.values = p.values;
+    std::vector<std::pair<std::string, std::string>> others;
+    for (const std::string& b : roles.baselines) others.emplace_back(b, "baseline");
+    if (!roles.timer.empty()) others.emplace_back(roles.timer, "timer");
+    for (const auto& [metric, role] : others) {
+      CompanionSeries c{metric,
+                        role,
+                        internal::DirectionOf(
+                            metric, role == "timer" ? roles.timer_direction : Direction::kUnknown),
+                        {}};
+      bool any = false;
+      for (const Nightly* n : p.nightlies) {
+        c.values.push_back(n->Metric(metric));
+        any = any || c.values.back().has_value();
+      }
+      if (any) k.companions.push_back(std::move(c));
+    }
     ASSIGN_OR_RETURN(k.analysis, AnalyzeSeries(p.values, request.change_point));
     if (static_cast<int>(p.values.size()) < 2 * request.change_point.min_segment) {
       k.notes.push_back(absl::StrCat("Only ", p.values.size(),

@@ -216,6 +216,16 @@ struct TrueValue {
   std::string note;
 };
 
+// Another metric of the analysed nightlies (a baseline or the timer), for the triage page's
+// plots: one value per entry of KernelTriage::nightlies, nullopt where that nightly has none.
+struct CompanionSeries {
+  std::string metric;
+  // "baseline" or "timer".
+  std::string role;
+  Direction direction = Direction::kUnknown;
+  std::vector<std::optional<double>> values;
+};
+
 // The triage of one kernel on one platform.
 struct KernelTriage {
   std::string kernel;
@@ -226,6 +236,8 @@ struct KernelTriage {
   // The nightlies analysed (after filtering), oldest first; indices below refer to this list.
   std::vector<NightlyRef> nightlies;
   std::vector<double> values;
+  // The baselines and the timer over the same nightlies (those with at least one value).
+  std::vector<CompanionSeries> companions;
   // The detector's output on `values`.
   SeriesAnalysis analysis;
   // The move explained: the index of the change point or spike in `analysis`, or -1.

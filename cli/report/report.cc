@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/report/status_json.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
@@ -64,7 +65,7 @@ std::string DescribeChange(double pct, const v1::JobStatus& job) {
   } else {
     word = worse ? "higher" : "lower";
   }
-  std::string out = absl::StrFormat("%.1f%% %s", std::fabs(pct), word);
+  std::string out = absl::StrCat(FormatPercent(std::fabs(pct)), " ", word);
   if (!IsTimeUnit(job.metric_unit()) || higher_is_better) {
     absl::StrAppend(&out, higher_is_better ? " (higher is better)" : " (lower is better)");
   }
@@ -87,9 +88,7 @@ std::string Value(double value, const v1::JobStatus& job) {
 }
 
 // A posterior probability as the report prints it: one decimal, and "> 99.9%" above that.
-std::string ProbabilityText(double p) {
-  return p >= 0.9995 ? "> 99.9%" : absl::StrFormat("%.1f%%", 100 * p);
-}
+std::string ProbabilityText(double p) { return p >= 0.9995 ? "> 99.9%" : FormatPercent(100 * p); }
 
 std::string FirstLine(absl::string_view text) {
   text = absl::StripAsciiWhitespace(text);

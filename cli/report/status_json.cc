@@ -12,6 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -29,6 +32,38 @@ using Json = nlohmann::ordered_json;
 // Well-known types (Timestamp, Duration, ...) have their own JSON forms; leave them alone.
 bool IsWellKnown(const Descriptor& type) { return type.file()->package() == "google.protobuf"; }
 
+bool IsDuration(const FieldDescriptor& field) {
+  return !field.is_repeated() && field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+         field.message_type()->full_name() == "google.protobuf.Duration";
+}
+
+// The number of seconds of a proto3 JSON duration ("0.179s", "-1.5s"), or null.
+Json DurationSeconds(const Json& value) {
+  if (!value.is_string()) return nullptr;
+  const std::string& string = value.get_ref<const std::string&>();
+  absl::string_view text = string;
+  double seconds = 0;
+  if (!absl::ConsumeSuffix(&text, "s") || !absl::SimpleAtod(text, &seconds)) return nullptr;
+  return seconds;
+}
+
+// Git's author date ("2026-01-02 15:04:05 +0100", as CommitRef.date holds it) as RFC 3339 with
+// the author's offset ("2026-01-02T15:04:05+01:00"); "" when it is not in git's form.
+std::string GitDateToRfc3339(absl::string_view date) {
+  absl::Time parsed;
+  std::string error;
+  if (date.size() != 25 || date[10] != ' ' || date[19] != ' ' ||
+      !absl::ParseTime("%Y-%m-%d %H:%M:%S %z", date, &parsed, &error)) {
+    return "";
+  }
+  return absl::StrCat(date.substr(0, 10), "T", date.substr(11, 8), date.substr(20, 3), ":",
+                      date.substr(23, 2));
+}
+
+bool IsCommitDate(const Descriptor& type, const FieldDescriptor& field) {
+  return type.full_name() == "kbisect.v1.CommitRef" && field.name() == "date";
+}
+
 void ValueToJson(const FieldDescriptor& field, Json* value);
 
 void MessageToJsonObject(const Descriptor& type, Json* object) {
@@ -45,6 +80,7 @@ void MessageToJsonObject(const Descriptor& type, Json* object) {
       if (!field.is_repeated() && field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
           field.containing_oneof() == nullptr) {
         rebuilt[field.name()] = nullptr;
+        if (IsDuration(field)) rebuilt[field.name() + "_seconds"] = nullptr;
       }
       continue;
     }
@@ -61,7 +97,15 @@ void MessageToJsonObject(const Descriptor& type, Json* object) {
     } else {
       ValueToJson(field, &value);
     }
+    // Durations also as a number of seconds, and git's commit dates also as RFC 3339
+    // (docs/protocol.md, "Times, durations and percentages"); the parser ignores both.
+    Json seconds = IsDuration(field) ? DurationSeconds(value) : Json();
+    std::string rfc3339 = IsCommitDate(type, field) && value.is_string()
+                              ? GitDateToRfc3339(value.get<std::string>())
+                              : "";
     rebuilt[field.name()] = std::move(value);
+    if (IsDuration(field)) rebuilt[field.name() + "_seconds"] = std::move(seconds);
+    if (IsCommitDate(type, field)) rebuilt["date_rfc3339"] = std::move(rfc3339);
   }
   *object = std::move(rebuilt);
 }

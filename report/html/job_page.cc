@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "common/status_macros.h"
@@ -22,13 +23,6 @@
 
 namespace kbisect::html {
 namespace {
-
-bool Finished(const v1::JobStatus& job) {
-  return job.state() == v1::JOB_STATE_DONE || job.state() == v1::JOB_STATE_CANCELLED ||
-         job.state() == v1::JOB_STATE_FAILED;
-}
-
-std::string Percent(double pct) { return absl::StrFormat("%.1f%%", pct); }
 
 std::string Time(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", FromProto(t), absl::UTCTimeZone());
@@ -61,7 +55,7 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
         &facts, Fact("GOOD → BAD",
                      absl::StrCat(Value(job.baseline().good().median(), job.metric_unit()), " → ",
                                   Value(job.baseline().bad().median(), job.metric_unit()), " (",
-                                  Percent(job.regression_pct()), " worse)")));
+                                  FormatPercent(job.regression_pct()), " worse)")));
   }
   absl::StrAppend(
       &facts, Fact("State", absl::StrCat(EnumLabel(job.state()), " / ", EnumLabel(job.status()))));
@@ -70,7 +64,7 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                               " bench runs, ", job.progress().probes_cancelled(),
                                               " probes cancelled")));
   absl::StrAppend(&facts, Fact("Wall time", Seconds(job.wall_seconds())));
-  if (!Finished(job)) {
+  if (!JobFinished(job)) {
     const int left = job.progress().remaining_commits();
     absl::StrAppend(
         &facts,
@@ -78,10 +72,19 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                       job.progress().probes_in_flight(),
                                       job.progress().probes_in_flight() == 1 ? " probe" : " probes",
                                       " in flight")));
-    const std::optional<absl::Duration> eta = EstimateTimeLeft(job, options.now);
+    const std::optional<absl::Duration> eta = EstimateTimeLeft(
+        job, options.now,
+        options.past.has_value() ? std::optional<absl::Duration>(options.past->mean)
+                                 : std::nullopt);
+    std::string source;
+    if (eta.has_value() && options.past.has_value()) {
+      source = absl::StrCat(" <span class=\"muted eta-past\">(with ", options.past->jobs,
+                            options.past->jobs == 1 ? " earlier job" : " earlier jobs",
+                            " of this benchmark)</span>");
+    }
     absl::StrAppend(&facts, "<dt>Time left</dt><dd class=\"eta\">",
                     Escape(eta.has_value() ? FormatEta(*eta) : "estimated after the first probe"),
-                    "</dd>");
+                    source, "</dd>");
   }
   if (job.has_create_time()) absl::StrAppend(&facts, Fact("Created", Time(job.create_time())));
   if (job.has_finish_time()) absl::StrAppend(&facts, Fact("Finished", Time(job.finish_time())));
@@ -118,7 +121,7 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
                                                      "</span> (#", job.last_good().index(), ")")
                                       : "",
                   "</td></tr><tr><th>After</th><td>", Escape(Value(job.after(), unit)), " (",
-                  Percent(job.culprit_regression_pct()), " worse)</td></tr>");
+                  FormatPercent(job.culprit_regression_pct()), " worse)</td></tr>");
   if (job.has_confirmation()) {
     const v1::Confirmation& c = job.confirmation();
     absl::StrAppend(
@@ -140,7 +143,7 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
       absl::StrAppend(&steps, "<tr><td class=\"mono\">", Escape(step.commit().short_sha()),
                       "</td><td>", Escape(step.commit().subject()), "</td><td class=\"num\">",
                       Escape(Value(step.before(), unit)), " → ", Escape(Value(step.after(), unit)),
-                      "</td><td class=\"num\">", Percent(step.regression_pct()),
+                      "</td><td class=\"num\">", FormatPercent(step.regression_pct()),
                       "</td><td class=\"num\">",
                       absl::StrFormat("%.0f%%", 100 * step.share_of_total()), "</td></tr>");
     }
@@ -330,7 +333,7 @@ std::string PageEnd(absl::Time now) {
 }
 
 absl::StatusOr<std::string> RenderJobPage(const v1::JobStatus& job, const PageOptions& options) {
-  const bool live = options.refresh_seconds > 0 && !Finished(job);
+  const bool live = options.refresh_seconds > 0 && !JobFinished(job);
   ASSIGN_OR_RETURN(std::string head,
                    PageHead(absl::StrCat("kbisect ", job.job_id(), ": ", Headline(job)),
                             live ? options.refresh_seconds : 0));

@@ -13,11 +13,13 @@
 #ifndef KBISECT_REPORT_HTML_JOB_PAGE_H_
 #define KBISECT_REPORT_HTML_JOB_PAGE_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/eta.h"
 
 namespace kbisect::html {
 
@@ -29,6 +31,9 @@ struct PageOptions {
   int refresh_seconds = 0;
   // Where the list of jobs is (the live page's link back), or "" for none.
   std::string jobs_link;
+  // What earlier jobs of the same benchmark say about a probe's span (the coordinator's live
+  // page): the ETA's prior, and the page says it used it.
+  std::optional<PastSpan> past;
 };
 
 // The whole page, "<!DOCTYPE html>..." to "</html>".

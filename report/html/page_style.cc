@@ -64,6 +64,21 @@ line.median{stroke-width:2;fill:none}
 .badge.bad{color:var(--bad);border-color:var(--bad)}.badge.good{color:var(--good);border-color:var(--good)}
 .badge.warn{color:var(--amb);border-color:var(--amb)}
 .muted{color:var(--muted)}details summary{cursor:pointer;color:var(--muted)}
+.outcome-real_regression{color:var(--bad)}.outcome-noise{color:var(--good)}
+.outcome-hardware_issue,.outcome-benchmark_method_change{color:var(--amb)}
+.trace{fill:none;stroke:var(--muted);stroke-width:1}.trace.role-primary{stroke:var(--hl)}
+.point{fill:var(--muted);stroke:var(--muted);stroke-width:1}
+.point.role-primary{fill:var(--hl);stroke:var(--hl)}.point.after.regression{fill:var(--bad);stroke:var(--bad)}
+.point.last-good{fill:var(--good);stroke:var(--good);stroke-width:3}
+.point.first-bad{fill:var(--bad);stroke:var(--bad);stroke-width:3}
+.point.spike{fill:none;stroke:var(--amb);stroke-width:2.5}
+.point.hl{stroke:var(--hl);stroke-width:4}
+.change-point line{stroke:var(--muted);stroke-width:1;stroke-dasharray:4 3}
+.change-point.focus line{stroke:var(--bad);stroke-width:1.6}
+.change-point.focus text{fill:var(--bad);font-weight:700}
+.level{stroke:var(--amb);stroke-width:1.5;stroke-dasharray:6 3}
+figure.series{margin:8px 0 4px}figure.series figcaption{margin-bottom:2px}
+tr.moved td{font-weight:600}
 footer{margin-top:30px;color:var(--muted);font-size:12px}
 @media print{:root{--bg:#fff;--fg:#000;--panel:#f3f3f3;--line:#bbb}
 body{max-width:none;padding:0}section,figure{break-inside:avoid}details>*{display:block}
@@ -76,22 +91,32 @@ absl::string_view PageScript() {
 (function () {
   'use strict';
   function each(selector, fn) { Array.prototype.forEach.call(document.querySelectorAll(selector), fn); }
-  var byProbe = {};
-  each('[data-probe]', function (el) {
-    var id = el.getAttribute('data-probe');
-    (byProbe[id] = byProbe[id] || []).push(el);
+  // Elements that show the same thing share a key: a probe (its samples, bar and table row) or a
+  // nightly (its point in every series and its table row). Hovering one highlights them all.
+  var keys = ['data-probe', 'data-nightly'];
+  var groups = keys.map(function (attr) {
+    var byKey = {};
+    each('[' + attr + ']', function (el) {
+      var id = el.getAttribute(attr);
+      (byKey[id] = byKey[id] || []).push(el);
+    });
+    return byKey;
   });
   function mark(el, on) {
-    var target = el && el.closest ? el.closest('[data-probe]') : null;
-    if (!target) return;
-    (byProbe[target.getAttribute('data-probe')] || []).forEach(function (e) {
-      e.classList.toggle('hl', on);
+    keys.forEach(function (attr, i) {
+      var target = el && el.closest ? el.closest('[' + attr + ']') : null;
+      if (!target) return;
+      (groups[i][target.getAttribute(attr)] || []).forEach(function (e) {
+        e.classList.toggle('hl', on);
+      });
     });
   }
   document.addEventListener('mouseover', function (e) { mark(e.target, true); });
   document.addEventListener('mouseout', function (e) { mark(e.target, false); });
-  // Tells a test (and a curious reader) that the page's script ran: the number of sample marks.
+  // Tells a test (and a curious reader) that the page's script ran: the number of sample marks
+  // (job pages) and of nightly points (triage pages).
   document.documentElement.setAttribute('data-samples', String(document.querySelectorAll('.sample').length));
+  document.documentElement.setAttribute('data-points', String(document.querySelectorAll('.point').length));
 })();
 )js";
 }

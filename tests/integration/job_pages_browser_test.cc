@@ -7,18 +7,24 @@
 // and the live /jobs pages of a running coordinator, fetched over HTTP with and without the
 // bearer token. The browser's DOM must hold one mark per sample and the culprit's column, its
 // console no error, and a screenshot must not be blank. Also `--markdown` and a loopback webhook
-// receiving exactly one POST per finished job from `--notify-url`.
+// receiving exactly one POST per finished job from `--notify-url`. And `kbisect triage --html`
+// over triage's fixtures: one point per nightly of every plotted series, the change point
+// explained marked on every chart (or the spike ringed), no console error.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -346,6 +352,181 @@ TEST_F(JobPagesTest, TheCoordinatorServesLivePagesAndStatusWritesOne) {
   ASSERT_TRUE(page);
   ::kbisect::testing::WriteFile(live, page->body);
   ExpectGoodPage(*job, live);
+
+  // A second job of the same benchmark: its page has an ETA from the first job's spans before
+  // its own first probe has finished; how far off it was is printed (docs/benchmarks.md, "ETA").
+  // --no-cache: it measures every commit again rather than reusing the first job's samples.
+  const auto submitted_at = std::chrono::steady_clock::now();
+  submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " --no-cache -- ./bench.sh"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string second = Trim(submitted.out);
+  const std::regex eta(
+      "<dd class=\"eta\">~([0-9]+)s <span class=\"muted eta-past\">\\(with 1 "
+      "earlier job of this benchmark\\)</span>");
+  std::vector<std::pair<double, int>> estimates;  // (seconds since submit, estimate in s)
+  bool done = false;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        httplib::Result p = http.Get(absl::StrCat("/jobs/", second));
+        if (!p || p->status != 200) return false;
+        std::smatch m;
+        const std::string body = p->body;
+        if (std::regex_search(body, m, eta)) {
+          estimates.emplace_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted_at)
+                  .count(),
+              std::stoi(m[1].str()));
+        }
+        done = absl::StrContains(body, "class=\"headline outcome-culprit_found\"");
+        return done;
+      },
+      std::chrono::seconds(120)));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted_at).count();
+  ASSERT_FALSE(estimates.empty()) << "no ETA from the earlier job was shown";
+  double total_error = 0, worst = 0;
+  for (const auto& [at, left] : estimates) {
+    const double error = std::fabs(left - (took - at));
+    total_error += error;
+    worst = std::max(worst, error);
+  }
+  std::cout << "ETA with the prior of 1 earlier job: " << estimates.size() << " estimates over "
+            << took << " s, first ~" << estimates.front().second << "s at "
+            << estimates.front().first << " s, mean absolute error "
+            << total_error / estimates.size() << " s, worst " << worst << " s\n";
+  // The first estimate comes before the job's own spans could give one, and is the right size.
+  EXPECT_LT(estimates.front().first, took / 2);
+  EXPECT_LT(worst, std::max(5.0, took));
+}
+
+// `kbisect run --serve ADDR`: it prints the page's URL, and /jobs and the job's page answer over
+// HTTP while the job runs (the page reloading itself) and once it is done. No browser needed.
+class ServeTest : public ::kbisect::testing::ClusterFixture {};
+
+TEST_F(ServeTest, RunServesTheLivePageWhileItRuns) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  ::kbisect::testing::WriteFile(tmp_.Join("run.log"), "");  // Readable before the shell opens it.
+  Process run(
+      absl::StrCat("env KBISECT_DEMO_SLEEP=0.3 KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")),
+                   " ", Bin("kbisect"), " run v1.0 HEAD --repo ", repo,
+                   " --workers 2 --serve 127.0.0.1:0 --json ", tmp_.Join("serve.json"),
+                   " -- ./bench.sh"),
+      tmp_.Join("run.log"));
+  const std::regex printed("Job page: http://127\\.0\\.0\\.1:([0-9]+)(/jobs/([^\\s]+))\n");
+  std::smatch url;
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        log = run.log();
+        return std::regex_search(log, url, printed);
+      },
+      std::chrono::seconds(60)))
+      << log;
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(url[1].str(), &port));
+  const std::string path = url[2].str();
+  const std::string job_id = url[3].str();
+  httplib::Client http("127.0.0.1", port);
+  // While it runs: the list links the job and the page reloads itself.
+  httplib::Result list = http.Get("/jobs");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->status, 200);
+  EXPECT_THAT(list->body, HasSubstr(absl::StrCat("<a href=\"/jobs/", job_id, "\">")));
+  httplib::Result page = http.Get(path);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_THAT(page->body, HasSubstr(absl::StrCat("<h1>kbisect job ", job_id, "</h1>")));
+  EXPECT_TRUE(run.running()) << "the job ended before its page was fetched: " << run.log();
+  EXPECT_THAT(page->body, HasSubstr("http-equiv=\"refresh\""));
+  EXPECT_EQ(http.Get("/jobs/no-such-job")->status, 404);
+  // The run ends by itself with its culprit, and stops serving.
+  EXPECT_EQ(run.Wait(std::chrono::seconds(240)), 0) << run.log();
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(tmp_.Join("serve.json")));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/jobs"));
+}
+
+// `kbisect triage --html` over triage's own fixtures, one of each cause and shape.
+TEST_F(JobPagesTest, TriagePagesOfTheFixtures) {
+  struct Case {
+    std::string file, platform, kernel, date, cause;
+  };
+  const std::vector<Case> cases = {
+      {"helion-dashboard-sample.json", "b200_cute", "layer_norm", "2026-09-22", "real_regression"},
+      {"hardware_shared.json", "h100", "softmax", "", "hardware_issue"},
+      {"method_change.json", "b200", "matmul", "", "benchmark_method_change"},
+      {"noise_spike.json", "b200", "softmax", "", "noise"},
+      {"pretuned.json", "b200", "all", "", "benchmark_method_change"},
+      {"drift.json", "", "", "", ""},
+      {"generic_runner.csv", "", "", "", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string name = c.file.substr(0, c.file.find('.'));
+    const std::string json = tmp_.Join(name + ".json");
+    const std::string html = tmp_.Join(name + ".html");
+    CommandResult run = RunShell(absl::StrCat(
+        Bin("kbisect"), " triage --dashboard ",
+        ShellQuote(absl::StrCat(KBISECT_TRIAGE_FIXTURES, "/", c.file)),
+        c.platform.empty() ? "" : " --platform " + c.platform,
+        c.kernel.empty() ? "" : " --kernel " + c.kernel, c.date.empty() ? "" : " --date " + c.date,
+        " -q --json ", json, " --html ", html));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    const nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+    if (!c.cause.empty()) {
+      EXPECT_EQ(j["cause"], c.cause);
+    }
+    const Rendered page = Render(html);
+    EXPECT_THAT(page.log, Not(HasSubstr("Uncaught")));
+    EXPECT_THAT(page.log, Not(HasSubstr(":CONSOLE")));
+    // One point per analysed nightly in the primary chart; the script counted every point.
+    const int nightlies = j["nightlies"]["count"].get<int>();
+    EXPECT_GT(nightlies, 0);
+    EXPECT_EQ(Count(page.dom, "class=\"point role-primary"), nightlies);
+    EXPECT_THAT(page.dom, HasSubstr(absl::StrCat("data-points=\"",
+                                                 Count(page.dom, "<circle class=\"point "), "\"")));
+    const int charts = Count(page.dom, "<svg class=\"series-chart\"");
+    EXPECT_GE(charts, 1);
+    // Every chart has as many points as its metric has values: at most one per nightly.
+    EXPECT_LE(Count(page.dom, "class=\"point role-"), charts * nightlies);
+    EXPECT_EQ(Count(page.dom, "<tr data-nightly="), nightlies);
+    EXPECT_THAT(page.dom, HasSubstr(absl::StrCat("class=\"headline outcome-",
+                                                 j["cause"].get<std::string>(), "\"")));
+    const std::string shape = j["shape"];
+    if (shape == "step" || shape == "drift") {
+      // The change point explained, on every chart, at the last-good / first-bad nightlies.
+      EXPECT_EQ(Count(page.dom, absl::StrCat("<g class=\"change-point focus\" data-index=\"")),
+                charts);
+      EXPECT_EQ(Count(page.dom,
+                      absl::StrCat("data-last-good=\"", j["last_good"]["date"].get<std::string>(),
+                                   "\" data-first-bad=\"",
+                                   j["first_bad"]["date"].get<std::string>(), "\"")),
+                charts);
+      EXPECT_EQ(Count(page.dom, "last-good\" cx="), 1);
+      EXPECT_EQ(Count(page.dom, "first-bad\" cx="), 1);
+    }
+    if (shape == "spike") {
+      EXPECT_GE(Count(page.dom, " spike\" cx="), 1);
+    }
+    // Every change point the detector found is drawn on the primary chart.
+    EXPECT_GE(Count(page.dom, "<g class=\"change-point"),
+              static_cast<int>(j["change_points"].size()));
+  }
+  // The Helion sample charts the speedups of Helion and both baselines and the latency.
+  const std::string dom = Render(tmp_.Join("helion-dashboard-sample.html")).dom;
+  for (const char* metric : {"helion_speedup_geomean", "triton_speedup_geomean",
+                             "torch_compile_speedup_geomean", "helion_latency_avg_ms"}) {
+    EXPECT_THAT(dom, HasSubstr(absl::StrCat("data-metric=\"", metric, "\"")));
+  }
+  const int64_t blank = Screenshot("about:blank", tmp_.Join("blank.png"));
+  const int64_t shot =
+      Screenshot("file://" + tmp_.Join("helion-dashboard-sample.html"), tmp_.Join("triage.png"));
+  EXPECT_GT(shot, 10 * blank) << "blank " << blank << " bytes, page " << shot << " bytes";
+  if (const char* out = std::getenv("KBISECT_TRIAGE_SCREENSHOT_OUT"); out != nullptr) {
+    RunShell(absl::StrCat("cp ", tmp_.Join("triage.png"), " ", ShellQuote(out)));
+  }
 }
 
 }  // namespace

@@ -228,6 +228,54 @@ TEST(EtaTest, CountsRoundsLeftAndTheConfirmationAndSubtractsTheRunningProbesTime
   EXPECT_EQ(FormatEta(absl::Seconds(7)), "~7s");
 }
 
+TEST(EtaTest, ThePriorOfEarlierJobsOfTheSameBenchmarkWeighsAsOneSpan) {
+  // Two done jobs of the same benchmark (spans 10 s and 20 s, 30 s), one of another benchmark,
+  // and one still running: the prior is the mean span of the first two, 20 s.
+  v1::JobStatus same_a;
+  same_a.set_job_id("a");
+  same_a.set_state(v1::JOB_STATE_DONE);
+  same_a.mutable_spec()->set_repository("/src/k");
+  same_a.mutable_spec()->add_bench_command("./bench.sh");
+  Add(&same_a, v1::PROBE_KIND_BISECT, 3, "w", v1::VERDICT_GOOD, {1}, 0, 10);
+  Add(&same_a, v1::PROBE_KIND_BASELINE_GOOD, 0, "w", v1::VERDICT_UNSPECIFIED, {1}, 0, 99);
+  v1::JobStatus same_b = same_a;
+  same_b.set_job_id("b");
+  same_b.mutable_probes()->Clear();
+  Add(&same_b, v1::PROBE_KIND_BISECT, 3, "w", v1::VERDICT_GOOD, {1}, 0, 20);
+  Add(&same_b, v1::PROBE_KIND_BISECT, 4, "w", v1::VERDICT_BAD, {1}, 20, 50);
+  Add(&same_b, v1::PROBE_KIND_BISECT, 5, "w", v1::VERDICT_BAD, {1}, 50, 51)->set_cached(true);
+  v1::JobStatus other = same_a;
+  other.set_job_id("c");
+  other.mutable_spec()->set_build_command("make");
+  v1::JobStatus running = same_a;
+  running.set_job_id("d");
+  running.set_state(v1::JOB_STATE_BISECTING);
+  running.mutable_probes()->Clear();
+  EXPECT_TRUE(SameBenchmark(same_a.spec(), running.spec()));
+  EXPECT_FALSE(SameBenchmark(other.spec(), running.spec()));
+  std::optional<PastSpan> past = PastSpanOf(running, {same_a, same_b, other, running});
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(past->jobs, 2);
+  EXPECT_EQ(past->spans, 3);
+  EXPECT_EQ(past->mean, absl::Seconds(20));
+  EXPECT_EQ(PastSpanOf(running, {same_a, same_b}, /*max_jobs=*/1)->jobs, 1);
+  EXPECT_FALSE(PastSpanOf(running, {other}).has_value());
+  // Before its first probe the job's estimate is rounds x the prior; its own spans then count.
+  running.mutable_progress()->set_estimated_rounds(3);
+  EXPECT_FALSE(EstimateTimeLeft(running, kT0).has_value());
+  EXPECT_EQ(*EstimateTimeLeft(running, kT0, past->mean), absl::Seconds(60));
+  Add(&running, v1::PROBE_KIND_BISECT, 7, "w", v1::VERDICT_GOOD, {1}, 0, 4);
+  EXPECT_EQ(*EstimateTimeLeft(running, kT0, past->mean), absl::Seconds(36));  // 3 x (20+4)/2.
+  // The live page says where its estimate came from.
+  running.mutable_probes()->Clear();
+  html::PageOptions options = Options(kT0, /*refresh_seconds=*/2);
+  options.past = past;
+  absl::StatusOr<std::string> page = html::RenderJobPage(running, options);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<dd class=\"eta\">~1m00s <span class=\"muted eta-past\">(with 2 "
+                               "earlier jobs of this benchmark)</span></dd>"));
+}
+
 TEST(MarkdownSummaryTest, NamesTheCulpritChangeCauseAndTabulatesTheProbes) {
   const std::string md = MarkdownSummary(FinishedJob());
   EXPECT_THAT(md, HasSubstr("### kbisect: culprit `"));

@@ -122,9 +122,46 @@ TEST(StatusJsonTest, FieldNamesTypesAndLowercaseEnums) {
   EXPECT_EQ(j["spec"]["env"]["HIP_VISIBLE_DEVICES"], "0");
   EXPECT_EQ(j["spec"]["bench_timeout"], "600s");
   EXPECT_TRUE(j["spec"]["build_timeout"].is_null());
+  // Durations also as numbers of seconds next to them; git's dates also as RFC 3339.
+  EXPECT_EQ(j["spec"]["bench_timeout_seconds"], 600.0);
+  EXPECT_TRUE(j["spec"]["build_timeout_seconds"].is_null());
+  EXPECT_EQ(j["culprit"]["date_rfc3339"], "2026-01-02T15:04:05+01:00");
+  EXPECT_EQ(j["last_good"]["date_rfc3339"], "");
   EXPECT_EQ(j["workers"][0]["identity"]["gpu_vendor"], "amd");
   EXPECT_TRUE(j["workers"][0]["identity"]["gpus"][0]["memory_total_mib"].is_number_integer());
   EXPECT_EQ(j["workers"][0]["identity"]["gpus"][0]["memory_total_mib"], 196608);
+}
+
+TEST(StatusJsonTest, DurationsHaveSecondsAndCommitDatesRfc3339) {
+  v1::JobStatus job = FullJob();
+  v1::TaskTimings* timings = job.mutable_probes(0)->mutable_timings();
+  timings->mutable_checkout()->set_nanos(179000000);
+  timings->mutable_build()->set_seconds(61);
+  timings->mutable_build()->set_nanos(500000000);
+  timings->mutable_total()->set_seconds(62);
+  job.mutable_last_good()->set_date("2025-12-31 23:59:59 -0530");
+  const std::string text = StatusToJson(job);
+  const Json j = Json::parse(text);
+  const Json& t = j["probes"][0]["timings"];
+  EXPECT_EQ(t["checkout"], "0.179s");
+  EXPECT_DOUBLE_EQ(t["checkout_seconds"].get<double>(), 0.179);
+  EXPECT_EQ(t["build"], "61.500s");
+  EXPECT_DOUBLE_EQ(t["build_seconds"].get<double>(), 61.5);
+  EXPECT_TRUE(t["bench"].is_null());
+  EXPECT_TRUE(t["bench_seconds"].is_null());
+  EXPECT_DOUBLE_EQ(t["total_seconds"].get<double>(), 62.0);
+  EXPECT_EQ(j["last_good"]["date"], "2025-12-31 23:59:59 -0530");
+  EXPECT_EQ(j["last_good"]["date_rfc3339"], "2025-12-31T23:59:59-05:30");
+  // The added keys sit next to the keys they restate.
+  EXPECT_LT(text.find("\"checkout\""), text.find("\"checkout_seconds\""));
+  EXPECT_LT(text.find("\"checkout_seconds\""), text.find("\"build\""));
+  // They are read back as nothing: the round trip is exact.
+  absl::StatusOr<v1::JobStatus> back = StatusFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*back, job));
+  // A date not in git's form has no RFC 3339 restatement.
+  job.mutable_culprit()->set_date("yesterday");
+  EXPECT_EQ(Json::parse(StatusToJson(job))["culprit"]["date_rfc3339"], "");
 }
 
 TEST(StatusJsonTest, UnsetMessagesAreNull) {

@@ -21,6 +21,7 @@ using kbisect::testing::ReadFile;
 using kbisect::testing::TempDir;
 using kbisect::testing::WriteFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Outcome {
   int code = -1;
@@ -40,6 +41,12 @@ Outcome Triage(std::vector<std::string> args) {
   o.err = ::testing::internal::GetCapturedStderr();
   if (std::getenv("KBISECT_TRIAGE_SHOW") != nullptr) std::cerr << o.out << o.err;
   return o;
+}
+
+int Count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
 }
 
 TEST(TriageCommandTest, SharedFixtureReportAndJson) {
@@ -68,6 +75,57 @@ TEST(TriageCommandTest, SharedFixtureReportAndJson) {
   EXPECT_EQ(j["move"], "regression");
   EXPECT_EQ(j["true_value"]["honest"], "after");
   EXPECT_TRUE(j["window"].is_null());
+}
+
+TEST(TriageCommandTest, HtmlPageOfTheSharedFixture) {
+  TempDir tmp;
+  const std::string json_path = tmp.Join("t.json");
+  const std::string html_path = tmp.Join("t.html");
+  Outcome o = Triage({"--dashboard", triage::testing::FixturePath("helion-dashboard-sample.json"),
+                      "--platform", "b200_cute", "--kernel", "layer_norm", "--date", "2026-09-22",
+                      "--json", json_path, "--html", html_path, "-q"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "");
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(json_path));
+  const std::string page = ReadFile(html_path);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_THAT(page, HasSubstr("class=\"headline outcome-real_regression\""));
+  // One point per analysed nightly in the primary chart; the baselines and the timer charted too.
+  const int nightlies = j["nightlies"]["count"].get<int>();
+  EXPECT_GT(nightlies, 10);
+  EXPECT_EQ(Count(page, "class=\"point role-primary"), nightlies);
+  for (const char* metric : {"helion_speedup_geomean", "triton_speedup_geomean",
+                             "torch_compile_speedup_geomean", "helion_latency_avg_ms"}) {
+    EXPECT_EQ(Count(page, absl::StrCat("<svg class=\"series-chart\" data-metric=\"", metric)), 1)
+        << metric;
+  }
+  EXPECT_GT(Count(page, "class=\"point role-baseline"), 0);
+  EXPECT_GT(Count(page, "class=\"point role-timer"), 0);
+  // The change point explained, on every chart, between the last good and first bad nightlies.
+  EXPECT_EQ(Count(page, "<g class=\"change-point focus\""), 4);
+  EXPECT_EQ(Count(page, "data-last-good=\"2026-09-21\" data-first-bad=\"2026-09-22\""), 4);
+  EXPECT_EQ(Count(page, "point role-primary after regression last-good"), 0);
+  EXPECT_EQ(Count(page, "point role-primary last-good"), 1);
+  EXPECT_EQ(Count(page, "point role-primary after regression first-bad"), 1);
+  EXPECT_THAT(page, HasSubstr("<dd class=\"mono last-good\">2026-09-21  416dfa1e"));
+  EXPECT_THAT(page, HasSubstr("<dd class=\"mono first-bad\">2026-09-22  f76c409d"));
+  // The evidence rows and the cause's reasons.
+  EXPECT_EQ(Count(page, "<tr class=\"moved\"><td class=\"mono\">helion_speedup_geomean</td>"), 1);
+  EXPECT_EQ(Count(page, "<tr class=\"flat\"><td class=\"mono\">triton_speedup_geomean</td>"), 1);
+  EXPECT_EQ(Count(page, "<ul class=\"reasons\"><li>"), 1);
+  EXPECT_THAT(page, HasSubstr("pass <code>--repo CLONE</code>"));
+  EXPECT_EQ(Count(page, "<tr data-nightly="), nightlies);
+  // Self-contained: nothing to fetch.
+  EXPECT_THAT(page, Not(HasSubstr(" src=")));
+  EXPECT_THAT(page, Not(HasSubstr("<link")));
+  EXPECT_THAT(page, Not(HasSubstr("{{")));
+}
+
+TEST(TriageCommandTest, HtmlPageWhenTheFileCannotBeWritten) {
+  Outcome o = Triage({"--dashboard", triage::testing::FixturePath("noise_spike.json"), "--platform",
+                      "b200", "--kernel", "softmax", "--html", "/nonexistent/dir/t.html"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_THAT(o.err, HasSubstr("cannot write /nonexistent/dir/t.html"));
 }
 
 TEST(TriageCommandTest, JsonToStdoutForEveryCause) {
@@ -139,8 +197,9 @@ TEST(TriageCommandTest, RepoWindowAndBisectCommand) {
   const std::string csv_path = tmp.Join("nightlies.csv");
   WriteFile(csv_path, csv);
   const std::string json_path = tmp.Join("t.json");
+  const std::string html_path = tmp.Join("t.html");
   Outcome o = Triage({"--dashboard", csv_path, "--platform", "b200_cute", "--repo", repo.path(),
-                      "--json", json_path, "--run", "--dry-run", "--bench",
+                      "--json", json_path, "--html", html_path, "--run", "--dry-run", "--bench",
                       "python benchmarks/run.py --kernel {kernel}", "--bench-metric",
                       "speedup: ([0-9.]+)"});
   ASSERT_EQ(o.code, 0) << o.err;
@@ -161,6 +220,13 @@ TEST(TriageCommandTest, RepoWindowAndBisectCommand) {
                    "'python benchmarks/run.py --kernel layer_norm'");
   EXPECT_EQ(j["bisect_command"], expected);
   EXPECT_THAT(o.err, HasSubstr("would run: " + expected));
+  // The page ranks the same window and shows the same command.
+  const std::string page = ReadFile(html_path);
+  EXPECT_EQ(Count(page, "<tr class=\"commit\""), 3);
+  EXPECT_LT(page.find("[cute] smaller tiles"), page.find("benchmarks: log more"));
+  EXPECT_THAT(page, HasSubstr("harness/CI only: possible method change"));
+  EXPECT_THAT(page, HasSubstr(absl::StrCat("<pre class=\"reproduce\">kbisect run ", nightly[7])));
+  EXPECT_EQ(Count(page, "class=\"point role-primary"), 14);
 
   // --submit prints the submit command instead.
   o = Triage({"--dashboard", csv_path, "--platform", "b200_cute", "--json", "-", "--submit",
