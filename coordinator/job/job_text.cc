@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 
 namespace kbisect {
@@ -48,10 +49,10 @@ std::string BaselineText(const v1::JobStatus& status, double good_median, double
                          double regression_pct) {
   const std::string& unit = status.metric_unit();
   return absl::StrFormat(
-      "Baseline results:\n  GOOD (%s): %s = %s\n  BAD  (%s): %s = %s\n  Regression: %.1f%% %s",
+      "Baseline results:\n  GOOD (%s): %s = %s\n  BAD  (%s): %s = %s\n  Regression: %s %s",
       ShortSha(status.good_sha()), status.metric_name(), FormatMetricValue(good_median, unit),
       ShortSha(status.bad_sha()), status.metric_name(), FormatMetricValue(bad_median, unit),
-      regression_pct,
+      FormatPercent(regression_pct),
       status.direction() == v1::DIRECTION_HIGHER_IS_BETTER ? "lower (worse)" : "higher (worse)");
 }
 
@@ -88,15 +89,17 @@ std::string QuarantineReasonText(const QuarantineDecision& decision, const std::
   switch (decision.kind) {
     case DriftKind::kBaselineOutlier:
       return absl::StrFormat(
-          "its GOOD median %s is %+.1f%% off the pool's %s, more than a third of the regression "
-          "(%.1f%%): its probes are re-run elsewhere",
-          FormatMetricValue(decision.median, unit), 100 * decision.offset_fraction,
-          FormatMetricValue(decision.center, unit), 100 * decision.regression_fraction);
+          "its GOOD median %s is %s off the pool's %s, more than a third of the regression "
+          "(%s): its probes are re-run elsewhere",
+          FormatMetricValue(decision.median, unit),
+          FormatSignedPercent(100 * decision.offset_fraction),
+          FormatMetricValue(decision.center, unit),
+          FormatPercent(100 * decision.regression_fraction));
     case DriftKind::kControlMoved:
       return absl::StrFormat(
-          "its A/A control of GOOD moved %+.2f%% from its calibration (more than a third of the "
+          "its A/A control of GOOD moved %s from its calibration (more than a third of the "
           "regression): the GPU drifted",
-          100 * decision.offset_fraction);
+          FormatSignedPercent(100 * decision.offset_fraction));
     case DriftKind::kCalibrationFailed:
       return absl::StrCat("the benchmark fails at GOOD on this worker: ", decision.failure);
     case DriftKind::kIdentityChanged:
@@ -125,9 +128,9 @@ std::string MustCalibrateAgainText(const std::string& worker, const std::string&
 std::string BadWorkerOffsetText(const std::string& worker, double offset_fraction,
                                 double bad_median, const std::string& unit) {
   return absl::StrFormat(
-      "Worker %s, which measured BAD, measures GOOD %+.2f%% off the reference: BAD is taken as "
+      "Worker %s, which measured BAD, measures GOOD %s off the reference: BAD is taken as "
       "%s in the reference's frame and every verdict is judged again",
-      worker, 100 * offset_fraction, FormatMetricValue(bad_median, unit));
+      worker, FormatSignedPercent(100 * offset_fraction), FormatMetricValue(bad_median, unit));
 }
 
 std::string BadRemeasuredText(const std::string& why) {
@@ -174,10 +177,10 @@ std::string MultipleStepsText(double share, bool all_culprits, const std::string
                               const std::string& bad, const std::string& good,
                               const std::string& last_good) {
   return absl::StrFormat(
-      "the culprit explains only %.0f%% of the GOOD->BAD difference: the regression likely has "
+      "the culprit explains only %s of the GOOD->BAD difference: the regression likely has "
       "several steps; %s %s..%s and %s..%s%s",
-      share * 100, all_culprits ? "bisecting" : "bisect", ShortSha(first_bad), ShortSha(bad),
-      ShortSha(good), ShortSha(last_good),
+      FormatPercent(share * 100), all_culprits ? "bisecting" : "bisect", ShortSha(first_bad),
+      ShortSha(bad), ShortSha(good), ShortSha(last_good),
       all_culprits ? " too (--all-culprits)"
                    : " separately (or rerun with --all-culprits) to find the others");
 }
@@ -228,15 +231,15 @@ std::string CacheCheckText(const ResultReuse::Check& check, const std::string& s
       check.cached_median == 0 ? 0 : 100.0 * (check.fresh_median / check.cached_median - 1);
   if (check.agreed) {
     return absl::StrFormat(
-        "Reusing %s's results from job %s: it measured %s at %.4g%s now and %.4g%s then (%+.2f%%)",
+        "Reusing %s's results from job %s: it measured %s at %.4g%s now and %.4g%s then (%s)",
         check.worker, check.cached_job_id, ShortSha(sha), check.fresh_median, unit,
-        check.cached_median, unit, moved);
+        check.cached_median, unit, FormatSignedPercent(moved));
   }
   return absl::StrFormat(
       "Not reusing %s's results from job %s: it measures %s at %.4g%s now against %.4g%s then "
-      "(%+.2f%%): its GPU has drifted since, so every commit is measured again",
+      "(%s): its GPU has drifted since, so every commit is measured again",
       check.worker, check.cached_job_id, ShortSha(sha), check.fresh_median, unit,
-      check.cached_median, unit, moved);
+      check.cached_median, unit, FormatSignedPercent(moved));
 }
 
 std::string ConfirmationRestartText() {

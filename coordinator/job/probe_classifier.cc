@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/stats/stats.h"
 
@@ -208,23 +209,23 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   if (spread_unseen && (magnitude < min_effect_pct || out.regression_pct < 0)) {
     out.more_runs = spread_runs;
     out.reason = absl::StrFormat(
-        "GOOD and BAD differ by %.2f%% on one run each, which shows no noise: %d more runs of "
+        "GOOD and BAD differ by %s on one run each, which shows no noise: %d more runs of "
         "each before concluding",
-        out.regression_pct, out.more_runs);
+        FormatPercent(out.regression_pct), out.more_runs);
     return out;
   }
   if (magnitude < min_effect_pct) {
     if (magnitude + 2 * uncertainty_pct >= 2 * min_effect_pct && static_cast<int>(n) < max_runs) {
       out.more_runs = std::min(static_cast<int>(n), max_runs - static_cast<int>(n));
       out.reason = absl::StrFormat(
-          "GOOD and BAD differ by %.2f%% +- %.2f%%: too noisy to rule out a regression; %d more "
+          "GOOD and BAD differ by %s +- %s: too noisy to rule out a regression; %d more "
           "runs of each",
-          magnitude, uncertainty_pct, out.more_runs);
+          FormatPercent(magnitude), FormatPercent(uncertainty_pct), out.more_runs);
       return out;
     }
     out.reason = absl::StrFormat(
-        "GOOD and BAD differ by %.2f%%, under the minimum effect of %.2f%%: nothing to bisect",
-        magnitude, min_effect_pct);
+        "GOOD and BAD differ by %s, under the minimum effect of %s: nothing to bisect",
+        FormatPercent(magnitude), FormatPercent(min_effect_pct));
     return out;
   }
   // The baselines fix the midpoint and the threshold every verdict is measured against: the
@@ -248,32 +249,32 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
                                   std::max(2, static_cast<int>(n) / 4), static_cast<int>(n));
       out.more_runs = std::min(more, max_runs - static_cast<int>(n));
       out.reason = absl::StrFormat(
-          "GOOD and BAD differ by %.2f%% but the samples are too noisy to place the threshold "
+          "GOOD and BAD differ by %s but the samples are too noisy to place the threshold "
           "(%.1f standard errors apart, %.0f needed): %d more runs of each",
-          magnitude, z, kBaselineClearZ, out.more_runs);
+          FormatPercent(magnitude), z, kBaselineClearZ, out.more_runs);
       return out;
     }
     if (out.p_value >= kBaselineAlpha) {
       out.reason = absl::StrFormat(
-          "GOOD and BAD differ by %.2f%% but after %d runs each the difference is not "
+          "GOOD and BAD differ by %s but after %d runs each the difference is not "
           "significant (p=%.3g): it is within the noise",
-          magnitude, static_cast<int>(n), out.p_value);
+          FormatPercent(magnitude), static_cast<int>(n), out.p_value);
       return out;
     }
   }
   if (out.regression_pct < 0) {
     out.improvement = true;
     out.reason = absl::StrFormat(
-        "BAD is %.2f%% better than GOOD (GOOD median %g, BAD median %g): the endpoints look "
+        "BAD is %s better than GOOD (GOOD median %g, BAD median %g): the endpoints look "
         "swapped",
-        magnitude, out.good_median, out.bad_median);
+        FormatPercent(magnitude), out.good_median, out.bad_median);
     return out;
   }
   out.regression = true;
   if (magnitude < kNoiseWarningPct) {
     out.warnings.push_back(absl::StrFormat(
-        "the regression is only %.2f%% (under 5%%): it may be noise; consider more --runs",
-        magnitude));
+        "the regression is only %s (under 5%%): it may be noise; consider more --runs",
+        FormatPercent(magnitude)));
   }
   return out;
 }
