@@ -25,6 +25,10 @@ struct JobOptions {
   std::string metric_regex;
   std::string metric_json;
   bool exit_code = false;
+  bool flaky = false;           // --flaky (with --exit-code).
+  double flaky_confidence = 0;  // --flaky-confidence; 0: kDefaultFlakyConfidence.
+  bool runs_given = false;      // --runs or --max-runs was given (--flaky has its own defaults).
+  bool max_runs_given = false;
   bool lower_is_better = false;
   bool higher_is_better = false;
   int runs = kDefaultRunsPerCommit;
@@ -45,7 +49,7 @@ struct JobOptions {
   std::string hardware_class;
   std::vector<std::string> env;
   std::vector<std::string> marks;  // --mark SHA=good|bad|skip, as given.
-  JobOutputs outputs;  // --json, --html, --markdown, --notify-url.
+  JobOutputs outputs;              // --json, --html, --markdown, --notify-url.
   std::vector<std::string> bench_command;
 };
 
