@@ -15,6 +15,11 @@
 namespace kbisect {
 namespace {
 
+// Failures BAD runs to before the search starts: they pin down the fail rate at BAD commits,
+// without which passes at a commit are weak evidence (with p free, m passes at a BAD commit are
+// explained by a small p: their weight falls like m^-(failures + 1), not exponentially).
+constexpr int kFlakyBadFailures = 5;
+
 FlakyOptions OptionsOf(const v1::JobSpec& spec) {
   FlakyOptions options;
   options.confidence = spec.flaky_confidence();
@@ -76,6 +81,10 @@ void BisectJob::EvaluateFlakyBaselines(absl::Time now) {
   const RunCounts bad = CountRuns(book_.probe(bad_position));
   const int min_runs = status_.spec().runs_per_commit();
   const int max_runs = status_.spec().max_runs();
+  if (bad.failures < kFlakyBadFailures && bad.runs() < max_runs) {
+    book_.Extend(bad_position, std::min(std::max(min_runs, bad.runs()), max_runs - bad.runs()));
+    return;
+  }
   if (bad.failures == 0) {
     if (bad.runs() < max_runs) {
       // As many runs again as it had (at least --runs): a rare flake is found in a few tasks.
