@@ -13,7 +13,11 @@
 // the named culprit is right, by the probability reported). Nothing is asserted;
 // docs/benchmarks.md quotes the tables.
 //
+// Then the flaky pass/fail cells (--exit-code --flaky against plain --exit-code and git bisect's
+// one run per commit): fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
+//
 //   build/bin/accuracy_bench [--trials 1000] [--commits 100] [--seed 1]
+//   build/bin/accuracy_bench --flaky-only [--flaky-trials 200] [--workers 1,4]
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -340,6 +344,133 @@ Outcome RunPinpoint(int n, int culprit, double effect, int workers, const NoiseM
   return out;
 }
 
+// --- Flaky pass/fail tests -----------------------------------------------------------------------
+// A test that fails each run with probability `bad_rate` at commits from the culprit on and
+// `good_rate` below it. A task's runs stop at the first failure, as the worker's do.
+
+// The exit codes of one task of `runs` runs at a commit failing with probability `rate`.
+std::vector<int> FlakyRuns(int runs, double rate, std::mt19937_64& rng) {
+  std::vector<int> codes;
+  for (int r = 0; r < runs; ++r) {
+    const bool fails = std::bernoulli_distribution(rate)(rng);
+    codes.push_back(fails ? 1 : 0);
+    if (fails) break;
+  }
+  return codes;
+}
+
+// kbisect --exit-code [--flaky]: the real BisectJob, synchronous rounds of `workers` tasks.
+Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int workers, bool flaky,
+                    std::mt19937_64& rng) {
+  v1::JobSpec spec;
+  spec.set_repository("/sim");
+  spec.set_good("g");
+  spec.add_bench_command("test");
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  spec.set_flaky(flaky);
+  BisectJob job("sim", spec, Commits(n), kNow);
+  for (int guard = 0; guard < 100000 && !job.finished(); ++guard) {
+    std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    std::vector<std::string> cancelled;
+    for (const v1::Task& task : tasks) {
+      if (std::find(cancelled.begin(), cancelled.end(), task.task_id()) != cancelled.end()) {
+        continue;
+      }
+      const double rate = task.commit_index() >= culprit ? bad_rate : good_rate;
+      v1::TaskResult result;
+      bool failed = false;
+      for (int code : FlakyRuns(task.runs(), rate, rng)) {
+        result.add_runs()->set_exit_code(code);
+        failed = failed || code != 0;
+      }
+      result.set_outcome(failed ? v1::TASK_OUTCOME_FAILED : v1::TASK_OUTCOME_PASSED);
+      for (const std::string& id : job.OnTaskFinished(task.task_id(), result, kNow)) {
+        cancelled.push_back(id);
+      }
+    }
+  }
+  const v1::JobStatus& status = job.status();
+  Outcome out;
+  out.exact = status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit;
+  out.bench_runs = status.bench_runs();
+  out.rounds = status.rounds();
+  out.named = status.status() == v1::OUTCOME_CULPRIT_FOUND;
+  out.probability = status.culprit_probability();
+  return out;
+}
+
+// Plain bisect (git bisect run): one run per commit, its exit code believed, GOOD and BAD taken
+// as given (not run).
+Outcome RunPlainBisect(int n, int culprit, double bad_rate, double good_rate, int workers,
+                       std::mt19937_64& rng) {
+  Outcome out;
+  BisectSearch search(n);
+  while (!search.Done()) {
+    std::vector<int> probes = search.NextProbes(workers);
+    if (probes.empty()) break;
+    ++out.rounds;
+    for (int index : probes) {
+      ++out.bench_runs;
+      const bool fails = std::bernoulli_distribution(index >= culprit ? bad_rate : good_rate)(rng);
+      (void)search.Record(index, fails ? Verdict::kBad : Verdict::kGood);
+    }
+  }
+  const std::vector<int> candidates = search.Candidates();
+  out.exact = candidates.size() == 1 && candidates[0] == culprit;
+  return out;
+}
+
+// The flaky cells: fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
+void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_counts,
+                     std::mt19937_64& rng) {
+  std::cout << absl::StrFormat(
+      "\nFlaky pass/fail tests (--exit-code --flaky): %d trials per cell, %d commits, culprit "
+      "uniform in 1..%d.\nColumns: exact-culprit accuracy %% / mean test runs / mean rounds. "
+      "FACF (Google's flake-aware culprit finder) anchor: 97.5%% exact.\n",
+      trials, commits, commits);
+  std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %s\n", "fail@BAD",
+                               "fail@GOOD", "W", "kbisect --flaky", "kbisect --exit-code",
+                               "plain bisect (1 run)", "p>=0.99: right/named");
+  for (double bad_rate : {0.1, 0.2, 0.3, 0.5}) {
+    for (double good_rate : {0.0, 0.01, 0.05}) {
+      for (int workers : worker_counts) {
+        long exact[3] = {0, 0, 0};
+        long runs[3] = {0, 0, 0};
+        long rounds[3] = {0, 0, 0};
+        long sure = 0;
+        long sure_right = 0;
+        for (int t = 0; t < trials; ++t) {
+          const int culprit = std::uniform_int_distribution<int>(1, commits)(rng);
+          const Outcome outcomes[3] = {
+              RunPassFail(commits, culprit, bad_rate, good_rate, workers, true, rng),
+              RunPassFail(commits, culprit, bad_rate, good_rate, workers, false, rng),
+              RunPlainBisect(commits, culprit, bad_rate, good_rate, workers, rng)};
+          for (int m = 0; m < 3; ++m) {
+            exact[m] += outcomes[m].exact ? 1 : 0;
+            runs[m] += outcomes[m].bench_runs;
+            rounds[m] += outcomes[m].rounds;
+          }
+          if (outcomes[0].named && outcomes[0].probability >= 0.99) {
+            ++sure;
+            sure_right += outcomes[0].exact ? 1 : 0;
+          }
+        }
+        std::string cells[3];
+        for (int m = 0; m < 3; ++m) {
+          cells[m] = absl::StrFormat("%6.1f%% %6.1f %5.1f", 100.0 * exact[m] / trials,
+                                     static_cast<double>(runs[m]) / trials,
+                                     static_cast<double>(rounds[m]) / trials);
+        }
+        std::cout << absl::StrFormat("%7.0f%% %8.0f%% %3d | %-24s | %-24s | %-24s | %ld/%ld\n",
+                                     bad_rate * 100, good_rate * 100, workers, cells[0], cells[1],
+                                     cells[2], sure_right, sure)
+                  << std::flush;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kbisect
 
@@ -350,6 +481,8 @@ int main(int argc, char** argv) {
   std::string only_noise;
   std::vector<double> effects = {0.05, 0.10, 0.20, 0.50};
   std::vector<int> worker_counts = {1, 4, 8};
+  bool flaky_only = false;
+  int flaky_trials = 200;
   CLI::App app{"Accuracy of kbisect's verdicts against fixed rules under synthetic noise"};
   app.add_option("--trials", trials)->capture_default_str();
   app.add_option("--commits", commits)->capture_default_str();
@@ -357,7 +490,15 @@ int main(int argc, char** argv) {
   app.add_option("--noise", only_noise, "Only noise models whose name starts with this");
   app.add_option("--effects", effects, "Effect sizes (fractions)")->delimiter(',');
   app.add_option("--workers", worker_counts, "Worker counts")->delimiter(',');
+  app.add_flag("--flaky-only", flaky_only, "Only the flaky pass/fail table");
+  app.add_option("--flaky-trials", flaky_trials, "Trials per flaky cell (0: no flaky table)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (flaky_only) {
+    std::mt19937_64 flaky_rng(seed);
+    kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_rng);
+    return 0;
+  }
 
   std::cout << absl::StrFormat(
       "%d trials per cell, %d commits, culprit uniform in 1..%d, lower is better.\n"
@@ -440,5 +581,6 @@ int main(int argc, char** argv) {
                                    b.count, 100.0 * b.right / b.count, b.reported / b.count);
     }
   }
+  if (flaky_trials > 0) kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, rng);
   return 0;
 }

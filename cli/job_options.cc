@@ -38,6 +38,17 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                                   "(0 good, 1-127 bad, 125 skip), as with git bisect run");
   regex->excludes(json)->excludes(exit_code);
   json->excludes(exit_code);
+  auto* flaky = app->add_flag("--flaky", o->flaky,
+                              "With --exit-code: the test fails only sometimes at bad commits "
+                              "(and rarely at good ones). Runs repeat where one result can't be "
+                              "trusted, the fail rates are estimated, and the search stops once "
+                              "the culprit's probability reaches --flaky-confidence "
+                              "(defaults: --runs 4, --max-runs 120)");
+  flaky->needs(exit_code);
+  app->add_option("--flaky-confidence", o->flaky_confidence,
+                  "With --flaky: the culprit probability to reach (default 0.99)")
+      ->check(CLI::Range(0.5, 0.9999))
+      ->needs(flaky);
   auto* lower = app->add_flag("--lower-is-better", o->lower_is_better,
                               "Smaller metric values are better (latency, time)");
   auto* higher = app->add_flag("--higher-is-better", o->higher_is_better,
@@ -45,10 +56,12 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   lower->excludes(higher);
   app->add_option("--runs", o->runs, "Benchmark runs per commit")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->each([o](const std::string&) { o->runs_given = true; });
   app->add_option("--max-runs", o->max_runs, "Most runs per commit when verdicts are unclear")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->each([o](const std::string&) { o->max_runs_given = true; });
   app->add_option("--threshold", o->threshold, "A commit is bad past good + F*(bad - good)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 0.99));
@@ -161,6 +174,13 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   if (o.higher_is_better) spec.set_direction(v1::DIRECTION_HIGHER_IS_BETTER);
   spec.set_runs_per_commit(o.runs);
   spec.set_max_runs(std::max(o.max_runs, o.runs));
+  if (o.flaky) {
+    // Unset counts take --flaky's defaults (NormalizeSpec).
+    spec.set_flaky(true);
+    spec.set_flaky_confidence(o.flaky_confidence);
+    if (!o.runs_given) spec.set_runs_per_commit(0);
+    if (!o.max_runs_given) spec.set_max_runs(0);
+  }
   spec.set_threshold_fraction(o.threshold);
   spec.set_min_effect_fraction(o.min_effect);
   spec.set_history(o.no_first_parent ? v1::HISTORY_MODE_ALL_COMMITS

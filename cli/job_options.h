@@ -25,6 +25,10 @@ struct JobOptions {
   std::string metric_regex;
   std::string metric_json;
   bool exit_code = false;
+  bool flaky = false;           // --flaky (with --exit-code).
+  double flaky_confidence = 0;  // --flaky-confidence; 0: kDefaultFlakyConfidence.
+  bool runs_given = false;      // --runs or --max-runs was given (--flaky has its own defaults).
+  bool max_runs_given = false;
   bool lower_is_better = false;
   bool higher_is_better = false;
   int runs = kDefaultRunsPerCommit;
@@ -46,10 +50,9 @@ struct JobOptions {
   std::vector<std::string> env;
   bool find_good = false;  // GOOD unknown: look back from BAD (cli/find_good.h).
   int max_lookback = kDefaultMaxLookback;
-  std::vector<std::string> marks;
-  std::string replay_file;  // --replay: a `kbisect log` whose verdicts become marks.  // --mark
-                            // SHA=good|bad|skip, as given.
-  JobOutputs outputs;       // --json, --html, --markdown, --notify-url.
+  std::vector<std::string> marks;  // --mark SHA=good|bad|skip, as given.
+  std::string replay_file;         // --replay: a `kbisect log` whose verdicts become marks.
+  JobOutputs outputs;              // --json, --html, --markdown, --notify-url.
   std::vector<std::string> bench_command;
 };
 

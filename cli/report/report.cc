@@ -413,6 +413,13 @@ class ReportWriter {
     }
     if (!others.empty()) absl::StrAppend(&line, " (else ", absl::StrJoin(others, ", "), ")");
     Line(line);
+    if (job_.spec().flaky() && job_.bad_fail_rate() > 0) {
+      // The fail rates the posterior estimated (JobStatus.good_fail_rate, bad_fail_rate).
+      Line(absl::StrFormat(
+          "  Flaky test: fails about %.0f%% of runs at bad commits, %.1f%% at "
+          "good ones (estimated from the %d runs)",
+          100 * job_.bad_fail_rate(), 100 * job_.good_fail_rate(), job_.bench_runs()));
+    }
   }
 
   void Steps() {

@@ -23,6 +23,16 @@ constexpr int kMaxGrid = 1 << 15;
 // The kernel is cut off this many bandwidths out.
 constexpr double kKernelReach = 6;
 
+// log B(a, b), the Beta function.
+double LogBeta(double a, double b) { return std::lgamma(a) + std::lgamma(b) - std::lgamma(a + b); }
+
+// The log marginal likelihood of `failures` and `passes` of one side whose fail rate has a
+// Beta(a, b) prior (the Beta-binomial without the binomial coefficient, which every split
+// shares).
+double LogBetaBinomial(long failures, long passes, double a, double b) {
+  return LogBeta(a + failures, b + passes) - LogBeta(a, b);
+}
+
 double Gauss(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * kPi); }
 
 double MedianOf(std::vector<double> values) {
@@ -261,6 +271,10 @@ absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
       !(options.outlier_weight > 0 && options.outlier_weight < 0.5)) {
     return absl::InvalidArgumentError("flake_rate and outlier_weight must be in (0, 0.5)");
   }
+  if (!(options.good_fail_prior_a > 0 && options.good_fail_prior_b > 0 &&
+        options.bad_fail_prior_a > 0 && options.bad_fail_prior_b > 0)) {
+    return absl::InvalidArgumentError("the fail rates' Beta priors need positive parameters");
+  }
   std::map<int, CommitEvidence> merged;
   for (const CommitEvidence& e : evidence) {
     if (e.index < 0 || e.index > n) {
@@ -308,14 +322,32 @@ absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
       ++rank;
     }
   }
-  for (int j = 0; j <= commits; ++j) {
-    if (!valid[j]) continue;
+  // Failures and passes of the first j measured commits (the GOOD side of split j).
+  std::vector<long> failures_below(commits + 1, 0);
+  std::vector<long> passes_below(commits + 1, 0);
+  {
     int rank = 0;
     for (const auto& [i, e] : merged) {
-      const bool good = rank < j;
-      log_lik[j] +=
-          good ? e.passes * right + e.failures * wrong : e.failures * right + e.passes * wrong;
+      failures_below[rank + 1] = failures_below[rank] + e.failures;
+      passes_below[rank + 1] = passes_below[rank] + e.passes;
       ++rank;
+    }
+  }
+  const long all_failures = failures_below[commits];
+  const long all_passes = passes_below[commits];
+  for (int j = 0; j <= commits; ++j) {
+    if (!valid[j]) continue;
+    const long good_failures = failures_below[j];
+    const long good_passes = passes_below[j];
+    const long bad_failures = all_failures - good_failures;
+    const long bad_passes = all_passes - good_passes;
+    if (options.estimate_flake_rates) {
+      log_lik[j] += LogBetaBinomial(good_failures, good_passes, options.good_fail_prior_a,
+                                    options.good_fail_prior_b) +
+                    LogBetaBinomial(bad_failures, bad_passes, options.bad_fail_prior_a,
+                                    options.bad_fail_prior_b);
+    } else {
+      log_lik[j] += (good_passes + bad_failures) * right + (good_failures + bad_passes) * wrong;
     }
   }
   CulpritPosterior posterior;
@@ -340,6 +372,19 @@ absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
   for (int j = 0; j <= commits; ++j) {
     if (!valid[j]) continue;
     for (int k = low[j]; k <= high[j]; ++k) posterior.probability[k] = weight[j] / total;
+    if (options.estimate_flake_rates) {
+      // The rates' posterior means under split j, weighted by the split's mass.
+      const double mass = weight[j] * (high[j] - low[j] + 1) / total;
+      const double good_failures = failures_below[j];
+      const double good_runs = good_failures + passes_below[j];
+      const double bad_failures = all_failures - good_failures;
+      const double bad_runs = bad_failures + all_passes - passes_below[j];
+      posterior.good_fail_rate +=
+          mass * (options.good_fail_prior_a + good_failures) /
+          (options.good_fail_prior_a + options.good_fail_prior_b + good_runs);
+      posterior.bad_fail_rate += mass * (options.bad_fail_prior_a + bad_failures) /
+                                 (options.bad_fail_prior_a + options.bad_fail_prior_b + bad_runs);
+    }
   }
   posterior.most_likely = 1;
   for (int k = 2; k <= n; ++k) {

@@ -11,7 +11,9 @@
 // a sample of side s is center_s + e, with e drawn from one noise density f estimated from the
 // data (see ComputeCulpritPosterior). Pass/fail results (--exit-code) are modelled as a result
 // that contradicts its side (a pass at a bad commit, a fail at a good one) with a small error
-// rate. Both kinds may be given together; their log-likelihoods add.
+// rate, or, for a flaky test (`estimate_flake_rates`), with fail rates at GOOD and at BAD commits
+// that are not known but estimated from the results: each has a Beta prior and is integrated out.
+// Both kinds may be given together; their log-likelihoods add.
 //
 //   std::vector<CommitEvidence> evidence = ...;  // one entry per measured commit
 //   ASSIGN_OR_RETURN(CulpritPosterior posterior, ComputeCulpritPosterior(n, evidence));
@@ -42,6 +44,18 @@ struct PosteriorOptions {
   // competes, so a pass at k-1 and a fail at k give about 1 / (1 + n * flake_rate): 0.99 at
   // n = 10,000.
   double flake_rate = 1e-6;
+  // A flaky test (--flaky): a GOOD commit fails with an unknown rate q and a BAD one with an
+  // unknown rate p, the same at every commit of a side. Each has a Beta prior and is integrated
+  // out, so a split's pass/fail likelihood is the product of the two sides' Beta-binomial
+  // marginals, B(a + failures, b + passes) / B(a, b) (exact, and order-free: a result counts the
+  // same whether the worker stopped after it or not). flake_rate is then unused.
+  bool estimate_flake_rates = false;
+  // Beta(a, b) prior of q: mean 5%, 90% of its mass under 11.4% ("rarely fails at GOOD").
+  double good_fail_prior_a = 1;
+  double good_fail_prior_b = 19;
+  // Beta(a, b) prior of p: uniform (a BAD commit may fail 1% or 100% of its runs).
+  double bad_fail_prior_a = 1;
+  double bad_fail_prior_b = 1;
   // Weight of the wide (Cauchy) component mixed into the noise density, so that a sample far
   // from both sides moves the posterior little.
   double outlier_weight = 0.01;
@@ -56,6 +70,10 @@ struct CulpritPosterior {
   // The spread of the noise the numeric model used (the residuals' robust standard deviation),
   // 0 without numeric samples.
   double noise_scale = 0;
+  // With estimate_flake_rates: the posterior means of the fail rates at GOOD commits (q) and at
+  // BAD commits (p), averaged over the positions; 0 otherwise.
+  double good_fail_rate = 0;
+  double bad_fail_rate = 0;
 
   // The probability that the first bad commit is one of `positions` (out-of-range ones count 0).
   double MassOf(absl::Span<const int> positions) const;
@@ -80,7 +98,7 @@ struct CulpritPosterior {
 // again from it and the posterior computed once more.
 //
 // Errors: InvalidArgument if n < 1, an index is outside [0, n], a count is negative, a sample is
-// not finite, or an option is outside (0, 0.5).
+// not finite, or an option is outside (0, 0.5) (a Beta prior's parameters: not positive).
 absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
                                                          absl::Span<const CommitEvidence> evidence,
                                                          const PosteriorOptions& options = {});

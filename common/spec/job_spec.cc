@@ -9,9 +9,16 @@ namespace kbisect {
 
 void NormalizeSpec(v1::JobSpec* spec) {
   const bool pass_fail = spec->metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+  const bool flaky = pass_fail && spec->flaky();
   if (spec->runs_per_commit() <= 0) {
-    spec->set_runs_per_commit(pass_fail ? kDefaultPassFailRuns : kDefaultRunsPerCommit);
+    spec->set_runs_per_commit(flaky       ? kDefaultFlakyRuns
+                              : pass_fail ? kDefaultPassFailRuns
+                                          : kDefaultRunsPerCommit);
   }
+  if (flaky && spec->max_runs() <= 0) {
+    spec->set_max_runs(std::max(kDefaultFlakyMaxRuns, spec->runs_per_commit()));
+  }
+  if (flaky && spec->flaky_confidence() <= 0) spec->set_flaky_confidence(kDefaultFlakyConfidence);
   if (spec->max_runs() < spec->runs_per_commit()) {
     spec->set_max_runs(std::max(kDefaultMaxRuns, spec->runs_per_commit()));
   }
@@ -40,6 +47,15 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
   if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > kMaxRunsPerCommit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "runs per commit must be in 1..", kMaxRunsPerCommit, ", got ", spec.runs_per_commit()));
+  }
+  if (spec.flaky() && spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE) {
+    return absl::InvalidArgumentError(
+        "--flaky is for pass/fail tests: add --exit-code (a flaky benchmark's noise is measured "
+        "anyway)");
+  }
+  if (spec.flaky_confidence() < 0 || spec.flaky_confidence() >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the flaky confidence must be in (0, 1), got ", spec.flaky_confidence()));
   }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {

@@ -48,6 +48,10 @@ bool BisectJob::BaselinesReady() const {
 void BisectJob::EvaluateBaselines(absl::Time now) {
   const v1::Probe& good = book_.probe(calibration_.good_probe());
   const v1::Probe& bad = book_.probe(calibration_.bad_probe());
+  if (pass_fail_ && status_.spec().flaky()) {
+    EvaluateFlakyBaselines(now);
+    return;
+  }
   if (pass_fail_) {
     if (good.outcome() != v1::TASK_OUTCOME_PASSED) {
       Finish(v1::OUTCOME_ERROR, CheckFailsAtGoodText(good), now);

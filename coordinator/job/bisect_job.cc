@@ -517,6 +517,10 @@ void BisectJob::ClassifyPending(absl::Time now) {
 
 void BisectJob::Classify(int probe_position, absl::Time now) {
   v1::Probe& probe = book_.mutable_probe(probe_position);
+  if (pass_fail_ && status_.spec().flaky()) {
+    ClassifyFlaky(probe_position, now);
+    return;
+  }
   if (pass_fail_) {
     ApplyVerdict(probe_position,
                  probe.outcome() == v1::TASK_OUTCOME_PASSED ? v1::VERDICT_GOOD : v1::VERDICT_BAD,

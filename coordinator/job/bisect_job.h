@@ -12,6 +12,7 @@
 //   calibration             roles, per-worker calibration, pooling, offsets, quarantine checks,
 //                           the noise the job has seen;
 //   probe_classifier        the verdict rules (baselines, probes, the confirmation's bootstrap);
+//   flaky_verdicts          the verdict rules of a flaky pass/fail test (--flaky);
 //   confirmation            the confirmation's plan (pairs from the noise) and its judgement;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
@@ -19,7 +20,7 @@
 // BisectJob itself sequences them: it applies dispatch plans, routes results to the
 // classifier, applies quarantine decisions and composes the result. Its methods live in
 // bisect_job.cc (dispatch, results, verdicts), baselines.cc, cached_probes.cc,
-// worker_changes.cc and job_result.cc.
+// worker_changes.cc, flaky_probes.cc and job_result.cc.
 #ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 #define KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 
@@ -194,6 +195,16 @@ class BisectJob {
   // effects).
   ProbeClassification Judge(const v1::Probe& probe) const;
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
+  // A flaky pass/fail test (--flaky; flaky_probes.cc, rules in flaky_verdicts.h): the probe's
+  // verdict from the posterior over every run, or more runs. A probe measured again after its
+  // verdict keeps it, or has it taken back and judged again when its runs now say otherwise.
+  void ClassifyFlaky(int probe_position, absl::Time now);
+  // The endpoints of a flaky test: BAD runs until it fails once (up to max_runs: else nothing to
+  // bisect); GOOD may fail, but not in most of its runs.
+  void EvaluateFlakyBaselines(absl::Time now);
+  // Once the search named one culprit: true while its probability is short of the confidence
+  // and a boundary commit runs again (queued here) or still runs.
+  bool FlakyCulpritNeedsRuns(absl::Time now);
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
   // BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;

@@ -13,6 +13,7 @@
 #include "common/rpc/proto_time.h"
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
 #include "coordinator/job/measurement_changes.h"
 
@@ -80,10 +81,19 @@ std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
 void SetCulpritProbability(const Calibration& calibration, bool pass_fail,
                            const BisectSearch& search, const std::vector<v1::CommitRef>& commits,
                            v1::JobStatus* status) {
-  const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
-      status->commit_count(),
-      PosteriorEvidence(*status, calibration, pass_fail, search.last_good(), search.first_bad()));
+  // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
+  const bool flaky = pass_fail && status->spec().flaky();
+  const absl::StatusOr<CulpritPosterior> posterior =
+      flaky ? ComputeCulpritPosterior(status->commit_count(), FlakyEvidence(*status, calibration),
+                                      FlakyPosteriorOptions())
+            : ComputeCulpritPosterior(status->commit_count(),
+                                      PosteriorEvidence(*status, calibration, pass_fail,
+                                                        search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
+  if (flaky) {
+    status->set_good_fail_rate(posterior->good_fail_rate);
+    status->set_bad_fail_rate(posterior->bad_fail_rate);
+  }
   status->set_culprit_probability(posterior->MassOf(search.Candidates()));
   status->clear_culprit_posterior();
   for (int k : posterior->Top(kPosteriorPositions, kPosteriorMinProbability)) {
@@ -132,6 +142,8 @@ void BisectJob::MaybeFinish(absl::Time now) {
     if (wants_confirmation && !early_confirmation_) StartConfirmation(now, /*early=*/true);
     return;
   }
+  // A flaky test's culprit must reach the confidence first (boundary commits run again).
+  if (pass_fail_ && status_.spec().flaky() && FlakyCulpritNeedsRuns(now)) return;
   const std::vector<int> candidates = search_.Candidates();
   const int last_good = search_.last_good();
   const int first_bad = search_.first_bad();

@@ -45,6 +45,31 @@ std::string PassFailBaselineText(const std::string& good_sha, const std::string&
                          ShortSha(good_sha), ShortSha(bad_sha));
 }
 
+std::string FlakyBaselineText(const std::string& good_sha, int good_failures, int good_runs,
+                              const std::string& bad_sha, int bad_failures, int bad_runs) {
+  return absl::StrFormat(
+      "Baseline results (flaky test):\n  GOOD (%s): failed %d of %d runs\n  BAD  (%s): failed "
+      "%d of %d runs",
+      ShortSha(good_sha), good_failures, good_runs, ShortSha(bad_sha), bad_failures, bad_runs);
+}
+
+std::string FlakyPassesAtBadText(const v1::Probe& bad, int runs) {
+  return absl::StrCat("the check passed all ", runs, " runs at BAD (", ShortSha(bad.sha()),
+                      "): nothing to bisect, or a flake rarer than 1 in ", runs,
+                      " (raise --max-runs)");
+}
+
+std::string FlakyFailsAtGoodText(const v1::Probe& good, int failures, int runs) {
+  return absl::StrCat("the check fails at GOOD (", ShortSha(good.sha()), ") in ", failures, " of ",
+                      runs, " runs: GOOD is not good, pick an older one");
+}
+
+std::string FlakyRemeasureText(double probability, double confidence, const std::string& sha,
+                               int runs) {
+  return absl::StrFormat("Culprit probability %.4f is short of %.4f: %d more runs of %s",
+                         probability, confidence, runs, ShortSha(sha));
+}
+
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,
                          double regression_pct) {
   const std::string& unit = status.metric_unit();

@@ -39,6 +39,15 @@ std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::strin
 
 // The BASELINE event: pass/fail, or both medians and the regression.
 std::string PassFailBaselineText(const std::string& good_sha, const std::string& bad_sha);
+// A flaky test's endpoints (--flaky): how often each failed.
+std::string FlakyBaselineText(const std::string& good_sha, int good_failures, int good_runs,
+                              const std::string& bad_sha, int bad_failures, int bad_runs);
+// A flaky test that never failed at BAD in `runs` runs, or failed at GOOD in most runs.
+std::string FlakyPassesAtBadText(const v1::Probe& bad, int runs);
+std::string FlakyFailsAtGoodText(const v1::Probe& good, int failures, int runs);
+// A flaky culprit short of the confidence: `sha` runs again.
+std::string FlakyRemeasureText(double probability, double confidence, const std::string& sha,
+                               int runs);
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,
                          double regression_pct);
 

@@ -397,6 +397,31 @@ TEST_F(RunTest, PassFailModeFollowsGitBisectRun) {
   EXPECT_EQ(result["culprit"]["sha"], culprit);
 }
 
+TEST_F(RunTest, AFlakyTestIsBisectedWithFlaky) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  // "Broken" once BLOCK_SIZE became 32, but the test fails only 30% of its runs there: run n
+  // (a counter outside the repository) fails when an LCG of n lands under 30 of 100. One worker,
+  // so the runs come in one order and the test is deterministic.
+  const std::string counter = tmp_.Join("runs");
+  const std::string check =
+      absl::StrCat("bash -c 'n=$(( $(cat ", counter, " 2>/dev/null || echo 0) + 1 )); echo $n > ",
+                   counter, "; grep -q BLOCK_SIZE=32 kernels/attention.py || exit 0; ",
+                   "[ $(( (n * 1103515245 + 12345) / 65536 % 100 )) -ge 30 ]'");
+  const std::string json = tmp_.Join("flaky.json");
+  CommandResult run = Run("run v1.0 --repo " + repo + " --workers 1 --exit-code --flaky --json " +
+                          json + " -- " + check);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_GE(result["culprit_probability"].get<double>(), 0.99);
+  EXPECT_NEAR(result["bad_fail_rate"].get<double>(), 0.3, 0.15);
+  EXPECT_LT(result["good_fail_rate"].get<double>(), 0.05);
+  // Far more runs than the ~6 commits a plain bisect of 40 tries, and the report says so.
+  EXPECT_GT(result["bench_runs"].get<int>(), 30);
+  EXPECT_NE(run.out.find("Flaky test: fails about"), std::string::npos) << run.out;
+}
+
 TEST_F(RunTest, AMergedBranchIsBisectedWithDescendMerges) {
   const std::string repo = tmp_.Join("repo");
   // Main commit 50 merges a 12-commit side branch forked from main commit 38; the regression

@@ -42,5 +42,44 @@ TEST(JobOptionsTest, AMalformedCacheMaxAgeSaysWhatItExpects) {
   EXPECT_NE(spec.status().message().find("7d"), std::string::npos);
 }
 
+TEST(JobOptionsTest, FlakyLeavesUnsetRunCountsToItsDefaults) {
+  JobOptions options = Minimal();
+  options.exit_code = true;
+  options.flaky = true;
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->flaky());
+  EXPECT_EQ(spec->metric().kind(), v1::METRIC_KIND_EXIT_CODE);
+  EXPECT_EQ(spec->runs_per_commit(), 0) << "NormalizeSpec's --flaky default";
+  EXPECT_EQ(spec->max_runs(), 0);
+  EXPECT_EQ(spec->flaky_confidence(), 0);
+
+  options.runs = 6;
+  options.runs_given = true;
+  options.flaky_confidence = 0.95;
+  spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->runs_per_commit(), 6);
+  EXPECT_EQ(spec->max_runs(), 0) << "--max-runs not given: --flaky's default";
+  EXPECT_DOUBLE_EQ(spec->flaky_confidence(), 0.95);
+}
+
+TEST(JobOptionsTest, FlakyNeedsExitCodeOnTheCommandLine) {
+  CLI::App app;
+  JobOptions options;
+  AddJobOptions(&app, &options);
+  const char* without[] = {"kbisect", "v1.0", "--flaky"};
+  EXPECT_THROW(app.parse(3, without), CLI::ParseError);
+  CLI::App again;
+  JobOptions parsed;
+  AddJobOptions(&again, &parsed);
+  const char* with[] = {"kbisect", "v1.0", "--exit-code", "--flaky", "--max-runs", "50"};
+  again.parse(6, with);
+  EXPECT_TRUE(parsed.flaky);
+  EXPECT_TRUE(parsed.max_runs_given);
+  EXPECT_FALSE(parsed.runs_given);
+  EXPECT_EQ(parsed.max_runs, 50);
+}
+
 }  // namespace
 }  // namespace kbisect

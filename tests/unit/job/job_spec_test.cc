@@ -41,6 +41,35 @@ TEST(NormalizeSpecTest, FillsTheDefaultsAndKeepsWhatIsSet) {
   EXPECT_EQ(many.history(), v1::HISTORY_MODE_ALL_COMMITS);
 }
 
+TEST(NormalizeSpecTest, AFlakyTestGetsMoreRunsAndAConfidence) {
+  v1::JobSpec flaky = Minimal();
+  flaky.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  flaky.set_flaky(true);
+  NormalizeSpec(&flaky);
+  EXPECT_EQ(flaky.runs_per_commit(), kDefaultFlakyRuns);
+  EXPECT_EQ(flaky.max_runs(), kDefaultFlakyMaxRuns);
+  EXPECT_DOUBLE_EQ(flaky.flaky_confidence(), kDefaultFlakyConfidence);
+
+  v1::JobSpec set = flaky;
+  set.set_runs_per_commit(8);
+  set.set_max_runs(16);
+  set.set_flaky_confidence(0.9);
+  NormalizeSpec(&set);
+  EXPECT_EQ(set.runs_per_commit(), 8);
+  EXPECT_EQ(set.max_runs(), 16);
+  EXPECT_DOUBLE_EQ(set.flaky_confidence(), 0.9);
+}
+
+TEST(ValidateSpecTest, FlakyNeedsExitCodeAndAConfidenceBelowOne) {
+  v1::JobSpec spec = Minimal();
+  spec.set_flaky(true);
+  EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("--exit-code"));
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.set_flaky_confidence(1.0);
+  EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("confidence"));
+}
+
 TEST(ValidateSpecTest, SaysWhatIsMissing) {
   EXPECT_TRUE(ValidateSpec(Minimal()).ok());
   v1::JobSpec no_repo = Minimal();

@@ -214,6 +214,67 @@ TEST(CulpritPosteriorTest, RejectsBadInput) {
             absl::StatusCode::kInvalidArgument);
 }
 
+PosteriorOptions Flaky() {
+  PosteriorOptions options;
+  options.estimate_flake_rates = true;
+  return options;
+}
+
+TEST(CulpritPosteriorTest, FlakyLikelihoodIsTheBetaBinomialMarginal) {
+  // n = 2, one pass at commit 1. k = 1 (commit 1 BAD): B(1, 2) / B(1, 1) = 1/2 under the
+  // uniform prior of p; k = 2 (commit 1 GOOD): B(1, 20) / B(1, 19) = 19/20 under q's Beta(1, 19).
+  const auto posterior = ComputeCulpritPosterior(2, {{1, {}, 1, 0}}, Flaky());
+  ASSERT_TRUE(posterior.ok()) << posterior.status();
+  EXPECT_NEAR(posterior->probability[1], 0.5 / 1.45, 1e-12);
+  EXPECT_NEAR(posterior->probability[2], 0.95 / 1.45, 1e-12);
+  // The rates' posterior means: q = 1/20 (k = 1) or 1/21 (k = 2); p = 1/3 or 1/2.
+  EXPECT_NEAR(posterior->good_fail_rate, (0.5 / 20 + 0.95 / 21) / 1.45, 1e-12);
+  EXPECT_NEAR(posterior->bad_fail_rate, (0.5 / 3 + 0.95 / 2) / 1.45, 1e-12);
+}
+
+TEST(CulpritPosteriorTest, FlakyRatesAreEstimatedFromTheRuns) {
+  // Fails 30% of runs from 40 on and 2% below; 200 runs at each probed commit.
+  std::mt19937_64 rng(7);
+  std::vector<CommitEvidence> evidence;
+  for (int index : {0, 10, 20, 30, 39, 40, 41, 60, 80, 100}) {
+    std::binomial_distribution<int> failures(200, index >= 40 ? 0.3 : 0.02);
+    const int f = failures(rng);
+    evidence.push_back({index, {}, 200 - f, f});
+  }
+  const auto posterior = ComputeCulpritPosterior(kN, evidence, Flaky());
+  ASSERT_TRUE(posterior.ok()) << posterior.status();
+  EXPECT_EQ(posterior->most_likely, 40);
+  EXPECT_GT(posterior->probability[40], 0.99);
+  EXPECT_NEAR(posterior->good_fail_rate, 0.02, 0.01);
+  EXPECT_NEAR(posterior->bad_fail_rate, 0.3, 0.03);
+}
+
+TEST(CulpritPosteriorTest, FlakyResultsNeedRepeatsWhereFixedRatesTrustOne) {
+  // 36 passed twice and 37 failed once: certain for the fixed 1e-6 rate, not for a flaky test
+  // (36 may be BAD and have passed by chance; 37's failure may be GOOD's rare one).
+  std::vector<CommitEvidence> evidence = {
+      {0, {}, 4, 0}, {36, {}, 2, 0}, {37, {}, 0, 1}, {kN, {}, 3, 1}};
+  const auto fixed = ComputeCulpritPosterior(kN, evidence);
+  const auto flaky = ComputeCulpritPosterior(kN, evidence, Flaky());
+  ASSERT_TRUE(fixed.ok() && flaky.ok());
+  EXPECT_GT(fixed->probability[37], 0.999);
+  EXPECT_LT(flaky->probability[37], 0.5);
+  // Repeats settle it: 36 passes 40 more times, 37 fails 10 of 30.
+  evidence.push_back({36, {}, 40, 0});
+  evidence.push_back({37, {}, 20, 10});
+  const auto repeated = ComputeCulpritPosterior(kN, evidence, Flaky());
+  ASSERT_TRUE(repeated.ok());
+  EXPECT_EQ(repeated->most_likely, 37);
+  EXPECT_GT(repeated->probability[37], 0.99);
+}
+
+TEST(CulpritPosteriorTest, FlakyRejectsNonPositivePriors) {
+  PosteriorOptions options = Flaky();
+  options.good_fail_prior_b = 0;
+  EXPECT_EQ(ComputeCulpritPosterior(5, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CulpritPosteriorTest, NoEvidenceIsUniform) {
   const auto posterior = ComputeCulpritPosterior(4, {});
   ASSERT_TRUE(posterior.ok());

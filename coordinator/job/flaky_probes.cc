@@ -1,0 +1,146 @@
+// Copyright 2026 The kbisect Authors.
+//
+// BisectJob, a flaky pass/fail test (--exit-code --flaky): the endpoints, each probe's verdict
+// from the posterior over every run of the job (or more runs), and the end check that the
+// culprit's probability reached the confidence. The rules are flaky_verdicts.h's.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/job/bisect_job.h"
+#include "coordinator/job/flaky_verdicts.h"
+#include "coordinator/job/job_text.h"
+
+namespace kbisect {
+namespace {
+
+// Failures BAD runs to before the search starts: they pin down the fail rate at BAD commits,
+// without which passes at a commit are weak evidence (with p free, m passes at a BAD commit are
+// explained by a small p: their weight falls like m^-(failures + 1), not exponentially).
+constexpr int kFlakyBadFailures = 5;
+
+FlakyOptions OptionsOf(const v1::JobSpec& spec) {
+  FlakyOptions options;
+  options.confidence = spec.flaky_confidence();
+  options.min_runs = spec.runs_per_commit();
+  options.max_runs = spec.max_runs();
+  return options;
+}
+
+// The finished bisect probe that decided commit `index` with `verdict` (the latest), or -1.
+int DecidingProbe(const v1::JobStatus& status, int index, v1::Verdict verdict) {
+  for (int row = status.probes_size() - 1; row >= 0; --row) {
+    const v1::Probe& probe = status.probes(row);
+    if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
+        probe.state() == v1::PROBE_STATE_FINISHED && probe.verdict() == verdict) {
+      return row;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
+  const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
+      status_.commit_count(), FlakyEvidence(status_, calibration_), FlakyPosteriorOptions());
+  v1::Probe& probe = book_.mutable_probe(probe_position);
+  if (!posterior.ok()) {  // Not for a valid job: every count comes from its own probes.
+    probe.set_message(std::string(posterior.status().message()));
+    ApplyVerdict(probe_position, v1::VERDICT_SKIP, now);
+    return;
+  }
+  const FlakyJudgement judgement = JudgeFlakyCommit(
+      *posterior, probe.index(), CountRuns(probe).runs(), OptionsOf(status_.spec()));
+  probe.set_message(judgement.reason);
+  const bool judged = probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD;
+  if (judged && judgement.verdict == probe.verdict()) return;  // It stands; the end check decides.
+  if (judged && judgement.more_runs > 0) {
+    // Measured again at the end and now unclear: more runs, its verdict kept meanwhile.
+    book_.Extend(probe_position, judgement.more_runs);
+    return;
+  }
+  if (judged) {
+    // Its runs now say the other side: the search goes on without the old verdict.
+    RetractVerdicts({probe_position}, /*probe_again=*/false, judgement.reason, now);
+    ClassifyPending(now);
+    return;
+  }
+  if (judgement.more_runs > 0) {
+    book_.Extend(probe_position, judgement.more_runs);
+    return;
+  }
+  ApplyVerdict(probe_position, judgement.verdict, now);
+}
+
+void BisectJob::EvaluateFlakyBaselines(absl::Time now) {
+  const int good_position = calibration_.good_probe();
+  const int bad_position = calibration_.bad_probe();
+  const RunCounts good = CountRuns(book_.probe(good_position));
+  const RunCounts bad = CountRuns(book_.probe(bad_position));
+  const int min_runs = status_.spec().runs_per_commit();
+  const int max_runs = status_.spec().max_runs();
+  if (bad.failures < kFlakyBadFailures && bad.runs() < max_runs) {
+    book_.Extend(bad_position, std::min(std::max(min_runs, bad.runs()), max_runs - bad.runs()));
+    return;
+  }
+  if (bad.failures == 0) {
+    if (bad.runs() < max_runs) {
+      // As many runs again as it had (at least --runs): a rare flake is found in a few tasks.
+      book_.Extend(bad_position, std::min(std::max(min_runs, bad.runs()), max_runs - bad.runs()));
+      return;
+    }
+    Finish(v1::OUTCOME_NO_REGRESSION, FlakyPassesAtBadText(book_.probe(bad_position), bad.runs()),
+           now);
+    return;
+  }
+  if (good.failures > 0 && good.runs() < min_runs) {
+    // The worker stopped at the failure: the rest of --runs says whether GOOD fails often.
+    book_.Extend(good_position, min_runs - good.runs());
+    return;
+  }
+  if (2 * good.failures > good.runs()) {
+    Finish(v1::OUTCOME_ERROR,
+           FlakyFailsAtGoodText(book_.probe(good_position), good.failures, good.runs()), now);
+    return;
+  }
+  Emit(v1::JOB_EVENT_KIND_BASELINE,
+       FlakyBaselineText(status_.good_sha(), good.failures, good.runs(), status_.bad_sha(),
+                         bad.failures, bad.runs()),
+       nullptr, now);
+  status_.set_state(v1::JOB_STATE_BISECTING);
+}
+
+bool BisectJob::FlakyCulpritNeedsRuns(absl::Time now) {
+  if (search_.Candidates().size() != 1) return false;
+  for (const v1::Probe& probe : status_.probes()) {
+    if (probe.kind() == v1::PROBE_KIND_BISECT &&
+        (probe.state() == v1::PROBE_STATE_PENDING || probe.state() == v1::PROBE_STATE_RUNNING)) {
+      return true;  // A boundary commit is measured again.
+    }
+  }
+  const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
+      status_.commit_count(), FlakyEvidence(status_, calibration_), FlakyPosteriorOptions());
+  if (!posterior.ok()) return false;
+  const FlakyOptions options = OptionsOf(status_.spec());
+  const int last_good = search_.last_good();
+  const int first_bad = search_.first_bad();
+  const int good_row = DecidingProbe(status_, last_good, v1::VERDICT_GOOD);
+  const int bad_row = DecidingProbe(status_, first_bad, v1::VERDICT_BAD);
+  // A marked commit or an endpoint has no probe to extend: it has run all it may.
+  const int good_runs = good_row < 0 ? options.max_runs : CountRuns(book_.probe(good_row)).runs();
+  const int bad_runs = bad_row < 0 ? options.max_runs : CountRuns(book_.probe(bad_row)).runs();
+  const FlakyCulpritCheck check =
+      CheckFlakyCulprit(*posterior, last_good, first_bad, good_runs, bad_runs, options);
+  if (check.remeasure < 0) return false;
+  const int row = check.remeasure == last_good ? good_row : bad_row;
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       FlakyRemeasureText(check.probability, options.confidence, commits_[check.remeasure].sha(),
+                          check.more_runs),
+       nullptr, now);
+  book_.Extend(row, check.more_runs);
+  return true;
+}
+
+}  // namespace kbisect
