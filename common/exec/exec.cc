@@ -31,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -395,21 +396,47 @@ absl::Status ChildErrorToStatus(const ExecRequest& request, const std::string& p
 // which in a large multi-threaded process (the coordinator with W local workers) costs a
 // page-table copy per bench run and a TLB shootdown on each later write to a shared page.
 // A function of its own, so that nothing in the caller's frame lives across vfork's two returns.
-__attribute__((noinline)) pid_t StartChild(const char* path, char* const* argv,
-                                           char* const* envp, const char* cwd, int stdin_fd,
-                                           int output_fd, int error_fd, int max_fd) {
+__attribute__((noinline)) pid_t StartChild(const char* path, char* const* argv, char* const* envp,
+                                           const char* cwd, int stdin_fd, int output_fd,
+                                           int error_fd, int max_fd) {
   const pid_t pid = vfork();
   if (pid == 0) RunChild(path, argv, envp, cwd, stdin_fd, output_fd, error_fd, max_fd);
   return pid;
 }
 
+// A program that is "busy" (ETXTBSY) is tried this many times, waiting 5 ms, 10 ms, ... between.
+constexpr int kTextBusyAttempts = 8;
+
 class SubprocessRunner : public CommandRunner {
  public:
   absl::StatusOr<ExecResult> Run(const ExecRequest& request, const Cancellation* cancel) override;
+
+ private:
+  // One attempt. `exec_errno` is set to execve's errno when the child could not execute.
+  absl::StatusOr<ExecResult> RunOnce(const ExecRequest& request, const Cancellation* cancel,
+                                     int* exec_errno);
 };
 
 absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
                                                  const Cancellation* cancel) {
+  // execve fails with ETXTBSY ("Text file busy") while any process holds the program open for
+  // writing. In a process that checks out files on some threads and starts commands on others
+  // (the slots of `kbisect run`), a child forked by one thread inherits for an instant the
+  // descriptor another thread is writing a script through, until it closes its descriptors: a
+  // freshly checked-out ./bench.sh can be busy for that instant. It clears within milliseconds,
+  // so the command is started again (as Go's os/exec does), not reported as broken.
+  absl::Duration backoff = absl::Milliseconds(5);
+  for (int attempt = 1;; ++attempt) {
+    int exec_errno = 0;
+    absl::StatusOr<ExecResult> result = RunOnce(request, cancel, &exec_errno);
+    if (exec_errno != ETXTBSY || attempt >= kTextBusyAttempts) return result;
+    absl::SleepFor(backoff);
+    backoff *= 2;
+  }
+}
+
+absl::StatusOr<ExecResult> SubprocessRunner::RunOnce(const ExecRequest& request,
+                                                     const Cancellation* cancel, int* exec_errno) {
   // --- Validate and prepare everything the child needs. ---
   if (request.argv.empty() == request.shell_command.empty()) {
     return absl::InvalidArgumentError(
@@ -511,6 +538,7 @@ absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    if (failure.stage == kStageExec) *exec_errno = failure.error;
     return ChildErrorToStatus(request, *path, failure);
   }
 

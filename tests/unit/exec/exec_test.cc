@@ -111,6 +111,35 @@ TEST_F(ExecTest, CapturesExitCodeAndOutput) {
   EXPECT_EQ(result.Describe(), "exited with code 3");
 }
 
+TEST_F(ExecTest, AProgramBusyForAnInstantIsStartedOnceItIsFree) {
+  // A script still open for writing cannot be executed (ETXTBSY), as when another thread of
+  // the process checks it out while a child forked by a third holds its descriptor. Held for
+  // 40 ms, the command still starts; held forever, the error says so.
+  char dir_template[] = "/tmp/kbisect-exec-busy-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string script = absl::StrCat(dir_template, "/busy.sh");
+  const int fd = open(script.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  ASSERT_GE(fd, 0);
+  const std::string body = "#!/bin/sh\necho ran\n";
+  ASSERT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
+  std::thread closer([fd] {
+    absl::SleepFor(absl::Milliseconds(40));
+    close(fd);
+  });
+  const ExecResult result = MustRun(Argv({script}));
+  closer.join();
+  EXPECT_EQ(result.output, "ran\n");
+
+  const int held = open(script.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  absl::StatusOr<ExecResult> busy = runner_->Run(Argv({script}), nullptr);
+  close(held);
+  ASSERT_FALSE(busy.ok());
+  EXPECT_THAT(std::string(busy.status().message()), ::testing::HasSubstr("Text file busy"));
+  unlink(script.c_str());
+  rmdir(dir_template);
+}
+
 TEST_F(ExecTest, SuccessIsOk) {
   ExecResult result = MustRun(Argv({"true"}));
   EXPECT_EQ(result.exit_code, 0);
