@@ -2,7 +2,8 @@
 # README command (2): installs what is missing, builds, and runs every test with ctest.
 #   scripts/test.sh [ctest args...]                  GCC build in build/
 #   scripts/test.sh --sanitize address,undefined [ctest args...]
-#       clang build with those sanitizers (and -Wthread-safety -Werror) in build-san-<list>/,
+#       clang build with those sanitizers (and -Wthread-safety -Werror; with address also the
+#       fuzz targets) in build-san-<list>/,
 #       the whole suite under them: any ASan/UBSan report fails its test; LeakSanitizer too,
 #       except the stacks tests/sanitizers/lsan.supp names (each with its reason).
 set -euo pipefail
@@ -15,10 +16,14 @@ if [ "${1:-}" = "--sanitize" ]; then
   if ! command -v clang++ >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends clang >/dev/null
   fi
+  # With ASan the same build carries the fuzz targets (coverage-instrumented), so that
+  # scripts/fuzz.sh --build-dir "$dir" compiles nothing again (docs/decisions.md 81).
+  fuzz=OFF
+  if [[ ",$sanitizers," == *,address,* ]]; then fuzz=ON; fi
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-      -DKBISECT_SANITIZE="$sanitizers" -DKBISECT_THREAD_SAFETY=ON
+      -DKBISECT_SANITIZE="$sanitizers" -DKBISECT_THREAD_SAFETY=ON -DKBISECT_FUZZ="$fuzz"
   fi
   cmake --build "$dir" -j "$(nproc)"
   supp="$PWD/tests/sanitizers"

@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
+#include "common/spec/job_spec.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job/marks.h"
-#include "common/spec/job_spec.h"
 #include "tests/fuzz/job_driver.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

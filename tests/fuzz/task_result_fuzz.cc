@@ -31,8 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kbisect::BisectJob job("job-fuzz", spec, kbisect::fuzz::MakeCommits(commits),
                          kbisect::fuzz::kStart);
   kbisect::fuzz::Drive(
-      &job, 400,
-      [&input](const kbisect::v1::Task& task) -> std::optional<kbisect::v1::TaskResult> {
+      &job, 400, [&input](const kbisect::v1::Task& task) -> std::optional<kbisect::v1::TaskResult> {
         switch (input.ConsumeIntegralInRange(0, 3)) {
           case 0: {
             kbisect::v1::TaskResult result;

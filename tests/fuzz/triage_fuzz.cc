@@ -14,10 +14,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static constexpr kbisect::triage::InputFormat kFormats[] = {
-      kbisect::triage::InputFormat::kAuto,
-      kbisect::triage::InputFormat::kHelionDashboard,
-      kbisect::triage::InputFormat::kHelionPretuned,
-      kbisect::triage::InputFormat::kCsv,
+      kbisect::triage::InputFormat::kAuto,           kbisect::triage::InputFormat::kHelionDashboard,
+      kbisect::triage::InputFormat::kHelionPretuned, kbisect::triage::InputFormat::kCsv,
       kbisect::triage::InputFormat::kJsonLines,
   };
   const kbisect::triage::InputFormat format = kFormats[data[0] % 5];
