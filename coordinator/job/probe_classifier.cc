@@ -241,9 +241,14 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
     if (static_cast<int>(n) < max_runs) {
       // Enough runs of each for the clear z, if the spread and the difference hold: at least
       // half again as many, at most twice as many.
-      const double wanted = mean_difference > 0
-                                ? 2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2)
-                                : 2.0 * static_cast<double>(n);
+      // Capped at 2n in floating point (more than n more runs are never asked for below): a
+      // tiny difference or a huge spread makes the quotient infinite, and casting that to int
+      // is undefined (found by tests/fuzz/task_result_fuzz).
+      const double wanted =
+          mean_difference > 0 && std::isfinite(sigma)
+              ? std::min(2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2),
+                         2.0 * static_cast<double>(n))
+              : 2.0 * static_cast<double>(n);
       const int more = std::clamp(static_cast<int>(std::ceil(wanted)) - static_cast<int>(n),
                                   std::max(2, static_cast<int>(n) / 4), static_cast<int>(n));
       out.more_runs = std::min(more, max_runs - static_cast<int>(n));

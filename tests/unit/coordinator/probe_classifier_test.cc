@@ -85,6 +85,16 @@ TEST(ProbeClassifierTest, SingleStepNoiseNearTheThresholdIsJudgedByTheEvidence) 
   EXPECT_EQ(c.verdict, v1::VERDICT_GOOD) << c.reason;
 }
 
+// Found by tests/fuzz/task_result_fuzz: a spread too large for a double made the number of runs
+// wanted infinite, and its cast to int undefined. Such baselines ask for as many runs as allowed.
+TEST(ProbeClassifierTest, BaselinesWithAnOverflowingSpreadAskForTheMostRuns) {
+  const BaselineAssessment wild =
+      AssessBaselines({1.0, 1.0, 1.0, 1e300, -1e300}, {1.1, 1.1, 1.1, 1e300, -1e300},
+                      v1::DIRECTION_LOWER_IS_BETTER, 0.0);
+  EXPECT_FALSE(wild.regression);
+  EXPECT_EQ(wild.more_runs, 5) << wild.reason;
+}
+
 TEST(ProbeClassifierTest, BaselinesNeedRunsUntilTheMidpointIsSharp) {
   // Three runs each, 10% apart with 5% noise: too thin to place the midpoint.
   const BaselineAssessment thin =
