@@ -46,7 +46,7 @@ seed() {
         protoc -I proto --encode=kbisect.v1.SubmitJobRequest proto/kbisect/v1/kbisect.proto \
           < "$f" > "$out/$(basename "$f" .txtpb).bin"
       done ;;
-    task_result_fuzz) printf '\x01\x03\x10\x03\x03\x03\x03\x03\x03\x03\x03' > "$out/steps" ;;
+    task_result_fuzz) cp tests/fuzz/seeds/task_result/* "$out/" ;;
   esac
 }
 

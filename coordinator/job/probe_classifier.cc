@@ -156,7 +156,10 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
     const double per_run =
         std::max(1e-9, std::min(cap, mean_step * mean_step / (2 * sigma * sigma)));
     const double missing = std::max(0.0, options.evidence - std::fabs(evidence));
-    const int expected = static_cast<int>(std::ceil(missing / per_run));
+    // Compared before the cast: far from the threshold the quotient passes INT_MAX (found by
+    // tests/fuzz/task_result_fuzz), and only up to n of it is used.
+    const double expected_runs = std::ceil(missing / per_run);
+    const int expected = expected_runs < n ? static_cast<int>(expected_runs) : n;
     out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}), options.max_runs - n);
     out.reason =
         absl::StrFormat("median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs",
