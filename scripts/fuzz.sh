@@ -19,9 +19,7 @@ done
 all=(metric_fuzz triage_fuzz root_cause_fuzz smi_fuzz submit_job_fuzz task_result_fuzz)
 targets=("$@")
 if [ $# -eq 0 ]; then targets=("${all[@]}"); fi
-if ! command -v clang++ >/dev/null 2>&1; then
-  apt-get install -y -qq --no-install-recommends clang >/dev/null
-fi
+scripts/install-deps.sh
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DKBISECT_FUZZ=ON >/dev/null

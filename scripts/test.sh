@@ -13,9 +13,6 @@ if [ "${1:-}" = "--sanitize" ]; then
   sanitizers="${2:?--sanitize needs a list, e.g. address,undefined}"
   shift 2
   dir="build-san-${sanitizers//,/-}"
-  if ! command -v clang++ >/dev/null 2>&1; then
-    apt-get install -y -qq --no-install-recommends clang >/dev/null
-  fi
   # With ASan the same build carries the fuzz targets (coverage-instrumented), so that
   # scripts/fuzz.sh --build-dir "$dir" compiles nothing again (docs/decisions.md 81).
   fuzz=OFF
