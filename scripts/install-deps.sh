@@ -33,6 +33,9 @@ PACKAGES=(
   # Slurm 22.05 (slurmctld, slurmd, sbatch, srun) and munge: tests/integration/slurm_test runs
   # the worker pool through deploy/slurm/ on a real single-node Slurm the test starts.
   slurm-wlm munge
+  # clang 14 with its sanitizer and libFuzzer runtimes, and llvm-symbolizer for their stack
+  # traces: scripts/test.sh --sanitize, scripts/check-thread-safety.sh, scripts/fuzz.sh.
+  clang libclang-rt-14-dev llvm
   # patchelf: scripts/package.sh sets the bundle's $ORIGIN/../lib rpath on the shared libraries.
   patchelf
 )

@@ -59,7 +59,7 @@ bool FakeClock::Register(Waiter* waiter) {
   return true;
 }
 
-void FakeClock::Unregister(Waiter* waiter) {
+void FakeClock::Unregister(Waiter* waiter, absl::Mutex* waiter_mu) {
   mu_.Lock();
   waiters_.erase(std::find(waiters_.begin(), waiters_.end(), waiter));
   if (waiter->wakers == 0) {
@@ -68,11 +68,11 @@ void FakeClock::Unregister(Waiter* waiter) {
   }
   // An Advance is about to lock the waiter's mutex: let it, so that it can finish with `waiter`
   // before `waiter` goes away. Lock order is always waiter's mutex, then mu_.
-  waiter->mu->Unlock();
+  waiter_mu->Unlock();
   mu_.Await(absl::Condition(
       +[](Waiter* w) { return w->wakers == 0; }, waiter));
   mu_.Unlock();
-  waiter->mu->Lock();
+  waiter_mu->Lock();
 }
 
 bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
@@ -90,7 +90,7 @@ bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condit
   } wait{&condition, &waiter};
   mu->Await(absl::Condition(
       +[](Wait* w) { return w->waiter->reached || w->condition->Eval(); }, &wait));
-  Unregister(&waiter);
+  Unregister(&waiter, mu);
   return condition.Eval();
 }
 
@@ -102,7 +102,7 @@ bool FakeClock::WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time 
   Waiter waiter{mu, cv, deadline};
   if (!Register(&waiter)) return true;
   cv->Wait(mu);
-  Unregister(&waiter);
+  Unregister(&waiter, mu);
   return waiter.reached;
 }
 

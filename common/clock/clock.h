@@ -106,8 +106,10 @@ class FakeClock : public Clock {
   // Registers `waiter` unless its deadline has been reached already; returns whether it did.
   bool Register(Waiter* waiter) ABSL_LOCKS_EXCLUDED(mu_);
   // Unregisters `waiter`, waiting for an Advance that is waking it to be done with it. May
-  // release and reacquire the waiter's mutex (held on entry and on return).
-  void Unregister(Waiter* waiter) ABSL_LOCKS_EXCLUDED(mu_);
+  // release and reacquire the waiter's mutex `waiter_mu` (== waiter->mu, held on entry and on
+  // return; passed on its own so that -Wthread-safety can check it).
+  void Unregister(Waiter* waiter, absl::Mutex* waiter_mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(waiter_mu)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);

@@ -135,25 +135,70 @@ absl::Status CopyObjects(const fs::path& src, const fs::path& dst) {
   return absl::OkStatus();
 }
 
-// Fetches all refs of the mirror's origin remote (pointed at `source`) with pruning.
-absl::Status FetchLocked(git_repository* repo, const Source& source) {
-  git_remote* raw_remote = nullptr;
-  int rc = git_remote_lookup(&raw_remote, repo, kRemoteName);
-  if (rc == GIT_ENOTFOUND) {
-    rc = git_remote_create_with_fetchspec(&raw_remote, repo, kRemoteName, source.url.c_str(),
-                                          kMirrorRefspec);
+// The mirror's remote is kept as plain config (remote.origin.url and .fetch, as `git clone
+// --mirror` writes them) and fetched through an anonymous remote. libgit2 1.5's
+// git_remote_lookup and git_remote_create_with_fetchspec run its url.*.insteadOf glob over the
+// config, and its PCRE2 matcher leaks about 20 KiB on every entry that does not match (fixed in
+// libgit2 1.6): hundreds of KiB a fetch for the life of a worker or coordinator. The rewrite
+// is applied here instead, without a regex (docs/decisions.md 80).
+
+// Records `url` as the mirror's origin in `repo`'s config unless it is already.
+absl::Status RecordOrigin(git_repository* repo, const std::string& url) {
+  git_config* raw_config = nullptr;
+  int rc = git_repository_config(&raw_config, repo);
+  if (rc != 0) return Git2Error(rc, "cannot open the mirror's config");
+  ConfigPtr config(raw_config);
+  OwnedBuf current;
+  const std::string url_key = absl::StrCat("remote.", kRemoteName, ".url");
+  if (git_config_get_string_buf(current.get(), config.get(), url_key.c_str()) == 0 &&
+      url == current.get()->ptr) {
+    return absl::OkStatus();
   }
+  if ((rc = git_config_set_string(config.get(), url_key.c_str(), url.c_str())) != 0 ||
+      (rc = git_config_set_string(
+           config.get(), absl::StrCat("remote.", kRemoteName, ".fetch").c_str(), kMirrorRefspec)) !=
+          0) {
+    return Git2Error(rc, "cannot record the mirror's remote");
+  }
+  return absl::OkStatus();
+}
+
+// Rewrites `url` by the longest matching url.<base>.insteadOf of `repo`'s config (repository,
+// global and system), as git and git_remote_lookup do.
+std::string ApplyInsteadOf(git_repository* repo, const std::string& url) {
+  git_config* raw_config = nullptr;
+  if (git_repository_config_snapshot(&raw_config, repo) != 0) return url;
+  ConfigPtr config(raw_config);
+  git_config_iterator* raw_it = nullptr;
+  if (git_config_iterator_new(&raw_it, config.get()) != 0) return url;
+  std::unique_ptr<git_config_iterator, void (*)(git_config_iterator*)> it(raw_it,
+                                                                          git_config_iterator_free);
+  std::string best_base;
+  size_t best_length = 0;
+  git_config_entry* entry = nullptr;
+  while (git_config_next(&entry, it.get()) == 0) {
+    // Names come normalised: section and key in lower case, the subsection (base) as written.
+    const absl::string_view name(entry->name);
+    if (!absl::StartsWith(name, "url.") || !absl::EndsWith(name, ".insteadof")) continue;
+    const absl::string_view prefix(entry->value == nullptr ? "" : entry->value);
+    if (prefix.size() <= best_length || !absl::StartsWith(url, prefix)) continue;
+    best_base = std::string(name.substr(4, name.size() - 4 - std::strlen(".insteadof")));
+    best_length = prefix.size();
+  }
+  return best_length == 0 ? url : absl::StrCat(best_base, url.substr(best_length));
+}
+
+// Fetches all refs of `source` into the mirror with pruning, recording it as the mirror's origin.
+absl::Status FetchLocked(git_repository* repo, const Source& source) {
+  RETURN_IF_ERROR(RecordOrigin(repo, source.url));
+  git_remote_create_options create = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  create.repository = repo;
+  create.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+  git_remote* raw_remote = nullptr;
+  const std::string url = ApplyInsteadOf(repo, source.url);
+  int rc = git_remote_create_with_opts(&raw_remote, url.c_str(), &create);
   if (rc != 0) return Git2Error(rc, "cannot set up the mirror's remote");
   RemotePtr remote(raw_remote);
-  const char* current_url = git_remote_url(remote.get());
-  if (current_url == nullptr || source.url != current_url) {
-    rc = git_remote_set_url(repo, kRemoteName, source.url.c_str());
-    if (rc != 0) return Git2Error(rc, "cannot update the mirror's remote URL");
-    git_remote* reloaded = nullptr;
-    rc = git_remote_lookup(&reloaded, repo, kRemoteName);
-    if (rc != 0) return Git2Error(rc, "cannot reload the mirror's remote");
-    remote.reset(reloaded);
-  }
   git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
   int attempts = 0;
   options.callbacks.credentials = AcquireCredentials;
@@ -194,12 +239,7 @@ absl::Status BuildMirror(const Source& source, const std::string& partial) {
       (rc = git_config_set_bool(config.get(), "remote.origin.mirror", 1)) != 0) {
     return Git2Error(rc, "cannot write the mirror's config");
   }
-  git_remote* raw_remote = nullptr;
-  rc = git_remote_create_with_fetchspec(&raw_remote, repo.get(), kRemoteName, source.url.c_str(),
-                                        kMirrorRefspec);
-  RemotePtr created_remote(raw_remote);
-  if (rc != 0) return Git2Error(rc, "cannot set up the mirror's remote");
-  created_remote.reset();
+  RETURN_IF_ERROR(RecordOrigin(repo.get(), source.url));
 
   if (source.local) {
     RepositoryPtr src = OpenExactly(source.url);

@@ -145,6 +145,9 @@ std::optional<UnitInfo> LookupUnit(absl::string_view token) {
 // Reads a unit token right after a number: optional spaces, then letters, '/', '%' and non-ASCII
 // bytes. Returns the recognised unit, if any. A bare "x" counts only when attached ("1.5x").
 std::optional<UnitInfo> ReadUnitAfter(absl::string_view text, size_t pos) {
+  // A regex capture may run past the end of its line (a class such as [\d\s]+ takes the
+  // newline): nothing follows it on that line.
+  if (pos > text.size()) return std::nullopt;
   size_t p = pos;
   while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
   const bool spaced = p > pos;

@@ -66,10 +66,18 @@ class NoiseDensity {
     x_min = std::min(x_min, -kKernelReach * bandwidth_) - kKernelReach * bandwidth_;
     x_max = std::max(x_max, kKernelReach * bandwidth_) + kKernelReach * bandwidth_;
     step_ = bandwidth_ / kStepsPerBandwidth;
-    int points = static_cast<int>(std::ceil((x_max - x_min) / step_)) + 1;
-    if (points > kMaxGrid) {
-      points = kMaxGrid;
+    // Sized in floating point before any cast: residuals near the double range make the span
+    // infinite, and casting that to int is undefined (found by tests/fuzz/task_result_fuzz).
+    // Such a grid is one cell, which Locate refuses every residual of.
+    const double cells = std::ceil((x_max - x_min) / step_) + 1;
+    int points = kMaxGrid;
+    if (!std::isfinite(cells) || !std::isfinite(step_) || step_ <= 0) {
+      points = 1;
+      step_ = 1;
+    } else if (cells > kMaxGrid) {
       step_ = (x_max - x_min) / (points - 1);
+    } else {
+      points = static_cast<int>(cells);
     }
     origin_ = x_min;
     points_ = points;
@@ -80,7 +88,8 @@ class NoiseDensity {
       bins[cell] += 1 - frac;
       if (cell + 1 < points) bins[cell + 1] += frac;
     }
-    const int reach = static_cast<int>(std::ceil(kKernelReach * bandwidth_ / step_));
+    const double reach_cells = std::ceil(kKernelReach * bandwidth_ / step_);
+    const int reach = reach_cells < points ? static_cast<int>(reach_cells) : points;
     std::vector<double> kernel(2 * reach + 1);
     for (int t = -reach; t <= reach; ++t) {
       kernel[t + reach] = Gauss(t * step_ / bandwidth_) / bandwidth_;

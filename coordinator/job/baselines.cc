@@ -33,7 +33,10 @@ int BisectJob::CalibrationRunsNeeded() const {
   const double noise = calibration_.JobNoise();
   if (step == 0 || noise == 0) return floor;
   const double z = 3.0 * noise / (step / 3.0);
-  return std::clamp(static_cast<int>(std::ceil(2.0 * z * z)), 1, floor);
+  // Compared before the cast, which an infinite or huge z would make undefined.
+  const double runs = std::ceil(2.0 * z * z);
+  if (!(runs < floor)) return floor;
+  return std::clamp(static_cast<int>(runs), 1, floor);
 }
 
 bool BisectJob::BaselinesReady() const {

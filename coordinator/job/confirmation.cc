@@ -17,6 +17,9 @@ int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_r
   // step; k such that the step is kConfirmationZ of them.
   const double noise = kMedianEfficiency * std::fabs(sigma) / std::fabs(step);
   const double wanted = 2.0 * std::pow(kConfirmationZ * noise, 2);
+  // Compared before the cast, which an infinite or NaN ratio (sigma or step out of range) would
+  // make undefined.
+  if (!(wanted - 1e-9 < cap)) return cap;
   const int needed = static_cast<int>(std::ceil(wanted - 1e-9));
   return std::clamp(needed, floor, cap);
 }

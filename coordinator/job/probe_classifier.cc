@@ -157,7 +157,10 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
     const double per_run =
         std::max(1e-9, std::min(cap, mean_step * mean_step / (2 * sigma * sigma)));
     const double missing = std::max(0.0, options.evidence - std::fabs(evidence));
-    const int expected = static_cast<int>(std::ceil(missing / per_run));
+    // Compared before the cast: far from the threshold the quotient passes INT_MAX (found by
+    // tests/fuzz/task_result_fuzz), and only up to n of it is used.
+    const double expected_runs = std::ceil(missing / per_run);
+    const int expected = expected_runs < n ? static_cast<int>(expected_runs) : n;
     out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}), options.max_runs - n);
     out.reason =
         absl::StrFormat("median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs",
@@ -242,9 +245,14 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
     if (static_cast<int>(n) < max_runs) {
       // Enough runs of each for the clear z, if the spread and the difference hold: at least
       // half again as many, at most twice as many.
-      const double wanted = mean_difference > 0
-                                ? 2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2)
-                                : 2.0 * static_cast<double>(n);
+      // Capped at 2n in floating point (more than n more runs are never asked for below): a
+      // tiny difference or a huge spread makes the quotient infinite, and casting that to int
+      // is undefined (found by tests/fuzz/task_result_fuzz).
+      const double wanted =
+          mean_difference > 0 && std::isfinite(sigma)
+              ? std::min(2.0 * std::pow(kBaselineClearZ * sigma / mean_difference, 2),
+                         2.0 * static_cast<double>(n))
+              : 2.0 * static_cast<double>(n);
       const int more = std::clamp(static_cast<int>(std::ceil(wanted)) - static_cast<int>(n),
                                   std::max(2, static_cast<int>(n) / 4), static_cast<int>(n));
       out.more_runs = std::min(more, max_runs - static_cast<int>(n));

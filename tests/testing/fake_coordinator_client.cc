@@ -42,9 +42,13 @@ void FakeCoordinatorClient::Shutdown() {
 absl::StatusOr<v1::OpenSessionResponse> FakeCoordinatorClient::OpenSession(
     const v1::OpenSessionRequest& request, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  return Answer(&open_session_, request, [&] {
+  // Counted here, under the lock, rather than in the fallback (which -Wthread-safety cannot see
+  // runs under it): a default answer is given exactly when no scripted one is queued.
+  if (open_session_.answers.empty()) ++sessions_opened_;
+  const int session = sessions_opened_;
+  return Answer(&open_session_, request, [&request, session] {
     v1::OpenSessionResponse response;
-    response.set_session_id(absl::StrCat("session-", ++sessions_opened_));
+    response.set_session_id(absl::StrCat("session-", session));
     response.set_worker_id(request.worker_name());
     return response;
   });
@@ -56,7 +60,8 @@ absl::StatusOr<v1::SynchronizeResponse> FakeCoordinatorClient::Synchronize(
   synchronize_.requests.push_back(request);  // Answered below, once there is an answer.
   ++blocked_polls_;
   mu_.Await(absl::Condition(
-      +[](FakeCoordinatorClient* self) {
+      // Conditions run with mu_ held; the annotation lets -Wthread-safety check the body.
+      +[](FakeCoordinatorClient* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
         return self->shutdown_ || self->cancel_pending_ || !self->synchronize_.answers.empty();
       },
       this));
@@ -144,17 +149,21 @@ bool FakeCoordinatorClient::WaitForCalls(Rpc rpc, int n, absl::Duration real_tim
     int n;
   } enough{this, rpc, n};
   absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](Enough* e) { return e->self->CallsLocked(e->rpc) >= e->n; }, &enough),
-      real_timeout);
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](Enough* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->self->mu_) {
+                                    return e->self->CallsLocked(e->rpc) >= e->n;
+                                  },
+                                  &enough),
+                              real_timeout);
 }
 
 bool FakeCoordinatorClient::WaitForBlockedPoll(absl::Duration real_timeout) const {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(
       absl::Condition(
-          +[](const FakeCoordinatorClient* self) { return self->blocked_polls_ > 0; }, this),
+          +[](const FakeCoordinatorClient* self)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) { return self->blocked_polls_ > 0; },
+          this),
       real_timeout);
 }
 

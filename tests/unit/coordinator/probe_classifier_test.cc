@@ -28,6 +28,18 @@ TEST(ProbeClassifierTest, ClearSamplesDecideAfterThreeRuns) {
   EXPECT_EQ(ClassifyProbe({1.5, 1.505, 1.495}, good, bad, options).verdict, v1::VERDICT_BAD);
 }
 
+// Found by tests/fuzz/task_result_fuzz: with noise a million times the step, the runs the missing
+// evidence needs passed INT_MAX and their cast to int was undefined. They are capped as before.
+TEST(ProbeClassifierTest, NoiseFarAboveTheStepAsksForAtMostTwiceTheRuns) {
+  const std::vector<double> good = {1.0, 1e6, -1e6, 1.0, 1e6, -1e6};
+  const std::vector<double> bad = {1.1, 1e6, -1e6, 1.1, 1e6, -1e6};
+  ClassifierOptions options;
+  const ProbeClassification c = ClassifyProbe({1.05, 1e6, -1e6}, good, bad, options);
+  EXPECT_EQ(c.verdict, v1::VERDICT_UNSPECIFIED) << c.reason;
+  EXPECT_GE(c.more_runs, 2) << c.reason;
+  EXPECT_LE(c.more_runs, 3) << c.reason;
+}
+
 TEST(ProbeClassifierTest, UnclearSamplesAskForAsManyRunsAsTheMissingEvidenceNeeds) {
   // GOOD 1.0, BAD 1.1, 5% noise: one step is two standard deviations, about two units of
   // evidence per run. Three runs near the midpoint leave most of the 7 units missing.
@@ -83,6 +95,16 @@ TEST(ProbeClassifierTest, SingleStepNoiseNearTheThresholdIsJudgedByTheEvidence) 
     c = ClassifyProbe(probe, good, bad, options);
   }
   EXPECT_EQ(c.verdict, v1::VERDICT_GOOD) << c.reason;
+}
+
+// Found by tests/fuzz/task_result_fuzz: a spread too large for a double made the number of runs
+// wanted infinite, and its cast to int undefined. Such baselines ask for as many runs as allowed.
+TEST(ProbeClassifierTest, BaselinesWithAnOverflowingSpreadAskForTheMostRuns) {
+  const BaselineAssessment wild =
+      AssessBaselines({1.0, 1.0, 1.0, 1e300, -1e300}, {1.1, 1.1, 1.1, 1e300, -1e300},
+                      v1::DIRECTION_LOWER_IS_BETTER, 0.0);
+  EXPECT_FALSE(wild.regression);
+  EXPECT_EQ(wild.more_runs, 5) << wild.reason;
 }
 
 TEST(ProbeClassifierTest, BaselinesNeedRunsUntilTheMidpointIsSharp) {

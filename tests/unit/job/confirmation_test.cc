@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/confirmation.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -16,6 +17,10 @@ TEST(ConfirmationTest, PairsFollowTheNoiseAgainstTheStep) {
   EXPECT_EQ(ConfirmationPairsNeeded(1, 25, 3, 30), 3);
   // 5% noise against a 10% step: 2 * (4 * 1.2533 * 0.5)^2 = 12.6 -> 13 pairs.
   EXPECT_EQ(ConfirmationPairsNeeded(5, 10, 3, 30), 13);
+  // Noise out of range (found while fixing tests/fuzz/task_result_fuzz's casts): everything,
+  // never an undefined cast of an infinite or NaN count.
+  EXPECT_EQ(ConfirmationPairsNeeded(1e300, 1e-300, 3, 30), 30);
+  EXPECT_EQ(ConfirmationPairsNeeded(std::nan(""), 10, 3, 30), 30);
   // Never past max_runs; a zero step asks for everything.
   EXPECT_EQ(ConfirmationPairsNeeded(10, 10, 3, 30), 30);
   EXPECT_EQ(ConfirmationPairsNeeded(1, 0, 3, 30), 30);

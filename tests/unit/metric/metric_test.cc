@@ -242,6 +242,16 @@ TEST(RegexTest, LastMatchWinsAndUnitIsRead) {
   EXPECT_EQ(m.matched_text, "Latency: 1500");
 }
 
+// Found by tests/fuzz/metric_fuzz: a capture that takes the newline used to read the unit past
+// the end of its line and throw std::out_of_range from string_view::substr.
+TEST(RegexTest, CaptureRunningPastItsLineHasNoUnit) {
+  const Metric m = MustExtract(Regex(R"(v=([\d\s]+))"), "v=6\n\nnext line ms\n");
+  EXPECT_DOUBLE_EQ(m.value, 6);
+  EXPECT_EQ(m.unit, "");
+  const Metric spaced = MustExtract(Regex(R"(latency=([\d.\n]+))"), "latency=1.5\n\n");
+  EXPECT_DOUBLE_EQ(spaced.value, 1.5);
+}
+
 TEST(RegexTest, SeedGrepPatterns) {
   // The seed's `grep -oP 'Throughput:\s*\K[\d.]+'` becomes a capture group.
   const Metric t = MustExtract(Regex(R"(Throughput:\s*([\d.]+))"), "Throughput: 456 GB/s\n");

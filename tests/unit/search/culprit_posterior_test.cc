@@ -69,6 +69,26 @@ TEST(CulpritPosteriorTest, DeterministicSamplesGiveCertainty) {
   EXPECT_GT(posterior->probability[64], 0.999);
 }
 
+// Found by tests/fuzz/task_result_fuzz: finite samples near the double range made the noise
+// grid's span infinite and its cast to int undefined (scripts/test.sh --sanitize catches a
+// regression). The posterior is still a distribution over the positions.
+TEST(CulpritPosteriorTest, SamplesNearTheDoubleRangeStillGiveADistribution) {
+  std::vector<CommitEvidence> evidence(2);
+  evidence[0].index = 0;
+  evidence[0].samples = {1e300, -1e300, 1.0};
+  evidence[1].index = 4;
+  evidence[1].samples = {1e300, -1e300, 2.0};
+  const auto posterior = ComputeCulpritPosterior(4, evidence);
+  ASSERT_TRUE(posterior.ok()) << posterior.status();
+  ASSERT_EQ(posterior->probability.size(), 5u);
+  double total = 0;
+  for (double p : posterior->probability) {
+    EXPECT_GE(p, 0);
+    total += p;
+  }
+  EXPECT_NEAR(total, 1.0, 1e-6);
+}
+
 TEST(CulpritPosteriorTest, AmbiguousSamplesSpreadTheProbability) {
   // The two commits next to the culprit measured once each, in noise as large as the step.
   std::vector<CommitEvidence> evidence = {

@@ -1,0 +1,50 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Fuzzes metric extraction over arbitrary benchmark output. The first byte picks the mode (auto,
+// regex or JSON path); for regex and JSON path the first line is the pattern or path and the
+// rest the output. Invalid specs must be refused with a status, never a crash; whatever is
+// extracted must be a finite number with a name.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/metric/metric.h"
+
+namespace {
+
+void Check(bool condition) {
+  if (!condition) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  std::string spec_text = "auto";
+  std::string_view output = input;
+  if (data[0] % 3 != 0) {
+    const size_t newline = input.find('\n');
+    const std::string_view pattern = input.substr(0, newline);
+    output = newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
+    spec_text = (data[0] % 3 == 1 ? "regex:" : "json:") + std::string(pattern);
+  }
+  absl::StatusOr<kbisect::MetricSpec> spec = kbisect::ParseMetricSpec(spec_text);
+  if (!spec.ok()) return 0;
+  // The textual form round-trips, since it is part of a probe's cache key.
+  absl::StatusOr<kbisect::MetricSpec> again =
+      kbisect::ParseMetricSpec(kbisect::MetricSpecToString(*spec));
+  Check(again.ok() && again->kind == spec->kind && again->pattern == spec->pattern);
+  absl::StatusOr<kbisect::Metric> metric = kbisect::ExtractMetric(*spec, output);
+  if (!metric.ok()) return 0;
+  Check(std::isfinite(metric->value));
+  Check(!metric->name.empty());
+  (void)kbisect::FormatMetric(*metric);
+  (void)kbisect::InferDirection(metric->name, metric->unit);
+  return 0;
+}
