@@ -89,6 +89,26 @@ std::vector<v1::CommitRef> Commits(int n) {
   return commits;
 }
 
+// Runs `job` in synchronous rounds of up to `workers` tasks, at most `max_rounds`, each task's
+// result from `result_of` (tasks cancelled earlier in the round get none), until it finishes or
+// hands out nothing.
+void RunSynchronousRounds(BisectJob* job, int workers, int max_rounds,
+                          const std::function<v1::TaskResult(const v1::Task&)>& result_of) {
+  for (int round = 0; round < max_rounds && !job->finished(); ++round) {
+    std::vector<v1::Task> tasks = job->TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    std::vector<std::string> cancelled;
+    for (const v1::Task& task : tasks) {
+      if (std::find(cancelled.begin(), cancelled.end(), task.task_id()) != cancelled.end()) {
+        continue;
+      }
+      for (const std::string& id : job->OnTaskFinished(task.task_id(), result_of(task), kNow)) {
+        cancelled.push_back(id);
+      }
+    }
+  }
+}
+
 // kbisect's full verdict logic, synchronous rounds of `workers` tasks.
 Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseModel& noise,
                    std::mt19937_64& rng) {
@@ -98,27 +118,17 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
   spec.add_bench_command("bench");
   spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
   BisectJob job("sim", spec, Commits(n), kNow);
-  for (int guard = 0; guard < 10000 && !job.finished(); ++guard) {
-    std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
-    if (tasks.empty()) break;
-    std::vector<std::string> cancelled;
-    for (const v1::Task& task : tasks) {
-      if (std::find(cancelled.begin(), cancelled.end(), task.task_id()) != cancelled.end()) {
-        continue;
-      }
-      v1::TaskResult result;
-      result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-      const double value = task.commit_index() >= culprit ? 1.0 + effect : 1.0;
-      for (int r = 0; r < task.runs(); ++r) {
-        const double sample = noise.sample(value, rng);
-        result.add_samples(sample);
-        result.add_runs()->set_value(sample);
-      }
-      for (const std::string& id : job.OnTaskFinished(task.task_id(), result, kNow)) {
-        cancelled.push_back(id);
-      }
+  RunSynchronousRounds(&job, workers, 10000, [&](const v1::Task& task) {
+    v1::TaskResult result;
+    result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    const double value = task.commit_index() >= culprit ? 1.0 + effect : 1.0;
+    for (int r = 0; r < task.runs(); ++r) {
+      const double sample = noise.sample(value, rng);
+      result.add_samples(sample);
+      result.add_runs()->set_value(sample);
     }
-  }
+    return result;
+  });
   const v1::JobStatus& status = job.status();
   if (std::getenv("ACCURACY_DEBUG") != nullptr &&
       !(status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit)) {
@@ -369,27 +379,17 @@ Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int w
   spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   spec.set_flaky(flaky);
   BisectJob job("sim", spec, Commits(n), kNow);
-  for (int guard = 0; guard < 100000 && !job.finished(); ++guard) {
-    std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
-    if (tasks.empty()) break;
-    std::vector<std::string> cancelled;
-    for (const v1::Task& task : tasks) {
-      if (std::find(cancelled.begin(), cancelled.end(), task.task_id()) != cancelled.end()) {
-        continue;
-      }
-      const double rate = task.commit_index() >= culprit ? bad_rate : good_rate;
-      v1::TaskResult result;
-      bool failed = false;
-      for (int code : FlakyRuns(task.runs(), rate, rng)) {
-        result.add_runs()->set_exit_code(code);
-        failed = failed || code != 0;
-      }
-      result.set_outcome(failed ? v1::TASK_OUTCOME_FAILED : v1::TASK_OUTCOME_PASSED);
-      for (const std::string& id : job.OnTaskFinished(task.task_id(), result, kNow)) {
-        cancelled.push_back(id);
-      }
+  RunSynchronousRounds(&job, workers, 100000, [&](const v1::Task& task) {
+    const double rate = task.commit_index() >= culprit ? bad_rate : good_rate;
+    v1::TaskResult result;
+    bool failed = false;
+    for (int code : FlakyRuns(task.runs(), rate, rng)) {
+      result.add_runs()->set_exit_code(code);
+      failed = failed || code != 0;
     }
-  }
+    result.set_outcome(failed ? v1::TASK_OUTCOME_FAILED : v1::TASK_OUTCOME_PASSED);
+    return result;
+  });
   const v1::JobStatus& status = job.status();
   Outcome out;
   out.exact = status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit;

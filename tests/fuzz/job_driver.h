@@ -12,41 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
+#include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
 namespace fuzz {
 
-inline constexpr absl::Time kStart = absl::FromUnixSeconds(1'800'000'000);
-
-// GOOD at index 0, BAD at index n.
-inline std::vector<v1::CommitRef> MakeCommits(int n) {
-  std::vector<v1::CommitRef> commits;
-  for (int i = 0; i <= n; ++i) {
-    v1::CommitRef ref;
-    ref.set_sha(absl::StrCat(std::string(33, 'a' + (i % 6)), absl::StrFormat("%07d", i)));
-    ref.set_index(i);
-    ref.set_subject(absl::StrCat("commit ", i));
-    commits.push_back(ref);
-  }
-  return commits;
-}
-
-// A successful run of `values`, as a worker reports it.
-inline v1::TaskResult Samples(const std::vector<double>& values) {
-  v1::TaskResult result;
-  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-  for (double v : values) {
-    result.add_samples(v);
-    result.add_runs()->set_value(v);
-  }
-  result.set_metric_name("latency");
-  result.set_metric_unit("ms");
-  return result;
-}
+// The BisectJob tests' synthetic commits (GOOD at index 0, BAD at index n) and successful
+// results, and their start time.
+using bisect_job_testing::MakeCommits;
+using bisect_job_testing::Samples;
+inline constexpr absl::Time kStart = bisect_job_testing::kNow;
 
 // Runs `job` for at most `max_steps` tasks on three workers; `result_for(task)` says what each
 // task reports (nullopt: the lease is lost instead). Stops when the job finishes or hands out
