@@ -1,8 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 //
-// BisectJob, the baselines: when they are ready, the endpoint verdict (regression, none or
-// swapped) from GOOD and BAD measured on the reference worker, the re-assessment when the probes
-// show more noise than the baselines did, and the runs a worker's GOOD calibration needs.
+// BisectJob, the baselines: who holds the reference GOOD (BAD's worker, or a stand-in measured
+// beside BAD until BAD's worker's own GOOD takes the role back), when they are ready, the
+// endpoint verdict (regression, none or swapped) from GOOD and BAD, the re-assessment when the
+// probes show more noise than the baselines did, and the runs a worker's GOOD calibration needs.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -23,6 +24,40 @@ constexpr double kReassessGrowth = 1.5;
 
 }  // namespace
 
+void BisectJob::MakeReference(const std::string& worker) {
+  // The endpoint verdicts compare GOOD and BAD measured on one GPU, whose offset cancels: the
+  // worker that measures BAD measures the reference GOOD next (or already has). Another
+  // worker's GOOD measured before it stands in for it meanwhile (Calibrate).
+  Calibration::Worker& state = calibration_.worker(worker);
+  if (state.calibration < 0) {
+    const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
+    state.calibration = book_.at(id).probe;
+    book_.QueueFront(id);
+  }
+  calibration_.SetReference(worker, state.calibration);
+}
+
+bool BisectJob::AdoptBadWorkersReference(int calibration) {
+  const v1::Probe& probe = book_.probe(calibration);
+  const std::string bad_worker = calibration_.BadWorker();
+  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() != bad_worker ||
+      calibration_.reference_worker() == bad_worker || !Measured(probe) ||
+      calibration_.worker(bad_worker).calibration != calibration) {
+    return false;
+  }
+  calibration_.SetReference(bad_worker, calibration);
+  calibration_.set_bad_offset_checked(true);
+  return true;
+}
+
+bool BisectJob::ReferenceNotStarted() const {
+  const int good = calibration_.good_probe();
+  if (good < 0) return false;
+  const v1::Probe& probe = book_.probe(good);
+  return probe.state() == v1::PROBE_STATE_PENDING && !probe.has_start_time() &&
+         probe.worker().empty();
+}
+
 int BisectJob::CalibrationRunsNeeded() const {
   // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
   // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
@@ -40,6 +75,8 @@ int BisectJob::CalibrationRunsNeeded() const {
 }
 
 bool BisectJob::BaselinesReady() const {
+  // An endpoint verdict across two GPUs that found no step waits for BAD's worker's GOOD.
+  if (endpoint_deferred_ && !calibration_.EndpointsOnOneGpu()) return false;
   for (int position : {calibration_.good_probe(), calibration_.bad_probe()}) {
     if (position < 0) return false;
     const v1::Probe& probe = book_.probe(position);
@@ -73,10 +110,15 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   }
   // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
   assessed_noise_ = calibration_.ObservedNoise();
-  const BaselineAssessment assessment = AssessBaselines(
-      calibration_.PooledSamples(v1::VERDICT_GOOD), calibration_.ReferenceBadSamples(),
-      status_.direction(), status_.spec().min_effect_fraction(), status_.spec().max_runs(),
-      assessed_noise_);
+  const BaselineAssessment assessment = AssessEndpoints();
+  // GOOD and BAD measured on two GPUs (the reference GOOD was measured beside BAD) may differ by
+  // the GPUs' offset: a step between them steers the search provisionally, but only BAD's worker
+  // measuring GOOD too can say there is none, that they look swapped, or that they are unclear.
+  const bool across_gpus = !calibration_.EndpointsOnOneGpu();
+  if (across_gpus && !StepFound(assessment)) {
+    endpoint_deferred_ = true;
+    return;
+  }
   if (assessment.more_runs > 0) {
     Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
          nullptr, now);
@@ -84,6 +126,47 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
     book_.Extend(calibration_.bad_probe(), assessment.more_runs);
     return;
   }
+  RecordBaselines(assessment);
+  for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
+  std::string text = BaselineText(status_, good.median(), bad.median(), assessment.regression_pct);
+  if (across_gpus)
+    absl::StrAppend(&text, "\n", ProvisionalEndpointText(bad.worker(), good.worker()));
+  Emit(v1::JOB_EVENT_KIND_BASELINE, text, nullptr, now);
+  for (const std::string& warning : assessment.warnings) {
+    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning), nullptr, now);
+  }
+  if (FinishIfNoStep(assessment, now)) return;
+  status_.set_state(v1::JOB_STATE_BISECTING);
+}
+
+BaselineAssessment BisectJob::AssessEndpoints() const {
+  return AssessBaselines(calibration_.PooledSamples(v1::VERDICT_GOOD),
+                         calibration_.ReferenceBadSamples(), status_.direction(),
+                         status_.spec().min_effect_fraction(), status_.spec().max_runs(),
+                         assessed_noise_);
+}
+
+bool BisectJob::StepFound(const BaselineAssessment& assessment) const {
+  return assessment.more_runs == 0 &&
+         (assessment.regression || (assessment.improvement && status_.spec().allow_improvement()));
+}
+
+bool BisectJob::FinishIfNoStep(const BaselineAssessment& assessment, absl::Time now) {
+  if (assessment.improvement && !status_.spec().allow_improvement()) {
+    Finish(v1::OUTCOME_ERROR, SwappedText(assessment.reason), now);
+    return true;
+  }
+  if (!assessment.regression && !assessment.improvement) {
+    status_.set_cause(v1::CAUSE_NOISE);
+    Finish(v1::OUTCOME_NO_REGRESSION, assessment.reason, now);
+    return true;
+  }
+  return false;
+}
+
+void BisectJob::RecordBaselines(const BaselineAssessment& assessment) {
+  const v1::Probe& good = book_.probe(calibration_.good_probe());
+  const v1::Probe& bad = book_.probe(calibration_.bad_probe());
   v1::Baseline* good_base = status_.mutable_baseline()->mutable_good();
   good_base->set_sha(good.sha());
   *good_base->mutable_samples() = good.samples();
@@ -96,22 +179,31 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
   bad_base->set_median(MedianOrZero(bad_samples));
   bad_base->set_worker(bad.worker());
   status_.set_regression_pct(assessment.regression_pct);
-  for (const std::string& warning : assessment.warnings) status_.add_warnings(warning);
+}
+
+void BisectJob::SettleEndpoint(absl::Time now) {
+  // BAD's worker's GOOD is the reference now: the step is judged again on one GPU, whose
+  // offset cancels, and every verdict judged in the stand-in's frame is judged in this one.
+  const std::string stand_in = status_.baseline().good().worker();
+  assessed_noise_ = calibration_.ObservedNoise();
+  const BaselineAssessment assessment = AssessEndpoints();
+  if (assessment.more_runs > 0) {
+    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
+         nullptr, now);
+    book_.Extend(calibration_.good_probe(), assessment.more_runs);
+    book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+    status_.set_state(v1::JOB_STATE_BASELINES);
+    JudgeEveryVerdictAgain(now);
+    return;
+  }
+  RecordBaselines(assessment);
   Emit(v1::JOB_EVENT_KIND_BASELINE,
-       BaselineText(status_, good.median(), bad.median(), assessment.regression_pct), nullptr, now);
-  for (const std::string& warning : assessment.warnings) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning), nullptr, now);
-  }
-  if (assessment.improvement && !status_.spec().allow_improvement()) {
-    Finish(v1::OUTCOME_ERROR, SwappedText(assessment.reason), now);
-    return;
-  }
-  if (!assessment.regression && !assessment.improvement) {
-    status_.set_cause(v1::CAUSE_NOISE);
-    Finish(v1::OUTCOME_NO_REGRESSION, assessment.reason, now);
-    return;
-  }
-  status_.set_state(v1::JOB_STATE_BISECTING);
+       SettledEndpointText(status_, stand_in, assessment.regression_pct), nullptr, now);
+  if (FinishIfNoStep(assessment, now)) return;
+  // Verdicts of the stand-in's frame: with an offset between the two GPUs they are all judged
+  // again; without one, each provisional verdict settles against the new pool as it would
+  // have (SettleProvisional).
+  if (calibration_.HasOffset(stand_in)) JudgeEveryVerdictAgain(now);
 }
 
 void BisectJob::ReassessBaselinesIfNoisy(absl::Time now) {

@@ -202,26 +202,20 @@ void BisectJob::HandOut(const std::string& worker, const std::string& task_id,
   if (bad_baseline && !pass_fail_) MakeReference(worker);
 }
 
-void BisectJob::MakeReference(const std::string& worker) {
-  // The endpoint verdicts compare GOOD and BAD measured on one GPU, whose offset cancels: the
-  // worker that measures BAD measures the reference GOOD next (or already has).
-  Calibration::Worker& state = calibration_.worker(worker);
-  if (state.calibration < 0) {
-    const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
-    state.calibration = book_.at(id).probe;
-    book_.QueueFront(id);
-  }
-  calibration_.SetReference(worker, state.calibration);
-}
-
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
   book_.at(id).task.set_runs(CalibrationRunsNeeded());
   const int position = book_.at(id).probe;
   calibration_.worker(worker).calibration = position;
-  // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel); with a
-  // metric the reference is BAD's worker (MakeReference).
+  // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel). With a
+  // metric the reference is BAD's worker's GOOD (MakeReference); a GOOD another worker measures
+  // before BAD's worker gets to it stands in for it, so that the endpoint verdict comes one
+  // measurement span earlier, provisionally (two GPUs), until BAD's worker's own GOOD takes the
+  // role back (AdoptBadWorkersReference, decision 43).
   if (calibration_.good_probe() < 0 && pass_fail_) calibration_.SetReference(worker, position);
+  if (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker()) {
+    calibration_.SetReference(worker, position);
+  }
   HandOut(worker, id, out);
 }
 
@@ -364,6 +358,15 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       if (std::optional<QuarantineDecision> drift = calibration_.CheckControl(worker, probe)) {
         Quarantine(*drift, now);
       }
+    } else if (AdoptBadWorkersReference(entry.probe)) {
+      // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
+      // verdict is made again (or for the first time) on one GPU.
+      if (status_.state() == v1::JOB_STATE_BISECTING) {
+        SettleEndpoint(now);
+      } else if (BaselinesReady()) {
+        EvaluateBaselines(now);
+      }
+      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
     } else if (status_.state() == v1::JOB_STATE_BISECTING) {
       RecheckCalibrations(now);
     }

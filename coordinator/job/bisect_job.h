@@ -177,11 +177,33 @@ class BisectJob {
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
   void MakeReference(const std::string& worker);
+  // True when the reference GOOD is queued and not handed out yet (BAD's worker's, waiting
+  // for BAD to finish): another worker's calibration starting now may take its role.
+  bool ReferenceNotStarted() const;
+  // When `calibration` is BAD's worker's GOOD, measured, and another worker's GOOD stood in as
+  // the reference: makes it the reference (GOOD and BAD on one GPU) and returns true.
+  bool AdoptBadWorkersReference(int calibration);
   // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
   // settled.
   bool WaitsForBaselines(const std::string& worker) const;
   bool BaselinesReady() const;
+  // The endpoint verdict once the reference GOOD and BAD are measured. With the two on one GPU
+  // it is final; across two GPUs (GOOD measured beside BAD) a step found is provisional until
+  // BAD's worker has calibrated (SettleEndpoint), and no step found waits for that calibration.
   void EvaluateBaselines(absl::Time now);
+  // The baselines' assessment in the reference's frame with the noise they were judged with.
+  BaselineAssessment AssessEndpoints() const;
+  // True when the assessment leaves something to bisect.
+  bool StepFound(const BaselineAssessment& assessment) const;
+  // Ends the job when the assessment shows no step, or swapped endpoints; returns true then.
+  bool FinishIfNoStep(const BaselineAssessment& assessment, absl::Time now);
+  // A provisional endpoint verdict, once BAD's worker's GOOD is the reference: judged again on
+  // one GPU; ends the job when the step is gone, measures the baselines again when unclear,
+  // else records the baselines in the new frame and judges every verdict again if the stand-in
+  // GPU had an offset.
+  void SettleEndpoint(absl::Time now);
+  // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
+  void RecordBaselines(const BaselineAssessment& assessment);
   // Judges the baselines again when the noise the probes show has grown past what they were
   // judged with (single-run baselines show none); measures them again if they are unclear now.
   void ReassessBaselinesIfNoisy(absl::Time now);
@@ -293,6 +315,8 @@ class BisectJob {
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
   std::string confirmation_failure_;    // Why a confirmation task failed, if one did.
   double assessed_noise_ = 0;           // The noise floor the baselines were last judged with.
+  // An endpoint verdict across two GPUs found no step: it waits for BAD's worker's GOOD.
+  bool endpoint_deferred_ = false;
   // A confirmation started while the calibrations owed at the end ran, for this interval.
   bool early_confirmation_ = false;
   int confirm_last_good_ = 0;

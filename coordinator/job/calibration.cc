@@ -38,6 +38,12 @@ std::string Calibration::BadWorker() const {
   return bad_probe_ < 0 ? "" : probe(bad_probe_).worker();
 }
 
+bool Calibration::EndpointsOnOneGpu() const {
+  if (pass_fail_) return true;
+  const std::string bad = BadWorker();
+  return bad == reference_worker_ || CalibrationDone(bad);
+}
+
 void Calibration::ResetReference() {
   const std::string old = reference_worker_;
   good_probe_ = -1;

@@ -78,6 +78,9 @@ class Calibration {
   // Picks another reference GOOD (the old reference left or was quarantined): a worker with a
   // finished calibration, else none until the next worker calibrates.
   void ResetReference();
+  // True when GOOD and BAD can be compared without a GPU's offset: BAD's worker is the
+  // reference, or it has calibrated (its own GOOD brings BAD into the reference's frame).
+  bool EndpointsOnOneGpu() const;
   // True once the BAD worker's calibration was compared with the reference.
   bool bad_offset_checked() const { return bad_offset_checked_; }
   void set_bad_offset_checked(bool checked) { bad_offset_checked_ = checked; }

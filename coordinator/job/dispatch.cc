@@ -77,7 +77,8 @@ int AffordableCalibrations(const BisectSearch& search, int commit_count, int wor
   int affordable = 0;
   for (int c = 1; c <= std::min(uncalibrated, probing); ++c) {
     const int widest = search.LargestPieceWith(search.PlanProbes(probing - c));
-    if (static_cast<long>(widest) * kCalibrationSlack > capacity) break;
+    // A round whose points decide the search whatever they show has no later round to lose.
+    if (widest > 1 && static_cast<long>(widest) * kCalibrationSlack > capacity) break;
     affordable = c;
   }
   return affordable;
@@ -196,9 +197,12 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
         state.Calibrate(worker, &plan);
       } else if (!state.has_reference()) {
         state.Calibrate(worker, &plan);
-      } else if (input.first_wave && input.builds && worker != state.bad_worker() &&
-                 !state.OtherCalibrationStarted()) {
-        // GOOD builds beside BAD (DispatchInput::builds).
+      } else if (input.first_wave && worker != state.bad_worker() &&
+                 !state.OtherCalibrationStarted() &&
+                 (input.builds ||
+                  AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
+                                         /*round=*/1, state.Slots() - 1, 1) > 0)) {
+        // GOOD is measured beside BAD (DispatchInput::first_wave).
         state.Calibrate(worker, &plan);
       } else {
         uncalibrated.push_back(worker);
@@ -254,8 +258,11 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   if (budget <= 0) return plan;
   // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
   // checkout costs about one file write per commit between the two.
-  const std::vector<int> points = input.first_wave ? input.search->PlanProbes(budget, 2 * budget)
-                                                   : input.search->PlanProbes(budget);
+  // The endpoint verdict comes after the first wave when GOOD is measured beside BAD; else the
+  // first wave's points leave room for a second wave of the same round.
+  const bool second_wave = input.first_wave && !state.OtherCalibrationStarted();
+  const std::vector<int> points =
+      second_wave ? input.search->PlanProbes(budget, 2 * budget) : input.search->PlanProbes(budget);
   // A worker with cached results measures one of its cached commits when one is close to a
   // point: the measurement verifies its cache (see ResultReuse) and splits as well. Such pairs
   // go first; the other points go to the idle worker whose checkout is nearest.

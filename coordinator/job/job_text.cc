@@ -81,6 +81,23 @@ std::string BaselineText(const v1::JobStatus& status, double good_median, double
       status.direction() == v1::DIRECTION_HIGHER_IS_BETTER ? "lower (worse)" : "higher (worse)");
 }
 
+std::string ProvisionalEndpointText(const std::string& bad_worker, const std::string& good_worker) {
+  return absl::StrFormat(
+      "  (GOOD on %s, BAD on %s: the search starts now; its verdicts count once %s has measured "
+      "GOOD too, so that the two GPUs' offset cancels)",
+      good_worker, bad_worker, bad_worker);
+}
+
+std::string SettledEndpointText(const v1::JobStatus& status, const std::string& stand_in,
+                                double regression_pct) {
+  const v1::Baseline& good = status.baseline().good();
+  return absl::StrFormat(
+      "Baselines on one GPU (%s, in place of %s's GOOD): GOOD %s, BAD %s; regression %s",
+      good.worker(), stand_in, FormatMetricValue(good.median(), status.metric_unit()),
+      FormatMetricValue(status.baseline().bad().median(), status.metric_unit()),
+      FormatPercent(regression_pct));
+}
+
 std::string BaselineFailedText(bool good, const v1::Probe& probe, const v1::TaskResult& result) {
   const char* which = good ? "GOOD" : "BAD";
   return absl::StrFormat(

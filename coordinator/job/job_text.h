@@ -58,6 +58,11 @@ std::string CheckFailsAtGoodText(const v1::Probe& good);
 std::string CheckPassesAtBadText(const v1::Probe& bad);
 // The endpoints look swapped and --allow-improvement was not given.
 std::string SwappedText(const std::string& reason);
+// The endpoint verdict across two GPUs: provisional until BAD's worker has measured GOOD.
+std::string ProvisionalEndpointText(const std::string& bad_worker, const std::string& good_worker);
+// The endpoint verdict once BAD's worker measured GOOD too (it replaces `stand_in`'s GOOD).
+std::string SettledEndpointText(const v1::JobStatus& status, const std::string& stand_in,
+                                double regression_pct);
 
 // The reason recorded with a quarantine (DriftEvent.detail), from the decision's facts.
 std::string QuarantineReasonText(const QuarantineDecision& decision, const std::string& unit);

@@ -38,7 +38,7 @@ using ::kbisect::bisect_job_testing::StepAt;
 using ::kbisect::bisect_job_testing::Take;
 using ::kbisect::bisect_job_testing::WithSlowWorker;
 
-TEST(BisectJobTest, SevenWorkersProbeWhileBadIsMeasuredAndCalibrateWithinTheRoundBound) {
+TEST(BisectJobTest, SevenWorkersMeasureGoodBesideBadProbeAndCalibrateWithinTheRoundBound) {
   for (int culprit : {1, 333, 666, 1000}) {
     SCOPED_TRACE(absl::StrCat("culprit ", culprit));
     BisectJob job("job", MakeSpec(), MakeCommits(1000), kNow);
@@ -51,10 +51,11 @@ TEST(BisectJobTest, SevenWorkersProbeWhileBadIsMeasuredAndCalibrateWithinTheRoun
       good += task.kind() == v1::PROBE_KIND_BASELINE_GOOD;
       probes += task.kind() == v1::PROBE_KIND_BISECT;
     }
-    // w0 measures BAD; the six others probe ahead; nobody calibrates in this first wave.
+    // w0 measures BAD, w1 GOOD beside it (the round bound has room: decision 43), the five
+    // others probe.
     EXPECT_EQ(bad, 1);
-    EXPECT_EQ(good, 0);
-    EXPECT_EQ(probes, 6);
+    EXPECT_EQ(good, 1);
+    EXPECT_EQ(probes, 5);
     Simulation sim;
     sim.rounds_of_tasks = 1;
     for (const v1::Task& task : first) {
@@ -69,11 +70,12 @@ TEST(BisectJobTest, SevenWorkersProbeWhileBadIsMeasuredAndCalibrateWithinTheRoun
     EXPECT_EQ(status.culprit().index(), culprit);
     EXPECT_EQ(status.baseline().good().worker(), "w0");
     EXPECT_EQ(status.baseline().bad().worker(), "w0");
-    // Within ceil(log8 1000) = 4 probing rounds, and 5 rounds of tasks in all: the reference
-    // GOOD, measured after BAD on w0, adds one; the six other calibrations fit in the slack of
-    // the round bound and add none.
+    // Within ceil(log8 1000) = 4 probing rounds, and as many rounds of tasks in all (5 before
+    // decision 43): GOOD measured beside BAD lets the search start after the first wave, w0's
+    // own GOOD runs beside the second round, and the other calibrations fit in the slack of the
+    // round bound. The reference is w0's GOOD again once measured (decision 27).
     EXPECT_LE(status.rounds(), BisectSearch::EstimateRounds(1000, 7));
-    EXPECT_LE(sim.rounds_of_tasks + rest.rounds_of_tasks, 1 + BisectSearch::EstimateRounds(1000, 7))
+    EXPECT_LE(sim.rounds_of_tasks + rest.rounds_of_tasks, BisectSearch::EstimateRounds(1000, 7))
         << Describe(status);
     std::set<std::string> calibrated;
     for (const v1::Probe& probe : status.probes()) {
