@@ -28,6 +28,7 @@ std::string Describe(const SimulationResult& result) {
     absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
                     " w=", probe.worker(), " round=", probe.round(),
                     " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
+                    " n=", probe.samples_size(),
                     " state=", v1::ProbeState_Name(probe.state()), probe.cached() ? " cached" : "",
                     "\n");
   }
@@ -370,6 +371,7 @@ TEST(JobPromisesTest, ASecondNightlyReusesTheFirstsResults) {
     const SimulationResult fresh = SimulateJob(SimulationSpec(), fresh_options);
     ASSERT_EQ(fresh.status.culprit().sha(), first.status.culprit().sha()) << where;
     EXPECT_LT(second.status.bench_runs(), fresh.status.bench_runs()) << where << Describe(second);
+    if (getenv("NIGHTLY_DEBUG") != nullptr) std::printf("%s", Describe(second).c_str());
     reused_runs += second.status.bench_runs();
     reused_wall += second.wall_seconds;
     fresh_runs += fresh.status.bench_runs();
