@@ -18,22 +18,38 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
     listed.insert(0);
   }
   const std::vector<int> in_flight = search.InFlight();
+  if (in_flight.empty()) return out;  // Nothing to guess from.
   const std::set<int> flying(in_flight.begin(), in_flight.end());
-  // Each child's points, nearest to the probe that made the child first.
-  std::vector<std::vector<int>> children;
+  // The round after the probes in flight probes one of the pieces they cut the interval into
+  // (whichever lies between the last GOOD and the first BAD among them): each piece's points,
+  // as PlanProbes(workers) places them once that piece is the open interval, nearest to the
+  // piece's ends first (the probes there free the workers whose checkouts are nearest).
+  std::vector<int> bounds;
+  bounds.push_back(search.last_good());
   for (int probe : in_flight) {
-    for (Verdict verdict : {Verdict::kGood, Verdict::kBad}) {
-      BisectSearch child = search;
-      if (!child.Record(probe, verdict).ok()) continue;  // Outside the interval: no child.
-      std::vector<int> points = child.PlanProbes(std::max(1, workers));
-      std::stable_sort(points.begin(), points.end(),
-                       [probe](int a, int b) { return std::abs(a - probe) < std::abs(b - probe); });
-      children.push_back(std::move(points));
+    if (probe > search.last_good() && probe < search.first_bad()) bounds.push_back(probe);
+  }
+  bounds.push_back(search.first_bad());
+  std::vector<std::vector<int>> pieces;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    const int low = bounds[i];
+    const int high = bounds[i + 1];
+    if (high - low < 2) continue;
+    BisectSearch child = search;
+    for (int probe : in_flight) {
+      if (probe != low && probe != high) child.Abandon(probe);
     }
+    if (low != search.last_good() && !child.Record(low, Verdict::kGood).ok()) continue;
+    if (high != search.first_bad() && !child.Record(high, Verdict::kBad).ok()) continue;
+    std::vector<int> points = child.PlanProbes(std::max(1, workers));
+    std::stable_sort(points.begin(), points.end(), [low, high](int a, int b) {
+      return std::min(a - low, high - a) < std::min(b - low, high - b);
+    });
+    pieces.push_back(std::move(points));
   }
   for (size_t rank = 0; static_cast<int>(out.size()) < limit; ++rank) {
     bool any = false;
-    for (const std::vector<int>& points : children) {
+    for (const std::vector<int>& points : pieces) {
       if (rank >= points.size()) continue;
       any = true;
       const int index = points[rank];

@@ -19,18 +19,20 @@ namespace kbisect {
 
 // The coordinator sends a worker up to this many hints per build it can run at once
 // (SynchronizeRequest.build_ahead_slots): builds finish within a round and the host moves on to
-// the next hint, and a round has up to 2W children of W points each.
+// the next hint, and a round leaves up to W + 1 pieces of W points each.
 inline constexpr int kBuildAheadHintsPerSlot = 4;
 
 // The commit indices worth building ahead, most useful first, at most `limit` (none when
-// `limit` <= 0). With `reference_good_next` (the BAD baseline is being measured and its worker
-// measures the reference GOOD next) index 0 comes first. Then, for each probe in flight
-// (ascending), its two children: the points PlanProbes(workers) places on a copy of `search`
-// with that probe recorded GOOD, and with it recorded BAD. The children are taken round-robin
-// (in-flight probe ascending, GOOD before BAD) and each child's points nearest to the probe
-// that made it first: the probe's own worker is freed by its result, and dispatch hands the
-// point nearest its checkout to it (PairNearest). Indices in flight, recorded (GOOD and BAD
-// included, index 0 excepted as above) or already listed are left out.
+// `limit` <= 0 or nothing is in flight). With `reference_good_next` (the BAD baseline is being
+// measured and its worker measures the reference GOOD next) index 0 comes first. Then the
+// points of the next round: the probes in flight (inside the open interval) cut it into pieces,
+// one of which is the open interval once they have reported; for each piece, the points
+// PlanProbes(workers) places on a copy of `search` where that piece is the open interval (its
+// ends recorded, the other probes abandoned). Pieces are taken round-robin (ascending), each
+// piece's points nearest to one of its ends first: the probes there free the workers whose
+// checkouts are nearest, and dispatch hands the point nearest its checkout to each
+// (PairNearest). Indices in flight, recorded (GOOD and BAD included, index 0 excepted as above)
+// or already listed are left out.
 std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int limit,
                                 bool reference_good_next);
 

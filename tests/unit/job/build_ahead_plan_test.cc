@@ -1,6 +1,4 @@
 // Copyright 2026 The kbisect Authors.
-#include "coordinator/job/build_ahead.h"
-
 #include <set>
 #include <string>
 #include <vector>
@@ -8,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/build_ahead.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,28 +21,29 @@ const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 TEST(PlanBuildAheadTest, OneProbeInFlightHintsTheMidpointsOfBothHalves) {
   BisectSearch search(12);
   search.MarkInFlight(6);
-  // 6 GOOD leaves (6, 12), split at 9; 6 BAD leaves (0, 6), split at 3. GOOD's child first.
-  EXPECT_THAT(PlanBuildAhead(search, 1, 10, false), ElementsAre(9, 3));
+  // 6 BAD leaves (0, 6), split at 3; 6 GOOD leaves (6, 12), split at 9. Pieces ascending.
+  EXPECT_THAT(PlanBuildAhead(search, 1, 10, false), ElementsAre(3, 9));
   // While BAD is measured its worker measures the reference GOOD next: index 0 first.
-  EXPECT_THAT(PlanBuildAhead(search, 1, 10, true), ElementsAre(0, 9, 3));
+  EXPECT_THAT(PlanBuildAhead(search, 1, 10, true), ElementsAre(0, 3, 9));
 }
 
-TEST(PlanBuildAheadTest, TwoProbesInFlightHintExactlyTheirChildrensPointsNearestFirst) {
+TEST(PlanBuildAheadTest, TwoProbesInFlightHintThePointsOfEachPieceTheyLeave) {
   BisectSearch search(12);
   search.MarkInFlight(4);
   search.MarkInFlight(8);
-  // Children, each nearest to its probe first:
-  //   4 GOOD: (4, 12) with 8 in flight -> 6, 10     4 BAD: (0, 4) -> 2, 1
-  //   8 GOOD: (8, 12) -> 9, 10                       8 BAD: (0, 8) with 4 in flight -> 6, 2
-  // Round-robin by rank, without repeats: 6 2 9 | 10 1.
-  EXPECT_THAT(PlanBuildAhead(search, 2, 10, false), ElementsAre(6, 2, 9, 10, 1));
+  // Once both report, the open interval is one of (0, 4), (4, 8), (8, 12), and the next round
+  // splits it with two points: 1 2, 5 6, 9 10 (PlanProbes' split of four candidates, nearest
+  // to the piece's ends first). Before decision 44 the hints were the points placed with one
+  // probe's result and the other still in flight (6, 2, 9, 10, 1), which the next round does
+  // not probe. Round-robin by rank, pieces ascending: 1 5 9 | 2 6 10.
+  EXPECT_THAT(PlanBuildAhead(search, 2, 10, false), ElementsAre(1, 5, 9, 2, 6, 10));
 }
 
 TEST(PlanBuildAheadTest, TheLimitKeepsTheMostUsefulFirstAndZeroGivesNothing) {
   BisectSearch search(12);
   search.MarkInFlight(4);
   search.MarkInFlight(8);
-  EXPECT_THAT(PlanBuildAhead(search, 2, 3, false), ElementsAre(6, 2, 9));
+  EXPECT_THAT(PlanBuildAhead(search, 2, 3, false), ElementsAre(1, 5, 9));
   EXPECT_THAT(PlanBuildAhead(search, 2, 1, true), ElementsAre(0));
   EXPECT_THAT(PlanBuildAhead(search, 2, 0, true), IsEmpty());
 }
@@ -88,7 +88,7 @@ v1::JobSpec MakeSpec(const std::string& build) {
   return spec;
 }
 
-TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndTheChildrenOfTheProbesInFlight) {
+TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndThePointsOfThePiecesLeft) {
   BisectJob job("job", MakeSpec("make"), MakeCommits(100), kNow);
   const std::vector<v1::Task> handed = job.TakeTasks(4, kNow);
   ASSERT_EQ(handed.size(), 4u);
@@ -102,13 +102,20 @@ TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndTheChildrenOfTheProbesI
   const std::vector<v1::Task> hints = job.BuildAheadTasks(50);
   ASSERT_FALSE(hints.empty());
   EXPECT_EQ(hints[0].commit_index(), 0) << "the reference GOOD while BAD is measured";
+  // Each piece the probes in flight leave, split as the next round would split it.
+  std::vector<int> bounds = {0};
+  for (int probe : search.InFlight()) bounds.push_back(probe);
+  bounds.push_back(100);
   std::set<int> expected;
-  for (int probe : search.InFlight()) {
-    for (Verdict verdict : {Verdict::kGood, Verdict::kBad}) {
-      BisectSearch child = search;
-      ASSERT_TRUE(child.Record(probe, verdict).ok());
-      for (int index : child.PlanProbes(4)) expected.insert(index);
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    BisectSearch child(100);
+    if (bounds[i] > 0) {
+      ASSERT_TRUE(child.Record(bounds[i], Verdict::kGood).ok());
     }
+    if (bounds[i + 1] < 100) {
+      ASSERT_TRUE(child.Record(bounds[i + 1], Verdict::kBad).ok());
+    }
+    for (int index : child.PlanProbes(4)) expected.insert(index);
   }
   std::set<int> got;
   for (size_t i = 1; i < hints.size(); ++i) got.insert(hints[i].commit_index());
