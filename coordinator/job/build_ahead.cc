@@ -18,7 +18,6 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
     listed.insert(0);
   }
   const std::vector<int> in_flight = search.InFlight();
-  if (in_flight.empty()) return out;  // Nothing to guess from.
   const std::set<int> flying(in_flight.begin(), in_flight.end());
   // The round after the probes in flight probes one of the pieces they cut the interval into
   // (whichever lies between the last GOOD and the first BAD among them): each piece's points,

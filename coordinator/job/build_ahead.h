@@ -23,7 +23,7 @@ namespace kbisect {
 inline constexpr int kBuildAheadHintsPerSlot = 4;
 
 // The commit indices worth building ahead, most useful first, at most `limit` (none when
-// `limit` <= 0 or nothing is in flight). With `reference_good_next` (the BAD baseline is being
+// `limit` <= 0). With `reference_good_next` (the BAD baseline is being
 // measured and its worker measures the reference GOOD next) index 0 comes first. Then the
 // points of the next round: the probes in flight (inside the open interval) cut it into pieces,
 // one of which is the open interval once they have reported; for each piece, the points
@@ -31,8 +31,9 @@ inline constexpr int kBuildAheadHintsPerSlot = 4;
 // ends recorded, the other probes abandoned). Pieces are taken round-robin (ascending), each
 // piece's points nearest to one of its ends first: the probes there free the workers whose
 // checkouts are nearest, and dispatch hands the point nearest its checkout to each
-// (PairNearest). Indices in flight, recorded (GOOD and BAD included, index 0 excepted as above)
-// or already listed are left out.
+// (PairNearest). With nothing in flight the one piece is the open interval: its points are
+// the next probes (built while, say, the reference GOOD is measured). Indices in flight, recorded
+// (GOOD and BAD included, index 0 excepted as above) or already listed are left out.
 std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int limit,
                                 bool reference_good_next);
 
