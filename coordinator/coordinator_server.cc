@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/coordinator_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -12,13 +13,72 @@
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/status_conversion.h"
+#include "coordinator/health_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 
 namespace kbisect {
+namespace {
+
+// Server reflection on one ServerBuilder, or none. libgrpc++_reflection adds its plugin to every
+// ServerBuilder of the process (a static initializer of the library registers it), so the
+// health-only port served reflection too. This option leaves exactly one reflection plugin on a
+// builder, or none.
+class ReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
+
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
+    const std::string name = reflection->name();
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [&name](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                                    return p->name() == name;
+                                  }),
+                   plugins->end());
+    if (enabled_) plugins->push_back(std::move(reflection));
+  }
+
+ private:
+  const bool enabled_;
+};
+
+}  // namespace
+
+std::vector<std::string> HealthCheckedServices() {
+  return {"", v1::CoordinatorService::service_full_name(), v1::WorkerService::service_full_name()};
+}
+
+absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address) {
+  std::unique_ptr<HealthServer> server(new HealthServer());
+  server->health_ = std::make_unique<HealthService>(HealthCheckedServices());
+  grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionOption>(/*enabled=*/false));
+  builder.RegisterService(server->health_.get());
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on --health-listen ", address,
+                                               ": the address is invalid or in use"));
+  }
+  return server;
+}
+
+HealthServer::~HealthServer() { Shutdown(); }
+
+void HealthServer::SetServing(bool serving) { health_->SetServing(serving); }
+
+void HealthServer::Shutdown() {
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  health_->Shutdown();
+  server_->Shutdown();
+}
 
 class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
  public:
@@ -178,9 +238,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->client_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator);
   server->worker_service_ = std::make_unique<WorkerServiceImpl>(coordinator);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Not gRPC's default health service: see coordinator/health_service.h.
+  server->health_ = std::make_unique<HealthService>(HealthCheckedServices());
   grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionOption>(/*enabled=*/true));
   int port = 0;
   builder.AddListeningPort(options.listen_address,
                            options.credentials ? options.credentials
@@ -189,6 +250,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.RegisterService(server->client_service_.get());
   builder.RegisterService(server->worker_service_.get());
+  builder.RegisterService(server->health_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat(
@@ -201,7 +263,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->host_.empty() || server->host_ == "0.0.0.0" || server->host_ == "[::]") {
     server->host_ = "127.0.0.1";
   }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
   return server;
 }
 
@@ -212,7 +273,7 @@ std::string CoordinatorServer::address() const { return absl::StrCat(host_, ":",
 void CoordinatorServer::Shutdown(absl::Duration deadline) {
   if (shut_down_) return;
   shut_down_ = true;
-  server_->GetHealthCheckService()->SetServingStatus(false);
+  health_->Shutdown();
   coordinator_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline)));

@@ -2,13 +2,15 @@
 //
 // `kbisect-coordinator`: the cluster's coordinator daemon. It serves CoordinatorService (for
 // `kbisect submit|status|watch|workers|cancel`), WorkerService (for `kbisect-worker`s), gRPC
-// health checking and server reflection on one port, and keeps repository mirrors and the job
-// database (`kbisect.db`, SQLite) under its state directory. At start it recovers every job
-// from that database, so a crash or `kill -9` loses nothing that was acknowledged.
+// health checking (for "" and each service) and server reflection on one port, and keeps
+// repository mirrors and the job database (`kbisect.db`, SQLite) under its state directory. At
+// start it recovers every job from that database, so a crash or `kill -9` loses nothing that
+// was acknowledged.
 //
 // Without TLS credentials it refuses to listen on anything but loopback unless --insecure says
-// so. SIGTERM or SIGINT shuts it down gracefully: health goes NOT_SERVING, blocked calls are
-// released, in-flight RPCs get --drain-timeout to finish, then the process exits 0.
+// so. SIGTERM or SIGINT shuts it down gracefully: health goes NOT_SERVING (every name, both
+// ports), blocked calls are released, in-flight RPCs get --drain-timeout to finish, then the
+// process exits 0.
 #include <signal.h>
 
 #include <cstdlib>
@@ -39,10 +41,8 @@
 #include "coordinator/job_pages.h"
 #include "coordinator/metrics_http.h"
 #include "coordinator/repository_view.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
 
 namespace kbisect {
 namespace {
@@ -61,7 +61,8 @@ Metrics: --metrics-listen serves Prometheus text metrics at http://ADDR/metrics 
 secrets in them), and the live job pages at http://ADDR/jobs and /jobs/ID: read-only, to loopback
 peers only unless --pages-remote, behind the bearer token when --token-file is set.
 
-SIGTERM/SIGINT: health NOT_SERVING, then in-flight RPCs get --drain-timeout seconds, then exit 0.
+SIGTERM/SIGINT: health NOT_SERVING (every service, both ports), then in-flight RPCs get
+--drain-timeout seconds, then exit 0.
 )";
 
 std::string DefaultStateDir() {
@@ -313,23 +314,18 @@ int Main(int argc, char** argv) {
     log.Error(std::string(server.status().message()));
     return 1;
   }
-  std::unique_ptr<grpc::Server> health_server;
+  std::unique_ptr<HealthServer> health_server;
   if (!health_listen.empty()) {
-    // The default health service of a server with no other service: SERVING while the
-    // coordinator serves. Health statuses reveal nothing, so plaintext is fine here.
-    grpc::ServerBuilder builder;
-    int health_port = 0;
-    builder.AddListeningPort(health_listen, grpc::InsecureServerCredentials(), &health_port);
-    health_server = builder.BuildAndStart();
-    if (health_server == nullptr || health_port == 0) {
-      log.Error(absl::StrCat("cannot listen on --health-listen ", health_listen,
-                             ": the address is invalid or in use"));
+    // Health statuses reveal nothing, so plaintext is fine here.
+    absl::StatusOr<std::unique_ptr<HealthServer>> started = HealthServer::Start(health_listen);
+    if (!started.ok()) {
+      log.Error(std::string(started.status().message()));
       return 1;
     }
-    health_server->GetHealthCheckService()->SetServingStatus(true);
+    health_server = *std::move(started);
     log.Info(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')),
-                          ":", health_port, " (plaintext, health only)"),
-             {{"port", absl::StrCat(health_port)}});
+                          ":", health_server->port(), " (plaintext, health only)"),
+             {{"port", absl::StrCat(health_server->port())}});
   }
   std::unique_ptr<MetricsHttpServer> metrics;
   if (!metrics_listen.empty()) {
@@ -373,7 +369,7 @@ int Main(int argc, char** argv) {
   }
   log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
                         ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
-  if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server != nullptr) health_server->SetServing(false);
   (*server)->Shutdown(absl::Seconds(drain_seconds));
   (*server)->Wait();
   if (health_server != nullptr) health_server->Shutdown();

@@ -38,6 +38,9 @@ PACKAGES=(
   clang libclang-rt-14-dev llvm
   # patchelf: scripts/package.sh sets the bundle's $ORIGIN/../lib rpath on the shared libraries.
   patchelf
+  # Python's gRPC and protobuf: tests/integration/health_reflection_test.py checks the daemon's
+  # health and reflection services with a client that is not kbisect's own C++ stack.
+  python3-grpcio python3-protobuf
 )
 
 missing=()
