@@ -42,6 +42,9 @@ if(KBISECT_SANITIZE)
       message(FATAL_ERROR "-fsanitize=thread cannot be combined with ${_kbisect_san}: "
                           "give -DKBISECT_SANITIZE=thread a build directory of its own")
     endif()
+    if(KBISECT_FUZZ)
+      message(FATAL_ERROR "KBISECT_FUZZ builds with ASan and cannot be combined with TSan")
+    endif()
     # tests/sanitizers/tsan.supp, compiled into every executable as __tsan_default_suppressions,
     # so that a process started without TSAN_OPTIONS (bundle_test's `env -i`, a binary run by
     # hand) keeps them. Editing the file re-runs CMake.
