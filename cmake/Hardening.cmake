@@ -1,5 +1,6 @@
 # Hardening builds (issue 16). Each is off by default and meant for its own build directory:
 #   -DKBISECT_SANITIZE=address,undefined   ASan + UBSan (any -fsanitize= list; clang or GCC)
+#   -DKBISECT_SANITIZE=thread              TSan (common/sync makes the project's locks visible)
 #   -DKBISECT_THREAD_SAFETY=ON             clang's -Wthread-safety over project code, as errors
 #   -DKBISECT_FUZZ=ON                      libFuzzer targets in tests/fuzz (clang only)
 # scripts/test.sh --sanitize LIST and scripts/fuzz.sh drive them; docs/operations.md "Hardening".
@@ -36,4 +37,43 @@ if(KBISECT_SANITIZE)
   if(_kbisect_san MATCHES "undefined")
     add_compile_options(-fno-sanitize-recover=undefined)
   endif()
+  if(_kbisect_san MATCHES "thread")
+    if(_kbisect_san MATCHES "address|leak|memory")
+      message(FATAL_ERROR "-fsanitize=thread cannot be combined with ${_kbisect_san}: "
+                          "give -DKBISECT_SANITIZE=thread a build directory of its own")
+    endif()
+    if(KBISECT_FUZZ)
+      message(FATAL_ERROR "KBISECT_FUZZ builds with ASan and cannot be combined with TSan")
+    endif()
+    # tests/sanitizers/tsan.supp, compiled into every executable as __tsan_default_suppressions,
+    # so that a process started without TSAN_OPTIONS (bundle_test's `env -i`, a binary run by
+    # hand) keeps them. Editing the file re-runs CMake.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 ${PROJECT_SOURCE_DIR}/tests/sanitizers/tsan.supp)
+    file(READ ${PROJECT_SOURCE_DIR}/tests/sanitizers/tsan.supp KBISECT_TSAN_SUPPRESSIONS)
+    configure_file(${PROJECT_SOURCE_DIR}/tests/sanitizers/tsan_default_suppressions.cc.in
+                   ${CMAKE_BINARY_DIR}/tsan_default_suppressions.cc @ONLY)
+    add_library(kbisect_tsan_suppressions OBJECT ${CMAKE_BINARY_DIR}/tsan_default_suppressions.cc)
+  endif()
 endif()
+
+# kbisect_link_sanitizer_defaults(): called once at the end of the top-level CMakeLists.txt;
+# links the TSan suppressions (above) into every executable target defined in the tree.
+function(kbisect_link_sanitizer_defaults)
+  if(NOT TARGET kbisect_tsan_suppressions)
+    return()
+  endif()
+  set(dirs ${PROJECT_SOURCE_DIR})
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target ${targets})
+      get_target_property(type ${target} TYPE)
+      if(type STREQUAL "EXECUTABLE")
+        target_link_libraries(${target} PRIVATE kbisect_tsan_suppressions)
+      endif()
+    endforeach()
+  endwhile()
+endfunction()

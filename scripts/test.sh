@@ -6,6 +6,10 @@
 #       fuzz targets) in build-san-<list>/,
 #       the whole suite under them: any ASan/UBSan report fails its test; LeakSanitizer too,
 #       except the stacks tests/sanitizers/lsan.supp names (each with its reason).
+#   scripts/test.sh --sanitize thread [ctest args...]
+#       the same with ThreadSanitizer in build-san-thread/: any data race, lock-order inversion
+#       or other TSan report, from a test or from any process it started, fails the run, except
+#       what tests/sanitizers/tsan.supp names (each with its reason).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -27,9 +31,29 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  cd "$dir"
-  # Instrumented binaries are slower: the build triples each test's timeout (CMakeLists.txt).
-  exec ctest --output-on-failure -j "$(nproc)" --timeout 2700 "$@"
+  if [[ ",$sanitizers," != *,thread,* ]]; then
+    cd "$dir"
+    # Instrumented binaries are slower: the build triples each test's timeout (CMakeLists.txt).
+    exec ctest --output-on-failure -j "$(nproc)" --timeout 2700 "$@"
+  fi
+  # TSan writes each process's reports to $reports/report.PID: a coordinator or worker that an
+  # integration test started logs into a file the test deletes, and its exit status is not
+  # TSan's, so ctest alone would miss its reports. Any report file fails the run below.
+  reports="$PWD/$dir/tsan-reports"
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  export TSAN_OPTIONS="suppressions=$supp/tsan.supp:log_path=$reports/report:history_size=4:second_deadlock_stack=1"
+  status=0
+  (cd "$dir" && ctest --output-on-failure -j "$(nproc)" --timeout 2700 "$@") || status=$?
+  if compgen -G "$reports/report.*" >/dev/null; then
+    for f in "$reports"/report.*; do
+      echo "=== $f"
+      head -n 60 "$f"
+    done
+    echo "test.sh: ThreadSanitizer reported $(cat "$reports"/report.* | grep -c '^WARNING: ThreadSanitizer') times (full reports in $reports/)" >&2
+    status=1
+  fi
+  exit "$status"
 fi
 scripts/build.sh
 cd build
