@@ -390,7 +390,7 @@ Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int w
   spec.add_bench_command("test");
   spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   spec.set_flaky(flaky);
-  if (flaky) spec.set_confidence(confidence);  // 0: --flaky's default, 0.99.
+  if (flaky) spec.set_confidence(confidence);  // 0: --flaky's default, 0.995.
   BisectJob job("sim", spec, Commits(n), kNow);
   RunSynchronousRounds(&job, workers, 100000, [&](const v1::Task& task) {
     const double rate = task.commit_index() >= culprit ? bad_rate : good_rate;

@@ -43,13 +43,13 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                               "(and rarely at good ones). Runs repeat where one result can't be "
                               "trusted, the fail rates are estimated, and the search stops once "
                               "the culprit's probability reaches --confidence "
-                              "(defaults: --runs 4, --max-runs 120, --confidence 0.99)");
+                              "(defaults: --runs 4, --max-runs 120, --confidence 0.995)");
   flaky->needs(exit_code);
   app->add_option("--confidence,--flaky-confidence", o->confidence,
                   "The search does not end before the culprit's probability (the posterior "
                   "over every sample, as the report's Confidence line) reaches P: the culprit "
                   "and its parent are measured again, and a verdict their new samples "
-                  "contradict is taken back. Default: 0.99 with --flaky, off otherwise; with a "
+                  "contradict is taken back. Default: 0.995 with --flaky, off otherwise; with a "
                   "metric it also raises --max-runs' default to 60")
       ->type_name("P")
       ->check(CLI::Range(0.5, 0.9999));

@@ -26,7 +26,7 @@ inline constexpr int kDefaultMaxRuns = 30;
 inline constexpr int kDefaultFlakyRuns = 4;
 inline constexpr int kDefaultFlakyMaxRuns = 120;
 // The culprit probability a flaky bisect stops at (--confidence; off by default otherwise).
-inline constexpr double kDefaultFlakyConfidence = 0.99;
+inline constexpr double kDefaultFlakyConfidence = 0.995;
 // Most runs per commit with a metric and --confidence: room for the end check to reach it.
 inline constexpr int kDefaultConfidenceMaxRuns = 60;
 // The seed's point rule: a commit is BAD past good + 0.3 * (bad - good).
