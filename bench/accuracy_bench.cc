@@ -13,11 +13,17 @@
 // the named culprit is right, by the probability reported). Nothing is asserted;
 // docs/benchmarks.md quotes the tables.
 //
+// With --confidence P, a further column: kbisect with --confidence P (drawn from its own random
+// stream, so the other columns are those of a run without it), and its own calibration rows.
+//
 // Then the flaky pass/fail cells (--exit-code --flaky against plain --exit-code and git bisect's
 // one run per commit): fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
 //
 //   build/bin/accuracy_bench [--trials 1000] [--commits 100] [--seed 1]
+//   build/bin/accuracy_bench --noise 'gauss cv=5' --effects 0.05 --confidence 0.99 [--max-runs 60]
 //   build/bin/accuracy_bench --flaky-only [--flaky-trials 200] [--workers 1,4]
+//                            [--flaky-bad 0.3 --flaky-good 0.01]
+// ACCURACY_DEBUG=1 prints every job that missed, with its probes.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -111,8 +117,10 @@ void RunSynchronousRounds(BisectJob* job, int workers, int max_rounds,
 
 // kbisect's full verdict logic, synchronous rounds of `workers` tasks.
 Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseModel& noise,
-                   std::mt19937_64& rng) {
+                   std::mt19937_64& rng, double confidence = 0, int max_runs = 0) {
   v1::JobSpec spec;
+  spec.set_confidence(confidence);
+  spec.set_max_runs(max_runs);  // 0: the job's default (30; 60 with a confidence).
   spec.set_repository("/sim");
   spec.set_good("g");
   spec.add_bench_command("bench");
@@ -138,15 +146,19 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
       ambiguous += p.verdict() == v1::VERDICT_AMBIGUOUS;
       max_samples = std::max(max_samples, p.samples_size());
     }
-    std::fprintf(stderr,
-                 "miss: status=%d culprit=%d found=%d cands=%d ambiguous=%d base=%d max=%d\n",
-                 status.status(), culprit, status.culprit().index(), status.candidates_size(),
-                 ambiguous, status.baseline().good().samples_size(), max_samples);
+    std::fprintf(
+        stderr,
+        "miss: conf=%g status=%d culprit=%d found=%d cands=%d ambiguous=%d base=%d max=%d\n",
+        confidence, status.status(), culprit, status.culprit().index(), status.candidates_size(),
+        ambiguous, status.baseline().good().samples_size(), max_samples);
+    std::fprintf(
+        stderr, "  p=%.4f warnings=%d %s\n", status.culprit_probability(), status.warnings_size(),
+        status.warnings_size() > 0 ? status.warnings(status.warnings_size() - 1).c_str() : "");
     for (const v1::Probe& p : status.probes()) {
-      std::fprintf(stderr, "  %s index=%d truth=%s verdict=%s runs=%d median=%.4f worker=%s\n",
+      std::fprintf(stderr, "  %s index=%d truth=%s verdict=%s runs=%d median=%.4f worker=%s %s\n",
                    v1::ProbeKind_Name(p.kind()).c_str(), p.index(),
                    p.index() >= culprit ? "BAD" : "GOOD", VerdictWord(p.verdict()).c_str(),
-                   p.samples_size(), p.median(), p.worker().c_str());
+                   p.samples_size(), p.median(), p.worker().c_str(), p.message().c_str());
     }
   }
   Outcome out;
@@ -371,13 +383,14 @@ std::vector<int> FlakyRuns(int runs, double rate, std::mt19937_64& rng) {
 
 // kbisect --exit-code [--flaky]: the real BisectJob, synchronous rounds of `workers` tasks.
 Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int workers, bool flaky,
-                    std::mt19937_64& rng) {
+                    std::mt19937_64& rng, double confidence = 0) {
   v1::JobSpec spec;
   spec.set_repository("/sim");
   spec.set_good("g");
   spec.add_bench_command("test");
   spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   spec.set_flaky(flaky);
+  if (flaky) spec.set_confidence(confidence);  // 0: --flaky's default, 0.995.
   BisectJob job("sim", spec, Commits(n), kNow);
   RunSynchronousRounds(&job, workers, 100000, [&](const v1::Task& task) {
     const double rate = task.commit_index() >= culprit ? bad_rate : good_rate;
@@ -391,6 +404,21 @@ Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int w
     return result;
   });
   const v1::JobStatus& status = job.status();
+  if (flaky && std::getenv("ACCURACY_DEBUG") != nullptr &&
+      !(status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit)) {
+    std::fprintf(stderr, "miss: status=%s culprit=%d found=%d cands=%d p=%.4f runs=%d err=%s\n",
+                 v1::Outcome_Name(status.status()).c_str(), culprit, status.culprit().index(),
+                 status.candidates_size(), status.culprit_probability(), status.bench_runs(),
+                 status.error().c_str());
+    for (const v1::Probe& p : status.probes()) {
+      int passes = 0, fails = 0;
+      for (const auto& r : p.runs()) (r.exit_code() == 0 ? passes : fails)++;
+      std::fprintf(stderr, "  %s idx=%d %s verdict=%s pass=%d fail=%d r=%d %s\n",
+                   v1::ProbeKind_Name(p.kind()).c_str() + 11, p.index(),
+                   p.index() >= culprit ? "BAD " : "good", VerdictWord(p.verdict()).c_str(), passes,
+                   fails, p.round(), p.message().c_str());
+    }
+  }
   Outcome out;
   out.exact = status.status() == v1::OUTCOME_CULPRIT_FOUND && status.culprit().index() == culprit;
   out.bench_runs = status.bench_runs();
@@ -423,7 +451,8 @@ Outcome RunPlainBisect(int n, int culprit, double bad_rate, double good_rate, in
 
 // The flaky cells: fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
 void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_counts,
-                     std::mt19937_64& rng) {
+                     const std::vector<double>& bad_rates, const std::vector<double>& good_rates,
+                     double confidence, std::mt19937_64& rng) {
   std::cout << absl::StrFormat(
       "\nFlaky pass/fail tests (--exit-code --flaky): %d trials per cell, %d commits, culprit "
       "uniform in 1..%d.\nColumns: exact-culprit accuracy %% / mean test runs / mean rounds. "
@@ -432,8 +461,8 @@ void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_cou
   std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %s\n", "fail@BAD",
                                "fail@GOOD", "W", "kbisect --flaky", "kbisect --exit-code",
                                "plain bisect (1 run)", "p>=0.99: right/named");
-  for (double bad_rate : {0.1, 0.2, 0.3, 0.5}) {
-    for (double good_rate : {0.0, 0.01, 0.05}) {
+  for (double bad_rate : bad_rates) {
+    for (double good_rate : good_rates) {
       for (int workers : worker_counts) {
         long exact[3] = {0, 0, 0};
         long runs[3] = {0, 0, 0};
@@ -443,7 +472,7 @@ void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_cou
         for (int t = 0; t < trials; ++t) {
           const int culprit = std::uniform_int_distribution<int>(1, commits)(rng);
           const Outcome outcomes[3] = {
-              RunPassFail(commits, culprit, bad_rate, good_rate, workers, true, rng),
+              RunPassFail(commits, culprit, bad_rate, good_rate, workers, true, rng, confidence),
               RunPassFail(commits, culprit, bad_rate, good_rate, workers, false, rng),
               RunPlainBisect(commits, culprit, bad_rate, good_rate, workers, rng)};
           for (int m = 0; m < 3; ++m) {
@@ -482,7 +511,11 @@ int main(int argc, char** argv) {
   std::vector<double> effects = {0.05, 0.10, 0.20, 0.50};
   std::vector<int> worker_counts = {1, 4, 8};
   bool flaky_only = false;
+  double confidence = 0;
+  int max_runs = 0;
   int flaky_trials = 200;
+  std::vector<double> flaky_bad = {0.1, 0.2, 0.3, 0.5};
+  std::vector<double> flaky_good = {0.0, 0.01, 0.05};
   CLI::App app{"Accuracy of kbisect's verdicts against fixed rules under synthetic noise"};
   app.add_option("--trials", trials)->capture_default_str();
   app.add_option("--commits", commits)->capture_default_str();
@@ -491,12 +524,24 @@ int main(int argc, char** argv) {
   app.add_option("--effects", effects, "Effect sizes (fractions)")->delimiter(',');
   app.add_option("--workers", worker_counts, "Worker counts")->delimiter(',');
   app.add_flag("--flaky-only", flaky_only, "Only the flaky pass/fail table");
+  app.add_option("--confidence", confidence,
+                 "Add a column: kbisect with --confidence P (the culprit posterior's stop); "
+                 "in the flaky table, --flaky's confidence")
+      ->check(CLI::Range(0.0, 0.9999));
+  app.add_option("--max-runs", max_runs,
+                 "kbisect's --max-runs in both kbisect columns (0: the job's default, 30, or 60 "
+                 "with --confidence)");
   app.add_option("--flaky-trials", flaky_trials, "Trials per flaky cell (0: no flaky table)")
       ->capture_default_str();
+  app.add_option("--flaky-bad", flaky_bad, "Fail rates at BAD commits of the flaky cells")
+      ->delimiter(',');
+  app.add_option("--flaky-good", flaky_good, "Fail rates at GOOD commits of the flaky cells")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   if (flaky_only) {
     std::mt19937_64 flaky_rng(seed);
-    kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_rng);
+    kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_bad, flaky_good,
+                             confidence, flaky_rng);
     return 0;
   }
 
@@ -504,10 +549,19 @@ int main(int argc, char** argv) {
       "%d trials per cell, %d commits, culprit uniform in 1..%d, lower is better.\n"
       "Columns per method: exact-culprit accuracy %% / mean bench runs / mean rounds.\n\n",
       trials, commits, commits);
-  std::cout << absl::StrFormat("%-20s %6s %3s | %-24s | %-24s | %-24s | %-24s\n", "noise", "effect",
+  std::cout << absl::StrFormat("%-20s %6s %3s | %-24s | %-24s | %-24s | %-24s", "noise", "effect",
                                "W", "kbisect (adaptive)", "seed (3 runs)", "fixed 10 runs",
                                "Pinpoint (10..160)");
+  if (confidence > 0) {
+    std::cout << absl::StrFormat(" | %-24s",
+                                 absl::StrFormat("kbisect --confidence %g", confidence));
+  }
+  std::cout << "\n";
   std::mt19937_64 rng(seed);
+  // The --confidence column draws from its own stream, so the other columns are those of a run
+  // without it.
+  std::mt19937_64 confidence_rng(seed + 1000);
+  const int methods = confidence > 0 ? 5 : 4;
   kbisect::PinpointThresholds thresholds;
   // Calibration of culprit_probability: per bin of the reported probability, the jobs that named
   // a culprit and how many of them were right; overall and per noise model.
@@ -528,42 +582,51 @@ int main(int argc, char** argv) {
           int exact = 0;
           long runs = 0;
           long rounds = 0;
-        } sums[4];
+        } sums[5];
         for (int t = 0; t < trials; ++t) {
           const int culprit = std::uniform_int_distribution<int>(1, commits)(rng);
-          const kbisect::Outcome outcomes[4] = {
-              kbisect::RunKbisect(commits, culprit, effect, workers, noise, rng),
+          kbisect::Outcome outcomes[5] = {
+              kbisect::RunKbisect(commits, culprit, effect, workers, noise, rng, 0, max_runs),
               kbisect::RunFixed(commits, culprit, effect, workers, 3, noise, rng),
               kbisect::RunFixed(commits, culprit, effect, workers, 10, noise, rng),
               kbisect::RunPinpoint(commits, culprit, effect, workers, noise, thresholds, rng)};
-          if (outcomes[0].named) {
+          if (confidence > 0) {
+            outcomes[4] = kbisect::RunKbisect(commits, culprit, effect, workers, noise,
+                                              confidence_rng, confidence, max_runs);
+          }
+          auto bin_of = [&](const kbisect::Outcome& outcome, const std::vector<std::string>& keys) {
             int bin = 0;
-            while (bin < 3 && outcomes[0].probability >= kBinEdges[bin]) ++bin;
-            for (const std::string& key : {std::string("all cells"), noise.name}) {
+            while (bin < 3 && outcome.probability >= kBinEdges[bin]) ++bin;
+            for (const std::string& key : keys) {
               Bin& b = calibration[key][bin];
               ++b.count;
-              b.right += outcomes[0].exact ? 1 : 0;
-              b.reported += outcomes[0].probability;
+              b.right += outcome.exact ? 1 : 0;
+              b.reported += outcome.probability;
             }
+          };
+          if (outcomes[0].named) {
+            bin_of(outcomes[0], {"all cells", noise.name});
           } else {
             ++unnamed;
           }
-          for (int m = 0; m < 4; ++m) {
+          if (confidence > 0 && outcomes[4].named) bin_of(outcomes[4], {"with --confidence"});
+          for (int m = 0; m < methods; ++m) {
             sums[m].exact += outcomes[m].exact ? 1 : 0;
             sums[m].runs += outcomes[m].bench_runs;
             sums[m].rounds += outcomes[m].rounds;
           }
         }
-        std::string cells[4];
-        for (int m = 0; m < 4; ++m) {
+        std::string cells[5];
+        for (int m = 0; m < methods; ++m) {
           cells[m] = absl::StrFormat("%6.1f%% %6.1f %5.1f", 100.0 * sums[m].exact / trials,
                                      static_cast<double>(sums[m].runs) / trials,
                                      static_cast<double>(sums[m].rounds) / trials);
         }
-        std::cout << absl::StrFormat("%-20s %5.0f%% %3d | %-24s | %-24s | %-24s | %-24s\n",
+        std::cout << absl::StrFormat("%-20s %5.0f%% %3d | %-24s | %-24s | %-24s | %-24s",
                                      noise.name, effect * 100, workers, cells[0], cells[1],
-                                     cells[2], cells[3])
-                  << std::flush;
+                                     cells[2], cells[3]);
+        if (confidence > 0) std::cout << absl::StrFormat(" | %-24s", cells[4]);
+        std::cout << "\n" << std::flush;
       }
     }
   }
@@ -581,6 +644,9 @@ int main(int argc, char** argv) {
                                    b.count, 100.0 * b.right / b.count, b.reported / b.count);
     }
   }
-  if (flaky_trials > 0) kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, rng);
+  if (flaky_trials > 0) {
+    kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_bad, flaky_good,
+                             confidence, rng);
+  }
   return 0;
 }

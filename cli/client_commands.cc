@@ -297,6 +297,20 @@ int Submit(int argc, char** argv) {
                                             : v1::ORIGIN_KIND_USER);
   job_origin->set_trigger(trigger);
 
+  // --find-good --since DATE: how far back the lookback goes, from the commit dates.
+  const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
+  const absl::StatusOr<int> max_lookback = LookbackReach(
+      options.find_good ? options.since : "", options.max_lookback, spec->repository(), bad);
+  if (!max_lookback.ok()) {
+    std::cerr << "kbisect: " << max_lookback.status().message() << "\n";
+    return max_lookback.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                                              : kExitError;
+  }
+  if (options.find_good && *max_lookback == 0) {
+    std::cerr << "kbisect: " << NothingSinceText(options.since, bad) << "\n";
+    return kExitNoRegression;
+  }
+
   if (wait) BlockTerminationSignals();  // Before gRPC starts its threads.
   std::unique_ptr<Client> client = Client::Connect(connection);
   if (client == nullptr) return kExitUsage;
@@ -304,16 +318,15 @@ int Submit(int argc, char** argv) {
   if (options.find_good) {
     // GOOD is found by looking back from BAD, one lookback job per eligible worker at once; the
     // job kept bisects from it (cli/find_good.h).
-    const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
     absl::StatusOr<FindGoodResult> found =
-        FindGood(client->stub(), *spec, options.max_lookback, EligibleWorkers(client.get(), *spec),
+        FindGood(client->stub(), *spec, *max_lookback, EligibleWorkers(client.get(), *spec),
                  quiet ? nullptr : &std::cerr);
     if (!found.ok()) {
       std::cerr << "kbisect: " << found.status().message() << "\n";
       return kExitError;
     }
     if (found->job_id.empty()) {
-      std::cerr << "kbisect: " << NothingBetterText(*found, bad) << "\n";
+      std::cerr << "kbisect: " << NothingBetterText(*found, bad, options.since) << "\n";
       return kExitNoRegression;
     }
     if (!quiet) std::cerr << FoundGoodText(*found, bad) << "\n";

@@ -1,14 +1,20 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/find_good.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "cli/cache_command.h"
+#include "common/git/git_repo.h"
 #include "grpcpp/client_context.h"
 
 namespace kbisect {
@@ -166,6 +172,79 @@ absl::StatusOr<FindGoodResult> FindGood(v1::CoordinatorService::StubInterface* s
   return result;
 }
 
+absl::StatusOr<absl::Time> ParseSince(const std::string& text, absl::Time now,
+                                      absl::TimeZone zone) {
+  const std::string trimmed(absl::StripAsciiWhitespace(text));
+  int64_t seconds = 0;
+  if (absl::StartsWith(trimmed, "@") &&
+      absl::SimpleAtoi(absl::string_view(trimmed).substr(1), &seconds)) {
+    return absl::FromUnixSeconds(seconds);
+  }
+  // A trailing Z is UTC (ISO 8601), whatever the parser's %z makes of it.
+  absl::string_view body = trimmed;
+  const bool utc = absl::ConsumeSuffix(&body, "Z") || absl::ConsumeSuffix(&body, "z");
+  for (const char* date :
+       {"%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"}) {
+    for (const char* suffix : {"", "%Ez", " %Ez", "%z", " %z"}) {
+      if (utc && *suffix != '\0') continue;
+      absl::Time time;
+      std::string error;
+      if (absl::ParseTime(absl::StrCat(date, suffix), body, utc ? absl::UTCTimeZone() : zone, &time,
+                          &error)) {
+        return time;
+      }
+    }
+  }
+  if (absl::StatusOr<absl::Duration> age = ParseAge(trimmed); age.ok()) return now - *age;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--since expects a date (2026-01-31, '2026-01-31 14:00', 2026-01-31T14:00:00Z, with an "
+      "optional zone such as +01:00), @SECONDS, or an age such as 14d or 12h; got '",
+      text, "'"));
+}
+
+absl::StatusOr<int> SinceReach(const std::string& repository, const std::string& bad,
+                               absl::Time since, int max_lookback) {
+  absl::string_view path = repository;
+  if (absl::ConsumePrefix(&path, "file://")) {
+    // A local path in URL form.
+  } else if (absl::StrContains(repository, "://")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--since reads the commit dates of a local repository, and ", repository,
+                     " is remote: pass its local clone with --repo, or --max-lookback N"));
+  }
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(std::string(path));
+  if (!repo.ok()) return repo.status();
+  absl::StatusOr<std::string> sha = (*repo)->ResolveCommit(bad.empty() ? "HEAD" : bad);
+  if (!sha.ok()) return sha.status();
+  std::vector<int64_t> times;  // Of BAD~1, BAD~2, ...
+  const int64_t cutoff = absl::ToUnixSeconds(since);
+  while (static_cast<int>(times.size()) < max_lookback) {
+    absl::StatusOr<CommitInfo> commit = (*repo)->GetCommit(*sha);
+    if (!commit.ok()) return commit.status();
+    if (commit->parents.empty()) break;  // The root: the chain ends.
+    *sha = commit->parents.front();
+    absl::StatusOr<CommitInfo> parent = (*repo)->GetCommit(*sha);
+    if (!parent.ok()) return parent.status();
+    times.push_back(parent->commit_time);
+    if (parent->commit_time < cutoff) break;
+  }
+  return LookbackReachSince(times, cutoff, max_lookback);
+}
+
+absl::StatusOr<int> LookbackReach(const std::string& since, int max_lookback,
+                                  const std::string& repository, const std::string& bad) {
+  if (since.empty()) return max_lookback;
+  absl::StatusOr<absl::Time> date = ParseSince(since, absl::Now(), absl::LocalTimeZone());
+  if (!date.ok()) return date.status();
+  return SinceReach(repository, bad, *date, max_lookback);
+}
+
+std::string NothingSinceText(const std::string& since, const std::string& bad) {
+  return absl::StrCat("no commit before ", bad,
+                      " on its first-parent chain is as recent as --since ", since,
+                      ": nothing to look back at. Give an earlier --since, or GOOD yourself");
+}
+
 std::string FoundGoodText(const FindGoodResult& result, const std::string& bad) {
   const std::string step =
       result.largest_not_better > 0
@@ -179,11 +258,13 @@ std::string FoundGoodText(const FindGoodResult& result, const std::string& bad) 
                       result.found, "..", bad, ":");
 }
 
-std::string NothingBetterText(const FindGoodResult& result, const std::string& bad) {
-  return absl::StrCat("no commit within ", bad, "~1..", bad, "~", result.reach, " is better than ",
-                      bad,
-                      " (by --min-effect; with --exit-code: passes). Look further back with "
-                      "--max-lookback, or give GOOD yourself");
+std::string NothingBetterText(const FindGoodResult& result, const std::string& bad,
+                              const std::string& since) {
+  return absl::StrCat(
+      "no commit within ", bad, "~1..", bad, "~", result.reach,
+      since.empty() ? "" : absl::StrCat(" (the commits since ", since, ")"), " is better than ",
+      bad, " (by --min-effect; with --exit-code: passes). Look further back with ",
+      since.empty() ? "--max-lookback" : "an earlier --since", ", or give GOOD yourself");
 }
 
 }  // namespace kbisect

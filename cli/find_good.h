@@ -50,11 +50,36 @@ absl::StatusOr<FindGoodResult> FindGood(v1::CoordinatorService::StubInterface* s
                                         std::ostream* progress,
                                         absl::Duration poll = absl::Milliseconds(200));
 
+// `--since DATE`: a date ("2026-01-31", "2026-01-31 14:00[:05]", ISO 8601 with a T, each
+// optionally with a zone: "Z", "+01:00", "+0100"; without one in `zone`), "@SECONDS" since the
+// epoch, or an age back from `now` ("14d", "12h", "1d12h": the form of --cache-max-age).
+// InvalidArgument saying what is accepted.
+absl::StatusOr<absl::Time> ParseSince(const std::string& text, absl::Time now, absl::TimeZone zone);
+
+// How far back from `bad` the lookback may go with --since in the repository at `repository` (a
+// local path or a file:// URL): the first-parent chain is walked from BAD~1 while commits are
+// at or after `since` (committer date, as `git log --first-parent --since`), at most
+// `max_lookback` commits (LookbackReachSince). 0: not even BAD~1 is that recent.
+// FailedPrecondition for a remote repository (its history is not here: use --max-lookback).
+absl::StatusOr<int> SinceReach(const std::string& repository, const std::string& bad,
+                               absl::Time since, int max_lookback);
+
+// The farthest distance --find-good tries: `max_lookback`, or with `since` (the --since text, ""
+// for none) the SinceReach of that date, never past max_lookback. Errors: ParseSince's
+// (InvalidArgument, a usage error) and SinceReach's.
+absl::StatusOr<int> LookbackReach(const std::string& since, int max_lookback,
+                                  const std::string& repository, const std::string& bad);
+
+// The error when not even BAD~1 is as recent as --since.
+std::string NothingSinceText(const std::string& since, const std::string& bad);
+
 // The line printed before the bisect's report: which GOOD was found, and how.
 std::string FoundGoodText(const FindGoodResult& result, const std::string& bad);
 
-// The error when nothing within the lookback is better than BAD.
-std::string NothingBetterText(const FindGoodResult& result, const std::string& bad);
+// The error when nothing within the lookback is better than BAD (`since`: the --since given,
+// "" for none).
+std::string NothingBetterText(const FindGoodResult& result, const std::string& bad,
+                              const std::string& since = "");
 
 }  // namespace kbisect
 

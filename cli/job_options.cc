@@ -42,13 +42,17 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                               "With --exit-code: the test fails only sometimes at bad commits "
                               "(and rarely at good ones). Runs repeat where one result can't be "
                               "trusted, the fail rates are estimated, and the search stops once "
-                              "the culprit's probability reaches --flaky-confidence "
-                              "(defaults: --runs 4, --max-runs 120)");
+                              "the culprit's probability reaches --confidence "
+                              "(defaults: --runs 4, --max-runs 120, --confidence 0.995)");
   flaky->needs(exit_code);
-  app->add_option("--flaky-confidence", o->flaky_confidence,
-                  "With --flaky: the culprit probability to reach (default 0.99)")
-      ->check(CLI::Range(0.5, 0.9999))
-      ->needs(flaky);
+  app->add_option("--confidence,--flaky-confidence", o->confidence,
+                  "The search does not end before the culprit's probability (the posterior "
+                  "over every sample, as the report's Confidence line) reaches P: the culprit "
+                  "and its parent are measured again, and a verdict their new samples "
+                  "contradict is taken back. Default: 0.995 with --flaky, off otherwise; with a "
+                  "metric it also raises --max-runs' default to 60")
+      ->type_name("P")
+      ->check(CLI::Range(0.5, 0.9999));
   auto* lower = app->add_flag("--lower-is-better", o->lower_is_better,
                               "Smaller metric values are better (latency, time)");
   auto* higher = app->add_flag("--higher-is-better", o->higher_is_better,
@@ -107,6 +111,13 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                   "With --find-good: the farthest commit back from BAD to try")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000))
+      ->needs(find_good);
+  app->add_option("--since", o->since,
+                  "With --find-good: look back only as far as the commits (committer date) at "
+                  "or after DATE, e.g. 2026-01-31, '2026-01-31 14:00', 2026-01-31T14:00:00Z or "
+                  "an age such as 14d (at most --max-lookback; a date without a zone is local "
+                  "time, as git's)")
+      ->type_name("DATE")
       ->needs(find_good);
   app->add_option("--replay", o->replay_file,
                   "Start from a log (`kbisect log`): its verdict lines count as --mark; edit a "
@@ -174,12 +185,18 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   if (o.higher_is_better) spec.set_direction(v1::DIRECTION_HIGHER_IS_BETTER);
   spec.set_runs_per_commit(o.runs);
   spec.set_max_runs(std::max(o.max_runs, o.runs));
+  if (o.exit_code && !o.flaky && o.confidence > 0) {
+    return absl::InvalidArgumentError(
+        "--confidence needs a metric or --flaky: a plain --exit-code result is taken as certain");
+  }
+  spec.set_confidence(o.confidence);
   if (o.flaky) {
     // Unset counts take --flaky's defaults (NormalizeSpec).
     spec.set_flaky(true);
-    spec.set_flaky_confidence(o.flaky_confidence);
     if (!o.runs_given) spec.set_runs_per_commit(0);
     if (!o.max_runs_given) spec.set_max_runs(0);
+  } else if (o.confidence > 0 && !o.max_runs_given) {
+    spec.set_max_runs(0);  // --confidence's default (NormalizeSpec).
   }
   spec.set_threshold_fraction(o.threshold);
   spec.set_min_effect_fraction(o.min_effect);

@@ -25,9 +25,9 @@ struct JobOptions {
   std::string metric_regex;
   std::string metric_json;
   bool exit_code = false;
-  bool flaky = false;           // --flaky (with --exit-code).
-  double flaky_confidence = 0;  // --flaky-confidence; 0: kDefaultFlakyConfidence.
-  bool runs_given = false;      // --runs or --max-runs was given (--flaky has its own defaults).
+  bool flaky = false;       // --flaky (with --exit-code).
+  double confidence = 0;    // --confidence; 0: the default (0.99 with --flaky, else off).
+  bool runs_given = false;  // --runs or --max-runs was given (--flaky has its own defaults).
   bool max_runs_given = false;
   bool lower_is_better = false;
   bool higher_is_better = false;
@@ -50,6 +50,7 @@ struct JobOptions {
   std::vector<std::string> env;
   bool find_good = false;  // GOOD unknown: look back from BAD (cli/find_good.h).
   int max_lookback = kDefaultMaxLookback;
+  std::string since;               // --since DATE: look back only as far as commits that recent.
   std::vector<std::string> marks;  // --mark SHA=good|bad|skip, as given.
   std::string replay_file;         // --replay: a `kbisect log` whose verdicts become marks.
   JobOutputs outputs;              // --json, --html, --markdown, --notify-url.

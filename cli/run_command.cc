@@ -140,6 +140,20 @@ int RunCommand(int argc, char** argv) {
               << "Run `kbisect run --help` for usage.\n";
     return kExitUsage;
   }
+  // --find-good --since DATE: how far back the lookback goes, from the commit dates.
+  const absl::StatusOr<int> max_lookback = LookbackReach(
+      options.since, options.max_lookback, repository, spec->bad().empty() ? "HEAD" : spec->bad());
+  if (!max_lookback.ok()) {
+    std::cerr << "kbisect: " << max_lookback.status().message() << "\n";
+    return max_lookback.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                                              : kExitError;
+  }
+  if (options.find_good && *max_lookback == 0) {
+    std::cerr << "kbisect: "
+              << NothingSinceText(options.since, spec->bad().empty() ? "HEAD" : spec->bad())
+              << "\n";
+    return kExitNoRegression;
+  }
   // A scheduler's binding (CUDA_VISIBLE_DEVICES set by Slurm or a container runtime) decides
   // which devices the slots get and, without --workers, how many there are.
   const std::map<std::string, std::string> environment = EnvironmentMap();
@@ -229,10 +243,12 @@ int RunCommand(int argc, char** argv) {
   if (options.find_good) {
     // GOOD is found by looking back; the job kept bisects from it.
     absl::StatusOr<FindGoodResult> found =
-        FindGood(stub.get(), *spec, options.max_lookback, workers, quiet ? nullptr : &std::cout);
+        FindGood(stub.get(), *spec, *max_lookback, workers, quiet ? nullptr : &std::cout);
     const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
     if (!found.ok() || found->job_id.empty()) {
-      if (found.ok()) std::cerr << "kbisect: " << NothingBetterText(*found, bad) << "\n";
+      if (found.ok()) {
+        std::cerr << "kbisect: " << NothingBetterText(*found, bad, options.since) << "\n";
+      }
       if (!found.ok()) std::cerr << "kbisect: " << found.status().message() << "\n";
       absl::MutexLock lock(&job_mu);
       cluster->StopWorkers();

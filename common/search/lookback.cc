@@ -91,4 +91,13 @@ int LookbackRoundsBound(int d, int max_lookback, int workers) {
   return (position + workers - 1) / workers;
 }
 
+int LookbackReachSince(absl::Span<const int64_t> chain_times, int64_t since, int max_lookback) {
+  int reach = 0;
+  for (int64_t time : chain_times) {
+    if (reach >= max_lookback || time < since) break;
+    ++reach;
+  }
+  return reach;
+}
+
 }  // namespace kbisect

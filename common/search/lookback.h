@@ -13,9 +13,12 @@
 #ifndef KBISECT_COMMON_SEARCH_LOOKBACK_H_
 #define KBISECT_COMMON_SEARCH_LOOKBACK_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <vector>
+
+#include "absl/types/span.h"
 
 namespace kbisect {
 
@@ -72,6 +75,13 @@ class Lookback {
 // before Found() with `workers` tried per round: ceil(k / workers) rounds, k being the position
 // of the first sequence element >= d (1-based).
 int LookbackRoundsBound(int d, int max_lookback, int workers);
+
+// `--since DATE`: how far back from BAD the lookback may go when only commits at or after
+// `since` (seconds since the epoch) count. `chain_times` are the committer times of BAD~1,
+// BAD~2, ... in chain order (as far as the caller walked); the first commit older than `since`
+// ends the chain, as `git log --first-parent --since` stops there, so the answer is the number
+// of leading times >= since, at most `max_lookback`. 0: not even BAD~1 is that recent.
+int LookbackReachSince(absl::Span<const int64_t> chain_times, int64_t since, int max_lookback);
 
 }  // namespace kbisect
 

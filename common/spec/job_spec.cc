@@ -18,7 +18,10 @@ void NormalizeSpec(v1::JobSpec* spec) {
   if (flaky && spec->max_runs() <= 0) {
     spec->set_max_runs(std::max(kDefaultFlakyMaxRuns, spec->runs_per_commit()));
   }
-  if (flaky && spec->flaky_confidence() <= 0) spec->set_flaky_confidence(kDefaultFlakyConfidence);
+  if (flaky && spec->confidence() <= 0) spec->set_confidence(kDefaultFlakyConfidence);
+  if (!pass_fail && spec->confidence() > 0 && spec->max_runs() <= 0) {
+    spec->set_max_runs(std::max(kDefaultConfidenceMaxRuns, spec->runs_per_commit()));
+  }
   if (spec->max_runs() < spec->runs_per_commit()) {
     spec->set_max_runs(std::max(kDefaultMaxRuns, spec->runs_per_commit()));
   }
@@ -53,9 +56,13 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
         "--flaky is for pass/fail tests: add --exit-code (a flaky benchmark's noise is measured "
         "anyway)");
   }
-  if (spec.flaky_confidence() < 0 || spec.flaky_confidence() >= 1) {
+  if (spec.confidence() < 0 || spec.confidence() >= 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the flaky confidence must be in (0, 1), got ", spec.flaky_confidence()));
+        absl::StrCat("the confidence must be in (0, 1), got ", spec.confidence()));
+  }
+  if (spec.confidence() > 0 && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE && !spec.flaky()) {
+    return absl::InvalidArgumentError(
+        "--confidence needs a metric or --flaky: a plain --exit-code result is taken as certain");
   }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {

@@ -25,8 +25,10 @@ inline constexpr int kDefaultMaxRuns = 30;
 // (telling "fails 10% of the time" from "never fails" to 0.5% takes about 50 passes).
 inline constexpr int kDefaultFlakyRuns = 4;
 inline constexpr int kDefaultFlakyMaxRuns = 120;
-// The culprit probability a flaky bisect stops at.
-inline constexpr double kDefaultFlakyConfidence = 0.99;
+// The culprit probability a flaky bisect stops at (--confidence; off by default otherwise).
+inline constexpr double kDefaultFlakyConfidence = 0.995;
+// Most runs per commit with a metric and --confidence: room for the end check to reach it.
+inline constexpr int kDefaultConfidenceMaxRuns = 60;
 // The seed's point rule: a commit is BAD past good + 0.3 * (bad - good).
 inline constexpr double kDefaultThresholdFraction = 0.3;
 // Time limits of one build and one benchmark run.
@@ -40,15 +42,16 @@ inline constexpr int kDefaultMaxLookback = 512;
 inline constexpr int kMaxRunsPerCommit = 1000;
 
 // Fills the unset fields of `spec` with the defaults above: runs per commit (1 with
-// --exit-code, 4 with --flaky, else 3), max runs (at least runs per commit; 120 with --flaky),
-// the flaky confidence, the threshold, first-parent history.
+// --exit-code, 4 with --flaky, else 3), max runs (at least runs per commit; 120 with --flaky, 60
+// with a metric and a confidence), the flaky confidence, the threshold, first-parent history.
 // Set fields are kept.
 void NormalizeSpec(v1::JobSpec* spec);
 
 // Checks a spec as submitted (before NormalizeSpec): a repository, a GOOD revision and a
 // benchmark command are present, the threshold is in [0, 1), runs per commit in 0..1000, and the
 // metric pattern is valid (a regex compiles with exactly one capturing group, a JSON path has no
-// empty component; --flaky needs --exit-code and its confidence is in [0, 1)), so a bad --metric
+// empty component; --flaky needs --exit-code; the confidence is in [0, 1), and not for a plain
+// --exit-code test), so a bad --metric
 // fails at submit rather than on a worker after a checkout
 // and a build. Errors: InvalidArgument saying what to fix.
 absl::Status ValidateSpec(const v1::JobSpec& spec);

@@ -530,6 +530,11 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
                  now);
     return;
   }
+  if (status_.spec().confidence() > 0 &&
+      (probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD)) {
+    ClassifyRemeasured(probe_position, now);  // Measured again for --confidence.
+    return;
+  }
   const ProbeClassification c = Judge(probe);
   probe.set_median(c.median);
   probe.set_p_value_vs_good(c.p_value_vs_good);
@@ -548,7 +553,7 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
     return;
   }
   if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
-  ApplyVerdict(probe_position, c.verdict, now);
+  ApplyVerdict(probe_position, ConfidentVerdict(probe_position, c.verdict), now);
 }
 
 ProbeClassification BisectJob::Judge(const v1::Probe& probe) const {

@@ -227,6 +227,16 @@ class BisectJob {
   // Once the search named one culprit: true while its probability is short of the confidence
   // and a boundary commit runs again (queued here) or still runs.
   bool FlakyCulpritNeedsRuns(absl::Time now);
+  // --confidence (confidence_probes.cc, rules in confidence_stop.h): once the search named one
+  // culprit, true while its probability is short of the confidence and a boundary commit runs
+  // again (queued here) or still runs (a flaky test: FlakyCulpritNeedsRuns).
+  bool CulpritNeedsRuns(absl::Time now);
+  // A metric's probe that the end check measured again: its verdict stands, or is taken back
+  // and the other side recorded when the posterior now puts the commit there.
+  void ClassifyRemeasured(int probe_position, absl::Time now);
+  // The classifier's `verdict` of a probe, or with --confidence, for one it left AMBIGUOUS at
+  // --max-runs, the side the posterior puts the commit on (its samples still count there).
+  v1::Verdict ConfidentVerdict(int probe_position, v1::Verdict verdict);
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
   // BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;

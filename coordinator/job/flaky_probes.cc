@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/confidence_stop.h"
 #include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
 
@@ -22,22 +23,35 @@ constexpr int kFlakyBadFailures = 5;
 
 FlakyOptions OptionsOf(const v1::JobSpec& spec) {
   FlakyOptions options;
-  options.confidence = spec.flaky_confidence();
+  options.confidence = spec.confidence();
   options.min_runs = spec.runs_per_commit();
   options.max_runs = spec.max_runs();
   return options;
 }
 
-// The finished bisect probe that decided commit `index` with `verdict` (the latest), or -1.
-int DecidingProbe(const v1::JobStatus& status, int index, v1::Verdict verdict) {
-  for (int row = status.probes_size() - 1; row >= 0; --row) {
-    const v1::Probe& probe = status.probes(row);
-    if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
-        probe.state() == v1::PROBE_STATE_FINISHED && probe.verdict() == verdict) {
-      return row;
-    }
+// A commit that runs `runs` times in all is judged against rates the endpoints pinned: each
+// endpoint that has run fewer times (and is not running) runs up to as many, at most max_runs.
+// Its side is known, so its runs are what tells "the commit fails at BAD's rate" from "GOOD fails
+// that often too"; they are shared by every later commit.
+void KeepEndpointsAhead(ProbeBook& book, const Calibration& calibration, int runs, int max_runs) {
+  for (int position : {calibration.good_probe(), calibration.bad_probe()}) {
+    if (position < 0 || book.probe(position).state() != v1::PROBE_STATE_FINISHED) continue;
+    const int have = CountRuns(book.probe(position)).runs();
+    const int wanted = std::min(runs, max_runs);
+    if (have < wanted) book.Extend(position, wanted - have);
   }
-  return -1;
+}
+
+// The most runs any commit inside the range has had (bisect probes not cancelled).
+int MostRunsOfACommit(const v1::JobStatus& status) {
+  int most = 0;
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() == v1::PROBE_STATE_CANCELLED) {
+      continue;
+    }
+    most = std::max(most, CountRuns(probe).runs());
+  }
+  return most;
 }
 
 }  // namespace
@@ -56,9 +70,11 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   probe.set_message(judgement.reason);
   const bool judged = probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD;
   if (judged && judgement.verdict == probe.verdict()) return;  // It stands; the end check decides.
+  const int runs_after = CountRuns(probe).runs() + judgement.more_runs;
   if (judged && judgement.more_runs > 0) {
     // Measured again at the end and now unclear: more runs, its verdict kept meanwhile.
     book_.Extend(probe_position, judgement.more_runs);
+    KeepEndpointsAhead(book_, calibration_, runs_after, status_.spec().max_runs());
     return;
   }
   if (judged) {
@@ -69,6 +85,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   }
   if (judgement.more_runs > 0) {
     book_.Extend(probe_position, judgement.more_runs);
+    KeepEndpointsAhead(book_, calibration_, runs_after, status_.spec().max_runs());
     return;
   }
   ApplyVerdict(probe_position, judgement.verdict, now);
@@ -100,9 +117,26 @@ void BisectJob::EvaluateFlakyBaselines(absl::Time now) {
     book_.Extend(good_position, min_runs - good.runs());
     return;
   }
+  if (2 * good.failures > good.runs() && good.runs() < 2 * min_runs) {
+    // Failing in most of a few runs happens to a GOOD that fails 5% of the time too (once in
+    // two thousand jobs for 3 of 4): one more look before calling GOOD broken.
+    book_.Extend(good_position, 2 * min_runs - good.runs());
+    return;
+  }
   if (2 * good.failures > good.runs()) {
     Finish(v1::OUTCOME_ERROR,
            FlakyFailsAtGoodText(book_.probe(good_position), good.failures, good.runs()), now);
+    return;
+  }
+  if (const int wanted = FlakyGoodRunsWanted(bad, min_runs, max_runs); good.runs() < wanted) {
+    // Enough GOOD runs to pin its fail rate (the worker stops a task at its first failure).
+    book_.Extend(good_position, wanted - good.runs());
+    return;
+  }
+  if (status_.state() == v1::JOB_STATE_BISECTING) {
+    // An endpoint ran more (KeepEndpointsAhead): commits asked for more runs while it ran are
+    // caught up with now.
+    KeepEndpointsAhead(book_, calibration_, MostRunsOfACommit(status_), max_runs);
     return;
   }
   Emit(v1::JOB_EVENT_KIND_BASELINE,
@@ -133,11 +167,17 @@ bool BisectJob::FlakyCulpritNeedsRuns(absl::Time now) {
   const int bad_runs = bad_row < 0 ? options.max_runs : CountRuns(book_.probe(bad_row)).runs();
   const FlakyCulpritCheck check =
       CheckFlakyCulprit(*posterior, last_good, first_bad, good_runs, bad_runs, options);
-  if (check.remeasure < 0) return false;
+  if (check.remeasure < 0) {
+    if (check.probability < options.confidence) {
+      status_.add_warnings(
+          ShortOfConfidenceText(check.probability, options.confidence, options.max_runs));
+    }
+    return false;
+  }
   const int row = check.remeasure == last_good ? good_row : bad_row;
   Emit(v1::JOB_EVENT_KIND_WARNING,
-       FlakyRemeasureText(check.probability, options.confidence, commits_[check.remeasure].sha(),
-                          check.more_runs),
+       ConfidenceRemeasureText(check.probability, options.confidence,
+                               commits_[check.remeasure].sha(), check.more_runs),
        nullptr, now);
   book_.Extend(row, check.more_runs);
   return true;

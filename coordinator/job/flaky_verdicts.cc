@@ -105,8 +105,11 @@ FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, in
   }
   const int left = options.max_runs - runs;
   if (left <= 0) {
-    judgement.verdict = v1::VERDICT_AMBIGUOUS;
-    judgement.reason = absl::StrCat("still unclear after ", runs, " runs: ", rates);
+    // Its runs still count in the posterior, so the more likely side steers the search (a skip
+    // would send it to the neighbours, as hard to judge), and the end check weighs the doubt.
+    judgement.verdict = bad >= 0.5 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
+    judgement.reason = absl::StrCat("still unclear after ", runs, " runs, taken as ",
+                                    bad >= 0.5 ? "BAD" : "GOOD", ", the more likely: ", rates);
     return judgement;
   }
   const double goal = bad < 0.5 ? doubt : 1 - doubt;
@@ -114,6 +117,13 @@ FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, in
   judgement.more_runs = std::clamp(needed, std::min(options.min_runs, left), left);
   judgement.reason = absl::StrCat("unclear: ", rates, "; ", judgement.more_runs, " more runs");
   return judgement;
+}
+
+int FlakyGoodRunsWanted(const RunCounts& bad, int min_runs, int max_runs) {
+  const double p = (bad.failures + 1.0) / (bad.runs() + 2.0);
+  const double wanted = std::ceil(kFlakyGoodPinFailures / p);
+  return std::clamp(wanted < max_runs ? static_cast<int>(wanted) : max_runs,
+                    std::min(min_runs, max_runs), max_runs);
 }
 
 FlakyCulpritCheck CheckFlakyCulprit(const CulpritPosterior& posterior, int last_good, int first_bad,

@@ -40,7 +40,7 @@ std::vector<CommitEvidence> FlakyEvidence(const v1::JobStatus& status,
 PosteriorOptions FlakyPosteriorOptions();
 
 struct FlakyOptions {
-  // The culprit probability to reach (JobSpec.flaky_confidence).
+  // The culprit probability to reach (JobSpec.confidence).
   double confidence = 0.99;
   // Runs of a commit's first task; the fewest runs asked for at once.
   int min_runs = 4;
@@ -63,6 +63,15 @@ struct FlakyJudgement {
 // commit will likely fail before that), at least min_runs, never past max_runs.
 FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, int runs,
                                 const FlakyOptions& options);
+
+// Runs the GOOD endpoint needs before the search starts, given BAD's runs so far: as many as a
+// BAD commit fails in about kFlakyGoodPinFailures times at BAD's estimated rate p, (failures + 1)
+// / (runs + 2), at least min_runs, at most max_runs. GOOD's runs are what pins the fail rate at
+// GOOD commits q: with few of them "this commit is GOOD and GOOD fails 30% of the time" explains
+// a BAD commit's failures nearly as well as "it is BAD", and the commit stays unclear however
+// long it runs.
+inline constexpr double kFlakyGoodPinFailures = 10;
+int FlakyGoodRunsWanted(const RunCounts& bad, int min_runs, int max_runs);
 
 // The end check once the search named `first_bad` (its parent in the range is `last_good`).
 struct FlakyCulpritCheck {

@@ -13,6 +13,7 @@
 #include "common/rpc/proto_time.h"
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/confidence_stop.h"
 #include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
 #include "coordinator/job/measurement_changes.h"
@@ -26,55 +27,6 @@ constexpr double kSingleStepShare = 0.6;
 // The culprit posterior reports at most this many positions, each at least this probable.
 constexpr int kPosteriorPositions = 5;
 constexpr double kPosteriorMinProbability = 0.001;
-
-// Every measurement of the job by commit, in the reference worker's frame, for the culprit
-// posterior: the samples of each finished probe (not provisional, not of a quarantined worker),
-// those of a worker with an offset scaled as its verdicts are (Calibration::InReferenceFrame),
-// the BAD baseline as the verdicts saw it, and the fresh confirmation pairs. Pass/fail jobs give
-// each probe's result.
-std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
-                                              const Calibration& calibration, bool pass_fail,
-                                              int last_good, int first_bad) {
-  std::vector<CommitEvidence> evidence;
-  auto counts = [&](const std::string& worker) {
-    const Calibration::Worker* state = calibration.Find(worker);
-    return state == nullptr || !state->quarantined;
-  };
-  auto frame = [&](const std::string& worker, double value) {
-    return calibration.HasOffset(worker) ? calibration.InReferenceFrame(worker, value) : value;
-  };
-  for (int row = 0; row < status.probes_size(); ++row) {
-    const v1::Probe& probe = status.probes(row);
-    if (probe.state() != v1::PROBE_STATE_FINISHED || probe.provisional() ||
-        probe.kind() == v1::PROBE_KIND_CONFIRM || !counts(probe.worker())) {
-      continue;
-    }
-    CommitEvidence e;
-    e.index = probe.index();
-    if (pass_fail) {
-      e.passes = probe.outcome() == v1::TASK_OUTCOME_PASSED ? 1 : 0;
-      e.failures = probe.outcome() == v1::TASK_OUTCOME_FAILED ? 1 : 0;
-    } else if (probe.kind() == v1::PROBE_KIND_BASELINE_BAD) {
-      if (row != calibration.bad_probe()) continue;  // A BAD measured again replaced it.
-      e.samples = calibration.ReferenceBadSamples();
-    } else if (probe.outcome() == v1::TASK_OUTCOME_SUCCEEDED) {
-      for (double v : probe.samples()) e.samples.push_back(frame(probe.worker(), v));
-    }
-    evidence.push_back(std::move(e));
-  }
-  if (!pass_fail) {
-    for (const v1::ConfirmationPairs& set : status.confirmation().sets()) {
-      if (!set.interleaved() || !counts(set.worker())) continue;  // Others repeat probes.
-      CommitEvidence before{last_good, {}, 0, 0};
-      CommitEvidence after{first_bad, {}, 0, 0};
-      for (double v : set.last_good_samples()) before.samples.push_back(frame(set.worker(), v));
-      for (double v : set.culprit_samples()) after.samples.push_back(frame(set.worker(), v));
-      evidence.push_back(std::move(before));
-      evidence.push_back(std::move(after));
-    }
-  }
-  return evidence;
-}
 
 // Sets the status's culprit_probability (the posterior mass of the search's candidates) and
 // culprit_posterior from every measurement of the job.
@@ -142,8 +94,8 @@ void BisectJob::MaybeFinish(absl::Time now) {
     if (wants_confirmation && !early_confirmation_) StartConfirmation(now, /*early=*/true);
     return;
   }
-  // A flaky test's culprit must reach the confidence first (boundary commits run again).
-  if (pass_fail_ && status_.spec().flaky() && FlakyCulpritNeedsRuns(now)) return;
+  // The culprit must reach the confidence first (boundary commits run again: --confidence).
+  if (CulpritNeedsRuns(now)) return;
   const std::vector<int> candidates = search_.Candidates();
   const int last_good = search_.last_good();
   const int first_bad = search_.first_bad();

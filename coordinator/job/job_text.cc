@@ -64,10 +64,23 @@ std::string FlakyFailsAtGoodText(const v1::Probe& good, int failures, int runs) 
                       runs, " runs: GOOD is not good, pick an older one");
 }
 
-std::string FlakyRemeasureText(double probability, double confidence, const std::string& sha,
-                               int runs) {
+std::string ConfidenceRemeasureText(double probability, double confidence, const std::string& sha,
+                                    int runs) {
   return absl::StrFormat("Culprit probability %.4f is short of %.4f: %d more runs of %s",
                          probability, confidence, runs, ShortSha(sha));
+}
+
+std::string ConfidenceRetractText(const std::string& sha, bool bad, double bad_probability) {
+  return absl::StrCat("Measured again for the confidence, ", ShortSha(sha), " now looks ",
+                      bad ? "BAD" : "GOOD", " (P(bad) = ", FormatPercent(100 * bad_probability),
+                      "): its verdict is taken back and the search goes on");
+}
+
+std::string ShortOfConfidenceText(double probability, double confidence, int max_runs) {
+  return absl::StrCat("The culprit's probability (", FormatPercent(100 * probability),
+                      ") is short of the confidence asked for (", FormatPercent(100 * confidence),
+                      "): its commit and its parent ran --max-runs (", max_runs,
+                      ") each; a larger --max-runs goes on");
 }
 
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,

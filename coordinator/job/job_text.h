@@ -45,9 +45,14 @@ std::string FlakyBaselineText(const std::string& good_sha, int good_failures, in
 // A flaky test that never failed at BAD in `runs` runs, or failed at GOOD in most runs.
 std::string FlakyPassesAtBadText(const v1::Probe& bad, int runs);
 std::string FlakyFailsAtGoodText(const v1::Probe& good, int failures, int runs);
-// A flaky culprit short of the confidence: `sha` runs again.
-std::string FlakyRemeasureText(double probability, double confidence, const std::string& sha,
-                               int runs);
+// A culprit short of the confidence (--confidence): `sha` runs again.
+std::string ConfidenceRemeasureText(double probability, double confidence, const std::string& sha,
+                                    int runs);
+// A commit measured again for the confidence now looks like the other side (`bad`: BAD), with
+// P(BAD) = `bad_probability`: its verdict is taken back.
+std::string ConfidenceRetractText(const std::string& sha, bool bad, double bad_probability);
+// The search ends short of the confidence: both boundary commits ran --max-runs.
+std::string ShortOfConfidenceText(double probability, double confidence, int max_runs);
 std::string BaselineText(const v1::JobStatus& status, double good_median, double bad_median,
                          double regression_pct);
 

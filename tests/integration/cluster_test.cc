@@ -379,5 +379,42 @@ TEST_F(ClusterTest, PrometheusMetricsMatchTheJob) {
   EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
 }
 
+TEST_F(ClusterTest, SubmitTakesTheSearchOptionsFindGoodSinceAndConfidence) {
+  const std::string repo = tmp_.Join("repo");
+  // Commit i is dated 2026-01-01 00:00 UTC + (i + 1) hours: HEAD (commit 60) 2026-01-03 13:00.
+  const std::string culprit = MakeRepo(repo, "--commits 60 --culprit 50");
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("node-s/gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("node-s/gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)));
+
+  // Since 2026-01-03 00:00 (commits 47..59: HEAD~1..HEAD~13); 2 workers: ~1, ~2, then ~4, ~8,
+  // then ~13, which is better.
+  const std::string json = tmp_.Join("since.json");
+  CommandResult since = Kbisect(absl::StrCat("submit --find-good --since 2026-01-03T00:00Z --repo ",
+                                             repo, " --wait --json ", json, " -- ./bench.sh"));
+  ASSERT_EQ(since.exit_code, 0) << since.out << since.err << coordinator->log();
+  EXPECT_THAT(since.err, HasSubstr("GOOD found by looking back: HEAD~13 is better than HEAD"));
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  // Nothing in the window is better: exit 3, the range searched said.
+  CommandResult recent = Kbisect(absl::StrCat(
+      "submit --find-good --since 2026-01-03T09:00Z --repo ", repo, " --wait -- ./bench.sh"));
+  EXPECT_EQ(recent.exit_code, 3) << recent.out << recent.err;
+  EXPECT_THAT(recent.err, HasSubstr("no commit within HEAD~1..HEAD~4 (the commits since "));
+
+  // --confidence travels in the spec and the job reaches it.
+  const std::string sure = tmp_.Join("confidence.json");
+  CommandResult confident = Kbisect(absl::StrCat(
+      "submit v1.0 --repo ", repo, " --confidence 0.999 --wait --json ", sure, " -- ./bench.sh"));
+  ASSERT_EQ(confident.exit_code, 0) << confident.out << confident.err;
+  result = nlohmann::json::parse(ReadFile(sure));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_DOUBLE_EQ(result["spec"]["confidence"].get<double>(), 0.999);
+  EXPECT_GE(result["culprit_probability"].get<double>(), 0.999);
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
+}
+
 }  // namespace
 }  // namespace kbisect

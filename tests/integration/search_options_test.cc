@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
-// `kbisect run`'s search options on real demo repositories: marks (`--mark SHA=good|bad|skip`).
+// `kbisect run`'s search options on real demo repositories: marks (`--mark SHA=good|bad|skip`),
+// resume, replay, `--find-good` (with `--max-lookback` or `--since`) and `--confidence`.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -24,6 +25,7 @@ using ::kbisect::testing::MakeRepo;
 using ::kbisect::testing::ReadFile;
 using ::kbisect::testing::RunShell;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using SearchOptionsTest = ::kbisect::testing::KbisectRunTest;
 
@@ -239,6 +241,77 @@ TEST_F(SearchOptionsTest, FindGoodLooksBackFromBadAndBisectsTheBracket) {
       Run(absl::StrCat("run --find-good v1.0 HEAD --repo ", repo, " -- ./bench.sh"));
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_THAT(both.err, HasSubstr("--find-good takes one commit"));
+}
+
+TEST_F(SearchOptionsTest, FindGoodSinceADateLooksBackOnlyThatFar) {
+  const std::string repo = tmp_.Join("repo");
+  // make-demo-repo dates commit i at 2026-01-01 00:00 UTC + (i + 1) hours: HEAD (commit 100) is
+  // 2026-01-05 05:00, the step (commit 80) 2026-01-04 09:00.
+  const std::string culprit = MakeRepo(repo, "--commits 100 --culprit 80");
+  const std::vector<std::string> shas = Commits(repo);
+  ASSERT_EQ(shas.size(), 101u);
+  // Since 2026-01-04 00:00: commits 71..99, HEAD~1..HEAD~29. With 3 workers: HEAD~1, ~2, ~4,
+  // then ~8, ~16 and ~29 (the last commit that recent), which is better.
+  const std::string json = tmp_.Join("since.json");
+  CommandResult run = Run(absl::StrCat("run --find-good --since '2026-01-04 00:00 +0000' --repo ",
+                                       repo, " --workers 3 --json ", json, " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Looking back: is HEAD~29 better than HEAD?"));
+  EXPECT_THAT(run.out, Not(HasSubstr("HEAD~32")));
+  EXPECT_THAT(run.out, HasSubstr("GOOD found by looking back: HEAD~29 is better than HEAD; "
+                                 "HEAD~16 is not, so the step is in HEAD~29..HEAD~16 "
+                                 "(6 lookback jobs in 2 rounds)"));
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_EQ(result["good_sha"], shas[71]);
+
+  // Since 2026-01-04 23:00: HEAD~1..HEAD~6 only, none better: exit 3 with the range searched.
+  CommandResult recent = Run(absl::StrCat("run --find-good --since 2026-01-04T23:00:00Z --repo ",
+                                          repo, " --workers 3 -- ./bench.sh"));
+  EXPECT_EQ(recent.exit_code, 3) << recent.out << recent.err;
+  EXPECT_THAT(recent.err, HasSubstr("no commit within HEAD~1..HEAD~6 (the commits since "
+                                    "2026-01-04T23:00:00Z) is better than HEAD"));
+  // Nothing as recent as two weeks ago (the clock is past January): nothing is run.
+  CommandResult none =
+      Run(absl::StrCat("run --find-good --since 14d --repo ", repo, " -- ./bench.sh"));
+  EXPECT_EQ(none.exit_code, 3) << none.out << none.err;
+  EXPECT_THAT(none.err, HasSubstr("is as recent as --since 14d"));
+  EXPECT_THAT(none.out, Not(HasSubstr("Looking back")));
+  // Usage: a date it cannot read, and --since without --find-good.
+  CommandResult unreadable =
+      Run(absl::StrCat("run --find-good --since yesterday --repo ", repo, " -- ./bench.sh"));
+  EXPECT_EQ(unreadable.exit_code, 2) << unreadable.out << unreadable.err;
+  EXPECT_THAT(unreadable.err, HasSubstr("--since expects a date"));
+  CommandResult alone =
+      Run(absl::StrCat("run v1.0 --since 2026-01-04 --repo ", repo, " -- ./bench.sh"));
+  EXPECT_EQ(alone.exit_code, 2) << alone.out << alone.err;
+}
+
+TEST_F(SearchOptionsTest, ConfidenceRunsUntilTheCulpritIsThatProbable) {
+  const std::string repo = tmp_.Join("repo");
+  // A 10% step under +-5% noise: a verdict takes several runs, and the culprit's own
+  // probability is what the search must reach.
+  const std::string culprit =
+      MakeRepo(repo, "--commits 30 --culprit 17 --noise 0.05 --slowdown 1.1");
+  const std::string json = tmp_.Join("confidence.json");
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo,
+                                       " --workers 2 --confidence 0.999 --no-confirm --json ", json,
+                                       " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_GE(result["culprit_probability"].get<double>(), 0.999);
+  EXPECT_DOUBLE_EQ(result["spec"]["confidence"].get<double>(), 0.999);
+  EXPECT_EQ(result["spec"]["max_runs"], 60) << "--confidence's --max-runs default";
+  EXPECT_THAT(run.out, HasSubstr("Confidence:"));
+
+  // A plain pass/fail result is taken as certain: --confidence wants a metric or --flaky.
+  CommandResult plain =
+      Run(absl::StrCat("run v1.0 --repo ", repo, " --exit-code --confidence 0.99 -- ./bench.sh"));
+  EXPECT_EQ(plain.exit_code, 2) << plain.out << plain.err;
+  EXPECT_THAT(plain.err, HasSubstr("--confidence needs a metric or --flaky"));
 }
 
 }  // namespace

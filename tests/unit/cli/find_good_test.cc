@@ -3,9 +3,11 @@
 
 #include <string>
 
+#include "absl/time/time.h"
 #include "cli/job_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
 
 namespace kbisect {
 namespace {
@@ -68,6 +70,75 @@ TEST(FindGoodOptionsTest, TheOneCommitGivenIsBad) {
   options = JobOptions();
   options.bench_command = {"./bench.sh"};
   EXPECT_THAT(ToJobSpec(options, "/repo").status().message(), HasSubstr("GOOD is required"));
+}
+
+TEST(ParseSinceTest, TakesDatesWithOrWithoutAZoneAndAges) {
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  const absl::Time now = absl::FromUnixSeconds(1767225600 + 10 * 86400);  // 2026-01-11 00:00Z.
+  auto at = [&](const std::string& text, absl::TimeZone zone) {
+    absl::StatusOr<absl::Time> time = ParseSince(text, now, zone);
+    EXPECT_TRUE(time.ok()) << text << ": " << time.status();
+    return time.ok() ? absl::ToUnixSeconds(*time) : -1;
+  };
+  EXPECT_EQ(at("2026-01-01", utc), 1767225600);
+  EXPECT_EQ(at("2026-01-01 01:30", utc), 1767225600 + 5400);
+  EXPECT_EQ(at("2026-01-01 01:30:15", utc), 1767225600 + 5415);
+  EXPECT_EQ(at("2026-01-01T01:30:15Z", absl::FixedTimeZone(3600)), 1767225600 + 5415);
+  EXPECT_EQ(at("2026-01-01T01:30:15+01:00", utc), 1767225600 + 1815);
+  EXPECT_EQ(at("2026-01-01 01:30 +0100", utc), 1767225600 + 1800);
+  EXPECT_EQ(at("2026-01-01", absl::FixedTimeZone(3600)), 1767225600 - 3600)
+      << "no zone: the one given (local time, as git's)";
+  EXPECT_EQ(at("@1767225600", utc), 1767225600);
+  EXPECT_EQ(at("14d", utc), absl::ToUnixSeconds(now) - 14 * 86400);
+  EXPECT_EQ(at("1d12h", utc), absl::ToUnixSeconds(now) - 36 * 3600);
+  for (const char* wrong : {"yesterday", "2026-13-01", "", "12"}) {
+    absl::StatusOr<absl::Time> time = ParseSince(wrong, now, utc);
+    EXPECT_EQ(time.status().code(), absl::StatusCode::kInvalidArgument) << wrong;
+    EXPECT_THAT(time.status().message(), HasSubstr("--since expects a date")) << wrong;
+  }
+}
+
+TEST(SinceReachTest, CountsTheFirstParentCommitsAtOrAfterTheDate) {
+  testing::TempDir tmp("since-reach");
+  testing::GitFixture git(tmp.Join("repo"));
+  git.Init();
+  // Ten commits, one day apart from 2026-01-01 00:00 UTC.
+  for (int i = 0; i < 10; ++i) {
+    git.SetNextTime(testing::GitFixture::kBaseTime + i * 86400, "+0000");
+    git.Commit(absl::StrCat("commit ", i), {{"f", absl::StrCat(i)}});
+  }
+  const absl::Time day = absl::FromUnixSeconds(testing::GitFixture::kBaseTime);
+  // HEAD is commit 9; HEAD~1 is day 8, ... HEAD~9 is day 0 (the root).
+  auto reach = [&](absl::Time since, int max_lookback) {
+    absl::StatusOr<int> r = SinceReach(git.path(), "HEAD", since, max_lookback);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : -1;
+  };
+  EXPECT_EQ(reach(day + absl::Hours(24 * 6), 100), 3) << "days 8, 7 and 6";
+  EXPECT_EQ(reach(day + absl::Hours(24 * 6) + absl::Seconds(1), 100), 2);
+  EXPECT_EQ(reach(day + absl::Hours(24 * 9), 100), 0) << "HEAD itself does not count";
+  EXPECT_EQ(reach(day, 100), 9) << "down to the root";
+  EXPECT_EQ(reach(day, 4), 4) << "at most --max-lookback";
+  absl::StatusOr<int> via_url = SinceReach("file://" + git.path(), "HEAD~2", day, 100);
+  ASSERT_TRUE(via_url.ok()) << via_url.status();
+  EXPECT_EQ(*via_url, 7);
+
+  absl::StatusOr<int> remote = SinceReach("https://example.com/repo.git", "HEAD", day, 100);
+  EXPECT_EQ(remote.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(remote.status().message(), HasSubstr("--max-lookback"));
+  absl::StatusOr<int> unknown = SinceReach(git.path(), "nope", day, 100);
+  EXPECT_FALSE(unknown.ok());
+}
+
+TEST(FindGoodTextTest, NothingBetterSinceADateSaysSo) {
+  FindGoodResult result;
+  result.reach = 10;
+  EXPECT_THAT(NothingBetterText(result, "HEAD"),
+              HasSubstr("no commit within HEAD~1..HEAD~10 is better than HEAD"));
+  EXPECT_THAT(NothingBetterText(result, "HEAD", "2026-01-04"),
+              HasSubstr("HEAD~1..HEAD~10 (the commits since 2026-01-04) is better than HEAD"));
+  EXPECT_THAT(NothingBetterText(result, "HEAD", "2026-01-04"), HasSubstr("an earlier --since"));
+  EXPECT_THAT(NothingSinceText("14d", "main"), HasSubstr("as recent as --since 14d"));
 }
 
 }  // namespace

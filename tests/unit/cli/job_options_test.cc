@@ -52,16 +52,58 @@ TEST(JobOptionsTest, FlakyLeavesUnsetRunCountsToItsDefaults) {
   EXPECT_EQ(spec->metric().kind(), v1::METRIC_KIND_EXIT_CODE);
   EXPECT_EQ(spec->runs_per_commit(), 0) << "NormalizeSpec's --flaky default";
   EXPECT_EQ(spec->max_runs(), 0);
-  EXPECT_EQ(spec->flaky_confidence(), 0);
+  EXPECT_EQ(spec->confidence(), 0);
 
   options.runs = 6;
   options.runs_given = true;
-  options.flaky_confidence = 0.95;
+  options.confidence = 0.95;
   spec = ToJobSpec(options, "/repo");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->runs_per_commit(), 6);
   EXPECT_EQ(spec->max_runs(), 0) << "--max-runs not given: --flaky's default";
-  EXPECT_DOUBLE_EQ(spec->flaky_confidence(), 0.95);
+  EXPECT_DOUBLE_EQ(spec->confidence(), 0.95);
+}
+
+TEST(JobOptionsTest, ConfidenceWithAMetricLeavesMaxRunsToItsDefault) {
+  JobOptions options = Minimal();
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->confidence(), 0) << "off by default with a metric";
+  EXPECT_EQ(spec->max_runs(), kDefaultMaxRuns);
+
+  options.confidence = 0.99;
+  spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_DOUBLE_EQ(spec->confidence(), 0.99);
+  EXPECT_EQ(spec->max_runs(), 0) << "NormalizeSpec's --confidence default";
+
+  options.max_runs = 40;
+  options.max_runs_given = true;
+  spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->max_runs(), 40);
+
+  // A plain pass/fail result is taken as certain: nothing to be sure of.
+  options.exit_code = true;
+  spec = ToJobSpec(options, "/repo");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("--flaky"), std::string::npos);
+}
+
+TEST(JobOptionsTest, ConfidenceIsParsedUnderItsOldNameToo) {
+  for (const char* name : {"--confidence", "--flaky-confidence"}) {
+    CLI::App app;
+    JobOptions options;
+    AddJobOptions(&app, &options);
+    const char* argv[] = {"kbisect", "v1.0", name, "0.95"};
+    app.parse(4, argv);
+    EXPECT_DOUBLE_EQ(options.confidence, 0.95) << name;
+  }
+  CLI::App app;
+  JobOptions options;
+  AddJobOptions(&app, &options);
+  const char* too_low[] = {"kbisect", "v1.0", "--confidence", "0.3"};
+  EXPECT_THROW(app.parse(4, too_low), CLI::ParseError);
 }
 
 TEST(JobOptionsTest, FlakyNeedsExitCodeOnTheCommandLine) {

@@ -48,16 +48,45 @@ TEST(NormalizeSpecTest, AFlakyTestGetsMoreRunsAndAConfidence) {
   NormalizeSpec(&flaky);
   EXPECT_EQ(flaky.runs_per_commit(), kDefaultFlakyRuns);
   EXPECT_EQ(flaky.max_runs(), kDefaultFlakyMaxRuns);
-  EXPECT_DOUBLE_EQ(flaky.flaky_confidence(), kDefaultFlakyConfidence);
+  EXPECT_DOUBLE_EQ(flaky.confidence(), kDefaultFlakyConfidence);
 
   v1::JobSpec set = flaky;
   set.set_runs_per_commit(8);
   set.set_max_runs(16);
-  set.set_flaky_confidence(0.9);
+  set.set_confidence(0.9);
   NormalizeSpec(&set);
   EXPECT_EQ(set.runs_per_commit(), 8);
   EXPECT_EQ(set.max_runs(), 16);
-  EXPECT_DOUBLE_EQ(set.flaky_confidence(), 0.9);
+  EXPECT_DOUBLE_EQ(set.confidence(), 0.9);
+}
+
+TEST(NormalizeSpecTest, AConfidenceWithAMetricGetsRoomToReachIt) {
+  v1::JobSpec spec = Minimal();
+  spec.set_confidence(0.99);
+  NormalizeSpec(&spec);
+  EXPECT_EQ(spec.max_runs(), kDefaultConfidenceMaxRuns);
+  EXPECT_DOUBLE_EQ(spec.confidence(), 0.99);
+
+  v1::JobSpec off = Minimal();
+  NormalizeSpec(&off);
+  EXPECT_EQ(off.confidence(), 0) << "off by default with a metric";
+  EXPECT_EQ(off.max_runs(), kDefaultMaxRuns);
+
+  v1::JobSpec set = Minimal();
+  set.set_confidence(0.95);
+  set.set_max_runs(20);
+  NormalizeSpec(&set);
+  EXPECT_EQ(set.max_runs(), 20);
+}
+
+TEST(ValidateSpecTest, AConfidenceNeedsAMetricOrAFlakyTest) {
+  v1::JobSpec spec = Minimal();
+  spec.set_confidence(0.99);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("--flaky"));
+  spec.set_flaky(true);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
 }
 
 TEST(ValidateSpecTest, FlakyNeedsExitCodeAndAConfidenceBelowOne) {
@@ -66,7 +95,7 @@ TEST(ValidateSpecTest, FlakyNeedsExitCodeAndAConfidenceBelowOne) {
   EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("--exit-code"));
   spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   EXPECT_TRUE(ValidateSpec(spec).ok());
-  spec.set_flaky_confidence(1.0);
+  spec.set_confidence(1.0);
   EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("confidence"));
 }
 

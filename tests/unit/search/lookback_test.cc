@@ -87,5 +87,17 @@ TEST(LookbackTest, RoundsForADeterministicStepStayWithinTheBound) {
   EXPECT_EQ(LookbackRoundsBound(200, 256, 7), 2);  // 128, 256 in the second.
 }
 
+TEST(LookbackTest, SinceEndsTheChainAtTheFirstOlderCommit) {
+  // BAD~1..BAD~5, newest first; BAD~4 is older than the cutoff, BAD~5 newer again (a rebased
+  // commit): the walk stops at BAD~4, as `git log --first-parent --since` does.
+  const std::vector<int64_t> times = {500, 400, 300, 100, 450};
+  EXPECT_EQ(LookbackReachSince(times, 300, 100), 3);
+  EXPECT_EQ(LookbackReachSince(times, 301, 100), 2) << "at or after the date";
+  EXPECT_EQ(LookbackReachSince(times, 600, 100), 0) << "not even BAD~1";
+  EXPECT_EQ(LookbackReachSince(times, 0, 100), 5) << "the chain ends where the caller stopped";
+  EXPECT_EQ(LookbackReachSince(times, 0, 2), 2) << "never past --max-lookback";
+  EXPECT_EQ(LookbackReachSince({}, 0, 10), 0);
+}
+
 }  // namespace
 }  // namespace kbisect
