@@ -12,14 +12,14 @@ HealthService::HealthService(const std::vector<std::string>& services)
     : services_(services.begin(), services.end()) {}
 
 void HealthService::SetServing(bool serving) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   if (shut_down_) return;
   serving_ = serving;
   changed_.SignalAll();
 }
 
 void HealthService::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   serving_ = false;
   shut_down_ = true;
   changed_.SignalAll();
@@ -32,7 +32,7 @@ HealthCheckResponse::ServingStatus HealthService::StatusLocked(const std::string
 
 grpc::Status HealthService::Check(grpc::ServerContext*, const HealthCheckRequest* request,
                                   HealthCheckResponse* response) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   const HealthCheckResponse::ServingStatus status = StatusLocked(request->service());
   if (status == HealthCheckResponse::SERVICE_UNKNOWN) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -50,7 +50,7 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthChec
     HealthCheckResponse response;
     bool shut_down = false;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       auto ready = [&]() {
         mu_.AssertHeld();
         return shut_down_ || !sent || StatusLocked(request->service()) != last;

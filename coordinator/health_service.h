@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/sync/mutex.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
@@ -52,8 +52,8 @@ class HealthService final : public grpc::health::v1::Health::Service {
       const std::string& service) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::set<std::string> services_;
-  absl::Mutex mu_;
-  absl::CondVar changed_;
+  kbisect::Mutex mu_;
+  kbisect::CondVar changed_;
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
