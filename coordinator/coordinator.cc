@@ -89,6 +89,7 @@ std::string Coordinator::NewId(const char* prefix) {
 // --- Jobs ---------------------------------------------------------------------------------------
 
 absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
+  ReplyPoint reply(this);
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
@@ -244,6 +245,7 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
 
 absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
                                                      const std::string& reason) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));

@@ -24,6 +24,7 @@
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
+#include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
@@ -61,6 +63,8 @@ struct CoordinatorOptions {
   // Where measurements are kept across jobs and looked up for new ones (see
   // coordinator/result_cache.h); must outlive the coordinator. Null: nothing is reused.
   ResultCache* result_cache = nullptr;
+  // Test-only crash points (coordinator/crash_points.h); disarmed by default.
+  CrashPoints crash_points;
 };
 
 // What Coordinator::Recover found.
@@ -225,6 +229,9 @@ class Coordinator {
                        v1::Task task, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Locks mu_; on unlocking, first commits the journal entries collected meanwhile.
   class ABSL_SCOPED_LOCKABLE WriteLock;
+  // Marks a mutating RPC: on leaving it, after the WriteLock's release, it counts the RPC as
+  // mutating if the calling thread committed meanwhile, and fires the before_reply crash point.
+  class ReplyPoint;
 
   // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.
   // Every mutation of a BisectJob goes through here, live and during replay alike, so that
@@ -307,6 +314,9 @@ class Coordinator {
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
+  // Journal commits and mutating RPCs since this process started (for the crash points).
+  int64_t journal_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> mutating_replies_{0};
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Jobs that finished during replay without a stored final status: their follow-ups are

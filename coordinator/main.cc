@@ -33,6 +33,7 @@
 #include "common/rpc/credentials.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
+#include "coordinator/crash_points.h"
 #include "coordinator/job_store.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/metrics.h"
@@ -286,6 +287,18 @@ int Main(int argc, char** argv) {
     coordinator_options.result_cache = result_cache->get();
   } else {
     log.Warning(absl::StrCat("not reusing results across jobs: ", result_cache.status().message()));
+  }
+  // Test-only (coordinator/crash_points.h): no deployment sets these variables.
+  absl::StatusOr<CrashPoints> crash_points = CrashPointsFromEnvironment();
+  if (!crash_points.ok()) {
+    log.Error(std::string(crash_points.status().message()));
+    return 2;
+  }
+  coordinator_options.crash_points = *crash_points;
+  if (crash_points->armed()) {
+    log.Warning(absl::StrCat("test-only crash points armed: after journal commit ",
+                             crash_points->after_commit, ", before the reply of mutating RPC ",
+                             crash_points->before_reply));
   }
   Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();

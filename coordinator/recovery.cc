@@ -57,6 +57,8 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
 
 void Coordinator::FlushLocked() {
   if (store_ == nullptr || pending_.empty()) return;
+  const bool journal =
+      !pending_.new_jobs.empty() || !pending_.entries.empty() || !pending_.final_statuses.empty();
   const absl::Status committed = store_->Commit(pending_);
   pending_ = StoreChanges();
   if (!committed.ok()) {
@@ -65,6 +67,11 @@ void Coordinator::FlushLocked() {
               << "; stopping so that a restart recovers the last committed state\n"
               << std::flush;
     std::abort();
+  }
+  ++coordinator_internal::commits_on_this_thread;
+  if (journal && options_.crash_points.after_commit > 0 &&
+      ++journal_commits_ == options_.crash_points.after_commit) {
+    CrashAtPoint("after journal commit", journal_commits_);
   }
 }
 

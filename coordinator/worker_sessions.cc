@@ -28,6 +28,7 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
 
 absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     const v1::OpenSessionRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   const absl::Time now = clock_->Now();
@@ -108,6 +109,7 @@ Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string&
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     const v1::SynchronizeRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
@@ -201,6 +203,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
 absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     const v1::CompleteLeaseRequest& request) {
   // The answer leaves only after the lock's release, i.e. after the result was committed.
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   v1::CompleteLeaseResponse response;
@@ -254,6 +257,7 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
 }
 
 absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) return absl::OkStatus();
