@@ -28,7 +28,8 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
     coordinator_->mu_.Lock();
   }
   ~WriteLock() ABSL_UNLOCK_FUNCTION() {
-    coordinator_->FlushLocked();
+    // Calls that reply flush first and check the result; this catches every other change.
+    (void)coordinator_->FlushLocked();
     coordinator_->mu_.Unlock();
   }
   WriteLock(const WriteLock&) = delete;
