@@ -218,6 +218,10 @@ int Main(int argc, char** argv) {
     }
   }
   agent_thread.join();
+  if (const absl::Status reason = slot.agent()->stop_reason(); !reason.ok()) {
+    log.Error(absl::StrCat(slot.name(), ": ", reason.message()), {{"worker", slot.name()}});
+    return 1;
+  }
   log.Info(
       absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
                    " reported probe(s)"),
