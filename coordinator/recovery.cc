@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -179,7 +180,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   // job is loaded when its parent's replay starts it (StartFollowUpsLocked), as it was created,
   // so that its events land in the parent's stream under the numbers they had.
   std::vector<std::string> stored_order;
-  std::map<std::string, std::vector<JournalEntry>> journals;
+  std::map<std::string, std::vector<JournalEntry>> journals;  // Of the jobs replayed.
   for (StoredJob& stored : state->jobs) {
     ++report.jobs;
     stored_order.push_back(stored.job_id);
@@ -187,11 +188,10 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
       LoadCompactedJobLocked(std::move(stored));
       continue;
     }
-    journals[stored.job_id] = std::move(stored.journal);
     const std::string& parent = stored.spec.parent_job_id();
-    if (!parent.empty() && !stored.request_id.empty() &&
-        std::find(stored_order.begin(), stored_order.end(), parent) != stored_order.end() &&
-        jobs_.count(parent) > 0 && !jobs_.at(parent).complete) {
+    const bool parent_replayed = journals.count(parent) > 0;
+    journals[stored.job_id] = std::move(stored.journal);
+    if (parent_replayed && !stored.request_id.empty()) {
       const std::string request_id = stored.request_id;
       unloaded_follow_ups_.emplace(request_id, std::move(stored));
       continue;
@@ -224,11 +224,12 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   // Creation order, as stored (follow-ups were loaded later than their position); jobs created
   // during the replay (follow-ups that had not started) come last.
   std::vector<std::string> order;
+  std::set<std::string> ordered;
   for (const std::string& job_id : stored_order) {
-    if (jobs_.count(job_id) > 0) order.push_back(job_id);
+    if (jobs_.count(job_id) > 0 && ordered.insert(job_id).second) order.push_back(job_id);
   }
   for (const std::string& job_id : job_order_) {
-    if (std::find(order.begin(), order.end(), job_id) == order.end()) order.push_back(job_id);
+    if (ordered.insert(job_id).second) order.push_back(job_id);
   }
   job_order_ = std::move(order);
   for (auto& [job_id, entry] : jobs_) {
@@ -331,8 +332,10 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
     const absl::Time finished = status.has_finish_time() ? FromProto(status.finish_time())
                                                          : FromProto(status.create_time());
     if (now - finished <= options_.retain) continue;
+    // The job and, breadth first, its follow-ups.
+    const size_t root = doomed.size();
     doomed.push_back(job_id);
-    for (size_t i = doomed.size() - 1; i < doomed.size(); ++i) {
+    for (size_t i = root; i < doomed.size(); ++i) {
       auto it = jobs_.find(doomed[i]);
       if (it == jobs_.end()) continue;
       for (const std::string& child : it->second.follow_ups) doomed.push_back(child);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>

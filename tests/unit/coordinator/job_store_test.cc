@@ -6,6 +6,8 @@
 // every accepted result counted exactly once, request ids and event logs intact.
 #include "coordinator/job_store.h"
 
+#include <sqlite3.h>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -403,6 +405,37 @@ TEST_F(RecoveryTest, AFollowUpJobSurvivesACoordinatorRestart) {
   EXPECT_EQ(Job().state(), v1::JOB_STATE_DONE);
   EXPECT_EQ(Job().merged_culprit().sha(), FakeRepositoryView::BranchSha(kBranchCulprit));
   EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2);
+}
+
+TEST_F(RecoveryTest, AVersion1DatabaseIsUpgradedInPlace) {
+  Start();
+  job_id_ = Submit();
+  for (int round = 0; round < 2; ++round) {
+    Pickup();
+    Report();
+  }
+  const v1::JobStatus before = Job();
+  coordinator_.reset();
+  store_.reset();
+  // As kbisect 1ed1c4f left it: no event logs, no order across jobs, user_version 1.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(tmp_.Join("kbisect.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE jobs DROP COLUMN events; "
+                         "ALTER TABLE journal DROP COLUMN global_seq; PRAGMA user_version=1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Start();
+  EXPECT_EQ(recovered_.jobs, 1);
+  EXPECT_EQ(Job().progress().probes_finished(), before.progress().probes_finished());
+  RunToTheEnd();
+  EXPECT_EQ(Job().culprit().index(), kCulprit);
+  absl::StatusOr<StoredState> stored = store_->Load();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_TRUE(stored->jobs[0].compacted);
 }
 
 TEST(MemoryJobStoreTest, RecoversLikeSqlite) {
