@@ -59,6 +59,8 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
 
 absl::Status Coordinator::FlushLocked() {
   if (store_ == nullptr || pending_.empty()) return absl::OkStatus();
+  // Reads only: what is pending (rebuilding may journal) waits for TryWritingAgainLocked.
+  if (!store_failure_.ok()) return RefusalLocked(false);
   const bool journal = pending_.changes_jobs();
   const absl::Status committed = store_->Commit(pending_);
   if (!committed.ok()) {

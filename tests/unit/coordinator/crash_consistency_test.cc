@@ -370,6 +370,7 @@ TEST_F(CrashConsistencyTest, AStoreThatCannotBeWrittenRefusesChangesServesReadsA
   open.set_worker_name("w9");
   EXPECT_EQ(coordinator_->OpenSession(open).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(coordinator_->StoreHealth().ok());
+  EXPECT_FALSE(coordinator_->Metrics().state_writable);
   // Reads go on.
   EXPECT_TRUE(MessageDifferencer::Equals(Job(), acknowledged));
   v1::ListJobsRequest list;
@@ -397,6 +398,7 @@ TEST_F(CrashConsistencyTest, AStoreThatCannotBeWrittenRefusesChangesServesReadsA
   clock_.Advance(Coordinator::kWriteCheckPeriod);
   coordinator_->ExpireLeases();
   EXPECT_TRUE(coordinator_->StoreHealth().ok()) << coordinator_->StoreHealth();
+  EXPECT_TRUE(coordinator_->Metrics().state_writable);
   Start();
   RunToTheEnd();
   const v1::JobStatus done = Job();
