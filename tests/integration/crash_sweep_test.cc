@@ -11,6 +11,8 @@
 //
 // After each job, whatever the crashes:
 //   * the job and its follow-up end with the planted culprit (merge and branch commit);
+//   * a probe that a status read showed finished is finished in every later read (a read shows
+//     only what was committed);
 //   * no probe is lost or counted twice and bench_runs is the sum of the probes' runs (plus,
 //     for the job, its follow-up's bench_runs), for the job and for its follow-up
 //     (ExpectNothingLostOrDuplicated);
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -234,14 +237,29 @@ class CrashSweepTest : public ::kbisect::testing::ClusterFixture {
     ASSERT_FALSE(job_id.empty());
     ResumingWatcher watcher(listen_, job_id);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::set<std::string> seen_finished;
     while (true) {
       ASSERT_LT(std::chrono::steady_clock::now(), deadline)
           << "job " << job_id << " did not finish\n"
           << coordinator_->log();
       if (RestartIfCrashed(variable, stride)) continue;
       absl::StatusOr<v1::JobStatus> job = GetJob(job_id);
-      if (job.ok() && (job->state() == v1::JOB_STATE_DONE || job->state() == v1::JOB_STATE_FAILED ||
-                       job->state() == v1::JOB_STATE_CANCELLED)) {
+      if (!job.ok()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      // A status read shows only what was committed: a probe seen finished stays finished,
+      // whatever crashes next.
+      std::set<std::string> finished;
+      for (const v1::Probe& probe : job->probes()) {
+        if (probe.state() == v1::PROBE_STATE_FINISHED) finished.insert(probe.probe_id());
+      }
+      for (const std::string& probe : seen_finished) {
+        EXPECT_EQ(finished.count(probe), 1u) << "probe " << probe << " was finished, then lost";
+      }
+      seen_finished = std::move(finished);
+      if (job->state() == v1::JOB_STATE_DONE || job->state() == v1::JOB_STATE_FAILED ||
+          job->state() == v1::JOB_STATE_CANCELLED) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
