@@ -74,6 +74,10 @@ struct CoordinatorOptions {
   // How long a finished job (with its follow-ups) is kept after it finished; older ones are
   // deleted from memory and from the store at start and about once a minute. Infinite: kept.
   absl::Duration retain = absl::InfiniteDuration();
+  // What a failed commit does: false (the daemon): reads only until the store takes writes
+  // again (see the top of this file); true (`kbisect run`, whose store only serves a resume):
+  // the process aborts with the message, as a journal it cannot write is of no use.
+  bool abort_on_store_failure = false;
   // Test-only crash points (coordinator/crash_points.h); disarmed by default.
   CrashPoints crash_points;
 };

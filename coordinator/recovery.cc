@@ -63,6 +63,13 @@ absl::Status Coordinator::FlushLocked() {
   if (!store_failure_.ok()) return RefusalLocked(false);
   const bool journal = pending_.changes_jobs();
   const absl::Status committed = store_->Commit(pending_);
+  if (!committed.ok() && options_.abort_on_store_failure) {
+    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
+              << "; stopping so that running the same command again resumes from the last "
+                 "committed state\n"
+              << std::flush;
+    std::abort();
+  }
   if (!committed.ok()) {
     // Memory is now ahead of the disk: back to what the disk has, as a restart would do, and
     // reads only until a write succeeds again.
