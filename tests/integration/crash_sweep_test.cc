@@ -228,8 +228,14 @@ class CrashSweepTest : public ::kbisect::testing::ClusterFixture {
     for (int attempt = 0; attempt < 20 && job_id.empty(); ++attempt) {
       CommandResult submitted = Kbisect(
           absl::StrCat("submit v1.0 HEAD --repo ", repo_, " --request-id ", request_id, kJobFlags));
-      if (submitted.exit_code == 0) job_id = Trim(submitted.out);
-      if (!RestartIfCrashed(variable, stride) && job_id.empty()) {
+      if (submitted.exit_code == 0) {
+        job_id = Trim(submitted.out);
+        RestartIfCrashed(variable, stride);
+        continue;
+      }
+      // The call failed: its coordinator is gone, or going (give it a moment to be reaped).
+      coordinator_->Wait(std::chrono::seconds(2));
+      if (!RestartIfCrashed(variable, stride)) {
         ADD_FAILURE() << "submit failed without a crash: " << submitted.err;
         return;
       }
