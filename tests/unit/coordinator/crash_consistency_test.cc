@@ -14,6 +14,7 @@
 //     nothing it did, and take writes again once the store does.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -108,11 +109,12 @@ class CrashConsistencyTest : public RecoveryTest {
     return request;
   }
 
-  const v1::Probe* ProbeOf(const v1::JobStatus& job, const std::string& task_id) {
+  // A copy: `job` is often a temporary.
+  static std::optional<v1::Probe> ProbeOf(const v1::JobStatus& job, const std::string& task_id) {
     for (const v1::Probe& probe : job.probes()) {
-      if (probe.probe_id() == task_id) return &probe;
+      if (probe.probe_id() == task_id) return probe;
     }
-    return nullptr;
+    return std::nullopt;
   }
 };
 
@@ -233,8 +235,8 @@ TEST_F(CrashConsistencyTest, ADuplicatedCompleteLeaseIsCountedOnce) {
   EXPECT_TRUE(again->duplicate());
   const v1::JobStatus twice = Job();
   EXPECT_EQ(twice.bench_runs(), once.bench_runs());
-  ASSERT_NE(ProbeOf(twice, lease.task().task_id()), nullptr);
-  EXPECT_EQ(ProbeOf(twice, lease.task().task_id())->samples_size(), 3);
+  ASSERT_TRUE(ProbeOf(twice, lease.task().task_id()).has_value());
+  EXPECT_EQ(ProbeOf(twice, lease.task().task_id()).value().samples_size(), 3);
   // And after a restart (the worker retries on a new session): rejected, still counted once.
   Start();
   v1::CompleteLeaseRequest retried = request;
@@ -244,7 +246,7 @@ TEST_F(CrashConsistencyTest, ADuplicatedCompleteLeaseIsCountedOnce) {
   EXPECT_FALSE(late->accepted());
   EXPECT_THAT(late->reason(), HasSubstr("unknown lease"));
   EXPECT_EQ(Job().bench_runs(), once.bench_runs());
-  EXPECT_EQ(ProbeOf(Job(), lease.task().task_id())->samples_size(), 3);
+  EXPECT_EQ(ProbeOf(Job(), lease.task().task_id()).value().samples_size(), 3);
 }
 
 TEST_F(CrashConsistencyTest, AReportOnAnExpiredLeaseIsRejectedBeforeAndAfterARestart) {
@@ -277,8 +279,8 @@ TEST_F(CrashConsistencyTest, AReportOnAnExpiredLeaseIsRejectedBeforeAndAfterARes
   EXPECT_FALSE(late->accepted());
   EXPECT_THAT(late->reason(), HasSubstr("unknown lease"));
   EXPECT_EQ(Job().bench_runs(), expired.bench_runs());
-  const v1::Probe* probe = ProbeOf(Job(), lease.task().task_id());
-  ASSERT_NE(probe, nullptr);
+  const std::optional<v1::Probe> probe = ProbeOf(Job(), lease.task().task_id());
+  ASSERT_TRUE(probe.has_value());
   EXPECT_EQ(probe->samples_size(), 0) << "the late result is not in the probe";
 }
 
@@ -309,15 +311,15 @@ TEST_F(CrashConsistencyTest, ASecondProcessWithTheSameNameLeavesTheFirstOnesLeas
   absl::StatusOr<v1::CompleteLeaseResponse> report =
       coordinator_->CompleteLease(ReportOf(first_session, lease));
   EXPECT_EQ(report.status().code(), absl::StatusCode::kFailedPrecondition) << report.status();
-  const v1::Probe* probe = ProbeOf(Job(), lease.task().task_id());
-  ASSERT_NE(probe, nullptr);
+  const std::optional<v1::Probe> probe = ProbeOf(Job(), lease.task().task_id());
+  ASSERT_TRUE(probe.has_value());
   EXPECT_EQ(probe->samples_size(), 0);
   // Reported on the new session, the old lease is dead too.
   absl::StatusOr<v1::CompleteLeaseResponse> on_new =
       coordinator_->CompleteLease(ReportOf(second->session_id(), lease));
   ASSERT_TRUE(on_new.ok()) << on_new.status();
   EXPECT_FALSE(on_new->accepted());
-  EXPECT_EQ(ProbeOf(Job(), lease.task().task_id())->samples_size(), 0);
+  EXPECT_EQ(ProbeOf(Job(), lease.task().task_id()).value().samples_size(), 0);
   sessions_[worker] = second->session_id();
   held_[worker].clear();
   RunToTheEnd();
