@@ -24,11 +24,6 @@ namespace kbisect {
 // cache cannot be opened or read (the message says why and what to do), 2 on a usage error.
 int CacheCommand(int argc, char** argv);
 
-// Parses an age such as "30d", "12h", "1d12h", "90m" or "0s": the units of absl::ParseDuration
-// ("h", "m", "s", "ms", ...) after an optional leading number of days ("d", 24 hours each).
-// InvalidArgument, saying what is accepted, for anything else and for negative or infinite ages.
-absl::StatusOr<absl::Duration> ParseAge(const std::string& text);
-
 }  // namespace kbisect
 
 #endif  // KBISECT_CLI_CACHE_COMMAND_H_

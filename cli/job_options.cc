@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cache_command.h"
+#include "common/clock/age.h"
 #include "cli/job_log.h"
 #include "google/protobuf/util/time_util.h"
 

@@ -212,6 +212,7 @@ int RunCommand(int argc, char** argv) {
       return kExitError;
     }
     cluster_options.coordinator.store = journal->get();
+    cluster_options.coordinator.abort_on_store_failure = true;
   }
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};

@@ -89,6 +89,7 @@ std::string Coordinator::NewId(const char* prefix) {
 // --- Jobs ---------------------------------------------------------------------------------------
 
 absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
+  ReplyPoint reply(this);
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
@@ -102,6 +103,8 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
         return response;
       }
     }
+    // Before any git I/O: a job that cannot be stored is refused at once.
+    if (!store_failure_.ok()) return RefusalLocked(false);
   }
   if (absl::Status valid = ValidateSpec(request.spec()); !valid.ok()) return valid;
   // Resolution does I/O (git); it runs without the lock.
@@ -124,9 +127,11 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     *response.mutable_job() = jobs_.at(job_id).job->status();
     return response;
   }
+  if (!store_failure_.ok()) return RefusalLocked(false);
   const std::string job_id =
       CreateJobLocked(request.spec(), request.request_id(), *std::move(commits), std::move(cached));
   DispatchLocked();
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
 
   v1::SubmitJobResponse response;
   response.set_job_id(job_id);
@@ -244,12 +249,15 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
 
 absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
                                                      const std::string& reason) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  if (!store_failure_.ok() && !it->second.job->finished()) return RefusalLocked(false);
   CancelJobLocked(job_id, reason.empty() ? "requested by a client" : reason);
   DispatchLocked();
-  return it->second.job->status();
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
+  return jobs_.at(job_id).job->status();
 }
 
 void Coordinator::CancelJobLocked(const std::string& job_id, const std::string& reason) {
@@ -276,17 +284,21 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
     std::vector<v1::JobEvent> batch;
     {
       absl::MutexLock lock(&mu_);
+      // Looked up after every wait: a job may be deleted meanwhile (--retain).
       auto it = jobs_.find(job_id);
-      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-      const JobEntry* entry = &it->second;
       auto ready = [&]() {
         mu_.AssertHeld();
-        return shutdown_ || static_cast<int64_t>(entry->events.size()) > next;
+        it = jobs_.find(job_id);
+        return shutdown_ || it == jobs_.end() ||
+               static_cast<int64_t>(it->second.events.size()) > next;
       };
+      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
       while (!ready()) {
         if (is_cancelled && is_cancelled()) return absl::CancelledError("the watcher went away");
         changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
       }
+      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+      const JobEntry* entry = &it->second;
       if (static_cast<int64_t>(entry->events.size()) <= next) {
         return absl::UnavailableError("the coordinator is shutting down");
       }
@@ -318,18 +330,14 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
   }
   if (entry.job->finished() && !entry.follow_ups_decided) {
     entry.follow_ups_decided = true;
-    if (replaying_) {
-      // Its follow-ups (if it had started any) are replayed after it: link them afterwards.
-      replayed_finished_.push_back(job_id);
-    } else {
-      StartFollowUpsLocked(job_id, entry);
-    }
+    // When replaying, this finds the follow-ups it started live (by request id) and loads them
+    // here, where they were created, so their events land where they did in this job's stream.
+    StartFollowUpsLocked(job_id, entry);
   }
+  bool completed = false;
   for (v1::JobEvent& event : entry.job->TakeEvents()) {
     if (event.kind() == v1::JOB_EVENT_KIND_FINISHED && !restored_final &&
-        (!entry.follow_ups.empty() ||
-         std::find(replayed_finished_.begin(), replayed_finished_.end(), job_id) !=
-             replayed_finished_.end())) {
+        !entry.follow_ups.empty()) {
       // Released by MaybeCompleteLocked once the follow-ups are done.
       *event.mutable_job() = entry.job->status();  // Remembers the final state.
       entry.held_finish = std::make_unique<v1::JobEvent>(std::move(event));
@@ -341,12 +349,14 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
     if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) {
       *event.mutable_job() = entry.job->status();
       entry.complete = true;
+      completed = true;
       if (store_ != nullptr && !replaying_) {
         pending_.final_statuses.emplace_back(job_id, entry.job->status());
       }
     }
     AppendEventLocked(entry, std::move(event));
   }
+  if (completed) CompactFamilyLocked(job_id);
   v1::JobStatus* status = entry.job->mutable_status();
   status->set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();

@@ -15,15 +15,24 @@
 // (see coordinator/job_store.h) and committed, one transaction per state change, before the call
 // that made it returns (so a CompleteLease is answered only once its result is durable). After a
 // restart, Recover() rebuilds every job by replaying its journal; probes that were running are
-// re-dispatched (their old leases are unknown, so late results on them are rejected). If a commit
-// fails the process aborts: memory would be ahead of the disk, and a restart recovers the last
-// committed state.
+// re-dispatched (their old leases are unknown, so late results on them are rejected).
+//
+// If a commit fails (the state volume is full, read-only or failing), the call that made the
+// change gets an error instead of its reply, and the coordinator rebuilds its memory from the
+// store as a restart would (so it shows nothing the disk does not have: worker sessions and
+// leases end, workers reconnect). It then serves reads only (GetJob, ListJobs, WatchJob,
+// ListWorkers, Metrics) and refuses every call that would change something: SubmitJob and
+// CancelJob with RESOURCE_EXHAUSTED (disk full) or FAILED_PRECONDITION (anything else) saying
+// what to do, worker calls with UNAVAILABLE (workers back off and retry). Every
+// kWriteCheckPeriod ExpireLeases tries the store again (JobStore::CheckWritable) and, once that
+// succeeds, the coordinator accepts changes again.
 //
 // Thread-safety: every public method may be called from any thread; one mutex guards all state.
 // The journal commit happens under that mutex, so the journal's order is the order of the calls.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
+#include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
@@ -61,6 +71,15 @@ struct CoordinatorOptions {
   // Where measurements are kept across jobs and looked up for new ones (see
   // coordinator/result_cache.h); must outlive the coordinator. Null: nothing is reused.
   ResultCache* result_cache = nullptr;
+  // How long a finished job (with its follow-ups) is kept after it finished; older ones are
+  // deleted from memory and from the store at start and about once a minute. Infinite: kept.
+  absl::Duration retain = absl::InfiniteDuration();
+  // What a failed commit does: false (the daemon): reads only until the store takes writes
+  // again (see the top of this file); true (`kbisect run`, whose store only serves a resume):
+  // the process aborts with the message, as a journal it cannot write is of no use.
+  bool abort_on_store_failure = false;
+  // Test-only crash points (coordinator/crash_points.h); disarmed by default.
+  CrashPoints crash_points;
 };
 
 // What Coordinator::Recover found.
@@ -144,6 +163,13 @@ class Coordinator {
   // since this process started.
   MetricsSnapshot Metrics() const;
 
+  // OK while the coordinator can persist changes; else why it serves reads only (the error a
+  // client's SubmitJob gets).
+  absl::Status StoreHealth() const;
+
+  // How often a coordinator that serves reads only tries to write again.
+  static constexpr absl::Duration kWriteCheckPeriod = absl::Seconds(5);
+
   // --- Housekeeping. ---------------------------------------------------------------------------
 
   // Expires leases and sessions whose heartbeat deadline passed at the clock's current time.
@@ -215,7 +241,15 @@ class Coordinator {
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
     // under new leases once it is idle, or lost if it does not come back.
     std::vector<std::pair<std::string, v1::Task>> orphans;
+    // Its latest sessions that a newer OpenSession of the same name replaced (at most
+    // kReplacedSessionsKept): a process still calling on one was taken over by another.
+    std::vector<std::string> replaced_sessions;
   };
+  static constexpr size_t kReplacedSessionsKept = 8;
+  // The error for a call on `session_id`, which no worker holds: FailedPrecondition when another
+  // process took over its worker's name (the caller should stop), else NotFound (`missing`).
+  absl::Status UnknownSessionLocked(const std::string& session_id, const std::string& missing) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Loses the worker's orphaned probes (OnTaskLost), e.g. when it did not come back.
   void LoseOrphansLocked(WorkerEntry& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -225,14 +259,39 @@ class Coordinator {
                        v1::Task task, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Locks mu_; on unlocking, first commits the journal entries collected meanwhile.
   class ABSL_SCOPED_LOCKABLE WriteLock;
+  // Marks a mutating RPC: on leaving it, after the WriteLock's release, it counts the RPC as
+  // mutating if the calling thread committed meanwhile, and fires the before_reply crash point.
+  class ReplyPoint;
 
   // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.
   // Every mutation of a BisectJob goes through here, live and during replay alike, so that
   // replay reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Commits the pending changes (one transaction); aborts the process if that fails.
-  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the pending changes (one transaction). On failure: serves reads only from then on
+  // and rebuilds memory from the store (see the top of this file), and returns the refusal a
+  // client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
+  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // While the store cannot be written: the error of a call that would change something; a
+  // worker's call (`worker_call`) gets UNAVAILABLE, a client's what to do.
+  absl::Status RefusalLocked(bool worker_call) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recover's replay of `state` into empty maps.
+  RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops every job, worker, session and lease and rebuilds them from the store.
+  void ReloadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // While reads only: tries the store again (at most every kWriteCheckPeriod).
+  void TryWritingAgainLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recover's pieces: a job rebuilt from its constructor's arguments (its journal is applied
+  // by the caller; returns its id), and a compacted job restored from its final status and
+  // events.
+  std::string LoadStoredJobLocked(StoredJob stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoadCompactedJobLocked(StoredJob stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once a top-level job completed (its follow-ups before it): has the store keep it and its
+  // follow-ups as final statuses and event logs, dropping their journals (StoreChanges).
+  void CompactFamilyLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the top-level jobs (with their follow-ups) that completed more than
+  // options_.retain before `now`.
+  void PruneFinishedJobsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
@@ -307,11 +366,19 @@ class Coordinator {
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
+  // Journal commits and mutating RPCs since this process started (for the crash points).
+  int64_t journal_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> mutating_replies_{0};
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
-  // Jobs that finished during replay without a stored final status: their follow-ups are
-  // started (or found again by request id) once every job is replayed.
-  std::vector<std::string> replayed_finished_ ABSL_GUARDED_BY(mu_);
+  // Not OK while the store cannot be written (see the top of this file): why.
+  absl::Status store_failure_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_write_check_ ABSL_GUARDED_BY(mu_);
+  // During Recover: follow-up jobs (by request id) not loaded yet; their parent's replay loads
+  // each where it started it (StartFollowUpsLocked).
+  std::map<std::string, StoredJob> unloaded_follow_ups_ ABSL_GUARDED_BY(mu_);
+  // When PruneFinishedJobsLocked last ran.
+  absl::Time last_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   class Housekeeper;
   std::unique_ptr<Housekeeper> housekeeper_;

@@ -37,6 +37,12 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
     std::string child_id;
     if (auto known = request_ids_.find(request_id); known != request_ids_.end()) {
       child_id = known->second;  // Started before a coordinator restart.
+    } else if (auto stored = unloaded_follow_ups_.find(request_id);
+               stored != unloaded_follow_ups_.end()) {
+      // Replaying (Recover): the follow-up was created here; it is loaded here too.
+      StoredJob job = std::move(stored->second);
+      unloaded_follow_ups_.erase(stored);
+      child_id = LoadStoredJobLocked(std::move(job));
     } else {
       // Resolving is a little git I/O on a finished job, like the report's diff.
       absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(spec);
@@ -90,6 +96,7 @@ void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
   AppendEventLocked(entry, std::move(*finish));
   status->set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();
+  CompactFamilyLocked(job_id);
   if (!status->spec().parent_job_id().empty()) MaybeCompleteLocked(status->spec().parent_job_id());
 }
 

@@ -6,10 +6,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -18,7 +20,7 @@
 namespace kbisect {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs(
@@ -28,7 +30,8 @@ CREATE TABLE IF NOT EXISTS jobs(
   spec BLOB NOT NULL,
   commits BLOB NOT NULL,
   create_time_ns INTEGER NOT NULL,
-  final_status BLOB);
+  final_status BLOB,
+  events BLOB);
 CREATE TABLE IF NOT EXISTS journal(
   job_id TEXT NOT NULL REFERENCES jobs(job_id),
   seq INTEGER NOT NULL,
@@ -39,6 +42,7 @@ CREATE TABLE IF NOT EXISTS journal(
   attempt INTEGER NOT NULL,
   reason TEXT NOT NULL,
   payload BLOB NOT NULL,
+  global_seq INTEGER,
   PRIMARY KEY(job_id, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS job_cached_results(
   job_id TEXT PRIMARY KEY REFERENCES jobs(job_id),
@@ -92,6 +96,34 @@ std::string Payload(const JournalEntry& entry) {
     payload = entry.result.SerializeAsString();
   }
   return payload;
+}
+
+// A compacted job's event log: each event serialized, FINISHED without its `job` (that is the
+// final status, stored beside it).
+std::string EventsBlob(const std::vector<v1::JobEvent>& events) {
+  std::string blob;
+  for (const v1::JobEvent& event : events) {
+    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED && event.has_job()) {
+      v1::JobEvent copy = event;
+      copy.clear_job();
+      AppendChunk(copy.SerializeAsString(), &blob);
+    } else {
+      AppendChunk(event.SerializeAsString(), &blob);
+    }
+  }
+  return blob;
+}
+
+bool ParseEvents(const std::string& blob, const v1::JobStatus& final_status,
+                 std::vector<v1::JobEvent>* events) {
+  std::vector<std::string> chunks;
+  if (!SplitChunks(blob, &chunks)) return false;
+  for (const std::string& chunk : chunks) {
+    v1::JobEvent& event = events->emplace_back();
+    if (!event.ParseFromString(chunk)) return false;
+    if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = final_status;
+  }
+  return true;
 }
 
 bool ParsePayload(const std::string& payload, JournalEntry* entry) {
@@ -154,6 +186,7 @@ absl::Status MemoryJobStore::Commit(const StoreChanges& changes) {
           absl::StrCat("journal entry ", entry.sequence, " of ", job_id, " is out of sequence"));
     }
     it->second->journal.push_back(entry);
+    next.order.emplace_back(job_id, entry.sequence);
   }
   for (const auto& [job_id, status] : changes.final_statuses) {
     auto it = jobs.find(job_id);
@@ -161,6 +194,36 @@ absl::Status MemoryJobStore::Commit(const StoreChanges& changes) {
     it->second->has_final_status = true;
     it->second->final_status = status;
   }
+  std::set<std::string> dropped;  // Jobs whose journal goes.
+  for (const auto& [job_id, events] : changes.compacted) {
+    auto it = jobs.find(job_id);
+    if (it == jobs.end()) return absl::NotFoundError(absl::StrCat("no stored job ", job_id));
+    if (!it->second->has_final_status) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has no final status"));
+    }
+    StoredJob& job = *it->second;
+    job.compacted = true;
+    job.events = events;
+    for (v1::JobEvent& event : job.events) {
+      if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = job.final_status;
+    }
+    job.journal.clear();
+    job.commits.clear();
+    job.cached.clear();
+    dropped.insert(job_id);
+  }
+  for (const std::string& job_id : changes.deleted) dropped.insert(job_id);
+  next.jobs.erase(std::remove_if(next.jobs.begin(), next.jobs.end(),
+                                 [&](const StoredJob& job) {
+                                   return std::count(changes.deleted.begin(), changes.deleted.end(),
+                                                     job.job_id) > 0;
+                                 }),
+                  next.jobs.end());
+  next.order.erase(std::remove_if(next.order.begin(), next.order.end(),
+                                  [&](const std::pair<std::string, int64_t>& at) {
+                                    return dropped.count(at.first) > 0;
+                                  }),
+                   next.order.end());
   for (const StoredWorker& worker : changes.workers) {
     bool replaced = false;
     for (StoredWorker& stored : next.workers) {
@@ -249,8 +312,15 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
                      "); run a newer kbisect-coordinator"));
   }
   RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
-  absl::Status created = store->Exec(kSchema);
-  if (created.ok()) created = store->Exec("PRAGMA user_version=1");
+  absl::Status created = absl::OkStatus();
+  if (version == 1) {
+    // Version 2 added compacted jobs' event logs and the journal's order across jobs.
+    created = store->Exec(
+        "ALTER TABLE jobs ADD COLUMN events BLOB; "
+        "ALTER TABLE journal ADD COLUMN global_seq INTEGER");
+  }
+  if (created.ok()) created = store->Exec(kSchema);
+  if (created.ok()) created = store->Exec("PRAGMA user_version=2");
   if (!created.ok()) {
     (void)store->Exec("ROLLBACK");
     return created;
@@ -260,6 +330,11 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
     SqliteStatement position(db, "SELECT COALESCE(MAX(position), 0) FROM jobs");
     if (!position.ok() || !position.Next()) return store->Error("cannot read the jobs");
     store->next_position_ = position.Int(0) + 1;
+  }
+  {
+    SqliteStatement global(db, "SELECT COALESCE(MAX(global_seq), 0) FROM journal");
+    if (!global.ok() || !global.Next()) return store->Error("cannot read the journal");
+    store->next_global_seq_ = global.Int(0) + 1;
   }
   return store;
 }
@@ -292,8 +367,8 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
   std::map<std::string, size_t> index;
   {
     SqliteStatement jobs(db_,
-                         "SELECT job_id, request_id, spec, commits, create_time_ns, final_status "
-                         "FROM jobs ORDER BY position");
+                         "SELECT job_id, request_id, spec, commits, create_time_ns, final_status, "
+                         "events FROM jobs ORDER BY position");
     if (!jobs.ok()) return Error("cannot read the jobs");
     while (jobs.Next()) {
       StoredJob job;
@@ -315,6 +390,13 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
         job.has_final_status = job.final_status.ParseFromString(jobs.Text(5));
         if (!job.has_final_status) {
           return absl::DataLossError(absl::StrCat("job database ", path_, ": the final status of ",
+                                                  job.job_id, " cannot be parsed"));
+        }
+      }
+      if (!jobs.IsNull(6)) {
+        job.compacted = true;
+        if (!job.has_final_status || !ParseEvents(jobs.Text(6), job.final_status, &job.events)) {
+          return absl::DataLossError(absl::StrCat("job database ", path_, ": the events of ",
                                                   job.job_id, " cannot be parsed"));
         }
       }
@@ -344,8 +426,11 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
   {
     SqliteStatement journal(db_,
                             "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
-                            "payload FROM journal ORDER BY job_id, seq");
+                            "payload, global_seq FROM journal ORDER BY job_id, seq");
     if (!journal.ok()) return Error("cannot read the journal");
+    // Replay order: entries of version 1 (no global_seq) first, job by job in creation order;
+    // then the others in the order they were committed.
+    std::vector<std::tuple<int, int64_t, int64_t, std::string>> order;
     while (journal.Next()) {
       const std::string job_id = journal.Text(0);
       auto it = index.find(job_id);
@@ -374,9 +459,18 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
                                                 entry.sequence, " of ", job_id,
                                                 " cannot be parsed"));
       }
+      if (journal.IsNull(9)) {
+        order.emplace_back(0, static_cast<int64_t>(it->second), entry.sequence, job_id);
+      } else {
+        order.emplace_back(1, journal.Int(9), entry.sequence, job_id);
+      }
       job.journal.push_back(std::move(entry));
     }
     if (!journal.done()) return Error("cannot read the journal");
+    std::sort(order.begin(), order.end());
+    for (auto& [versioned, at, sequence, job_id] : order) {
+      state.order.emplace_back(std::move(job_id), sequence);
+    }
   }
   {
     SqliteStatement workers(db_,
@@ -401,14 +495,34 @@ absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
   if (changes.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   const int64_t position = next_position_;
+  const int64_t global_seq = next_global_seq_;
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   absl::Status status = CommitLocked(changes);
   if (status.ok()) status = Exec("COMMIT");
   if (!status.ok()) {
     (void)Exec("ROLLBACK");
     next_position_ = position;
+    next_global_seq_ = global_seq;
   }
   return status;
+}
+
+absl::Status SqliteJobStore::CheckWritable() {
+  absl::MutexLock lock(&mu_);
+  // Two transactions: the first really writes the 64 KiB (a row freed in the same transaction
+  // might never reach the disk).
+  for (const char* sql : {"CREATE TABLE IF NOT EXISTS write_check(data BLOB); "
+                          "INSERT INTO write_check VALUES(zeroblob(65536))",
+                          "DELETE FROM write_check"}) {
+    RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    absl::Status status = Exec(sql);
+    if (status.ok()) status = Exec("COMMIT");
+    if (!status.ok()) {
+      (void)Exec("ROLLBACK");
+      return status;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
@@ -447,7 +561,7 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
     SqliteStatement insert(
         db_,
         "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
-        "reason, payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "reason, payload, global_seq) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     SqliteStatement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
     SqliteStatement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
     if (!insert.ok() || !previous.ok() || !known.ok()) {
@@ -484,6 +598,7 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
       insert.Bind(7, static_cast<int64_t>(entry.attempt));
       insert.Bind(8, entry.reason);
       insert.BindBlob(9, Payload(entry));
+      insert.Bind(10, next_global_seq_++);
       if (!insert.Run()) {
         return Error(absl::StrCat("cannot append entry ", entry.sequence, " of ", job_id));
       }
@@ -500,6 +615,36 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
         return absl::NotFoundError(
             absl::StrCat("job database ", path_, ": final status for unknown job ", job_id));
       }
+    }
+  }
+  for (const auto& [job_id, events] : changes.compacted) {
+    SqliteStatement compact(
+        db_,
+        "UPDATE jobs SET events = ?, commits = x'' WHERE job_id = ? AND final_status IS NOT NULL");
+    SqliteStatement journal(db_, "DELETE FROM journal WHERE job_id = ?");
+    SqliteStatement cached(db_, "DELETE FROM job_cached_results WHERE job_id = ?");
+    if (!compact.ok() || !journal.ok() || !cached.ok()) return Error("cannot prepare a compaction");
+    compact.BindBlob(1, EventsBlob(events));
+    compact.Bind(2, job_id);
+    if (!compact.Run()) return Error(absl::StrCat("cannot compact job ", job_id));
+    if (sqlite3_changes(db_) != 1) {
+      return absl::FailedPreconditionError(absl::StrCat("job database ", path_, ": job ", job_id,
+                                                        " is unknown or has no final status"));
+    }
+    journal.Bind(1, job_id);
+    cached.Bind(1, job_id);
+    if (!journal.Run() || !cached.Run()) {
+      return Error(absl::StrCat("cannot compact job ", job_id));
+    }
+  }
+  for (const std::string& job_id : changes.deleted) {
+    for (const char* sql :
+         {"DELETE FROM journal WHERE job_id = ?", "DELETE FROM job_cached_results WHERE job_id = ?",
+          "DELETE FROM jobs WHERE job_id = ?"}) {
+      SqliteStatement remove(db_, sql);
+      if (!remove.ok()) return Error("cannot prepare a deletion");
+      remove.Bind(1, job_id);
+      if (!remove.Run()) return Error(absl::StrCat("cannot delete job ", job_id));
     }
   }
   if (!changes.workers.empty()) {

@@ -57,6 +57,10 @@ struct StoredJob {
   // The result cache's lookup at submission: part of the job's arguments (BisectJob), so a
   // replay reuses exactly the same results.
   std::vector<v1::CachedResult> cached;
+  // A compacted job (StoreChanges::compacted): finished, kept as its final status and its event
+  // log; its journal, commit list and cached results are gone.
+  bool compacted = false;
+  std::vector<v1::JobEvent> events;  // Of a compacted job; FINISHED's `job` is final_status.
 };
 
 // A worker the coordinator has seen, keyed by its stable name.
@@ -70,6 +74,10 @@ struct StoredWorker {
 struct StoredState {
   std::vector<StoredJob> jobs;  // In creation order.
   std::vector<StoredWorker> workers;
+  // Every journal entry, as (job id, sequence), in the order the entries were committed across
+  // all jobs (within a job, in sequence order). Replaying in this order interleaves a job's
+  // follow-ups as they ran, so the events they copy into its stream keep their numbers.
+  std::vector<std::pair<std::string, int64_t>> order;
 };
 
 // The changes of one state change, written by one Commit.
@@ -82,9 +90,21 @@ struct StoreChanges {
   std::vector<std::pair<std::string, v1::JobStatus>> final_statuses;
   // Workers to insert or replace.
   std::vector<StoredWorker> workers;
+  // Finished jobs to compact (job id, whole event log): their journal, commit list and cached
+  // results are dropped and the log is kept instead. The final status must be stored already
+  // or in the same Commit.
+  std::vector<std::pair<std::string, std::vector<v1::JobEvent>>> compacted;
+  // Jobs to delete with everything stored for them (--retain).
+  std::vector<std::string> deleted;
 
   bool empty() const {
-    return new_jobs.empty() && entries.empty() && final_statuses.empty() && workers.empty();
+    return new_jobs.empty() && entries.empty() && final_statuses.empty() && workers.empty() &&
+           compacted.empty() && deleted.empty();
+  }
+  // Whether it changes any job (not only worker rows).
+  bool changes_jobs() const {
+    return !new_jobs.empty() || !entries.empty() || !final_statuses.empty() || !compacted.empty() ||
+           !deleted.empty();
   }
 };
 
@@ -101,6 +121,11 @@ class JobStore {
   // A journal entry whose (job, sequence) is already stored, or that belongs to an unknown job,
   // is an error.
   virtual absl::Status Commit(const StoreChanges& changes) = 0;
+
+  // Whether a commit of some size would succeed now: after a failed Commit (disk full,
+  // read-only), the Coordinator calls this to find out when it may write again. Writes and
+  // removes a little data. The default (a store that cannot fill up) is OK.
+  virtual absl::Status CheckWritable() { return absl::OkStatus(); }
 };
 
 // Keeps everything in memory: for tests, which can "restart" a Coordinator on the same object.
@@ -114,14 +139,16 @@ class MemoryJobStore : public JobStore {
 
  private:
   mutable absl::Mutex mu_;
-  StoredState state_ ABSL_GUARDED_BY(mu_);
+  StoredState state_ ABSL_GUARDED_BY(mu_);  // `order` included.
   int commits_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A SQLite database in WAL mode with synchronous=FULL: every Commit is one transaction, durable
 // when it returns. Tables: jobs(job_id, position, request_id, spec, commits, create_time_ns,
-// final_status), journal(job_id, seq, kind, time_ns, task_id, worker, attempt, reason, payload)
-// and workers(worker_id, name, identity); protobuf messages are stored serialized.
+// final_status, events), journal(job_id, seq, kind, time_ns, task_id, worker, attempt, reason,
+// payload, global_seq) and workers(worker_id, name, identity); protobuf messages are stored
+// serialized. Schema version 2 (version 1, without `events` and `global_seq`, is upgraded in
+// place at Open; its entries replay in job order).
 //
 // Only one process may use a database at a time: Open takes an exclusive lock on `path` +
 // ".lock" (released by the kernel when the process dies, so a killed coordinator does not block
@@ -140,6 +167,8 @@ class SqliteJobStore : public JobStore {
 
   absl::StatusOr<StoredState> Load() override;
   absl::Status Commit(const StoreChanges& changes) override;
+  // Commits 64 KiB in a scratch table, then deletes it: room for a few journal commits.
+  absl::Status CheckWritable() override;
 
   const std::string& path() const { return path_; }
 
@@ -155,6 +184,7 @@ class SqliteJobStore : public JobStore {
   sqlite3* const db_;
   const int lock_fd_;
   int64_t next_position_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_global_seq_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace kbisect

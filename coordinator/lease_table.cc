@@ -200,6 +200,11 @@ void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::stri
 void Coordinator::ExpireLeases() {
   WriteLock lock(this);
   const absl::Time now = clock_->Now();
+  if (!store_failure_.ok()) {
+    // Reads only: nothing expires (that would change jobs) until the store takes writes again.
+    TryWritingAgainLocked(now);
+    return;
+  }
   bool changed = false;
   for (auto& [id, lease] : leases_) {
     if (lease.state == LeaseState::kActive && lease.expire < now) {
@@ -225,6 +230,7 @@ void Coordinator::ExpireLeases() {
     }
   }
   if (changed) DispatchLocked();
+  if (now - last_prune_ >= absl::Minutes(1)) PruneFinishedJobsLocked(now);
 }
 
 }  // namespace kbisect

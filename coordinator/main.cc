@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock/age.h"
 #include "common/clock/clock.h"
 #include "common/daemon/daemon_flags.h"
 #include "common/exec/signals.h"
@@ -35,6 +36,7 @@
 #include "common/rpc/credentials.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
+#include "coordinator/crash_points.h"
 #include "coordinator/job_store.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/metrics.h"
@@ -185,6 +187,7 @@ int Main(int argc, char** argv) {
   int max_message_bytes = 16 << 20;
   std::string metrics_listen;
   bool pages_remote = false;
+  std::string retain = "30d";
   app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
@@ -221,6 +224,11 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
+  app.add_option("--retain", retain,
+                 "How long finished jobs are kept after they finished (30d, 12h, 1d12h, ...; "
+                 "'forever' keeps them)")
+      ->envname("KBISECT_RETAIN")
+      ->capture_default_str();
   app.add_flag("--pages-remote", pages_remote,
                "Also answer the live job pages (/jobs, /jobs/ID on --metrics-listen) to peers "
                "that are not on loopback (behind the bearer token when one is set)")
@@ -236,6 +244,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const Logger log("kbisect-coordinator", *format, &std::cerr);
+  absl::Duration retain_for = absl::InfiniteDuration();
+  if (retain != "forever") {
+    absl::StatusOr<absl::Duration> parsed = ParseAge(retain);
+    if (!parsed.ok()) {
+      log.Error(absl::StrCat("--retain: ", parsed.status().message(), ", or forever"));
+      return 2;
+    }
+    retain_for = *parsed;
+  }
 
   absl::StatusOr<std::string> token = LoadToken(daemon);
   if (!token.ok()) {
@@ -278,6 +295,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<RepositoryView> repositories = NewGitRepositoryView(cache_dir);
   CoordinatorOptions coordinator_options;
   coordinator_options.lease_duration = absl::Seconds(lease_seconds);
+  coordinator_options.retain = retain_for;
   coordinator_options.store = store->get();
   // Measurements kept across jobs (docs/operations.md, "The result cache"); without it every job
   // measures everything, which is slower but never wrong.
@@ -287,6 +305,18 @@ int Main(int argc, char** argv) {
     coordinator_options.result_cache = result_cache->get();
   } else {
     log.Warning(absl::StrCat("not reusing results across jobs: ", result_cache.status().message()));
+  }
+  // Test-only (coordinator/crash_points.h): no deployment sets these variables.
+  absl::StatusOr<CrashPoints> crash_points = CrashPointsFromEnvironment();
+  if (!crash_points.ok()) {
+    log.Error(std::string(crash_points.status().message()));
+    return 2;
+  }
+  coordinator_options.crash_points = *crash_points;
+  if (crash_points->armed()) {
+    log.Warning(absl::StrCat("test-only crash points armed: after journal commit ",
+                             crash_points->after_commit, ", before the reply of mutating RPC ",
+                             crash_points->before_reply));
   }
   Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();

@@ -63,6 +63,9 @@ std::string RenderPrometheusText(const MetricsSnapshot& snapshot) {
   Header(&out, "kbisect_lease_expiries_total", "counter",
          "Leases that expired without a heartbeat since the coordinator started.");
   absl::StrAppend(&out, "kbisect_lease_expiries_total ", snapshot.lease_expiries, "\n");
+  Header(&out, "kbisect_state_writable", "gauge",
+         "1 while the coordinator can write its state directory; 0: it serves reads only.");
+  absl::StrAppend(&out, "kbisect_state_writable ", snapshot.state_writable ? 1 : 0, "\n");
   return out;
 }
 
@@ -97,6 +100,7 @@ MetricsSnapshot Coordinator::Metrics() const {
     ++snapshot.workers[{worker.identity.hardware_class(), EnumLabel(worker.state)}];
   }
   snapshot.lease_expiries = lease_expiries_;
+  snapshot.state_writable = store_failure_.ok();
   return snapshot;
 }
 

@@ -31,6 +31,9 @@ struct MetricsSnapshot {
   int64_t quarantines = 0;
   // Leases that expired because their worker stopped heart-beating, since the coordinator started.
   int64_t lease_expiries = 0;
+  // Whether the coordinator can persist changes (false: it serves reads only; see
+  // coordinator/coordinator.h).
+  bool state_writable = true;
 };
 
 // Returns `value` escaped for a label value in the text format: backslash, double quote and
@@ -41,7 +44,8 @@ std::string EscapeLabelValue(absl::string_view value);
 // "# HELP" and a "# TYPE" line, then its samples, one per line, ending with a newline. Metrics:
 // kbisect_jobs{state} (gauge), kbisect_probes_total{verdict}, kbisect_bench_runs_total,
 // kbisect_workers{hardware_class,state} (gauge), kbisect_drift_events_total,
-// kbisect_quarantines_total and kbisect_lease_expiries_total (counters).
+// kbisect_quarantines_total and kbisect_lease_expiries_total (counters), kbisect_state_writable
+// (gauge, 1 or 0).
 std::string RenderPrometheusText(const MetricsSnapshot& snapshot);
 
 // The Content-Type of RenderPrometheusText's output.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,28 +57,121 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
   return out;
 }
 
-void Coordinator::FlushLocked() {
-  if (store_ == nullptr || pending_.empty()) return;
+absl::Status Coordinator::FlushLocked() {
+  if (store_ == nullptr || pending_.empty()) return absl::OkStatus();
+  // Reads only: what is pending (rebuilding may journal) waits for TryWritingAgainLocked.
+  if (!store_failure_.ok()) return RefusalLocked(false);
+  const bool journal = pending_.changes_jobs();
   const absl::Status committed = store_->Commit(pending_);
-  pending_ = StoreChanges();
+  if (!committed.ok() && options_.abort_on_store_failure) {
+    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
+              << "; stopping so that running the same command again resumes from the last "
+                 "committed state\n"
+              << std::flush;
+    std::abort();
+  }
   if (!committed.ok()) {
-    // Memory is now ahead of the disk; answering would acknowledge changes a restart loses.
+    // Memory is now ahead of the disk: back to what the disk has, as a restart would do, and
+    // reads only until a write succeeds again.
+    store_failure_ = committed;
+    last_write_check_ = clock_->Now();
     std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
+              << "; serving reads only (no new jobs) until a write succeeds again\n"
+              << std::flush;
+    ReloadLocked();
+    return RefusalLocked(false);
+  }
+  pending_ = StoreChanges();
+  ++coordinator_internal::commits_on_this_thread;
+  if (journal && options_.crash_points.after_commit > 0 &&
+      ++journal_commits_ == options_.crash_points.after_commit) {
+    CrashAtPoint("after journal commit", journal_commits_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::RefusalLocked(bool worker_call) const {
+  const std::string what =
+      absl::StrCat("the coordinator cannot write its job state (", store_failure_.message(), ")");
+  if (worker_call) {
+    return absl::UnavailableError(
+        absl::StrCat(what, "; it serves reads only until a write succeeds again: retry later"));
+  }
+  const bool full = absl::IsResourceExhausted(store_failure_);
+  const std::string message = absl::StrCat(
+      what,
+      ", so it accepts no new jobs or cancellations and serves `kbisect status` and `watch` "
+      "only; nothing it acknowledged is lost. ",
+      full ? "Free space on the volume of --state-dir (finished jobs older than --retain are "
+             "deleted; lower it, or grow the volume)"
+           : "Make --state-dir writable again (remount it read-write, check its permissions and "
+             "the disk)",
+      ": the coordinator tries again every ", absl::ToInt64Seconds(kWriteCheckPeriod),
+      " s and then accepts jobs by itself.");
+  return full ? absl::ResourceExhaustedError(message) : absl::FailedPreconditionError(message);
+}
+
+absl::Status Coordinator::StoreHealth() const {
+  absl::MutexLock lock(&mu_);
+  return store_failure_.ok() ? absl::OkStatus() : RefusalLocked(false);
+}
+
+void Coordinator::ReloadLocked() {
+  pending_ = StoreChanges();
+  absl::StatusOr<StoredState> state = store_->Load();
+  if (!state.ok()) {
+    // Neither written nor readable: nothing consistent is left to serve.
+    std::cerr << "kbisect-coordinator: cannot read the job state back either: "
+              << state.status().message()
               << "; stopping so that a restart recovers the last committed state\n"
               << std::flush;
     std::abort();
   }
+  jobs_.clear();
+  job_order_.clear();
+  request_ids_.clear();
+  workers_.clear();
+  sessions_.clear();
+  leases_.clear();
+  task_leases_.clear();
+  task_attempts_.clear();
+  replayed_tasks_.clear();
+  unloaded_follow_ups_.clear();
+  // What rebuilding journals (probes of unknown workers lost) stays pending: the first commit
+  // that succeeds again takes it along.
+  (void)RebuildLocked(*std::move(state));
+  changed_.SignalAll();
+}
+
+void Coordinator::TryWritingAgainLocked(absl::Time now) {
+  if (now - last_write_check_ < kWriteCheckPeriod) return;
+  last_write_check_ = now;
+  absl::Status written = store_->CheckWritable();
+  if (written.ok() && !pending_.empty()) written = store_->Commit(pending_);
+  if (!written.ok()) {
+    store_failure_ = written;
+    return;
+  }
+  pending_ = StoreChanges();
+  store_failure_ = absl::OkStatus();
+  std::cerr << "kbisect-coordinator: the job state can be written again; accepting jobs\n"
+            << std::flush;
 }
 
 absl::StatusOr<RecoveryReport> Coordinator::Recover() {
-  RecoveryReport report;
-  if (store_ == nullptr) return report;
+  if (store_ == nullptr) return RecoveryReport();
   absl::StatusOr<StoredState> state = store_->Load();
   if (!state.ok()) return state.status();
   WriteLock lock(this);
   if (!jobs_.empty() || !workers_.empty()) {
     return absl::FailedPreconditionError("Recover must be called before any other call");
   }
+  return RebuildLocked(*std::move(state));
+}
+
+RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
+  RecoveryReport report;
+  StoredState* state = &stored_state;
   const absl::Time now = clock_->Now();
   for (StoredWorker& stored : state->workers) {
     WorkerEntry& worker = workers_[stored.worker_id];
@@ -89,34 +184,66 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     ++report.workers;
   }
   replaying_ = true;
+  // Compacted jobs come back as they were stored. The others are rebuilt by replaying their
+  // journals in the order the entries were committed, across jobs, as they ran live. A follow-up
+  // job is loaded when its parent's replay starts it (StartFollowUpsLocked), as it was created,
+  // so that its events land in the parent's stream under the numbers they had.
+  std::vector<std::string> stored_order;
+  std::map<std::string, std::vector<JournalEntry>> journals;  // Of the jobs replayed.
   for (StoredJob& stored : state->jobs) {
-    JobEntry& entry = jobs_[stored.job_id];
-    entry.spec_digest = SpecDigest(stored.spec);
-    entry.job = std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec),
-                                            std::move(stored.commits), stored.create_time,
-                                            std::move(stored.cached));
-    entry.request_id = stored.request_id;
-    entry.has_stored_final = stored.has_final_status;
-    entry.stored_final = std::move(stored.final_status);
-    job_order_.push_back(stored.job_id);
-    if (!stored.request_id.empty()) request_ids_[stored.request_id] = stored.job_id;
-    AfterJobChangeLocked(stored.job_id, entry);
-    for (JournalEntry& call : stored.journal) {
-      ApplyLocked(stored.job_id, entry, std::move(call));
-    }
-    entry.has_stored_final = false;
-    entry.stored_final.Clear();
     ++report.jobs;
+    stored_order.push_back(stored.job_id);
+    if (stored.compacted) {
+      LoadCompactedJobLocked(std::move(stored));
+      continue;
+    }
+    const std::string& parent = stored.spec.parent_job_id();
+    const bool parent_replayed = journals.count(parent) > 0;
+    journals[stored.job_id] = std::move(stored.journal);
+    if (parent_replayed && !stored.request_id.empty()) {
+      const std::string request_id = stored.request_id;
+      unloaded_follow_ups_.emplace(request_id, std::move(stored));
+      continue;
+    }
+    LoadStoredJobLocked(std::move(stored));
+  }
+  for (const auto& [job_id, sequence] : state->order) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) {
+      // A follow-up whose parent's replay did not start it: it begins where its journal does.
+      for (auto unloaded = unloaded_follow_ups_.begin(); unloaded != unloaded_follow_ups_.end();
+           ++unloaded) {
+        if (unloaded->second.job_id != job_id) continue;
+        StoredJob job = std::move(unloaded->second);
+        unloaded_follow_ups_.erase(unloaded);
+        LoadStoredJobLocked(std::move(job));
+        break;
+      }
+      it = jobs_.find(job_id);
+      if (it == jobs_.end()) continue;
+    }
+    std::vector<JournalEntry>& journal = journals[job_id];
+    if (sequence < 1 || sequence > static_cast<int64_t>(journal.size())) continue;
+    ApplyLocked(job_id, it->second, std::move(journal[sequence - 1]));
+  }
+  for (auto& [request_id, stored] : std::exchange(unloaded_follow_ups_, {})) {
+    LoadStoredJobLocked(std::move(stored));
   }
   replaying_ = false;
-  // Jobs that finished without a stored final status: find (or start) their follow-ups.
-  for (const std::string& job_id : std::exchange(replayed_finished_, {})) {
-    JobEntry& entry = jobs_.at(job_id);
-    StartFollowUpsLocked(job_id, entry);
-    if (!entry.follow_ups.empty()) {
-      entry.job->mutable_status()->set_state(v1::JOB_STATE_FOLLOWING_UP);
-    }
-    MaybeCompleteLocked(job_id);
+  // Creation order, as stored (follow-ups were loaded later than their position); jobs created
+  // during the replay (follow-ups that had not started) come last.
+  std::vector<std::string> order;
+  std::set<std::string> ordered;
+  for (const std::string& job_id : stored_order) {
+    if (jobs_.count(job_id) > 0 && ordered.insert(job_id).second) order.push_back(job_id);
+  }
+  for (const std::string& job_id : job_order_) {
+    if (ordered.insert(job_id).second) order.push_back(job_id);
+  }
+  job_order_ = std::move(order);
+  for (auto& [job_id, entry] : jobs_) {
+    entry.has_stored_final = false;
+    entry.stored_final.Clear();
   }
   // Probes that were running lost their leases with the old process: each waits for its worker
   // to come back (see the header for why), or is lost if that worker is unknown.
@@ -144,7 +271,95 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     }
   }
   replayed_tasks_.clear();
+  PruneFinishedJobsLocked(now);
   return report;
+}
+
+std::string Coordinator::LoadStoredJobLocked(StoredJob stored) {
+  const std::string job_id = stored.job_id;
+  JobEntry& entry = jobs_[job_id];
+  entry.spec_digest = SpecDigest(stored.spec);
+  entry.job =
+      std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec), std::move(stored.commits),
+                                  stored.create_time, std::move(stored.cached));
+  entry.request_id = stored.request_id;
+  entry.has_stored_final = stored.has_final_status;
+  entry.stored_final = std::move(stored.final_status);
+  job_order_.push_back(job_id);
+  if (!stored.request_id.empty()) request_ids_[stored.request_id] = job_id;
+  AfterJobChangeLocked(job_id, entry);
+  return job_id;
+}
+
+void Coordinator::LoadCompactedJobLocked(StoredJob stored) {
+  const std::string job_id = stored.job_id;
+  JobEntry& entry = jobs_[job_id];
+  entry.spec_digest = SpecDigest(stored.spec);
+  // Its commit list is gone: the job is only its final status and its events now.
+  std::vector<v1::CommitRef> ends(2);
+  ends[0].set_sha(stored.final_status.good_sha());
+  ends[1].set_sha(stored.final_status.bad_sha());
+  entry.job = std::make_unique<BisectJob>(job_id, std::move(stored.spec), std::move(ends),
+                                          stored.create_time);
+  (void)entry.job->TakeEvents();
+  *entry.job->mutable_status() = std::move(stored.final_status);
+  entry.events = std::move(stored.events);
+  entry.job->mutable_status()->set_revision(static_cast<int64_t>(entry.events.size()));
+  entry.request_id = stored.request_id;
+  entry.reported = true;
+  entry.follow_ups_decided = true;
+  entry.complete = true;
+  for (const std::string& id : entry.job->status().follow_up_job_ids()) {
+    entry.follow_ups.push_back(id);
+  }
+  job_order_.push_back(job_id);
+  if (!stored.request_id.empty()) request_ids_[stored.request_id] = job_id;
+}
+
+void Coordinator::CompactFamilyLocked(const std::string& job_id) {
+  if (store_ == nullptr || replaying_) return;
+  const JobEntry& root = jobs_.at(job_id);
+  if (!root.complete || !root.job->status().spec().parent_job_id().empty()) return;
+  // The job and its follow-ups, which all completed before it.
+  std::vector<std::string> family = {job_id};
+  for (size_t i = 0; i < family.size(); ++i) {
+    auto it = jobs_.find(family[i]);
+    if (it == jobs_.end()) continue;
+    pending_.compacted.emplace_back(family[i], it->second.events);
+    for (const std::string& child : it->second.follow_ups) family.push_back(child);
+  }
+}
+
+void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
+  if (options_.retain == absl::InfiniteDuration()) return;
+  last_prune_ = now;
+  std::vector<std::string> doomed;
+  for (const std::string& job_id : job_order_) {
+    const JobEntry& entry = jobs_.at(job_id);
+    const v1::JobStatus& status = entry.job->status();
+    if (!entry.complete || !status.spec().parent_job_id().empty()) continue;
+    const absl::Time finished = status.has_finish_time() ? FromProto(status.finish_time())
+                                                         : FromProto(status.create_time());
+    if (now - finished <= options_.retain) continue;
+    // The job and, breadth first, its follow-ups.
+    const size_t root = doomed.size();
+    doomed.push_back(job_id);
+    for (size_t i = root; i < doomed.size(); ++i) {
+      auto it = jobs_.find(doomed[i]);
+      if (it == jobs_.end()) continue;
+      for (const std::string& child : it->second.follow_ups) doomed.push_back(child);
+    }
+  }
+  if (doomed.empty()) return;
+  for (const std::string& job_id : doomed) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) continue;
+    if (!it->second.request_id.empty()) request_ids_.erase(it->second.request_id);
+    jobs_.erase(it);
+    job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), job_id), job_order_.end());
+    if (store_ != nullptr) pending_.deleted.push_back(job_id);
+  }
+  changed_.SignalAll();
 }
 
 void Coordinator::LoseOrphansLocked(WorkerEntry& worker, const std::string& why) {

@@ -65,6 +65,8 @@ absl::Status SqliteStatus(int code, const std::string& message) {
     case SQLITE_READONLY:
     case SQLITE_AUTH:
       return absl::PermissionDeniedError(message);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(message);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return absl::FailedPreconditionError(message);

@@ -28,8 +28,10 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
 
 absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     const v1::OpenSessionRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  if (!store_failure_.ok()) return RefusalLocked(true);
   const absl::Time now = clock_->Now();
   const std::string name =
       request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
@@ -43,6 +45,13 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     worker->worker_id = worker_id;
     worker->name = name;
   } else {
+    if (!worker->session_id.empty()) {
+      // A live session replaced: by another process of the same name (or a restarted one).
+      worker->replaced_sessions.push_back(worker->session_id);
+      if (worker->replaced_sessions.size() > kReplacedSessionsKept) {
+        worker->replaced_sessions.erase(worker->replaced_sessions.begin());
+      }
+    }
     sessions_.erase(worker->session_id);
     // Leases of the previous session survive only if the worker still holds them.
     std::vector<std::string> keep;
@@ -97,7 +106,21 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   *response.mutable_heartbeat_interval() = ToProto(options_.heartbeat_interval);
   *response.mutable_lease_duration() = ToProto(options_.lease_duration);
   DispatchLocked();
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
   return response;
+}
+
+absl::Status Coordinator::UnknownSessionLocked(const std::string& session_id,
+                                               const std::string& missing) const {
+  for (const auto& [id, worker] : workers_) {
+    if (std::find(worker.replaced_sessions.begin(), worker.replaced_sessions.end(), session_id) !=
+        worker.replaced_sessions.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another process took over the worker name '", worker.name, "' (session ", session_id,
+          " was replaced by a newer one); this one must stop: give each worker its own --name"));
+    }
+  }
+  return absl::NotFoundError(missing);
 }
 
 Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string& session_id) {
@@ -108,13 +131,16 @@ Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string&
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     const v1::SynchronizeRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  if (!store_failure_.ok()) return RefusalLocked(true);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
-    return absl::NotFoundError(absl::StrCat("unknown session '", request.session_id(),
-                                            "' (the coordinator may have restarted); "
-                                            "open a new session"));
+    return UnknownSessionLocked(request.session_id(),
+                                absl::StrCat("unknown session '", request.session_id(),
+                                             "' (the coordinator may have restarted); "
+                                             "open a new session"));
   }
   const absl::Time now = clock_->Now();
   worker->last_seen = now;
@@ -166,7 +192,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
            !w->pending_cancellations.empty();
   };
   // Waiting releases the lock: what changed so far is committed first.
-  FlushLocked();
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
   if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
     // The deadline is on the coordinator's clock: a FakeClock test advances it to end the poll.
     const absl::Time deadline = clock_->Now() + wait;
@@ -176,7 +202,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   }
   worker = WorkerForSessionLocked(session_id);
   if (worker == nullptr) {
-    return absl::NotFoundError("the session was replaced by a newer one of the same worker");
+    return UnknownSessionLocked(session_id, "the session ended while the call waited");
   }
   if (worker->poll_sequence != sequence) return response;  // Superseded by a newer call.
   for (v1::Lease& lease : worker->pending_assignments) {
@@ -192,7 +218,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   worker->pending_cancellations.clear();
   *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
   // What the worker's host could build now, computed after the wait so it is fresh.
-  for (v1::Task& task : BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
+  for (v1::Task& task :
+       BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
     *response.add_build_ahead() = std::move(task);
   }
   return response;
@@ -201,12 +228,15 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
 absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     const v1::CompleteLeaseRequest& request) {
   // The answer leaves only after the lock's release, i.e. after the result was committed.
+  ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
+  if (!store_failure_.ok()) return RefusalLocked(true);
   v1::CompleteLeaseResponse response;
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
-    return absl::NotFoundError(
+    return UnknownSessionLocked(
+        request.session_id(),
         absl::StrCat("unknown session '", request.session_id(), "'; open a new session"));
   }
   worker->last_seen = clock_->Now();
@@ -250,10 +280,13 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
   }
   DispatchLocked();
+  // Accepted only once durable: after a failed commit the worker reports again later.
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
   return response;
 }
 
 absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
+  ReplyPoint reply(this);
   WriteLock lock(this);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) return absl::OkStatus();
@@ -268,6 +301,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   WorkerGoneLocked(worker->worker_id, "it closed its session");
   DispatchLocked();
   changed_.SignalAll();
+  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
   return absl::OkStatus();
 }
 

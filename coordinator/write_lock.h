@@ -2,14 +2,24 @@
 //
 // Coordinator::WriteLock, shared by the files that implement Coordinator: it locks the
 // coordinator's mutex and, on unlocking, first commits the journal entries collected meanwhile
-// (so a reply never acknowledges a change a restart would lose). Private to coordinator/.
+// (so a reply never acknowledges a change a restart would lose); and Coordinator::ReplyPoint,
+// the test-only crash point before a mutating RPC's reply. Private to coordinator/.
 #ifndef KBISECT_COORDINATOR_WRITE_LOCK_H_
 #define KBISECT_COORDINATOR_WRITE_LOCK_H_
 
+#include <cstdint>
+
 #include "absl/base/thread_annotations.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/crash_points.h"
 
 namespace kbisect {
+namespace coordinator_internal {
+
+// Successful store commits made by the calling thread (FlushLocked counts them).
+inline thread_local int64_t commits_on_this_thread = 0;
+
+}  // namespace coordinator_internal
 
 class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
  public:
@@ -18,7 +28,8 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
     coordinator_->mu_.Lock();
   }
   ~WriteLock() ABSL_UNLOCK_FUNCTION() {
-    coordinator_->FlushLocked();
+    // Calls that reply flush first and check the result; this catches every other change.
+    (void)coordinator_->FlushLocked();
     coordinator_->mu_.Unlock();
   }
   WriteLock(const WriteLock&) = delete;
@@ -26,6 +37,24 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
 
  private:
   Coordinator* const coordinator_;
+};
+
+class Coordinator::ReplyPoint {
+ public:
+  explicit ReplyPoint(Coordinator* coordinator)
+      : coordinator_(coordinator), commits_(coordinator_internal::commits_on_this_thread) {}
+  ~ReplyPoint() {
+    const int64_t armed = coordinator_->options_.crash_points.before_reply;
+    if (armed <= 0 || coordinator_internal::commits_on_this_thread == commits_) return;
+    const int64_t n = ++coordinator_->mutating_replies_;
+    if (n == armed) CrashAtPoint("before the reply of mutating RPC", n);
+  }
+  ReplyPoint(const ReplyPoint&) = delete;
+  ReplyPoint& operator=(const ReplyPoint&) = delete;
+
+ private:
+  Coordinator* const coordinator_;
+  const int64_t commits_;
 };
 
 }  // namespace kbisect

@@ -36,6 +36,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   void TryCancel() override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::WorkerService::Stub> stub_;
 
   absl::Mutex mu_;

@@ -26,6 +26,7 @@
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
 #include "worker/device_binding.h"
@@ -172,8 +173,14 @@ int Main(int argc, char** argv) {
     builds_ahead = std::make_unique<BuildAhead>(build_ahead_cache.get(), build_ahead);
     options.build_ahead = builds_ahead.get();
   }
+  // gRPC waits 1 s, then up to 120 s, between connection attempts by default: after a
+  // coordinator restart the worker would stay away for seconds. 100 ms growing to 5 s (the
+  // agent's own backoff bound) reconnects within a second of the coordinator's return.
+  grpc::ChannelArguments channel_arguments;
+  channel_arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  channel_arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   WorkerSlot slot(options, runner.get(), host_identity,
-                  grpc::CreateChannel(coordinator, *credentials));
+                  grpc::CreateCustomChannel(coordinator, *credentials, channel_arguments));
   const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
   log.Info(absl::StrCat(slot.name(), " on devices ", binding->visible_devices,
                         binding->placement.device_variable().empty()
@@ -211,6 +218,10 @@ int Main(int argc, char** argv) {
     }
   }
   agent_thread.join();
+  if (const absl::Status reason = slot.agent()->stop_reason(); !reason.ok()) {
+    log.Error(absl::StrCat(slot.name(), ": ", reason.message()), {{"worker", slot.name()}});
+    return 1;
+  }
   log.Info(
       absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
                    " reported probe(s)"),

@@ -52,6 +52,11 @@ bool WorkerAgent::stopping() const {
   return stop_;
 }
 
+absl::Status WorkerAgent::stop_reason() const {
+  absl::MutexLock lock(&mu_);
+  return stop_reason_;
+}
+
 int WorkerAgent::tasks_reported() const {
   absl::MutexLock lock(&mu_);
   return tasks_reported_;
@@ -168,7 +173,10 @@ void WorkerAgent::FinishTask() {
       if (!OpenSession()) Backoff(&delay);
       continue;
     }
-    if (absl::IsPermissionDenied(response.status())) return;
+    if (absl::IsPermissionDenied(response.status()) ||
+        absl::IsFailedPrecondition(response.status())) {
+      return;  // Not this worker's lease (any more): nothing to report.
+    }
     if (stopping()) return;
     Backoff(&delay);
   }
@@ -233,6 +241,15 @@ void WorkerAgent::Run() {
     }
     if (!response.ok()) {
       if (absl::IsCancelled(response.status())) continue;  // Woken locally.
+      if (absl::IsFailedPrecondition(response.status())) {
+        // Another process took over this worker's name: taking it back would only make the two
+        // steal each other's sessions (and leases) forever.
+        absl::MutexLock lock(&mu_);
+        stop_reason_ = response.status();
+        stop_ = true;
+        session_id_.clear();
+        break;
+      }
       if (absl::IsNotFound(response.status())) {
         absl::MutexLock lock(&mu_);
         session_id_.clear();

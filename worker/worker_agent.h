@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
@@ -76,6 +77,10 @@ class WorkerAgent {
   // Number of tasks whose result the coordinator accepted.
   int tasks_reported() const;
 
+  // Why Run returned by itself: FailedPrecondition when the coordinator said another process
+  // took over this worker's name (the process should exit with it); OK otherwise.
+  absl::Status stop_reason() const;
+
  private:
   struct RunningTask {
     v1::Lease lease;
@@ -114,6 +119,7 @@ class WorkerAgent {
   // Between preparing a Synchronize request and its return: TryCancel() wakes it.
   bool polling_ ABSL_GUARDED_BY(mu_) = false;
   int tasks_reported_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status stop_reason_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kbisect

@@ -2,19 +2,13 @@
 //
 // Fault injection with the real daemons: workers killed with SIGKILL at random points of their
 // probes (checkout, build, benchmark) across a job, the coordinator killed with SIGKILL mid-job
-// and restarted on the same state directory and port, and a worker paused (SIGSTOP) past its
-// lease and then resumed. In each case the job must find the planted culprit with no accepted
-// result lost or counted twice.
+// and restarted on the same state directory and port, a worker paused (SIGSTOP) past its lease
+// and then resumed, and a second worker process started under a running worker's name (the
+// first stops, its probe is measured again). In each case the job must find the planted culprit
+// with no accepted result lost or counted twice.
 //
-// "Nothing lost or counted twice" is checked on the final JobStatus (`kbisect status --json`):
-//   * no commit index carries more than one verdict: among probes with a verdict, each index
-//     appears once (a result applied twice, or a probe measured again and classified again,
-//     would add a second one);
-//   * every measured probe holds exactly the samples of one report (`--runs 3` gives 3; a
-//     duplicated report would give 6), and the job's bench_runs (runs of all accepted reports)
-//     equals the sum of the probes' runs (every accepted report is in exactly one probe);
-//   * no probe was given up after too many attempts (outcome infra_error), so every probe that
-//     lost its worker was measured by another one.
+// "Nothing lost or counted twice" is checked on the final JobStatus (`kbisect status --json`) by
+// ExpectNothingLostOrDuplicated (tests/integration/job_checks.h).
 #include <signal.h>
 
 #include <chrono>
@@ -30,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/job_checks.h"
 #include "tests/testing/git_fixture.h"
 #include "tests/testing/process.h"
 
@@ -37,6 +32,7 @@ namespace kbisect {
 namespace {
 
 using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::ExpectNothingLostOrDuplicated;
 using ::kbisect::testing::Process;
 using ::kbisect::testing::ReadFile;
 using ::kbisect::testing::Trim;
@@ -57,40 +53,7 @@ class FaultTest : public ::kbisect::testing::ClusterFixture {
 
   nlohmann::json Status(const std::string& job_id) { return Json("status --json " + job_id); }
 
-  static bool Finished(const nlohmann::json& job) {
-    const std::string state = job.value("state", "");
-    return state == "done" || state == "failed" || state == "cancelled";
-  }
-
-  // The checks described at the top of this file.
-  static void ExpectNothingLostOrDuplicated(const nlohmann::json& job) {
-    std::map<int, int> verdicts;  // Commit index -> probes with a verdict there.
-    int runs = 0;
-    for (const auto& probe : job["probes"]) {
-      const std::string verdict = probe.value("verdict", "");
-      if (!verdict.empty() && verdict != "unspecified") ++verdicts[probe.value("index", -1)];
-      EXPECT_NE(probe.value("outcome", ""), "infra_error") << probe.dump();
-      const size_t samples = probe.contains("samples") ? probe["samples"].size() : 0;
-      // A confirmation probe interleaves two commits' runs; its samples are not one report's.
-      if (probe.value("kind", "") != "confirm" &&
-          (probe.value("state", "") == "finished" || samples > 0)) {
-        // A GOOD calibration is sized by the noise (1..--runs runs); the others run --runs.
-        if (probe.value("kind", "") == "baseline_good" &&
-            probe.value("worker", "") != job["baseline"]["good"].value("worker", "")) {
-          EXPECT_GE(samples, 1u) << probe.dump();
-          EXPECT_LE(samples, 3u) << "a measured probe holds one report's samples: " << probe.dump();
-        } else {
-          EXPECT_EQ(samples, 3u) << "a measured probe holds one report's samples: " << probe.dump();
-        }
-      }
-      runs += probe.contains("runs") ? static_cast<int>(probe["runs"].size()) : 0;
-    }
-    for (const auto& [index, count] : verdicts) {
-      EXPECT_EQ(count, 1) << "commit index " << index << " has " << count << " verdicts";
-    }
-    EXPECT_GE(verdicts.size(), 2u);
-    EXPECT_EQ(job.value("bench_runs", -1), runs);
-  }
+  static bool Finished(const nlohmann::json& job) { return ::kbisect::testing::JobFinished(job); }
 };
 
 TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
@@ -273,6 +236,33 @@ TEST_F(FaultTest, AWorkerPausedPastItsLeaseIsFencedOff) {
       EXPECT_EQ(probe["worker"], "fresh");
     }
   }
+}
+
+TEST_F(FaultTest, ASecondProcessWithAWorkersNameTakesItOverAndTheFirstStops) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 30 --culprit 11");
+  std::unique_ptr<Process> coordinator = StartCoordinator("", "2");
+  // Alone, the first w0 takes the BAD baseline; each of its bench runs takes a second.
+  std::unique_ptr<Process> first = StartWorker("w0", 0, "1", "", "cache-first");
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 1; }, std::chrono::seconds(15)));
+  const std::string job_id = Submit(repo);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const nlohmann::json worker = Worker("w0");
+        return worker != nullptr && worker["state"] == "busy";
+      },
+      std::chrono::seconds(15)));
+  // Another process under the same name (a second pod, a copy-pasted --name).
+  std::unique_ptr<Process> second = StartWorker("w0", 1, "0.05", "", "cache-second");
+  EXPECT_EQ(first->Wait(std::chrono::seconds(30)), 1) << first->log();
+  EXPECT_THAT(first->log(), HasSubstr("another process took over the worker name 'w0'"));
+  ASSERT_TRUE(WaitFor([&] { return Finished(Status(job_id)); }, std::chrono::seconds(60)))
+      << coordinator->log();
+  const nlohmann::json job = Status(job_id);
+  EXPECT_EQ(job["status"], "culprit_found") << job.dump(2);
+  EXPECT_EQ(job["culprit"]["sha"], culprit);
+  ExpectNothingLostOrDuplicated(job);
+  EXPECT_TRUE(second->running()) << second->log();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // output and exit codes, and through the built `kbisect` binary for the dispatch, the usage and
 // the default cache directory.
 #include "cli/cache_command.h"
+#include "common/clock/age.h"
 
 #include <cstdlib>
 #include <memory>

@@ -6,6 +6,8 @@
 // every accepted result counted exactly once, request ids and event logs intact.
 #include "coordinator/job_store.h"
 
+#include <sqlite3.h>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -20,43 +22,21 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
+#include "tests/unit/coordinator/recovery_testing.h"
 
 namespace kbisect {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
+using ::kbisect::testing::kBranchCulprit;
+using ::kbisect::testing::kCommits;
+using ::kbisect::testing::kCulprit;
+using ::kbisect::testing::Measure;
+using ::kbisect::testing::RecoveryTest;
+using ::kbisect::testing::Spec;
 using ::kbisect::testing::TempDir;
 using ::kbisect::testing::WriteFile;
 using ::testing::HasSubstr;
-
-constexpr int kCommits = 64;
-constexpr int kCulprit = 41;
-// With a merged branch at kCulprit: the branch commit that regressed.
-constexpr int kBranchCulprit = 7;
-
-v1::JobSpec Spec() {
-  v1::JobSpec spec;
-  spec.set_repository("/repo");
-  spec.set_good("v1");
-  spec.add_bench_command("./bench.sh");
-  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  return spec;
-}
-
-v1::TaskResult Measure(const v1::Task& task) {
-  v1::TaskResult result;
-  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-  const std::string& sha = task.commit_sha();
-  const bool on_branch = !sha.empty() && sha[0] == 'b';
-  const double v = on_branch ? (std::stoi(sha.substr(1)) >= kBranchCulprit ? 2.0 : 1.0)
-                             : (task.commit_index() >= kCulprit ? 2.0 : 1.0);
-  for (int i = 0; i < 3; ++i) {
-    result.add_samples(v);
-    result.add_runs()->set_value(v);
-  }
-  result.set_metric_unit("ms");
-  return result;
-}
 
 // --- SqliteJobStore -----------------------------------------------------------------------------
 
@@ -208,117 +188,6 @@ TEST(SqliteJobStoreTest, OpenErrorsNameThePath) {
 }
 
 // --- Coordinator recovery -----------------------------------------------------------------------
-
-// A coordinator on a SQLite database that the test can "kill" and restart, and three workers
-// driven deterministically (zero-wait Synchronize, a FakeClock that does not move).
-class RecoveryTest : public ::testing::Test {
- protected:
-  void Start() {
-    coordinator_.reset();
-    store_.reset();
-    absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
-        SqliteJobStore::Open(tmp_.Join("kbisect.db"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-    CoordinatorOptions options;
-    options.store = store_.get();
-    coordinator_ = std::make_unique<Coordinator>(options, &repos_, &clock_);
-    absl::StatusOr<RecoveryReport> recovered = coordinator_->Recover();
-    ASSERT_TRUE(recovered.ok()) << recovered.status();
-    recovered_ = *recovered;
-    sessions_.clear();
-    for (const char* name : {"w0", "w1", "w2"}) {
-      v1::OpenSessionRequest request;
-      request.set_worker_name(name);
-      request.mutable_identity()->set_hardware_class("hc-1");
-      sessions_[name] = coordinator_->OpenSession(request)->session_id();
-      held_[name].clear();  // A restarted coordinator's workers drop what they held.
-    }
-  }
-
-  // Every worker synchronizes (ready when it holds nothing) and picks up its assignments.
-  void Pickup() {
-    for (const auto& [name, session] : sessions_) {
-      v1::SynchronizeRequest request;
-      request.set_session_id(session);
-      request.set_ready_for_work(held_[name].empty());
-      for (const v1::Lease& lease : held_[name])
-        request.add_leases()->set_lease_id(lease.lease_id());
-      absl::StatusOr<v1::SynchronizeResponse> response = coordinator_->Synchronize(request);
-      ASSERT_TRUE(response.ok()) << response.status();
-      for (const v1::LeaseCancellation& cancel : response->cancellations()) {
-        std::vector<v1::Lease>& held = held_[name];
-        held.erase(
-            std::remove_if(held.begin(), held.end(),
-                           [&](const v1::Lease& l) { return l.lease_id() == cancel.lease_id(); }),
-            held.end());
-      }
-      for (const v1::Lease& lease : response->assignments()) held_[name].push_back(lease);
-    }
-  }
-
-  // Every worker reports the results of what it holds.
-  void Report() {
-    for (const auto& [name, session] : sessions_) {
-      for (const v1::Lease& lease : std::exchange(held_[name], {})) {
-        v1::CompleteLeaseRequest request;
-        request.set_session_id(session);
-        request.set_lease_id(lease.lease_id());
-        request.set_attempt(lease.attempt());
-        *request.mutable_result() = Measure(lease.task());
-        absl::StatusOr<v1::CompleteLeaseResponse> response = coordinator_->CompleteLease(request);
-        ASSERT_TRUE(response.ok()) << response.status();
-        if (response->accepted() && !response->duplicate()) ++accepted_[lease.task().task_id()];
-      }
-    }
-  }
-
-  v1::JobStatus Job() {
-    absl::StatusOr<v1::JobStatus> job = coordinator_->GetJob(job_id_);
-    EXPECT_TRUE(job.ok()) << job.status();
-    return job.ok() ? *job : v1::JobStatus();
-  }
-
-  std::string Submit(bool descend_merges = false) {
-    v1::SubmitJobRequest request;
-    *request.mutable_spec() = Spec();
-    request.mutable_spec()->set_descend_merges(descend_merges);
-    request.set_request_id("nightly-7");
-    absl::StatusOr<v1::SubmitJobResponse> response = coordinator_->SubmitJob(request);
-    EXPECT_TRUE(response.ok()) << response.status();
-    return response.ok() ? response->job_id() : "";
-  }
-
-  // The events of the job up to its current revision.
-  std::vector<v1::JobEvent> Events() {
-    const int64_t revision = Job().revision();
-    std::vector<v1::JobEvent> events;
-    if (revision == 0) return events;
-    absl::Status watched = coordinator_->WatchJob(job_id_, 0, [&](const v1::JobEvent& event) {
-      events.push_back(event);
-      return event.sequence() < revision;
-    });
-    return events;
-  }
-
-  void RunToTheEnd() {
-    for (int guard = 0; guard < 200 && Job().state() != v1::JOB_STATE_DONE; ++guard) {
-      Pickup();
-      Report();
-    }
-  }
-
-  TempDir tmp_;
-  FakeClock clock_;
-  FakeRepositoryView repos_{kCommits};
-  std::unique_ptr<SqliteJobStore> store_;
-  std::unique_ptr<Coordinator> coordinator_;
-  RecoveryReport recovered_;
-  std::map<std::string, std::string> sessions_;
-  std::map<std::string, std::vector<v1::Lease>> held_;
-  std::map<std::string, int> accepted_;  // Task id -> accepted results.
-  std::string job_id_;
-};
 
 TEST_F(RecoveryTest, AKilledCoordinatorResumesTheJobWithNothingLostOrCountedTwice) {
   Start();
@@ -536,6 +405,37 @@ TEST_F(RecoveryTest, AFollowUpJobSurvivesACoordinatorRestart) {
   EXPECT_EQ(Job().state(), v1::JOB_STATE_DONE);
   EXPECT_EQ(Job().merged_culprit().sha(), FakeRepositoryView::BranchSha(kBranchCulprit));
   EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2);
+}
+
+TEST_F(RecoveryTest, AVersion1DatabaseIsUpgradedInPlace) {
+  Start();
+  job_id_ = Submit();
+  for (int round = 0; round < 2; ++round) {
+    Pickup();
+    Report();
+  }
+  const v1::JobStatus before = Job();
+  coordinator_.reset();
+  store_.reset();
+  // As kbisect 1ed1c4f left it: no event logs, no order across jobs, user_version 1.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(tmp_.Join("kbisect.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE jobs DROP COLUMN events; "
+                         "ALTER TABLE journal DROP COLUMN global_seq; PRAGMA user_version=1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Start();
+  EXPECT_EQ(recovered_.jobs, 1);
+  EXPECT_EQ(Job().progress().probes_finished(), before.progress().probes_finished());
+  RunToTheEnd();
+  EXPECT_EQ(Job().culprit().index(), kCulprit);
+  absl::StatusOr<StoredState> stored = store_->Load();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_TRUE(stored->jobs[0].compacted);
 }
 
 TEST(MemoryJobStoreTest, RecoversLikeSqlite) {

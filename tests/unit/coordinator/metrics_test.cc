@@ -56,7 +56,11 @@ TEST(RenderPrometheusTextTest, ExactExposition) {
             "# HELP kbisect_lease_expiries_total Leases that expired without a heartbeat since "
             "the coordinator started.\n"
             "# TYPE kbisect_lease_expiries_total counter\n"
-            "kbisect_lease_expiries_total 3\n");
+            "kbisect_lease_expiries_total 3\n"
+            "# HELP kbisect_state_writable 1 while the coordinator can write its state "
+            "directory; 0: it serves reads only.\n"
+            "# TYPE kbisect_state_writable gauge\n"
+            "kbisect_state_writable 1\n");
 }
 
 TEST(RenderPrometheusTextTest, EscapesLabelValuesAndKeepsEmptyMetricsDeclared) {

@@ -109,17 +109,15 @@ TEST(ProbeClassifierTest, BaselinesWithAnOverflowingSpreadAskForTheMostRuns) {
 
 TEST(ProbeClassifierTest, BaselinesNeedRunsUntilTheMidpointIsSharp) {
   // Three runs each, 10% apart with 5% noise: too thin to place the midpoint.
-  const BaselineAssessment thin =
-      AssessBaselines(Gaussian(1.0, 0.05, 3, 6), Gaussian(1.1, 0.05, 3, 7),
-                      v1::DIRECTION_LOWER_IS_BETTER, 0.0);
+  const BaselineAssessment thin = AssessBaselines(
+      Gaussian(1.0, 0.05, 3, 6), Gaussian(1.1, 0.05, 3, 7), v1::DIRECTION_LOWER_IS_BETTER, 0.0);
   EXPECT_FALSE(thin.regression);
   EXPECT_GE(thin.more_runs, 2);
   EXPECT_LE(thin.more_runs, 3);
   EXPECT_THAT(thin.reason, HasSubstr("standard errors apart"));
   // Thirty runs each: clear, and the 10% regression is reported.
-  const BaselineAssessment sharp =
-      AssessBaselines(Gaussian(1.0, 0.05, 30, 8), Gaussian(1.1, 0.05, 30, 9),
-                      v1::DIRECTION_LOWER_IS_BETTER, 0.0);
+  const BaselineAssessment sharp = AssessBaselines(
+      Gaussian(1.0, 0.05, 30, 8), Gaussian(1.1, 0.05, 30, 9), v1::DIRECTION_LOWER_IS_BETTER, 0.0);
   EXPECT_TRUE(sharp.regression) << sharp.reason;
   EXPECT_EQ(sharp.more_runs, 0);
   EXPECT_NEAR(sharp.regression_pct, 10, 3);

@@ -1,0 +1,65 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Checks on a job's final JobStatus (`kbisect status --json`) that the fault and crash tests
+// share: no accepted result lost or counted twice.
+#ifndef KBISECT_TESTS_INTEGRATION_JOB_CHECKS_H_
+#define KBISECT_TESTS_INTEGRATION_JOB_CHECKS_H_
+
+#include <map>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace kbisect {
+namespace testing {
+
+inline bool JobFinished(const nlohmann::json& job) {
+  const std::string state = job.value("state", "");
+  return state == "done" || state == "failed" || state == "cancelled";
+}
+
+// "Nothing lost or counted twice", for a job whose probes ran `runs` runs (`--runs`):
+//   * no commit index carries more than one verdict: among probes with a verdict, each index
+//     appears once (a result applied twice, or a probe measured again and classified again,
+//     would add a second one);
+//   * every measured probe holds exactly the samples of one report (a duplicated report would
+//     double them), and the job's bench_runs (runs of all accepted reports) equals the sum of
+//     the probes' runs (every accepted report is in exactly one probe) plus `follow_up_runs`
+//     (a job's result counts the runs of its follow-up jobs too);
+//   * no probe was given up after too many attempts (outcome infra_error), so every probe that
+//     lost its worker was measured by another one.
+inline void ExpectNothingLostOrDuplicated(const nlohmann::json& job, size_t runs = 3,
+                                          int follow_up_runs = 0) {
+  std::map<int, int> verdicts;  // Commit index -> probes with a verdict there.
+  int total_runs = 0;
+  for (const auto& probe : job["probes"]) {
+    const std::string verdict = probe.value("verdict", "");
+    if (!verdict.empty() && verdict != "unspecified") ++verdicts[probe.value("index", -1)];
+    EXPECT_NE(probe.value("outcome", ""), "infra_error") << probe.dump();
+    const size_t samples = probe.contains("samples") ? probe["samples"].size() : 0;
+    // A confirmation probe interleaves two commits' runs; its samples are not one report's.
+    if (probe.value("kind", "") != "confirm" &&
+        (probe.value("state", "") == "finished" || samples > 0)) {
+      // A GOOD calibration is sized by the noise (1..--runs runs); the others run --runs.
+      if (probe.value("kind", "") == "baseline_good" &&
+          probe.value("worker", "") != job["baseline"]["good"].value("worker", "")) {
+        EXPECT_GE(samples, 1u) << probe.dump();
+        EXPECT_LE(samples, runs) << "a measured probe holds one report's samples: " << probe.dump();
+      } else {
+        EXPECT_EQ(samples, runs) << "a measured probe holds one report's samples: " << probe.dump();
+      }
+    }
+    total_runs += probe.contains("runs") ? static_cast<int>(probe["runs"].size()) : 0;
+  }
+  for (const auto& [index, count] : verdicts) {
+    EXPECT_EQ(count, 1) << "commit index " << index << " has " << count << " verdicts";
+  }
+  EXPECT_GE(verdicts.size(), 2u);
+  EXPECT_EQ(job.value("bench_runs", -1), total_runs + follow_up_runs);
+}
+
+}  // namespace testing
+}  // namespace kbisect
+
+#endif  // KBISECT_TESTS_INTEGRATION_JOB_CHECKS_H_
