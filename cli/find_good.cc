@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "cli/cache_command.h"
+#include "common/clock/age.h"
 #include "common/git/git_repo.h"
 #include "grpcpp/client_context.h"
 
