@@ -92,7 +92,7 @@ JobFollower::JobFollower(v1::CoordinatorService::StubInterface* stub, std::strin
     : stub_(stub), job_id_(std::move(job_id)) {}
 
 void JobFollower::Stop() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   stopped_ = true;
   if (context_ != nullptr) context_->TryCancel();
 }
@@ -106,7 +106,7 @@ absl::StatusOr<v1::JobStatus> JobFollower::Follow(
   while (true) {
     grpc::ClientContext context;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       if (stopped_) return absl::CancelledError("stopped following the job");
       context_ = &context;
     }
@@ -132,7 +132,7 @@ absl::StatusOr<v1::JobStatus> JobFollower::Follow(
     }
     const grpc::Status status = reader->Finish();
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       context_ = nullptr;
       if (final_status.has_value()) return *std::move(final_status);
       if (stopped_) return absl::CancelledError("stopped following the job");
@@ -150,8 +150,8 @@ absl::StatusOr<v1::JobStatus> JobFollower::Follow(
       return status.ok() ? absl::UnavailableError("the coordinator keeps closing the event stream")
                          : FromGrpcStatus(status);
     }
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(&stopped_), backoff);
+    kbisect::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(kbisect::Condition(&stopped_), backoff);
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }
 }

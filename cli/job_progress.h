@@ -12,9 +12,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cli/job_outputs.h"
+#include "common/sync/mutex.h"
 #include "grpcpp/client_context.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -76,7 +76,7 @@ class JobFollower {
  private:
   v1::CoordinatorService::StubInterface* const stub_;
   const std::string job_id_;
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
 };

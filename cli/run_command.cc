@@ -217,13 +217,13 @@ int RunCommand(int argc, char** argv) {
   std::unique_ptr<LocalCluster> cluster;
   std::atomic<bool> stop_requested{false};
   std::string job_id;
-  absl::Mutex job_mu;
+  kbisect::Mutex job_mu;
   TerminationWatcher interrupt([&] {
     // The job stays in its journal: the same command resumes it.
     std::cerr << "\nkbisect: interrupted; stopping every worker. The bisect is kept: run the "
                  "same command again to resume it (--fresh starts over)\n";
     stop_requested = true;
-    absl::MutexLock lock(&job_mu);
+    kbisect::MutexLock lock(&job_mu);
     if (cluster != nullptr) cluster->StopWorkers();
   });
   {
@@ -233,7 +233,7 @@ int RunCommand(int argc, char** argv) {
                 << "\n";
       return kExitError;
     }
-    absl::MutexLock lock(&job_mu);
+    kbisect::MutexLock lock(&job_mu);
     cluster = *std::move(started);
   }
 
@@ -251,7 +251,7 @@ int RunCommand(int argc, char** argv) {
         std::cerr << "kbisect: " << NothingBetterText(*found, bad, options.since) << "\n";
       }
       if (!found.ok()) std::cerr << "kbisect: " << found.status().message() << "\n";
-      absl::MutexLock lock(&job_mu);
+      kbisect::MutexLock lock(&job_mu);
       cluster->StopWorkers();
       return found.ok() ? kExitNoRegression : kExitError;
     }
@@ -275,7 +275,7 @@ int RunCommand(int argc, char** argv) {
     grpc::Status status = stub->SubmitJob(&context, submit, &submitted);
     if (!status.ok()) {
       std::cerr << "kbisect: " << status.error_message() << "\n";
-      absl::MutexLock lock(&job_mu);
+      kbisect::MutexLock lock(&job_mu);
       cluster.reset();
       if (*journal != nullptr) {
         journal->reset();
@@ -285,7 +285,7 @@ int RunCommand(int argc, char** argv) {
     }
   }
   {
-    absl::MutexLock lock(&job_mu);
+    kbisect::MutexLock lock(&job_mu);
     job_id = submitted.job_id();
   }
   if (!quiet) PrintJobHeader(submitted.job(), workers, std::cout);
@@ -295,7 +295,7 @@ int RunCommand(int argc, char** argv) {
         ServeJobPages(serve, cluster->coordinator());
     if (!started.ok()) {
       std::cerr << "kbisect: " << started.status().message() << "\n";
-      absl::MutexLock lock(&job_mu);
+      kbisect::MutexLock lock(&job_mu);
       (void)cluster->coordinator()->CancelJob(submitted.job_id(), "--serve failed");
       cluster->StopWorkers();
       return kExitUsage;
@@ -319,7 +319,7 @@ int RunCommand(int argc, char** argv) {
     if (status.ok()) final_status = *status;
   }
   {
-    absl::MutexLock lock(&job_mu);
+    kbisect::MutexLock lock(&job_mu);
     cluster->StopWorkers();
   }
 
@@ -335,7 +335,7 @@ int RunCommand(int argc, char** argv) {
   if (interrupt.signalled() || stop_requested) return kExitInterrupted;
   if (finished) {
     // Nothing is left to resume.
-    absl::MutexLock lock(&job_mu);
+    kbisect::MutexLock lock(&job_mu);
     cluster.reset();
     if (*journal != nullptr) {
       journal->reset();

@@ -37,9 +37,9 @@ class Coordinator::Housekeeper {
  public:
   Housekeeper(Coordinator* coordinator, absl::Duration period)
       : thread_([this, coordinator, period] {
-          absl::MutexLock lock(&mu_);
+          kbisect::MutexLock lock(&mu_);
           while (!stop_) {
-            mu_.AwaitWithTimeout(absl::Condition(&stop_), period);
+            mu_.AwaitWithTimeout(kbisect::Condition(&stop_), period);
             if (stop_) break;
             mu_.Unlock();
             coordinator->ExpireLeases();
@@ -48,14 +48,14 @@ class Coordinator::Housekeeper {
         }) {}
   ~Housekeeper() {
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       stop_ = true;
     }
     thread_.join();
   }
 
  private:
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
@@ -77,7 +77,7 @@ void Coordinator::StartHousekeeping(absl::Duration period) {
 }
 
 void Coordinator::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
 }
@@ -91,7 +91,7 @@ std::string Coordinator::NewId(const char* prefix) {
 absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   ReplyPoint reply(this);
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
     if (!request.request_id().empty()) {
       auto it = request_ids_.find(request.request_id());
@@ -203,7 +203,7 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
 }
 
 absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
     return absl::NotFoundError(
@@ -213,7 +213,7 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
 }
 
 v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   v1::ListJobsResponse response;
   const int page_size = request.page_size() > 0 ? request.page_size() : 50;
   int skip = 0;
@@ -283,7 +283,7 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
   while (true) {
     std::vector<v1::JobEvent> batch;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       // Looked up after every wait: a job may be deleted meanwhile (--retain).
       auto it = jobs_.find(job_id);
       auto ready = [&]() {

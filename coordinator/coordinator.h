@@ -42,9 +42,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
+#include "common/sync/mutex.h"
 #include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
@@ -350,10 +350,10 @@ class Coordinator {
   Clock* const clock_;
   JobStore* const store_;
 
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // Collected until the next FlushLocked.
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
-  absl::CondVar changed_;  // Signalled on any change a blocked call might wait for.
+  kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string id_salt_;  // Makes ids unique across coordinator restarts.

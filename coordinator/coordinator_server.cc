@@ -10,9 +10,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/status_conversion.h"
+#include "common/sync/mutex.h"
 #include "coordinator/health_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/impl/server_builder_option.h"
@@ -153,7 +153,7 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
     const std::string subject = Subject(context);
     v1::OpenSessionRequest checked = *request;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       auto name = names_.find(request->worker_name());
       if (!request->worker_name().empty() && name != names_.end() &&
           name->second.subject != subject) {
@@ -162,7 +162,7 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
     }
     absl::StatusOr<v1::OpenSessionResponse> opened = coordinator_->OpenSession(checked);
     if (opened.ok() && !subject.empty()) {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       Binding& binding = names_[opened->worker_id()];
       sessions_.erase(binding.session_id);
       binding = Binding{subject, opened->session_id()};
@@ -209,7 +209,7 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
   // PermissionDenied when the session was opened under another certificate subject.
   grpc::Status CheckOwner(const grpc::ServerContext* context, const std::string& session_id) {
     const std::string subject = Subject(context);
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     auto it = sessions_.find(session_id);
     if (it == sessions_.end() || it->second == subject) return grpc::Status::OK;
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
@@ -224,7 +224,7 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
   }
 
   Coordinator* const coordinator_;
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   // Session id -> the certificate subject that opened it (mutual TLS only).
   std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);
   // Worker name -> the subject and session of its latest OpenSession.

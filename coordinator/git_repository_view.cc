@@ -10,10 +10,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/git/git_repo.h"
 #include "common/git/mirror.h"
 #include "common/status_macros.h"
+#include "common/sync/mutex.h"
 #include "coordinator/repository_view.h"
 
 namespace kbisect {
@@ -118,7 +118,7 @@ class GitRepositoryView : public RepositoryView {
   // Opens (and caches) the repository: local paths in place, URLs through a mirror that is
   // fetched when `refresh` is set.
   absl::StatusOr<GitRepo*> Open(const std::string& repository, bool refresh) {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     auto it = repos_.find(repository);
     if (it != repos_.end() && !(refresh && LooksLikeUrl(repository))) return it->second.get();
     std::string path = repository;
@@ -136,7 +136,7 @@ class GitRepositoryView : public RepositoryView {
   }
 
   const std::string cache_dir_;
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   std::map<std::string, std::unique_ptr<GitRepo>> repos_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -159,12 +159,12 @@ const char* JournalKindName(JournalEntry::Kind kind) {
 // --- MemoryJobStore -----------------------------------------------------------------------------
 
 absl::StatusOr<StoredState> MemoryJobStore::Load() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return state_;
 }
 
 absl::Status MemoryJobStore::Commit(const StoreChanges& changes) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   StoredState next = state_;
   std::map<std::string, StoredJob*> jobs;
   for (StoredJob& job : next.jobs) jobs[job.job_id] = &job;
@@ -240,7 +240,7 @@ absl::Status MemoryJobStore::Commit(const StoreChanges& changes) {
 }
 
 int MemoryJobStore::commits() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return commits_;
 }
 
@@ -277,7 +277,7 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
     return SqliteStatus(rc, message);
   }
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(path, db, lock_fd));
-  absl::MutexLock lock(&store->mu_);
+  kbisect::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, 5000);
   sqlite3_extended_result_codes(db, 1);
   {
@@ -362,7 +362,7 @@ absl::Status SqliteJobStore::Exec(const char* sql) {
 }
 
 absl::StatusOr<StoredState> SqliteJobStore::Load() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   StoredState state;
   std::map<std::string, size_t> index;
   {
@@ -493,7 +493,7 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
 
 absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
   if (changes.empty()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   const int64_t position = next_position_;
   const int64_t global_seq = next_global_seq_;
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
@@ -508,7 +508,7 @@ absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
 }
 
 absl::Status SqliteJobStore::CheckWritable() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   // Two transactions: the first really writes the 64 KiB (a row freed in the same transaction
   // might never reach the disk).
   for (const char* sql : {"CREATE TABLE IF NOT EXISTS write_check(data BLOB); "

@@ -29,8 +29,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/sync/mutex.h"
 #include "coordinator/job/journal_entry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -138,7 +138,7 @@ class MemoryJobStore : public JobStore {
   int commits() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   StoredState state_ ABSL_GUARDED_BY(mu_);  // `order` included.
   int commits_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -180,7 +180,7 @@ class SqliteJobStore : public JobStore {
   absl::Status Error(const std::string& what) const;
 
   const std::string path_;
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   sqlite3* const db_;
   const int lock_fd_;
   int64_t next_position_ ABSL_GUARDED_BY(mu_) = 0;

@@ -80,7 +80,7 @@ MetricsSnapshot Coordinator::Metrics() const {
     if (!v1::Verdict_IsValid(verdict)) continue;
     snapshot.probes_by_verdict[EnumLabel(static_cast<v1::Verdict>(verdict))] = 0;
   }
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   for (const auto& [id, entry] : jobs_) {
     const v1::JobStatus& status = entry.job->status();
     ++snapshot.jobs_by_state[EnumLabel(status.state())];

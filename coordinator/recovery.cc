@@ -112,7 +112,7 @@ absl::Status Coordinator::RefusalLocked(bool worker_call) const {
 }
 
 absl::Status Coordinator::StoreHealth() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return store_failure_.ok() ? absl::OkStatus() : RefusalLocked(false);
 }
 

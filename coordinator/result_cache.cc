@@ -14,9 +14,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/rpc/proto_time.h"
 #include "common/status_macros.h"
+#include "common/sync/mutex.h"
 #include "coordinator/sqlite_statement.h"
 
 namespace kbisect {
@@ -72,7 +72,7 @@ class MemoryResultCache : public ResultCache {
  public:
   absl::Status Put(const std::string& spec_digest, const v1::CachedResult& result) override {
     RETURN_IF_ERROR(ValidateKey(spec_digest, result));
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     const Key key{spec_digest, result.tree_sha(), result.hardware_class(), result.worker()};
     auto it = results_.find(key);
     if (it == results_.end()) {
@@ -89,7 +89,7 @@ class MemoryResultCache : public ResultCache {
     const std::set<std::string> trees(tree_shas.begin(), tree_shas.end());
     const int64_t since = absl::ToUnixNanos(not_before);
     std::vector<v1::CachedResult> found;
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     for (const auto& [key, result] : results_) {
       if (std::get<0>(key) != spec_digest || trees.count(std::get<1>(key)) == 0) continue;
       if (MeasureNanos(result) < since) continue;
@@ -100,7 +100,7 @@ class MemoryResultCache : public ResultCache {
   }
 
   absl::StatusOr<Stats> GetStats() override {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     Stats stats;
     std::set<std::string> specs, workers, trees;
     for (const auto& [key, result] : results_) {
@@ -121,7 +121,7 @@ class MemoryResultCache : public ResultCache {
 
   absl::StatusOr<int64_t> Prune(absl::Time older_than) override {
     const int64_t before = absl::ToUnixNanos(older_than);
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     int64_t removed = 0;
     for (auto it = results_.begin(); it != results_.end();) {
       if (MeasureNanos(it->second) < before) {
@@ -138,7 +138,7 @@ class MemoryResultCache : public ResultCache {
   // (spec digest, tree id, hardware class, worker).
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
 
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   std::map<Key, v1::CachedResult> results_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -160,7 +160,7 @@ class SqliteResultCache : public ResultCache {
   // Sets the connection up and creates the schema if the file has none; the errors of
   // OpenSqliteResultCache.
   absl::Status Init() {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
     sqlite3_extended_result_codes(db_, 1);
     // Before any table exists, so that Prune can give pages back (a no-op on an existing file).
@@ -189,7 +189,7 @@ class SqliteResultCache : public ResultCache {
 
   absl::Status Put(const std::string& spec_digest, const v1::CachedResult& result) override {
     RETURN_IF_ERROR(ValidateKey(spec_digest, result));
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     SqliteStatement upsert(db_,
                            "INSERT INTO results(spec_digest, tree_sha, hardware_class, worker, "
                            "measure_time_ns, result) VALUES(?, ?, ?, ?, ?, ?) "
@@ -216,7 +216,7 @@ class SqliteResultCache : public ResultCache {
     const std::set<std::string> trees(tree_shas.begin(), tree_shas.end());
     std::vector<v1::CachedResult> found;
     if (trees.empty()) return found;
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     // One read transaction: every tree is read from the same snapshot.
     RETURN_IF_ERROR(Exec("BEGIN"));
     absl::Status status = LookupLocked(spec_digest, trees, not_before, &found);
@@ -226,7 +226,7 @@ class SqliteResultCache : public ResultCache {
   }
 
   absl::StatusOr<Stats> GetStats() override {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     SqliteStatement query(db_,
                           "SELECT COUNT(*), COUNT(DISTINCT spec_digest), COUNT(DISTINCT worker), "
                           "COUNT(DISTINCT tree_sha), MIN(measure_time_ns), MAX(measure_time_ns) "
@@ -244,7 +244,7 @@ class SqliteResultCache : public ResultCache {
   }
 
   absl::StatusOr<int64_t> Prune(absl::Time older_than) override {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     SqliteStatement remove(db_, "DELETE FROM results WHERE measure_time_ns < ?");
     if (!remove.ok()) return Error("cannot prepare the prune");
     remove.Bind(1, absl::ToUnixNanos(older_than));
@@ -342,7 +342,7 @@ class SqliteResultCache : public ResultCache {
   }
 
   const std::string path_;
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
 };
 

@@ -306,7 +306,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
 }
 
 v1::ListWorkersResponse Coordinator::ListWorkers() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   v1::ListWorkersResponse response;
   for (const auto& [id, entry] : workers_) {
     v1::Worker* worker = response.add_workers();

@@ -56,7 +56,7 @@ BuildAhead::BuildAhead(BuildCache* cache, int max_builds, int nice)
 
 BuildAhead::~BuildAhead() {
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     stop_ = true;
     for (auto& [key, running] : running_) running->cancel.Cancel();
   }
@@ -65,7 +65,7 @@ BuildAhead::~BuildAhead() {
 
 void BuildAhead::Update(const std::string& source, const std::vector<v1::Task>& hints,
                         const std::vector<std::string>& in_use) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   std::vector<v1::Task>& kept = hints_[source];
   kept.clear();
   for (const v1::Task& hint : hints) {
@@ -78,13 +78,13 @@ void BuildAhead::Update(const std::string& source, const std::vector<v1::Task>& 
 }
 
 BuildAhead::Counts BuildAhead::counts() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return counts_;
 }
 
 bool BuildAhead::WaitIdle(absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(absl::Condition(this, &BuildAhead::IdleLocked), timeout);
+  kbisect::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(kbisect::Condition(this, &BuildAhead::IdleLocked), timeout);
 }
 
 bool BuildAhead::IdleLocked() const {
@@ -142,9 +142,9 @@ void BuildAhead::PruneLocked() {
 
 void BuildAhead::Loop() {
   LowerThreadPriority(nice_);
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   while (true) {
-    mu_.Await(absl::Condition(this, &BuildAhead::HasWorkLocked));
+    mu_.Await(kbisect::Condition(this, &BuildAhead::HasWorkLocked));
     if (stop_) return;
     std::string key;
     const v1::Task* next = NextLocked(&key);

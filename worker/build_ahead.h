@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/exec/exec.h"
+#include "common/sync/mutex.h"
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_cache.h"
 
@@ -116,7 +116,7 @@ class BuildAhead {
   const int max_builds_;
   const int nice_;
 
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::vector<v1::Task>> hints_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::set<std::string>> in_use_ ABSL_GUARDED_BY(mu_);

@@ -59,7 +59,7 @@ absl::StatusOr<v1::SynchronizeResponse> GrpcCoordinatorClient::Synchronize(
   grpc::ClientContext context;
   SetDeadline(&context, timeout);
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     if (cancel_next_poll_) {
       cancel_next_poll_ = false;
       return absl::CancelledError("the long poll was woken before it started");
@@ -69,7 +69,7 @@ absl::StatusOr<v1::SynchronizeResponse> GrpcCoordinatorClient::Synchronize(
   v1::SynchronizeResponse response;
   grpc::Status status = stub_->Synchronize(&context, request, &response);
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     poll_context_ = nullptr;
   }
   if (!status.ok()) {
@@ -92,7 +92,7 @@ absl::StatusOr<v1::CloseSessionResponse> GrpcCoordinatorClient::CloseSession(
 }
 
 void GrpcCoordinatorClient::TryCancel() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   if (poll_context_ != nullptr) {
     poll_context_->TryCancel();
   } else {

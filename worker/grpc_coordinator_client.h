@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/sync/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
@@ -39,7 +39,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::WorkerService::Stub> stub_;
 
-  absl::Mutex mu_;
+  kbisect::Mutex mu_;
   // The context of the Synchronize call in flight, or null.
   grpc::ClientContext* poll_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   // TryCancel() came while no Synchronize was in flight: cancel the next one.

@@ -18,13 +18,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/daemon/daemon_flags.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
 #include "common/identity/identity.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
+#include "common/sync/notification.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "worker/build_ahead.h"
@@ -199,7 +199,7 @@ int Main(int argc, char** argv) {
             {"coordinator", coordinator},
             {"tls", over_tls ? "true" : "false"}});
 
-  absl::Notification done;
+  kbisect::Notification done;
   std::thread agent_thread([&] {
     slot.agent()->Run();
     done.Notify();

@@ -38,7 +38,7 @@ WorkerAgent::WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Chann
 
 WorkerAgent::~WorkerAgent() {
   Stop();
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   if (task_ != nullptr && task_->thread.joinable()) {
     task_->cancel.Cancel();
     mu_.Unlock();
@@ -48,17 +48,17 @@ WorkerAgent::~WorkerAgent() {
 }
 
 bool WorkerAgent::stopping() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return stop_;
 }
 
 absl::Status WorkerAgent::stop_reason() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return stop_reason_;
 }
 
 int WorkerAgent::tasks_reported() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return tasks_reported_;
 }
 
@@ -67,7 +67,7 @@ void WorkerAgent::WakePollLocked() {
 }
 
 void WorkerAgent::Stop() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   stop_ = true;
   if (task_ != nullptr) task_->cancel.Cancel();
   WakePollLocked();
@@ -75,14 +75,14 @@ void WorkerAgent::Stop() {
 }
 
 void WorkerAgent::Drain() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   drain_ = true;
   WakePollLocked();
 }
 
 void WorkerAgent::Backoff(absl::Duration* delay) {
-  absl::MutexLock lock(&mu_);
-  clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_), clock_->Now() + *delay);
+  kbisect::MutexLock lock(&mu_);
+  clock_->AwaitWithDeadline(&mu_, kbisect::Condition(&stop_), clock_->Now() + *delay);
   *delay = std::min(*delay * 2, options_.max_backoff);
 }
 
@@ -91,7 +91,7 @@ bool WorkerAgent::OpenSession() {
   *request.mutable_identity() = options_.identity;
   request.set_worker_name(options_.name);
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     if (task_ != nullptr && !task_->finished) {
       v1::LeaseStatus* held = request.add_held_leases();
       held->set_lease_id(task_->lease.lease_id());
@@ -100,7 +100,7 @@ bool WorkerAgent::OpenSession() {
   }
   absl::StatusOr<v1::OpenSessionResponse> response = client_->OpenSession(request, kRpcSlack);
   if (!response.ok()) return false;
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   session_id_ = response->session_id();
   return true;
 }
@@ -113,11 +113,11 @@ void WorkerAgent::StartTask(const v1::Lease& lease) {
     v1::TaskResult result = task_runner_->Run(
         task->lease.task(), &task->cancel,
         [this, task](v1::TaskPhase phase, int runs_done, int) {
-          absl::MutexLock lock(&mu_);
+          kbisect::MutexLock lock(&mu_);
           task->phase = phase;
           task->runs_done = runs_done;
         });
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     task->result = std::move(result);
     task->finished = true;
     // Wake the heartbeat poll so the result is reported at once.
@@ -130,7 +130,7 @@ void WorkerAgent::FinishTask() {
   std::unique_ptr<RunningTask> task;
   std::string session_id;
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     task = std::move(task_);
     session_id = session_id_;
   }
@@ -157,13 +157,13 @@ void WorkerAgent::FinishTask() {
   absl::Duration delay = options_.min_backoff;
   for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       request.set_session_id(session_id_);
     }
     absl::StatusOr<v1::CompleteLeaseResponse> response = client_->CompleteLease(request, kRpcSlack);
     if (response.ok()) {
       if (response->accepted()) {
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         ++tasks_reported_;
       }
       return;  // Accepted, or rejected by fencing: either way the lease is settled.
@@ -186,13 +186,13 @@ void WorkerAgent::Run() {
   absl::Duration delay = options_.min_backoff;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       if (stop_) break;
       if (drain_ && task_ == nullptr) break;
     }
     bool have_session;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       have_session = !session_id_.empty();
     }
     if (!have_session) {
@@ -207,7 +207,7 @@ void WorkerAgent::Run() {
     v1::SynchronizeRequest request;
     absl::Duration timeout;
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       finished = task_ != nullptr && task_->finished;
       if (!finished) {
         request.set_session_id(session_id_);
@@ -236,7 +236,7 @@ void WorkerAgent::Run() {
     }
     absl::StatusOr<v1::SynchronizeResponse> response = client_->Synchronize(request, timeout);
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       polling_ = false;
     }
     if (!response.ok()) {
@@ -244,14 +244,14 @@ void WorkerAgent::Run() {
       if (absl::IsFailedPrecondition(response.status())) {
         // Another process took over this worker's name: taking it back would only make the two
         // steal each other's sessions (and leases) forever.
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         stop_reason_ = response.status();
         stop_ = true;
         session_id_.clear();
         break;
       }
       if (absl::IsNotFound(response.status())) {
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         session_id_.clear();
         continue;
       }
@@ -261,7 +261,7 @@ void WorkerAgent::Run() {
     delay = options_.min_backoff;
     std::vector<std::string> in_use;  // The commits the running task builds or uses.
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       for (const v1::LeaseCancellation& cancel : response->cancellations()) {
         if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
           task_->cancelled_by_coordinator = true;
@@ -289,13 +289,13 @@ void WorkerAgent::Run() {
   if (options_.build_ahead != nullptr) options_.build_ahead->Forget(options_.name);
   // Leaving: kill and hand back any task, close the session.
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     if (task_ != nullptr) task_->cancel.Cancel();
   }
   FinishTask();
   std::string session_id;
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     session_id = session_id_;
   }
   if (!session_id.empty()) {

@@ -19,10 +19,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
+#include "common/sync/mutex.h"
 #include "grpcpp/channel.h"
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_ahead.h"
@@ -110,8 +110,8 @@ class WorkerAgent {
   Clock* const clock_;
   TaskRunner* const task_runner_;
 
-  mutable absl::Mutex mu_;
-  absl::CondVar wake_;
+  mutable kbisect::Mutex mu_;
+  kbisect::CondVar wake_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool drain_ ABSL_GUARDED_BY(mu_) = false;
   std::string session_id_ ABSL_GUARDED_BY(mu_);

@@ -12,12 +12,12 @@ class RealClock : public Clock {
 
   void SleepFor(absl::Duration duration) override { absl::SleepFor(duration); }
 
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
+  bool AwaitWithDeadline(kbisect::Mutex* mu, const kbisect::Condition& condition,
                          absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return mu->AwaitWithDeadline(condition, deadline);
   }
 
-  bool WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time deadline) override
+  bool WaitWithDeadline(kbisect::CondVar* cv, kbisect::Mutex* mu, absl::Time deadline) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return cv->WaitWithDeadline(mu, deadline);
   }
@@ -28,9 +28,9 @@ bool Never(void*) { return false; }
 }  // namespace
 
 void Clock::SleepFor(absl::Duration duration) {
-  absl::Mutex mu;
-  absl::MutexLock lock(&mu);
-  AwaitWithDeadline(&mu, absl::Condition(&Never, nullptr), Now() + duration);
+  kbisect::Mutex mu;
+  kbisect::MutexLock lock(&mu);
+  AwaitWithDeadline(&mu, kbisect::Condition(&Never, nullptr), Now() + duration);
 }
 
 Clock* Clock::Real() {
@@ -40,26 +40,26 @@ Clock* Clock::Real() {
 
 // One thread blocked in a wait with a finite deadline.
 struct FakeClock::Waiter {
-  absl::Mutex* const mu;    // The mutex the waiting thread holds around its wait.
-  absl::CondVar* const cv;  // Signalled at the deadline; null for a Condition wait.
+  kbisect::Mutex* const mu;    // The mutex the waiting thread holds around its wait.
+  kbisect::CondVar* const cv;  // Signalled at the deadline; null for a Condition wait.
   const absl::Time deadline;
   bool reached = false;  // Guarded by *mu: Advance reached the deadline.
   int wakers = 0;        // Guarded by FakeClock::mu_: Advance calls waking this waiter.
 };
 
 absl::Time FakeClock::Now() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return now_;
 }
 
 bool FakeClock::Register(Waiter* waiter) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   if (waiter->deadline <= now_) return false;
   waiters_.push_back(waiter);
   return true;
 }
 
-void FakeClock::Unregister(Waiter* waiter, absl::Mutex* waiter_mu) {
+void FakeClock::Unregister(Waiter* waiter, kbisect::Mutex* waiter_mu) {
   mu_.Lock();
   waiters_.erase(std::find(waiters_.begin(), waiters_.end(), waiter));
   if (waiter->wakers == 0) {
@@ -69,13 +69,13 @@ void FakeClock::Unregister(Waiter* waiter, absl::Mutex* waiter_mu) {
   // An Advance is about to lock the waiter's mutex: let it, so that it can finish with `waiter`
   // before `waiter` goes away. Lock order is always waiter's mutex, then mu_.
   waiter_mu->Unlock();
-  mu_.Await(absl::Condition(
+  mu_.Await(kbisect::Condition(
       +[](Waiter* w) { return w->wakers == 0; }, waiter));
   mu_.Unlock();
   waiter_mu->Lock();
 }
 
-bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
+bool FakeClock::AwaitWithDeadline(kbisect::Mutex* mu, const kbisect::Condition& condition,
                                   absl::Time deadline) {
   if (condition.Eval()) return true;
   if (deadline == absl::InfiniteFuture()) {
@@ -85,16 +85,16 @@ bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condit
   Waiter waiter{mu, nullptr, deadline};
   if (!Register(&waiter)) return false;
   struct Wait {
-    const absl::Condition* condition;
+    const kbisect::Condition* condition;
     const Waiter* waiter;
   } wait{&condition, &waiter};
-  mu->Await(absl::Condition(
+  mu->Await(kbisect::Condition(
       +[](Wait* w) { return w->waiter->reached || w->condition->Eval(); }, &wait));
   Unregister(&waiter, mu);
   return condition.Eval();
 }
 
-bool FakeClock::WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time deadline) {
+bool FakeClock::WaitWithDeadline(kbisect::CondVar* cv, kbisect::Mutex* mu, absl::Time deadline) {
   if (deadline == absl::InfiniteFuture()) {
     cv->Wait(mu);
     return false;
@@ -109,7 +109,7 @@ bool FakeClock::WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time 
 void FakeClock::Advance(absl::Duration d) {
   std::vector<Waiter*> due;
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     now_ += d;
     for (Waiter* waiter : waiters_) {
       if (waiter->deadline > now_) continue;
@@ -120,33 +120,33 @@ void FakeClock::Advance(absl::Duration d) {
   // Not under mu_: a waiter holds its own mutex when it takes mu_. Unlocking the waiter's mutex
   // makes absl re-evaluate the Condition of an AwaitWithDeadline.
   for (Waiter* waiter : due) {
-    absl::MutexLock lock(waiter->mu);
+    kbisect::MutexLock lock(waiter->mu);
     waiter->reached = true;
     if (waiter->cv != nullptr) waiter->cv->SignalAll();
   }
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   for (Waiter* waiter : due) --waiter->wakers;
 }
 
 int FakeClock::waiters() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return static_cast<int>(waiters_.size());
 }
 
 absl::Time FakeClock::NextDeadline() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   absl::Time next = absl::InfiniteFuture();
   for (const Waiter* waiter : waiters_) next = std::min(next, waiter->deadline);
   return next;
 }
 
 bool FakeClock::BlockUntilWaiters(int n, absl::Duration real_timeout) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   struct Enough {
     const std::vector<Waiter*>* waiters;
     size_t n;
   } enough{&waiters_, static_cast<size_t>(n)};
-  return mu_.AwaitWithTimeout(absl::Condition(
+  return mu_.AwaitWithTimeout(kbisect::Condition(
                                   +[](Enough* e) { return e->waiters->size() >= e->n; }, &enough),
                               real_timeout);
 }

@@ -9,9 +9,9 @@
 // Code under test never calls absl::Now(), absl::SleepFor() or the absl *WithTimeout waits
 // directly; it asks its Clock:
 //
-//   absl::MutexLock lock(&mu_);
+//   kbisect::MutexLock lock(&mu_);
 //   // Wait until stop_ or 5 s on `clock_` have passed, whichever comes first.
-//   clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_), clock_->Now() + absl::Seconds(5));
+//   clock_->AwaitWithDeadline(&mu_, kbisect::Condition(&stop_), clock_->Now() + absl::Seconds(5));
 //
 //   // A long poll: wait for news, at most until the deadline.
 //   const absl::Time deadline = clock_->Now() + wait;
@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/sync/mutex.h"
 
 namespace kbisect {
 
@@ -46,19 +46,19 @@ class Clock {
   // not positive).
   virtual void SleepFor(absl::Duration duration);
 
-  // Like absl::Mutex::AwaitWithDeadline with `deadline` measured by this clock: with `mu` held,
+  // Like kbisect::Mutex::AwaitWithDeadline with `deadline` measured by this clock: with `mu` held,
   // blocks (releasing `mu` while blocked) until `condition` holds or Now() reaches `deadline`,
   // and returns with `mu` held again. Returns the value of `condition` at return; false means
   // the deadline passed first. An infinite deadline waits for `condition` alone.
-  virtual bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
+  virtual bool AwaitWithDeadline(kbisect::Mutex* mu, const kbisect::Condition& condition,
                                  absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 
-  // Like absl::CondVar::WaitWithDeadline with `deadline` measured by this clock: with `mu`
+  // Like kbisect::CondVar::WaitWithDeadline with `deadline` measured by this clock: with `mu`
   // held, waits on `cv` until it is signalled or Now() reaches `deadline`, and returns with `mu`
   // held again. Returns true when the deadline passed (a timeout), false when signalled. Like
   // any condition variable wait it may also return false spuriously: callers loop on their
   // condition.
-  virtual bool WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time deadline)
+  virtual bool WaitWithDeadline(kbisect::CondVar* cv, kbisect::Mutex* mu, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 
   // Returns the process-wide real clock (absl::Now, absl's timed waits). Never null; lives
@@ -77,10 +77,10 @@ class FakeClock : public Clock {
   FakeClock& operator=(const FakeClock&) = delete;
 
   absl::Time Now() const override ABSL_LOCKS_EXCLUDED(mu_);
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
+  bool AwaitWithDeadline(kbisect::Mutex* mu, const kbisect::Condition& condition,
                          absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu)
       ABSL_LOCKS_EXCLUDED(mu_);
-  bool WaitWithDeadline(absl::CondVar* cv, absl::Mutex* mu, absl::Time deadline) override
+  bool WaitWithDeadline(kbisect::CondVar* cv, kbisect::Mutex* mu, absl::Time deadline) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Moves the clock forward by `d` (which must not be negative) and wakes every wait whose
@@ -108,10 +108,10 @@ class FakeClock : public Clock {
   // Unregisters `waiter`, waiting for an Advance that is waking it to be done with it. May
   // release and reacquire the waiter's mutex `waiter_mu` (== waiter->mu, held on entry and on
   // return; passed on its own so that -Wthread-safety can check it).
-  void Unregister(Waiter* waiter, absl::Mutex* waiter_mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(waiter_mu)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  void Unregister(Waiter* waiter, kbisect::Mutex* waiter_mu)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(waiter_mu) ABSL_LOCKS_EXCLUDED(mu_);
 
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);
 };

@@ -154,7 +154,7 @@ absl::StatusOr<std::string> GitRepo::ResolveLocked(std::string_view rev) const {
 }
 
 absl::StatusOr<std::string> GitRepo::ResolveCommit(std::string_view rev) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return ResolveLocked(rev);
 }
 
@@ -173,7 +173,7 @@ absl::StatusOr<bool> GitRepo::IsAncestorLocked(const std::string& ancestor,
 
 absl::StatusOr<bool> GitRepo::IsAncestor(std::string_view ancestor,
                                          std::string_view descendant) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string a, ResolveLocked(ancestor));
   ASSIGN_OR_RETURN(std::string d, ResolveLocked(descendant));
   return IsAncestorLocked(a, d);
@@ -183,7 +183,7 @@ absl::StatusOr<std::string> GitRepo::MergeBase(std::string_view a_view,
                                                std::string_view b_view) const {
   const std::string a_rev(a_view);
   const std::string b_rev(b_view);
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string a, ResolveLocked(a_rev));
   ASSIGN_OR_RETURN(std::string b, ResolveLocked(b_rev));
   ASSIGN_OR_RETURN(git_oid a_oid, git_internal::ParseFullOid(a));
@@ -203,7 +203,7 @@ absl::StatusOr<std::vector<std::string>> GitRepo::CommitRange(std::string_view g
                                                               bool first_parent) const {
   const std::string good_rev(good_view);
   const std::string bad_rev(bad_view);
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string good, ResolveLocked(good_rev));
   ASSIGN_OR_RETURN(std::string bad, ResolveLocked(bad_rev));
   if (good == bad) {
@@ -271,7 +271,7 @@ absl::StatusOr<std::vector<std::string>> GitRepo::CommitRange(std::string_view g
 }
 
 absl::StatusOr<CommitInfo> GitRepo::GetCommit(std::string_view rev) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string sha, ResolveLocked(rev));
   ASSIGN_OR_RETURN(CommitPtr commit, LookupCommit(repo_.get(), sha));
   CommitInfo info;
@@ -313,7 +313,7 @@ absl::StatusOr<CommitInfo> GitRepo::GetCommit(std::string_view rev) const {
 
 absl::StatusOr<std::vector<FileChange>> GitRepo::DiffStat(std::string_view from,
                                                           std::string_view to) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));
   ASSIGN_OR_RETURN(std::string to_sha, ResolveLocked(to));
   ASSIGN_OR_RETURN(DiffPtr diff, DiffCommits(repo_.get(), from_sha, to_sha));
@@ -348,7 +348,7 @@ absl::StatusOr<std::vector<FileChange>> GitRepo::DiffStat(std::string_view from,
 }
 
 absl::StatusOr<std::string> GitRepo::DiffPatch(std::string_view from, std::string_view to) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));
   ASSIGN_OR_RETURN(std::string to_sha, ResolveLocked(to));
   ASSIGN_OR_RETURN(DiffPtr diff, DiffCommits(repo_.get(), from_sha, to_sha));

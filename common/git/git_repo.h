@@ -23,7 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/sync/mutex.h"
 
 struct git_repository;
 
@@ -171,7 +171,7 @@ class GitRepo {
 
   const std::string git_dir_;
   const std::string workdir_;
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   const std::unique_ptr<git_repository, RepositoryDeleter> repo_ ABSL_PT_GUARDED_BY(mu_);
 };
 

@@ -43,7 +43,7 @@ std::string Logger::Format(absl::string_view level, absl::string_view message,
 void Logger::Write(absl::string_view level, absl::string_view message,
                    const std::vector<LogField>& fields, absl::Time time) const {
   const std::string line = Format(level, message, fields, time);
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   *out_ << line << "\n" << std::flush;
 }
 

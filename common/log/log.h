@@ -20,8 +20,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/sync/mutex.h"
 
 namespace kbisect {
 
@@ -60,7 +60,7 @@ class Logger {
 
   const std::string component_;
   const LogFormat format_;
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   std::ostream* const out_ ABSL_PT_GUARDED_BY(mu_);
 };
 

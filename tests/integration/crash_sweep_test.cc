@@ -35,7 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/sync/mutex.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/grpcpp.h"
@@ -87,7 +87,7 @@ class ResumingWatcher {
 
   ~ResumingWatcher() {
     {
-      absl::MutexLock lock(&mu_);
+      kbisect::MutexLock lock(&mu_);
       stop_ = true;
       if (context_ != nullptr) context_->TryCancel();
     }
@@ -96,16 +96,16 @@ class ResumingWatcher {
 
   // Waits until the FINISHED event arrived; false after `timeout`.
   bool WaitFinished(absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&finished_), timeout);
+    kbisect::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(kbisect::Condition(&finished_), timeout);
   }
 
   std::vector<v1::JobEvent> events() const {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     return events_;
   }
   std::vector<std::string> problems() const {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     return problems_;
   }
 
@@ -115,7 +115,7 @@ class ResumingWatcher {
       grpc::ClientContext context;
       v1::WatchJobRequest request;
       {
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         if (stop_ || finished_) return;
         context_ = &context;
         request.set_job_id(job_id_);
@@ -125,7 +125,7 @@ class ResumingWatcher {
           stub_->WatchJob(&context, request);
       v1::WatchJobResponse response;
       while (reader->Read(&response)) {
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         const int64_t expected = events_.empty() ? 1 : events_.back().sequence() + 1;
         if (response.event().sequence() != expected) {
           problems_.push_back(absl::StrCat("expected event ", expected, ", got ",
@@ -137,7 +137,7 @@ class ResumingWatcher {
       }
       (void)reader->Finish();
       {
-        absl::MutexLock lock(&mu_);
+        kbisect::MutexLock lock(&mu_);
         context_ = nullptr;
         if (stop_ || finished_) return;
       }
@@ -148,7 +148,7 @@ class ResumingWatcher {
 
   std::unique_ptr<v1::CoordinatorService::Stub> stub_;
   const std::string job_id_;
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -16,7 +16,7 @@ absl::StatusOr<ExecResult> FakeCommandRunner::Run(const ExecRequest& request,
                                                   const Cancellation* cancel) {
   Handler handler;
   {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     requests_.push_back(request);
     handler = handler_;
   }
@@ -32,22 +32,22 @@ absl::StatusOr<ExecResult> FakeCommandRunner::Run(const ExecRequest& request,
 }
 
 void FakeCommandRunner::SetHandler(Handler handler) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   handler_ = std::move(handler);
 }
 
 std::vector<ExecRequest> FakeCommandRunner::requests() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return requests_;
 }
 
 size_t FakeCommandRunner::run_count() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return requests_.size();
 }
 
 void FakeCommandRunner::ClearRequests() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   requests_.clear();
 }
 

@@ -20,8 +20,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "common/exec/exec.h"
+#include "common/sync/mutex.h"
 
 namespace kbisect {
 
@@ -68,7 +68,7 @@ class FakeCommandRunner : public CommandRunner {
   static ExecResult Signaled(int signal, std::string output = "");
 
  private:
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   Handler handler_ ABSL_GUARDED_BY(mu_);
   std::vector<ExecRequest> requests_ ABSL_GUARDED_BY(mu_);
 };

@@ -19,29 +19,29 @@ absl::StatusOr<Response> FakeCoordinatorClient::Answer(Script<Request, Response>
 }
 
 void FakeCoordinatorClient::AddOpenSessionAnswer(absl::StatusOr<v1::OpenSessionResponse> answer) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   open_session_.answers.push_back(std::move(answer));
 }
 
 void FakeCoordinatorClient::AddSynchronizeAnswer(absl::StatusOr<v1::SynchronizeResponse> answer) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   synchronize_.answers.push_back(std::move(answer));
 }
 
 void FakeCoordinatorClient::AddCompleteLeaseAnswer(
     absl::StatusOr<v1::CompleteLeaseResponse> answer) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   complete_lease_.answers.push_back(std::move(answer));
 }
 
 void FakeCoordinatorClient::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   shutdown_ = true;
 }
 
 absl::StatusOr<v1::OpenSessionResponse> FakeCoordinatorClient::OpenSession(
     const v1::OpenSessionRequest& request, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   // Counted here, under the lock, rather than in the fallback (which -Wthread-safety cannot see
   // runs under it): a default answer is given exactly when no scripted one is queued.
   if (open_session_.answers.empty()) ++sessions_opened_;
@@ -56,10 +56,10 @@ absl::StatusOr<v1::OpenSessionResponse> FakeCoordinatorClient::OpenSession(
 
 absl::StatusOr<v1::SynchronizeResponse> FakeCoordinatorClient::Synchronize(
     const v1::SynchronizeRequest& request, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   synchronize_.requests.push_back(request);  // Answered below, once there is an answer.
   ++blocked_polls_;
-  mu_.Await(absl::Condition(
+  mu_.Await(kbisect::Condition(
       // Conditions run with mu_ held; the annotation lets -Wthread-safety check the body.
       +[](FakeCoordinatorClient* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
         return self->shutdown_ || self->cancel_pending_ || !self->synchronize_.answers.empty();
@@ -79,7 +79,7 @@ absl::StatusOr<v1::SynchronizeResponse> FakeCoordinatorClient::Synchronize(
 
 absl::StatusOr<v1::CompleteLeaseResponse> FakeCoordinatorClient::CompleteLease(
     const v1::CompleteLeaseRequest& request, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return Answer(&complete_lease_, request, [] {
     v1::CompleteLeaseResponse response;
     response.set_accepted(true);
@@ -89,37 +89,37 @@ absl::StatusOr<v1::CompleteLeaseResponse> FakeCoordinatorClient::CompleteLease(
 
 absl::StatusOr<v1::CloseSessionResponse> FakeCoordinatorClient::CloseSession(
     const v1::CloseSessionRequest& request, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return Answer(&close_session_, request, [] { return v1::CloseSessionResponse(); });
 }
 
 void FakeCoordinatorClient::TryCancel() {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   cancel_pending_ = true;
 }
 
 std::vector<v1::OpenSessionRequest> FakeCoordinatorClient::open_session_requests() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return open_session_.requests;
 }
 
 std::vector<v1::SynchronizeRequest> FakeCoordinatorClient::synchronize_requests() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return synchronize_.requests;
 }
 
 std::vector<v1::CompleteLeaseRequest> FakeCoordinatorClient::complete_lease_requests() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return complete_lease_.requests;
 }
 
 std::vector<v1::CloseSessionRequest> FakeCoordinatorClient::close_session_requests() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return close_session_.requests;
 }
 
 int FakeCoordinatorClient::calls(Rpc rpc) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return CallsLocked(rpc);
 }
 
@@ -138,7 +138,7 @@ int FakeCoordinatorClient::CallsLocked(Rpc rpc) const {
 }
 
 int FakeCoordinatorClient::cancelled_polls() const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return cancelled_polls_;
 }
 
@@ -148,8 +148,8 @@ bool FakeCoordinatorClient::WaitForCalls(Rpc rpc, int n, absl::Duration real_tim
     Rpc rpc;
     int n;
   } enough{this, rpc, n};
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(absl::Condition(
+  kbisect::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(kbisect::Condition(
                                   +[](Enough* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->self->mu_) {
                                     return e->self->CallsLocked(e->rpc) >= e->n;
                                   },
@@ -158,9 +158,9 @@ bool FakeCoordinatorClient::WaitForCalls(Rpc rpc, int n, absl::Duration real_tim
 }
 
 bool FakeCoordinatorClient::WaitForBlockedPoll(absl::Duration real_timeout) const {
-  absl::MutexLock lock(&mu_);
+  kbisect::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(
-      absl::Condition(
+      kbisect::Condition(
           +[](const FakeCoordinatorClient* self)
                ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) { return self->blocked_polls_ > 0; },
           this),

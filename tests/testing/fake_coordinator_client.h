@@ -24,8 +24,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/sync/mutex.h"
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/coordinator_client.h"
 
@@ -107,7 +107,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
 
   int CallsLocked(Rpc rpc) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   Script<v1::OpenSessionRequest, v1::OpenSessionResponse> open_session_ ABSL_GUARDED_BY(mu_);
   Script<v1::SynchronizeRequest, v1::SynchronizeResponse> synchronize_ ABSL_GUARDED_BY(mu_);
   Script<v1::CompleteLeaseRequest, v1::CompleteLeaseResponse> complete_lease_ ABSL_GUARDED_BY(mu_);

@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "common/sync/mutex.h"
+#include "common/sync/notification.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -16,7 +16,7 @@ namespace {
 TEST(FakeClockTest, SleepForWakesOnlyWhenAdvancedPastTheDeadline) {
   FakeClock clock;
   const absl::Time start = clock.Now();
-  absl::Notification woke;
+  kbisect::Notification woke;
   std::thread sleeper([&] {
     clock.SleepFor(absl::Seconds(3));
     woke.Notify();
@@ -35,12 +35,12 @@ TEST(FakeClockTest, SleepForWakesOnlyWhenAdvancedPastTheDeadline) {
 
 TEST(FakeClockTest, WaitsWithAPassedDeadlineReturnAtOnce) {
   FakeClock clock;
-  absl::Mutex mu;
-  absl::CondVar cv;
+  kbisect::Mutex mu;
+  kbisect::CondVar cv;
   bool never = false;
-  absl::MutexLock lock(&mu);
+  kbisect::MutexLock lock(&mu);
   clock.SleepFor(absl::ZeroDuration());
-  EXPECT_FALSE(clock.AwaitWithDeadline(&mu, absl::Condition(&never), clock.Now()));
+  EXPECT_FALSE(clock.AwaitWithDeadline(&mu, kbisect::Condition(&never), clock.Now()));
   EXPECT_TRUE(clock.WaitWithDeadline(&cv, &mu, clock.Now() - absl::Seconds(1)));
   EXPECT_EQ(clock.waiters(), 0);
 }
@@ -50,8 +50,9 @@ class AwaitingThread {
  public:
   AwaitingThread(FakeClock* clock, absl::Duration timeout)
       : thread_([this, clock, timeout] {
-          absl::MutexLock lock(&mu);
-          result_ = clock->AwaitWithDeadline(&mu, absl::Condition(&ready), clock->Now() + timeout);
+          kbisect::MutexLock lock(&mu);
+          result_ =
+              clock->AwaitWithDeadline(&mu, kbisect::Condition(&ready), clock->Now() + timeout);
         }) {}
 
   // Joins the thread and returns what AwaitWithDeadline returned.
@@ -60,7 +61,7 @@ class AwaitingThread {
     return result_;
   }
 
-  absl::Mutex mu;
+  kbisect::Mutex mu;
   bool ready ABSL_GUARDED_BY(mu) = false;
 
  private:
@@ -73,7 +74,7 @@ TEST(FakeClockTest, AwaitWithDeadlineReturnsWhenTheConditionHolds) {
   AwaitingThread waiter(&clock, absl::Hours(1));
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
   {
-    absl::MutexLock lock(&waiter.mu);
+    kbisect::MutexLock lock(&waiter.mu);
     waiter.ready = true;
   }
   EXPECT_TRUE(waiter.Join());
@@ -90,12 +91,12 @@ TEST(FakeClockTest, AwaitWithDeadlineTimesOutOnTheFakeClock) {
 
 TEST(FakeClockTest, WaitWithDeadlineIsSignalledOrTimesOut) {
   FakeClock clock;
-  absl::Mutex mu;
-  absl::CondVar cv;
+  kbisect::Mutex mu;
+  kbisect::CondVar cv;
   bool signalled = false;
   bool timed_out = true;
   std::thread first([&] {
-    absl::MutexLock lock(&mu);
+    kbisect::MutexLock lock(&mu);
     while (!signalled) {
       timed_out = clock.WaitWithDeadline(&cv, &mu, clock.Now() + absl::Hours(1));
       if (timed_out) break;
@@ -103,7 +104,7 @@ TEST(FakeClockTest, WaitWithDeadlineIsSignalledOrTimesOut) {
   });
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
   {
-    absl::MutexLock lock(&mu);
+    kbisect::MutexLock lock(&mu);
     signalled = true;
     cv.Signal();
   }
@@ -112,7 +113,7 @@ TEST(FakeClockTest, WaitWithDeadlineIsSignalledOrTimesOut) {
 
   timed_out = false;
   std::thread second([&] {
-    absl::MutexLock lock(&mu);
+    kbisect::MutexLock lock(&mu);
     timed_out = clock.WaitWithDeadline(&cv, &mu, clock.Now() + absl::Seconds(5));
   });
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
@@ -123,8 +124,8 @@ TEST(FakeClockTest, WaitWithDeadlineIsSignalledOrTimesOut) {
 
 TEST(FakeClockTest, OneAdvanceWakesEveryDueWaiterAndNoOther) {
   FakeClock clock;
-  absl::Notification short_done;
-  absl::Notification long_done;
+  kbisect::Notification short_done;
+  kbisect::Notification long_done;
   std::thread short_sleeper([&] {
     clock.SleepFor(absl::Seconds(1));
     short_done.Notify();
@@ -146,14 +147,14 @@ TEST(FakeClockTest, OneAdvanceWakesEveryDueWaiterAndNoOther) {
 
 TEST(RealClockTest, WaitsUseRealTime) {
   Clock* clock = Clock::Real();
-  absl::Mutex mu;
-  absl::CondVar cv;
+  kbisect::Mutex mu;
+  kbisect::CondVar cv;
   bool never = false;
   const absl::Time start = clock->Now();
   clock->SleepFor(absl::Milliseconds(2));
-  absl::MutexLock lock(&mu);
-  EXPECT_FALSE(
-      clock->AwaitWithDeadline(&mu, absl::Condition(&never), clock->Now() + absl::Milliseconds(2)));
+  kbisect::MutexLock lock(&mu);
+  EXPECT_FALSE(clock->AwaitWithDeadline(&mu, kbisect::Condition(&never),
+                                        clock->Now() + absl::Milliseconds(2)));
   while (!clock->WaitWithDeadline(&cv, &mu, start + absl::Milliseconds(6))) {
   }
   EXPECT_GE(clock->Now() - start, absl::Milliseconds(6));

@@ -23,7 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/sync/mutex.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_store.h"
 #include "gmock/gmock.h"
@@ -52,18 +52,18 @@ class FailingJobStore : public JobStore {
   absl::Status CheckWritable() override { return failure_status(); }
 
   void set_failure(absl::Status failure) {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     failure_ = std::move(failure);
   }
 
  private:
   absl::Status failure_status() const {
-    absl::MutexLock lock(&mu_);
+    kbisect::MutexLock lock(&mu_);
     return failure_;
   }
 
   MemoryJobStore store_;
-  mutable absl::Mutex mu_;
+  mutable kbisect::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
+#include "common/sync/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_command_runner.h"
@@ -118,14 +118,14 @@ class WorkerAgentTest : public ::testing::Test {
 
   FakeClock clock_;
   FakeCoordinatorClient coordinator_;
-  absl::Notification bench_release_;  // The benchmark commands block until this.
+  kbisect::Notification bench_release_;  // The benchmark commands block until this.
   FakeCommandRunner commands_;
   FixedWorkspace workspace_;
   TaskRunner task_runner_{&commands_, &workspace_, {}, &clock_};
   WorkerAgentOptions options_;
   std::unique_ptr<WorkerAgent> agent_;
   std::thread thread_;
-  absl::Notification run_returned_;
+  kbisect::Notification run_returned_;
 };
 
 TEST_F(WorkerAgentTest, ReconnectsAfterUnavailableWithExponentialBackoffWithinItsBounds) {
