@@ -28,9 +28,8 @@ std::string Describe(const SimulationResult& result) {
     absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
                     " w=", probe.worker(), " round=", probe.round(),
                     " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
-                    " n=", probe.samples_size(),
-                    " state=", v1::ProbeState_Name(probe.state()), probe.cached() ? " cached" : "",
-                    "\n");
+                    " n=", probe.samples_size(), " state=", v1::ProbeState_Name(probe.state()),
+                    probe.cached() ? " cached" : "", "\n");
   }
   return out;
 }
@@ -168,6 +167,34 @@ TEST(JobPromisesTest, AStandInGoodBesideBadCannotLetASlowGpuFakeTheResult) {
     }
   }
   EXPECT_EQ(stand_ins, jobs) << "every job measures GOOD beside BAD";
+}
+
+TEST(JobPromisesTest, AFastStandInCannotFakeARegression) {
+  // No step at all, but the stand-in's GPU measures 20% faster: across the two GPUs BAD looks
+  // 25% worse than GOOD and the search starts provisionally; BAD's worker's own GOOD then shows
+  // no step, and the job ends with no regression instead of naming a culprit.
+  // At CV 1% BAD's worker's GOOD leaves the baselines unclear first (they are measured again);
+  // at CV 0.1% it shows at once that there is no step.
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SimulationOptions options;
+    options.commits = 1000;
+    options.culprit = 500;
+    options.good_value = 100;
+    options.bad_value = 100;
+    options.noise_cv = seed <= 2 ? 0.01 : 0.001;
+    options.seed = seed;
+    options.workers = SimulatedWorkers(7);
+    options.workers[1].metric_factor = 0.8;
+    const SimulationResult result = SimulateJob(SimulationSpec(), options);
+    const std::string where = absl::StrCat("seed=", seed);
+    EXPECT_EQ(result.status.status(), v1::OUTCOME_NO_REGRESSION) << where << Describe(result);
+    if (getenv("STANDIN_DEBUG") != nullptr) std::printf("%s\n", Describe(result).c_str());
+    bool provisional = false;
+    for (const v1::JobEvent& event : result.events) {
+      provisional |= event.message().find("GOOD on w1, BAD on w0") != std::string::npos;
+    }
+    EXPECT_TRUE(provisional) << where << " the search did not start across the two GPUs";
+  }
 }
 
 TEST(JobPromisesTest, ASlowGpuThatIsTheOnlyOtherWorkerIsQuarantined) {
