@@ -210,21 +210,25 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
 v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
   absl::MutexLock lock(&mu_);
   v1::ListJobsResponse response;
-  const int page_size = request.page_size() > 0 ? request.page_size() : 50;
-  int skip = 0;
-  if (!request.page_token().empty()) {
-    if (!absl::SimpleAtoi(request.page_token(), &skip)) skip = 0;
+  const int page_size =
+      request.page_size() > 0 ? std::min(request.page_size(), kMaxListedJobs) : kDefaultListedJobs;
+  // The token is the creation position the page starts below ("before:N"): positions never
+  // change (job_order_ only grows), so a walk neither repeats nor skips a job when jobs are
+  // submitted between its pages, and a page costs the jobs it looks at, not those before it.
+  // A token that does not parse starts from the newest job.
+  size_t end = job_order_.size();
+  if (absl::string_view token = request.page_token(); absl::ConsumePrefix(&token, "before:")) {
+    size_t before = 0;
+    if (absl::SimpleAtoi(token, &before)) end = std::min(end, before);
   }
-  int seen = 0;
-  for (auto it = job_order_.rbegin(); it != job_order_.rend(); ++it) {
-    const v1::JobStatus& job = jobs_.at(*it).job->status();
+  for (size_t position = end; position > 0; --position) {
+    const v1::JobStatus& job = jobs_.at(job_order_[position - 1]).job->status();
     if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
                                                job.state()) == request.states().end()) {
       continue;
     }
-    if (seen++ < skip) continue;
     if (response.jobs_size() == page_size) {
-      response.set_next_page_token(absl::StrCat(skip + page_size));
+      response.set_next_page_token(absl::StrCat("before:", position));
       break;
     }
     v1::JobSummary* summary = response.add_jobs();

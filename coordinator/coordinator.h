@@ -104,7 +104,11 @@ class Coordinator {
   // NotFound for an unknown job id.
   absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
 
-  // Jobs newest first, filtered by request.states, paged by page_size (default 50).
+  // Jobs newest first, filtered by request.states, paged: page_size jobs (default 50, at most
+  // 1,000) and, when more match, a next_page_token that continues below the page's last job,
+  // whatever was submitted meanwhile. A page costs the jobs it lists or skips by state.
+  static constexpr int kDefaultListedJobs = 50;
+  static constexpr int kMaxListedJobs = 1000;
   v1::ListJobsResponse ListJobs(const v1::ListJobsRequest& request) const;
 
   // Cancels a job: its running probes are cancelled on their workers. Cancelling a finished job
