@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,10 @@ class Coordinator {
     std::unique_ptr<v1::JobEvent> held_finish;
     // The job and all its follow-ups finished: its FINISHED event was released.
     bool complete = false;
+    // Leases of its tasks that are active now (DispatchLocked's cap check).
+    int live_leases = 0;
+    // Every worker that started one of its tasks (journaled TaskStarted, replay included).
+    std::set<std::string> workers_used;
   };
   // What a journaled call returned.
   struct CallResult {

@@ -74,12 +74,25 @@ void Coordinator::DispatchLocked() {
     if (idle.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
+    // A job that has as many tasks running as its spec's max_workers hands out nothing
+    // (BisectJob::TakeTasks respects the cap), and a TakeTasks that hands out nothing leaves no
+    // trace (see ApplyLocked): it is not asked. Its running tasks are at least its live leases.
+    const int cap = entry.job->status().spec().max_workers();
+    if (cap > 0 && entry.live_leases >= cap) continue;
     const std::string hardware_class = JobHardwareClassLocked(entry);
     std::vector<WorkerEntry*> eligible;
+    // A capped job is offered the idle workers that worked in it (tasks pinned to a worker, its
+    // calibration, the nearest checkouts are theirs) and as many others as it has room for, in
+    // the idle order: it cannot use more, and asking it about every idle worker of a large
+    // cluster costs each dispatch O(jobs x workers) and a journal entry naming them all.
+    int others = cap > 0 ? cap - entry.live_leases : static_cast<int>(idle.size());
     for (WorkerEntry* worker : idle) {
-      if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
-        eligible.push_back(worker);
+      if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) continue;
+      if (entry.workers_used.count(worker->worker_id) == 0) {
+        if (others <= 0) continue;
+        --others;
       }
+      eligible.push_back(worker);
     }
     if (eligible.empty()) continue;
     std::vector<std::string> names;
@@ -119,6 +132,7 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
   started.worker = worker.worker_id;
   started.attempt = lease.attempt;
   ApplyLocked(job_id, entry, std::move(started));
+  ++entry.live_leases;
   worker.leases.push_back(lease.lease_id);
   worker.pending_assignments.push_back(std::move(message));
   worker.state = v1::WORKER_STATE_BUSY;
@@ -156,6 +170,8 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
 }
 
 void Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+  // Called once per lease, as it leaves kActive.
+  if (auto job = jobs_.find(lease.job_id); job != jobs_.end()) --job->second.live_leases;
   auto worker = workers_.find(lease.worker_id);
   if (worker != workers_.end()) {
     auto& leases = worker->second.leases;

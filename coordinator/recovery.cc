@@ -40,6 +40,7 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       break;
     case JournalEntry::Kind::kTaskStarted:
       task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
+      entry.workers_used.insert(call.worker);
       if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
       break;
     default:

@@ -1,0 +1,149 @@
+// Copyright 2026 The kbisect Authors.
+//
+// The Coordinator with many workers: a job capped by max_workers is asked only about the workers
+// it can use, and it still finds its culprit.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/fake_repository_view.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+v1::JobSpec Spec() {
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.add_bench_command("./bench.sh");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+v1::TaskResult Measure(const v1::Task& task, int culprit) {
+  v1::TaskResult result;
+  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  const double v = task.commit_index() >= culprit ? 2.0 : 1.0;
+  for (int i = 0; i < 3; ++i) {
+    result.add_samples(v);
+    result.add_runs()->set_value(v);
+  }
+  result.set_metric_unit("ms");
+  return result;
+}
+
+class CoordinatorLoadTest : public ::testing::Test {
+ protected:
+  CoordinatorLoadTest() : repos_(64), coordinator_(Options(&store_), &repos_, &clock_) {}
+
+  static CoordinatorOptions Options(JobStore* store) {
+    CoordinatorOptions options;
+    options.store = store;
+    return options;
+  }
+
+  std::string Open(const std::string& name) {
+    v1::OpenSessionRequest request;
+    request.set_worker_name(name);
+    request.mutable_identity()->set_hardware_class("hc-1");
+    absl::StatusOr<v1::OpenSessionResponse> response = coordinator_.OpenSession(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response->session_id();
+  }
+
+  v1::SynchronizeResponse Sync(const std::string& session) {
+    v1::SynchronizeRequest request;
+    request.set_session_id(session);
+    request.set_ready_for_work(true);
+    absl::StatusOr<v1::SynchronizeResponse> response = coordinator_.Synchronize(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return *response;
+  }
+
+  void Complete(const std::string& session, const v1::Lease& lease, int culprit) {
+    v1::CompleteLeaseRequest request;
+    request.set_session_id(session);
+    request.set_lease_id(lease.lease_id());
+    request.set_attempt(lease.attempt());
+    *request.mutable_result() = Measure(lease.task(), culprit);
+    EXPECT_TRUE(coordinator_.CompleteLease(request).ok());
+  }
+
+  // Runs `job_id` to its end with every session answering at once; false if it does not end.
+  bool RunToEnd(const std::string& job_id, const std::vector<std::string>& sessions, int culprit) {
+    for (int guard = 0; guard < 500; ++guard) {
+      absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(job_id);
+      if (!job.ok()) return false;
+      if (job->state() == v1::JOB_STATE_DONE) return true;
+      for (const std::string& s : sessions) {
+        const v1::SynchronizeResponse response = Sync(s);
+        for (const v1::Lease& lease : response.assignments()) Complete(s, lease, culprit);
+      }
+    }
+    return false;
+  }
+
+  FakeClock clock_;
+  FakeRepositoryView repos_;
+  MemoryJobStore store_;
+  Coordinator coordinator_;
+};
+
+TEST_F(CoordinatorLoadTest, ACappedJobIsAskedAboutItsOwnWorkersAndAsManyOthersAsItHasRoomFor) {
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 30; ++i) sessions.push_back(Open(absl::StrCat("w", i)));
+  for (const std::string& s : sessions) Sync(s);
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  submit.mutable_spec()->set_max_workers(3);
+  submit.mutable_spec()->set_confirm(true);
+  absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_.SubmitJob(submit);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  ASSERT_TRUE(RunToEnd(submitted->job_id(), sessions, 41));
+  absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(submitted->job_id());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status(), v1::OUTCOME_CULPRIT_FOUND) << job->error();
+  EXPECT_EQ(job->culprit().index(), 41);
+
+  // Each journaled TakeTasks names the job's own workers (those that started one of its tasks
+  // before) and at most 3 others: never the 30 idle workers.
+  absl::StatusOr<StoredState> stored = store_.Load();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->jobs.size(), 1u);
+  std::set<std::string> used;
+  int takes = 0;
+  for (const JournalEntry& entry : stored->jobs[0].journal) {
+    if (entry.kind == JournalEntry::Kind::kTaskStarted) used.insert(entry.worker);
+    if (entry.kind != JournalEntry::Kind::kTakeTasks) continue;
+    ++takes;
+    int others = 0;
+    for (const std::string& worker : entry.workers) others += used.count(worker) == 0 ? 1 : 0;
+    EXPECT_LE(others, 3) << "take_tasks entry " << entry.sequence;
+  }
+  EXPECT_GT(takes, 0);
+  EXPECT_LE(used.size(), 30u);
+}
+
+TEST_F(CoordinatorLoadTest, AJobWithoutACapIsAskedAboutEveryIdleWorker) {
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 6; ++i) sessions.push_back(Open(absl::StrCat("w", i)));
+  for (const std::string& s : sessions) Sync(s);
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_.SubmitJob(submit);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<StoredState> stored = store_.Load();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_FALSE(stored->jobs[0].journal.empty());
+  const JournalEntry& first = stored->jobs[0].journal[0];
+  ASSERT_EQ(first.kind, JournalEntry::Kind::kTakeTasks);
+  EXPECT_EQ(first.workers.size(), 6u);
+  EXPECT_TRUE(RunToEnd(submitted->job_id(), sessions, 17));
+}
+
+}  // namespace
+}  // namespace kbisect
