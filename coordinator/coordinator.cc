@@ -99,6 +99,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
         response.set_job_id(it->second);
         response.set_existing(true);
         *response.mutable_job() = jobs_.at(it->second).job->status();
+        AwaitDurableLocked();
         return response;
       }
     }
@@ -204,7 +205,9 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
     return absl::NotFoundError(
         absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
   }
-  return it->second.job->status();
+  v1::JobStatus status = it->second.job->status();
+  AwaitDurableLocked();
+  return status;
 }
 
 v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
@@ -243,6 +246,7 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
     *summary->mutable_create_time() = job.create_time();
     *summary->mutable_origin() = job.spec().origin();
   }
+  AwaitDurableLocked();
   return response;
 }
 
@@ -295,6 +299,7 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
         return absl::UnavailableError("the coordinator is shutting down");
       }
       batch.assign(entry->events.begin() + next, entry->events.end());
+      AwaitDurableLocked();
     }
     for (const v1::JobEvent& event : batch) {
       next = event.sequence();

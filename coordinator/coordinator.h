@@ -12,15 +12,18 @@
 // (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
-// (see coordinator/job_store.h) and committed, one transaction per state change, before the call
-// that made it returns (so a CompleteLease is answered only once its result is durable). After a
+// (see coordinator/job_store.h) and committed before the call that made it returns (so a
+// CompleteLease is answered only once its result is durable), and nothing is shown to a client
+// (GetJob, ListJobs, WatchJob) before it is durable. Calls that finish while a commit is in flight
+// are committed together, in one transaction, by the next (group commit, FlushLocked). After a
 // restart, Recover() rebuilds every job by replaying its journal; probes that were running are
 // re-dispatched (their old leases are unknown, so late results on them are rejected). If a commit
 // fails the process aborts: memory would be ahead of the disk, and a restart recovers the last
 // committed state.
 //
 // Thread-safety: every public method may be called from any thread; one mutex guards all state.
-// The journal commit happens under that mutex, so the journal's order is the order of the calls.
+// The journal is collected under that mutex and committed one batch at a time, in order, so the
+// journal's order is the order of the calls.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
@@ -240,8 +243,14 @@ class Coordinator {
   // replay reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Commits the pending changes (one transaction); aborts the process if that fails.
+  // Returns once every change this call saw or made is durable: the calls that flush while a
+  // commit is in flight wait for it, then one of them commits all their changes in one
+  // transaction, with the lock released meanwhile (group commit). Aborts the process if a commit
+  // fails.
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
+  // so nothing a client is shown is lost by a crash.
+  void AwaitDurableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
@@ -301,7 +310,13 @@ class Coordinator {
   JobStore* const store_;
 
   mutable absl::Mutex mu_;
-  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // Collected until the next FlushLocked.
+  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // The next batch, collected until committed.
+  // Batches are numbered from 1 as FlushLocked takes them; the last one taken and the last one
+  // durable; whether one is being committed now.
+  uint64_t batches_taken_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batches_durable_ ABSL_GUARDED_BY(mu_) = 0;
+  bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  mutable absl::CondVar durable_changed_;  // Signalled when a commit ends.
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   absl::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

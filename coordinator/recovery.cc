@@ -1,8 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator, persistence: every call on a job goes through ApplyLocked (journaled unless
-// replaying), FlushLocked commits the journal, and Recover rebuilds the jobs from it after a
-// restart.
+// replaying), FlushLocked commits the journal (group commit), and Recover rebuilds the jobs from
+// it after a restart.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -57,15 +57,43 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
 }
 
 void Coordinator::FlushLocked() {
-  if (store_ == nullptr || pending_.empty()) return;
-  const absl::Status committed = store_->Commit(pending_);
-  pending_ = StoreChanges();
-  if (!committed.ok()) {
-    // Memory is now ahead of the disk; answering would acknowledge changes a restart loses.
-    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
-              << "; stopping so that a restart recovers the last committed state\n"
-              << std::flush;
-    std::abort();
+  if (store_ == nullptr) return;
+  // Everything this call may have seen or changed: the pending batch, else the one in flight.
+  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  while (batches_durable_ < target) {
+    if (committing_) {
+      durable_changed_.Wait(&mu_);
+      continue;
+    }
+    if (pending_.empty()) break;  // Cannot happen: what was taken is durable once none commits.
+    // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
+    // (the calls that run meanwhile collect the next batch).
+    const StoreChanges batch = std::exchange(pending_, StoreChanges());
+    const uint64_t number = ++batches_taken_;
+    committing_ = true;
+    mu_.Unlock();
+    const absl::Status committed = store_->Commit(batch);
+    mu_.Lock();
+    if (!committed.ok()) {
+      // Memory is now ahead of the disk; answering would acknowledge changes a restart loses.
+      std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
+                << "; stopping so that a restart recovers the last committed state\n"
+                << std::flush;
+      std::abort();
+    }
+    batches_durable_ = number;
+    committing_ = false;
+    durable_changed_.SignalAll();
+  }
+}
+
+void Coordinator::AwaitDurableLocked() const {
+  if (store_ == nullptr) return;
+  // The calls whose changes are pending are in FlushLocked (they hold the lock until then), and
+  // one of them leads the next commit once the one in flight is done.
+  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  while (batches_durable_ < target && (committing_ || !pending_.empty())) {
+    durable_changed_.Wait(&mu_);
   }
 }
 

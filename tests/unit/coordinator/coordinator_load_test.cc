@@ -1,13 +1,18 @@
 // Copyright 2026 The kbisect Authors.
 //
 // The Coordinator with many workers: a job capped by max_workers is asked only about the workers
-// it can use, and it still finds its culprit.
+// it can use, and it still finds its culprit; calls that finish while a journal commit is in
+// flight are committed together (group commit), each answered only once its changes are durable,
+// and a reader is shown nothing that is not.
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/fake_repository_view.h"
 #include "gtest/gtest.h"
@@ -143,6 +148,123 @@ TEST_F(CoordinatorLoadTest, AJobWithoutACapIsAskedAboutEveryIdleWorker) {
   ASSERT_EQ(first.kind, JournalEntry::Kind::kTakeTasks);
   EXPECT_EQ(first.workers.size(), 6u);
   EXPECT_TRUE(RunToEnd(submitted->job_id(), sessions, 17));
+}
+
+// A MemoryJobStore whose commits wait while the test holds the gate closed.
+class GatedJobStore : public JobStore {
+ public:
+  absl::StatusOr<StoredState> Load() override { return store_.Load(); }
+  absl::Status Commit(const StoreChanges& changes) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++entered_;
+      mu_.Await(absl::Condition(&open_));
+    }
+    return store_.Commit(changes);
+  }
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    open_ = false;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  // Blocks until `n` commits have started.
+  void AwaitEntered(int n) {
+    absl::MutexLock lock(&mu_);
+    auto entered = [&] {
+      mu_.AssertHeld();
+      return entered_ >= n;
+    };
+    mu_.Await(absl::Condition(&entered));
+  }
+  int commits() const { return store_.commits(); }
+  bool HasWorker(const std::string& name) {
+    absl::StatusOr<StoredState> state = store_.Load();
+    if (!state.ok()) return false;
+    for (const StoredWorker& worker : state->workers) {
+      if (worker.name == name) return true;
+    }
+    return false;
+  }
+
+ private:
+  MemoryJobStore store_;
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+  int entered_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+v1::OpenSessionRequest OpenRequest(const std::string& name) {
+  v1::OpenSessionRequest request;
+  request.set_worker_name(name);
+  request.mutable_identity()->set_hardware_class("hc-1");
+  return request;
+}
+
+TEST(GroupCommitTest, CallsFinishingDuringACommitShareTheNextAndAnswerOnceDurable) {
+  FakeClock clock;
+  FakeRepositoryView repos(16);
+  GatedJobStore store;
+  CoordinatorOptions options;
+  options.store = &store;
+  Coordinator coordinator(options, &repos, &clock);
+
+  store.Close();
+  std::atomic<int> answered{0};
+  std::atomic<int> durable_when_answered{0};
+  auto open = [&](const std::string& name) {
+    ASSERT_TRUE(coordinator.OpenSession(OpenRequest(name)).ok());
+    if (store.HasWorker(name)) ++durable_when_answered;
+    ++answered;
+  };
+  // The first call leads a commit, which the gate holds; 15 more finish meanwhile.
+  std::vector<std::thread> threads;
+  threads.emplace_back(open, "w0");
+  store.AwaitEntered(1);
+  for (int i = 1; i < 16; ++i) threads.emplace_back(open, absl::StrCat("w", i));
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(answered.load(), 0) << "no call is answered before its changes are durable";
+  store.Open();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(answered.load(), 16);
+  EXPECT_EQ(durable_when_answered.load(), 16);
+  // The 15 that waited were committed together (unless this machine delayed some past it).
+  EXPECT_LT(store.commits(), 16);
+  EXPECT_GE(store.commits(), 2);
+}
+
+TEST(GroupCommitTest, AReaderIsShownOnlyWhatIsDurable) {
+  FakeClock clock;
+  FakeRepositoryView repos(16);
+  GatedJobStore store;
+  CoordinatorOptions options;
+  options.store = &store;
+  Coordinator coordinator(options, &repos, &clock);
+
+  store.Close();
+  std::thread submit([&] {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = Spec();
+    ASSERT_TRUE(coordinator.SubmitJob(request).ok());
+  });
+  store.AwaitEntered(1);  // The job exists in memory; its commit is held.
+  std::atomic<bool> listed{false};
+  int jobs = -1;
+  std::thread list([&] {
+    jobs = coordinator.ListJobs(v1::ListJobsRequest()).jobs_size();
+    listed = true;
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(listed.load()) << "ListJobs showed a job whose creation is not durable";
+  store.Open();
+  list.join();
+  submit.join();
+  EXPECT_EQ(jobs, 1);
+  absl::StatusOr<StoredState> stored = store.Load();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->jobs.size(), 1u);
 }
 
 }  // namespace
