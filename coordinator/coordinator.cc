@@ -80,6 +80,7 @@ void Coordinator::Shutdown() {
   absl::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
+  for (const auto& [id, worker] : workers_) WakeLocked(worker);
 }
 
 std::string Coordinator::NewId(const char* prefix) {

@@ -222,6 +222,9 @@ class Coordinator {
     // worker (e.g. one the worker abandoned) returns empty-handed, so it can never swallow an
     // assignment the worker would not see.
     uint64_t poll_sequence = 0;
+    // What its long poll waits on: signalled (WakeLocked) when the poll has news, so a change
+    // wakes the one poll it concerns, not every worker's.
+    std::shared_ptr<absl::CondVar> wake = std::make_shared<absl::CondVar>();
     // Known from before a coordinator restart and not reconnected yet.
     bool awaiting_reconnect = false;
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
@@ -252,7 +255,16 @@ class Coordinator {
   // so nothing a client is shown is lost by a crash.
   void AwaitDurableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
+  // job hand out a task (a result, a new job, a worker freed or lost, ...).
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when `worker` may be handed a task now.
+  static bool IdleLocked(const WorkerEntry& worker);
+  // Wakes the worker's long poll: an assignment or cancellation for it, or its session or poll
+  // replaced.
+  static void WakeLocked(const WorkerEntry& worker) { worker.wake->SignalAll(); }
+  // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
+  static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
   // one of its tasks; empty while any class may.
   std::string JobHardwareClassLocked(const JobEntry& entry) const
@@ -318,7 +330,7 @@ class Coordinator {
   bool committing_ ABSL_GUARDED_BY(mu_) = false;
   mutable absl::CondVar durable_changed_;  // Signalled when a commit ends.
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
-  absl::CondVar changed_;  // Signalled on any change a blocked call might wait for.
+  absl::CondVar changed_;  // Signalled on any change a watcher might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string id_salt_;  // Makes ids unique across coordinator restarts.
@@ -331,6 +343,7 @@ class Coordinator {
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
+  absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Jobs that finished during replay without a stored final status: their follow-ups are

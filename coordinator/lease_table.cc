@@ -43,16 +43,19 @@ std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, i
   return hints;
 }
 
+bool Coordinator::IdleLocked(const WorkerEntry& worker) {
+  return !worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
+         worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST;
+}
+
 void Coordinator::DispatchLocked() {
+  const absl::Time now = clock_->Now();
+  last_dispatch_ = now;
   std::vector<WorkerEntry*> idle;
   for (auto& [id, worker] : workers_) {
-    if (!worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
-        worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST) {
-      idle.push_back(&worker);
-    }
+    if (IdleLocked(worker)) idle.push_back(&worker);
   }
   if (idle.empty()) return;
-  const absl::Time now = clock_->Now();
   // Probes orphaned by a restart go back to their own worker first.
   for (auto it = idle.begin(); it != idle.end();) {
     WorkerEntry* worker = *it;
@@ -135,6 +138,7 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
   ++entry.live_leases;
   worker.leases.push_back(lease.lease_id);
   worker.pending_assignments.push_back(std::move(message));
+  WakeLocked(worker);
   worker.state = v1::WORKER_STATE_BUSY;
   task_leases_[lease.task_id] = lease.lease_id;
   leases_.emplace(lease.lease_id, std::move(lease));
@@ -165,6 +169,7 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);
     worker->second.pending_cancellations.push_back(std::move(cancel));
+    WakeLocked(worker->second);
   }
   changed_.SignalAll();
 }

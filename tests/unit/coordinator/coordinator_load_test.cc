@@ -150,6 +150,28 @@ TEST_F(CoordinatorLoadTest, AJobWithoutACapIsAskedAboutEveryIdleWorker) {
   EXPECT_TRUE(RunToEnd(submitted->job_id(), sessions, 17));
 }
 
+TEST_F(CoordinatorLoadTest, ALongPollEndsWhenItsWorkerIsHandedATask) {
+  const std::string idle = Open("idle");
+  const std::string busy = Open("busy");
+  Sync(idle);
+  std::atomic<int> assignments{-1};
+  std::thread poll([&] {
+    v1::SynchronizeRequest request;
+    request.set_session_id(busy);
+    request.set_ready_for_work(true);
+    request.mutable_wait()->set_seconds(10);  // On the FakeClock, which nobody advances.
+    absl::StatusOr<v1::SynchronizeResponse> response = coordinator_.Synchronize(request);
+    assignments = response.ok() ? response->assignments_size() : -2;
+  });
+  // Both workers get a baseline; the one blocked in its poll is woken with its own.
+  absl::SleepFor(absl::Milliseconds(100));  // Let the poll reach its wait.
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  ASSERT_TRUE(coordinator_.SubmitJob(submit).ok());
+  poll.join();
+  EXPECT_EQ(assignments.load(), 1);
+}
+
 // A MemoryJobStore whose commits wait while the test holds the gate closed.
 class GatedJobStore : public JobStore {
  public:
