@@ -63,6 +63,7 @@ struct Flags {
   int channels = 0;             // 0: one per 100 workers.
   int max_workers_per_job = 0;  // 0: workers / jobs.
   int runs = 3;
+  double task_ms = 0;  // How long each task runs on its simulated GPU.
   int seed = 1;
   double timeout_s = 1200;
   std::string state_dir;  // Empty: a scratch directory, removed at the end.
@@ -270,8 +271,8 @@ int Run(const Flags& flags) {
                                                     : std::max(1, flags.workers / flags.jobs);
   std::printf(
       "coordinator_scale_bench: %d workers over %d channels, %d jobs x %d commits, at most %d "
-      "workers a job, %d runs a probe; %s\n",
-      flags.workers, channels, flags.jobs, flags.commits, per_job, flags.runs,
+      "workers a job, %d runs a probe, tasks of %.0f ms; %s\n",
+      flags.workers, channels, flags.jobs, flags.commits, per_job, flags.runs, flags.task_ms,
       absl::FormatTime("%Y-%m-%d %H:%M", absl::Now(), absl::LocalTimeZone()).c_str());
   std::fflush(stdout);
 
@@ -316,6 +317,7 @@ int Run(const Flags& flags) {
   worker_options.address = daemon.address;
   worker_options.workers = flags.workers;
   worker_options.channels = channels;
+  worker_options.task_time = absl::Milliseconds(flags.task_ms);
   worker_options.measure = [&index_of](const v1::Task& task) { return Measure(task, index_of); };
   auto workers = std::make_unique<SimulatedWorkers>(worker_options);
   t = absl::Now();
@@ -414,11 +416,12 @@ int Run(const Flags& flags) {
               wall > 0 ? static_cast<double>(stats.accepted) / wall : 0);
   std::printf(
       "leases: %lld (%.1f a job), results accepted %lld, fenced %lld, cancellations %lld, "
-      "call errors %lld\n",
+      "call errors %lld, heartbeats %lld, tasks dropped %lld\n",
       static_cast<long long>(stats.leases),
       static_cast<double>(stats.leases) / std::max(1, flags.jobs),
       static_cast<long long>(stats.accepted), static_cast<long long>(stats.rejected),
-      static_cast<long long>(stats.cancellations), static_cast<long long>(stats.errors));
+      static_cast<long long>(stats.cancellations), static_cast<long long>(stats.errors),
+      static_cast<long long>(stats.heartbeats), static_cast<long long>(stats.dropped));
   for (const auto& [kind, count] : stats.error_kinds) {
     std::printf("  call error %s: %lld\n", kind.c_str(), static_cast<long long>(count));
   }
@@ -494,6 +497,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-workers-per-job", flags.max_workers_per_job,
                  "Each job's max_workers; 0 = workers / jobs");
   app.add_option("--runs", flags.runs, "Benchmark runs per probe");
+  app.add_option("--task-ms", flags.task_ms,
+                 "How long each task runs (0: results at once); meanwhile the worker heartbeats");
   app.add_option("--seed", flags.seed, "Seed of the planted culprits");
   app.add_option("--timeout", flags.timeout_s, "Seconds the jobs may take in all");
   app.add_option("--state-dir", flags.state_dir,

@@ -42,7 +42,7 @@ constexpr absl::Duration kRpcSlack = absl::Seconds(10);
 // cancels from another thread).
 class SimulatedWorkers::Worker {
  public:
-  enum class Step { kOpen, kSynchronize, kComplete };
+  enum class Step { kOpen, kSynchronize, kHeartbeat, kComplete };
 
   Worker(SimulatedWorkers* owner, int index, v1::WorkerService::Stub* stub)
       : owner_(owner), index_(index), stub_(stub) {}
@@ -55,6 +55,9 @@ class SimulatedWorkers::Worker {
         break;
       case Step::kSynchronize:
         Synchronize();
+        break;
+      case Step::kHeartbeat:
+        Heartbeat();
         break;
       case Step::kComplete:
         Complete();
@@ -133,7 +136,50 @@ class SimulatedWorkers::Worker {
       ++stats_.leases;
       todo_.push_back(std::move(lease));
     }
-    Continue(todo_.empty() ? Step::kSynchronize : Step::kComplete);
+    Continue(todo_.empty() ? Step::kSynchronize : StartTask());
+  }
+
+  // The step that follows handing the next task of todo_ to the (simulated) GPU.
+  Step StartTask() {
+    if (owner_->options_.task_time <= absl::ZeroDuration()) return Step::kComplete;
+    task_end_ = absl::Now() + owner_->options_.task_time;
+    return Step::kHeartbeat;
+  }
+
+  void Heartbeat() {
+    next_ = Step::kHeartbeat;
+    const absl::Duration left = task_end_ - absl::Now();
+    if (left <= absl::ZeroDuration()) return Complete();
+    const v1::Lease& lease = todo_.front();
+    sync_request_.Clear();
+    sync_request_.set_session_id(session_id_);
+    v1::LeaseStatus* status = sync_request_.add_leases();
+    status->set_lease_id(lease.lease_id());
+    status->set_attempt(lease.attempt());
+    status->set_phase(v1::TASK_PHASE_BENCH);
+    SetDuration(std::min(left, absl::Seconds(1)), sync_request_.mutable_wait());
+    sync_response_.Clear();
+    ++stats_.heartbeats;
+    stub_->async()->Synchronize(NewContext(absl::Seconds(1) + kRpcSlack), &sync_request_,
+                                &sync_response_,
+                                [this](grpc::Status status) { OnHeartbeat(status); });
+  }
+
+  void OnHeartbeat(const grpc::Status& status) {
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      todo_.clear();
+      return Continue(Step::kOpen);
+    }
+    if (!status.ok()) return Failed("Synchronize", status);
+    stats_.cancellations += sync_response_.cancellations_size();
+    for (const v1::LeaseCancellation& cancel : sync_response_.cancellations()) {
+      if (!todo_.empty() && cancel.lease_id() == todo_.front().lease_id()) {
+        ++stats_.dropped;
+        todo_.pop_front();
+        return Continue(todo_.empty() ? Step::kSynchronize : StartTask());
+      }
+    }
+    Continue(absl::Now() >= task_end_ ? Step::kComplete : Step::kHeartbeat);
   }
 
   void Complete() {
@@ -159,7 +205,7 @@ class SimulatedWorkers::Worker {
     stats_.complete_ms.push_back(Ms(absl::Now() - sent_));
     ++(complete_response_.accepted() ? stats_.accepted : stats_.rejected);
     todo_.pop_front();
-    Continue(todo_.empty() ? Step::kSynchronize : Step::kComplete);
+    Continue(todo_.empty() ? Step::kSynchronize : StartTask());
   }
 
   // Ends the call that just finished: issues `step` next unless the workers are stopping.
@@ -193,6 +239,7 @@ class SimulatedWorkers::Worker {
   std::string session_id_;
   absl::Duration lease_duration_ = absl::Seconds(10);
   absl::Time sent_;
+  absl::Time task_end_;
   bool counted_poll_ = false;
   std::deque<v1::Lease> todo_;
   Stats stats_;
@@ -267,6 +314,8 @@ SimulatedWorkers::Stats SimulatedWorkers::stats() const {
     all.accepted += one.accepted;
     all.rejected += one.rejected;
     all.cancellations += one.cancellations;
+    all.dropped += one.dropped;
+    all.heartbeats += one.heartbeats;
     all.sessions += one.sessions;
     all.errors += one.errors;
     for (const auto& [kind, count] : one.error_kinds) all.error_kinds[kind] += count;

@@ -44,7 +44,11 @@ class SimulatedWorkers {
     std::string hardware_class = "sim-class";
     // How long an idle worker's long poll may be held (the real worker's --idle-poll).
     absl::Duration idle_wait = absl::Seconds(5);
-    // The result of a task, reported at once.
+    // How long a task runs. Zero: its result is reported at once. Otherwise the worker
+    // heartbeats its lease meanwhile like kbisect-worker (a Synchronize held open up to 1 s, or
+    // until the task ends) and drops the task if the lease is cancelled.
+    absl::Duration task_time = absl::ZeroDuration();
+    // The result of a task.
     std::function<kbisect::v1::TaskResult(const kbisect::v1::Task&)> measure;
   };
 
@@ -62,6 +66,8 @@ class SimulatedWorkers {
     int64_t accepted = 0;       // Results accepted.
     int64_t rejected = 0;       // Results fenced (the lease was cancelled meanwhile).
     int64_t cancellations = 0;  // Lease cancellations received.
+    int64_t dropped = 0;        // Tasks dropped on a cancellation while they ran.
+    int64_t heartbeats = 0;     // Synchronize calls made while a task ran.
     int64_t sessions = 0;       // Sessions opened (reopened after NOT_FOUND counts again).
     int64_t errors = 0;         // Calls that failed before Stop (retried after 20 ms).
     std::map<std::string, int64_t> error_kinds;  // "Synchronize: UNAVAILABLE: ..." -> count.
