@@ -188,6 +188,18 @@ class Coordinator {
     int live_leases = 0;
     // Every worker that started one of its tasks (journaled TaskStarted, replay included).
     std::set<std::string> workers_used;
+    // Every other worker it was offered since this process started (DispatchLocked offers these
+    // again before new ones: each worker a job is asked about stays in its books).
+    std::set<std::string> offered;
+    // Calls applied to the job, empty TakeTasks aside (those change nothing).
+    uint64_t changes = 0;
+    // Its last TakeTasks handed out nothing: when, after how many changes, and to which workers
+    // (sorted). DispatchLocked does not ask again, with no change and no new worker, for
+    // kRedispatchPeriod.
+    bool declined = false;
+    uint64_t declined_changes = 0;
+    absl::Time declined_time;
+    std::vector<std::string> declined_workers;
   };
   // What a journaled call returned.
   struct CallResult {
@@ -225,6 +237,10 @@ class Coordinator {
     // What its long poll waits on: signalled (WakeLocked) when the poll has news, so a change
     // wakes the one poll it concerns, not every worker's.
     std::shared_ptr<absl::CondVar> wake = std::make_shared<absl::CondVar>();
+    // Set by DispatchLocked while the worker is idle in dispatch round `idle_round`: its place in
+    // that round's idle list.
+    uint64_t idle_round = 0;
+    size_t idle_position = 0;
     // Known from before a coordinator restart and not reconnected yet.
     bool awaiting_reconnect = false;
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
@@ -260,6 +276,12 @@ class Coordinator {
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when `worker` may be handed a task now.
   static bool IdleLocked(const WorkerEntry& worker);
+  // The idle workers (of this dispatch round, of `hardware_class` unless empty) that a job capped
+  // at `cap` workers with `room` free is asked about, in the idle list's order: those that worked
+  // in it, then up to `room` others, those it was offered before first.
+  std::vector<WorkerEntry*> CandidatesLocked(JobEntry& entry, const std::vector<WorkerEntry*>& idle,
+                                             const std::string& hardware_class, int room)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Wakes the worker's long poll: an assignment or cancellation for it, or its session or poll
   // replaced.
   static void WakeLocked(const WorkerEntry& worker) { worker.wake->SignalAll(); }
@@ -344,6 +366,7 @@ class Coordinator {
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t dispatch_round_ ABSL_GUARDED_BY(mu_) = 0;
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Jobs that finished during replay without a stored final status: their follow-ups are

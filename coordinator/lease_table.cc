@@ -52,8 +52,12 @@ void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
   last_dispatch_ = now;
   std::vector<WorkerEntry*> idle;
+  const uint64_t round = ++dispatch_round_;
   for (auto& [id, worker] : workers_) {
-    if (IdleLocked(worker)) idle.push_back(&worker);
+    if (!IdleLocked(worker)) continue;
+    worker.idle_round = round;
+    worker.idle_position = idle.size();
+    idle.push_back(&worker);
   }
   if (idle.empty()) return;
   // Probes orphaned by a restart go back to their own worker first.
@@ -68,6 +72,7 @@ void Coordinator::DispatchLocked() {
       const std::vector<std::string> active = job->second.job->ActiveTaskIds();
       if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
       LeaseTaskLocked(job_id, job->second, *worker, std::move(task), now);
+      worker->idle_round = 0;
       leased = true;
     }
     it = leased ? idle.erase(it) : it + 1;
@@ -84,34 +89,95 @@ void Coordinator::DispatchLocked() {
     if (cap > 0 && entry.live_leases >= cap) continue;
     const std::string hardware_class = JobHardwareClassLocked(entry);
     std::vector<WorkerEntry*> eligible;
-    // A capped job is offered the idle workers that worked in it (tasks pinned to a worker, its
-    // calibration, the nearest checkouts are theirs) and as many others as it has room for, in
-    // the idle order: it cannot use more, and asking it about every idle worker of a large
-    // cluster costs each dispatch O(jobs x workers) and a journal entry naming them all.
-    int others = cap > 0 ? cap - entry.live_leases : static_cast<int>(idle.size());
-    for (WorkerEntry* worker : idle) {
-      if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) continue;
-      if (entry.workers_used.count(worker->worker_id) == 0) {
-        if (others <= 0) continue;
-        --others;
+    if (cap > 0) {
+      eligible = CandidatesLocked(entry, idle, hardware_class, cap - entry.live_leases);
+    } else {
+      for (WorkerEntry* worker : idle) {
+        if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
+          eligible.push_back(worker);
+        }
       }
-      eligible.push_back(worker);
     }
     if (eligible.empty()) continue;
     std::vector<std::string> names;
     for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
+    // A job that just handed these workers (or some of them) nothing, and has not changed since,
+    // would say the same: only time alone could change its answer, so it is asked again after
+    // kRedispatchPeriod. This keeps each result from asking every waiting job again.
+    std::vector<std::string> sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    if (entry.declined && entry.changes == entry.declined_changes &&
+        now - entry.declined_time < kRedispatchPeriod &&
+        std::includes(entry.declined_workers.begin(), entry.declined_workers.end(), sorted.begin(),
+                      sorted.end())) {
+      continue;
+    }
     JournalEntry take;
     take.kind = JournalEntry::Kind::kTakeTasks;
     take.time = now;
     take.workers = std::move(names);
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;
+    if (entry.declined) {
+      entry.declined_changes = entry.changes;
+      entry.declined_time = now;
+      entry.declined_workers = std::move(sorted);
+    }
     for (BisectJob::Assignment& assignment : tasks) {
       WorkerEntry* worker = &workers_.at(assignment.worker);
       LeaseTaskLocked(job_id, entry, *worker, std::move(assignment.task), now);
+      worker->idle_round = 0;
       idle.erase(std::find(idle.begin(), idle.end(), worker));
     }
   }
+}
+
+std::vector<Coordinator::WorkerEntry*> Coordinator::CandidatesLocked(
+    JobEntry& entry, const std::vector<WorkerEntry*>& idle, const std::string& hardware_class,
+    int room) {
+  // A capped job cannot use more than `room` new workers, and asking it about every idle worker
+  // of a large cluster costs each dispatch O(jobs x workers), makes the job keep a record of each
+  // (which its next dispatches iterate), and journals them all. So it is asked about the idle
+  // workers that worked in it (tasks pinned to a worker, its calibrations, the nearest checkouts
+  // are theirs) and at most `room` others, preferring those it was asked about before. Each
+  // lookup goes through the worker's dispatch round, not a scan of the idle list.
+  const uint64_t round = dispatch_round_;
+  auto available = [&](const std::string& name) -> WorkerEntry* {
+    auto it = workers_.find(name);
+    if (it == workers_.end() || it->second.idle_round != round) return nullptr;
+    WorkerEntry* worker = &it->second;
+    if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) {
+      return nullptr;
+    }
+    return worker;
+  };
+  std::vector<WorkerEntry*> out;
+  for (const std::string& name : entry.workers_used) {
+    if (WorkerEntry* worker = available(name)) out.push_back(worker);
+  }
+  for (const std::string& name : entry.offered) {
+    if (room <= 0) break;
+    if (entry.workers_used.count(name) > 0) continue;
+    if (WorkerEntry* worker = available(name)) {
+      out.push_back(worker);
+      --room;
+    }
+  }
+  for (WorkerEntry* worker : idle) {
+    if (room <= 0) break;
+    if (worker->idle_round != round) continue;
+    if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) continue;
+    if (entry.workers_used.count(worker->worker_id) > 0 ||
+        !entry.offered.insert(worker->worker_id).second) {
+      continue;
+    }
+    out.push_back(worker);
+    --room;
+  }
+  std::sort(out.begin(), out.end(), [](const WorkerEntry* a, const WorkerEntry* b) {
+    return a->idle_position < b->idle_position;
+  });
+  return out;
 }
 
 void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,

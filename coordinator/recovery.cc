@@ -32,6 +32,7 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       // idle workers polling a job that has nothing for them would otherwise grow the journal
       // with every heartbeat. This relies on BisectJob::TakeTasks keeping that property.
       journal = !out.assignments.empty();
+      entry.declined = !journal;
       if (replaying_) {
         for (const BisectJob::Assignment& assignment : out.assignments) {
           replayed_tasks_[assignment.task.task_id()] = {assignment.worker, assignment.task};
@@ -46,6 +47,7 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
     default:
       break;
   }
+  if (journal) ++entry.changes;
   if (replaying_) {
     entry.journal_sequence = call.sequence;
   } else if (journal && store_ != nullptr) {
