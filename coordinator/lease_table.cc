@@ -143,6 +143,7 @@ std::vector<Coordinator::WorkerEntry*> Coordinator::CandidatesLocked(
   // lookup goes through the worker's dispatch round, not a scan of the idle list.
   const uint64_t round = dispatch_round_;
   auto available = [&](const std::string& name) -> WorkerEntry* {
+    mu_.AssertHeld();
     auto it = workers_.find(name);
     if (it == workers_.end() || it->second.idle_round != round) return nullptr;
     WorkerEntry* worker = &it->second;
