@@ -166,6 +166,7 @@ class Coordinator {
   void Shutdown();
 
  private:
+  struct WorkerEntry;
   struct JobEntry {
     std::unique_ptr<BisectJob> job;
     std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
@@ -186,11 +187,14 @@ class Coordinator {
     bool complete = false;
     // Leases of its tasks that are active now (DispatchLocked's cap check).
     int live_leases = 0;
-    // Every worker that started one of its tasks (journaled TaskStarted, replay included).
+    // Every worker that started one of its tasks (journaled TaskStarted, replay included), by
+    // name and as entries of workers_ (which are never erased).
     std::set<std::string> workers_used;
-    // Every other worker it was offered since this process started (DispatchLocked offers these
-    // again before new ones: each worker a job is asked about stays in its books).
-    std::set<std::string> offered;
+    std::vector<WorkerEntry*> used_workers;
+    // The other workers it was offered since this process started, in that order
+    // (DispatchLocked offers these again before new ones: each worker a job is asked about stays
+    // in its books).
+    std::vector<WorkerEntry*> offered;
     // Calls applied to the job, empty TakeTasks aside (those change nothing).
     uint64_t changes = 0;
     // Its last TakeTasks handed out nothing: when, after how many changes, and to which workers
@@ -241,6 +245,8 @@ class Coordinator {
     // that round's idle list.
     uint64_t idle_round = 0;
     size_t idle_position = 0;
+    // Marks the worker as looked at by the current CandidatesLocked call.
+    uint64_t candidate_stamp = 0;
     // Known from before a coordinator restart and not reconnected yet.
     bool awaiting_reconnect = false;
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
@@ -367,6 +373,7 @@ class Coordinator {
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t dispatch_round_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t candidate_stamp_ ABSL_GUARDED_BY(mu_) = 0;
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Jobs that finished during replay without a stored final status: their follow-ups are

@@ -139,39 +139,33 @@ std::vector<Coordinator::WorkerEntry*> Coordinator::CandidatesLocked(
   // of a large cluster costs each dispatch O(jobs x workers), makes the job keep a record of each
   // (which its next dispatches iterate), and journals them all. So it is asked about the idle
   // workers that worked in it (tasks pinned to a worker, its calibrations, the nearest checkouts
-  // are theirs) and at most `room` others, preferring those it was asked about before. Each
-  // lookup goes through the worker's dispatch round, not a scan of the idle list.
+  // are theirs) and at most `room` others, preferring those it was asked about before. Workers
+  // are stamped as they are looked at, so that each is considered once and no lookup by name or
+  // scan of a set is needed.
   const uint64_t round = dispatch_round_;
-  auto available = [&](const std::string& name) -> WorkerEntry* {
-    mu_.AssertHeld();
-    auto it = workers_.find(name);
-    if (it == workers_.end() || it->second.idle_round != round) return nullptr;
-    WorkerEntry* worker = &it->second;
-    if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) {
-      return nullptr;
-    }
-    return worker;
+  const uint64_t stamp = ++candidate_stamp_;
+  auto eligible = [&](const WorkerEntry* worker) {
+    return worker->candidate_stamp != stamp && worker->idle_round == round &&
+           (hardware_class.empty() || worker->identity.hardware_class() == hardware_class);
   };
   std::vector<WorkerEntry*> out;
-  for (const std::string& name : entry.workers_used) {
-    if (WorkerEntry* worker = available(name)) out.push_back(worker);
+  for (WorkerEntry* worker : entry.used_workers) {
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    out.push_back(worker);
   }
-  for (const std::string& name : entry.offered) {
-    if (room <= 0) break;
-    if (entry.workers_used.count(name) > 0) continue;
-    if (WorkerEntry* worker = available(name)) {
-      out.push_back(worker);
-      --room;
-    }
+  for (WorkerEntry* worker : entry.offered) {
+    if (room <= 0) break;  // And no new one below.
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    out.push_back(worker);
+    --room;
   }
   for (WorkerEntry* worker : idle) {
     if (room <= 0) break;
-    if (worker->idle_round != round) continue;
-    if (!hardware_class.empty() && worker->identity.hardware_class() != hardware_class) continue;
-    if (entry.workers_used.count(worker->worker_id) > 0 ||
-        !entry.offered.insert(worker->worker_id).second) {
-      continue;
-    }
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    entry.offered.push_back(worker);
     out.push_back(worker);
     --room;
   }

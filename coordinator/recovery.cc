@@ -41,7 +41,10 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       break;
     case JournalEntry::Kind::kTaskStarted:
       task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
-      entry.workers_used.insert(call.worker);
+      if (entry.workers_used.insert(call.worker).second) {
+        auto worker = workers_.find(call.worker);
+        if (worker != workers_.end()) entry.used_workers.push_back(&worker->second);
+      }
       if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
       break;
     default:
