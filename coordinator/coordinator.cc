@@ -80,6 +80,7 @@ void Coordinator::Shutdown() {
   kbisect::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
+  for (const auto& [id, worker] : workers_) WakeLocked(worker);
 }
 
 std::string Coordinator::NewId(const char* prefix) {
@@ -100,6 +101,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
         response.set_job_id(it->second);
         response.set_existing(true);
         *response.mutable_job() = jobs_.at(it->second).job->status();
+        if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
         return response;
       }
     }
@@ -125,6 +127,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     response.set_job_id(job_id);
     response.set_existing(true);
     *response.mutable_job() = jobs_.at(job_id).job->status();
+    if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
     return response;
   }
   if (!store_failure_.ok()) return RefusalLocked(false);
@@ -196,6 +199,7 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
   entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now, std::move(cached));
   entry.request_id = request_id;
   entry.spec_digest = SpecDigest(spec);
+  entry.position = ++last_position_;
   job_order_.push_back(job_id);
   if (!request_id.empty()) request_ids_[request_id] = job_id;
   AfterJobChangeLocked(job_id, entry);
@@ -209,27 +213,53 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
     return absl::NotFoundError(
         absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
   }
-  return it->second.job->status();
+  v1::JobStatus status = it->second.job->status();
+  if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
+  return status;
 }
 
 v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
   kbisect::MutexLock lock(&mu_);
-  v1::ListJobsResponse response;
-  const int page_size = request.page_size() > 0 ? request.page_size() : 50;
-  int skip = 0;
-  if (!request.page_token().empty()) {
-    if (!absl::SimpleAtoi(request.page_token(), &skip)) skip = 0;
+  // What a failed commit rolled back while this call waited is not shown: the page is listed
+  // again from the memory ReloadLocked rebuilt from the store (durable: the second wait returns
+  // at once).
+  while (true) {
+    v1::ListJobsResponse response = ListJobsLocked(request);
+    if (AwaitDurableLocked().ok()) return response;
   }
-  int seen = 0;
-  for (auto it = job_order_.rbegin(); it != job_order_.rend(); ++it) {
-    const v1::JobStatus& job = jobs_.at(*it).job->status();
+}
+
+v1::ListJobsResponse Coordinator::ListJobsLocked(const v1::ListJobsRequest& request) const {
+  v1::ListJobsResponse response;
+  const int page_size =
+      request.page_size() > 0 ? std::min(request.page_size(), kMaxListedJobs) : kDefaultListedJobs;
+  // The token is the creation position the page starts at ("before:N": the jobs created N-th
+  // and before): a job keeps its position (JobEntry::position) when older ones are deleted
+  // (--retain, PruneFinishedJobsLocked), so a walk neither repeats nor skips a job when jobs are
+  // submitted or deleted between its pages, and a page costs the jobs it looks at (and a binary
+  // search), not those before it. A token that does not parse starts from the newest job.
+  size_t end = job_order_.size();
+  if (absl::string_view token = request.page_token(); absl::ConsumePrefix(&token, "before:")) {
+    uint64_t before = 0;
+    if (absl::SimpleAtoi(token, &before)) {
+      // job_order_ is in creation order, so its positions ascend.
+      end = std::upper_bound(job_order_.begin(), job_order_.end(), before,
+                             [&](uint64_t value, const std::string& job_id) {
+                               mu_.AssertHeld();
+                               return value < jobs_.at(job_id).position;
+                             }) -
+            job_order_.begin();
+    }
+  }
+  for (size_t index = end; index > 0; --index) {
+    const JobEntry& entry = jobs_.at(job_order_[index - 1]);
+    const v1::JobStatus& job = entry.job->status();
     if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
                                                job.state()) == request.states().end()) {
       continue;
     }
-    if (seen++ < skip) continue;
     if (response.jobs_size() == page_size) {
-      response.set_next_page_token(absl::StrCat(skip + page_size));
+      response.set_next_page_token(absl::StrCat("before:", entry.position));
       break;
     }
     v1::JobSummary* summary = response.add_jobs();
@@ -303,6 +333,7 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
         return absl::UnavailableError("the coordinator is shutting down");
       }
       batch.assign(entry->events.begin() + next, entry->events.end());
+      if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
     }
     for (const v1::JobEvent& event : batch) {
       next = event.sequence();

@@ -12,8 +12,10 @@
 // (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
-// (see coordinator/job_store.h) and committed, one transaction per state change, before the call
-// that made it returns (so a CompleteLease is answered only once its result is durable). After a
+// (see coordinator/job_store.h) and committed before the call that made it returns (so a
+// CompleteLease is answered only once its result is durable), and nothing is shown to a client
+// (GetJob, ListJobs, WatchJob) before it is durable. Calls that finish while a commit is in flight
+// are committed together, in one transaction, by the next (group commit, FlushLocked). After a
 // restart, Recover() rebuilds every job by replaying its journal; probes that were running are
 // re-dispatched (their old leases are unknown, so late results on them are rejected).
 //
@@ -25,10 +27,15 @@
 // CancelJob with RESOURCE_EXHAUSTED (disk full) or FAILED_PRECONDITION (anything else) saying
 // what to do, worker calls with UNAVAILABLE (workers back off and retry). Every
 // kWriteCheckPeriod ExpireLeases tries the store again (JobStore::CheckWritable) and, once that
-// succeeds, the coordinator accepts changes again.
+// succeeds, the coordinator accepts changes again. With group commit a failed batch holds the
+// changes of every call that waited on it (and of the next batch collected meanwhile): the call
+// that led the commit rebuilds memory once, and every call waiting on either batch, readers
+// included, gets the refusal instead of what it saw (failed_commits_), so nothing rolled back is
+// acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit aborts.
 //
 // Thread-safety: every public method may be called from any thread; one mutex guards all state.
-// The journal commit happens under that mutex, so the journal's order is the order of the calls.
+// The journal is collected under that mutex and committed one batch at a time, in order, so the
+// journal's order is the order of the calls.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
@@ -36,6 +43,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,7 +131,11 @@ class Coordinator {
   // NotFound for an unknown job id.
   absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
 
-  // Jobs newest first, filtered by request.states, paged by page_size (default 50).
+  // Jobs newest first, filtered by request.states, paged: page_size jobs (default 50, at most
+  // 1,000) and, when more match, a next_page_token that continues below the page's last job,
+  // whatever was submitted meanwhile. A page costs the jobs it lists or skips by state.
+  static constexpr int kDefaultListedJobs = 50;
+  static constexpr int kMaxListedJobs = 1000;
   v1::ListJobsResponse ListJobs(const v1::ListJobsRequest& request) const;
 
   // Cancels a job: its running probes are cancelled on their workers. Cancelling a finished job
@@ -184,9 +196,13 @@ class Coordinator {
   void Shutdown();
 
  private:
+  struct WorkerEntry;
   struct JobEntry {
     std::unique_ptr<BisectJob> job;
     std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
+    // Its place in creation order, from 1 (ListJobs' page tokens): kept when older jobs are
+    // deleted, renumbered by a restart.
+    uint64_t position = 0;
     std::string request_id;
     std::string spec_digest;       // SpecDigest of the job's spec: its results' cache key.
     bool reported = false;         // Report details (diff, hints) attached.
@@ -202,6 +218,25 @@ class Coordinator {
     std::unique_ptr<v1::JobEvent> held_finish;
     // The job and all its follow-ups finished: its FINISHED event was released.
     bool complete = false;
+    // Leases of its tasks that are active now (DispatchLocked's cap check).
+    int live_leases = 0;
+    // Every worker that started one of its tasks (journaled TaskStarted, replay included), by
+    // name and as entries of workers_ (which are never erased).
+    std::set<std::string> workers_used;
+    std::vector<WorkerEntry*> used_workers;
+    // The other workers it was offered since this process started, in that order
+    // (DispatchLocked offers these again before new ones: each worker a job is asked about stays
+    // in its books).
+    std::vector<WorkerEntry*> offered;
+    // Calls applied to the job, empty TakeTasks aside (those change nothing).
+    uint64_t changes = 0;
+    // Its last TakeTasks handed out nothing: when, after how many changes, and to which workers
+    // (sorted). DispatchLocked does not ask again, with no change and no new worker, for
+    // kRedispatchPeriod.
+    bool declined = false;
+    uint64_t declined_changes = 0;
+    absl::Time declined_time;
+    std::vector<std::string> declined_workers;
   };
   // What a journaled call returned.
   struct CallResult {
@@ -236,6 +271,15 @@ class Coordinator {
     // worker (e.g. one the worker abandoned) returns empty-handed, so it can never swallow an
     // assignment the worker would not see.
     uint64_t poll_sequence = 0;
+    // What its long poll waits on: signalled (WakeLocked) when the poll has news, so a change
+    // wakes the one poll it concerns, not every worker's.
+    std::shared_ptr<kbisect::CondVar> wake = std::make_shared<kbisect::CondVar>();
+    // Set by DispatchLocked while the worker is idle in dispatch round `idle_round`: its place in
+    // that round's idle list.
+    uint64_t idle_round = 0;
+    size_t idle_position = 0;
+    // Marks the worker as looked at by the current CandidatesLocked call.
+    uint64_t candidate_stamp = 0;
     // Known from before a coordinator restart and not reconnected yet.
     bool awaiting_reconnect = false;
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
@@ -268,13 +312,23 @@ class Coordinator {
   // replay reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Commits the pending changes (one transaction). On failure: serves reads only from then on
-  // and rebuilds memory from the store (see the top of this file), and returns the refusal a
-  // client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
+  // Returns once every change this call saw or made is durable: the calls that flush while a
+  // commit is in flight wait for it, then one of them commits all their changes in one
+  // transaction, with the lock released meanwhile (group commit). When a batch this call waited
+  // on fails, the call that committed it switches to reads only and rebuilds memory from the
+  // store (once, see the top of this file), and every call waiting on that batch gets the refusal
+  // a client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
+  // so nothing a client is shown is lost by a crash. Returns RefusalLocked(false) when what they
+  // saw was rolled back by a failed commit meanwhile: they must not show it.
+  absl::Status AwaitDurableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // While the store cannot be written: the error of a call that would change something; a
   // worker's call (`worker_call`) gets UNAVAILABLE, a client's what to do.
   absl::Status RefusalLocked(bool worker_call) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ListJobs' page from what memory holds now.
+  v1::ListJobsResponse ListJobsLocked(const v1::ListJobsRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover's replay of `state` into empty maps.
   RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every job, worker, session and lease and rebuilds them from the store.
@@ -293,7 +347,22 @@ class Coordinator {
   // options_.retain before `now`.
   void PruneFinishedJobsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
+  // job hand out a task (a result, a new job, a worker freed or lost, ...).
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when `worker` may be handed a task now.
+  static bool IdleLocked(const WorkerEntry& worker);
+  // The idle workers (of this dispatch round, of `hardware_class` unless empty) that a job capped
+  // at `cap` workers with `room` free is asked about, in the idle list's order: those that worked
+  // in it, then up to `room` others, those it was offered before first.
+  std::vector<WorkerEntry*> CandidatesLocked(JobEntry& entry, const std::vector<WorkerEntry*>& idle,
+                                             const std::string& hardware_class, int room)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Wakes the worker's long poll: an assignment or cancellation for it, or its session or poll
+  // replaced.
+  static void WakeLocked(const WorkerEntry& worker) { worker.wake->SignalAll(); }
+  // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
+  static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
   // one of its tasks; empty while any class may.
   std::string JobHardwareClassLocked(const JobEntry& entry) const
@@ -351,7 +420,16 @@ class Coordinator {
   JobStore* const store_;
 
   mutable kbisect::Mutex mu_;
-  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // Collected until the next FlushLocked.
+  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // The next batch, collected until committed.
+  // Batches are numbered from 1 as FlushLocked takes them; the last one taken and the last one
+  // durable; whether one is being committed now.
+  uint64_t batches_taken_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batches_durable_ ABSL_GUARDED_BY(mu_) = 0;
+  bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  // Commits that failed since this process started: a call that waited across a change of it
+  // saw changes that ReloadLocked rolled back.
+  uint64_t failed_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable kbisect::CondVar durable_changed_;  // Signalled when a commit ends.
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
@@ -359,6 +437,7 @@ class Coordinator {
   std::string id_salt_;  // Makes ids unique across coordinator restarts.
   std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // Creation order.
+  uint64_t last_position_ ABSL_GUARDED_BY(mu_) = 0;          // Of the newest job.
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // session -> worker.
@@ -369,6 +448,9 @@ class Coordinator {
   // Journal commits and mutating RPCs since this process started (for the crash points).
   int64_t journal_commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> mutating_replies_{0};
+  absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t dispatch_round_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t candidate_stamp_ ABSL_GUARDED_BY(mu_) = 0;
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Not OK while the store cannot be written (see the top of this file): why.

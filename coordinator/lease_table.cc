@@ -43,16 +43,23 @@ std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, i
   return hints;
 }
 
+bool Coordinator::IdleLocked(const WorkerEntry& worker) {
+  return !worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
+         worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST;
+}
+
 void Coordinator::DispatchLocked() {
+  const absl::Time now = clock_->Now();
+  last_dispatch_ = now;
   std::vector<WorkerEntry*> idle;
+  const uint64_t round = ++dispatch_round_;
   for (auto& [id, worker] : workers_) {
-    if (!worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
-        worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST) {
-      idle.push_back(&worker);
-    }
+    if (!IdleLocked(worker)) continue;
+    worker.idle_round = round;
+    worker.idle_position = idle.size();
+    idle.push_back(&worker);
   }
   if (idle.empty()) return;
-  const absl::Time now = clock_->Now();
   // Probes orphaned by a restart go back to their own worker first.
   for (auto it = idle.begin(); it != idle.end();) {
     WorkerEntry* worker = *it;
@@ -65,6 +72,7 @@ void Coordinator::DispatchLocked() {
       const std::vector<std::string> active = job->second.job->ActiveTaskIds();
       if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
       LeaseTaskLocked(job_id, job->second, *worker, std::move(task), now);
+      worker->idle_round = 0;
       leased = true;
     }
     it = leased ? idle.erase(it) : it + 1;
@@ -74,28 +82,97 @@ void Coordinator::DispatchLocked() {
     if (idle.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
+    // A job that has as many tasks running as its spec's max_workers hands out nothing
+    // (BisectJob::TakeTasks respects the cap), and a TakeTasks that hands out nothing leaves no
+    // trace (see ApplyLocked): it is not asked. Its running tasks are at least its live leases.
+    const int cap = entry.job->status().spec().max_workers();
+    if (cap > 0 && entry.live_leases >= cap) continue;
     const std::string hardware_class = JobHardwareClassLocked(entry);
     std::vector<WorkerEntry*> eligible;
-    for (WorkerEntry* worker : idle) {
-      if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
-        eligible.push_back(worker);
+    if (cap > 0) {
+      eligible = CandidatesLocked(entry, idle, hardware_class, cap - entry.live_leases);
+    } else {
+      for (WorkerEntry* worker : idle) {
+        if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
+          eligible.push_back(worker);
+        }
       }
     }
     if (eligible.empty()) continue;
     std::vector<std::string> names;
     for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
+    // A job that just handed these workers (or some of them) nothing, and has not changed since,
+    // would say the same: only time alone could change its answer, so it is asked again after
+    // kRedispatchPeriod. This keeps each result from asking every waiting job again.
+    std::vector<std::string> sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    if (entry.declined && entry.changes == entry.declined_changes &&
+        now - entry.declined_time < kRedispatchPeriod &&
+        std::includes(entry.declined_workers.begin(), entry.declined_workers.end(), sorted.begin(),
+                      sorted.end())) {
+      continue;
+    }
     JournalEntry take;
     take.kind = JournalEntry::Kind::kTakeTasks;
     take.time = now;
     take.workers = std::move(names);
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;
+    if (entry.declined) {
+      entry.declined_changes = entry.changes;
+      entry.declined_time = now;
+      entry.declined_workers = std::move(sorted);
+    }
     for (BisectJob::Assignment& assignment : tasks) {
       WorkerEntry* worker = &workers_.at(assignment.worker);
       LeaseTaskLocked(job_id, entry, *worker, std::move(assignment.task), now);
+      worker->idle_round = 0;
       idle.erase(std::find(idle.begin(), idle.end(), worker));
     }
   }
+}
+
+std::vector<Coordinator::WorkerEntry*> Coordinator::CandidatesLocked(
+    JobEntry& entry, const std::vector<WorkerEntry*>& idle, const std::string& hardware_class,
+    int room) {
+  // A capped job cannot use more than `room` new workers, and asking it about every idle worker
+  // of a large cluster costs each dispatch O(jobs x workers), makes the job keep a record of each
+  // (which its next dispatches iterate), and journals them all. So it is asked about the idle
+  // workers that worked in it (tasks pinned to a worker, its calibrations, the nearest checkouts
+  // are theirs) and at most `room` others, preferring those it was asked about before. Workers
+  // are stamped as they are looked at, so that each is considered once and no lookup by name or
+  // scan of a set is needed.
+  const uint64_t round = dispatch_round_;
+  const uint64_t stamp = ++candidate_stamp_;
+  auto eligible = [&](const WorkerEntry* worker) {
+    return worker->candidate_stamp != stamp && worker->idle_round == round &&
+           (hardware_class.empty() || worker->identity.hardware_class() == hardware_class);
+  };
+  std::vector<WorkerEntry*> out;
+  for (WorkerEntry* worker : entry.used_workers) {
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    out.push_back(worker);
+  }
+  for (WorkerEntry* worker : entry.offered) {
+    if (room <= 0) break;  // And no new one below.
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    out.push_back(worker);
+    --room;
+  }
+  for (WorkerEntry* worker : idle) {
+    if (room <= 0) break;
+    if (!eligible(worker)) continue;
+    worker->candidate_stamp = stamp;
+    entry.offered.push_back(worker);
+    out.push_back(worker);
+    --room;
+  }
+  std::sort(out.begin(), out.end(), [](const WorkerEntry* a, const WorkerEntry* b) {
+    return a->idle_position < b->idle_position;
+  });
+  return out;
 }
 
 void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
@@ -119,8 +196,10 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
   started.worker = worker.worker_id;
   started.attempt = lease.attempt;
   ApplyLocked(job_id, entry, std::move(started));
+  ++entry.live_leases;
   worker.leases.push_back(lease.lease_id);
   worker.pending_assignments.push_back(std::move(message));
+  WakeLocked(worker);
   worker.state = v1::WORKER_STATE_BUSY;
   task_leases_[lease.task_id] = lease.lease_id;
   leases_.emplace(lease.lease_id, std::move(lease));
@@ -151,11 +230,14 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);
     worker->second.pending_cancellations.push_back(std::move(cancel));
+    WakeLocked(worker->second);
   }
   changed_.SignalAll();
 }
 
 void Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+  // Called once per lease, as it leaves kActive.
+  if (auto job = jobs_.find(lease.job_id); job != jobs_.end()) --job->second.live_leases;
   auto worker = workers_.find(lease.worker_id);
   if (worker != workers_.end()) {
     auto& leases = worker->second.leases;

@@ -1,8 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator, persistence: every call on a job goes through ApplyLocked (journaled unless
-// replaying), FlushLocked commits the journal, and Recover rebuilds the jobs from it after a
-// restart.
+// replaying), FlushLocked commits the journal (group commit), and Recover rebuilds the jobs from
+// it after a restart.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -34,6 +34,7 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       // idle workers polling a job that has nothing for them would otherwise grow the journal
       // with every heartbeat. This relies on BisectJob::TakeTasks keeping that property.
       journal = !out.assignments.empty();
+      entry.declined = !journal;
       if (replaying_) {
         for (const BisectJob::Assignment& assignment : out.assignments) {
           replayed_tasks_[assignment.task.task_id()] = {assignment.worker, assignment.task};
@@ -42,11 +43,16 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       break;
     case JournalEntry::Kind::kTaskStarted:
       task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
+      if (entry.workers_used.insert(call.worker).second) {
+        auto worker = workers_.find(call.worker);
+        if (worker != workers_.end()) entry.used_workers.push_back(&worker->second);
+      }
       if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
       break;
     default:
       break;
   }
+  if (journal) ++entry.changes;
   if (replaying_) {
     entry.journal_sequence = call.sequence;
   } else if (journal && store_ != nullptr) {
@@ -58,36 +64,82 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
 }
 
 absl::Status Coordinator::FlushLocked() {
-  if (store_ == nullptr || pending_.empty()) return absl::OkStatus();
-  // Reads only: what is pending (rebuilding may journal) waits for TryWritingAgainLocked.
-  if (!store_failure_.ok()) return RefusalLocked(false);
-  const bool journal = pending_.changes_jobs();
-  const absl::Status committed = store_->Commit(pending_);
-  if (!committed.ok() && options_.abort_on_store_failure) {
-    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
-              << "; stopping so that running the same command again resumes from the last "
-                 "committed state\n"
-              << std::flush;
-    std::abort();
-  }
-  if (!committed.ok()) {
-    // Memory is now ahead of the disk: back to what the disk has, as a restart would do, and
-    // reads only until a write succeeds again.
-    store_failure_ = committed;
-    last_write_check_ = clock_->Now();
-    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
-              << "; serving reads only (no new jobs) until a write succeeds again\n"
-              << std::flush;
-    ReloadLocked();
-    return RefusalLocked(false);
-  }
-  pending_ = StoreChanges();
-  ++coordinator_internal::commits_on_this_thread;
-  if (journal && options_.crash_points.after_commit > 0 &&
-      ++journal_commits_ == options_.crash_points.after_commit) {
-    CrashAtPoint("after journal commit", journal_commits_);
+  if (store_ == nullptr) return absl::OkStatus();
+  // Reads only: memory is what the store has (ReloadLocked), and what is pending (rebuilding may
+  // journal) waits for TryWritingAgainLocked. No commit is in flight then.
+  if (!store_failure_.ok()) return pending_.empty() ? absl::OkStatus() : RefusalLocked(false);
+  const uint64_t failures = failed_commits_;
+  // Everything this call may have seen or changed: the pending batch, else the one in flight.
+  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  while (batches_durable_ < target) {
+    // The batch this call waited on (or one before it) failed: its changes were rolled back.
+    if (failed_commits_ != failures) return RefusalLocked(false);
+    if (committing_) {
+      durable_changed_.Wait(&mu_);
+      continue;
+    }
+    if (pending_.empty()) break;  // Cannot happen: what was taken is durable once none commits.
+    // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
+    // (the calls that run meanwhile collect the next batch).
+    const StoreChanges batch = std::exchange(pending_, StoreChanges());
+    const bool journal = batch.changes_jobs();
+    const uint64_t number = ++batches_taken_;
+    committing_ = true;
+    mu_.Unlock();
+    const absl::Status committed = store_->Commit(batch);
+    mu_.Lock();
+    committing_ = false;
+    if (!committed.ok() && options_.abort_on_store_failure) {
+      std::cerr << "kbisect: cannot persist the job state: " << committed.message()
+                << "; stopping so that running the same command again resumes from the last "
+                   "committed state\n"
+                << std::flush;
+      std::abort();
+    }
+    if (!committed.ok()) {
+      // Memory is now ahead of the disk, by this batch and the next one collected meanwhile:
+      // back to what the disk has, as a restart would do, once (the calls waiting on either
+      // batch see failed_commits_ change and refuse), and reads only until a write succeeds.
+      store_failure_ = committed;
+      last_write_check_ = clock_->Now();
+      ++failed_commits_;
+      std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
+                << "; serving reads only (no new jobs) until a write succeeds again\n"
+                << std::flush;
+      ReloadLocked();
+      // Nothing taken is in flight any more: a later batch starts from a clean count.
+      batches_durable_ = batches_taken_;
+      durable_changed_.SignalAll();
+      return RefusalLocked(false);
+    }
+    batches_durable_ = number;
+    durable_changed_.SignalAll();
+    ++coordinator_internal::commits_on_this_thread;
+    // A batch is one journal commit, whichever call led it.
+    if (journal && options_.crash_points.after_commit > 0 &&
+        ++journal_commits_ == options_.crash_points.after_commit) {
+      CrashAtPoint("after journal commit", journal_commits_);
+    }
   }
   return absl::OkStatus();
+}
+
+absl::Status Coordinator::AwaitDurableLocked() const {
+  if (store_ == nullptr) return absl::OkStatus();
+  const uint64_t failures = failed_commits_;
+  // The calls whose changes are pending are in FlushLocked (they hold the lock until then), and
+  // one of them leads the next commit once the one in flight is done.
+  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  while (true) {
+    // What this call saw was rolled back by a failed commit: it must not be shown.
+    if (failed_commits_ != failures) return RefusalLocked(false);
+    // Reads only: memory is what the store has (ReloadLocked), and nothing commits.
+    if (!store_failure_.ok()) return absl::OkStatus();
+    if (batches_durable_ >= target || (!committing_ && pending_.empty())) {
+      return absl::OkStatus();
+    }
+    durable_changed_.Wait(&mu_);
+  }
 }
 
 absl::Status Coordinator::RefusalLocked(bool worker_call) const {
@@ -127,6 +179,9 @@ void Coordinator::ReloadLocked() {
               << std::flush;
     std::abort();
   }
+  // Each long poll waits on its own worker's condition variable: woken, it finds its session
+  // gone.
+  for (const auto& [worker_id, worker] : workers_) WakeLocked(worker);
   jobs_.clear();
   job_order_.clear();
   request_ids_.clear();
@@ -241,6 +296,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     if (ordered.insert(job_id).second) order.push_back(job_id);
   }
   job_order_ = std::move(order);
+  last_position_ = 0;
+  for (const std::string& job_id : job_order_) jobs_.at(job_id).position = ++last_position_;
   for (auto& [job_id, entry] : jobs_) {
     entry.has_stored_final = false;
     entry.stored_final.Clear();

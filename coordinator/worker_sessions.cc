@@ -53,6 +53,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
       }
     }
     sessions_.erase(worker->session_id);
+    WakeLocked(*worker);  // Its poll under the old session ends.
     // Leases of the previous session survive only if the worker still holds them.
     std::vector<std::string> keep;
     for (const std::string& lease_id : worker->leases) {
@@ -143,9 +144,11 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
                                              "open a new session"));
   }
   const absl::Time now = clock_->Now();
+  const bool was_idle = IdleLocked(*worker);
   worker->last_seen = now;
   worker->draining = request.draining();
   const uint64_t sequence = ++worker->poll_sequence;
+  WakeLocked(*worker);  // A poll it left behind returns empty-handed.
   v1::SynchronizeResponse response;
 
   // Renew the leases the worker reports; tell it to drop the ones that are dead.
@@ -178,7 +181,13 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
                   : worker->leases.empty() ? v1::WORKER_STATE_IDLE
                                            : v1::WORKER_STATE_BUSY;
-  DispatchLocked();
+  // Every other change dispatched when it was made, so a heartbeat that frees no worker and
+  // loses no lease finds nothing new to hand out, except what time alone changed (a result
+  // overdue, see PlanDispatch): that is looked at again every kRedispatchPeriod.
+  if (!lost.empty() || (!was_idle && IdleLocked(*worker)) ||
+      now - last_dispatch_ >= kRedispatchPeriod) {
+    DispatchLocked();
+  }
 
   const absl::Duration wait = request.has_wait()
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
@@ -196,8 +205,9 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
     // The deadline is on the coordinator's clock: a FakeClock test advances it to end the poll.
     const absl::Time deadline = clock_->Now() + wait;
+    const std::shared_ptr<kbisect::CondVar> wake = worker->wake;
     while (!has_news()) {
-      if (clock_->WaitWithDeadline(&changed_, &mu_, deadline)) break;
+      if (clock_->WaitWithDeadline(wake.get(), &mu_, deadline)) break;
     }
   }
   worker = WorkerForSessionLocked(session_id);
@@ -295,6 +305,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   }
   LoseOrphansLocked(*worker, "it closed its session");
   sessions_.erase(request.session_id());
+  WakeLocked(*worker);
   worker->session_id.clear();
   worker->ready = false;
   worker->state = v1::WORKER_STATE_LOST;

@@ -1,9 +1,10 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator::WriteLock, shared by the files that implement Coordinator: it locks the
-// coordinator's mutex and, on unlocking, first commits the journal entries collected meanwhile
-// (so a reply never acknowledges a change a restart would lose); and Coordinator::ReplyPoint,
-// the test-only crash point before a mutating RPC's reply. Private to coordinator/.
+// coordinator's mutex and, on unlocking, first waits until the journal entries collected meanwhile
+// are committed (FlushLocked, with those of the calls unlocking alongside), so a reply never
+// acknowledges a change a restart would lose; and Coordinator::ReplyPoint, the test-only crash
+// point before a mutating RPC's reply. Private to coordinator/.
 #ifndef KBISECT_COORDINATOR_WRITE_LOCK_H_
 #define KBISECT_COORDINATOR_WRITE_LOCK_H_
 
