@@ -15,7 +15,8 @@ if [ ! -f "$dir/CMakeCache.txt" ]; then
     -DKBISECT_THREAD_SAFETY=ON >/dev/null
 fi
 # The generated headers every TU includes (the protoc step only, not the library).
-ninja -C "$dir" proto/gen/kbisect/v1/kbisect.pb.h proto/gen/kbisect/v1/kbisect.grpc.pb.h >/dev/null
+ninja -C "$dir" proto/gen/kbisect/v1/kbisect.pb.h proto/gen/kbisect/v1/kbisect.grpc.pb.h \
+  proto/gen/grpc/health/v1/health.pb.h proto/gen/grpc/health/v1/health.grpc.pb.h >/dev/null
 # One line per project TU (the generated code has no -Wthread-safety and is left out).
 python3 - "$dir" > "$dir/tsa-commands.txt" <<'PY'
 import json, shlex, sys
