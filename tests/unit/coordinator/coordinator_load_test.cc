@@ -16,18 +16,12 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/fake_repository_view.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/recovery_testing.h"
 
 namespace kbisect {
 namespace {
 
-v1::JobSpec Spec() {
-  v1::JobSpec spec;
-  spec.set_repository("/repo");
-  spec.set_good("v1");
-  spec.add_bench_command("./bench.sh");
-  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  return spec;
-}
+using ::kbisect::testing::Spec;  // The job spec the coordinator tests share.
 
 v1::TaskResult Measure(const v1::Task& task, int culprit) {
   v1::TaskResult result;
