@@ -276,14 +276,24 @@ v1::OpenSessionRequest OpenRequest(const std::string& name) {
   return request;
 }
 
-TEST(GroupCommitTest, CallsFinishingDuringACommitShareTheNextAndAnswerOnceDurable) {
-  FakeClock clock;
-  FakeRepositoryView repos(16);
-  GatedJobStore store;
-  CoordinatorOptions options;
-  options.store = &store;
-  Coordinator coordinator(options, &repos, &clock);
+// A coordinator over a GatedJobStore, whose commits a test holds and releases.
+class GroupCommitTest : public ::testing::Test {
+ protected:
+  GroupCommitTest() : repos(16), coordinator(Options(&store), &repos, &clock) {}
 
+  static CoordinatorOptions Options(JobStore* store) {
+    CoordinatorOptions options;
+    options.store = store;
+    return options;
+  }
+
+  FakeClock clock;
+  FakeRepositoryView repos;
+  GatedJobStore store;
+  Coordinator coordinator;
+};
+
+TEST_F(GroupCommitTest, CallsFinishingDuringACommitShareTheNextAndAnswerOnceDurable) {
   store.Close();
   std::atomic<int> answered{0};
   std::atomic<int> durable_when_answered{0};
@@ -308,14 +318,7 @@ TEST(GroupCommitTest, CallsFinishingDuringACommitShareTheNextAndAnswerOnceDurabl
   EXPECT_GE(store.commits(), 2);
 }
 
-TEST(GroupCommitTest, AReaderIsShownOnlyWhatIsDurable) {
-  FakeClock clock;
-  FakeRepositoryView repos(16);
-  GatedJobStore store;
-  CoordinatorOptions options;
-  options.store = &store;
-  Coordinator coordinator(options, &repos, &clock);
-
+TEST_F(GroupCommitTest, AReaderIsShownOnlyWhatIsDurable) {
   store.Close();
   std::thread submit([&] {
     v1::SubmitJobRequest request;
@@ -340,13 +343,7 @@ TEST(GroupCommitTest, AReaderIsShownOnlyWhatIsDurable) {
   EXPECT_EQ(stored->jobs.size(), 1u);
 }
 
-TEST(GroupCommitTest, AFailedBatchRefusesEveryCallWaitingOnItAndReloadsOnce) {
-  FakeClock clock;
-  FakeRepositoryView repos(16);
-  GatedJobStore store;
-  CoordinatorOptions options;
-  options.store = &store;
-  Coordinator coordinator(options, &repos, &clock);
+TEST_F(GroupCommitTest, AFailedBatchRefusesEveryCallWaitingOnItAndReloadsOnce) {
   v1::SubmitJobRequest submit;
   *submit.mutable_spec() = Spec();
   absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator.SubmitJob(submit);
