@@ -120,10 +120,7 @@ void BisectJob::EvaluateBaselines(absl::Time now) {
     return;
   }
   if (assessment.more_runs > 0) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
-         nullptr, now);
-    book_.Extend(calibration_.good_probe(), assessment.more_runs);
-    book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+    MeasureBaselinesAgain(assessment, now);
     return;
   }
   RecordBaselines(assessment);
@@ -164,6 +161,13 @@ bool BisectJob::FinishIfNoStep(const BaselineAssessment& assessment, absl::Time 
   return false;
 }
 
+void BisectJob::MeasureBaselinesAgain(const BaselineAssessment& assessment, absl::Time now) {
+  Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason), nullptr,
+       now);
+  book_.Extend(calibration_.good_probe(), assessment.more_runs);
+  book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+}
+
 void BisectJob::RecordBaselines(const BaselineAssessment& assessment) {
   const v1::Probe& good = book_.probe(calibration_.good_probe());
   const v1::Probe& bad = book_.probe(calibration_.bad_probe());
@@ -188,10 +192,7 @@ void BisectJob::SettleEndpoint(absl::Time now) {
   assessed_noise_ = calibration_.ObservedNoise();
   const BaselineAssessment assessment = AssessEndpoints();
   if (assessment.more_runs > 0) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason),
-         nullptr, now);
-    book_.Extend(calibration_.good_probe(), assessment.more_runs);
-    book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+    MeasureBaselinesAgain(assessment, now);
     status_.set_state(v1::JOB_STATE_BASELINES);
     JudgeEveryVerdictAgain(now);
     return;

@@ -202,6 +202,8 @@ class BisectJob {
   // else records the baselines in the new frame and judges every verdict again if the stand-in
   // GPU had an offset.
   void SettleEndpoint(absl::Time now);
+  // Warns that the baselines are unclear and queues assessment.more_runs more runs of each.
+  void MeasureBaselinesAgain(const BaselineAssessment& assessment, absl::Time now);
   // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
   void RecordBaselines(const BaselineAssessment& assessment);
   // Judges the baselines again when the noise the probes show has grown past what they were
