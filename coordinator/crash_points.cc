@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/crash_points.h"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -44,7 +45,12 @@ void CrashAtPoint(const char* what, int64_t n) {
   // write(2) only: nothing buffered, nothing that could block on a lock held elsewhere.
   ssize_t written = write(STDERR_FILENO, line.data(), line.size());
   (void)written;
-  _exit(kCrashPointExitCode);
+  // The exit_group system call itself, not _exit: under ThreadSanitizer _exit is intercepted
+  // and first finalizes the tool, while the other threads keep serving (they replied to RPCs
+  // after the crash point, and the process never ended); exit_group ends every thread at once,
+  // as a kill -9 does, in every build.
+  syscall(SYS_exit_group, kCrashPointExitCode);
+  _exit(kCrashPointExitCode);  // Not reached.
 }
 
 }  // namespace kbisect
