@@ -97,6 +97,17 @@ bool GlobMatch(std::string_view glob, std::string_view path) {
   return glob[0] == path[0] && GlobMatch(glob.substr(1), path.substr(1));
 }
 
+bool GlobCanMatchBelow(std::string_view glob, std::string_view dir) {
+  std::string_view fixed = glob.substr(0, std::min(glob.find_first_of("*?"), glob.size()));
+  const size_t slash = fixed.rfind('/');
+  fixed = slash == std::string_view::npos ? std::string_view() : fixed.substr(0, slash + 1);
+  const std::string below = std::string(dir) + "/";
+  auto starts_with = [](std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+  };
+  return starts_with(fixed, below) || starts_with(below, fixed);
+}
+
 absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec,
                                                         const ManifestInputs& inputs) {
   namespace fs = std::filesystem;
@@ -113,6 +124,9 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
   // Harness files: the globs over the checkout (without .git), plus the command's own files.
   std::set<std::string> paths;
   size_t left_out = 0;
+  // The walk costs what the globs can match: a tree of thousands of files outside them (a
+  // 2,000-file checkout took 35 ms a probe with fs::relative and no pruning) is not visited, and
+  // paths are made relative lexically (fs::relative resolves every component with system calls).
   for (fs::recursive_directory_iterator
            it(root, fs::directory_options::skip_permission_denied, error),
        end;
@@ -121,8 +135,15 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
       it.disable_recursion_pending();
       continue;
     }
+    const std::string rel = it->path().lexically_relative(root).generic_string();
+    if (it->is_directory(error)) {
+      const bool wanted =
+          std::any_of(spec.harness_globs.begin(), spec.harness_globs.end(),
+                      [&](const std::string& g) { return GlobCanMatchBelow(g, rel); });
+      if (!wanted) it.disable_recursion_pending();
+      continue;
+    }
     if (!it->is_regular_file(error)) continue;
-    const std::string rel = fs::relative(it->path(), root, error).generic_string();
     for (const std::string& g : spec.harness_globs) {
       if (GlobMatch(g, rel)) {
         if (paths.size() < kMaxHarnessFiles) {

@@ -54,6 +54,12 @@ ManifestSpec ManifestSpecFromEnv(const std::map<std::string, std::string>& env);
 // Returns true if `path` ('/'-separated, relative) matches `glob` (see ManifestSpec).
 bool GlobMatch(std::string_view glob, std::string_view path);
 
+// Whether some path below the directory `dir` (relative, without a trailing '/') could match
+// `glob`: false only when the glob's fixed leading directories (those before its first '*' or
+// '?') lead elsewhere, e.g. "benchmarks/**" below "src". CollectManifest does not descend into
+// directories no glob can match below.
+bool GlobCanMatchBelow(std::string_view glob, std::string_view dir);
+
 // Where and how the benchmark runs.
 struct ManifestInputs {
   // The checkout the benchmark runs in. Required.

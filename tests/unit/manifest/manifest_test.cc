@@ -30,6 +30,42 @@ TEST(GlobMatchTest, StarsAndQuestionMarks) {
   EXPECT_TRUE(GlobMatch("**/*.yml", ".github/workflows/bench.yml"));
 }
 
+TEST(GlobCanMatchBelowTest, OnlyTheGlobsFixedLeadingDirectoriesPrune) {
+  EXPECT_TRUE(GlobCanMatchBelow("benchmarks/**", "benchmarks"));
+  EXPECT_TRUE(GlobCanMatchBelow("benchmarks/**", "benchmarks/sub/deeper"));
+  EXPECT_FALSE(GlobCanMatchBelow("benchmarks/**", "src"));
+  EXPECT_FALSE(GlobCanMatchBelow("benchmarks/**", "benchmarks2"));
+  EXPECT_TRUE(GlobCanMatchBelow(".github/workflows/**", ".github"));
+  EXPECT_FALSE(GlobCanMatchBelow(".github/workflows/**", ".github/actions"));
+  // A wildcard in the first component, or before any '/', can match below any directory.
+  EXPECT_TRUE(GlobCanMatchBelow("**/*.yml", "src/deep"));
+  EXPECT_TRUE(GlobCanMatchBelow("bench*/x.py", "src"));
+  EXPECT_TRUE(GlobCanMatchBelow("*.py", "src"));
+  EXPECT_TRUE(GlobCanMatchBelow("tools/b?/run.sh", "tools/bx"));
+  EXPECT_FALSE(GlobCanMatchBelow("tools/b?/run.sh", "src"));
+}
+
+TEST(CollectManifestTest, FindsHarnessFilesDeepBelowAndSkipsTheRestOfTheTree) {
+  testing::TempDir dir("manifest-walk-test");
+  ASSERT_EQ(testing::RunShell("mkdir -p " + dir.Join("src/benchmarks") + " " +
+                              dir.Join("benchmarks/a/b") + " " + dir.Join("tools/bx"))
+                .exit_code,
+            0);
+  Write(dir.Join("benchmarks/a/b/deep.py"), "deep\n");
+  Write(dir.Join("src/benchmarks/not_harness.py"), "no\n");  // Not "benchmarks/**".
+  Write(dir.Join("src/ci.yml"), "yes\n");                    // "**/*.yml" reaches it.
+  Write(dir.Join("tools/bx/run.sh"), "yes\n");
+  ManifestSpec spec;
+  spec.harness_globs = {"benchmarks/**", "**/*.yml", "tools/b?/run.sh"};
+  ManifestInputs in;
+  in.dir = dir.path();
+  absl::StatusOr<v1::MeasurementManifest> m = CollectManifest(spec, in);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<std::string> paths;
+  for (const v1::HarnessFile& f : m->harness_files()) paths.push_back(f.path());
+  EXPECT_THAT(paths, ElementsAre("benchmarks/a/b/deep.py", "src/ci.yml", "tools/bx/run.sh"));
+}
+
 TEST(ManifestSpecTest, FromTheTaskEnvironment) {
   ManifestSpec spec =
       ManifestSpecFromEnv({{kManifestHarnessEnv, "bench/**, tools/*.sh"},
