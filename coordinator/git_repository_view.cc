@@ -38,6 +38,29 @@ v1::CommitRef ToCommitRef(const CommitInfo& info, int index) {
   return ref;
 }
 
+// A failed fetch of `repository` by the coordinator. The coordinator was reached, so a network
+// failure of the fetch (UNAVAILABLE, which clients read as "cannot reach the coordinator", or
+// the INTERNAL/UNKNOWN libgit2 gives a refused connection) becomes FAILED_PRECONDITION; codes
+// that say something about the request (NOT_FOUND, PERMISSION_DENIED...) stay. The message says
+// whose fetch failed and what to check.
+absl::Status CannotFetch(const std::string& repository, const absl::Status& fetched) {
+  absl::StatusCode code = fetched.code();
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      code = absl::StatusCode::kFailedPrecondition;
+      break;
+    default:
+      break;
+  }
+  return absl::Status(
+      code, absl::StrCat("the coordinator cannot fetch ", repository, ": ", fetched.message(),
+                         ". Check the URL, and that the coordinator's host can reach it and "
+                         "has credentials for it."));
+}
+
 bool IsFullCommitId(const std::string& rev) {
   return rev.size() == 40 &&
          std::all_of(rev.begin(), rev.end(), [](char c) { return absl::ascii_isxdigit(c); });
@@ -64,8 +87,7 @@ class GitRepositoryView : public RepositoryView {
     ASSIGN_OR_RETURN(std::string good, repo->ResolveCommit(spec.good()));
     ASSIGN_OR_RETURN(std::string bad, repo->ResolveCommit(bad_rev));
     ASSIGN_OR_RETURN(std::vector<std::string> shas,
-                     repo->CommitRange(good, bad,
-                                       spec.history() != v1::HISTORY_MODE_ALL_COMMITS));
+                     repo->CommitRange(good, bad, spec.history() != v1::HISTORY_MODE_ALL_COMMITS));
     std::vector<v1::CommitRef> commits;
     commits.reserve(shas.size());
     for (size_t i = 0; i < shas.size(); ++i) {
@@ -123,10 +145,11 @@ class GitRepositoryView : public RepositoryView {
     if (it != repos_.end() && !(refresh && LooksLikeUrl(repository))) return it->second.get();
     std::string path = repository;
     if (LooksLikeUrl(repository)) {
-      const std::string mirror = absl::StrCat(cache_dir_, "/coordinator-mirrors/",
-                                              MirrorKey(repository),
-                                              ".git");
-      RETURN_IF_ERROR(FetchIntoMirror(repository, mirror));
+      const std::string mirror =
+          absl::StrCat(cache_dir_, "/coordinator-mirrors/", MirrorKey(repository), ".git");
+      if (absl::Status fetched = FetchIntoMirror(repository, mirror); !fetched.ok()) {
+        return CannotFetch(repository, fetched);
+      }
       path = mirror;
     }
     ASSIGN_OR_RETURN(std::unique_ptr<GitRepo> repo, GitRepo::Open(path));

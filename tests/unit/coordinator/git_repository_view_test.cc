@@ -69,6 +69,18 @@ TEST_F(GitRepositoryViewTest, NamesAreFetchedFreshAndFullIdsResolveFromTheMirror
   EXPECT_EQ(Shas(*unmirrored), (std::vector<std::string>{fourth, fifth}));
 }
 
+TEST_F(GitRepositoryViewTest, AFetchThatFailsSaysTheCoordinatorCannotFetchNotThatItIsDown) {
+  v1::JobSpec spec = Spec(first_, "main");
+  // Nothing listens on port 1: the fetch fails at once with a network error.
+  spec.set_repository("http://127.0.0.1:1/nothing.git");
+  auto range = view_->ResolveRange(spec);
+  ASSERT_FALSE(range.ok());
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kFailedPrecondition) << range.status();
+  EXPECT_THAT(range.status().message(),
+              ::testing::HasSubstr("the coordinator cannot fetch http://127.0.0.1:1/nothing.git"));
+  EXPECT_THAT(range.status().message(), ::testing::HasSubstr("Check the URL"));
+}
+
 TEST_F(GitRepositoryViewTest, EveryCommitCarriesItsTreeId) {
   // A revert brings back the tree of the merge: two commits, one tree.
   const std::string changed = source_.Commit("change c", {{"c.txt", "changed\n"}});
