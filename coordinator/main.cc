@@ -34,15 +34,16 @@
 #include "common/exec/signals.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
+#include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/crash_points.h"
-#include "coordinator/job_store.h"
-#include "coordinator/result_cache.h"
-#include "coordinator/metrics.h"
 #include "coordinator/job_pages.h"
+#include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
 #include "coordinator/metrics_http.h"
 #include "coordinator/repository_view.h"
+#include "coordinator/result_cache.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 
@@ -76,99 +77,6 @@ std::string DefaultStateDir() {
   }
   return "/tmp/kbisect-state";
 }
-
-// Short, stable labels for log lines.
-const char* StateLabel(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED:
-      return "queued";
-    case v1::JOB_STATE_BASELINES:
-      return "baselines";
-    case v1::JOB_STATE_BISECTING:
-      return "bisecting";
-    case v1::JOB_STATE_CONFIRMING:
-      return "confirming";
-    case v1::JOB_STATE_FOLLOWING_UP:
-      return "following_up";
-    case v1::JOB_STATE_DONE:
-      return "done";
-    case v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    case v1::JOB_STATE_FAILED:
-      return "failed";
-    default:
-      return "unknown";
-  }
-}
-
-const char* WorkerStateLabel(v1::WorkerState state) {
-  switch (state) {
-    case v1::WORKER_STATE_IDLE:
-      return "idle";
-    case v1::WORKER_STATE_BUSY:
-      return "busy";
-    case v1::WORKER_STATE_DRAINING:
-      return "draining";
-    case v1::WORKER_STATE_LOST:
-      return "lost";
-    default:
-      return "unknown";
-  }
-}
-
-// Logs one line per job state change and per worker arrival or loss, by comparing snapshots.
-class ChangeLogger {
- public:
-  ChangeLogger(Coordinator* coordinator, const Logger* log) : coordinator_(coordinator), log_(log) {}
-
-  // Records the current states without logging them (the jobs recovered at start).
-  void Prime() {
-    quiet_ = true;
-    Poll();
-    quiet_ = false;
-  }
-
-  void Poll() {
-    v1::ListJobsRequest request;
-    request.set_page_size(1000);
-    const v1::ListJobsResponse jobs = coordinator_->ListJobs(request);
-    for (const v1::JobSummary& job : jobs.jobs()) {
-      const int state = job.state();
-      auto [it, inserted] = job_states_.emplace(job.job_id(), state);
-      if (!inserted && it->second == state) continue;
-      it->second = state;
-      std::string line = absl::StrCat("job ", job.job_id(), " ", StateLabel(job.state()));
-      if (inserted)
-        absl::StrAppend(&line, " (", job.repository(), " ", job.good(), "..",
-                        job.bad().empty() ? "HEAD" : job.bad(), ")");
-      if (!job.culprit_sha().empty()) absl::StrAppend(&line, " culprit ", job.culprit_sha());
-      if (!quiet_) {
-        log_->Info(line, {{"job", job.job_id()},
-                          {"state", StateLabel(job.state())},
-                          {"culprit", job.culprit_sha()}});
-      }
-    }
-    const v1::ListWorkersResponse workers = coordinator_->ListWorkers();
-    for (const v1::Worker& worker : workers.workers()) {
-      const bool lost = worker.state() == v1::WORKER_STATE_LOST;
-      auto [it, inserted] = worker_lost_.emplace(worker.worker_id(), lost);
-      if (!inserted && it->second == lost) continue;
-      it->second = lost;
-      log_->Info(absl::StrCat("worker ", worker.worker_id(), " ", WorkerStateLabel(worker.state()),
-                              " (", worker.identity().hardware_class_label(), ")"),
-                 {{"worker", worker.worker_id()},
-                  {"state", WorkerStateLabel(worker.state())},
-                  {"hardware_class", worker.identity().hardware_class()}});
-    }
-  }
-
- private:
-  Coordinator* const coordinator_;
-  const Logger* const log_;
-  std::map<std::string, int> job_states_;
-  std::map<std::string, bool> worker_lost_;
-  bool quiet_ = false;
-};
 
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
@@ -281,8 +189,8 @@ int Main(int argc, char** argv) {
   const std::string cache_dir = state_dir + "/repositories";
   std::filesystem::create_directories(cache_dir, error);
   if (error) {
-    log.Error(absl::StrCat("cannot create the state directory ", state_dir, ": ",
-                           error.message(), "; pick another with --state-dir"));
+    log.Error(absl::StrCat("cannot create the state directory ", state_dir, ": ", error.message(),
+                           "; pick another with --state-dir"));
     return 1;
   }
 
@@ -373,14 +281,14 @@ int Main(int argc, char** argv) {
              {{"port", absl::StrCat(metrics->port())}});
   }
   const std::string host = listen.substr(0, listen.rfind(':'));
-  log.Info(absl::StrCat("listening on ", host, ":", (*server)->port(),
-                        *credentials == nullptr ? " (plaintext)" : " (TLS)",
-                        tls.client_ca_file.empty() ? "" : ", client certificates verified",
-                        tls.token.empty() ? "" : ", bearer token accepted", "; state in ",
-                        state_dir),
-           {{"port", absl::StrCat((*server)->port())},
-            {"tls", *credentials == nullptr ? "false" : "true"},
-            {"state_dir", state_dir}});
+  log.Info(
+      absl::StrCat("listening on ", host, ":", (*server)->port(),
+                   *credentials == nullptr ? " (plaintext)" : " (TLS)",
+                   tls.client_ca_file.empty() ? "" : ", client certificates verified",
+                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ", state_dir),
+      {{"port", absl::StrCat((*server)->port())},
+       {"tls", *credentials == nullptr ? "false" : "true"},
+       {"state_dir", state_dir}});
   if (!port_file.empty()) {
     // Written to a temporary name and renamed, so a reader never sees a partial number.
     const std::string temporary = port_file + ".tmp";

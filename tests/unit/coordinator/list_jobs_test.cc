@@ -6,12 +6,16 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/log/log.h"
+#include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/fake_repository_view.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 
@@ -20,7 +24,8 @@ namespace {
 
 constexpr int kJobs = 10000;
 
-using ::kbisect::testing::Spec;  // The job spec the coordinator tests share.
+using ::kbisect::testing::Spec;
+using ::testing::HasSubstr;  // The job spec the coordinator tests share.
 
 std::string JobId(int i) { return absl::StrFormat("job-stored-%05d", i); }
 
@@ -160,6 +165,36 @@ TEST_F(ListJobsTest, JobsSubmittedDuringAWalkNeitherRepeatNorHideStoredOnes) {
   EXPECT_EQ(ids.back(), JobId(0));
   // A new walk starts with them.
   EXPECT_NE(coordinator_.ListJobs(v1::ListJobsRequest()).jobs(0).job_id(), JobId(kJobs - 1));
+}
+
+// The daemon's change log over the 10,000 stored jobs (decision 45): a job far below the newest
+// page that ends is logged, a new job is logged once with its range, and nothing is logged twice.
+TEST_F(ListJobsTest, TheChangeLogSeesAJobEndFarBelowTheNewestPage) {
+  std::ostringstream out;
+  const Logger log("kbisect-coordinator", LogFormat::kText, &out);
+  ChangeLogger changes(&coordinator_, &log);
+  changes.Prime();
+  EXPECT_EQ(out.str(), "");  // Recovered jobs are recorded, not logged.
+  // Job 1 is queued (not cancelled: i % 3 != 0) and 9,998 jobs are newer.
+  ASSERT_TRUE(coordinator_.CancelJob(JobId(1), "test").ok());
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_.SubmitJob(submit);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  changes.Poll();
+  const std::string first = out.str();
+  EXPECT_THAT(first, HasSubstr(absl::StrCat("job ", JobId(1), " cancelled")));
+  EXPECT_THAT(first,
+              HasSubstr(absl::StrCat("job ", submitted->job_id(), " baselines (/repo v1..HEAD)")));
+  changes.Poll();
+  EXPECT_EQ(out.str(), first);  // Nothing changed: nothing logged.
+  // A job submitted and cancelled between two polls is logged too (the newest page).
+  submitted = coordinator_.SubmitJob(submit);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  ASSERT_TRUE(coordinator_.CancelJob(submitted->job_id(), "test").ok());
+  changes.Poll();
+  EXPECT_THAT(out.str().substr(first.size()),
+              HasSubstr(absl::StrCat("job ", submitted->job_id(), " cancelled (/repo v1..HEAD)")));
 }
 
 TEST_F(ListJobsTest, AnUnreadableTokenStartsFromTheNewestJob) {
