@@ -324,7 +324,9 @@ class Coordinator {
   // saw was rolled back by a failed commit meanwhile: they must not show it.
   absl::Status AwaitDurableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // While the store cannot be written: the error of a call that would change something; a
-  // worker's call (`worker_call`) gets UNAVAILABLE, a client's what to do.
+  // worker's call (`worker_call`) gets UNAVAILABLE, a client's what to do. When the store takes
+  // writes again (a call whose batch failed woke after a later write succeeded): UNAVAILABLE or
+  // ABORTED, "retry".
   absl::Status RefusalLocked(bool worker_call) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ListJobs' page from what memory holds now.
   v1::ListJobsResponse ListJobsLocked(const v1::ListJobsRequest& request) const

@@ -143,6 +143,14 @@ absl::Status Coordinator::AwaitDurableLocked() const {
 }
 
 absl::Status Coordinator::RefusalLocked(bool worker_call) const {
+  if (store_failure_.ok()) {
+    // A commit this call waited on failed and its change was rolled back, and a later write
+    // succeeded before the call woke (TryWritingAgainLocked): the state takes writes again.
+    const std::string message =
+        "the coordinator could not store this change (a write of its job state failed while "
+        "the call waited, and the change was rolled back); it takes writes again: retry";
+    return worker_call ? absl::UnavailableError(message) : absl::AbortedError(message);
+  }
   const std::string what =
       absl::StrCat("the coordinator cannot write its job state (", store_failure_.message(), ")");
   if (worker_call) {
