@@ -187,6 +187,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
       }
     }
   }
+  SpeculateConfirmations(plan, &out);
   // Queue entries that are done (cancelled) are dropped.
   book_.DropDoneFromQueue();
   if (!out.empty()) UpdateProgress();
@@ -330,7 +331,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   }
 
   if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
-    ConcludeConfirmation(probe, result, now);
+    ConcludeConfirmation(probe, entry.task, result, now);
     return std::exchange(to_cancel_, {});
   }
   if (measured && !pass_fail_) CheckCachedResults(entry.probe, now);
@@ -454,7 +455,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     v1::TaskResult failed;
     failed.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
     failed.set_message(probe.message());
-    ConcludeConfirmation(probe, failed, now);
+    ConcludeConfirmation(probe, entry.task, failed, now);
     UpdateProgress();
     return std::exchange(to_cancel_, {});
   }

@@ -29,6 +29,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -294,8 +295,25 @@ class BisectJob {
   bool Settled() const;
   bool ConfirmationTasksPending() const;
   void QueueConfirmationTasks(int tasks, int pairs_per_task);
+  // Speculative confirmation (coordinator/job/speculative_confirmation.cc): hands the workers the
+  // plan left idle in the search's last round a pair of each possible culprit.
+  void SpeculateConfirmations(const DispatchPlan& plan, std::vector<Assignment>* out);
+  // The pairs the search would give the confirmation of (`last_good`, `culprit`): the samples of
+  // both commits one worker measured or measures now (ReusableConfirmationSets, ahead).
+  int ExpectedReusedPairs(int last_good, int culprit) const;
+  // True when `task` (a confirmation) measures the culprit whose confirmation has started.
+  bool ConfirmationStartedFor(const v1::Task& task) const;
+  // Keeps the pairs of a speculative task that finished before its culprit's confirmation.
+  void KeepSpeculativePairs(const v1::Probe& probe, const v1::Task& task,
+                            const v1::TaskResult& result);
+  // Adds the kept pairs of the culprit to `confirmation` and cancels the speculative tasks of
+  // other commits; returns the culprit's speculative pairs, measured or still running.
+  int AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time now);
+  // Cancels every unfinished confirmation task (the confirmation needs no fresh pair).
+  void CancelSpeculation(absl::Time now);
   // Records one confirmation task's pairs; judges once no confirmation task is left.
-  void ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result, absl::Time now);
+  void ConcludeConfirmation(const v1::Probe& probe, const v1::Task& task,
+                            const v1::TaskResult& result, absl::Time now);
   // Judges every set: confirmed, more pairs, or unconfirmed.
   void JudgeConfirmationNow(absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
@@ -333,6 +351,10 @@ class BisectJob {
   bool early_confirmation_ = false;
   int confirm_last_good_ = 0;
   int confirm_first_bad_ = 0;
+  // Speculative confirmation: the commits given a pair ahead of the search's end, and the pairs
+  // that finished before their culprit's confirmation started, by (culprit, last-good sha).
+  std::set<int> speculated_;
+  std::map<std::pair<int, std::string>, std::vector<v1::ConfirmationPairs>> speculative_sets_;
 };
 
 }  // namespace kbisect

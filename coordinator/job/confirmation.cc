@@ -37,6 +37,44 @@ ConfirmationPlan PlanConfirmation(int needed, int reused, double sigma, double s
   return plan;
 }
 
+std::vector<int> SpeculationCandidates(const BisectSearch& search,
+                                       const std::set<int>& speculated) {
+  std::vector<int> candidates;
+  if (search.Done() || !search.PlanProbes(1).empty()) return candidates;
+  for (int c = search.first_bad(); c > search.last_good(); --c) {
+    if (speculated.count(c) == 0) candidates.push_back(c);
+  }
+  return candidates;
+}
+
+std::vector<SpeculationCandidate> ChooseSpeculation(std::vector<SpeculationCandidate> candidates,
+                                                    int spare) {
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const SpeculationCandidate& a, const SpeculationCandidate& b) {
+                     return a.pairs_needed < b.pairs_needed;
+                   });
+  std::vector<SpeculationCandidate> chosen;
+  for (const SpeculationCandidate& candidate : candidates) {
+    if (candidate.pairs_needed <= 0 || candidate.pairs_needed > spare) continue;
+    spare -= candidate.pairs_needed;
+    chosen.push_back(candidate);
+  }
+  return chosen;
+}
+
+ConfirmationPlan LessSpeculativePairs(const ConfirmationPlan& plan, int speculative_pairs) {
+  ConfirmationPlan rest = plan;
+  const int fresh = plan.tasks * plan.pairs_per_task - std::max(0, speculative_pairs);
+  if (fresh <= 0) {
+    rest.tasks = 0;
+    rest.pairs_per_task = 0;
+    return rest;
+  }
+  rest.tasks = std::clamp(plan.tasks, 1, fresh);
+  rest.pairs_per_task = (fresh + rest.tasks - 1) / rest.tasks;
+  return rest;
+}
+
 namespace {
 
 // Every set's samples divided by its own last-good median, pooled; only interleaved sets when

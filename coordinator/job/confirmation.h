@@ -12,9 +12,11 @@
 #ifndef KBISECT_COORDINATOR_JOB_CONFIRMATION_H_
 #define KBISECT_COORDINATOR_JOB_CONFIRMATION_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/search/bisect_search.h"
 #include "coordinator/job/probe_classifier.h"
 
 namespace kbisect {
@@ -56,6 +58,35 @@ struct ConfirmationPlan {
 // negligible and the reused pairs suffice; otherwise at least one fresh pair, so the step is
 // reproduced interleaved), spread over up to `workers` tasks.
 ConfirmationPlan PlanConfirmation(int needed, int reused, double sigma, double step, int workers);
+
+// Speculative confirmation (decision 46): in the search's last round the workers that have
+// nothing to probe measure confirmation pairs for the commits that may turn out to be the
+// culprit, so that the confirmation does not add a measurement span after the search.
+//
+// The candidates to measure ahead: only when no point is left to place (every commit of the
+// open interval is decided or in flight) and the search is not done. Each commit c of
+// (last_good, first_bad] may then be the culprit, with c - 1 its last-good; returns those not in
+// `speculated`, first_bad first (the culprit if every probe in flight comes back GOOD), then
+// downwards.
+std::vector<int> SpeculationCandidates(const BisectSearch& search, const std::set<int>& speculated);
+
+// A possible culprit and the fresh pairs its confirmation would still need if it were the one
+// (PlanConfirmation with the same-worker samples it would have).
+struct SpeculationCandidate {
+  int culprit = 0;
+  int pairs_needed = 0;
+};
+
+// Which candidates get their pairs measured ahead with `spare` one-pair tasks: the cheapest
+// first (ties in the order given), each only when all its pairs fit, since a confirmation that
+// still lacks one pair takes a measurement span after the search all the same. Candidates that
+// need no pair are left out.
+std::vector<SpeculationCandidate> ChooseSpeculation(std::vector<SpeculationCandidate> candidates,
+                                                    int spare);
+
+// `plan` less `speculative_pairs` fresh pairs of the culprit already measured or running: the
+// fresh pairs still to queue, over at most plan.tasks tasks (none when those cover the plan).
+ConfirmationPlan LessSpeculativePairs(const ConfirmationPlan& plan, int speculative_pairs);
 
 // Judges every set together: each set's samples are divided by its own last-good median, so
 // that each worker's offset cancels, and the pooled ratios are judged by JudgeConfirmation (its

@@ -208,6 +208,7 @@ void BisectJob::StartConfirmation(absl::Time now, bool early) {
   const ConfirmationPlan plan = PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
   if (plan.tasks == 0) {
     // Nothing to measure: judged from the search's samples, once they are final.
+    CancelSpeculation(now);
     if (early) {
       status_.clear_confirmation();
     } else {
@@ -215,16 +216,20 @@ void BisectJob::StartConfirmation(absl::Time now, bool early) {
     }
     return;
   }
+  // Pairs measured ahead in the last round count; the other commits' are cancelled.
+  const int speculative = AdoptSpeculativePairs(confirmation, now);
+  const ConfirmationPlan rest = LessSpeculativePairs(plan, speculative);
   if (early) {
     early_confirmation_ = true;
     confirm_last_good_ = search_.last_good();
     confirm_first_bad_ = search_.first_bad();
   }
-  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
+  if (rest.tasks > 0) QueueConfirmationTasks(rest.tasks, rest.pairs_per_task);
   Emit(v1::JOB_EVENT_KIND_WARNING,
        ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                      plan.tasks, plan.pairs_per_task, reused),
+                      rest.tasks, rest.pairs_per_task, reused, speculative),
        nullptr, now);
+  if (!early && !ConfirmationTasksPending()) JudgeConfirmationNow(now);
 }
 
 void BisectJob::QueueConfirmationTasks(int tasks, int pairs_per_task) {
@@ -270,8 +275,13 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
   }
 }
 
-void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::TaskResult& result,
-                                     absl::Time now) {
+void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::Task& task,
+                                     const v1::TaskResult& result, absl::Time now) {
+  if (!ConfirmationStartedFor(task)) {
+    // Measured ahead, in the search's last round: kept for its culprit's confirmation.
+    KeepSpeculativePairs(probe, task, result);
+    return;
+  }
   v1::Confirmation* confirmation = status_.mutable_confirmation();
   if (result.outcome() == v1::TASK_OUTCOME_SUCCEEDED && result.samples_size() > 0 &&
       result.paired_samples_size() > 0) {
@@ -356,7 +366,7 @@ void BisectJob::JudgeConfirmationNow(absl::Time now) {
     QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
     Emit(v1::JOB_EVENT_KIND_WARNING,
          ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                        plan.tasks, plan.pairs_per_task, 0),
+                        plan.tasks, plan.pairs_per_task, 0, 0),
          nullptr, now);
     return;
   }

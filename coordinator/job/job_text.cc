@@ -251,14 +251,33 @@ std::string MergeCulpritText(const std::string& culprit, bool descend_merges) {
 }
 
 std::string ConfirmingText(const std::string& last_good, const std::string& culprit, int tasks,
-                           int pairs_per_task, int reused_pairs) {
-  std::string reused =
-      reused_pairs > 0 ? absl::StrFormat(" (besides %d pairs the search already has)", reused_pairs)
-                       : "";
+                           int pairs_per_task, int reused_pairs, int speculative_pairs) {
+  std::string besides;
+  if (reused_pairs > 0) {
+    besides = absl::StrFormat("%d pair%s the search already has", reused_pairs,
+                              reused_pairs == 1 ? "" : "s");
+  }
+  if (speculative_pairs > 0) {
+    absl::StrAppend(
+        &besides, besides.empty() ? "" : " and ",
+        absl::StrFormat("%d measured during the search's last round", speculative_pairs));
+  }
+  if (tasks == 0) {
+    return absl::StrFormat("Confirming: %s and %s interleaved, with the %s", ShortSha(last_good),
+                           ShortSha(culprit), besides);
+  }
   return absl::StrFormat(
       "Confirming: re-measuring %s and %s interleaved, %d pair%s on each of %d worker%s%s",
       ShortSha(last_good), ShortSha(culprit), pairs_per_task, pairs_per_task == 1 ? "" : "s", tasks,
-      tasks == 1 ? "" : "s", reused);
+      tasks == 1 ? "" : "s", besides.empty() ? "" : absl::StrCat(" (besides ", besides, ")"));
+}
+
+std::string SpeculationNotTheCulpritText() {
+  return "not needed: measured ahead in case this commit was the culprit, and it is not";
+}
+
+std::string SpeculationNotNeededText() {
+  return "not needed: the search's own samples confirm the culprit";
 }
 
 std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,

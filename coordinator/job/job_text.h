@@ -104,8 +104,14 @@ std::string MultipleStepsText(double share, bool all_culprits, const std::string
 std::string MergeCulpritText(const std::string& culprit, bool descend_merges);
 
 // The confirmation: started, judged, and when the step did not reproduce.
+// `tasks` fresh tasks of `pairs_per_task` pairs, besides `reused_pairs` from the search's probes
+// and `speculative_pairs` measured during its last round (decision 46).
 std::string ConfirmingText(const std::string& last_good, const std::string& culprit, int tasks,
-                           int pairs_per_task, int reused_pairs);
+                           int pairs_per_task, int reused_pairs, int speculative_pairs);
+// Why a confirmation task measured ahead is cancelled: its commit is not the culprit, or the
+// confirmation needs no fresh pair.
+std::string SpeculationNotTheCulpritText();
+std::string SpeculationNotNeededText();
 std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
                                     const std::vector<std::string>& workers, int fresh_pairs,
                                     int reused_pairs);

@@ -2,12 +2,65 @@
 #include "coordinator/job/confirmation.h"
 
 #include <cmath>
+#include <set>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
 namespace {
+
+TEST(SpeculationTest, OnlyInTheLastRoundEveryPossibleCulpritFromFirstBadDown) {
+  BisectSearch search(100);
+  ASSERT_TRUE(search.Record(40, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(44, Verdict::kBad).ok());
+  // 41, 42, 43 are left: nothing is in flight, so it is not the last round yet.
+  EXPECT_TRUE(SpeculationCandidates(search, {}).empty());
+  search.MarkInFlight(41);
+  search.MarkInFlight(42);
+  EXPECT_TRUE(SpeculationCandidates(search, {}).empty());  // 43 can still be placed.
+  search.MarkInFlight(43);
+  EXPECT_THAT(SpeculationCandidates(search, {}), ::testing::ElementsAre(44, 43, 42, 41));
+  EXPECT_THAT(SpeculationCandidates(search, {44, 42}), ::testing::ElementsAre(43, 41));
+  ASSERT_TRUE(search.Record(41, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(42, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(43, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Done());
+  EXPECT_TRUE(SpeculationCandidates(search, {}).empty());  // Done: the confirmation proper.
+}
+
+TEST(SpeculationTest, CheapestCandidatesFirstAndOnlyWhenAllTheirPairsFit) {
+  const std::vector<SpeculationCandidate> candidates = {{44, 3}, {43, 1}, {42, 3}, {41, 0}};
+  auto culprits = [](const std::vector<SpeculationCandidate>& chosen) {
+    std::vector<int> out;
+    for (const SpeculationCandidate& c : chosen) out.push_back(c.culprit);
+    return out;
+  };
+  EXPECT_THAT(culprits(ChooseSpeculation(candidates, 1)), ::testing::ElementsAre(43));
+  EXPECT_THAT(culprits(ChooseSpeculation(candidates, 3)), ::testing::ElementsAre(43));
+  EXPECT_THAT(culprits(ChooseSpeculation(candidates, 4)), ::testing::ElementsAre(43, 44));
+  EXPECT_THAT(culprits(ChooseSpeculation(candidates, 9)), ::testing::ElementsAre(43, 44, 42));
+  EXPECT_TRUE(ChooseSpeculation(candidates, 0).empty());
+}
+
+TEST(SpeculationTest, PairsMeasuredAheadComeOffThePlan) {
+  ConfirmationPlan plan;
+  plan.tasks = 3;
+  plan.pairs_per_task = 1;
+  plan.reused_pairs = 2;
+  ConfirmationPlan rest = LessSpeculativePairs(plan, 1);
+  EXPECT_EQ(rest.tasks, 2);
+  EXPECT_EQ(rest.pairs_per_task, 1);
+  EXPECT_EQ(rest.reused_pairs, 2);
+  EXPECT_EQ(LessSpeculativePairs(plan, 3).tasks, 0);
+  EXPECT_EQ(LessSpeculativePairs(plan, 5).tasks, 0);
+  plan.tasks = 2;
+  plan.pairs_per_task = 3;  // 6 pairs, 1 measured: 5 left over 2 tasks.
+  rest = LessSpeculativePairs(plan, 1);
+  EXPECT_EQ(rest.tasks, 2);
+  EXPECT_EQ(rest.pairs_per_task, 3);
+}
 
 TEST(ConfirmationTest, PairsFollowTheNoiseAgainstTheStep) {
   // No noise: the user's floor.
