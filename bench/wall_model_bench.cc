@@ -137,6 +137,11 @@ void RunCase(const ModelCase& c, int workers, int build_ahead, int positions, in
 void RunNightlies(int n, int workers, int positions, int seeds, bool trace) {
   double runs_ratio = 0;
   double wall_ratio = 0;
+  double first_wall = 0;
+  double second_wall = 0;
+  double second_worst = 0;
+  double first_runs = 0;
+  double second_runs = 0;
   int right = 0;
   int jobs = 0;
   for (int seed = 1; seed <= seeds * positions; ++seed) {
@@ -156,20 +161,26 @@ void RunNightlies(int n, int workers, int positions, int seeds, bool trace) {
       for (const v1::JobEvent& event : second.events) {
         std::cout << absl::StrFormat(
             "    %7.2f %s\n",
-            absl::ToDoubleSeconds(FromProto(event.time()) -
-                                  FromProto(second.status.create_time())),
+            absl::ToDoubleSeconds(FromProto(event.time()) - FromProto(second.status.create_time())),
             event.message());
       }
     }
     runs_ratio += static_cast<double>(second.bench_runs) / first.bench_runs;
     wall_ratio += second.wall_seconds / first.wall_seconds;
+    first_wall += first.wall_seconds;
+    second_wall += second.wall_seconds;
+    second_worst = std::max(second_worst, second.wall_seconds);
+    first_runs += first.bench_runs;
+    second_runs += second.bench_runs;
     right += second.status.culprit().sha() == first.status.culprit().sha() ? 1 : 0;
     ++jobs;
   }
   std::cout << absl::StrFormat(
       "  d  W=%d  job 2 / job 1: bench runs %.2f (target <= 0.35), wall %.2f (target <= 0.35)"
-      "  same culprit %d/%d\n",
-      workers, runs_ratio / jobs, wall_ratio / jobs, right, jobs);
+      "  same culprit %d/%d\n"
+      "        job 1 %.2f s %.1f runs, job 2 %.2f s (worst %.2f) %.1f runs\n",
+      workers, runs_ratio / jobs, wall_ratio / jobs, right, jobs, first_wall / jobs,
+      first_runs / jobs, second_wall / jobs, second_worst, second_runs / jobs);
 }
 
 }  // namespace

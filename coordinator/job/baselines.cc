@@ -61,8 +61,13 @@ bool BisectJob::ReferenceNotStarted() const {
 int BisectJob::CalibrationRunsNeeded() const {
   // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
   // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
+  // The step is known once the baselines are settled, while the search runs and while the
+  // confirmation does (the calibrations still owed run beside it).
   const int floor = status_.spec().runs_per_commit();
-  if (pass_fail_ || status_.state() != v1::JOB_STATE_BISECTING) return floor;
+  if (pass_fail_ ||
+      (status_.state() != v1::JOB_STATE_BISECTING && status_.state() != v1::JOB_STATE_CONFIRMING)) {
+    return floor;
+  }
   const double step =
       std::fabs(status_.baseline().bad().median() - status_.baseline().good().median());
   const double noise = calibration_.JobNoise();

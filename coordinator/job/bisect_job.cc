@@ -205,7 +205,7 @@ void BisectJob::HandOut(const std::string& worker, const std::string& task_id,
 
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
-  book_.at(id).task.set_runs(CalibrationRunsNeeded());
+  book_.at(id).task.set_runs(CalibrationRunsAtHandOut(worker));
   const int position = book_.at(id).probe;
   calibration_.worker(worker).calibration = position;
   // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel). With a
@@ -405,6 +405,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
 }
 
 void BisectJob::RecheckCalibrations(absl::Time now) {
+  TopUpCalibrations();
   CheckOutliers(now);
   SharpenCalibrations(now);
   SettleProvisional(now);

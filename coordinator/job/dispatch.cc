@@ -74,9 +74,14 @@ int AffordableCalibrations(const BisectSearch& search, int commit_count, int wor
   // (W + 1)^(rounds after this one), capped: beyond n it changes nothing.
   long capacity = 1;
   for (int i = 0; i < rounds_after && capacity <= commit_count; ++i) capacity *= workers + 1;
+  // When this round's points can decide the search whatever they show, a calibration in place
+  // of one of them would add a round to the wall time (the calibrations owed run beside the
+  // confirmation at no cost): only the workers it does not need calibrate.
+  const bool finishes = search.LargestPieceWith(search.PlanProbes(probing)) <= 1;
   int affordable = 0;
   for (int c = 1; c <= std::min(uncalibrated, probing); ++c) {
     const int widest = search.LargestPieceWith(search.PlanProbes(probing - c));
+    if (finishes && widest > 1) break;
     // A round whose points decide the search whatever they show has no later round to lose.
     if (widest > 1 && static_cast<long>(widest) * kCalibrationSlack > capacity) break;
     affordable = c;
@@ -108,9 +113,16 @@ class PlanState {
   }
 
   // Removes and returns the first queued task `worker` may run. A worker that owes its
-  // calibration leaves the confirmation's pairs to others: it calibrates meanwhile.
+  // calibration, or has work queued that only it can do (its calibration queued with the BAD
+  // baseline, which settles the endpoint on one GPU; the runs that complete its calibration),
+  // leaves the confirmation's pairs to others: it does its own work meanwhile, which the job
+  // waits for too.
   std::optional<QueuedTask> TakeQueued(const std::string& worker) {
-    const bool calibrates_first = Owes(worker) && !Worker(worker).calibration_started;
+    const bool own_work_queued =
+        std::any_of(queue_.begin(), queue_.end(),
+                    [&](const QueuedTask& task) { return task.pinned_worker == worker; });
+    const bool calibrates_first =
+        (Owes(worker) && !Worker(worker).calibration_started) || own_work_queued;
     auto it = std::find_if(queue_.begin(), queue_.end(), [&](const QueuedTask& task) {
       if (calibrates_first && task.kind == v1::PROBE_KIND_CONFIRM) return false;
       return task.pinned_worker.empty() || task.pinned_worker == worker;

@@ -8,14 +8,17 @@
 // The policy, in order, for each idle worker (in the order they asked):
 //   1. Quarantined workers get nothing; the spec's max_workers caps the tasks in flight.
 //   2. Queued work it may run (pinned to it or free for anyone: the BAD baseline, extra runs,
-//      retries of lost tasks), first in queue order.
+//      retries of lost tasks), first in queue order; a confirmation pair only once it has no
+//      work of its own queued (BAD's worker's GOOD, the runs that complete its calibration) and
+//      owes no calibration it has not started.
 //   3. A worker that must calibrate (a probe of it failed or could not be decided before it had
 //      a calibration) calibrates. With --exit-code, the first worker without a calibration while
 //      the job has no reference GOOD measures it (with a metric, the reference GOOD is queued for
 //      BAD's worker).
 //   4. Other workers without a calibration calibrate when AffordableCalibrations says the round
 //      bound can afford it (those that owe a calibration first: holders of provisional
-//      verdicts), never in the first wave except one with a build step (DispatchInput::builds);
+//      verdicts) and no point this round could finish the search needs them, never in the first
+//      wave except one with a build step (DispatchInput::builds);
 //      once the search is done those that owe one calibrate (beside the confirmation: no
 //      probing round).
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
@@ -147,8 +150,10 @@ inline constexpr int kCalibrationSlack = 3;
 // probe (the uncalibrated ones included), in round `round` of a job of `workers` slots over
 // `commit_count` commits: the most c such that the widest piece left by the points in flight and
 // the probing - c new points (search.PlanProbes), times kCalibrationSlack, is at most
-// (W + 1)^(R - round), where R = ceil(log_{W+1} n) is the round bound. Calibrations owed once
-// the search is done cost no probing round and are not planned here.
+// (W + 1)^(R - round), where R = ceil(log_{W+1} n) is the round bound. When all `probing`
+// points would leave no piece wider than 1 (this round can finish the search), only the c that
+// still do: a calibration in place of such a point costs a round of wall time. Calibrations
+// owed once the search is done cost no probing round and are not planned here.
 int AffordableCalibrations(const BisectSearch& search, int commit_count, int workers, int round,
                            int probing, int uncalibrated);
 

@@ -169,9 +169,37 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   if (!BaselinesReady()) return;
   EvaluateBaselines(now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
+    TopUpCalibrations();
     SharpenCalibrations(now);
     SettleProvisional(now);
     ClassifyPending(now);
+  }
+}
+
+int BisectJob::CalibrationRunsAtHandOut(const std::string& worker) const {
+  const bool settled =
+      status_.state() == v1::JOB_STATE_BISECTING || status_.state() == v1::JOB_STATE_CONFIRMING;
+  // The worker that will hold the reference GOOD (see Calibrate) measures it as sharply as
+  // --runs asks: the endpoint verdict and every other calibration are judged against it.
+  const bool reference =
+      (calibration_.good_probe() < 0 && pass_fail_) ||
+      (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker());
+  if (pass_fail_ || settled || reference || reuse_.empty()) {
+    return CalibrationRunsNeeded();
+  }
+  return 1;
+}
+
+void BisectJob::TopUpCalibrations() {
+  if (pass_fail_) return;
+  const int needed = CalibrationRunsNeeded();
+  for (auto& [worker, state] : calibration_.workers()) {
+    if (state.quarantined || state.gone || state.calibration < 0) continue;
+    if (state.calibration == calibration_.good_probe()) continue;  // The reference: --runs.
+    const v1::Probe& calibration = book_.probe(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    const int missing = needed - calibration.samples_size();
+    if (missing > 0) book_.Extend(state.calibration, missing);
   }
 }
 

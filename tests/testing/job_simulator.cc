@@ -88,7 +88,8 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   SimulationResult out;
   std::map<std::string, Running> running;  // By task id.
   std::set<std::string> busy;
-  std::map<int, SimulatedBuild> builds;  // By commit index.
+  std::map<int, SimulatedBuild> builds;     // By commit index.
+  std::map<std::string, size_t> log_index;  // Task id -> its entry in out.task_log.
   double now = 0;
   // When a task starting at `start` has commit `index` built: now if built, when the running
   // build ends, or after a build of its own.
@@ -107,6 +108,9 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       if (it == running.end()) continue;
       busy.erase(it->second.worker);
       running.erase(it);
+      if (auto logged = log_index.find(id); logged != log_index.end()) {
+        out.task_log[logged->second].end = now;
+      }
       // Its unfinished builds are killed with it.
       for (auto b = builds.begin(); b != builds.end();) {
         b = b->second.task_id == id && b->second.ready > now ? builds.erase(b) : std::next(b);
@@ -165,6 +169,9 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
         const double span = ready - now + runs * options.run_seconds * (1 + spread);
         busy.insert(a.worker);
         ++out.tasks;
+        log_index[a.task.task_id()] = out.task_log.size();
+        out.task_log.push_back(
+            {a.task.task_id(), a.task.kind(), a.worker, now, -1, std::max(1, a.task.runs())});
         running[a.task.task_id()] = {a.worker, a.task, now + span};
       }
     }
@@ -187,6 +194,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     Running done = next->second;
     running.erase(next);
     busy.erase(done.worker);
+    out.task_log[log_index[done.task.task_id()]].end = now;
     v1::TaskResult result;
     if (broken.count(done.worker) > 0) {
       result.set_outcome(v1::TASK_OUTCOME_BENCH_FAILED);

@@ -62,6 +62,17 @@ struct SimulationOptions {
   std::vector<v1::CachedResult> cached;
 };
 
+// One task as the simulated workers ran it (an extension of a probe is a task of its own, where
+// the probe table keeps only the probe's latest start).
+struct SimulatedTask {
+  std::string task_id;
+  v1::ProbeKind kind = v1::PROBE_KIND_UNSPECIFIED;
+  std::string worker;
+  double start = 0;
+  double end = -1;  // When it finished or was cancelled; -1 if still running at the end.
+  int runs = 0;     // Runs asked for (pairs for a confirmation).
+};
+
 struct SimulationResult {
   v1::JobStatus status;
   std::vector<v1::JobEvent> events;
@@ -71,8 +82,9 @@ struct SimulationResult {
   int builds_ahead = 0;  // Of those, builds ahead.
   // Seconds each task (by id) waited for its commit's build after its checkout.
   std::map<std::string, double> build_wait;
-  int bench_runs = 0;                  // Benchmark runs of finished tasks.
-  std::vector<v1::CommitRef> commits;  // The job's commit list.
+  int bench_runs = 0;                   // Benchmark runs of finished tasks.
+  std::vector<v1::CommitRef> commits;   // The job's commit list.
+  std::vector<SimulatedTask> task_log;  // Every task handed out, in hand-out order.
 };
 
 // Names "w0" .. "w<count-1>", all with factor 1.

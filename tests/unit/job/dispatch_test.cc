@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -189,6 +190,54 @@ TEST(PlanDispatchTest, OnceTheSearchIsDoneOnlyWorkersThatOweACalibrationCalibrat
   plan = PlanDispatch(f.input, kNow);
   ASSERT_EQ(plan.assignments.size(), 1u);
   EXPECT_EQ(plan.assignments[0].worker, "owes");
+}
+
+TEST(PlanDispatchTest, AWorkerDoesItsOwnQueuedWorkBeforeAConfirmationPair) {
+  // BAD's worker's GOOD (queued with BAD) settles the endpoint: the job waits for it, so the
+  // pairs queued in front of it go to other workers.
+  Fixture f(1);
+  f.input.bad_worker = "bad";
+  f.input.bad_task_id = "job/p0";
+  f.input.workers["bad"] = Calibrated(1);
+  f.input.workers["w1"] = Calibrated(1);
+  f.input.queue.push_back({"job/p9", "", v1::PROBE_KIND_CONFIRM, 1, std::nullopt});
+  f.input.queue.push_back({"job/p1", "bad", v1::PROBE_KIND_BASELINE_GOOD, 0, std::nullopt});
+  f.input.idle = {"bad", "w1"};
+  const DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 2u);
+  EXPECT_EQ(plan.assignments[0].worker, "bad");
+  EXPECT_EQ(plan.assignments[0].task_id, "job/p1");
+  EXPECT_EQ(plan.assignments[1].worker, "w1");
+  EXPECT_EQ(plan.assignments[1].task_id, "job/p9");
+}
+
+TEST(PlanDispatchTest, NoCalibrationInPlaceOfAPointThatWouldFinishTheSearch) {
+  // Three commits left in round 2 of 4: three idle workers probe all of them (the calibrations
+  // run beside the confirmation); a fourth, spare, calibrates.
+  for (const int idle : {3, 4}) {
+    SCOPED_TRACE(idle);
+    Fixture f(1000);
+    ASSERT_TRUE(f.search.Record(362, Verdict::kGood).ok());
+    ASSERT_TRUE(f.search.Record(366, Verdict::kBad).ok());
+    f.input.round = 2;
+    f.input.workers["w0"] = Calibrated(362);
+    f.input.idle = {"w0"};
+    for (int i = 1; i < idle; ++i) {
+      const std::string name = absl::StrCat("w", i);
+      f.input.workers[name].owes_calibration = true;
+      f.input.workers[name].checked_out = 366;
+      f.input.idle.push_back(name);
+    }
+    const DispatchPlan plan = PlanDispatch(f.input, kNow);
+    int calibrations = 0;
+    int probes = 0;
+    for (const DispatchAssignment& a : plan.assignments) {
+      calibrations += a.kind == Kind::kCalibrate ? 1 : 0;
+      probes += a.kind == Kind::kProbe ? 1 : 0;
+    }
+    EXPECT_EQ(probes, 3);
+    EXPECT_EQ(calibrations, idle - 3);
+  }
 }
 
 TEST(TypicalSpanTest, LeavesOutEachWorkersFirstMeasurementWhileOthersExist) {
