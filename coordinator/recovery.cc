@@ -84,9 +84,17 @@ absl::Status Coordinator::FlushLocked() {
     const StoreChanges batch = std::exchange(pending_, StoreChanges());
     const bool journal = batch.changes_jobs();
     const uint64_t number = ++batches_taken_;
+    // The mailboxes waiting for this batch are notified as soon as it is durable, before the
+    // lock is taken again: a woken poll answers without the lock, and the queue for it is long
+    // under load. Those that deposit into this batch while it commits are notified below.
+    std::vector<std::shared_ptr<WorkerMailbox>> waiting = std::exchange(notify_pending_, {});
     committing_ = true;
     mu_.Unlock();
     const absl::Status committed = store_->Commit(batch);
+    if (committed.ok()) {
+      durable_batches_.store(number);  // Batches commit one at a time, in order.
+      for (const std::shared_ptr<WorkerMailbox>& mailbox : waiting) mailbox->Notify();
+    }
     mu_.Lock();
     committing_ = false;
     if (!committed.ok() && options_.abort_on_store_failure) {
@@ -108,11 +116,14 @@ absl::Status Coordinator::FlushLocked() {
                 << std::flush;
       ReloadLocked();
       // Nothing taken is in flight any more: a later batch starts from a clean count.
-      batches_durable_ = batches_taken_;
+      SetDurableLocked(batches_taken_);
       durable_changed_.SignalAll();
       return RefusalLocked(false);
     }
-    batches_durable_ = number;
+    SetDurableLocked(number);
+    for (const std::shared_ptr<WorkerMailbox>& mailbox : std::exchange(notify_in_flight_, {})) {
+      mailbox->Notify();
+    }
     durable_changed_.SignalAll();
     ++coordinator_internal::commits_on_this_thread;
     // A batch is one journal commit, whichever call led it.
@@ -122,6 +133,21 @@ absl::Status Coordinator::FlushLocked() {
     }
   }
   return absl::OkStatus();
+}
+
+uint64_t Coordinator::BatchOfChangesLocked() const {
+  return pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+}
+
+void Coordinator::NotifyWhenDurableLocked(const std::shared_ptr<WorkerMailbox>& mailbox,
+                                          uint64_t batch) {
+  if (batch <= batches_durable_) return;  // The deposit woke the poll itself.
+  (batch > batches_taken_ ? notify_pending_ : notify_in_flight_).push_back(mailbox);
+}
+
+void Coordinator::SetDurableLocked(uint64_t batch) {
+  batches_durable_ = batch;
+  durable_batches_.store(batch);
 }
 
 absl::Status Coordinator::AwaitDurableLocked() const {
@@ -179,9 +205,10 @@ void Coordinator::ReloadLocked() {
               << std::flush;
     std::abort();
   }
-  // Each long poll waits on its own worker's condition variable: woken, it finds its session
-  // gone.
-  for (const auto& [worker_id, worker] : workers_) WakeLocked(worker);
+  // Each long poll waits on its session's mailbox: closed, it finds its session gone.
+  for (auto& [worker_id, worker] : workers_) CloseMailboxLocked(worker);
+  notify_pending_.clear();
+  notify_in_flight_.clear();
   jobs_.clear();
   job_order_.clear();
   request_ids_.clear();
