@@ -318,6 +318,18 @@ class Coordinator {
   // store (once, see the top of this file), and every call waiting on that batch gets the refusal
   // a client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a call whose reply shows none of its changes until they are durable by other means (a
+  // Synchronize: its mailbox holds each assignment and cancellation until its batch is): commits
+  // what is pending when no commit is in flight, else leaves it to the leader of the one in
+  // flight, and returns without waiting, the lock held.
+  void KickFlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leads one commit of the pending batch, the lock released meanwhile. False when it failed
+  // (memory was rebuilt from the store, reads only).
+  bool CommitBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a leader's own batch: commits what KickFlushLocked left to it, up to kUnwaitedCommits
+  // batches.
+  void CommitUnwaitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr int kUnwaitedCommits = 4;
   // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
   // so nothing a client is shown is lost by a crash. Returns RefusalLocked(false) when what they
   // saw was rolled back by a failed commit meanwhile: they must not show it.
@@ -460,6 +472,8 @@ class Coordinator {
   uint64_t batches_taken_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t batches_durable_ ABSL_GUARDED_BY(mu_) = 0;
   bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  // KickFlushLocked left changes pending for the leader of the batch in flight.
+  bool unwaited_changes_ ABSL_GUARDED_BY(mu_) = false;
   // Commits that failed since this process started: a call that waited across a change of it
   // saw changes that ReloadLocked rolled back.
   uint64_t failed_commits_ ABSL_GUARDED_BY(mu_) = 0;

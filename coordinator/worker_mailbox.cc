@@ -98,8 +98,8 @@ WorkerMailbox::Outcome WorkerMailbox::Await(uint64_t sequence, Clock* clock, abs
 uint64_t WorkerMailbox::BeginPollWithoutChanges(absl::Time now) {
   kbisect::MutexLock lock(&mu_);
   // Every assignment here is of an active lease, so equal counts mean none was delivered.
-  if (closed_ || !ready_ || !cancellations_.empty() ||
-      static_cast<int>(assignments_.size()) != active_leases_) {
+  // (A cancellation is of a lease no longer active: delivering it changes nothing either.)
+  if (closed_ || !ready_ || static_cast<int>(assignments_.size()) != active_leases_) {
     return 0;
   }
   wake_.SignalAll();  // A poll left behind returns empty-handed.

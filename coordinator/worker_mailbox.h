@@ -81,8 +81,8 @@ class WorkerMailbox {
   Outcome Await(uint64_t sequence, Clock* clock, absl::Time deadline, Delivery* delivery)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Begins the poll of a Synchronize that would change nothing in the coordinator (it reports no
-  // lease, is ready for work and not draining): when the worker is ready by its standing, no
-  // cancellation waits here, and every active lease it holds is an assignment waiting here (none
+  // lease, is ready for work and not draining): when the worker is ready by its standing and
+  // every active lease it holds is an assignment waiting here (none
   // was delivered, so the heartbeat would renew no lease and lose none, and frees no worker), it
   // begins a poll (as BeginPoll), records `now` as the worker's heartbeat and returns the poll's
   // sequence for Await. Otherwise it returns 0 and changes nothing: the call takes the

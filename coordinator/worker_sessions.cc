@@ -158,7 +158,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
                                   : absl::ZeroDuration();
   // A poll that would change nothing here (no lease reported, ready, not draining, and by the
-  // worker's standing in its mailbox no lease delivered and none to cancel) waits on the
+  // worker's standing in its mailbox no lease delivered) waits on the
   // session's mailbox without the coordinator's mutex, whose queue would otherwise be its whole
   // latency under load. Its heartbeat is recorded in the mailbox. It skips the dispatch that a
   // heartbeat makes every kRedispatchPeriod for what time alone changes, so it is taken only
@@ -181,7 +181,9 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   uint64_t sequence = 0;
   absl::Time deadline;
   {
-    WriteLock lock(this);
+    // Its reply shows only what the mailbox holds, each item once its batch is durable, so it
+    // does not wait for the commit in flight (under load, a wait for the lock once more).
+    WriteLock lock(this, /*wait=*/false);
     if (absl::Status begun =
             BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
         !begun.ok()) {
@@ -202,6 +204,9 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AwaitSynchronize(
     return FinishSynchronize(std::move(response), std::move(delivery));
   }
   WriteLock lock(this);
+  // A commit failed meanwhile (memory was rebuilt, the mailbox closed): what the poll may have
+  // been handed was rolled back.
+  if (!store_failure_.ok()) return RefusalLocked(true);
   const std::string& session_id = request.session_id();
   WorkerEntry* worker = WorkerForSessionLocked(session_id);
   if (worker == nullptr) {
@@ -274,8 +279,6 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
   const absl::Duration wait = request.has_wait()
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
                                   : absl::ZeroDuration();
-  // Waiting releases the lock: what changed so far is committed first.
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
   *deadline = response->cancellations_size() == 0 && wait > absl::ZeroDuration()
                   ? clock_->Now() + wait
                   : absl::InfinitePast();
