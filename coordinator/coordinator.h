@@ -33,9 +33,15 @@
 // included, gets the refusal instead of what it saw (failed_commits_), so nothing rolled back is
 // acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit aborts.
 //
-// Thread-safety: every public method may be called from any thread; one mutex guards all state.
-// The journal is collected under that mutex and committed one batch at a time, in order, so the
-// journal's order is the order of the calls.
+// Thread-safety: every public method may be called from any thread; one mutex guards all state
+// but what a worker's long poll picks up. The journal is collected under that mutex and committed
+// one batch at a time, in order, so the journal's order is the order of the calls. Each worker
+// session has a mailbox (coordinator/worker_mailbox.h) with its own small mutex: the leases and
+// cancellations handed to the worker wait there, each stamped with the journal batch that must be
+// durable first, and its Synchronize long poll waits there and answers from there without the
+// coordinator's mutex. A poll that would change nothing in the coordinator (it reports no lease
+// and none was delivered to it) does not take that mutex at all. Lock order: the coordinator's
+// mutex, sessions_mu_, a mailbox's.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
@@ -326,10 +332,9 @@ class Coordinator {
   // Leads one commit of the pending batch, the lock released meanwhile. False when it failed
   // (memory was rebuilt from the store, reads only).
   bool CommitBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a leader's own batch: commits what KickFlushLocked left to it, up to kUnwaitedCommits
-  // batches.
+  // After a leader's own batch: commits what KickFlushLocked left to it, batch after batch until
+  // none is left.
   void CommitUnwaitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static constexpr int kUnwaitedCommits = 4;
   // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
   // so nothing a client is shown is lost by a crash. Returns RefusalLocked(false) when what they
   // saw was rolled back by a failed commit meanwhile: they must not show it.

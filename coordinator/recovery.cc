@@ -96,11 +96,10 @@ void Coordinator::KickFlushLocked() {
 }
 
 void Coordinator::CommitUnwaitedLocked() {
-  // Bounded so that a leader's own reply is not held up for long; changes left over are taken by
-  // the next call that flushes (every mutating call does, and ExpireLeases four times a second).
-  for (int i = 0; i < kUnwaitedCommits && unwaited_changes_ && !pending_.empty() && !committing_ &&
-                  store_failure_.ok();
-       ++i) {
+  // Until none is left: every pending change is then one that a call in FlushLocked waits for
+  // (and one of those leads its commit), which AwaitDurableLocked relies on. It ends once the
+  // Synchronize calls leave no change during a commit.
+  while (unwaited_changes_ && !pending_.empty() && !committing_ && store_failure_.ok()) {
     if (!CommitBatchLocked()) return;
   }
 }
