@@ -158,11 +158,11 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
                                   : absl::ZeroDuration();
   // A poll that would change nothing here (no lease reported, ready, not draining, and by the
-  // worker's standing in its mailbox no lease delivered) waits on the
-  // session's mailbox without the coordinator's mutex, whose queue would otherwise be its whole
-  // latency under load. Its heartbeat is recorded in the mailbox. It skips the dispatch that a
-  // heartbeat makes every kRedispatchPeriod for what time alone changes, so it is taken only
-  // while some call dispatched within that period.
+  // worker's standing in its mailbox no lease delivered) waits on the session's mailbox without
+  // the coordinator's mutex, whose queue would otherwise be its whole latency under load. Its
+  // heartbeat is recorded in the mailbox. It skips the dispatch that a heartbeat makes every
+  // kRedispatchPeriod for what time alone changes, so it is taken only while some call
+  // dispatched within that period.
   if (request.leases_size() == 0 && request.ready_for_work() && !request.draining() &&
       request.build_ahead_slots() == 0) {
     if (std::shared_ptr<WorkerMailbox> mailbox = MailboxForSession(request.session_id())) {
