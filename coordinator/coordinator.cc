@@ -80,7 +80,11 @@ void Coordinator::Shutdown() {
   kbisect::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
-  for (const auto& [id, worker] : workers_) WakeLocked(worker);
+  // Each long poll waits on its session's mailbox: closed, it asks the coordinator, which is
+  // shutting down.
+  for (auto& [id, worker] : workers_) {
+    if (worker.mailbox != nullptr) worker.mailbox->Close();
+  }
 }
 
 std::string Coordinator::NewId(const char* prefix) {

@@ -33,14 +33,21 @@
 // included, gets the refusal instead of what it saw (failed_commits_), so nothing rolled back is
 // acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit aborts.
 //
-// Thread-safety: every public method may be called from any thread; one mutex guards all state.
-// The journal is collected under that mutex and committed one batch at a time, in order, so the
-// journal's order is the order of the calls.
+// Thread-safety: every public method may be called from any thread; one mutex guards all state
+// but what a worker's long poll picks up. The journal is collected under that mutex and committed
+// one batch at a time, in order, so the journal's order is the order of the calls. Each worker
+// session has a mailbox (coordinator/worker_mailbox.h) with its own small mutex: the leases and
+// cancellations handed to the worker wait there, each stamped with the journal batch that must be
+// durable first, and its Synchronize long poll waits there and answers from there without the
+// coordinator's mutex. A poll that would change nothing in the coordinator (it reports no lease
+// and none was delivered to it) does not take that mutex at all. Lock order: the coordinator's
+// mutex, sessions_mu_, a mailbox's.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -59,6 +66,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/repository_view.h"
 #include "coordinator/result_cache.h"
+#include "coordinator/worker_mailbox.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -262,18 +270,15 @@ class Coordinator {
     bool ready = false;
     bool draining = false;
     std::vector<std::string> leases;  // Active lease ids.
-    std::vector<v1::Lease> pending_assignments;
-    std::vector<v1::LeaseCancellation> pending_cancellations;
+    // Its session's mailbox (coordinator/worker_mailbox.h): the assignments and cancellations
+    // its long poll picks up, and the poll's sequence; null while it has no session. Every
+    // assignment waiting there is of a lease in `leases`. A new session gets a new mailbox and
+    // the old one is closed, so a poll of the old session never takes what the new one is given.
+    std::shared_ptr<WorkerMailbox> mailbox;
+    // Its last call under the coordinator's mutex (LastSeenLocked adds the mailbox's heartbeat).
     absl::Time last_seen;
     absl::Time connect_time;
     int tasks_completed = 0;
-    // Incremented by every Synchronize; a long poll superseded by a newer call of the same
-    // worker (e.g. one the worker abandoned) returns empty-handed, so it can never swallow an
-    // assignment the worker would not see.
-    uint64_t poll_sequence = 0;
-    // What its long poll waits on: signalled (WakeLocked) when the poll has news, so a change
-    // wakes the one poll it concerns, not every worker's.
-    std::shared_ptr<kbisect::CondVar> wake = std::make_shared<kbisect::CondVar>();
     // Set by DispatchLocked while the worker is idle in dispatch round `idle_round`: its place in
     // that round's idle list.
     uint64_t idle_round = 0;
@@ -319,6 +324,17 @@ class Coordinator {
   // store (once, see the top of this file), and every call waiting on that batch gets the refusal
   // a client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a call whose reply shows none of its changes until they are durable by other means (a
+  // Synchronize: its mailbox holds each assignment and cancellation until its batch is): commits
+  // what is pending when no commit is in flight, else leaves it to the leader of the one in
+  // flight, and returns without waiting, the lock held.
+  void KickFlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leads one commit of the pending batch, the lock released meanwhile. False when it failed
+  // (memory was rebuilt from the store, reads only).
+  bool CommitBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a leader's own batch: commits what KickFlushLocked left to it, batch after batch until
+  // none is left.
+  void CommitUnwaitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
   // so nothing a client is shown is lost by a crash. Returns RefusalLocked(false) when what they
   // saw was rolled back by a failed commit meanwhile: they must not show it.
@@ -360,9 +376,41 @@ class Coordinator {
   std::vector<WorkerEntry*> CandidatesLocked(JobEntry& entry, const std::vector<WorkerEntry*>& idle,
                                              const std::string& hardware_class, int room)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes the worker's long poll: an assignment or cancellation for it, or its session or poll
-  // replaced.
-  static void WakeLocked(const WorkerEntry& worker) { worker.wake->SignalAll(); }
+  // Tells the worker's mailbox what TakeWithoutChanges needs to know of it (ready for work, its
+  // active leases). Called after every change of those.
+  static void StandingChangedLocked(const WorkerEntry& worker);
+  // When the worker was last heard of: its last call under the lock or its last Synchronize
+  // answered from its mailbox alone, whichever is later.
+  static absl::Time LastSeenLocked(const WorkerEntry& worker);
+  // Ends the worker's session mailbox (its poll asks the coordinator what to answer) and drops it
+  // from the sessions the lock-free Synchronize looks up.
+  void CloseMailboxLocked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The batch that must be durable before a reply may show what was changed so far: the pending
+  // one, else the one in flight (0 without a store: nothing to wait for).
+  uint64_t BatchOfChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Has FlushLocked notify `mailbox` once batch `batch` (of a deposit just made) is durable.
+  void NotifyWhenDurableLocked(const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that batches up to `batch` are durable, for the mailboxes too.
+  void SetDurableLocked(uint64_t batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Synchronize's pieces. The call under the lock: heartbeat, lease renewals and losses,
+  // dispatch, flush; it begins the poll on the worker's mailbox and says until when it waits.
+  absl::Status BeginSynchronizeLocked(const v1::SynchronizeRequest& request,
+                                      v1::SynchronizeResponse* response,
+                                      std::shared_ptr<WorkerMailbox>* mailbox, uint64_t* sequence,
+                                      absl::Time* deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rest of a Synchronize whose poll began on `mailbox`: waits there until `deadline`, then
+  // answers from what it delivered (assignments, cancellations once each, the lease expiry),
+  // taking the coordinator's mutex only when the mailbox was closed or build-ahead hints are
+  // asked for.
+  absl::StatusOr<v1::SynchronizeResponse> AwaitSynchronize(
+      const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
+      const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence, absl::Time deadline);
+  v1::SynchronizeResponse FinishSynchronize(v1::SynchronizeResponse response,
+                                            WorkerMailbox::Delivery delivery) const;
+  // The mailbox of a live session, looked up without the coordinator's mutex; null if none.
+  std::shared_ptr<WorkerMailbox> MailboxForSession(const std::string& session_id) const
+      ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
   static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
@@ -379,7 +427,10 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes a lease leaving kActive off its job's count, its worker and the task's live lease.
+  // Returns true when its assignment was still waiting in the worker's mailbox (now withdrawn:
+  // the worker never sees it).
+  bool DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every running job that the worker left.
   void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -428,10 +479,22 @@ class Coordinator {
   uint64_t batches_taken_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t batches_durable_ ABSL_GUARDED_BY(mu_) = 0;
   bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  // KickFlushLocked left changes pending for the leader of the batch in flight.
+  bool unwaited_changes_ ABSL_GUARDED_BY(mu_) = false;
   // Commits that failed since this process started: a call that waited across a change of it
   // saw changes that ReloadLocked rolled back.
   uint64_t failed_commits_ ABSL_GUARDED_BY(mu_) = 0;
   mutable kbisect::CondVar durable_changed_;  // Signalled when a commit ends.
+  // batches_durable_ for the mailboxes, which read it without mu_ (written under mu_).
+  std::atomic<uint64_t> durable_batches_{0};
+  // Mailboxes holding a deposit of the pending batch, and of the batch in flight: notified when
+  // it is durable.
+  std::vector<std::shared_ptr<WorkerMailbox>> notify_pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<WorkerMailbox>> notify_in_flight_ ABSL_GUARDED_BY(mu_);
+  // Session -> its worker's mailbox, for the Synchronize that needs no change (written under mu_
+  // and this; read under this alone). Lock order: mu_, sessions_mu_, a mailbox's.
+  mutable kbisect::Mutex sessions_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, std::shared_ptr<WorkerMailbox>> mailboxes_ ABSL_GUARDED_BY(sessions_mu_);
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
@@ -451,6 +514,8 @@ class Coordinator {
   int64_t journal_commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> mutating_replies_{0};
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // last_dispatch_ in Unix nanoseconds, for the Synchronize that takes no lock.
+  std::atomic<int64_t> last_dispatch_ns_{std::numeric_limits<int64_t>::min()};
   uint64_t dispatch_round_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t candidate_stamp_ ABSL_GUARDED_BY(mu_) = 0;
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.

@@ -44,13 +44,27 @@ std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, i
 }
 
 bool Coordinator::IdleLocked(const WorkerEntry& worker) {
+  // Every assignment waiting in its mailbox is of one of its leases.
   return !worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
-         worker.pending_assignments.empty() && worker.state != v1::WORKER_STATE_LOST;
+         worker.state != v1::WORKER_STATE_LOST;
+}
+
+void Coordinator::StandingChangedLocked(const WorkerEntry& worker) {
+  if (worker.mailbox == nullptr) return;
+  worker.mailbox->SetStanding(!worker.session_id.empty() && worker.ready && !worker.draining &&
+                                  worker.state != v1::WORKER_STATE_LOST,
+                              static_cast<int>(worker.leases.size()));
+}
+
+absl::Time Coordinator::LastSeenLocked(const WorkerEntry& worker) {
+  if (worker.mailbox == nullptr) return worker.last_seen;
+  return std::max(worker.last_seen, worker.mailbox->heartbeat());
 }
 
 void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
   last_dispatch_ = now;
+  last_dispatch_ns_.store(absl::ToUnixNanos(now));
   std::vector<WorkerEntry*> idle;
   const uint64_t round = ++dispatch_round_;
   for (auto& [id, worker] : workers_) {
@@ -198,9 +212,14 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
   ApplyLocked(job_id, entry, std::move(started));
   ++entry.live_leases;
   worker.leases.push_back(lease.lease_id);
-  worker.pending_assignments.push_back(std::move(message));
-  WakeLocked(worker);
   worker.state = v1::WORKER_STATE_BUSY;
+  if (worker.mailbox != nullptr) {
+    // The worker sees the lease once its TaskStarted is durable.
+    const uint64_t batch = BatchOfChangesLocked();
+    worker.mailbox->Deposit(std::move(message), batch);
+    NotifyWhenDurableLocked(worker.mailbox, batch);
+  }
+  StandingChangedLocked(worker);
   task_leases_[lease.task_id] = lease.lease_id;
   leases_.emplace(lease.lease_id, std::move(lease));
 }
@@ -214,40 +233,39 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     LeaseEntry& lease = leases_.at(it->second);
     if (lease.state != LeaseState::kActive || lease.job_id != job_id) continue;
     lease.state = LeaseState::kDead;
-    DetachLeaseLocked(lease);
-    auto worker = workers_.find(lease.worker_id);
-    if (worker == workers_.end()) continue;
     // An assignment not yet delivered is simply withdrawn.
-    auto& pending = worker->second.pending_assignments;
-    auto undelivered = std::find_if(pending.begin(), pending.end(), [&](const v1::Lease& l) {
-      return l.lease_id() == lease.lease_id;
-    });
-    if (undelivered != pending.end()) {
-      pending.erase(undelivered);
-      continue;
-    }
+    if (DetachLeaseLocked(lease)) continue;
+    auto worker = workers_.find(lease.worker_id);
+    if (worker == workers_.end() || worker->second.mailbox == nullptr) continue;
     v1::LeaseCancellation cancel;
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);
-    worker->second.pending_cancellations.push_back(std::move(cancel));
-    WakeLocked(worker->second);
+    const uint64_t batch = BatchOfChangesLocked();
+    worker->second.mailbox->DepositCancellation(std::move(cancel), batch);
+    NotifyWhenDurableLocked(worker->second.mailbox, batch);
   }
   changed_.SignalAll();
 }
 
-void Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
   // Called once per lease, as it leaves kActive.
   if (auto job = jobs_.find(lease.job_id); job != jobs_.end()) --job->second.live_leases;
+  bool withdrawn = false;
   auto worker = workers_.find(lease.worker_id);
   if (worker != workers_.end()) {
+    // Keeps every assignment in the mailbox one of the worker's leases (IdleLocked relies on it).
+    const std::shared_ptr<WorkerMailbox>& mailbox = worker->second.mailbox;
+    withdrawn = mailbox != nullptr && mailbox->Withdraw(lease.lease_id);
     auto& leases = worker->second.leases;
     leases.erase(std::remove(leases.begin(), leases.end(), lease.lease_id), leases.end());
     if (leases.empty() && worker->second.state == v1::WORKER_STATE_BUSY) {
       worker->second.state = v1::WORKER_STATE_IDLE;
     }
+    StandingChangedLocked(worker->second);
   }
   auto task = task_leases_.find(lease.task_id);
   if (task != task_leases_.end() && task->second == lease.lease_id) task_leases_.erase(task);
+  return withdrawn;
 }
 
 void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
@@ -296,10 +314,11 @@ void Coordinator::ExpireLeases() {
     }
   }
   for (auto& [id, worker] : workers_) {
-    if (!worker.session_id.empty() && worker.last_seen + options_.lease_duration < now &&
+    if (!worker.session_id.empty() && LastSeenLocked(worker) + options_.lease_duration < now &&
         worker.state != v1::WORKER_STATE_LOST) {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;
+      StandingChangedLocked(worker);
       LoseOrphansLocked(worker, "it stopped heartbeating");
       WorkerGoneLocked(id, "it stopped heartbeating");
       changed = true;

@@ -70,7 +70,7 @@ absl::Status Coordinator::FlushLocked() {
   if (!store_failure_.ok()) return pending_.empty() ? absl::OkStatus() : RefusalLocked(false);
   const uint64_t failures = failed_commits_;
   // Everything this call may have seen or changed: the pending batch, else the one in flight.
-  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  const uint64_t target = BatchOfChangesLocked();
   while (batches_durable_ < target) {
     // The batch this call waited on (or one before it) failed: its changes were rolled back.
     if (failed_commits_ != failures) return RefusalLocked(false);
@@ -79,49 +79,102 @@ absl::Status Coordinator::FlushLocked() {
       continue;
     }
     if (pending_.empty()) break;  // Cannot happen: what was taken is durable once none commits.
-    // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
-    // (the calls that run meanwhile collect the next batch).
-    const StoreChanges batch = std::exchange(pending_, StoreChanges());
-    const bool journal = batch.changes_jobs();
-    const uint64_t number = ++batches_taken_;
-    committing_ = true;
-    mu_.Unlock();
-    const absl::Status committed = store_->Commit(batch);
-    mu_.Lock();
-    committing_ = false;
-    if (!committed.ok() && options_.abort_on_store_failure) {
-      std::cerr << "kbisect: cannot persist the job state: " << committed.message()
-                << "; stopping so that running the same command again resumes from the last "
-                   "committed state\n"
-                << std::flush;
-      std::abort();
-    }
-    if (!committed.ok()) {
-      // Memory is now ahead of the disk, by this batch and the next one collected meanwhile:
-      // back to what the disk has, as a restart would do, once (the calls waiting on either
-      // batch see failed_commits_ change and refuse), and reads only until a write succeeds.
-      store_failure_ = committed;
-      last_write_check_ = clock_->Now();
-      ++failed_commits_;
-      std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
-                << "; serving reads only (no new jobs) until a write succeeds again\n"
-                << std::flush;
-      ReloadLocked();
-      // Nothing taken is in flight any more: a later batch starts from a clean count.
-      batches_durable_ = batches_taken_;
-      durable_changed_.SignalAll();
-      return RefusalLocked(false);
-    }
-    batches_durable_ = number;
-    durable_changed_.SignalAll();
-    ++coordinator_internal::commits_on_this_thread;
-    // A batch is one journal commit, whichever call led it.
-    if (journal && options_.crash_points.after_commit > 0 &&
-        ++journal_commits_ == options_.crash_points.after_commit) {
-      CrashAtPoint("after journal commit", journal_commits_);
-    }
+    if (!CommitBatchLocked()) return RefusalLocked(false);
   }
+  CommitUnwaitedLocked();
   return absl::OkStatus();
+}
+
+void Coordinator::KickFlushLocked() {
+  if (store_ == nullptr || !store_failure_.ok() || pending_.empty()) return;
+  if (committing_) {
+    // The leader of the batch in flight commits this one too once it is done.
+    unwaited_changes_ = true;
+    return;
+  }
+  if (CommitBatchLocked()) CommitUnwaitedLocked();
+}
+
+void Coordinator::CommitUnwaitedLocked() {
+  // Until none is left: every pending change is then one that a call in FlushLocked waits for
+  // (and one of those leads its commit), which AwaitDurableLocked relies on. It ends once the
+  // Synchronize calls leave no change during a commit.
+  while (unwaited_changes_ && !pending_.empty() && !committing_ && store_failure_.ok()) {
+    if (!CommitBatchLocked()) return;
+  }
+}
+
+bool Coordinator::CommitBatchLocked() {
+  // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
+  // (the calls that run meanwhile collect the next batch).
+  const StoreChanges batch = std::exchange(pending_, StoreChanges());
+  unwaited_changes_ = false;
+  const bool journal = batch.changes_jobs();
+  const uint64_t number = ++batches_taken_;
+  // The mailboxes waiting for this batch are notified as soon as it is durable, before the lock
+  // is taken again: a woken poll answers without the lock, whose queue is long under load. Those
+  // that deposit into this batch while it commits are notified below.
+  std::vector<std::shared_ptr<WorkerMailbox>> waiting = std::exchange(notify_pending_, {});
+  committing_ = true;
+  mu_.Unlock();
+  const absl::Status committed = store_->Commit(batch);
+  if (committed.ok()) {
+    durable_batches_.store(number);  // Batches commit one at a time, in order.
+    for (const std::shared_ptr<WorkerMailbox>& mailbox : waiting) mailbox->Notify();
+  }
+  mu_.Lock();
+  committing_ = false;
+  if (!committed.ok() && options_.abort_on_store_failure) {
+    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
+              << "; stopping so that running the same command again resumes from the last "
+                 "committed state\n"
+              << std::flush;
+    std::abort();
+  }
+  if (!committed.ok()) {
+    // Memory is now ahead of the disk, by this batch and the next one collected meanwhile: back
+    // to what the disk has, as a restart would do, once (the calls waiting on either batch see
+    // failed_commits_ change and refuse; the polls find their mailboxes closed), and reads only
+    // until a write succeeds.
+    store_failure_ = committed;
+    last_write_check_ = clock_->Now();
+    ++failed_commits_;
+    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
+              << "; serving reads only (no new jobs) until a write succeeds again\n"
+              << std::flush;
+    ReloadLocked();
+    // Nothing taken is in flight any more: a later batch starts from a clean count.
+    SetDurableLocked(batches_taken_);
+    durable_changed_.SignalAll();
+    return false;
+  }
+  SetDurableLocked(number);
+  for (const std::shared_ptr<WorkerMailbox>& mailbox : std::exchange(notify_in_flight_, {})) {
+    mailbox->Notify();
+  }
+  durable_changed_.SignalAll();
+  ++coordinator_internal::commits_on_this_thread;
+  // A batch is one journal commit, whichever call led it.
+  if (journal && options_.crash_points.after_commit > 0 &&
+      ++journal_commits_ == options_.crash_points.after_commit) {
+    CrashAtPoint("after journal commit", journal_commits_);
+  }
+  return true;
+}
+
+uint64_t Coordinator::BatchOfChangesLocked() const {
+  return pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+}
+
+void Coordinator::NotifyWhenDurableLocked(const std::shared_ptr<WorkerMailbox>& mailbox,
+                                          uint64_t batch) {
+  if (batch <= batches_durable_) return;  // The deposit woke the poll itself.
+  (batch > batches_taken_ ? notify_pending_ : notify_in_flight_).push_back(mailbox);
+}
+
+void Coordinator::SetDurableLocked(uint64_t batch) {
+  batches_durable_ = batch;
+  durable_batches_.store(batch);
 }
 
 absl::Status Coordinator::AwaitDurableLocked() const {
@@ -187,9 +240,11 @@ void Coordinator::ReloadLocked() {
               << std::flush;
     std::abort();
   }
-  // Each long poll waits on its own worker's condition variable: woken, it finds its session
-  // gone.
-  for (const auto& [worker_id, worker] : workers_) WakeLocked(worker);
+  // Each long poll waits on its session's mailbox: closed, it finds its session gone.
+  for (auto& [worker_id, worker] : workers_) CloseMailboxLocked(worker);
+  notify_pending_.clear();
+  notify_in_flight_.clear();
+  unwaited_changes_ = false;
   jobs_.clear();
   job_order_.clear();
   request_ids_.clear();

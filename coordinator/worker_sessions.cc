@@ -3,6 +3,7 @@
 // Coordinator, worker sessions: OpenSession, the Synchronize long poll (heartbeat and pickup),
 // CompleteLease (fenced results) and CloseSession, and the workers list.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,7 +54,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
       }
     }
     sessions_.erase(worker->session_id);
-    WakeLocked(*worker);  // Its poll under the old session ends.
+    CloseMailboxLocked(*worker);  // Its poll under the old session ends.
     // Leases of the previous session survive only if the worker still holds them.
     std::vector<std::string> keep;
     for (const std::string& lease_id : worker->leases) {
@@ -70,8 +71,6 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
       }
     }
     worker->leases = keep;
-    worker->pending_assignments.clear();
-    worker->pending_cancellations.clear();
   }
   if (!worker->identity.hardware_class().empty() &&
       (worker->identity.hardware_class() != request.identity().hardware_class() ||
@@ -100,6 +99,12 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   worker->last_seen = now;
   worker->connect_time = now;
   sessions_[worker->session_id] = worker->worker_id;
+  worker->mailbox = std::make_shared<WorkerMailbox>(&durable_batches_);
+  {
+    kbisect::MutexLock sessions(&sessions_mu_);
+    mailboxes_[worker->session_id] = worker->mailbox;
+  }
+  StandingChangedLocked(*worker);
 
   v1::OpenSessionResponse response;
   response.set_session_id(worker->session_id);
@@ -130,10 +135,96 @@ Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string&
   return &workers_.at(it->second);
 }
 
+void Coordinator::CloseMailboxLocked(WorkerEntry& worker) {
+  if (worker.mailbox == nullptr) return;
+  worker.mailbox->Close();
+  {
+    kbisect::MutexLock sessions(&sessions_mu_);
+    mailboxes_.erase(worker.session_id);  // Its key: called before the session id changes.
+  }
+  worker.mailbox = nullptr;
+}
+
+std::shared_ptr<WorkerMailbox> Coordinator::MailboxForSession(const std::string& session_id) const {
+  kbisect::MutexLock sessions(&sessions_mu_);
+  auto it = mailboxes_.find(session_id);
+  return it == mailboxes_.end() ? nullptr : it->second;
+}
+
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     const v1::SynchronizeRequest& request) {
   ReplyPoint reply(this);
+  const absl::Duration wait = request.has_wait()
+                                  ? std::min(FromProto(request.wait()), options_.max_wait)
+                                  : absl::ZeroDuration();
+  // A poll that would change nothing here (no lease reported, ready, not draining, and by the
+  // worker's standing in its mailbox no lease delivered) waits on the session's mailbox without
+  // the coordinator's mutex, whose queue would otherwise be its whole latency under load. Its
+  // heartbeat is recorded in the mailbox. It skips the dispatch that a heartbeat makes every
+  // kRedispatchPeriod for what time alone changes, so it is taken only while some call
+  // dispatched within that period.
+  if (request.leases_size() == 0 && request.ready_for_work() && !request.draining() &&
+      request.build_ahead_slots() == 0) {
+    if (std::shared_ptr<WorkerMailbox> mailbox = MailboxForSession(request.session_id())) {
+      const absl::Time now = clock_->Now();
+      const absl::Time dispatched = absl::FromUnixNanos(last_dispatch_ns_.load());
+      if (now - dispatched < kRedispatchPeriod) {
+        if (const uint64_t sequence = mailbox->BeginPollWithoutChanges(now); sequence != 0) {
+          return AwaitSynchronize(request, v1::SynchronizeResponse(), mailbox, sequence,
+                                  wait > absl::ZeroDuration() ? now + wait : absl::InfinitePast());
+        }
+      }
+    }
+  }
+  v1::SynchronizeResponse response;
+  std::shared_ptr<WorkerMailbox> mailbox;
+  uint64_t sequence = 0;
+  absl::Time deadline;
+  {
+    // Its reply shows only what the mailbox holds, each item once its batch is durable, so it
+    // does not wait for the commit in flight (under load, a wait for the lock once more).
+    WriteLock lock(this, /*wait=*/false);
+    if (absl::Status begun =
+            BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
+        !begun.ok()) {
+      return begun;
+    }
+  }
+  return AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline);
+}
+
+absl::StatusOr<v1::SynchronizeResponse> Coordinator::AwaitSynchronize(
+    const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
+    const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence, absl::Time deadline) {
+  // A lease handed to the worker meanwhile is answered from the mailbox once durable.
+  WorkerMailbox::Delivery delivery;
+  const WorkerMailbox::Outcome outcome = mailbox->Await(sequence, clock_, deadline, &delivery);
+  if (outcome == WorkerMailbox::Outcome::kSuperseded) return response;
+  if (outcome != WorkerMailbox::Outcome::kClosed && request.build_ahead_slots() == 0) {
+    return FinishSynchronize(std::move(response), std::move(delivery));
+  }
   WriteLock lock(this);
+  // A commit failed meanwhile (memory was rebuilt, the mailbox closed): what the poll may have
+  // been handed was rolled back.
+  if (!store_failure_.ok()) return RefusalLocked(true);
+  const std::string& session_id = request.session_id();
+  WorkerEntry* worker = WorkerForSessionLocked(session_id);
+  if (worker == nullptr) {
+    return UnknownSessionLocked(session_id, "the session ended while the call waited");
+  }
+  response = FinishSynchronize(std::move(response), std::move(delivery));
+  // What the worker's host could build now, computed after the wait so it is fresh.
+  for (v1::Task& task :
+       BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
+    *response.add_build_ahead() = std::move(task);
+  }
+  return response;
+}
+
+absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& request,
+                                                 v1::SynchronizeResponse* response,
+                                                 std::shared_ptr<WorkerMailbox>* mailbox,
+                                                 uint64_t* sequence, absl::Time* deadline) {
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (!store_failure_.ok()) return RefusalLocked(true);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
@@ -147,16 +238,15 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   const bool was_idle = IdleLocked(*worker);
   worker->last_seen = now;
   worker->draining = request.draining();
-  const uint64_t sequence = ++worker->poll_sequence;
-  WakeLocked(*worker);  // A poll it left behind returns empty-handed.
-  v1::SynchronizeResponse response;
+  *mailbox = worker->mailbox;
+  *sequence = worker->mailbox->BeginPoll();  // A poll it left behind returns empty-handed.
 
   // Renew the leases the worker reports; tell it to drop the ones that are dead.
   for (const v1::LeaseStatus& status : request.leases()) {
     auto it = leases_.find(status.lease_id());
     if (it == leases_.end() || it->second.state != LeaseState::kActive ||
         it->second.worker_id != worker->worker_id) {
-      v1::LeaseCancellation* cancel = response.add_cancellations();
+      v1::LeaseCancellation* cancel = response->add_cancellations();
       cancel->set_lease_id(status.lease_id());
       cancel->set_reason("the lease is no longer valid");
       continue;
@@ -166,13 +256,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   // Active leases the worker no longer reports, although it had them delivered, are lost.
   std::vector<std::string> lost;
   for (const std::string& lease_id : worker->leases) {
-    const bool pending =
-        std::any_of(worker->pending_assignments.begin(), worker->pending_assignments.end(),
-                    [&](const v1::Lease& lease) { return lease.lease_id() == lease_id; });
     const bool reported =
         std::any_of(request.leases().begin(), request.leases().end(),
                     [&](const v1::LeaseStatus& status) { return status.lease_id() == lease_id; });
-    if (!pending && !reported) lost.push_back(lease_id);
+    if (!reported && !worker->mailbox->Undelivered(lease_id)) lost.push_back(lease_id);
   }
   for (const std::string& lease_id : lost) {
     LoseLeaseLocked(leases_.at(lease_id), "the worker no longer holds it");
@@ -181,6 +268,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
   worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
                   : worker->leases.empty() ? v1::WORKER_STATE_IDLE
                                            : v1::WORKER_STATE_BUSY;
+  StandingChangedLocked(*worker);
   // Every other change dispatched when it was made, so a heartbeat that frees no worker and
   // loses no lease finds nothing new to hand out, except what time alone changed (a result
   // overdue, see PlanDispatch): that is looked at again every kRedispatchPeriod.
@@ -188,50 +276,25 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
       now - last_dispatch_ >= kRedispatchPeriod) {
     DispatchLocked();
   }
-
   const absl::Duration wait = request.has_wait()
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
                                   : absl::ZeroDuration();
-  const std::string session_id = request.session_id();
-  auto has_news = [&]() {
-    mu_.AssertHeld();
-    if (shutdown_) return true;
-    WorkerEntry* w = WorkerForSessionLocked(session_id);
-    return w == nullptr || w->poll_sequence != sequence || !w->pending_assignments.empty() ||
-           !w->pending_cancellations.empty();
-  };
-  // Waiting releases the lock: what changed so far is committed first.
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
-  if (response.cancellations_size() == 0 && wait > absl::ZeroDuration()) {
-    // The deadline is on the coordinator's clock: a FakeClock test advances it to end the poll.
-    const absl::Time deadline = clock_->Now() + wait;
-    const std::shared_ptr<kbisect::CondVar> wake = worker->wake;
-    while (!has_news()) {
-      if (clock_->WaitWithDeadline(wake.get(), &mu_, deadline)) break;
-    }
-  }
-  worker = WorkerForSessionLocked(session_id);
-  if (worker == nullptr) {
-    return UnknownSessionLocked(session_id, "the session ended while the call waited");
-  }
-  if (worker->poll_sequence != sequence) return response;  // Superseded by a newer call.
-  for (v1::Lease& lease : worker->pending_assignments) {
-    *response.add_assignments() = std::move(lease);
-  }
-  worker->pending_assignments.clear();
-  for (v1::LeaseCancellation& cancel : worker->pending_cancellations) {
+  *deadline = response->cancellations_size() == 0 && wait > absl::ZeroDuration()
+                  ? clock_->Now() + wait
+                  : absl::InfinitePast();
+  return absl::OkStatus();
+}
+
+v1::SynchronizeResponse Coordinator::FinishSynchronize(v1::SynchronizeResponse response,
+                                                       WorkerMailbox::Delivery delivery) const {
+  for (v1::Lease& lease : delivery.assignments) *response.add_assignments() = std::move(lease);
+  for (v1::LeaseCancellation& cancel : delivery.cancellations) {
     const bool already = std::any_of(
         response.cancellations().begin(), response.cancellations().end(),
         [&](const v1::LeaseCancellation& c) { return c.lease_id() == cancel.lease_id(); });
     if (!already) *response.add_cancellations() = std::move(cancel);
   }
-  worker->pending_cancellations.clear();
   *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
-  // What the worker's host could build now, computed after the wait so it is fresh.
-  for (v1::Task& task :
-       BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
-    *response.add_build_ahead() = std::move(task);
-  }
   return response;
 }
 
@@ -305,7 +368,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   }
   LoseOrphansLocked(*worker, "it closed its session");
   sessions_.erase(request.session_id());
-  WakeLocked(*worker);
+  CloseMailboxLocked(*worker);
   worker->session_id.clear();
   worker->ready = false;
   worker->state = v1::WORKER_STATE_LOST;
@@ -328,7 +391,7 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
       worker->set_current_lease_id(entry.leases.front());
       worker->set_current_job_id(leases_.at(entry.leases.front()).job_id);
     }
-    *worker->mutable_last_seen() = ToProto(entry.last_seen);
+    *worker->mutable_last_seen() = ToProto(LastSeenLocked(entry));
     *worker->mutable_connect_time() = ToProto(entry.connect_time);
     worker->set_tasks_completed(entry.tasks_completed);
   }

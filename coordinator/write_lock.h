@@ -24,13 +24,21 @@ inline thread_local int64_t commits_on_this_thread = 0;
 
 class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
  public:
-  explicit WriteLock(Coordinator* coordinator) ABSL_EXCLUSIVE_LOCK_FUNCTION(coordinator->mu_)
-      : coordinator_(coordinator) {
+  // With `wait` false the changes are committed without waiting for the commit in flight
+  // (KickFlushLocked): only for a call whose reply shows none of its changes until they are
+  // durable by other means.
+  explicit WriteLock(Coordinator* coordinator, bool wait = true)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(coordinator->mu_)
+      : coordinator_(coordinator), wait_(wait) {
     coordinator_->mu_.Lock();
   }
   ~WriteLock() ABSL_UNLOCK_FUNCTION() {
     // Calls that reply flush first and check the result; this catches every other change.
-    (void)coordinator_->FlushLocked();
+    if (wait_) {
+      (void)coordinator_->FlushLocked();
+    } else {
+      coordinator_->KickFlushLocked();
+    }
     coordinator_->mu_.Unlock();
   }
   WriteLock(const WriteLock&) = delete;
@@ -38,6 +46,7 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
 
  private:
   Coordinator* const coordinator_;
+  const bool wait_;
 };
 
 class Coordinator::ReplyPoint {

@@ -343,6 +343,35 @@ TEST_F(GroupCommitTest, AReaderIsShownOnlyWhatIsDurable) {
   EXPECT_EQ(stored->jobs.size(), 1u);
 }
 
+TEST_F(GroupCommitTest, AWaitingPollIsHandedItsLeaseOnlyOnceTheLeaseIsDurable) {
+  // The session's first poll makes its worker ready; there is no job yet, so it waits.
+  absl::StatusOr<v1::OpenSessionResponse> opened = coordinator.OpenSession(OpenRequest("w1"));
+  ASSERT_TRUE(opened.ok());
+  std::atomic<int> assignments{-1};
+  std::thread poll([&] {
+    v1::SynchronizeRequest request;
+    request.set_session_id(opened->session_id());
+    request.set_ready_for_work(true);
+    request.mutable_wait()->set_seconds(10);  // On the FakeClock, which nobody advances.
+    absl::StatusOr<v1::SynchronizeResponse> response = coordinator.Synchronize(request);
+    assignments = response.ok() ? response->assignments_size() : -2;
+  });
+  ASSERT_TRUE(clock.BlockUntilWaiters(1));  // The poll waits on its mailbox.
+  store.Close();
+  std::thread submit([&] {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = Spec();
+    ASSERT_TRUE(coordinator.SubmitJob(request).ok());
+  });
+  store.AwaitEntered(2);  // The job and w1's lease are in memory; their commit is held.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(assignments.load(), -1) << "a lease was shown before its TaskStarted was durable";
+  store.Open();
+  poll.join();
+  submit.join();
+  EXPECT_EQ(assignments.load(), 1);
+}
+
 TEST_F(GroupCommitTest, AFailedBatchRefusesEveryCallWaitingOnItAndReloadsOnce) {
   v1::SubmitJobRequest submit;
   *submit.mutable_spec() = Spec();
