@@ -320,6 +320,9 @@ class BisectJob {
   // Adds the kept pairs of the culprit to `confirmation` and cancels the speculative tasks of
   // other commits; returns the culprit's speculative pairs, measured or still running.
   int AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time now);
+  // Drops the fresh pairs of GPUs quarantined since they measured them and queues as many again
+  // on the others; false when there were none (decision 46).
+  bool RemeasureQuarantinedPairs(absl::Time now);
   // Cancels every unfinished confirmation task (the confirmation needs no fresh pair).
   void CancelSpeculation(absl::Time now);
   // Records one confirmation task's pairs; judges once no confirmation task is left.

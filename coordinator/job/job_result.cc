@@ -323,6 +323,10 @@ void BisectJob::JudgeConfirmationNow(absl::Time now) {
     sets.push_back(std::move(set));
   }
   const bool fresh_expected = !confirmation_failure_.empty() || confirmation->fresh_pairs() > 0;
+  if (fresh_expected && !any_fresh && confirmation_failure_.empty() &&
+      RemeasureQuarantinedPairs(now)) {
+    return;  // Every fresh pair came from a GPU quarantined since: measured again elsewhere.
+  }
   std::string verdict;
   ConfirmationJudgement judgement;
   if (fresh_expected && !any_fresh) {

@@ -25,9 +25,10 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
     if (busy.count(worker) > 0) continue;
     const Calibration::Worker& state = calibration_.worker(worker);
     if (state.quarantined) continue;
-    // A worker that owes its calibration takes it first (the dispatch plan gives it when the
-    // round can afford it); a pair needs none, the worker's offset cancels within it.
-    if (state.calibration < 0 &&
+    // A pair needs no calibration (the worker's offset cancels within it), but a worker whose
+    // calibration is not done and that owes one (it measured in the job, or BAD) is left alone:
+    // it calibrates first, and a GPU its calibration quarantines voids its pairs.
+    if (!calibration_.CalibrationDone(worker) &&
         (HoldsUnsettledProbes(worker) || worker == calibration_.BadWorker())) {
       continue;
     }
@@ -154,6 +155,32 @@ void BisectJob::CancelSpeculation(absl::Time now) {
     if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
     book_.CancelTask(entry, id, SpeculationNotNeededText(), now, &to_cancel_);
   }
+}
+
+bool BisectJob::RemeasureQuarantinedPairs(absl::Time now) {
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
+  int dropped = 0;
+  for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
+    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
+    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
+      dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
+      continue;
+    }
+    *kept.Add() = std::move(pairs);
+  }
+  if (dropped == 0) return false;
+  // Bounded: each time, the pairs came from a GPU now quarantined, which gets no more work.
+  *confirmation->mutable_sets() = std::move(kept);
+  confirmation->set_fresh_pairs(std::max(0, confirmation->fresh_pairs() - dropped));
+  confirmation->clear_worker();
+  const ConfirmationPlan plan = PlanConfirmation(dropped, 0, 1, 1, ActiveWorkers());
+  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
+                      plan.tasks, plan.pairs_per_task, confirmation->reused_pairs(), 0),
+       nullptr, now);
+  return true;
 }
 
 }  // namespace kbisect

@@ -68,10 +68,12 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   }
   std::mt19937_64 rng(options.seed);
   std::map<std::string, double> factor;
+  std::map<std::string, double> time_factor;
   std::set<std::string> broken;
   std::vector<std::string> order;
   for (const SimulatedWorker& worker : options.workers) {
     factor[worker.name] = worker.metric_factor;
+    time_factor[worker.name] = worker.time_factor;
     if (worker.broken) broken.insert(worker.name);
     order.push_back(worker.name);
   }
@@ -166,7 +168,8 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
                            built_at(index_of[a.task.paired_commit_sha()], ready, a.task.task_id()));
         }
         out.build_wait[a.task.task_id()] = ready - checked_out;
-        const double span = ready - now + runs * options.run_seconds * (1 + spread);
+        const double span =
+            ready - now + runs * options.run_seconds * time_factor[a.worker] * (1 + spread);
         busy.insert(a.worker);
         ++out.tasks;
         log_index[a.task.task_id()] = out.task_log.size();

@@ -27,6 +27,8 @@ struct SimulatedWorker {
   double metric_factor = 1.0;
   // Every task fails on this GPU (the benchmark exits 1: no GPU, a broken driver).
   bool broken = false;
+  // Each benchmark run takes this many times the run's time (a slow GPU is slow in time too).
+  double time_factor = 1.0;
 };
 
 struct SimulationOptions {
