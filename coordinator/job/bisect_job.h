@@ -305,6 +305,9 @@ class BisectJob {
   // True when no verdict is provisional and no worker still owes its calibration.
   bool Settled() const;
   bool ConfirmationTasksPending() const;
+  // The fresh pairs the confirmation of the current interval needs (PlanConfirmation with the
+  // job's noise and step) when `reused` pairs come from the search.
+  ConfirmationPlan PlanConfirmationNow(int reused) const;
   void QueueConfirmationTasks(int tasks, int pairs_per_task);
   // Speculative confirmation (coordinator/job/speculative_confirmation.cc): hands the workers the
   // plan left idle in the search's last round a pair of each possible culprit.

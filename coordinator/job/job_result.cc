@@ -199,13 +199,7 @@ void BisectJob::StartConfirmation(absl::Time now, bool early) {
     reused += set.pairs();
   }
   confirmation->set_reused_pairs(reused);
-  const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
-  const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
-  const double sigma = calibration_.JobNoise();
-  const double step = MedianOrZero(bad) - MedianOrZero(good);
-  const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
-                                             status_.spec().max_runs());
-  const ConfirmationPlan plan = PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
+  const ConfirmationPlan plan = PlanConfirmationNow(reused);
   if (plan.tasks == 0) {
     // Nothing to measure: judged from the search's samples, once they are final.
     CancelSpeculation(now);
@@ -230,6 +224,16 @@ void BisectJob::StartConfirmation(absl::Time now, bool early) {
                       rest.tasks, rest.pairs_per_task, reused, speculative),
        nullptr, now);
   if (!early && !ConfirmationTasksPending()) JudgeConfirmationNow(now);
+}
+
+ConfirmationPlan BisectJob::PlanConfirmationNow(int reused) const {
+  const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
+  const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
+  const double sigma = calibration_.JobNoise();
+  const double step = MedianOrZero(bad) - MedianOrZero(good);
+  const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
+                                             status_.spec().max_runs());
+  return PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
 }
 
 void BisectJob::QueueConfirmationTasks(int tasks, int pairs_per_task) {

@@ -42,16 +42,9 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
   }
   if (spare.empty()) return;
   // Each candidate's confirmation as StartConfirmation would plan it were it the culprit.
-  const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
-  const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
-  const double sigma = calibration_.JobNoise();
-  const double step = MedianOrZero(bad) - MedianOrZero(good);
-  const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
-                                             status_.spec().max_runs());
   std::vector<SpeculationCandidate> candidates;
   for (int culprit : SpeculationCandidates(search_, speculated_)) {
-    const ConfirmationPlan plan = PlanConfirmation(
-        needed, ExpectedReusedPairs(culprit - 1, culprit), sigma, step, ActiveWorkers());
+    const ConfirmationPlan plan = PlanConfirmationNow(ExpectedReusedPairs(culprit - 1, culprit));
     candidates.push_back({culprit, plan.tasks * plan.pairs_per_task});
   }
   size_t next = 0;
