@@ -323,6 +323,13 @@ class BisectJob {
   // Adds the kept pairs of the culprit to `confirmation` and cancels the speculative tasks of
   // other commits; returns the culprit's speculative pairs, measured or still running.
   int AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time now);
+  // The interleaved pairs of a confirmation task's result; nullopt when it measured none.
+  static std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worker,
+                                                                 const v1::TaskResult& result);
+  // Adds fresh interleaved pairs to the confirmation; returns how many.
+  int AddInterleavedPairs(const v1::ConfirmationPairs& set);
+  // Queues `pairs` more fresh pairs over the workers and says so (`reused` from the search).
+  void QueueMoreConfirmationPairs(int pairs, int reused, absl::Time now);
   // Drops the fresh pairs of GPUs quarantined since they measured them and queues as many again
   // on the others; false when there were none (decision 46).
   bool RemeasureQuarantinedPairs(absl::Time now);

@@ -5,6 +5,7 @@
 // several steps and merges, and the terminal state with the worker report.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -236,6 +237,61 @@ ConfirmationPlan BisectJob::PlanConfirmationNow(int reused) const {
   return PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
 }
 
+std::optional<v1::ConfirmationPairs> BisectJob::InterleavedPairsOf(const std::string& worker,
+                                                                   const v1::TaskResult& result) {
+  if (result.outcome() != v1::TASK_OUTCOME_SUCCEEDED || result.samples_size() == 0 ||
+      result.paired_samples_size() == 0) {
+    return std::nullopt;
+  }
+  v1::ConfirmationPairs set;
+  set.set_worker(worker);
+  set.set_interleaved(true);
+  *set.mutable_last_good_samples() = result.paired_samples();
+  *set.mutable_culprit_samples() = result.samples();
+  return set;
+}
+
+int BisectJob::AddInterleavedPairs(const v1::ConfirmationPairs& set) {
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  *confirmation->add_sets() = set;
+  for (double v : set.last_good_samples()) confirmation->add_last_good_samples(v);
+  for (double v : set.culprit_samples()) confirmation->add_culprit_samples(v);
+  const int fresh = std::min(set.last_good_samples_size(), set.culprit_samples_size());
+  confirmation->set_fresh_pairs(confirmation->fresh_pairs() + fresh);
+  if (confirmation->worker().empty()) confirmation->set_worker(set.worker());
+  return fresh;
+}
+
+void BisectJob::QueueMoreConfirmationPairs(int pairs, int reused, absl::Time now) {
+  const ConfirmationPlan plan = PlanConfirmation(pairs, 0, 1, 1, ActiveWorkers());
+  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
+  Emit(v1::JOB_EVENT_KIND_WARNING,
+       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
+                      plan.tasks, plan.pairs_per_task, reused, 0),
+       nullptr, now);
+}
+
+bool BisectJob::RemeasureQuarantinedPairs(absl::Time now) {
+  v1::Confirmation* confirmation = status_.mutable_confirmation();
+  google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
+  int dropped = 0;
+  for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
+    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
+    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
+      dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
+      continue;
+    }
+    *kept.Add() = std::move(pairs);
+  }
+  if (dropped == 0) return false;
+  // Bounded: each time, the pairs came from a GPU now quarantined, which gets no more work.
+  *confirmation->mutable_sets() = std::move(kept);
+  confirmation->set_fresh_pairs(std::max(0, confirmation->fresh_pairs() - dropped));
+  confirmation->clear_worker();
+  QueueMoreConfirmationPairs(dropped, confirmation->reused_pairs(), now);
+  return true;
+}
+
 void BisectJob::QueueConfirmationTasks(int tasks, int pairs_per_task) {
   // Re-measure last-good and culprit interleaved (A/B/A/B), each task on whichever worker takes
   // it: the pairs of one task cancel that worker's offset.
@@ -286,19 +342,8 @@ void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::Task& tas
     KeepSpeculativePairs(probe, task, result);
     return;
   }
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  if (result.outcome() == v1::TASK_OUTCOME_SUCCEEDED && result.samples_size() > 0 &&
-      result.paired_samples_size() > 0) {
-    v1::ConfirmationPairs* set = confirmation->add_sets();
-    set->set_worker(probe.worker());
-    set->set_interleaved(true);
-    *set->mutable_last_good_samples() = result.paired_samples();
-    *set->mutable_culprit_samples() = result.samples();
-    for (double v : result.paired_samples()) confirmation->add_last_good_samples(v);
-    for (double v : result.samples()) confirmation->add_culprit_samples(v);
-    confirmation->set_fresh_pairs(confirmation->fresh_pairs() +
-                                  std::min(result.samples_size(), result.paired_samples_size()));
-    if (confirmation->worker().empty()) confirmation->set_worker(probe.worker());
+  if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
+    AddInterleavedPairs(*set);
   } else {
     confirmation_failure_ = result.message();
   }
@@ -369,13 +414,8 @@ void BisectJob::JudgeConfirmationNow(absl::Time now) {
       judgement.measured && (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
   const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
   if (leaning && pairs < status_.spec().max_runs()) {
-    const int more = std::min(std::max(1, pairs), status_.spec().max_runs() - pairs);
-    const ConfirmationPlan plan = PlanConfirmation(more, 0, 1, 1, ActiveWorkers());
-    QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
-    Emit(v1::JOB_EVENT_KIND_WARNING,
-         ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                        plan.tasks, plan.pairs_per_task, 0, 0),
-         nullptr, now);
+    QueueMoreConfirmationPairs(std::min(std::max(1, pairs), status_.spec().max_runs() - pairs), 0,
+                               now);
     return;
   }
   Finish(v1::OUTCOME_INCONCLUSIVE,

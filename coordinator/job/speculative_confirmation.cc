@@ -5,6 +5,7 @@
 // commit that may turn out to be the culprit; the pairs of the commit that does count for its
 // confirmation, the others are cancelled.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,16 +99,10 @@ bool BisectJob::ConfirmationStartedFor(const v1::Task& task) const {
 
 void BisectJob::KeepSpeculativePairs(const v1::Probe& probe, const v1::Task& task,
                                      const v1::TaskResult& result) {
-  if (result.outcome() != v1::TASK_OUTCOME_SUCCEEDED || result.samples_size() == 0 ||
-      result.paired_samples_size() == 0) {
-    return;  // The confirmation measures the pairs it still needs itself.
+  // A failed pair is not kept: the confirmation measures the pairs it still needs itself.
+  if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
+    speculative_sets_[{task.commit_index(), task.paired_commit_sha()}].push_back(*std::move(set));
   }
-  v1::ConfirmationPairs set;
-  set.set_worker(probe.worker());
-  set.set_interleaved(true);
-  *set.mutable_last_good_samples() = result.paired_samples();
-  *set.mutable_culprit_samples() = result.samples();
-  speculative_sets_[{task.commit_index(), task.paired_commit_sha()}].push_back(std::move(set));
 }
 
 int BisectJob::AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time now) {
@@ -116,15 +111,7 @@ int BisectJob::AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time 
   int pairs = 0;
   auto kept = speculative_sets_.find(target);
   if (kept != speculative_sets_.end()) {
-    for (const v1::ConfirmationPairs& set : kept->second) {
-      *confirmation->add_sets() = set;
-      for (double v : set.last_good_samples()) confirmation->add_last_good_samples(v);
-      for (double v : set.culprit_samples()) confirmation->add_culprit_samples(v);
-      const int fresh = std::min(set.last_good_samples_size(), set.culprit_samples_size());
-      confirmation->set_fresh_pairs(confirmation->fresh_pairs() + fresh);
-      if (confirmation->worker().empty()) confirmation->set_worker(set.worker());
-      pairs += fresh;
-    }
+    for (const v1::ConfirmationPairs& set : kept->second) pairs += AddInterleavedPairs(set);
     speculative_sets_.erase(kept);
   }
   for (auto& [id, entry] : book_.tasks()) {
@@ -148,32 +135,6 @@ void BisectJob::CancelSpeculation(absl::Time now) {
     if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
     book_.CancelTask(entry, id, SpeculationNotNeededText(), now, &to_cancel_);
   }
-}
-
-bool BisectJob::RemeasureQuarantinedPairs(absl::Time now) {
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
-  int dropped = 0;
-  for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
-    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
-    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
-      dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
-      continue;
-    }
-    *kept.Add() = std::move(pairs);
-  }
-  if (dropped == 0) return false;
-  // Bounded: each time, the pairs came from a GPU now quarantined, which gets no more work.
-  *confirmation->mutable_sets() = std::move(kept);
-  confirmation->set_fresh_pairs(std::max(0, confirmation->fresh_pairs() - dropped));
-  confirmation->clear_worker();
-  const ConfirmationPlan plan = PlanConfirmation(dropped, 0, 1, 1, ActiveWorkers());
-  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
-  Emit(v1::JOB_EVENT_KIND_WARNING,
-       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                      plan.tasks, plan.pairs_per_task, confirmation->reused_pairs(), 0),
-       nullptr, now);
-  return true;
 }
 
 }  // namespace kbisect
