@@ -19,6 +19,9 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
       search_.Done()) {
     return;
   }
+  // Before the last round (most calls) there is nothing to speculate on: decided first.
+  const std::vector<int> possible = SpeculationCandidates(search_, speculated_);
+  if (possible.empty()) return;
   std::set<std::string> busy;
   for (const DispatchAssignment& assignment : plan.assignments) busy.insert(assignment.worker);
   std::vector<std::string> spare;
@@ -44,7 +47,7 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
   if (spare.empty()) return;
   // Each candidate's confirmation as StartConfirmation would plan it were it the culprit.
   std::vector<SpeculationCandidate> candidates;
-  for (int culprit : SpeculationCandidates(search_, speculated_)) {
+  for (int culprit : possible) {
     const ConfirmationPlan plan = PlanConfirmationNow(ExpectedReusedPairs(culprit - 1, culprit));
     candidates.push_back({culprit, plan.tasks * plan.pairs_per_task});
   }
