@@ -47,10 +47,13 @@ void CancelJob(v1::CoordinatorService::StubInterface* stub, const std::string& j
 
 std::optional<Lookback::Outcome> LookbackOutcome(const v1::JobStatus& job) {
   if (!Finished(job.state())) {
-    // Past the endpoint verdict with a regression: BAD~d is better.
-    if (job.state() == v1::JOB_STATE_BASELINES || job.state() == v1::JOB_STATE_UNSPECIFIED) {
-      return std::nullopt;
-    }
+    // Past a settled endpoint verdict with a regression: BAD~d is better. A step found across
+    // two GPUs is provisional (it may be their offset, or vanish once BAD's worker measures
+    // GOOD), and a queued job or one still measuring its baselines has said nothing yet.
+    const bool searching = job.state() == v1::JOB_STATE_BISECTING ||
+                           job.state() == v1::JOB_STATE_CONFIRMING ||
+                           job.state() == v1::JOB_STATE_FOLLOWING_UP;
+    if (!searching || job.baseline().provisional()) return std::nullopt;
     return Lookback::Outcome::kBetter;
   }
   switch (job.status()) {

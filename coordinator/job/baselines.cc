@@ -187,6 +187,7 @@ void BisectJob::RecordBaselines(const BaselineAssessment& assessment) {
   bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
   bad_base->set_median(MedianOrZero(bad_samples));
   bad_base->set_worker(bad.worker());
+  status_.mutable_baseline()->set_provisional(!calibration_.EndpointsOnOneGpu());
   status_.set_regression_pct(assessment.regression_pct);
 }
 

@@ -204,6 +204,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       result.set_message("benchmark exited 1: no CUDA device");
       result.add_runs()->set_exit_code(1);
       cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
+      if (options.observe) options.observe(job.status());
       continue;
     }
     result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
@@ -234,6 +235,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     }
     out.bench_runs += result.runs_size();
     cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
+    if (options.observe) options.observe(job.status());
   }
   out.status = job.status();
   out.events = job.TakeEvents();

@@ -13,6 +13,7 @@
 #define KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ struct SimulationOptions {
   int harness_change = -1;
   // Results of earlier jobs (the result cache's lookup), passed to the job.
   std::vector<v1::CachedResult> cached;
+  // Called with the job's status after each result it takes (what a client polling the job could
+  // have seen), when set.
+  std::function<void(const v1::JobStatus&)> observe;
 };
 
 // One task as the simulated workers ran it (an extension of a probe is a task of its own, where

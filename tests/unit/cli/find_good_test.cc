@@ -24,8 +24,13 @@ v1::JobStatus Job(v1::JobState state, v1::Outcome outcome, const std::string& er
 }
 
 TEST(LookbackOutcomeTest, TheEndpointVerdictOfEachLookbackJobSaysWhetherBadDIsBetter) {
+  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_QUEUED, v1::OUTCOME_RUNNING)), std::nullopt);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_BASELINES, v1::OUTCOME_RUNNING)), std::nullopt);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING)), Outcome::kBetter);
+  // A step found between two GPUs steers the job's search, but is no verdict yet.
+  v1::JobStatus provisional = Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING);
+  provisional.mutable_baseline()->set_provisional(true);
+  EXPECT_EQ(LookbackOutcome(provisional), std::nullopt);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_CONFIRMING, v1::OUTCOME_RUNNING)), Outcome::kBetter);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_DONE, v1::OUTCOME_CULPRIT_FOUND)), Outcome::kBetter);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_DONE, v1::OUTCOME_NO_REGRESSION)),

@@ -216,6 +216,62 @@ TEST(JobPromisesTest, AFastStandInCannotFakeARegression) {
   }
 }
 
+TEST(JobPromisesTest, ASettledEndpointVerdictIsNeverTakenBack) {
+  // `kbisect run --find-good` reads a lookback job's step from its status while it runs: a job
+  // searching on a settled endpoint verdict has found one. Whatever a client polling the job can
+  // see that way must be the job's last word. A step found across two GPUs (a stand-in GOOD) is
+  // marked provisional until BAD's worker has measured GOOD; only then may it be read.
+  int provisional_seen = 0;
+  int cases = 0;
+  for (int workers : {3, 7}) {
+    for (int commits : {16, 1000}) {
+      for (bool fast_stand_in : {false, true}) {
+        for (uint64_t seed = 1; seed <= 12; ++seed) {
+          SimulationOptions options;
+          options.commits = commits;
+          options.culprit = commits / 2;
+          options.good_value = 100;
+          options.bad_value = 100;  // No step: only noise or a GPU's offset can fake one.
+          options.noise_cv = 0.01;
+          options.seed = seed;
+          options.workers = SimulatedWorkers(workers);
+          if (fast_stand_in) options.workers[1].metric_factor = 0.8;
+          bool settled_step = false;
+          bool provisional = false;
+          options.observe = [&](const v1::JobStatus& status) {
+            const bool searching = status.state() == v1::JOB_STATE_BISECTING ||
+                                   status.state() == v1::JOB_STATE_CONFIRMING ||
+                                   status.state() == v1::JOB_STATE_FOLLOWING_UP;
+            if (!searching) return;
+            if (status.baseline().provisional()) {
+              provisional = true;
+            } else {
+              settled_step = true;
+            }
+          };
+          const SimulationResult result = SimulateJob(SimulationSpec(), options);
+          ++cases;
+          provisional_seen += provisional;
+          const std::string where = absl::StrCat(workers, " workers, ", commits, " commits, ",
+                                                 fast_stand_in ? "fast stand-in, " : "", "seed ",
+                                                 seed);
+          if (settled_step) {
+            EXPECT_NE(result.status.status(), v1::OUTCOME_NO_REGRESSION)
+                << where << ": a settled step was taken back\n"
+                << Describe(result);
+          }
+          EXPECT_FALSE(result.status.baseline().provisional()) << where;
+          if (fast_stand_in && commits == 1000 && workers == 7) {
+            EXPECT_TRUE(provisional) << where << ": the search did not start across two GPUs";
+            EXPECT_EQ(result.status.status(), v1::OUTCOME_NO_REGRESSION) << where;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(provisional_seen, 0) << "of " << cases << " jobs";
+}
+
 TEST(JobPromisesTest, ASlowGpuThatIsTheOnlyOtherWorkerIsQuarantined) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     for (int culprit : {1, 50, 101, 150}) {
