@@ -252,9 +252,9 @@ TEST(JobPromisesTest, ASettledEndpointVerdictIsNeverTakenBack) {
           const SimulationResult result = SimulateJob(SimulationSpec(), options);
           ++cases;
           provisional_seen += provisional;
-          const std::string where = absl::StrCat(workers, " workers, ", commits, " commits, ",
-                                                 fast_stand_in ? "fast stand-in, " : "", "seed ",
-                                                 seed);
+          const std::string where =
+              absl::StrCat(workers, " workers, ", commits, " commits, ",
+                           fast_stand_in ? "fast stand-in, " : "", "seed ", seed);
           if (settled_step) {
             EXPECT_NE(result.status.status(), v1::OUTCOME_NO_REGRESSION)
                 << where << ": a settled step was taken back\n"
