@@ -27,6 +27,7 @@
 //
 //   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
 //                              [--bench-seconds S] [--build-seconds S] [--workers 1,7] [--keep]
+//                              [--kbisect-flags "--build-ahead 8"]
 //
 // The durations (generation included) are those of one `--case all` run on the project's
 // 2-core machine shared with other work (load average 3-4): 4 min 37 s in all. The confirmation
@@ -74,6 +75,9 @@ struct Settings {
   double bench_seconds = 0.4;
   double build_seconds = 2;
   std::vector<int> workers;  // empty: each case's own
+  // Options added to every kbisect run (--kbisect-flags), to measure a non-default beside the
+  // defaults; empty: the defaults only.
+  std::vector<std::string> extra_flags;
 };
 
 // make-demo-repo.sh's noise is uniform in +-FRACTION: a CV of c needs FRACTION = c * sqrt(3).
@@ -224,6 +228,7 @@ KbisectRunOptions KbisectOver(const Settings& s, const std::string& repo, const 
   run.cache_dir = cache_dir;
   run.json = json;
   run.bench = bench;
+  run.flags = s.extra_flags;
   return run;
 }
 
@@ -262,7 +267,10 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
         KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache-w", w),
                     absl::StrCat(dir, "/kbisect-w", w, ".json"), "./bench.sh");
     run.env = env;
-    if (c.runs != 3) run.flags = {"--runs", absl::StrCat(c.runs)};
+    if (c.runs != 3) {
+      run.flags.push_back("--runs");
+      run.flags.push_back(absl::StrCat(c.runs));
+    }
     const std::string counter = c.build_seconds > 0 ? absl::StrCat(dir, "/builds-w", w) : "";
     if (c.build_seconds > 0) {
       run.flags.push_back("--build");
@@ -361,7 +369,8 @@ void RunCompileCase(const Settings& s, Table& table) {
         KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache-w", w),
                     absl::StrCat(dir, "/kbisect-w", w, ".json"), "./build/bench");
     const std::string counter = absl::StrCat(dir, "/builds-w", w);
-    run.flags = {"--build", CountedBuild(make, counter)};
+    run.flags.push_back("--build");
+    run.flags.push_back(CountedBuild(make, counter));
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     table.Add(KbisectRow("e", absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected, counter,
                          w == 1 ? 1.10 : 0));
@@ -385,12 +394,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--build-seconds", s.build_seconds, "Case c's build")->capture_default_str();
   app.add_option("--workers", workers, "Worker counts for every selected case (e.g. 1,7)");
+  std::string kbisect_flags;
+  app.add_option("--kbisect-flags", kbisect_flags,
+                 "Options added to every kbisect run, space-separated (e.g. '--build-ahead 8')");
   app.add_flag("--keep", keep, "Keep the scratch directory");
   CLI11_PARSE(app, argc, argv);
   for (const std::string& w :
        std::vector<std::string>(absl::StrSplit(workers, ',', absl::SkipEmpty()))) {
     s.workers.push_back(std::atoi(w.c_str()));
   }
+  s.extra_flags = absl::StrSplit(kbisect_flags, ' ', absl::SkipEmpty());
   std::set<std::string> selected;
   for (const std::string& c :
        std::vector<std::string>(absl::StrSplit(cases, ',', absl::SkipEmpty()))) {
