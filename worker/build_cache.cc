@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/git/git_repo.h"
+#include "common/git/mirror.h"
 #include "common/git/worktree.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -172,6 +173,26 @@ BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* ru
       clock_(clock) {}
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
+
+bool BuildCache::MarkUsed(const Request& request) {
+  const std::string mirror_dir =
+      absl::StrCat(cache_dir_, "/mirrors/", MirrorKey(request.repository), ".git");
+  std::error_code ec;
+  if (!fs::exists(mirror_dir, ec) || !HasCommit(mirror_dir, request.sha)) return false;
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(mirror_dir);
+  if (!repo.ok()) return false;
+  absl::StatusOr<CommitInfo> commit = (*repo)->GetCommit(request.sha);
+  if (!commit.ok()) return false;
+  const BuildKey key{commit->tree_sha, request.build.shell_command, request.key_env};
+  const fs::path entry = fs::path(builds_dir_) / key.Digest();
+  absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
+      FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
+  if (!cache_lock.ok()) return false;
+  std::optional<Marker> marker = ReadMarker(entry);
+  if (!marker.has_value() || marker->key != key.Text()) return false;
+  SetLastUsed(entry / kMarker, clock_->Now());
+  return true;
+}
 
 BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
                                          const std::function<void()>& on_build_start) {

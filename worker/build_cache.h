@@ -101,6 +101,13 @@ class BuildCache {
   Acquired Acquire(const Request& request, const Cancellation* cancel,
                    const std::function<void()>& on_build_start);
 
+  // Marks the built entry of `request`, when there is one, as used now, so that eviction and
+  // take-over (least recently used first) leave it for last: the builds a running job will use
+  // again (SynchronizeResponse.keep_builds: GOOD, the ends of the open interval). Fetches,
+  // checks out and builds nothing; a repository or commit the host's mirror lacks is no error.
+  // Returns whether an entry was marked.
+  bool MarkUsed(const Request& request);
+
   // The number of entry directories (built or not), for tests and operators.
   int EntryCount() const;
 

@@ -91,6 +91,19 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     }
   };
 
+  // The builds the job will use again are marked used first, so that room made for this task's
+  // builds is taken from others.
+  if (cached_build) {
+    for (const std::string& sha : task.keep_build_shas()) {
+      BuildCache::Request keep;
+      keep.repository = task.repository();
+      keep.sha = sha;
+      keep.build.shell_command = task.build_command();
+      keep.key_env.insert(task.env().begin(), task.env().end());
+      build_cache_->MarkUsed(keep);
+    }
+  }
+
   // Checks `sha` out and builds it, once per task: from the build cache, or in `lane` of the
   // workspace. Returns false (with `result` finished) on failure.
   auto prepare = [&](const std::string& sha, WorkspaceLane lane) {

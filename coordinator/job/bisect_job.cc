@@ -188,6 +188,8 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     }
   }
   SpeculateConfirmations(plan, &out);
+  for (Assignment& a : out)
+    AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), &a.task);
   // Queue entries that are done (cancelled) are dropped.
   book_.DropDoneFromQueue();
   if (!out.empty()) UpdateProgress();

@@ -64,6 +64,25 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
   return out;
 }
 
+std::vector<int> BuildsToKeep(int last_good, int first_bad) {
+  std::vector<int> indices = {0};
+  for (int index : {last_good, first_bad}) {
+    if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
+      indices.push_back(index);
+    }
+  }
+  return indices;
+}
+
+void AddBuildsToKeep(const std::vector<v1::CommitRef>& commits, int last_good, int first_bad,
+                     v1::Task* task) {
+  if (task->build_command().empty()) return;
+  for (int index : BuildsToKeep(last_good, first_bad)) {
+    if (index < 0 || index >= static_cast<int>(commits.size())) continue;
+    if (commits[index].sha() != task->commit_sha()) task->add_keep_build_shas(commits[index].sha());
+  }
+}
+
 v1::Task BuildAheadTask(const std::string& job_id, const v1::JobSpec& spec,
                         const v1::CommitRef& commit, int index) {
   v1::Task task;

@@ -37,6 +37,17 @@ inline constexpr int kBuildAheadHintsPerSlot = 4;
 std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int limit,
                                 bool reference_good_next);
 
+// The commit indices whose builds the job will use again while it runs, for the host's build
+// cache to keep: GOOD (index 0: calibrations, A/A controls) and the ends of the open interval,
+// `last_good` and `first_bad` (the confirmation measures both; BAD is an end until a probe
+// below it is BAD). In that order, without repeats.
+std::vector<int> BuildsToKeep(int last_good, int first_bad);
+
+// Lists in `task` (Task.keep_build_shas) the shas of `commits` at BuildsToKeep(last_good,
+// first_bad), the task's own commit excepted. Nothing for a task without a build command.
+void AddBuildsToKeep(const std::vector<v1::CommitRef>& commits, int last_good, int first_bad,
+                     v1::Task* task);
+
 // The build-ahead hint for `commit` at `index` of the job described by `spec` and `job_id`: a
 // Task of kind PROBE_KIND_BUILD with the repository, commit, build command, environment and
 // build timeout a probe of it would have (ProbeBook::NewTask), no task id, benchmark or runs.

@@ -148,5 +148,41 @@ TEST(BisectJobBuildAheadTest, NothingWithoutABuildCommandOrOnceCancelled) {
   EXPECT_THAT(built.BuildAheadTasks(10), IsEmpty());
 }
 
+TEST(BuildsToKeepTest, GoodAndTheEndsOfTheOpenIntervalOnceEach) {
+  EXPECT_THAT(BuildsToKeep(0, 100), ElementsAre(0, 100));
+  EXPECT_THAT(BuildsToKeep(41, 42), ElementsAre(0, 41, 42));
+  std::vector<v1::CommitRef> commits(10);
+  for (int i = 0; i < 10; ++i) commits[i].set_sha(absl::StrCat("sha", i));
+  v1::Task task;
+  task.set_build_command("make");
+  task.set_commit_sha("sha4");
+  AddBuildsToKeep(commits, 4, 7, &task);
+  EXPECT_THAT(task.keep_build_shas(), ElementsAre("sha0", "sha7")) << "its own commit left out";
+  v1::Task unbuilt;
+  unbuilt.set_commit_sha("sha5");
+  AddBuildsToKeep(commits, 4, 7, &unbuilt);
+  EXPECT_THAT(unbuilt.keep_build_shas(), IsEmpty()) << "no build command: no build to keep";
+}
+
+TEST(BisectJobBuildAheadTest, EveryTaskHandedOutNamesTheBuildsTheJobWillUseAgain) {
+  BisectJob job("job", MakeSpec("make"), MakeCommits(100), kNow);
+  const std::vector<v1::Task> handed = job.TakeTasks(4, kNow);
+  ASSERT_EQ(handed.size(), 4u);
+  for (const v1::Task& task : handed) {
+    std::vector<std::string> expected;
+    for (const char* sha : {"sha0", "sha100"}) {
+      if (task.commit_sha() != sha) expected.push_back(sha);
+    }
+    EXPECT_EQ(std::vector<std::string>(task.keep_build_shas().begin(),
+                                       task.keep_build_shas().end()),
+              expected)
+        << task.commit_sha();
+  }
+  BisectJob unbuilt("job", MakeSpec(""), MakeCommits(100), kNow);
+  for (const v1::Task& task : unbuilt.TakeTasks(3, kNow)) {
+    EXPECT_THAT(task.keep_build_shas(), IsEmpty());
+  }
+}
+
 }  // namespace
 }  // namespace kbisect

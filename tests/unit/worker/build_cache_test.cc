@@ -244,6 +244,28 @@ TEST_F(BuildCacheTest, EvictionKeepsTheBoundAndNeverEvictsAnEntryInUse) {
   EXPECT_EQ(tiny.EntryCount(), 1);
 }
 
+TEST_F(BuildCacheTest, AnEntryMarkedUsedIsEvictedLast) {
+  // A job's GOOD and the ends of its open interval are marked used at every task it hands out
+  // (Task.keep_build_shas): the room a new build needs is taken from other entries.
+  BuildCache cache(CacheDir(), 2, runner_.get());
+  ASSERT_TRUE(cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr).step.ok());
+  ASSERT_TRUE(cache.Acquire(Request(b_, LoggingBuild()), nullptr, nullptr).step.ok());
+  EXPECT_TRUE(cache.MarkUsed(Request(a_, LoggingBuild())));
+  // Nothing to mark: a commit not built, a build of another command, another repository.
+  EXPECT_FALSE(cache.MarkUsed(Request(c_, LoggingBuild())));
+  EXPECT_FALSE(cache.MarkUsed(Request(a_, "true")));
+  BuildCache::Request elsewhere = Request(a_, LoggingBuild());
+  elsewhere.repository = tmp_.Join("no-such-repo");
+  EXPECT_FALSE(cache.MarkUsed(elsewhere));
+  EXPECT_EQ(cache.EntryCount(), 2) << "marking creates nothing";
+
+  // c's build makes room: b goes, although a was built before it.
+  ASSERT_TRUE(cache.Acquire(Request(c_, LoggingBuild()), nullptr, nullptr).step.ok());
+  EXPECT_TRUE(cache.Acquire(Request(a_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_FALSE(cache.Acquire(Request(b_, LoggingBuild()), nullptr, nullptr).reused);
+  EXPECT_EQ(Builds(), (std::vector<std::string>{a_, b_, c_, b_}));
+}
+
 TEST_F(BuildCacheTest, AMissInAFullCacheTakesAnIdleEntryOverAndBuildsIncrementally) {
   BuildCache cache(CacheDir(), 1, runner_.get());
   const std::string command = absl::StrCat(
