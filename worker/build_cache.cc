@@ -45,6 +45,7 @@ struct Marker {
   std::string key;
   std::string repository;
   std::string command;
+  std::string sha;  // The commit built (empty in markers written before it was recorded).
 };
 
 std::optional<Marker> ReadMarker(const fs::path& entry) {
@@ -58,7 +59,8 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
     return std::nullopt;
   }
   return Marker{json["key"].get<std::string>(), json["repository"].get<std::string>(),
-                json["command"].get<std::string>()};
+                json["command"].get<std::string>(),
+                json["sha"].is_string() ? json["sha"].get<std::string>() : ""};
 }
 
 // Writes `contents` to `path` so that a reader (or a crash) sees either nothing or all of it.
@@ -330,7 +332,10 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& nam
 
   // A new entry. When the cache is full, drop idle unbuilt entries (failed or crashed builds),
   // then take the least recently used idle entry of the same repository and command over (its
-  // checkout and build outputs make the build incremental), else evict idle entries.
+  // checkout and build outputs make the build incremental), else evict idle entries. When the
+  // job named the builds it will use again (keep_shas), every other idle entry of the same
+  // repository and command is one it needs no more, and is taken over even in a cache that is
+  // not full: an incremental checkout and build instead of a fresh checkout and a clean build.
   const std::vector<EntryState> entries = ListEntries(builds_dir_);
   int count = static_cast<int>(entries.size());
   for (const EntryState& candidate : entries) {
@@ -340,10 +345,16 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& nam
       --count;
     }
   }
-  if (count >= max_entries_) {
+  const bool job_names_its_builds = !request.keep_shas.empty();
+  if (count >= max_entries_ || job_names_its_builds) {
     for (const EntryState& candidate : entries) {
       if (!candidate.marker.has_value() || candidate.marker->repository != request.repository ||
           candidate.marker->command != request.build.shell_command) {
+        continue;
+      }
+      if (job_names_its_builds &&
+          std::find(request.keep_shas.begin(), request.keep_shas.end(), candidate.marker->sha) !=
+              request.keep_shas.end()) {
         continue;
       }
       const fs::path from = fs::path(builds_dir_) / candidate.name;

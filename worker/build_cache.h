@@ -22,7 +22,9 @@
 // bound while they are). A miss when the cache is full takes over the least recently used idle
 // entry of the same repository and build command: its checkout moves to the new commit (only
 // changed files are rewritten, ignored build outputs stay), so its build is incremental like a
-// slot's checkout. Otherwise a miss starts from a fresh checkout, i.e. a clean build.
+// slot's checkout. So does a miss of a task whose job named the builds it will use again
+// (Request::keep_shas), in a cache that is not full too, sparing those. Otherwise a miss
+// starts from a fresh checkout, i.e. a clean build.
 //
 // A cached build is shared: benchmarks of one commit on two slots run in one directory at once.
 //
@@ -64,6 +66,11 @@ class BuildCache {
     // The part of the environment that identifies the build (the job's `--env`); the rest of
     // `build.env` (the slot's device variables, KBISECT_COMMIT...) does not.
     std::map<std::string, std::string> key_env;
+    // The commits whose builds the job will use again (Task.keep_build_shas), when it named
+    // them: a miss then takes over an idle entry of another commit with the same repository and
+    // command even in a cache that is not full (the job needs that build no more). Empty: a
+    // miss takes an entry over only when the cache is full.
+    std::vector<std::string> keep_shas;
   };
 
   // A built checkout, or why there is none.

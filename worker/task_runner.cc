@@ -120,6 +120,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       request.sha = sha;
       request.build = std::move(build);
       request.key_env.insert(task.env().begin(), task.env().end());
+      request.keep_shas.assign(task.keep_build_shas().begin(), task.keep_build_shas().end());
       BuildCache::Acquired built =
           build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
       add_timings(built.checkout_time, built.step.wall_time);

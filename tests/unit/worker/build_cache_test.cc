@@ -266,6 +266,31 @@ TEST_F(BuildCacheTest, AnEntryMarkedUsedIsEvictedLast) {
   EXPECT_EQ(Builds(), (std::vector<std::string>{a_, b_, c_, b_}));
 }
 
+TEST_F(BuildCacheTest, AJobThatNamesItsBuildsTakesOverAnotherIdleEntryInACacheNotFull) {
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  const std::string command = absl::StrCat(
+      LoggingBuild(), " && mkdir -p build && echo \"$KBISECT_COMMIT\" >> build/history");
+  ASSERT_TRUE(cache.Acquire(Request(a_, command), nullptr, nullptr).step.ok());
+  ASSERT_TRUE(cache.Acquire(Request(b_, command), nullptr, nullptr).step.ok());
+  EXPECT_EQ(cache.EntryCount(), 2);
+  // c's task keeps a (its job's GOOD, say): b, which the job needs no more, moves to c.
+  BuildCache::Request c = Request(c_, command);
+  c.keep_shas = {a_};
+  BuildCache::Acquired built = cache.Acquire(c, nullptr, nullptr);
+  ASSERT_TRUE(built.step.ok()) << built.step.message;
+  EXPECT_FALSE(built.reused);
+  EXPECT_EQ(cache.EntryCount(), 2) << "no fresh checkout";
+  EXPECT_EQ(ReadFile(built.dir + "/file.txt"), "c\n");
+  EXPECT_EQ(ReadFile(built.dir + "/build/history"), absl::StrCat(b_, "\n", c_, "\n"))
+      << "an incremental build in b's checkout";
+  built.in_use.reset();
+  EXPECT_TRUE(cache.Acquire(Request(a_, command), nullptr, nullptr).reused) << "a was kept";
+  EXPECT_FALSE(cache.Acquire(Request(b_, command), nullptr, nullptr).reused);
+  // Without keep_shas, a cache that is not full grows.
+  ASSERT_TRUE(cache.Acquire(Request(d_, command), nullptr, nullptr).step.ok());
+  EXPECT_EQ(cache.EntryCount(), 4);
+}
+
 TEST_F(BuildCacheTest, AMissInAFullCacheTakesAnIdleEntryOverAndBuildsIncrementally) {
   BuildCache cache(CacheDir(), 1, runner_.get());
   const std::string command = absl::StrCat(
