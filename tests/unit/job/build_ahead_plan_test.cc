@@ -173,9 +173,9 @@ TEST(BisectJobBuildAheadTest, EveryTaskHandedOutNamesTheBuildsTheJobWillUseAgain
     for (const char* sha : {"sha0", "sha100"}) {
       if (task.commit_sha() != sha) expected.push_back(sha);
     }
-    EXPECT_EQ(std::vector<std::string>(task.keep_build_shas().begin(),
-                                       task.keep_build_shas().end()),
-              expected)
+    EXPECT_EQ(
+        std::vector<std::string>(task.keep_build_shas().begin(), task.keep_build_shas().end()),
+        expected)
         << task.commit_sha();
   }
   BisectJob unbuilt("job", MakeSpec(""), MakeCommits(100), kNow);
