@@ -250,14 +250,23 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
 
 void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
                              bool keep_measured) {
+  // Confirmation pairs belong to no worker: one waiting in the queue (a retry whose row still
+  // names the worker that lost it) stays for any other, and one the worker was measuring is
+  // queued again, so the confirmation still gets its pairs and is judged when they are in.
+  std::vector<int> pairs_again;
   for (auto& [id, entry] : book_.tasks()) {
     v1::Probe& probe = ProbeOf(entry);
     if (entry.done || probe.worker() != worker || entry.probe == calibration_.bad_probe()) {
       continue;
     }
+    if (entry.task.kind() == v1::PROBE_KIND_CONFIRM) {
+      if (!entry.active) continue;
+      if (ConfirmationStartedFor(entry.task)) pairs_again.push_back(std::max(1, entry.task.runs()));
+    }
     if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
     book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
   }
+  for (int pairs : pairs_again) QueueConfirmationTasks(1, pairs);
   // Finished measurements stay when the worker's calibration can still judge them.
   if (keep_measured && calibration_.CalibrationUsable(worker)) return;
   // Its provisional verdicts will never be confirmed: their commits are probed again.
