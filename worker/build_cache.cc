@@ -152,6 +152,14 @@ absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
   return (*tree)->Checkout(sha);
 }
 
+// The key of `request`'s build: its commit's tree (read from the mirror at `mirror_dir`), its
+// command and the environment that identifies it.
+absl::StatusOr<BuildKey> KeyOf(const std::string& mirror_dir, const BuildCache::Request& request) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GitRepo> repo, GitRepo::Open(mirror_dir));
+  ASSIGN_OR_RETURN(CommitInfo commit, repo->GetCommit(request.sha));
+  return BuildKey{commit.tree_sha, request.build.shell_command, request.key_env};
+}
+
 // A process-unique suffix for trash directories.
 std::string TrashSuffix() {
   static std::atomic<uint64_t> counter{0};
@@ -181,17 +189,14 @@ bool BuildCache::MarkUsed(const Request& request) {
       absl::StrCat(cache_dir_, "/mirrors/", MirrorKey(request.repository), ".git");
   std::error_code ec;
   if (!fs::exists(mirror_dir, ec) || !HasCommit(mirror_dir, request.sha)) return false;
-  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(mirror_dir);
-  if (!repo.ok()) return false;
-  absl::StatusOr<CommitInfo> commit = (*repo)->GetCommit(request.sha);
-  if (!commit.ok()) return false;
-  const BuildKey key{commit->tree_sha, request.build.shell_command, request.key_env};
-  const fs::path entry = fs::path(builds_dir_) / key.Digest();
+  absl::StatusOr<BuildKey> key = KeyOf(mirror_dir, request);
+  if (!key.ok()) return false;
+  const fs::path entry = fs::path(builds_dir_) / key->Digest();
   absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
       FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
   if (!cache_lock.ok()) return false;
   std::optional<Marker> marker = ReadMarker(entry);
-  if (!marker.has_value() || marker->key != key.Text()) return false;
+  if (!marker.has_value() || marker->key != key->Text()) return false;
   SetLastUsed(entry / kMarker, clock_->Now());
   return true;
 }
@@ -216,14 +221,10 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
 
   absl::StatusOr<std::string> mirror = PrepareMirror(cache_dir_, request.repository, request.sha);
   if (!mirror.ok()) return infra("checkout", mirror.status());
-  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(*mirror);
-  if (!repo.ok()) return infra("checkout", repo.status());
-  absl::StatusOr<CommitInfo> commit = (*repo)->GetCommit(request.sha);
-  if (!commit.ok()) return infra("checkout", commit.status());
-  repo->reset();
-  const BuildKey key{commit->tree_sha, request.build.shell_command, request.key_env};
-  const std::string key_text = key.Text();
-  const std::string name = key.Digest();
+  absl::StatusOr<BuildKey> key = KeyOf(*mirror, request);
+  if (!key.ok()) return infra("checkout", key.status());
+  const std::string key_text = key->Text();
+  const std::string name = key->Digest();
   const fs::path entry = fs::path(builds_dir_) / name;
 
   std::error_code ec;
@@ -269,9 +270,9 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
 
   nlohmann::json marker;
   marker["key"] = key_text;
-  marker["tree"] = key.tree;
-  marker["command"] = key.command;
-  marker["env"] = key.env;
+  marker["tree"] = key->tree;
+  marker["command"] = key->command;
+  marker["env"] = key->env;
   marker["repository"] = request.repository;
   marker["sha"] = request.sha;
   marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
@@ -352,9 +353,8 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& nam
           candidate.marker->command != request.build.shell_command) {
         continue;
       }
-      if (job_names_its_builds &&
-          std::find(request.keep_shas.begin(), request.keep_shas.end(), candidate.marker->sha) !=
-              request.keep_shas.end()) {
+      if (job_names_its_builds && std::find(request.keep_shas.begin(), request.keep_shas.end(),
+                                            candidate.marker->sha) != request.keep_shas.end()) {
         continue;
       }
       const fs::path from = fs::path(builds_dir_) / candidate.name;

@@ -22,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
+using ::kbisect::bisect_job_testing::ConfirmationPairs;
 using ::kbisect::bisect_job_testing::Describe;
 using ::kbisect::bisect_job_testing::Failure;
 using ::kbisect::bisect_job_testing::kNow;
@@ -531,13 +532,7 @@ void RunWithConfirmation(BisectJob& job, int culprit, double step) {
     if (tasks.empty()) break;
     for (const v1::Task& task : tasks) {
       if (task.kind() == v1::PROBE_KIND_CONFIRM) {
-        // task.runs() pairs, last-good about 1.0 and culprit about `step`.
-        const double wiggle[] = {1.0, 1.01, 0.99};
-        std::vector<double> culprit_samples;
-        for (int i = 0; i < task.runs(); ++i) culprit_samples.push_back(step * wiggle[i % 3]);
-        v1::TaskResult result = Samples(culprit_samples);
-        for (int i = 0; i < task.runs(); ++i) result.add_paired_samples(wiggle[i % 3]);
-        job.OnTaskFinished(task.task_id(), result, kNow);
+        job.OnTaskFinished(task.task_id(), ConfirmationPairs(task, step), kNow);
         continue;
       }
       const double v = task.commit_index() >= culprit ? 1.5 : 1.0;
@@ -564,70 +559,6 @@ TEST(BisectJobTest, ConfirmationReproducesTheStepWithAConfidenceInterval) {
   EXPECT_EQ(status.confirmation().culprit_samples_size(), status.confirmation().fresh_pairs());
   EXPECT_GE(status.confirmation().sets_size(), 1);
   EXPECT_NEAR(status.culprit_regression_pct(), 50, 2);
-}
-
-// A confirmation task's answer: task.runs() pairs, last-good about 1.0 and culprit about `step`;
-// any other task: 1.5 from `culprit` on, else 1.0.
-v1::TaskResult AnswerWithConfirmation(const v1::Task& task, int culprit, double step) {
-  const double wiggle[] = {1.0, 1.01, 0.99};
-  if (task.kind() == v1::PROBE_KIND_CONFIRM) {
-    std::vector<double> culprit_samples;
-    for (int i = 0; i < task.runs(); ++i) culprit_samples.push_back(step * wiggle[i % 3]);
-    v1::TaskResult result = Samples(culprit_samples);
-    for (int i = 0; i < task.runs(); ++i) result.add_paired_samples(wiggle[i % 3]);
-    return result;
-  }
-  const double v = task.commit_index() >= culprit ? 1.5 : 1.0;
-  std::vector<double> values;
-  for (int i = 0; i < std::max(1, task.runs()); ++i) values.push_back(v * wiggle[i % 3]);
-  return Samples(values);
-}
-
-TEST(BisectJobTest, AConfirmationPairLostWithItsWorkerIsMeasuredAgainByAnother) {
-  // fault_test under TSan: a worker that left while measuring the last confirmation pair had it
-  // cancelled with its other tasks, and the job waited in CONFIRMING for ever.
-  v1::JobSpec spec = MakeSpec();
-  spec.set_confirm(true);
-  BisectJob job("job", spec, MakeCommits(30), kNow);
-  const std::vector<std::string> workers = {"a", "b", "c"};
-  std::string lost;
-  for (int guard = 0; guard < 200 && !job.finished() && lost.empty(); ++guard) {
-    std::map<std::string, v1::Task> tasks = Take(job, workers);
-    if (tasks.empty()) break;
-    // One confirmation task is held back, on a worker other than the reference's, until every
-    // other task is answered; then its worker leaves.
-    std::string held;
-    for (const auto& [worker, task] : tasks) {
-      if (held.empty() && task.kind() == v1::PROBE_KIND_CONFIRM &&
-          worker != job.status().baseline().bad().worker()) {
-        held = worker;
-      }
-    }
-    for (const auto& [worker, task] : tasks) {
-      if (worker != held)
-        job.OnTaskFinished(task.task_id(), AnswerWithConfirmation(task, 12, 1.5), kNow);
-    }
-    if (!held.empty()) {
-      job.OnWorkerGone(held, "closed its session", kNow);
-      lost = held;
-    }
-  }
-  ASSERT_FALSE(lost.empty()) << "no confirmation task reached a worker other than the reference's";
-  std::vector<std::string> others;
-  for (const std::string& worker : workers) {
-    if (worker != lost) others.push_back(worker);
-  }
-  for (int guard = 0; guard < 200 && !job.finished(); ++guard) {
-    std::map<std::string, v1::Task> tasks = Take(job, others);
-    if (tasks.empty()) break;
-    for (const auto& [worker, task] : tasks) {
-      job.OnTaskFinished(task.task_id(), AnswerWithConfirmation(task, 12, 1.5), kNow);
-    }
-  }
-  const v1::JobStatus& status = job.status();
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
-  EXPECT_EQ(status.culprit().index(), 12);
-  EXPECT_TRUE(status.confirmation().confirmed());
 }
 
 TEST(BisectJobTest, AStepThatDoesNotReproduceIsNotBlamed) {

@@ -172,6 +172,16 @@ inline int ProbeRow(const BisectJob& job, const std::string& task_id) {
   return -1;
 }
 
+// A confirmation task's answer: task.runs() pairs, last-good about 1.0 and culprit about `step`.
+inline v1::TaskResult ConfirmationPairs(const v1::Task& task, double step) {
+  const double wiggle[] = {1.0, 1.01, 0.99};
+  std::vector<double> culprit_samples;
+  for (int i = 0; i < task.runs(); ++i) culprit_samples.push_back(step * wiggle[i % 3]);
+  v1::TaskResult result = Samples(culprit_samples);
+  for (int i = 0; i < task.runs(); ++i) result.add_paired_samples(wiggle[i % 3]);
+  return result;
+}
+
 // Assigns tasks to named workers and returns them keyed by worker.
 inline std::map<std::string, v1::Task> Take(BisectJob& job,
                                             const std::vector<std::string>& workers) {

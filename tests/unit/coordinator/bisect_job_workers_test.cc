@@ -19,6 +19,7 @@
 namespace kbisect {
 namespace {
 
+using ::kbisect::bisect_job_testing::ConfirmationPairs;
 using ::kbisect::bisect_job_testing::Describe;
 using ::kbisect::bisect_job_testing::Failure;
 using ::kbisect::bisect_job_testing::kNow;
@@ -472,6 +473,64 @@ TEST(BisectJobTest, AWorkerThatLeavesKeepsTheMeasurementsItsCalibrationCanJudge)
         << "at " << probe.index();
   }
   EXPECT_GT(judged, 0) << Describe(status);
+}
+
+// A confirmation task's answer (ConfirmationPairs with `step`); any other task's: 1.5 from
+// `culprit` on, else 1.0.
+v1::TaskResult AnswerWithConfirmation(const v1::Task& task, int culprit, double step) {
+  const double wiggle[] = {1.0, 1.01, 0.99};
+  if (task.kind() == v1::PROBE_KIND_CONFIRM) return ConfirmationPairs(task, step);
+  const double v = task.commit_index() >= culprit ? 1.5 : 1.0;
+  std::vector<double> values;
+  for (int i = 0; i < std::max(1, task.runs()); ++i) values.push_back(v * wiggle[i % 3]);
+  return Samples(values);
+}
+
+TEST(BisectJobTest, AConfirmationPairLostWithItsWorkerIsMeasuredAgainByAnother) {
+  // fault_test under TSan: a worker that left while measuring the last confirmation pair had it
+  // cancelled with its other tasks, and the job waited in CONFIRMING for ever.
+  v1::JobSpec spec = MakeSpec();
+  spec.set_confirm(true);
+  BisectJob job("job", spec, MakeCommits(30), kNow);
+  const std::vector<std::string> workers = {"a", "b", "c"};
+  std::string lost;
+  for (int guard = 0; guard < 200 && !job.finished() && lost.empty(); ++guard) {
+    std::map<std::string, v1::Task> tasks = Take(job, workers);
+    if (tasks.empty()) break;
+    // One confirmation task is held back, on a worker other than the reference's, until every
+    // other task is answered; then its worker leaves.
+    std::string held;
+    for (const auto& [worker, task] : tasks) {
+      if (held.empty() && task.kind() == v1::PROBE_KIND_CONFIRM &&
+          worker != job.status().baseline().bad().worker()) {
+        held = worker;
+      }
+    }
+    for (const auto& [worker, task] : tasks) {
+      if (worker != held)
+        job.OnTaskFinished(task.task_id(), AnswerWithConfirmation(task, 12, 1.5), kNow);
+    }
+    if (!held.empty()) {
+      job.OnWorkerGone(held, "closed its session", kNow);
+      lost = held;
+    }
+  }
+  ASSERT_FALSE(lost.empty()) << "no confirmation task reached a worker other than the reference's";
+  std::vector<std::string> others;
+  for (const std::string& worker : workers) {
+    if (worker != lost) others.push_back(worker);
+  }
+  for (int guard = 0; guard < 200 && !job.finished(); ++guard) {
+    std::map<std::string, v1::Task> tasks = Take(job, others);
+    if (tasks.empty()) break;
+    for (const auto& [worker, task] : tasks) {
+      job.OnTaskFinished(task.task_id(), AnswerWithConfirmation(task, 12, 1.5), kNow);
+    }
+  }
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 12);
+  EXPECT_TRUE(status.confirmation().confirmed());
 }
 
 }  // namespace
