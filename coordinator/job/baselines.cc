@@ -169,8 +169,24 @@ bool BisectJob::FinishIfNoStep(const BaselineAssessment& assessment, absl::Time 
 void BisectJob::MeasureBaselinesAgain(const BaselineAssessment& assessment, absl::Time now) {
   Emit(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Baselines unclear: ", assessment.reason), nullptr,
        now);
-  book_.Extend(calibration_.good_probe(), assessment.more_runs);
-  book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+  ExtendBaselines(assessment.more_runs, now);
+}
+
+void BisectJob::ExtendBaselines(int runs, absl::Time now) {
+  // A baseline whose worker left cannot get more runs there (a task pinned to it would wait for
+  // ever): the reference moves to another calibrated worker, whose GOOD gets them, and BAD is
+  // measured again by any worker.
+  const Calibration::Worker* reference = calibration_.Find(calibration_.reference_worker());
+  if (reference != nullptr && reference->gone) calibration_.ResetReference();
+  if (calibration_.good_probe() >= 0) book_.Extend(calibration_.good_probe(), runs);
+  const std::string bad_worker = calibration_.BadWorker();
+  const Calibration::Worker* bad = calibration_.Find(bad_worker);
+  if (bad != nullptr && bad->gone) {
+    RemeasureBad(absl::StrCat("its worker ", bad_worker, " left before it could measure more"),
+                 now);
+  } else {
+    book_.Extend(calibration_.bad_probe(), runs);
+  }
 }
 
 void BisectJob::RecordBaselines(const BaselineAssessment& assessment) {
@@ -227,8 +243,7 @@ void BisectJob::ReassessBaselinesIfNoisy(absl::Time now) {
   if (assessment.more_runs <= 0) return;
   Emit(v1::JOB_EVENT_KIND_WARNING, NoisyBaselinesText(noise, status_.metric_unit(), assessment),
        nullptr, now);
-  book_.Extend(calibration_.good_probe(), assessment.more_runs);
-  book_.Extend(calibration_.bad_probe(), assessment.more_runs);
+  ExtendBaselines(assessment.more_runs, now);
   status_.set_state(v1::JOB_STATE_BASELINES);
   JudgeEveryVerdictAgain(now);
 }

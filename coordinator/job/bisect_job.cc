@@ -426,6 +426,9 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     // its calibration): the worker is gone, so is what depended on it. Its commits are probed
     // again by others; it calibrates again if it comes back.
     const std::string worker = entry.pinned_worker;
+    // An extension of BAD went with its worker, and BAD's samples with it: BAD is measured
+    // again, by any worker (nothing else would ever queue it).
+    const bool bad_lost = entry.probe == calibration_.bad_probe();
     entry.done = true;
     probe.set_state(v1::PROBE_STATE_CANCELLED);
     probe.set_message(LostWithWorkerText(why));
@@ -434,7 +437,9 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     if (state.calibration == entry.probe) state.calibration = -1;
     state.gone = true;
     DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
+    if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
     OnRoleHolderLost(worker, "was lost", now);
+    MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
     UpdateProgress();
     return std::exchange(to_cancel_, {});
   }

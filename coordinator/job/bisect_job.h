@@ -216,6 +216,9 @@ class BisectJob {
   void SettleEndpoint(absl::Time now);
   // Warns that the baselines are unclear and queues assessment.more_runs more runs of each.
   void MeasureBaselinesAgain(const BaselineAssessment& assessment, absl::Time now);
+  // Gives both baselines `runs` more runs, on the workers that measured them, or elsewhere
+  // when a worker left (see the definition).
+  void ExtendBaselines(int runs, absl::Time now);
   // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
   void RecordBaselines(const BaselineAssessment& assessment);
   // Judges the baselines again when the noise the probes show has grown past what they were
@@ -302,6 +305,9 @@ class BisectJob {
   void StartConfirmation(absl::Time now, bool early);
   // Cancels a confirmation started early whose culprit a calibration's verdicts moved.
   void AbortEarlyConfirmation(absl::Time now);
+  // True while the search can still close on the early confirmation's two commits: done on
+  // them, or reopened with both still inside its interval.
+  bool EarlyConfirmationTargetPossible() const;
   // True when no verdict is provisional and no worker still owes its calibration.
   bool Settled() const;
   bool ConfirmationTasksPending() const;

@@ -83,10 +83,10 @@ bool BisectJob::ConfirmationTasksPending() const {
 
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
-  if (early_confirmation_ && (!search_.Done() || search_.last_good() != confirm_last_good_ ||
-                              search_.first_bad() != confirm_first_bad_)) {
-    AbortEarlyConfirmation(now);
-  }
+  // A verdict taken back (a worker lost, a calibration) reopens the search: the early
+  // confirmation's pairs still count if the search closes on the same two commits again, and
+  // are dropped once it cannot.
+  if (early_confirmation_ && !EarlyConfirmationTargetPossible()) AbortEarlyConfirmation(now);
   if (!search_.Done()) return;
   const bool wants_confirmation =
       search_.Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
@@ -130,6 +130,9 @@ void BisectJob::MaybeFinish(absl::Time now) {
     // Started while the calibrations ran: judged once its last pairs are in.
     early_confirmation_ = false;
     status_.set_state(v1::JOB_STATE_CONFIRMING);
+    // Pairs measured ahead for this culprit since (the search reopened meanwhile) count; those
+    // of other commits are cancelled, and none is waited for.
+    AdoptSpeculativePairs(status_.mutable_confirmation(), now);
     if (!ConfirmationTasksPending()) JudgeConfirmationNow(now);
     return;
   }
@@ -138,6 +141,13 @@ void BisectJob::MaybeFinish(absl::Time now) {
     return;
   }
   FinishWithCandidates(now);
+}
+
+bool BisectJob::EarlyConfirmationTargetPossible() const {
+  if (search_.Done()) {
+    return search_.last_good() == confirm_last_good_ && search_.first_bad() == confirm_first_bad_;
+  }
+  return search_.last_good() <= confirm_last_good_ && confirm_first_bad_ <= search_.first_bad();
 }
 
 void BisectJob::AbortEarlyConfirmation(absl::Time now) {

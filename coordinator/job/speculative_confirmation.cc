@@ -95,7 +95,13 @@ int BisectJob::ExpectedReusedPairs(int last_good, int culprit) const {
 }
 
 bool BisectJob::ConfirmationStartedFor(const v1::Task& task) const {
-  return (status_.state() == v1::JOB_STATE_CONFIRMING || early_confirmation_) && search_.Done() &&
+  if (early_confirmation_) {
+    // Its pairs count while the search may still close on the two commits they measure.
+    return task.commit_index() == confirm_first_bad_ &&
+           task.paired_commit_sha() == commits_[confirm_last_good_].sha() &&
+           EarlyConfirmationTargetPossible();
+  }
+  return status_.state() == v1::JOB_STATE_CONFIRMING && search_.Done() &&
          task.commit_index() == search_.first_bad() &&
          task.paired_commit_sha() == commits_[search_.last_good()].sha();
 }

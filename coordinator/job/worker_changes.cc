@@ -133,8 +133,21 @@ void BisectJob::RebuildSearch() {
 
 void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
   const int bad_probe = calibration_.bad_probe();
-  if (bad_probe < 0 || book_.probe(bad_probe).state() != v1::PROBE_STATE_FINISHED) {
-    return;  // Not measured yet: the queued or retried task is still to come.
+  if (bad_probe < 0) return;
+  // BAD not measured yet: its queued or retried task is still to come, for any worker. More runs
+  // of it (an extension, pinned to the worker that lost its standing) are cancelled instead,
+  // and BAD is measured again from the start.
+  bool any_worker_will_measure = false;
+  for (const auto& [id, entry] : book_.tasks()) {
+    if (!entry.done && entry.probe == bad_probe && entry.pinned_worker.empty()) {
+      any_worker_will_measure = true;
+    }
+  }
+  if (any_worker_will_measure) return;
+  for (auto& [id, entry] : book_.tasks()) {
+    if (!entry.done && entry.probe == bad_probe) {
+      book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
+    }
   }
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
   calibration_.SetBadProbe(book_.at(id).probe);
@@ -267,6 +280,13 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
     book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
   }
   for (int pairs : pairs_again) QueueConfirmationTasks(1, pairs);
+  // A calibration cancelled with its worker (an extension it did not measure) is measured again,
+  // from the start, if the worker comes back; until then the worker has none.
+  if (const Calibration::Worker* found = calibration_.Find(worker);
+      found != nullptr && !found->quarantined && found->calibration >= 0 &&
+      book_.probe(found->calibration).state() == v1::PROBE_STATE_CANCELLED) {
+    calibration_.worker(worker).calibration = -1;
+  }
   // Finished measurements stay when the worker's calibration can still judge them.
   if (keep_measured && calibration_.CalibrationUsable(worker)) return;
   // Its provisional verdicts will never be confirmed: their commits are probed again.
@@ -292,6 +312,8 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
   calibration_.worker(worker).gone = true;
   DropProbesOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
   OnRoleHolderLost(worker, "left", now);
+  // What waited for this worker (its calibration) is no longer owed: the search may be over.
+  MaybeFinish(now);
   UpdateProgress();
   return std::exchange(to_cancel_, {});
 }

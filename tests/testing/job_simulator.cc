@@ -2,6 +2,7 @@
 #include "tests/testing/job_simulator.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -34,6 +35,24 @@ struct SimulatedBuild {
 };
 
 constexpr char kAheadTask[] = "build-ahead";
+
+// A SimulatedLoss as two events: the worker leaves, and (when it does) comes back.
+struct LossEvent {
+  double at = 0;
+  std::string worker;
+  bool back = false;
+};
+
+std::vector<LossEvent> LossEvents(const std::vector<SimulatedLoss>& losses) {
+  std::vector<LossEvent> events;
+  for (const SimulatedLoss& loss : losses) {
+    events.push_back({loss.at, loss.worker, false});
+    if (loss.back_after >= 0) events.push_back({loss.at + loss.back_after, loss.worker, true});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const LossEvent& a, const LossEvent& b) { return a.at < b.at; });
+  return events;
+}
 
 }  // namespace
 
@@ -147,10 +166,41 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       ++running_ahead;
     }
   };
+  const std::vector<LossEvent> losses = LossEvents(options.losses);
+  size_t next_loss = 0;
+  std::set<std::string> absent;  // Lost and not back.
+  auto next_loss_at = [&]() {
+    return next_loss < losses.size() ? losses[next_loss].at : std::numeric_limits<double>::max();
+  };
+  // Applies the loss events due by now, as the coordinator does when heartbeats stop: the
+  // running task's lease expires, then the worker is gone.
+  auto apply_losses = [&]() {
+    while (next_loss < losses.size() && losses[next_loss].at <= now) {
+      const LossEvent& event = losses[next_loss++];
+      if (event.back) {
+        absent.erase(event.worker);
+        continue;
+      }
+      if (!absent.insert(event.worker).second) continue;
+      const absl::Time at = kStart + absl::Seconds(now);
+      std::vector<std::string> lost;
+      for (const auto& [id, task] : running) {
+        if (task.worker == event.worker) lost.push_back(id);
+      }
+      for (const std::string& id : lost) {
+        cancel({id});
+        ++out.tasks_lost;
+        cancel(job.OnTaskLost(id, "its lease expired (no heartbeat)", at));
+      }
+      cancel(job.OnWorkerGone(event.worker, "it stopped heartbeating", at));
+    }
+  };
   while (!job.finished() && now < 100'000) {
+    apply_losses();
+    if (job.finished()) break;
     std::vector<std::string> idle;
     for (const std::string& worker : order) {
-      if (busy.count(worker) == 0) idle.push_back(worker);
+      if (busy.count(worker) == 0 && absent.count(worker) == 0) idle.push_back(worker);
     }
     if (!idle.empty()) {
       const absl::Time at = kStart + absl::Seconds(now);
@@ -181,14 +231,19 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     build_ahead();
     if (running.empty()) {
       if (job.finished()) break;
-      now += options.poll_seconds;
+      now = next_loss_at() > now ? std::min(now + options.poll_seconds, next_loss_at())
+                                 : now + options.poll_seconds;
       continue;
     }
     auto next = std::min_element(running.begin(), running.end(), [](const auto& a, const auto& b) {
       return a.second.end < b.second.end;
     });
     const double next_end = next->second.end;
-    const bool waiting = busy.size() < order.size();
+    const bool waiting = busy.size() + absent.size() < order.size();
+    if (next_loss_at() < next_end && (!waiting || next_loss_at() <= now + options.poll_seconds)) {
+      now = std::max(now, next_loss_at());  // A worker is lost (or back) first.
+      continue;
+    }
     if (waiting && next_end > now + options.poll_seconds) {
       now += options.poll_seconds;  // Idle workers ask again.
       continue;
@@ -241,6 +296,21 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   out.events = job.TakeEvents();
   out.wall_seconds = now;
   out.commits = std::move(commits);
+  return out;
+}
+
+std::string DescribeProbes(const SimulationResult& result) {
+  std::string out = absl::StrCat("outcome=", v1::Outcome_Name(result.status.status()),
+                                 " state=", v1::JobState_Name(result.status.state()),
+                                 " error=", result.status.error(), "\n");
+  for (const v1::Probe& probe : result.status.probes()) {
+    absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
+                    " w=", probe.worker(), " round=", probe.round(),
+                    " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
+                    " n=", probe.samples_size(), " state=", v1::ProbeState_Name(probe.state()),
+                    probe.cached() ? " cached" : "", probe.provisional() ? " provisional" : "",
+                    "\n");
+  }
   return out;
 }
 

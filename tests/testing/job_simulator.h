@@ -32,6 +32,16 @@ struct SimulatedWorker {
   double time_factor = 1.0;
 };
 
+// The coordinator loses `worker` at `at` seconds, as when its heartbeats stop: the lease of the
+// task it runs expires (OnTaskLost), and then the worker is gone (OnWorkerGone). With
+// `back_after` >= 0 the same worker asks for work again that many seconds later (a reconnect
+// under its name); otherwise it never comes back.
+struct SimulatedLoss {
+  std::string worker;
+  double at = 0;
+  double back_after = -1;
+};
+
 struct SimulationOptions {
   int commits = 100;  // n: index 0 = GOOD, n = BAD.
   int culprit = 50;   // First index measuring `bad_value`.
@@ -63,6 +73,8 @@ struct SimulationOptions {
   int harness_change = -1;
   // Results of earlier jobs (the result cache's lookup), passed to the job.
   std::vector<v1::CachedResult> cached;
+  // Workers the coordinator loses during the job (see SimulatedLoss).
+  std::vector<SimulatedLoss> losses;
   // Called with the job's status after each result it takes (what a client polling the job could
   // have seen), when set.
   std::function<void(const v1::JobStatus&)> observe;
@@ -91,6 +103,7 @@ struct SimulationResult {
   int bench_runs = 0;                   // Benchmark runs of finished tasks.
   std::vector<v1::CommitRef> commits;   // The job's commit list.
   std::vector<SimulatedTask> task_log;  // Every task handed out, in hand-out order.
+  int tasks_lost = 0;                   // Tasks lost with their worker (SimulatedLoss).
 };
 
 // Names "w0" .. "w<count-1>", all with factor 1.
@@ -99,6 +112,9 @@ std::vector<SimulatedWorker> SimulatedWorkers(int count);
 // Runs the job over `options.commits` synthetic commits with `spec` (defaults filled by the job)
 // to its end (or 100,000 simulated seconds).
 SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options);
+
+// The outcome and every probe of a simulated job, one line each, for a failed assertion.
+std::string DescribeProbes(const SimulationResult& result);
 
 // What the coordinator would store in the result cache from a finished simulated job.
 std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result);

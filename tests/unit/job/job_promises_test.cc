@@ -22,19 +22,6 @@
 namespace kbisect {
 namespace {
 
-std::string Describe(const SimulationResult& result) {
-  std::string out = absl::StrCat("outcome=", v1::Outcome_Name(result.status.status()),
-                                 " error=", result.status.error(), "\n");
-  for (const v1::Probe& probe : result.status.probes()) {
-    absl::StrAppend(&out, "  ", v1::ProbeKind_Name(probe.kind()), " i=", probe.index(),
-                    " w=", probe.worker(), " round=", probe.round(),
-                    " verdict=", v1::Verdict_Name(probe.verdict()), " median=", probe.median(),
-                    " n=", probe.samples_size(), " state=", v1::ProbeState_Name(probe.state()),
-                    probe.cached() ? " cached" : "", "\n");
-  }
-  return out;
-}
-
 // Culprit positions spread over 1..n (both ends included).
 std::vector<int> Positions(int n, int count) {
   std::vector<int> positions;
@@ -78,8 +65,8 @@ void ExpectSlowSlotQuarantined(const DriftCase& c, const SimulationResult& resul
   const v1::JobStatus& status = result.status;
   const std::string where = absl::StrCat("workers=", c.workers, " slow=w", c.slow_slot,
                                          " culprit=", c.culprit, " seed=", c.seed, "\n");
-  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
-  EXPECT_EQ(status.culprit().index(), c.culprit) << where << Describe(result);
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
+  EXPECT_EQ(status.culprit().index(), c.culprit) << where << DescribeProbes(result);
   EXPECT_NEAR(status.regression_pct(), 25, 3) << where;
   const std::string slow = absl::StrCat("w", c.slow_slot);
   bool quarantined = false;
@@ -92,7 +79,7 @@ void ExpectSlowSlotQuarantined(const DriftCase& c, const SimulationResult& resul
       EXPECT_FALSE(worker.quarantined()) << where << worker.worker();
     }
   }
-  EXPECT_TRUE(quarantined) << where << Describe(result);
+  EXPECT_TRUE(quarantined) << where << DescribeProbes(result);
   ASSERT_GE(status.drift_events_size(), 1) << where;
   for (const v1::DriftEvent& event : status.drift_events()) {
     EXPECT_EQ(event.worker(), slow) << where;
@@ -181,7 +168,7 @@ TEST(JobPromisesTest, AStandInGoodBesideBadCannotLetASlowGpuFakeTheResult) {
         stand_ins += stand_in;
         EXPECT_TRUE(stand_in) << "slot " << slot << " seed " << seed << " culprit " << culprit
                               << "\n"
-                              << Describe(result);
+                              << DescribeProbes(result);
       }
     }
   }
@@ -206,8 +193,8 @@ TEST(JobPromisesTest, AFastStandInCannotFakeARegression) {
     options.workers[1].metric_factor = 0.8;
     const SimulationResult result = SimulateJob(SimulationSpec(), options);
     const std::string where = absl::StrCat("seed=", seed);
-    EXPECT_EQ(result.status.status(), v1::OUTCOME_NO_REGRESSION) << where << Describe(result);
-    if (getenv("STANDIN_DEBUG") != nullptr) std::printf("%s\n", Describe(result).c_str());
+    EXPECT_EQ(result.status.status(), v1::OUTCOME_NO_REGRESSION) << where << DescribeProbes(result);
+    if (getenv("STANDIN_DEBUG") != nullptr) std::printf("%s\n", DescribeProbes(result).c_str());
     bool provisional = false;
     for (const v1::JobEvent& event : result.events) {
       provisional |= event.message().find("GOOD on w1, BAD on w0") != std::string::npos;
@@ -258,7 +245,7 @@ TEST(JobPromisesTest, ASettledEndpointVerdictIsNeverTakenBack) {
           if (settled_step) {
             EXPECT_NE(result.status.status(), v1::OUTCOME_NO_REGRESSION)
                 << where << ": a settled step was taken back\n"
-                << Describe(result);
+                << DescribeProbes(result);
           }
           EXPECT_FALSE(result.status.baseline().provisional()) << where;
           if (fast_stand_in && commits == 1000 && workers == 7) {
@@ -290,7 +277,7 @@ TEST(JobPromisesTest, TwoGpusThatDisagreeAreFlaggedAndCannotFakeTheCulprit) {
       DriftCase c{2, 0, culprit, seed};
       const SimulationResult result = RunDrift(c);
       const std::string where = absl::StrCat("culprit=", culprit, " seed=", seed);
-      ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+      ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
       EXPECT_EQ(result.status.culprit().index(), culprit) << where;
       EXPECT_NEAR(result.status.regression_pct(), 25, 3) << where;
       ASSERT_EQ(result.status.drift_events_size(), 1) << where;
@@ -307,9 +294,9 @@ TEST(JobPromisesTest, ACleanRunRaisesNoFlag) {
         const SimulationResult result = RunDrift(c);
         const std::string where =
             absl::StrCat("workers=", workers, " culprit=", culprit, " seed=", seed);
-        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
         EXPECT_EQ(result.status.culprit().index(), culprit) << where;
-        EXPECT_EQ(result.status.drift_events_size(), 0) << where << Describe(result);
+        EXPECT_EQ(result.status.drift_events_size(), 0) << where << DescribeProbes(result);
         for (const v1::JobWorker& worker : result.status.workers()) {
           EXPECT_FALSE(worker.quarantined()) << where << worker.worker();
         }
@@ -338,9 +325,9 @@ TEST(JobPromisesTest, ADeterministicStepTakesAtMostTheRoundBound) {
         const SimulationResult result = SimulateJob(SimulationSpec(), options);
         const std::string where = absl::StrCat("n=", size.commits, " W=", size.workers,
                                                " culprit=", culprit, " seed=", seed);
-        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
         EXPECT_EQ(result.status.culprit().index(), culprit) << where;
-        EXPECT_LE(result.status.rounds(), bound) << where << Describe(result);
+        EXPECT_LE(result.status.rounds(), bound) << where << DescribeProbes(result);
       }
     }
   }
@@ -360,7 +347,7 @@ TEST(JobPromisesTest, AGpuThatFailsEveryTaskIsQuarantinedNotTrustedAsUntestableC
     options.workers[1].broken = true;
     const SimulationResult result = SimulateJob(SimulationSpec(), options);
     const std::string where = absl::StrCat("culprit=", culprit);
-    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
     EXPECT_EQ(result.status.culprit().index(), culprit) << where;
     ASSERT_GE(result.status.drift_events_size(), 1) << where;
     EXPECT_EQ(result.status.drift_events(0).worker(), "w1") << where;
@@ -394,11 +381,11 @@ TEST(JobPromisesTest, RunsOneOnADeterministicBenchmarkTakesAsManyRunsAsGitBisect
     spec.set_runs_per_commit(1);
     const SimulationResult result = SimulateJob(spec, options);
     const std::string where = absl::StrCat("culprit=", culprit);
-    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(result);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(result);
     EXPECT_EQ(result.status.culprit().index(), culprit) << where;
     EXPECT_TRUE(result.status.confirmation().confirmed()) << where;
     EXPECT_EQ(result.status.bench_runs(), 2 + GitBisectSteps(1000, culprit))
-        << where << Describe(result);
+        << where << DescribeProbes(result);
   }
 }
 
@@ -462,7 +449,7 @@ TEST(JobPromisesTest, ASecondNightlyReusesTheFirstsResults) {
     options.cached = CachedResultsOf(first);
     const SimulationResult second = SimulateJob(SimulationSpec(), options);
     const std::string where = absl::StrCat("seed=", seed);
-    ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << Describe(second);
+    ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where << DescribeProbes(second);
     EXPECT_EQ(second.status.culprit().sha(), first.status.culprit().sha()) << where;
     EXPECT_GT(second.status.cached_probes(), 0) << where;
     // Against the same range measured without the cache (decision 43 made the first job
@@ -472,8 +459,8 @@ TEST(JobPromisesTest, ASecondNightlyReusesTheFirstsResults) {
     SimulationOptions fresh_options = Nightly(300, 1300, 666, seed + 10);
     const SimulationResult fresh = SimulateJob(SimulationSpec(), fresh_options);
     ASSERT_EQ(fresh.status.culprit().sha(), first.status.culprit().sha()) << where;
-    EXPECT_LT(second.status.bench_runs(), fresh.status.bench_runs()) << where << Describe(second);
-    if (getenv("NIGHTLY_DEBUG") != nullptr) std::printf("%s", Describe(second).c_str());
+    EXPECT_LT(second.status.bench_runs(), fresh.status.bench_runs()) << where << DescribeProbes(second);
+    if (getenv("NIGHTLY_DEBUG") != nullptr) std::printf("%s", DescribeProbes(second).c_str());
     reused_runs += second.status.bench_runs();
     reused_wall += second.wall_seconds;
     fresh_runs += fresh.status.bench_runs();
@@ -502,7 +489,7 @@ TEST(JobPromisesTest, ADriftedGpusCachedResultsAreNotReused) {
   // Since the first nightly, w3's GPU became 20% slower.
   options.workers[3].metric_factor = 1.2;
   const SimulationResult second = SimulateJob(SimulationSpec(), options);
-  ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(second);
+  ASSERT_EQ(second.status.status(), v1::OUTCOME_CULPRIT_FOUND) << DescribeProbes(second);
   EXPECT_EQ(second.status.culprit().sha(), first.status.culprit().sha());
   for (const v1::Probe& probe : second.status.probes()) {
     EXPECT_FALSE(probe.cached() && probe.worker() == "w3") << "a drifted GPU's sample reused";
@@ -512,7 +499,7 @@ TEST(JobPromisesTest, ADriftedGpusCachedResultsAreNotReused) {
     refused |= worker == "w3";
   }
   // In the first wave every worker measures one of its cached commits: w3's disagrees.
-  EXPECT_TRUE(refused) << Describe(second);
+  EXPECT_TRUE(refused) << DescribeProbes(second);
   EXPECT_GT(second.status.cached_probes(), 0) << "the other GPUs' results are still reused";
 }
 
@@ -559,7 +546,7 @@ TEST(JobPromisesTest, TheConfirmationRunsOnSeveralWorkersAtOnce) {
     options.seed = seed;
     options.workers = SimulatedWorkers(7);
     const SimulationResult result = SimulateJob(SimulationSpec(), options);
-    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(result);
+    ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << DescribeProbes(result);
     const v1::Confirmation& confirmation = result.status.confirmation();
     EXPECT_TRUE(confirmation.confirmed());
     std::set<std::string> workers;
@@ -574,9 +561,9 @@ TEST(JobPromisesTest, TheConfirmationRunsOnSeveralWorkersAtOnce) {
                                                                   FromProto(probe.start_time())));
       last_end = std::max(last_end, FromProto(probe.end_time()));
     }
-    EXPECT_GE(workers.size(), 2u) << "seed " << seed << Describe(result);
+    EXPECT_GE(workers.size(), 2u) << "seed " << seed << DescribeProbes(result);
     EXPECT_LE(absl::ToDoubleSeconds(last_end - LastBisectEnd(result.status)), 1.05 * longest_pair)
-        << "seed " << seed << ": the pairs ran one after another" << Describe(result);
+        << "seed " << seed << ": the pairs ran one after another" << DescribeProbes(result);
     EXPECT_LE(confirmation.fresh_pairs(), 2 * static_cast<int>(workers.size()));
   }
 }
@@ -599,7 +586,7 @@ TEST(JobPromisesTest, PairsMeasuredAheadCountOnlyForTheCulpritTheyMeasure) {
         options.workers = SimulatedWorkers(workers);
         const SimulationResult result = SimulateJob(SimulationSpec(), options);
         const std::string where =
-            absl::StrCat("W=", workers, " culprit=", culprit, " seed=", seed, Describe(result));
+            absl::StrCat("W=", workers, " culprit=", culprit, " seed=", seed, DescribeProbes(result));
         ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << where;
         ASSERT_EQ(result.status.culprit().index(), culprit) << where;
         ++jobs;
@@ -652,7 +639,7 @@ TEST(JobPromisesTest,
       for (int culprit : {20, 75, 130}) {
         DriftCase c{4, slot, culprit, seed};
         const SimulationResult result = RunDrift(c);
-        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(result);
+        ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << DescribeProbes(result);
         EXPECT_EQ(result.status.culprit().index(), culprit);
         EXPECT_TRUE(result.status.confirmation().confirmed());
         for (const v1::JobEvent& event : result.events) {
