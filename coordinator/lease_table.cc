@@ -237,6 +237,12 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     if (DetachLeaseLocked(lease)) continue;
     auto worker = workers_.find(lease.worker_id);
     if (worker == workers_.end() || worker->second.mailbox == nullptr) continue;
+    // The worker stops the task when it hears of the cancellation and asks for work again
+    // when it has: until then it is not ready. (A lease handed to it now would reach it in the
+    // heartbeat that carries the cancellation, while its task still winds down, and a worker
+    // takes no lease while busy: the lease would be lost, and a probe's attempt with it.)
+    worker->second.ready = false;
+    StandingChangedLocked(worker->second);
     v1::LeaseCancellation cancel;
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);

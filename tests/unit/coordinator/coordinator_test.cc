@@ -433,6 +433,26 @@ TEST_F(CoordinatorTest, CancelJobCancelsRunningLeases) {
   EXPECT_EQ(next.cancellations(0).lease_id(), first.assignments(0).lease_id());
 }
 
+// A worker hears of a cancellation in a heartbeat while its task still winds down, and takes no
+// lease then: one handed to it at the cancellation would be lost (and a probe's attempt with
+// it). It gets its next lease when it asks for work again.
+TEST_F(CoordinatorTest, AWorkerWhoseLeaseIsCancelledGetsNewWorkOnlyWhenItAsks) {
+  const std::string a = Open("a");
+  Sync(a, true);
+  const std::string first_job = Submit("first");
+  v1::SynchronizeResponse first = Sync(a, true);
+  ASSERT_EQ(first.assignments_size(), 1);
+  const std::string second_job = Submit("second");
+  ASSERT_TRUE(coordinator_.CancelJob(first_job, "changed my mind").ok());
+  v1::SynchronizeResponse beat = Sync(a, false, {first.assignments(0)});
+  ASSERT_EQ(beat.cancellations_size(), 1);
+  EXPECT_EQ(beat.assignments_size(), 0) << "a lease reached a worker still stopping its task";
+  v1::SynchronizeResponse ready = Sync(a, true);
+  ASSERT_EQ(ready.assignments_size(), 1);
+  EXPECT_EQ(ready.assignments(0).attempt(), 1);
+  EXPECT_EQ(ready.assignments(0).task().job_id(), second_job);
+}
+
 TEST_F(CoordinatorTest, WatchDeliversEveryEventThroughFinished) {
   const std::string a = Open("a");
   Sync(a, true);
