@@ -9,6 +9,7 @@
 #include "cli/nightly_command.h"
 #include "cli/run_command.h"
 #include "cli/triage_command.h"
+#include "common/version.h"
 
 namespace {
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);
   if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {
-    std::cout << "kbisect 0.1.0\n";
+    std::cout << "kbisect " << kbisect::kKbisectVersion << "\n";
     return 0;
   }
   std::cerr << "kbisect: unknown command '" << command << "'\n\n" << kUsage;

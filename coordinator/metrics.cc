@@ -1,8 +1,14 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/metrics.h"
 
+#include <grpcpp/grpcpp.h>
+
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "common/rpc/enum_label.h"
+#include "common/rpc/proto_time.h"
+#include "common/version.h"
 #include "coordinator/coordinator.h"
 
 namespace kbisect {
@@ -14,6 +20,16 @@ void Header(std::string* out, absl::string_view name, absl::string_view type,
 }
 
 }  // namespace
+
+void DurationHistogram::Observe(double seconds) {
+  size_t bucket = 0;
+  while (bucket < std::size(kProbeDurationBuckets) && seconds > kProbeDurationBuckets[bucket]) {
+    ++bucket;
+  }
+  ++buckets[bucket];
+  sum += seconds;
+  ++count;
+}
 
 std::string EscapeLabelValue(absl::string_view value) {
   std::string out;
@@ -66,6 +82,25 @@ std::string RenderPrometheusText(const MetricsSnapshot& snapshot) {
   Header(&out, "kbisect_state_writable", "gauge",
          "1 while the coordinator can write its state directory; 0: it serves reads only.");
   absl::StrAppend(&out, "kbisect_state_writable ", snapshot.state_writable ? 1 : 0, "\n");
+  Header(&out, "kbisect_build_info", "gauge", "Always 1; the labels say what is running.");
+  absl::StrAppend(&out, "kbisect_build_info{version=\"", EscapeLabelValue(snapshot.version),
+                  "\",grpc_version=\"", EscapeLabelValue(snapshot.grpc_version), "\"} 1\n");
+  Header(&out, "kbisect_probe_duration_seconds", "histogram",
+         "Wall time of measured probes (checkout, build and runs), by kind.");
+  for (const auto& [kind, histogram] : snapshot.probe_seconds) {
+    const std::string label = absl::StrCat("kind=\"", EscapeLabelValue(kind), "\"");
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < histogram.buckets.size(); ++i) {
+      cumulative += histogram.buckets[i];
+      const std::string le = i < std::size(kProbeDurationBuckets)
+                                 ? absl::StrCat(kProbeDurationBuckets[i])
+                                 : std::string("+Inf");
+      absl::StrAppend(&out, "kbisect_probe_duration_seconds_bucket{", label, ",le=\"", le, "\"} ",
+                      cumulative, "\n");
+    }
+    absl::StrAppend(&out, "kbisect_probe_duration_seconds_sum{", label, "} ", histogram.sum, "\n",
+                    "kbisect_probe_duration_seconds_count{", label, "} ", histogram.count, "\n");
+  }
   return out;
 }
 
@@ -85,6 +120,11 @@ MetricsSnapshot Coordinator::Metrics() const {
     const v1::JobStatus& status = entry.job->status();
     ++snapshot.jobs_by_state[EnumLabel(status.state())];
     for (const v1::Probe& probe : status.probes()) {
+      if (probe.state() == v1::PROBE_STATE_FINISHED && !probe.cached() && probe.has_start_time() &&
+          probe.has_end_time()) {
+        snapshot.probe_seconds[EnumLabel(probe.kind())].Observe(
+            absl::ToDoubleSeconds(FromProto(probe.end_time()) - FromProto(probe.start_time())));
+      }
       if (probe.verdict() == v1::VERDICT_UNSPECIFIED) continue;
       ++snapshot.probes_by_verdict[EnumLabel(probe.verdict())];
     }
@@ -101,6 +141,8 @@ MetricsSnapshot Coordinator::Metrics() const {
   }
   snapshot.lease_expiries = lease_expiries_;
   snapshot.state_writable = store_failure_.ok();
+  snapshot.version = kKbisectVersion;
+  snapshot.grpc_version = grpc::Version();
   return snapshot;
 }
 

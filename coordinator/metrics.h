@@ -10,10 +10,25 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
 namespace kbisect {
+
+// The upper bounds, in seconds, of kbisect_probe_duration_seconds's buckets (+Inf follows): from
+// a short benchmark to a long build and benchmark on a GPU.
+inline constexpr double kProbeDurationBuckets[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600};
+
+// Observations of one histogram: counts per bucket of kProbeDurationBuckets (not cumulative; the
+// last element counts those above the largest bound), their sum and count.
+struct DurationHistogram {
+  std::vector<int64_t> buckets = std::vector<int64_t>(std::size(kProbeDurationBuckets) + 1, 0);
+  double sum = 0;
+  int64_t count = 0;
+
+  void Observe(double seconds);
+};
 
 struct MetricsSnapshot {
   // Jobs per state ("queued", "baselines", "bisecting", "confirming", "done", "cancelled",
@@ -34,6 +49,12 @@ struct MetricsSnapshot {
   // Whether the coordinator can persist changes (false: it serves reads only; see
   // coordinator/coordinator.h).
   bool state_writable = true;
+  // kbisect_build_info's labels: kbisect's version and the gRPC library's.
+  std::string version;
+  std::string grpc_version;
+  // Wall time from start to end of every probe of every job that a worker measured to its end
+  // (cached and cancelled ones not), by probe kind ("baseline_good", "bisect", "confirm", ...).
+  std::map<std::string, DurationHistogram> probe_seconds;
 };
 
 // Returns `value` escaped for a label value in the text format: backslash, double quote and
@@ -45,7 +66,8 @@ std::string EscapeLabelValue(absl::string_view value);
 // kbisect_jobs{state} (gauge), kbisect_probes_total{verdict}, kbisect_bench_runs_total,
 // kbisect_workers{hardware_class,state} (gauge), kbisect_drift_events_total,
 // kbisect_quarantines_total and kbisect_lease_expiries_total (counters), kbisect_state_writable
-// (gauge, 1 or 0).
+// (gauge, 1 or 0), kbisect_build_info{version,grpc_version} (gauge, 1) and
+// kbisect_probe_duration_seconds{kind} (histogram, kProbeDurationBuckets).
 std::string RenderPrometheusText(const MetricsSnapshot& snapshot);
 
 // The Content-Type of RenderPrometheusText's output.

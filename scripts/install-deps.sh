@@ -41,6 +41,8 @@ PACKAGES=(
   # Python's gRPC and protobuf: tests/integration/health_reflection_test.py checks the daemon's
   # health and reflection services with a client that is not kbisect's own C++ stack.
   python3-grpcio python3-protobuf
+  # Prometheus's promtool: metrics_test lints the coordinator's /metrics exposition with it.
+  prometheus
 )
 
 missing=()

@@ -353,6 +353,21 @@ TEST_F(ClusterTest, PrometheusMetricsMatchTheJob) {
   EXPECT_EQ(Sample(text, "kbisect_drift_events_total"), 0);
   EXPECT_EQ(Sample(text, "kbisect_quarantines_total"), 0);
   EXPECT_EQ(Sample(text, "kbisect_lease_expiries_total"), 0);
+  // Every bisect probe a worker measured to its end is one observation of its duration.
+  int64_t measured_bisects = 0;
+  for (const auto& probe : result["probes"]) {
+    measured_bisects +=
+        probe["kind"] == "bisect" && probe["state"] == "finished" && !probe.value("cached", false);
+  }
+  ASSERT_GT(measured_bisects, 0);
+  EXPECT_EQ(Sample(text, "kbisect_probe_duration_seconds_count{kind=\"bisect\"}"), measured_bisects)
+      << text;
+  EXPECT_EQ(Sample(text, "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"+Inf\"}"),
+            measured_bisects);
+  EXPECT_EQ(Sample(text, "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"3600\"}"),
+            measured_bisects)
+      << "a demo probe takes well under an hour";
+  EXPECT_THAT(text, HasSubstr("kbisect_build_info{version=\"0.1.0\",grpc_version=\""));
 
   // A worker killed mid-probe: its lease expires, which the counter shows, and it is lost.
   CommandResult slow = Kbisect(

@@ -3,6 +3,11 @@
 // The Prometheus text rendering of the coordinator's metrics: exact output, label escaping.
 #include "coordinator/metrics.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -26,6 +31,10 @@ TEST(RenderPrometheusTextTest, ExactExposition) {
   snapshot.drift_events = 2;
   snapshot.quarantines = 1;
   snapshot.lease_expiries = 3;
+  snapshot.version = "0.1.0";
+  snapshot.grpc_version = "1.51.1";
+  for (double seconds : {0.4, 1.0, 7.5, 4000.0}) snapshot.probe_seconds["bisect"].Observe(seconds);
+  snapshot.probe_seconds["confirm"].Observe(61);
   EXPECT_EQ(RenderPrometheusText(snapshot),
             "# HELP kbisect_jobs Jobs known to the coordinator, by state.\n"
             "# TYPE kbisect_jobs gauge\n"
@@ -60,7 +69,69 @@ TEST(RenderPrometheusTextTest, ExactExposition) {
             "# HELP kbisect_state_writable 1 while the coordinator can write its state "
             "directory; 0: it serves reads only.\n"
             "# TYPE kbisect_state_writable gauge\n"
-            "kbisect_state_writable 1\n");
+            "kbisect_state_writable 1\n"
+            "# HELP kbisect_build_info Always 1; the labels say what is running.\n"
+            "# TYPE kbisect_build_info gauge\n"
+            "kbisect_build_info{version=\"0.1.0\",grpc_version=\"1.51.1\"} 1\n"
+            "# HELP kbisect_probe_duration_seconds Wall time of measured probes (checkout, build "
+            "and runs), by kind.\n"
+            "# TYPE kbisect_probe_duration_seconds histogram\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"1\"} 2\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"5\"} 2\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"15\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"30\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"60\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"120\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"300\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"600\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"1800\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"3600\"} 3\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"bisect\",le=\"+Inf\"} 4\n"
+            "kbisect_probe_duration_seconds_sum{kind=\"bisect\"} 4008.9\n"
+            "kbisect_probe_duration_seconds_count{kind=\"bisect\"} 4\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"1\"} 0\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"5\"} 0\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"15\"} 0\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"30\"} 0\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"60\"} 0\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"120\"} 1\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"300\"} 1\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"600\"} 1\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"1800\"} 1\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"3600\"} 1\n"
+            "kbisect_probe_duration_seconds_bucket{kind=\"confirm\",le=\"+Inf\"} 1\n"
+            "kbisect_probe_duration_seconds_sum{kind=\"confirm\"} 61\n"
+            "kbisect_probe_duration_seconds_count{kind=\"confirm\"} 1\n");
+}
+
+// Prometheus's own linter (promtool, Debian's prometheus package, which scripts/install-deps.sh
+// installs) accepts the exposition, label values that need escaping and histograms included.
+TEST(RenderPrometheusTextTest, PromtoolFindsNoProblem) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool is not installed (scripts/install-deps.sh installs prometheus)";
+  }
+  MetricsSnapshot snapshot;
+  snapshot.jobs_by_state = {{"bisecting", 1}, {"done", 2}};
+  snapshot.probes_by_verdict = {{"bad", 3}, {"good", 4}};
+  snapshot.workers = {{{"class \"x\"\\y\nz", "idle"}, 1}};
+  snapshot.version = "0.1.0";
+  snapshot.grpc_version = "1.51.1";
+  for (double seconds : {0.4, 7.5, 4000.0}) snapshot.probe_seconds["bisect"].Observe(seconds);
+  snapshot.probe_seconds["baseline_good"].Observe(12);
+  const std::string path = ::testing::TempDir() + "/kbisect-metrics.txt";
+  {
+    std::ofstream file(path);
+    file << RenderPrometheusText(snapshot);
+  }
+  const std::string command = "promtool check metrics < " + path + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "") << "promtool's lint problems";
 }
 
 TEST(RenderPrometheusTextTest, EscapesLabelValuesAndKeepsEmptyMetricsDeclared) {
