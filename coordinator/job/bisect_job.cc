@@ -422,25 +422,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   entry.active = false;
   v1::Probe& probe = ProbeOf(entry);
   if (!entry.pinned_worker.empty()) {
-    // Work that only its worker could do (a calibration, a control, a re-measurement against
-    // its calibration): the worker is gone, so is what depended on it. Its commits are probed
-    // again by others; it calibrates again if it comes back.
-    const std::string worker = entry.pinned_worker;
-    // An extension of BAD went with its worker, and BAD's samples with it: BAD is measured
-    // again, by any worker (nothing else would ever queue it).
-    const bool bad_lost = entry.probe == calibration_.bad_probe();
-    entry.done = true;
-    probe.set_state(v1::PROBE_STATE_CANCELLED);
-    probe.set_message(LostWithWorkerText(why));
-    if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
-    Calibration::Worker& state = calibration_.worker(worker);
-    if (state.calibration == entry.probe) state.calibration = -1;
-    state.gone = true;
-    DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
-    if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
-    OnRoleHolderLost(worker, "was lost", now);
-    MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
-    UpdateProgress();
+    LosePinnedTask(entry, why, now);
     return std::exchange(to_cancel_, {});
   }
   if (probe.attempt() < kMaxAttempts) {

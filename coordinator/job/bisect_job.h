@@ -303,6 +303,8 @@ class BisectJob {
   // Starts the confirmation: in the CONFIRMING state, or `early`, while calibrations owed at the
   // end still run (the state stays BISECTING; nothing starts early when nothing is measured).
   void StartConfirmation(absl::Time now, bool early);
+  // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
+  void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   // Cancels a confirmation started early whose culprit a calibration's verdicts moved.
   void AbortEarlyConfirmation(absl::Time now);
   // True while the search can still close on the early confirmation's two commits: done on

@@ -306,6 +306,29 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
                       unclassified_.end());
 }
 
+void BisectJob::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now) {
+  v1::Probe& probe = ProbeOf(entry);
+  // Work that only its worker could do (a calibration, a control, a re-measurement against
+  // its calibration): the worker is gone, so is what depended on it. Its commits are probed
+  // again by others; it calibrates again if it comes back.
+  const std::string worker = entry.pinned_worker;
+  // An extension of BAD went with its worker, and BAD's samples with it: BAD is measured
+  // again, by any worker (nothing else would ever queue it).
+  const bool bad_lost = entry.probe == calibration_.bad_probe();
+  entry.done = true;
+  probe.set_state(v1::PROBE_STATE_CANCELLED);
+  probe.set_message(LostWithWorkerText(why));
+  if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+  Calibration::Worker& state = calibration_.worker(worker);
+  if (state.calibration == entry.probe) state.calibration = -1;
+  state.gone = true;
+  DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
+  if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
+  OnRoleHolderLost(worker, "was lost", now);
+  MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
+  UpdateProgress();
+}
+
 std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
                                                  absl::Time now) {
   if (calibration_.Find(worker) == nullptr || finished()) return {};
