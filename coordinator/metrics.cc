@@ -3,8 +3,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <iterator>
-
 #include "absl/strings/str_cat.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"

@@ -7,6 +7,7 @@
 #define KBISECT_COORDINATOR_METRICS_H_
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>

@@ -137,13 +137,12 @@ void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
   // BAD not measured yet: its queued or retried task is still to come, for any worker. More runs
   // of it (an extension, pinned to the worker that lost its standing) are cancelled instead,
   // and BAD is measured again from the start.
-  bool any_worker_will_measure = false;
-  for (const auto& [id, entry] : book_.tasks()) {
-    if (!entry.done && entry.probe == bad_probe && entry.pinned_worker.empty()) {
-      any_worker_will_measure = true;
-    }
+  if (std::any_of(book_.tasks().begin(), book_.tasks().end(), [&](const auto& task) {
+        const TaskEntry& entry = task.second;
+        return !entry.done && entry.probe == bad_probe && entry.pinned_worker.empty();
+      })) {
+    return;
   }
-  if (any_worker_will_measure) return;
   for (auto& [id, entry] : book_.tasks()) {
     if (!entry.done && entry.probe == bad_probe) {
       book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
