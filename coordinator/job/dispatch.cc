@@ -246,12 +246,18 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
           AffordableCalibrations(*input.search, input.commit_count, state.Slots(), input.round,
                                  can_probe, static_cast<int>(uncalibrated.size()));
     }
+    // Before the endpoint verdict a calibration takes --runs; after it, the runs that the step
+    // and the noise need (often one). While a measurement is about to end (it may be the
+    // verdict, or it narrows the interval) the workers wait for it, as probes do below.
+    const bool hold = !input.baselines_settled && input.calibration_runs > 1 &&
+                      ResultDueSoon(state.running(), TypicalSpan(input.spans), now);
     for (const std::string& worker : ordered) {
       if (!state.Room()) break;
       if (input.search->Done()) {
         if (state.Owes(worker)) state.Calibrate(worker, &plan);
         continue;
       }
+      if (hold) continue;
       if (allowed > 0) {
         --allowed;
         state.Calibrate(worker, &plan);

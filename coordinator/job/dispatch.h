@@ -103,6 +103,12 @@ struct DispatchInput {
   // first wave probe once more before the endpoint verdict (a second wave of the same round), so
   // their points leave room for the second wave's, and nobody calibrates yet.
   bool first_wave = false;
+  // The endpoint verdict is in (the job bisects or confirms); false while the baselines are
+  // measured.
+  bool baselines_settled = false;
+  // The runs a calibration handed out now takes (a worker that will not hold the reference
+  // GOOD): --runs before the endpoint verdict, except in a job that reuses cached results.
+  int calibration_runs = 1;
   // The spec has a build step. Then, in the first wave, the first idle worker other than BAD's
   // calibrates (measures GOOD) instead of probing: GOOD and BAD build in parallel on two
   // workers, and BAD's worker finds GOOD built when it measures the reference GOOD next (on one

@@ -189,13 +189,17 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
 }
 
 int BisectJob::CalibrationRunsAtHandOut(const std::string& worker) const {
-  const bool settled =
-      status_.state() == v1::JOB_STATE_BISECTING || status_.state() == v1::JOB_STATE_CONFIRMING;
   // The worker that will hold the reference GOOD (see Calibrate) measures it as sharply as
   // --runs asks: the endpoint verdict and every other calibration are judged against it.
   const bool reference =
       (calibration_.good_probe() < 0 && pass_fail_) ||
       (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker());
+  return CalibrationRunsAtHandOut(reference);
+}
+
+int BisectJob::CalibrationRunsAtHandOut(bool reference) const {
+  const bool settled =
+      status_.state() == v1::JOB_STATE_BISECTING || status_.state() == v1::JOB_STATE_CONFIRMING;
   if (pass_fail_ || settled || reference || reuse_.empty()) {
     return CalibrationRunsNeeded();
   }

@@ -153,6 +153,39 @@ TEST(PlanDispatchTest, WorkerThatProbedAheadWaitsForTheBaselines) {
   EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
 }
 
+TEST(PlanDispatchTest, BeforeTheEndpointVerdictWorkersDoNotStartACalibrationWhileAResultIsDue) {
+  // The first wave has measured its points (still in flight for the search: the endpoint
+  // verdict has not come); the round plan could afford both workers' calibrations.
+  Fixture f(1000);
+  for (int point : {166, 333, 500, 666, 833}) f.search.MarkInFlight(point);
+  f.input.idle = {"w2", "w3"};
+  for (const char* name : {"w2", "w3"}) {
+    f.input.workers[name].checked_out = 333;
+    f.input.workers[name].owes_calibration = true;
+  }
+  f.input.spans = {{"w2", 10}, {"w3", 10}};
+  f.input.calibration_runs = 3;  // Before the verdict a calibration takes --runs.
+  auto calibrations = [&] {
+    int count = 0;
+    for (const DispatchAssignment& a : PlanDispatch(f.input, kNow).assignments) {
+      count += a.kind == Kind::kCalibrate ? 1 : 0;
+    }
+    return count;
+  };
+  // Nothing due: both calibrate.
+  EXPECT_EQ(calibrations(), 2);
+  // BAD, 9 s into a typical 10 s span, is about to end: they wait for the verdict.
+  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow - absl::Seconds(9)});
+  EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
+  // A calibration that takes one run either way does not wait.
+  f.input.calibration_runs = 1;
+  EXPECT_EQ(calibrations(), 2);
+  // Nor does one once the baselines are settled (it is sized by the step then).
+  f.input.calibration_runs = 3;
+  f.input.baselines_settled = true;
+  EXPECT_EQ(calibrations(), 2);
+}
+
 TEST(PlanDispatchTest, CalibrationsAreDeferredWhileTheRoundPlanCannotAffordThem) {
   // 300 candidates on 4 workers: 4 rounds need 3 probes in every round (4^4 = 256 < 300 with 3
   // probes and a calibration), so a worker owing nothing probes first.
