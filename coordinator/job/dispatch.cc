@@ -91,6 +91,13 @@ int AffordableCalibrations(const BisectSearch& search, int commit_count, int wor
 
 namespace {
 
+// True when `worker` has a cached commit strictly inside the open interval of `search`.
+bool HasAnchorInside(const DispatchWorker& worker, const BisectSearch& search) {
+  return std::any_of(worker.anchors.begin(), worker.anchors.end(), [&](int anchor) {
+    return anchor > search.last_good() && anchor < search.first_bad();
+  });
+}
+
 // The plan's working copy of the job: what the assignments made so far changed.
 class PlanState {
  public:
@@ -192,6 +199,9 @@ class PlanState {
 DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   DispatchPlan plan;
   PlanState state(input);
+  const bool reuses_results =
+      std::any_of(input.workers.begin(), input.workers.end(),
+                  [&](const auto& entry) { return HasAnchorInside(entry.second, *input.search); });
   std::vector<std::string> probing;
   std::vector<std::string> uncalibrated;
   for (const std::string& worker : input.idle) {
@@ -215,6 +225,12 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
                   AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
                                          /*round=*/1, state.Slots() - 1, 1) > 0)) {
         // GOOD is measured beside BAD (DispatchInput::first_wave).
+        state.Calibrate(worker, &plan);
+      } else if (input.first_wave && worker != state.bad_worker() && reuses_results &&
+                 !HasAnchorInside(self, *input.search)) {
+        // The cached results may decide the search within this span; a worker with none of
+        // them here calibrates (one run: CalibrationRunsAtHandOut) rather than probe a point
+        // they may make moot, and is ready for the points they leave.
         state.Calibrate(worker, &plan);
       } else {
         uncalibrated.push_back(worker);

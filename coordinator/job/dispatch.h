@@ -18,7 +18,12 @@
 //   4. Other workers without a calibration calibrate when AffordableCalibrations says the round
 //      bound can afford it (those that owe a calibration first: holders of provisional
 //      verdicts) and no point this round could finish the search needs them, never in the first
-//      wave except one with a build step (DispatchInput::builds);
+//      wave except one with a build step (DispatchInput::builds) and, in a job that reuses
+//      cached results, the workers with no cached commit inside the interval (the cache may
+//      decide the search within the span; their calibration takes one run);
+//      before the endpoint verdict, not while a measurement is due soon when a calibration
+//      takes more than one run (DispatchInput::calibration_runs): after the verdict it is sized
+//      by the step, and the workers probe the next round meanwhile;
 //      once the search is done those that owe one calibrate (beside the confirmation: no
 //      probing round).
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)

@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/dispatch.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,34 @@ TEST(PlanDispatchTest, WithABuildStepGoodBuildsBesideBadInTheFirstWave) {
   ASSERT_EQ(plan.assignments.size(), 2u);
   EXPECT_EQ(plan.assignments[0].kind, Kind::kProbe);
   EXPECT_EQ(plan.assignments[1].kind, Kind::kProbe);
+}
+
+TEST(PlanDispatchTest, InAJobThatReusesResultsAWorkerWithoutAnyCalibratesInTheFirstWave) {
+  // w0 measures BAD, w1 stands in as the reference GOOD. w2 has a cached commit inside the
+  // interval: it measures it (an anchor). w3's cached commit lies outside and w4 has none:
+  // they calibrate instead of probing points the cache may make moot.
+  Fixture f(1000);
+  f.input.first_wave = true;
+  f.input.bad_worker = "w0";
+  f.input.workers["w0"].calibration_started = true;
+  f.input.workers["w1"].calibration_started = true;
+  f.input.workers["w2"].anchors = {480};
+  f.input.workers["w3"].anchors = {1000};
+  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow});
+  f.input.idle = {"w2", "w3", "w4"};
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  std::map<std::string, DispatchAssignment> by_worker;
+  for (const DispatchAssignment& a : plan.assignments) by_worker[a.worker] = a;
+  ASSERT_EQ(by_worker.size(), 3u);
+  EXPECT_EQ(by_worker["w2"].kind, Kind::kProbe);
+  EXPECT_EQ(by_worker["w2"].commit_index, 480);
+  EXPECT_EQ(by_worker["w3"].kind, Kind::kCalibrate);
+  EXPECT_EQ(by_worker["w4"].kind, Kind::kCalibrate);
+  // With no cached result inside the interval the job reuses nothing here: all of them probe.
+  f.input.workers["w2"].anchors = {1000};
+  plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 3u);
+  for (const DispatchAssignment& a : plan.assignments) EXPECT_EQ(a.kind, Kind::kProbe) << a.worker;
 }
 
 TEST(PlanDispatchTest, MaxWorkersCapsTasksInFlight) {
