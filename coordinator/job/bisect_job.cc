@@ -151,7 +151,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES && steps_ == 0 &&
                      unclassified_.empty() && !BaselinesReady();
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
-  input.calibration_runs = CalibrationRunsAtHandOut(/*reference=*/false);
+  input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
   input.builds = !status_.spec().build_command().empty();
   input.round = max_round_recorded_ + 1;
   input.max_workers = status_.spec().max_workers();

@@ -183,7 +183,7 @@ class BisectJob {
   // worker that took --runs would be busy when the last points need it (decision 111).
   int CalibrationRunsAtHandOut(const std::string& worker) const;
   // The same for a worker that will (`reference`) or will not hold the reference GOOD.
-  int CalibrationRunsAtHandOut(bool reference) const;
+  int CalibrationRunsForRole(bool reference) const;
   // Extends every finished calibration with fewer runs than CalibrationRunsNeeded() (one handed
   // out before the step was known) to that many; its worker's verdicts wait for the runs.
   void TopUpCalibrations();

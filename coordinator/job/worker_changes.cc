@@ -194,10 +194,10 @@ int BisectJob::CalibrationRunsAtHandOut(const std::string& worker) const {
   const bool reference =
       (calibration_.good_probe() < 0 && pass_fail_) ||
       (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker());
-  return CalibrationRunsAtHandOut(reference);
+  return CalibrationRunsForRole(reference);
 }
 
-int BisectJob::CalibrationRunsAtHandOut(bool reference) const {
+int BisectJob::CalibrationRunsForRole(bool reference) const {
   const bool settled =
       status_.state() == v1::JOB_STATE_BISECTING || status_.state() == v1::JOB_STATE_CONFIRMING;
   if (pass_fail_ || settled || reference || reuse_.empty()) {
