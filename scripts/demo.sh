@@ -3,8 +3,8 @@
 # planted regression (300 commits), and bisects it with `kbisect run` on 4 local workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --for demo
+scripts/build.sh --binaries
 demo=$(mktemp -d /tmp/kbisect-demo.XXXXXX)
 trap 'rm -rf "$demo"' EXIT
 echo "== Generating a demo repository with a planted regression in $demo/repo"

@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of kbisect from Debian bookworm packages.
+# Installs kbisect's dependencies from Debian bookworm packages.
+#   scripts/install-deps.sh [--for demo|test]
+#     demo: what building and running the three binaries needs (README command (1));
+#     test: that plus what the tests and the hardening checks need (README command (2)); the
+#           default.
 # Idempotent: packages already present are left alone and apt is not even consulted.
 # Run as root (or with sudo available). Nothing is downloaded outside apt.
 set -euo pipefail
 
-PACKAGES=(
+purpose=test
+if [ "${1:-}" = "--for" ]; then
+  purpose="${2:?--for needs demo or test}"
+fi
+case "$purpose" in
+  demo|test) ;;
+  *) echo "install-deps: --for takes demo or test, not '$purpose'" >&2; exit 2 ;;
+esac
+
+# What the build and the binaries need.
+DEMO_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   # gRPC 1.51 + protobuf 3.21 (the wire contract and the services).
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
@@ -20,11 +34,15 @@ PACKAGES=(
   nlohmann-json3-dev
   # SQLite: coordinator state (WAL, synchronous=FULL).
   libsqlite3-dev
-  # GoogleTest/GoogleMock: unit and integration tests.
-  libgtest-dev libgmock-dev
   # cpp-httplib 0.11: `kbisect triage --dashboard URL` and its local test server, and the
   # coordinator's Prometheus endpoint (`kbisect-coordinator --metrics-listen`).
   libcpp-httplib-dev
+)
+
+# What only the tests, the benchmarks and the hardening checks need.
+TEST_PACKAGES=(
+  # GoogleTest/GoogleMock: unit and integration tests.
+  libgtest-dev libgmock-dev
   # Chromium: the headless browser that checks the HTML job pages (`--html`) in the tests
   # (DOM, console errors, screenshots). Without it those tests skip and say why.
   chromium
@@ -45,6 +63,9 @@ PACKAGES=(
   prometheus
 )
 
+PACKAGES=("${DEMO_PACKAGES[@]}")
+if [ "$purpose" = test ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -53,7 +74,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  echo "install-deps: all ${#PACKAGES[@]} packages for the $purpose already installed"
   exit 0
 fi
 
