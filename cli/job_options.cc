@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "cli/cache_command.h"
 #include "common/clock/age.h"

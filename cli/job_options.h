@@ -8,11 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "cli/job_outputs.h"
 #include "common/spec/job_spec.h"
 #include "kbisect/v1/kbisect.pb.h"
+
+// CLI11 is included only where flags are registered: it costs seconds per translation unit.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kbisect {
 

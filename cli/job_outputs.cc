@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/notify.h"

@@ -9,9 +9,13 @@
 
 #include <string>
 
-#include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "kbisect/v1/kbisect.pb.h"
+
+// CLI11 is included only where flags are registered: it costs seconds per translation unit.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kbisect {
 

@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "common/daemon/daemon_flags.h"
 
+#include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/credentials.h"

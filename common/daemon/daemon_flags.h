@@ -19,9 +19,13 @@
 #include <optional>
 #include <string>
 
-#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "common/log/log.h"
+
+// CLI11 is included only where flags are registered: it costs seconds per translation unit.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kbisect {
 

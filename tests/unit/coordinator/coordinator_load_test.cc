@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/sync/mutex.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 #include "gtest/gtest.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 #include "coordinator/job/build_ahead.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"

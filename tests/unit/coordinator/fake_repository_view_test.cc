@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
 // The fake RepositoryView's tree ids: deterministic, distinct per commit, overridable.
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 
 #include <set>
 #include <string>

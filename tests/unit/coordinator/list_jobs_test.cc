@@ -14,7 +14,7 @@
 #include "common/log/log.h"
 #include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/coordinator/recovery_testing.h"

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 #include "coordinator/job_store.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"

@@ -1,8 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // A RepositoryView over a synthetic history, for tests of the coordinator without git.
-#ifndef KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
-#define KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
+#ifndef KBISECT_TESTS_TESTING_FAKE_REPOSITORY_VIEW_H_
+#define KBISECT_TESTS_TESTING_FAKE_REPOSITORY_VIEW_H_
 
 #include <map>
 #include <string>
@@ -63,4 +63,4 @@ class FakeRepositoryView : public RepositoryView {
 
 }  // namespace kbisect
 
-#endif  // KBISECT_COORDINATOR_FAKE_REPOSITORY_VIEW_H_
+#endif  // KBISECT_TESTS_TESTING_FAKE_REPOSITORY_VIEW_H_

@@ -1,5 +1,5 @@
 // Copyright 2026 The kbisect Authors.
-#include "coordinator/fake_repository_view.h"
+#include "tests/testing/fake_repository_view.h"
 
 #include <utility>
 
