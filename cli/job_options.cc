@@ -9,8 +9,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "cli/cache_command.h"
-#include "common/clock/age.h"
 #include "cli/job_log.h"
+#include "common/clock/age.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {

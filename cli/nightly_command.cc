@@ -80,7 +80,7 @@ std::string SelfPath() {
   return std::string(buffer, n);
 }
 
-struct Flags {
+struct NightlyFlags {
   std::string history;
   std::string benchmark;
   std::string hardware_class;
@@ -211,7 +211,7 @@ absl::StatusOr<Pinned> MeasurePinned(CommandRunner* runner, const std::string& r
 
 // The job's trigger text: where it came from and the triage evidence, so that the job (its
 // report, its JSON, a webhook) says why it was started.
-std::string Trigger(const Flags& f, const triage::NightlyDecision& d) {
+std::string Trigger(const NightlyFlags& f, const triage::NightlyDecision& d) {
   const triage::KernelTriage& k = d.triage;
   std::string text = absl::StrCat("kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ",
                                   f.date, f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "",
@@ -232,7 +232,7 @@ std::string Trigger(const Flags& f, const triage::NightlyDecision& d) {
 }  // namespace
 
 int NightlyCommand(int argc, char** argv) {
-  Flags f;
+  NightlyFlags f;
   std::vector<std::string> bench;
   std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &bench);
   CLI::App app{"Record tonight's benchmark result and bisect only a real regression.",

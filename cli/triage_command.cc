@@ -68,7 +68,7 @@ std::string Join(const std::vector<std::string>& argv) {
   return absl::StrJoin(quoted, " ");
 }
 
-struct Flags {
+struct TriageFlags {
   std::string dashboard;
   std::string format = "auto";
   std::string platform;
@@ -102,7 +102,7 @@ struct Flags {
 }  // namespace
 
 int TriageCommand(int argc, char** argv) {
-  Flags f;
+  TriageFlags f;
   CLI::App app{
       "Explain a nightly dashboard move: real regression, benchmark method change, "
       "hardware issue or noise.",

@@ -12,7 +12,7 @@ jobs="${jobs#-j}"
 dir=build-tsa
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKBISECT_THREAD_SAFETY=ON >/dev/null
+    -DKBISECT_THREAD_SAFETY=ON -DKBISECT_UNITY=OFF >/dev/null
 fi
 # The generated headers every TU includes (the protoc step only, not the library).
 ninja -C "$dir" proto/gen/kbisect/v1/kbisect.pb.h proto/gen/kbisect/v1/kbisect.grpc.pb.h \

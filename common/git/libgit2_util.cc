@@ -77,6 +77,14 @@ absl::StatusOr<git_oid> ParseFullOid(std::string_view hex) {
   return oid;
 }
 
+RepositoryPtr OpenExactly(const std::string& dir) {
+  git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
+    return nullptr;
+  }
+  return RepositoryPtr(repo);
+}
+
 std::string StripTrailingSlash(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return path;

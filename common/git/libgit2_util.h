@@ -87,6 +87,9 @@ inline absl::string_view ToAbsl(std::string_view s) {
 // Returns `path` without trailing slashes (but keeps "/" itself).
 std::string StripTrailingSlash(std::string path);
 
+// Returns the repository at exactly `dir` if there is one (no upward search), else nullptr.
+RepositoryPtr OpenExactly(const std::string& dir);
+
 }  // namespace git_internal
 }  // namespace kbisect
 

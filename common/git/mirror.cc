@@ -2,8 +2,6 @@
 
 #include "common/git/mirror.h"
 
-#include "absl/strings/str_format.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
@@ -19,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/git/file_lock.h"
 #include "common/git/libgit2_util.h"
@@ -31,6 +30,7 @@ namespace fs = std::filesystem;
 
 using git_internal::ConfigPtr;
 using git_internal::Git2Error;
+using git_internal::OpenExactly;
 using git_internal::OwnedBuf;
 using git_internal::ReferencePtr;
 using git_internal::RemotePtr;
@@ -78,15 +78,6 @@ int AcquireCredentials(git_credential** out, const char* /*url*/, const char* us
     return git_credential_ssh_key_from_agent(out, user);
   }
   return GIT_PASSTHROUGH;
-}
-
-// Returns the repository at exactly `dir` if there is one (no upward search), else nullptr.
-RepositoryPtr OpenExactly(const std::string& dir) {
-  git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
-    return nullptr;
-  }
-  return RepositoryPtr(repo);
 }
 
 // Hard-links (or, across file systems, copies) every object file of `src` into `dst`, like

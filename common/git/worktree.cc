@@ -26,18 +26,10 @@ namespace fs = std::filesystem;
 using git_internal::ConfigPtr;
 using git_internal::Git2Error;
 using git_internal::ObjectPtr;
+using git_internal::OpenExactly;
 using git_internal::OwnedBuf;
 using git_internal::RepositoryPtr;
 using git_internal::StatusListPtr;
-
-// Returns the repository at exactly `dir` (no upward search), or nullptr.
-RepositoryPtr OpenExactly(const std::string& dir) {
-  git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
-    return nullptr;
-  }
-  return RepositoryPtr(repo);
-}
 
 // Returns the contents of `path`, or "" if it cannot be read.
 std::string ReadSmallFile(const fs::path& path) {

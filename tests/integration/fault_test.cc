@@ -99,15 +99,13 @@ TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
       for (int w = 0; w < kWorkers; ++w) {
         for (const auto& probe : job["probes"]) {
           if (probe.value("state", "") == "running" &&
-              probe.value("worker", "") == absl::StrCat("w", w) &&
-              probe.value("attempt", 0) <= 2) {
+              probe.value("worker", "") == absl::StrCat("w", w) && probe.value("attempt", 0) <= 2) {
             eligible.push_back(w);
           }
         }
       }
       if (eligible.empty()) continue;
-      const int i =
-          eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(random)];
+      const int i = eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(random)];
       workers[i]->Signal(SIGKILL);
       workers[i]->Wait(std::chrono::seconds(5));
       ++kills;
@@ -117,8 +115,8 @@ TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
     ASSERT_TRUE(WaitFor([&] { return Finished(Status(job_id)); }, std::chrono::seconds(120)))
         << coordinator->log();
     const nlohmann::json job = Status(job_id);
-    EXPECT_EQ(job["status"], "culprit_found") << "job " << jobs << ", " << job_kills
-                                              << " kills: " << job.dump(2);
+    EXPECT_EQ(job["status"], "culprit_found")
+        << "job " << jobs << ", " << job_kills << " kills: " << job.dump(2);
     EXPECT_EQ(job["culprit"]["sha"], culprit) << "job " << jobs;
     ExpectNothingLostOrDuplicated(job);
     for (const auto& probe : job["probes"]) retried += probe.value("attempt", 0) >= 2 ? 1 : 0;

@@ -76,8 +76,8 @@ absl::StatusOr<RepositoryView::MergedBranchRange> FakeRepositoryView::MergedBran
 }
 
 absl::StatusOr<std::vector<v1::FileChange>> FakeRepositoryView::DiffStat(const std::string&,
-                                                                          const std::string&,
-                                                                          const std::string&) {
+                                                                         const std::string&,
+                                                                         const std::string&) {
   ++diffs;
   v1::FileChange file;
   file.set_path("kernels/attention.py");

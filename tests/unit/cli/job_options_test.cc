@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "CLI/CLI.hpp"
 #include "gtest/gtest.h"
 
 namespace kbisect {

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/sync/mutex.h"
 #include "coordinator/coordinator.h"
-#include "tests/testing/fake_repository_view.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_repository_view.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 
 namespace kbisect {

@@ -12,11 +12,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "tests/testing/fake_repository_view.h"
 #include "coordinator/job/build_ahead.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_repository_view.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 
 namespace kbisect {

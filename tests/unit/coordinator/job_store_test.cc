@@ -17,10 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "coordinator/coordinator.h"
-#include "tests/testing/fake_repository_view.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_repository_view.h"
 #include "tests/testing/git_fixture.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 

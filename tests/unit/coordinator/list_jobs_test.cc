@@ -14,9 +14,9 @@
 #include "common/log/log.h"
 #include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
-#include "tests/testing/fake_repository_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_repository_view.h"
 #include "tests/unit/coordinator/recovery_testing.h"
 
 namespace kbisect {

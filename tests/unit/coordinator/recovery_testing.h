@@ -16,9 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/coordinator.h"
-#include "tests/testing/fake_repository_view.h"
 #include "coordinator/job_store.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_repository_view.h"
 #include "tests/testing/git_fixture.h"
 
 namespace kbisect {

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
