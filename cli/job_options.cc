@@ -99,6 +99,13 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                 "Neither reuse nor record measurements of earlier jobs (the result cache)");
   app->add_option("--cache-max-age", o->cache_max_age,
                   "Reuse cached measurements at most this old, e.g. 7d, 12h (default 7d)");
+  app->add_option("--isolation", o->isolation,
+                  "Where --build installs: auto (a layer of its own per built commit: a virtual "
+                  "environment over the active virtualenv, conda environment or python3, seeing "
+                  "its packages, when there is a Python; else an install prefix), python, prefix "
+                  "($KBISECT_PREFIX only) or none (wherever the build's commands say)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "python", "prefix", "none"}));
   app->add_flag("--discard-throttled", o->discard_throttled,
                 "Re-run benchmark runs that end with the GPU thermally or power throttled");
   app->add_option("--hardware-class", o->hardware_class,
@@ -243,6 +250,9 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   spec.set_descend_merges(o.descend_merges);
   spec.set_all_culprits(o.all_culprits);
   spec.set_discard_throttled(o.discard_throttled);
+  if (o.isolation == "python") spec.set_build_isolation(v1::BUILD_ISOLATION_PYTHON);
+  if (o.isolation == "prefix") spec.set_build_isolation(v1::BUILD_ISOLATION_PREFIX);
+  if (o.isolation == "none") spec.set_build_isolation(v1::BUILD_ISOLATION_NONE);
   spec.set_confirm(!o.no_confirm && !o.exit_code);
   spec.set_no_cache(o.no_cache);
   if (!o.cache_max_age.empty()) {

@@ -47,6 +47,8 @@ struct JobOptions {
   bool descend_merges = false;
   bool all_culprits = false;
   bool discard_throttled = false;
+  // Where builds install (--isolation): auto, python, prefix or none.
+  std::string isolation = "auto";
   bool no_confirm = false;
   bool no_cache = false;
   std::string cache_max_age;  // "7d", "12h"; empty: kDefaultCacheMaxAge.

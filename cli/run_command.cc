@@ -35,6 +35,7 @@
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "worker/build_ahead.h"
+#include "worker/build_layer.h"
 #include "worker/device_binding.h"
 
 namespace kbisect {
@@ -79,6 +80,30 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> ServeJobPages(const std::stri
   const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "[::1]";
   return MetricsHttpServer::Start(absl::StrCat(host, ":", port), nullptr,
                                   MakeJobPages(coordinator, "", /*remote=*/!loopback));
+}
+
+// The progress output's line on where builds install (worker/build_layer.h).
+std::string BuildIsolationText(v1::BuildIsolation isolation,
+                               const std::optional<PythonBase>& base) {
+  switch (isolation) {
+    case v1::BUILD_ISOLATION_NONE:
+      return "Builds install wherever their commands say (--isolation none): builds of several "
+             "commits at once can see each other's installs";
+    case v1::BUILD_ISOLATION_PREFIX:
+      return "Builds install into a prefix of their own ($KBISECT_PREFIX, on PATH and "
+             "LD_LIBRARY_PATH)";
+    default:
+      break;
+  }
+  if (!base.has_value()) {
+    return isolation == v1::BUILD_ISOLATION_PYTHON
+               ? "Builds need a Python (--isolation python) and none was found: activate a "
+                 "virtualenv or put python3 on PATH"
+               : "Builds install into a prefix of their own ($KBISECT_PREFIX; no Python found "
+                 "to layer over)";
+  }
+  return absl::StrCat("Builds install into per-build environments layered over ", base->description,
+                      " (pip installs land there; $KBISECT_PREFIX for the rest)");
 }
 
 }  // namespace
@@ -289,6 +314,11 @@ int RunCommand(int argc, char** argv) {
     job_id = submitted.job_id();
   }
   if (!quiet) PrintJobHeader(submitted.job(), workers, std::cout);
+  if (!quiet && !spec->build_command().empty()) {
+    std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+    BuildLayers layers(runner.get(), BuildLayers::ProcessEnvironment());
+    std::cout << BuildIsolationText(spec->build_isolation(), layers.Base()) << "\n";
+  }
   std::unique_ptr<MetricsHttpServer> pages;
   if (!serve.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =

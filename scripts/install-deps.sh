@@ -61,6 +61,9 @@ TEST_PACKAGES=(
   python3-grpcio python3-protobuf
   # Prometheus's promtool: metrics_test lints the coordinator's /metrics exposition with it.
   prometheus
+  # Real virtualenvs, pip, setuptools, wheel and a C extension's headers: build_layer_test and
+  # python_builds_test bisect Python kernel packages built with `pip install -e .`.
+  python3-venv python3-pip python3-setuptools python3-wheel python3-dev
 )
 
 PACKAGES=("${DEMO_PACKAGES[@]}")

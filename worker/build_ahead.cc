@@ -192,6 +192,7 @@ BuildStep BuildAhead::Build(const v1::Task& task, const Cancellation* cancel) {
           : 0;
   request.build.timeout = nanos > 0 ? absl::Nanoseconds(nanos) : kDefaultBuildTimeout;
   request.key_env.insert(task.env().begin(), task.env().end());
+  request.isolation = task.build_isolation();
   // The entry is not held: the build is the result; a probe acquires it when it comes.
   return cache_->Acquire(request, cancel, nullptr).step;
 }

@@ -35,6 +35,7 @@ constexpr char kCacheLock[] = "lock";
 constexpr char kEntryLock[] = "lock";
 constexpr char kMarker[] = "built";
 constexpr char kSource[] = "src";
+constexpr char kLayer[] = "layer";
 constexpr char kTrashPrefix[] = ".trash-";
 constexpr char kLockHolder[] = "another kbisect worker using this build";
 // How often a slot waiting for another slot's build of the same key looks again.
@@ -157,7 +158,8 @@ absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
 absl::StatusOr<BuildKey> KeyOf(const std::string& mirror_dir, const BuildCache::Request& request) {
   ASSIGN_OR_RETURN(std::unique_ptr<GitRepo> repo, GitRepo::Open(mirror_dir));
   ASSIGN_OR_RETURN(CommitInfo commit, repo->GetCommit(request.sha));
-  return BuildKey{commit.tree_sha, request.build.shell_command, request.key_env};
+  return BuildKey{commit.tree_sha, request.build.shell_command, request.key_env,
+                  static_cast<int>(request.isolation)};
 }
 
 // A process-unique suffix for trash directories.
@@ -175,12 +177,14 @@ void DeleteTrash(const std::vector<std::string>& trash) {
 
 }  // namespace
 
-BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner, Clock* clock)
+BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner, Clock* clock,
+                       std::map<std::string, std::string> layer_env)
     : cache_dir_(std::move(cache_dir)),
       builds_dir_(cache_dir_ + "/builds"),
       max_entries_(std::max(1, max_entries)),
       runner_(runner),
-      clock_(clock) {}
+      clock_(clock),
+      layers_(runner, std::move(layer_env)) {}
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
@@ -250,6 +254,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
     if (claim->in_use != nullptr) {
       acquired.in_use = std::move(claim->in_use);
       acquired.dir = (entry / kSource).string();
+      acquired.layer_env =
+          layers_.Open((entry / kLayer).string(), request.isolation, request.build.env).variables;
       acquired.reused = true;
       acquired.checkout_time = clock_->Now() - start;
       return acquired;
@@ -263,10 +269,28 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   absl::Status checked_out = CheckOutInto(*mirror, src, request.sha);
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
+  // build installs again (an editable install now points at this checkout's files).
+  absl::StatusOr<BuildLayer> layer =
+      layers_.Create((entry / kLayer).string(), request.isolation, request.build.env);
+  if (!layer.ok()) return infra("the build environment", layer.status());
   acquired.checkout_time = clock_->Now() - start;
   if (on_build_start) on_build_start();
-  acquired.step = RunBuild(runner_, request.build, src.string(), request.sha, cancel);
+  BuildCommand build = request.build;
+  for (const auto& [name, value] : layer->variables) build.env[name] = value;
+  const std::vector<std::string> watched = layers_.WatchedDirs();
+  const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
+  acquired.step = RunBuild(runner_, build, src.string(), request.sha, cancel);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
+  if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
+    const std::vector<std::string> changes = before.ChangesIn(EnvironmentSnapshot::Take(watched));
+    if (!changes.empty()) {
+      acquired.step.failure = v1::TASK_OUTCOME_BUILD_FAILED;
+      acquired.step.message = EscapedBuildMessage(request.sha, layers_.Base(), changes);
+      return acquired;  // Not marked: never served.
+    }
+  }
+  acquired.layer_env = layer->variables;
 
   nlohmann::json marker;
   marker["key"] = key_text;

@@ -11,6 +11,8 @@
 //   <digest>/lock   the entry's lock: exclusive while it is being built (or taken over or
 //                   evicted), shared while it is in use (a benchmark runs in it)
 //   <digest>/src/   the checkout (a Worktree borrowing the mirror's objects), built in place
+//   <digest>/layer/ the environment the build installs into (build_layer.h), made afresh for
+//                   each build of the entry; its build and benchmarks run with it
 //   <digest>/built  written atomically (and fsynced) after the build succeeded: the key, the
 //                   commit, the repository, the build's duration (JSON). An entry without it
 //                   holds no usable build (in progress, failed, or its worker crashed) and is
@@ -46,6 +48,7 @@
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "common/git/file_lock.h"
+#include "worker/build_layer.h"
 #include "worker/build_step.h"
 
 namespace kbisect {
@@ -71,6 +74,8 @@ class BuildCache {
     // command even in a cache that is not full (the job needs that build no more). Empty: a
     // miss takes an entry over only when the cache is full.
     std::vector<std::string> keep_shas;
+    // Where the build installs (build_layer.h): a layer of its own by default.
+    v1::BuildIsolation isolation = v1::BUILD_ISOLATION_UNSPECIFIED;
   };
 
   // A built checkout, or why there is none.
@@ -80,6 +85,9 @@ class BuildCache {
     BuildStep step;
     // The checkout's absolute path.
     std::string dir;
+    // The variables of the build's layer (build_layer.h), to set on top of the environment of
+    // every benchmark run in `dir` (empty without isolation).
+    std::map<std::string, std::string> layer_env;
     // True when the build was found in the cache: no checkout and no build ran.
     bool reused = false;
     // The time until the directory was ready, the build excepted: the mirror and the lookup,
@@ -91,17 +99,21 @@ class BuildCache {
 
   // Entries live under <cache_dir>/builds/ and mirrors under <cache_dir>/mirrors/ (shared with
   // the slots' workspaces). `max_entries` must be positive. Builds run through `runner`; times
-  // are measured on `clock`. `runner` and `clock` must outlive the cache. Thread-safe, and safe
-  // with other processes using the same cache directory.
+  // are measured on `clock`. Layers are made over the environment `layer_env` (this process's by
+  // default). `runner` and `clock` must outlive the cache. Thread-safe, and safe with other
+  // processes using the same cache directory.
   BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner,
-             Clock* clock = Clock::Real());
+             Clock* clock = Clock::Real(),
+             std::map<std::string, std::string> layer_env = BuildLayers::ProcessEnvironment());
 
   BuildCache(const BuildCache&) = delete;
   BuildCache& operator=(const BuildCache&) = delete;
 
   // Returns the build of `request`: a cached one, or one made now (checked out into an entry and
   // built with the request's command, timeout and environment; `on_build_start`, if set, is
-  // called just before the build command starts). While another slot builds the same key this
+  // called just before the build command starts) in a fresh layer of its own (build_layer.h). A
+  // build that changes the worker's environment (what BuildLayers::WatchedDirs holds) fails with
+  // a message naming the change. While another slot builds the same key this
   // waits for it and then reuses its build. Stops when `cancel` (may be null) is set: the build's
   // process group is killed and the step is CANCELLED. A build that fails, times out or is
   // cancelled is not cached.
@@ -146,6 +158,7 @@ class BuildCache {
   const int max_entries_;
   CommandRunner* const runner_;
   Clock* const clock_;
+  BuildLayers layers_;
 };
 
 }  // namespace kbisect

@@ -17,13 +17,15 @@ void AppendField(std::string* text, const char* name, const std::string& value) 
 }  // namespace
 
 std::string BuildKey::Text() const {
-  std::string text = "kbisect-build-key 1\n";
+  // Version 2: builds made in layers of their own (build_layer.h) and the isolation in the key.
+  std::string text = "kbisect-build-key 2\n";
   AppendField(&text, "tree", tree);
   AppendField(&text, "command", command);
   for (const auto& [name, value] : env) {
     AppendField(&text, "env-name", name);
     AppendField(&text, "env-value", value);
   }
+  AppendField(&text, "isolation", absl::StrCat(isolation));
   return text;
 }
 

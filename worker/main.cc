@@ -29,6 +29,7 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
+#include "worker/build_layer.h"
 #include "worker/device_binding.h"
 #include "worker/worker_slot.h"
 
@@ -198,6 +199,15 @@ int Main(int argc, char** argv) {
             {"hardware_class", slot.identity().hardware_class()},
             {"coordinator", coordinator},
             {"tls", over_tls ? "true" : "false"}});
+  {
+    // Where builds install by default (worker/build_layer.h): over this process's Python.
+    BuildLayers layers(runner.get(), BuildLayers::ProcessEnvironment());
+    const std::optional<PythonBase> base = layers.Base();
+    log.Info(base.has_value()
+                 ? absl::StrCat("builds install into layers of their own over ", base->description)
+                 : std::string("builds install into prefixes of their own (no Python found)"),
+             {{"worker", slot.name()}});
+  }
 
   kbisect::Notification done;
   std::thread agent_thread([&] {

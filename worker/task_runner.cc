@@ -44,8 +44,13 @@ v1::Direction ToProto(Direction direction) {
 }  // namespace
 
 TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
-                       std::map<std::string, std::string> slot_env, Clock* clock)
-    : runner_(runner), workspace_(workspace), slot_env_(std::move(slot_env)), clock_(clock) {}
+                       std::map<std::string, std::string> slot_env, Clock* clock,
+                       std::map<std::string, std::string> layer_env)
+    : runner_(runner),
+      workspace_(workspace),
+      slot_env_(std::move(slot_env)),
+      clock_(clock),
+      layers_(runner, std::move(layer_env)) {}
 
 v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
                                const ProgressCallback& progress) {
@@ -77,7 +82,8 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   for (const auto& [key, value] : task.env()) env[key] = value;
   env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
   const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr;
-  std::map<std::string, std::string> dirs;             // Each commit's prepared directory.
+  std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
+  std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
   bool builds_reused = cached_build;
   absl::Duration checkout_total;
@@ -100,6 +106,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       keep.sha = sha;
       keep.build.shell_command = task.build_command();
       keep.key_env.insert(task.env().begin(), task.env().end());
+      keep.isolation = task.build_isolation();
       build_cache_->MarkUsed(keep);
     }
   }
@@ -121,6 +128,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       request.build = std::move(build);
       request.key_env.insert(task.env().begin(), task.env().end());
       request.keep_shas.assign(task.keep_build_shas().begin(), task.keep_build_shas().end());
+      request.isolation = task.build_isolation();
       BuildCache::Acquired built =
           build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
       add_timings(built.checkout_time, built.step.wall_time);
@@ -131,6 +139,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       builds_reused = builds_reused && built.reused;
       held_builds.push_back(std::move(built.in_use));
       dirs[sha] = built.dir;
+      layer_envs[sha] = std::move(built.layer_env);
     } else {
       const absl::Time checkout_start = clock_->Now();
       absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha, lane);
@@ -144,6 +153,19 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       }
       dirs[sha] = *prepared;
       if (!task.build_command().empty() && !cancelled()) {
+        // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
+        absl::StatusOr<BuildLayer> layer =
+            layers_.Create(*prepared + "-layer", task.build_isolation(), build.env);
+        if (!layer.ok()) {
+          finish(v1::TASK_OUTCOME_INFRA_ERROR,
+                 absl::StrCat("the build environment of ", short_sha,
+                              " failed: ", layer.status().message()),
+                 "");
+          return false;
+        }
+        for (const auto& [name, value] : layer->variables) build.env[name] = value;
+        const std::vector<std::string> watched = layers_.WatchedDirs();
+        const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
         report(v1::TASK_PHASE_BUILD, 0);
         const BuildStep built = RunBuild(runner_, build, *prepared, sha, cancel);
         add_timings(absl::ZeroDuration(), built.wall_time);
@@ -151,6 +173,16 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
           finish(built.failure, built.message, built.log_tail);
           return false;
         }
+        if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
+          const std::vector<std::string> changes =
+              before.ChangesIn(EnvironmentSnapshot::Take(watched));
+          if (!changes.empty()) {
+            finish(v1::TASK_OUTCOME_BUILD_FAILED, EscapedBuildMessage(sha, layers_.Base(), changes),
+                   built.log_tail);
+            return false;
+          }
+        }
+        layer_envs[sha] = layer->variables;
       }
     }
     if (cancelled()) {
@@ -195,6 +227,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     bench.argv = argv;
     bench.cwd = dirs[sha];
     bench.env = env;
+    for (const auto& [name, value] : layer_envs[sha]) bench.env[name] = value;
     bench.env["KBISECT_COMMIT"] = sha;
     bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
     absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);

@@ -19,6 +19,7 @@
 #include "common/exec/exec.h"
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_cache.h"
+#include "worker/build_layer.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -32,8 +33,11 @@ class TaskRunner {
   // environment of every command (e.g. CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own
   // env wins. The task's total and checkout timings are measured on `clock` (build and
   // benchmark timings are the commands' wall times as `runner` reports them).
+  // Builds in the workspace get a layer (build_layer.h) next to their checkout, over the
+  // environment `layer_env` (this process's by default).
   TaskRunner(CommandRunner* runner, Workspace* workspace,
-             std::map<std::string, std::string> slot_env, Clock* clock = Clock::Real());
+             std::map<std::string, std::string> slot_env, Clock* clock = Clock::Real(),
+             std::map<std::string, std::string> layer_env = BuildLayers::ProcessEnvironment());
 
   // Runs `task` to completion or until `cancel` is set (then the outcome is CANCELLED and the
   // running command's process group has been killed). `progress` may be null.
@@ -60,6 +64,7 @@ class TaskRunner {
   Workspace* const workspace_;
   const std::map<std::string, std::string> slot_env_;
   Clock* const clock_;
+  BuildLayers layers_;  // For builds in the workspace's checkouts.
 };
 
 }  // namespace kbisect

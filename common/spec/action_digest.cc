@@ -42,6 +42,12 @@ std::string SpecDigest(const v1::JobSpec& spec) {
   AppendField(spec.metric().pattern(), &encoding);
   AppendField("discard_throttled", &encoding);
   AppendField(spec.discard_throttled() ? "1" : "0", &encoding);
+  // Only when chosen: digests of the default (automatic) isolation stay those of earlier
+  // versions, whose results remain reusable.
+  if (spec.build_isolation() != v1::BUILD_ISOLATION_UNSPECIFIED) {
+    AppendField("build_isolation", &encoding);
+    AppendField(absl::StrCat(static_cast<int>(spec.build_isolation())), &encoding);
+  }
   return GitBlobId(encoding);
 }
 

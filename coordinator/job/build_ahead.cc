@@ -92,6 +92,7 @@ v1::Task BuildAheadTask(const std::string& job_id, const v1::JobSpec& spec,
   task.set_commit_sha(commit.sha());
   task.set_commit_index(index);
   task.set_build_command(spec.build_command());
+  task.set_build_isolation(spec.build_isolation());
   *task.mutable_env() = spec.env();
   if (spec.has_build_timeout()) *task.mutable_build_timeout() = spec.build_timeout();
   return task;

@@ -278,7 +278,8 @@ TEST(TaskRunnerClockTest, TimingsAreMeasuredOnTheClockAndTheCommands) {
     result.wall_time = request.shell_command.empty() ? absl::Seconds(5) : absl::Seconds(7);
     return result;
   });
-  TaskRunner task_runner(&commands, &workspace, {}, &clock);
+  // No Python to layer over: the fake runs no venv commands (build_layer_test covers layers).
+  TaskRunner task_runner(&commands, &workspace, {}, &clock, /*layer_env=*/{});
   v1::Task task;
   task.set_commit_sha("0123456789abcdef0123456789abcdef01234567");
   task.set_build_command("make");
