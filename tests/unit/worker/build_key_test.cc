@@ -25,13 +25,18 @@ TEST(BuildKeyTest, EveryFieldCountsAndNoFieldCanImitateAnother) {
     EXPECT_NE(changed->Digest(), key.Digest());
   }
   EXPECT_EQ((BuildKey{key.tree, key.command, {{"OPT", "1"}}}).Digest(), key.Digest());
+  // A build made in a layer of its own is not one made without.
+  BuildKey no_layer = key;
+  no_layer.isolation = 3;
+  EXPECT_NE(no_layer.Digest(), key.Digest());
 }
 
 TEST(BuildKeyTest, TheDigestIsStableAndFileNameSafe) {
   const BuildKey key{"4b825dc642cb6eb9a060e54bf8d69288fbee4904", "make", {}};
   EXPECT_THAT(key.Digest(), ::testing::MatchesRegex("[0-9a-f]{32}"));
-  // Entries written by one build of kbisect are found by the next: the digest never changes.
-  EXPECT_EQ(key.Digest(), "d3770196777f509e3cd953b4c23bda5f");
+  // Entries written by one build of kbisect are found by the next: the digest changes only with
+  // the key's version (2: builds in layers of their own, the isolation in the key).
+  EXPECT_EQ(key.Digest(), "2f79697909f9ed0728ba9e9fba3e08a9");
 }
 
 }  // namespace
