@@ -34,6 +34,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "triage/nightly.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 namespace {
@@ -491,10 +492,10 @@ int NightlyCommand(int argc, char** argv) {
             : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
     if (pinned.ok()) {
       const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
-      std::cout << "Same harness (first-bad's, " << f.pin_runs << " runs each): last-good kernel "
-                << FormatValue(pinned->before, tonight.unit) << ", first-bad kernel "
-                << FormatValue(pinned->after, tonight.unit) << ": the kernel changed by "
-                << FormatSignedPercent(100 * change)
+      std::cout << "Same harness (first-bad's, " << Count(f.pin_runs, "run")
+                << " each): last-good kernel " << FormatValue(pinned->before, tonight.unit)
+                << ", first-bad kernel " << FormatValue(pinned->after, tonight.unit)
+                << ": the kernel changed by " << FormatSignedPercent(100 * change)
                 << (std::fabs(change) < request.change_point.min_relative_change
                         ? " (the step is the method's; the honest value is the new method's "
                           "if it is intended)\n"

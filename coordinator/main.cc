@@ -35,6 +35,7 @@
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "coordinator/change_logger.h"
+#include "common/text/count.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/crash_points.h"
@@ -233,9 +234,9 @@ int Main(int argc, char** argv) {
                            recovered.status().message()));
     return 1;
   }
-  log.Info(absl::StrCat("recovered ", recovered->jobs, " jobs (", recovered->unfinished,
-                        " unfinished, ", recovered->orphaned_probes,
-                        " probes that were running will run again) from ", database),
+  log.Info(absl::StrCat("recovered ", Count(recovered->jobs, "job"), " (", recovered->unfinished,
+                        " unfinished, ", Count(recovered->orphaned_probes, "probe"),
+                        " that were running will run again) from ", database),
            {{"jobs", absl::StrCat(recovered->jobs)},
             {"unfinished", absl::StrCat(recovered->unfinished)},
             {"orphaned_probes", absl::StrCat(recovered->orphaned_probes)}});

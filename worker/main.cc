@@ -26,6 +26,7 @@
 #include "common/rpc/credentials.h"
 #include "common/sync/notification.h"
 #include "grpcpp/create_channel.h"
+#include "common/text/count.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
@@ -189,8 +190,9 @@ int Main(int argc, char** argv) {
                         " (", slot.identity().hardware_class_label(), ", class ",
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
                         over_tls ? " over TLS" : "", "; cache ", cache_dir,
-                        build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
-                                             : std::string(" (no build cache)"),
+                        build_cache_size > 0
+                            ? absl::StrCat(" (", Count(build_cache_size, "build"), " kept)")
+                            : std::string(" (no build cache)"),
                         builds_ahead != nullptr
                             ? absl::StrCat("; builds ahead: ", builds_ahead->max_builds())
                             : std::string("; no builds ahead")),
