@@ -1,6 +1,5 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/cache_command.h"
-#include "common/clock/age.h"
 
 #include <sys/stat.h>
 
@@ -16,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cli/run_command.h"
+#include "common/clock/age.h"
+#include "common/flags/flag_checks.h"
 #include "common/text/count.h"
 #include "coordinator/result_cache.h"
 #include "worker/worker_slot.h"
@@ -148,7 +149,7 @@ int CacheCommand(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
   const std::string path = DefaultResultCachePath(cache_dir);
   if (stats->parsed()) return Stats(path);

@@ -26,6 +26,7 @@
 #include "cli/job_options.h"
 #include "cli/run_command.h"
 #include "common/exec/exec.h"
+#include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
 #include "common/manifest/manifest.h"
@@ -294,13 +295,13 @@ int NightlyCommand(int argc, char** argv) {
                "harness (first-bad's) to give the kernel's true change");
   app.add_option("--pin-runs", f.pin_runs, "Benchmark runs per side with --pin-harness")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+      ->check(WholeNumberIn(1, 100, "runs"));
   std::reverse(args.begin(), args.end());
   args.pop_back();
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
   if (bench.empty()) {
     std::cerr << "kbisect nightly: give the benchmark after `--` (it is tonight's benchmark "

@@ -27,6 +27,7 @@
 #include "cli/run_journal.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
 #include "coordinator/job_pages.h"
@@ -99,14 +100,14 @@ int RunCommand(int argc, char** argv) {
                  "recently used idle one is taken over, so later builds stay incremental); a "
                  "commit already built is not built again. 0 builds in each worker's own checkout")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(WholeNumberIn(0, 100000, "builds"));
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
                  "Builds (--build) prepared at once, at low priority, for the commits the next "
                  "round will probe whichever way the running probes come out; a probe then finds "
                  "its commit built. Default: half the cores, less one. 0 disables it")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+      ->check(WholeNumberIn(0, 1024, "builds"));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
   bool fresh = false;
@@ -122,7 +123,7 @@ int RunCommand(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
 
   // Resolve the repository early, for a clear error before anything starts.

@@ -32,6 +32,7 @@
 #include "common/clock/clock.h"
 #include "common/daemon/daemon_flags.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "coordinator/change_logger.h"
@@ -120,16 +121,16 @@ int Main(int argc, char** argv) {
   app.add_option("--drain-timeout", drain_seconds, "Seconds in-flight RPCs get at shutdown")
       ->envname("KBISECT_DRAIN_TIMEOUT")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative("seconds"));
   app.add_option("--lease-duration", lease_seconds,
                  "Seconds without a heartbeat after which a worker's probe is re-dispatched")
       ->envname("KBISECT_LEASE_DURATION")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 3600.0));
+      ->check(NumberIn(1, 3600, "seconds"));
   app.add_option("--max-message-bytes", max_message_bytes, "Largest request accepted")
       ->envname("KBISECT_MAX_MESSAGE_BYTES")
       ->capture_default_str()
-      ->check(CLI::Range(4096, 1 << 30));
+      ->check(WholeNumberIn(4096, 1 << 30, "bytes"));
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");

@@ -8,6 +8,8 @@
 
 namespace kbisect {
 namespace {
+#include "common/flags/flag_checks.h"
+#include "gmock/gmock.h"
 
 JobOptions Minimal() {
   JobOptions options;
