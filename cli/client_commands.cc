@@ -288,7 +288,7 @@ int Submit(int argc, char** argv) {
   }
   absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, RepositoryLocation(options.repo));
   if (!spec.ok()) {
-    std::cerr << "kbisect: " << spec.status().message() << "\n"
+    std::cerr << "kbisect submit: " << spec.status().message() << "\n"
               << "Run `kbisect submit --help` for usage.\n";
     return kExitUsage;
   }

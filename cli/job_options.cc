@@ -256,6 +256,9 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
     *spec.mutable_cache_max_age() = Seconds(absl::ToDoubleSeconds(*age));
   }
   spec.set_max_workers(o.workers);
+  // The checks the coordinator's SubmitJob makes (a --metric that does not compile, ...), here,
+  // before anything starts: the error is a usage error, in the flags' words.
+  if (absl::Status valid = ValidateJobSettings(spec); !valid.ok()) return valid;
   v1::JobOrigin* origin = spec.mutable_origin();
   origin->set_kind(v1::ORIGIN_KIND_USER);
   if (const char* user = std::getenv("USER")) origin->set_user(user);

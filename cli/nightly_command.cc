@@ -32,10 +32,11 @@
 #include "common/manifest/manifest.h"
 #include "common/metric/metric.h"
 #include "common/metric/percent.h"
+#include "common/spec/job_spec.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "nlohmann/json.hpp"
 #include "triage/nightly.h"
-#include "common/text/count.h"
 
 namespace kbisect {
 namespace {
@@ -308,6 +309,15 @@ int NightlyCommand(int argc, char** argv) {
                  "unless --value/--output are given, and the bisect's)\n";
     return kExitUsage;
   }
+  // A --metric that does not compile is a usage error before anything runs (as in `kbisect run`).
+  MetricSpec metric_spec;
+  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
+  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
+  if (absl::Status valid = ValidateMetricFlags(metric_spec); !valid.ok()) {
+    std::cerr << "kbisect nightly: " << valid.message() << "\n"
+              << "Run `kbisect nightly --help` for usage.\n";
+    return kExitUsage;
+  }
   if (f.date.empty()) f.date = Today();
   if (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-') {
     std::cerr << "kbisect nightly: --date " << f.date << ": expected YYYY-MM-DD\n";
@@ -352,10 +362,6 @@ int NightlyCommand(int argc, char** argv) {
     std::cerr << "kbisect nightly: " << manifest.status().message() << "\n";
     return kExitError;
   }
-
-  MetricSpec metric_spec;
-  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
-  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
 
   // Tonight's value.
   triage::NightlyRecord tonight;

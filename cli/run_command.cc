@@ -126,8 +126,15 @@ int RunCommand(int argc, char** argv) {
     return ReportParseError(app, e);
   }
 
-  // Resolve the repository early, for a clear error before anything starts.
+  // The flags are checked first (a --metric that does not compile is a usage error), then the
+  // repository is resolved: both before anything starts (no cluster, no worker, no mirror).
   std::string repo_path = options.repo.empty() ? "." : options.repo;
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repo_path);
+  if (!spec.ok()) {
+    std::cerr << "kbisect run: " << spec.status().message() << "\n"
+              << "Run `kbisect run --help` for usage.\n";
+    return kExitUsage;
+  }
   absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repo_path);
   if (!repo.ok()) {
     std::cerr << "kbisect: " << repo.status().message() << "\n";
@@ -135,12 +142,7 @@ int RunCommand(int argc, char** argv) {
   }
   const std::string repository =
       (*repo)->workdir().empty() ? (*repo)->git_dir() : (*repo)->workdir();
-  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repository);
-  if (!spec.ok()) {
-    std::cerr << "kbisect: " << spec.status().message() << "\n"
-              << "Run `kbisect run --help` for usage.\n";
-    return kExitUsage;
-  }
+  spec->set_repository(repository);
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
   const absl::StatusOr<int> max_lookback = LookbackReach(
       options.since, options.max_lookback, repository, spec->bad().empty() ? "HEAD" : spec->bad());
