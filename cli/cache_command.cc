@@ -1,6 +1,5 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/cache_command.h"
-#include "common/clock/age.h"
 
 #include <sys/stat.h>
 
@@ -16,6 +15,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cli/run_command.h"
+#include "common/clock/age.h"
+#include "common/flags/flag_checks.h"
+#include "common/text/count.h"
 #include "coordinator/result_cache.h"
 #include "worker/worker_slot.h"
 
@@ -52,7 +54,7 @@ std::string FormatTime(absl::Time t, absl::Time now) {
 }
 
 std::string FormatBytes(int64_t bytes) {
-  if (bytes < 1024) return absl::StrCat(bytes, " bytes");
+  if (bytes < 1024) return Count(bytes, "byte");
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes) / 1024;
   int unit = 0;
@@ -119,8 +121,7 @@ int Prune(const std::string& path, absl::Duration age, const std::string& age_te
     std::cerr << "kbisect: " << stats.status().message() << "\n";
     return kExitError;
   }
-  std::cout << "Removed " << *removed << (*removed == 1 ? " result" : " results")
-            << " measured before "
+  std::cout << "Removed " << Count(*removed, "result") << " measured before "
             << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", cutoff, absl::UTCTimeZone())
             << " (older than " << age_text << ") from " << path << "; " << stats->results
             << " left, " << FormatBytes(stats->bytes) << ".\n"
@@ -148,7 +149,7 @@ int CacheCommand(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
   const std::string path = DefaultResultCachePath(cache_dir);
   if (stats->parsed()) return Stats(path);

@@ -26,6 +26,7 @@
 #include "cli/report/status_json.h"
 #include "cli/run_command.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/proto_time.h"
 #include "grpcpp/create_channel.h"
@@ -161,7 +162,7 @@ int Parse(CLI::App* app, std::vector<std::string> args) {
   try {
     app->parse(args);
   } catch (const CLI::ParseError& e) {
-    return app->exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(*app, e);
   }
   return -1;
 }
@@ -287,7 +288,7 @@ int Submit(int argc, char** argv) {
   }
   absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, RepositoryLocation(options.repo));
   if (!spec.ok()) {
-    std::cerr << "kbisect: " << spec.status().message() << "\n"
+    std::cerr << "kbisect submit: " << spec.status().message() << "\n"
               << "Run `kbisect submit --help` for usage.\n";
     return kExitUsage;
   }
@@ -388,7 +389,7 @@ int Status(int argc, char** argv) {
   app.add_flag("--wide", wide, "In the list, CREATED as RFC 3339 with the zone, not an age");
   app.add_option("--limit", limit, "Most jobs listed")
       ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
+      ->check(WholeNumberIn(1, 10000, "jobs"));
   if (int code = Parse(&app, std::vector<std::string>(argv, argv + argc)); code >= 0) {
     return code;
   }

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/clock/age.h"
 #include "common/git/git_repo.h"
+#include "common/text/count.h"
 #include "grpcpp/client_context.h"
 
 namespace kbisect {
@@ -255,10 +256,9 @@ std::string FoundGoodText(const FindGoodResult& result, const std::string& bad) 
                          "~", result.found, "..", bad, "~", result.largest_not_better)
           : absl::StrCat("the step is in ", bad, "~", result.found, "..", bad);
   return absl::StrCat("GOOD found by looking back: ", bad, "~", result.found, " is better than ",
-                      bad, "; ", step, " (", result.jobs,
-                      result.jobs == 1 ? " lookback job" : " lookback jobs", " in ", result.rounds,
-                      result.rounds == 1 ? " round" : " rounds", "). Bisecting ", bad, "~",
-                      result.found, "..", bad, ":");
+                      bad, "; ", step, " (", Count(result.jobs, "lookback job"), " in ",
+                      Count(result.rounds, "round"), "). Bisecting ", bad, "~", result.found, "..",
+                      bad, ":");
 }
 
 std::string NothingBetterText(const FindGoodResult& result, const std::string& bad,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/rpc/enum_label.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 namespace {
@@ -26,10 +27,10 @@ std::string Samples(const v1::Probe& probe) {
 }  // namespace
 
 std::string FormatJobLog(const v1::JobStatus& job) {
-  std::string out =
-      absl::StrCat("# kbisect log of ", job.job_id(), ": ", job.spec().repository(), " ",
-                   job.spec().good(), "..", job.spec().bad(), " (", job.good_sha().substr(0, 12),
-                   "..", job.bad_sha().substr(0, 12), ", ", job.commit_count(), " commits)\n");
+  std::string out = absl::StrCat("# kbisect log of ", job.job_id(), ": ", job.spec().repository(),
+                                 " ", job.spec().good(), "..", job.spec().bad(), " (",
+                                 job.good_sha().substr(0, 12), "..", job.bad_sha().substr(0, 12),
+                                 ", ", Count(job.commit_count(), "commit"), ")\n");
   absl::StrAppend(&out,
                   "# Lines: VERDICT SHA SAMPLES  # round, index, worker. `kbisect run GOOD BAD "
                   "--replay FILE -- CMD` starts from\n# these verdicts (as --mark): edit one to "

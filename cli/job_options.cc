@@ -11,6 +11,7 @@
 #include "cli/cache_command.h"
 #include "cli/job_log.h"
 #include "common/clock/age.h"
+#include "common/flags/flag_checks.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
@@ -54,7 +55,7 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                   "contradict is taken back. Default: 0.995 with --flaky, off otherwise; with a "
                   "metric it also raises --max-runs' default to 60")
       ->type_name("P")
-      ->check(CLI::Range(0.5, 0.9999));
+      ->check(NumberIn(0.5, 0.9999));
   auto* lower = app->add_flag("--lower-is-better", o->lower_is_better,
                               "Smaller metric values are better (latency, time)");
   auto* higher = app->add_flag("--higher-is-better", o->higher_is_better,
@@ -62,27 +63,27 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   lower->excludes(higher);
   app->add_option("--runs", o->runs, "Benchmark runs per commit")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000))
+      ->check(WholeNumberIn(1, kMaxRunsPerCommit))
       ->each([o](const std::string&) { o->runs_given = true; });
   app->add_option("--max-runs", o->max_runs, "Most runs per commit when verdicts are unclear")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000))
+      ->check(WholeNumberIn(1, kMaxRunsPerCommit))
       ->each([o](const std::string&) { o->max_runs_given = true; });
   app->add_option("--threshold", o->threshold, "A commit is bad past good + F*(bad - good)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 0.99));
+      ->check(NumberIn(0.01, 0.99));
   app->add_option("--min-effect", o->min_effect,
                   "Regressions under this fraction of GOOD count as no regression")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(NumberIn(0, 10));
   app->add_option("--workers", o->workers,
                   "Parallel workers (default: number of GPUs detected, else 1)")
-      ->check(CLI::Range(1, 256));
+      ->check(WholeNumberIn(1, 256));
   app->add_option("--timeout", o->timeout_seconds, "Timeout of one benchmark run, seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive("seconds"));
   app->add_option("--build-timeout", o->build_timeout_seconds, "Timeout of the build, seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive("seconds"));
   app->add_flag("--no-first-parent", o->no_first_parent,
                 "Bisect every commit in the range, not only the first-parent chain");
   app->add_flag("--allow-improvement", o->allow_improvement,
@@ -119,7 +120,7 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_option("--max-lookback", o->max_lookback,
                   "With --find-good: the farthest commit back from BAD to try")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000000))
+      ->check(WholeNumberIn(1, 1000000, "commits back"))
       ->needs(find_good);
   app->add_option("--since", o->since,
                   "With --find-good: look back only as far as the commits (committer date) at "
@@ -265,6 +266,9 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
     *spec.mutable_cache_max_age() = Seconds(absl::ToDoubleSeconds(*age));
   }
   spec.set_max_workers(o.workers);
+  // The checks the coordinator's SubmitJob makes (a --metric that does not compile, ...), here,
+  // before anything starts: the error is a usage error, in the flags' words.
+  if (absl::Status valid = ValidateJobSettings(spec); !valid.ok()) return valid;
   v1::JobOrigin* origin = spec.mutable_origin();
   origin->set_kind(v1::ORIGIN_KIND_USER);
   if (const char* user = std::getenv("USER")) origin->set_user(user);

@@ -72,7 +72,9 @@ std::vector<std::string> SplitAtDoubleDash(int argc, char** argv,
                                            std::vector<std::string>* bench_command);
 
 // Validates the parsed options and builds the spec. `repository` is the resolved repository
-// location. InvalidArgument describes a usage error (exit code 2).
+// location. The spec passes ValidateJobSettings (common/spec/job_spec.h): a --metric that does
+// not compile fails here, before any cluster or worker starts. InvalidArgument describes a usage
+// error (exit code 2).
 absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& options, const std::string& repository);
 
 }  // namespace kbisect

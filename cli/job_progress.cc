@@ -18,6 +18,7 @@
 #include "cli/run_command.h"
 #include "common/rpc/status_conversion.h"
 #include "common/search/bisect_search.h"
+#include "common/text/count.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -27,12 +28,15 @@ void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out) {
   workers = std::max(1, workers);
   out << absl::StrFormat(
       "Bisect range: %s..%s\nTotal commits in range: %d\n"
-      "Workers: %d; estimated rounds: %d (git bisect: %d steps)\n",
+      "Workers: %d; estimated rounds: %d (git bisect: %s)\n",
       job.good_sha().substr(0, 7), job.bad_sha().substr(0, 7), n, workers,
-      BisectSearch::EstimateRounds(n, workers), BisectSearch::EstimateRounds(n, 1));
+      BisectSearch::EstimateRounds(n, workers), Count(BisectSearch::EstimateRounds(n, 1), "step"));
   if (n > 100) {
     out << "Note: more than 100 commits; each round runs the benchmark "
-        << job.spec().runs_per_commit() << " times per probe.\n";
+        << (job.spec().runs_per_commit() == 1
+                ? std::string("once")
+                : absl::StrCat(job.spec().runs_per_commit(), " times"))
+        << " per probe.\n";
   }
   if (job.marks_size() > 0) {
     out << MarksText(job.marks(), std::max(0, job.first_bad_index() - job.last_good_index()))

@@ -26,12 +26,15 @@
 #include "cli/job_options.h"
 #include "cli/run_command.h"
 #include "common/exec/exec.h"
+#include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
 #include "common/manifest/manifest.h"
 #include "common/metric/metric.h"
 #include "common/metric/percent.h"
+#include "common/spec/job_spec.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "nlohmann/json.hpp"
 #include "triage/nightly.h"
 
@@ -293,17 +296,26 @@ int NightlyCommand(int argc, char** argv) {
                "harness (first-bad's) to give the kernel's true change");
   app.add_option("--pin-runs", f.pin_runs, "Benchmark runs per side with --pin-harness")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+      ->check(WholeNumberIn(1, 100, "runs"));
   std::reverse(args.begin(), args.end());
   args.pop_back();
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
   if (bench.empty()) {
     std::cerr << "kbisect nightly: give the benchmark after `--` (it is tonight's benchmark "
                  "unless --value/--output are given, and the bisect's)\n";
+    return kExitUsage;
+  }
+  // A --metric that does not compile is a usage error before anything runs (as in `kbisect run`).
+  MetricSpec metric_spec;
+  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
+  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
+  if (absl::Status valid = ValidateMetricFlags(metric_spec); !valid.ok()) {
+    std::cerr << "kbisect nightly: " << valid.message() << "\n"
+              << "Run `kbisect nightly --help` for usage.\n";
     return kExitUsage;
   }
   if (f.date.empty()) f.date = Today();
@@ -350,10 +362,6 @@ int NightlyCommand(int argc, char** argv) {
     std::cerr << "kbisect nightly: " << manifest.status().message() << "\n";
     return kExitError;
   }
-
-  MetricSpec metric_spec;
-  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
-  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
 
   // Tonight's value.
   triage::NightlyRecord tonight;
@@ -491,10 +499,10 @@ int NightlyCommand(int argc, char** argv) {
             : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
     if (pinned.ok()) {
       const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
-      std::cout << "Same harness (first-bad's, " << f.pin_runs << " runs each): last-good kernel "
-                << FormatValue(pinned->before, tonight.unit) << ", first-bad kernel "
-                << FormatValue(pinned->after, tonight.unit) << ": the kernel changed by "
-                << FormatSignedPercent(100 * change)
+      std::cout << "Same harness (first-bad's, " << Count(f.pin_runs, "run")
+                << " each): last-good kernel " << FormatValue(pinned->before, tonight.unit)
+                << ", first-bad kernel " << FormatValue(pinned->after, tonight.unit)
+                << ": the kernel changed by " << FormatSignedPercent(100 * change)
                 << (std::fabs(change) < request.change_point.min_relative_change
                         ? " (the step is the method's; the honest value is the new method's "
                           "if it is intended)\n"

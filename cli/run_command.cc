@@ -27,6 +27,7 @@
 #include "cli/run_journal.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
 #include "coordinator/job_pages.h"
@@ -124,14 +125,14 @@ int RunCommand(int argc, char** argv) {
                  "recently used idle one is taken over, so later builds stay incremental); a "
                  "commit already built is not built again. 0 builds in each worker's own checkout")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(WholeNumberIn(0, 100000, "builds"));
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
                  "Builds (--build) prepared at once, at low priority, for the commits the next "
                  "round will probe whichever way the running probes come out; a probe then finds "
                  "its commit built. Default: half the cores, less one. 0 disables it")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+      ->check(WholeNumberIn(0, 1024, "builds"));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Print only the final report");
   bool fresh = false;
@@ -147,11 +148,18 @@ int RunCommand(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    return ReportParseError(app, e);
   }
 
-  // Resolve the repository early, for a clear error before anything starts.
+  // The flags are checked first (a --metric that does not compile is a usage error), then the
+  // repository is resolved: both before anything starts (no cluster, no worker, no mirror).
   std::string repo_path = options.repo.empty() ? "." : options.repo;
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repo_path);
+  if (!spec.ok()) {
+    std::cerr << "kbisect run: " << spec.status().message() << "\n"
+              << "Run `kbisect run --help` for usage.\n";
+    return kExitUsage;
+  }
   absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repo_path);
   if (!repo.ok()) {
     std::cerr << "kbisect: " << repo.status().message() << "\n";
@@ -159,12 +167,7 @@ int RunCommand(int argc, char** argv) {
   }
   const std::string repository =
       (*repo)->workdir().empty() ? (*repo)->git_dir() : (*repo)->workdir();
-  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repository);
-  if (!spec.ok()) {
-    std::cerr << "kbisect: " << spec.status().message() << "\n"
-              << "Run `kbisect run --help` for usage.\n";
-    return kExitUsage;
-  }
+  spec->set_repository(repository);
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
   const absl::StatusOr<int> max_lookback = LookbackReach(
       options.since, options.max_lookback, repository, spec->bad().empty() ? "HEAD" : spec->bad());

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/git/object_hash.h"
 #include "common/rpc/proto_time.h"
+#include "common/text/count.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -68,8 +69,7 @@ std::string ResumingText(const v1::JobStatus& job, absl::TimeZone zone) {
   }
   return absl::StrCat("Resuming the interrupted bisect from ",
                       absl::FormatTime("%H:%M", FromProto(job.create_time()), zone), " (",
-                      job.job_id(), "): ", kept, kept == 1 ? " probe" : " probes",
-                      " kept; --fresh starts over");
+                      job.job_id(), "): ", Count(kept, "probe"), " kept; --fresh starts over");
 }
 
 }  // namespace kbisect

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "report/html/triage_page.h"
 #include "triage/commit_window.h"
@@ -130,13 +131,13 @@ int TriageCommand(int argc, char** argv) {
                "Also use runs with is_nightly: false");
   app.add_option("--max-nightlies", f.max_nightlies, "Most nightlies analysed around --date")
       ->capture_default_str()
-      ->check(CLI::Range(6, 100000));
+      ->check(WholeNumberIn(6, 100000, "nightlies"));
   app.add_option("--min-change", f.min_change_pct, "Smallest move that counts, percent")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(NumberIn(0, 1000, "percent"));
   app.add_option("--max-p", f.max_p, "Largest p-value that counts as significant")
       ->capture_default_str()
-      ->check(CLI::Range(0.0001, 0.5));
+      ->check(NumberIn(0.0001, 0.5));
   app.add_option("--json", f.json_file, "Write the result as JSON to FILE (- for stdout)");
   app.add_option("--html", f.html_file,
                  "Write the triage page to FILE: one self-contained HTML file (the series, the "
@@ -166,7 +167,7 @@ int TriageCommand(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kTriageOk : kTriageUsage;
+    return ReportParseError(app, e) == 0 ? kTriageOk : kTriageUsage;
   }
   if ((f.run || f.submit) && f.bench.empty() && !f.dry_run) {
     std::cerr << "kbisect triage: --run/--submit need --bench 'COMMAND' (the benchmark to run at "

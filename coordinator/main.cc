@@ -32,8 +32,10 @@
 #include "common/clock/clock.h"
 #include "common/daemon/daemon_flags.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
+#include "common/text/count.h"
 #include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_server.h"
@@ -119,16 +121,16 @@ int Main(int argc, char** argv) {
   app.add_option("--drain-timeout", drain_seconds, "Seconds in-flight RPCs get at shutdown")
       ->envname("KBISECT_DRAIN_TIMEOUT")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative("seconds"));
   app.add_option("--lease-duration", lease_seconds,
                  "Seconds without a heartbeat after which a worker's probe is re-dispatched")
       ->envname("KBISECT_LEASE_DURATION")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 3600.0));
+      ->check(NumberIn(1, 3600, "seconds"));
   app.add_option("--max-message-bytes", max_message_bytes, "Largest request accepted")
       ->envname("KBISECT_MAX_MESSAGE_BYTES")
       ->capture_default_str()
-      ->check(CLI::Range(4096, 1 << 30));
+      ->check(WholeNumberIn(4096, 1 << 30, "bytes"));
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
@@ -233,9 +235,9 @@ int Main(int argc, char** argv) {
                            recovered.status().message()));
     return 1;
   }
-  log.Info(absl::StrCat("recovered ", recovered->jobs, " jobs (", recovered->unfinished,
-                        " unfinished, ", recovered->orphaned_probes,
-                        " probes that were running will run again) from ", database),
+  log.Info(absl::StrCat("recovered ", Count(recovered->jobs, "job"), " (", recovered->unfinished,
+                        " unfinished, ", Count(recovered->orphaned_probes, "probe"),
+                        " that were running will run again) from ", database),
            {{"jobs", absl::StrCat(recovered->jobs)},
             {"unfinished", absl::StrCat(recovered->unfinished)},
             {"orphaned_probes", absl::StrCat(recovered->orphaned_probes)}});

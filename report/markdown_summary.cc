@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
+#include "common/text/count.h"
 #include "report/html/page_format.h"
 #include "report/reproduce.h"
 
@@ -69,9 +70,9 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
     }
   }
   absl::StrAppend(&out, "\nRange ", Code(html::ShortSha(job.good_sha())), "..",
-                  Code(html::ShortSha(job.bad_sha())), " (", job.commit_count(),
-                  " commits): ", job.rounds(), job.rounds() == 1 ? " round, " : " rounds, ",
-                  job.bench_runs(), " bench runs, ", html::Seconds(job.wall_seconds()), "\n\n");
+                  Code(html::ShortSha(job.bad_sha())), " (", Count(job.commit_count(), "commit"),
+                  "): ", Count(job.rounds(), "round"), ", ", Count(job.bench_runs(), "bench run"),
+                  ", ", html::Seconds(job.wall_seconds()), "\n\n");
   absl::StrAppend(&out,
                   "| # | commit | worker | round | median | runs | verdict |\n"
                   "|--:|---|---|--:|--:|--:|---|\n");

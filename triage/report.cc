@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "common/metric/percent.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 namespace triage {
@@ -215,8 +216,9 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
                   k.platform_short, " (", k.primary_metric, ", ", DirectionName(k.direction),
                   ")\n");
   if (!k.nightlies.empty()) {
-    absl::StrAppend(&out, "  ", k.nightlies.size(), " nightlies, ", k.nightlies.front().date,
-                    " .. ", k.nightlies.back().date, ", from ", result.source, "\n");
+    absl::StrAppend(&out, "  ", Count(k.nightlies.size(), "nightly", "nightlies"), ", ",
+                    k.nightlies.front().date, " .. ", k.nightlies.back().date, ", from ",
+                    result.source, "\n");
   }
   absl::StrAppend(&out, "\nCause:      ", CauseWords(k.verdict.cause),
                   absl::StrFormat(" (confidence %.2f)\n", k.verdict.confidence));
@@ -286,7 +288,7 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
   if (extras.window.has_value()) {
     const CommitWindow& w = *extras.window;
     absl::StrAppend(&out, "\nCommit window ", w.good.substr(0, 8), "..", w.bad.substr(0, 8),
-                    " (first parent): ", w.commits.size(), " commits, best match first\n");
+                    " (first parent): ", Count(w.commits.size(), "commit"), ", best match first\n");
     int shown = 0;
     for (const RankedCommit& c : w.commits) {
       if (shown++ >= extras.max_commits_shown) {

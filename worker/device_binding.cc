@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/text/count.h"
 
 extern char** environ;  // NOLINT: POSIX.
 
@@ -101,10 +102,10 @@ absl::StatusOr<std::vector<std::string>> LocalSlotDevices(
     }
     if (workers <= 0) return devices;
     if (workers > static_cast<int>(devices.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          variable, "=", it->second, " binds ", devices.size(),
-          devices.size() == 1 ? " device" : " devices", " to this process and --workers asks for ",
-          workers, ": ask for at most that many, or for more GPUs from the scheduler"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(variable, "=", it->second, " binds ", Count(devices.size(), "device"),
+                       " to this process and --workers asks for ", workers,
+                       ": ask for at most that many, or for more GPUs from the scheduler"));
     }
     devices.resize(workers);
     return devices;

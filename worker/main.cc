@@ -21,10 +21,12 @@
 #include "common/daemon/daemon_flags.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
+#include "common/flags/flag_checks.h"
 #include "common/identity/identity.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
 #include "common/sync/notification.h"
+#include "common/text/count.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "worker/build_ahead.h"
@@ -77,7 +79,7 @@ int Main(int argc, char** argv) {
                  "builds in the slot's own checkout")
       ->envname("KBISECT_BUILD_CACHE_SIZE")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(WholeNumberIn(0, 100000, "builds"));
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
@@ -86,14 +88,14 @@ int Main(int argc, char** argv) {
                  "divide it among them. 0 disables it")
       ->envname("KBISECT_BUILD_AHEAD")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+      ->check(WholeNumberIn(0, 1024, "builds"));
   CLI::Option* gpu_option =
       app.add_option("--gpu", gpu,
                      "Device slot this worker is pinned to, unless the scheduler bound one "
                      "(CUDA_VISIBLE_DEVICES etc. already set)")
           ->envname("KBISECT_GPU")
           ->capture_default_str()
-          ->check(CLI::Range(0, 1023));
+          ->check(WholeNumberIn(0, 1023));
   app.add_option("--name", name, "Stable worker name (default: HOST/slotGPU)")
       ->envname("KBISECT_WORKER_NAME");
   app.add_option("--tls-ca", tls.ca_file, "PEM CA that signs the coordinator's certificate")
@@ -112,7 +114,7 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_HARDWARE_CLASS_KEYS");
   app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
-      ->check(CLI::Range(0.1, 60.0));
+      ->check(NumberIn(0.1, 60, "seconds"));
   AddLogFormatFlag(&app, "text or json (JSON lines, for log pipelines)", &daemon);
   if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return *exit_code;
   absl::StatusOr<LogFormat> format = LoadLogFormat(daemon);
@@ -190,8 +192,9 @@ int Main(int argc, char** argv) {
                         " (", slot.identity().hardware_class_label(), ", class ",
                         slot.identity().hardware_class(), ") serving coordinator ", coordinator,
                         over_tls ? " over TLS" : "", "; cache ", cache_dir,
-                        build_cache_size > 0 ? absl::StrCat(" (", build_cache_size, " builds kept)")
-                                             : std::string(" (no build cache)"),
+                        build_cache_size > 0
+                            ? absl::StrCat(" (", Count(build_cache_size, "build"), " kept)")
+                            : std::string(" (no build cache)"),
                         builds_ahead != nullptr
                             ? absl::StrCat("; builds ahead: ", builds_ahead->max_builds())
                             : std::string("; no builds ahead")),

@@ -16,6 +16,7 @@
 #include "cli/report/status_json.h"
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
+#include "common/text/count.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 
@@ -314,8 +315,7 @@ class ReportWriter {
       additions += file.additions();
       deletions += file.deletions();
     }
-    Line(absl::StrCat("  ", job_.files_changed_size(),
-                      job_.files_changed_size() == 1 ? " file" : " files", " changed, +", additions,
+    Line(absl::StrCat("  ", Count(job_.files_changed_size(), "file"), " changed, +", additions,
                       " -", deletions));
   }
 
@@ -415,10 +415,11 @@ class ReportWriter {
     Line(line);
     if (job_.spec().flaky() && job_.bad_fail_rate() > 0) {
       // The fail rates the posterior estimated (JobStatus.good_fail_rate, bad_fail_rate).
-      Line(absl::StrFormat(
-          "  Flaky test: fails about %.0f%% of runs at bad commits, %.1f%% at "
-          "good ones (estimated from the %d runs)",
-          100 * job_.bad_fail_rate(), 100 * job_.good_fail_rate(), job_.bench_runs()));
+      Line(
+          absl::StrFormat("  Flaky test: fails about %.0f%% of runs at bad commits, %.1f%% at "
+                          "good ones (estimated from the %s)",
+                          100 * job_.bad_fail_rate(), 100 * job_.good_fail_rate(),
+                          Count(job_.bench_runs(), "run")));
     }
   }
 
@@ -438,8 +439,9 @@ class ReportWriter {
 
   void Candidates() {
     Line();
-    Line(absl::StrCat("Regression introduced by one of ", job_.candidates_size(),
-                      " candidate commits (untestable commits hide the exact one):"));
+    Line(absl::StrCat("Regression introduced by one of ",
+                      Count(job_.candidates_size(), "candidate commit"),
+                      " (untestable commits hide the exact one):"));
     for (const std::string& sha : job_.candidates()) {
       std::string line = absl::StrCat("  ", sha);
       for (const v1::Probe& probe : job_.probes()) {
@@ -509,11 +511,10 @@ class ReportWriter {
     Line();
     Line(absl::StrCat("Bisect in progress (", JobStateName(job_.state()), ")."));
     const v1::Progress& progress = job_.progress();
-    Line(absl::StrFormat(
-        "  %d probes finished, %d in flight; the culprit is one of %d commits (about %d more "
-        "rounds).",
-        progress.probes_finished(), progress.probes_in_flight(), progress.remaining_commits(),
-        progress.estimated_rounds()));
+    Line(absl::StrCat("  ", Count(progress.probes_finished(), "probe"), " finished, ",
+                      progress.probes_in_flight(), " in flight; the culprit is one of ",
+                      Count(progress.remaining_commits(), "commit"), " (about ",
+                      Count(progress.estimated_rounds(), "more round"), ")."));
     if (FinishedBisectProbes(job_).size() > 0) BisectLog();
   }
 
@@ -545,9 +546,8 @@ class ReportWriter {
           absl::StrCat("  ", label, " (", short_(b.sha().empty() ? fallback : b.sha()),
                        "): ", MetricName(job_), " = ", Value(b.median(), job_));
       if (b.samples_size() > 0) {
-        absl::StrAppend(
-            &line, " (median of ", b.samples_size(),
-            b.samples_size() == 1 ? " sample: " : " samples: ", SampleList(b.samples(), job_), ")");
+        absl::StrAppend(&line, " (median of ", Count(b.samples_size(), "sample"), ": ",
+                        SampleList(b.samples(), job_), ")");
       }
       if (!b.worker().empty()) absl::StrAppend(&line, " [worker ", b.worker(), "]");
       Line(line);
@@ -577,7 +577,7 @@ class ReportWriter {
     Line();
     Line("Workers:");
     for (const v1::JobWorker& worker : job_.workers()) {
-      std::string line = absl::StrCat("  ", worker.worker(), ": ", worker.probes(), " probes");
+      std::string line = absl::StrCat("  ", worker.worker(), ": ", Count(worker.probes(), "probe"));
       if (worker.calibration_good() != 0 || worker.calibration_bad() != 0) {
         absl::StrAppend(&line, ", GOOD ", Value(worker.calibration_good(), job_), ", BAD ",
                         Value(worker.calibration_bad(), job_));
@@ -608,11 +608,10 @@ class ReportWriter {
       skipped = std::max(skipped, job_.progress().skips());
     }
     Line();
-    std::string summary =
-        absl::StrCat("Summary: ", job_.rounds(), job_.rounds() == 1 ? " round, " : " rounds, ",
-                     job_.bench_runs(), job_.bench_runs() == 1 ? " bench run, " : " bench runs, ",
-                     FormatWallTime(job_.wall_seconds()), " wall time, ", cancelled,
-                     cancelled == 1 ? " probe cancelled" : " probes cancelled");
+    std::string summary = absl::StrCat("Summary: ", Count(job_.rounds(), "round"), ", ",
+                                       Count(job_.bench_runs(), "bench run"), ", ",
+                                       FormatWallTime(job_.wall_seconds()), " wall time, ",
+                                       Count(cancelled, "probe"), " cancelled");
     if (skipped > 0) absl::StrAppend(&summary, ", ", skipped, " skipped");
     Line(summary);
     std::string context;
@@ -621,7 +620,7 @@ class ReportWriter {
       absl::StrAppend(&context, context.empty() ? "Range " : ": ", short_(job_.good_sha()), "..",
                       short_(job_.bad_sha()));
       if (job_.commit_count() > 0)
-        absl::StrAppend(&context, " (", job_.commit_count(), " commits)");
+        absl::StrAppend(&context, " (", Count(job_.commit_count(), "commit"), ")");
     }
     if (!context.empty()) Line(context);
   }

@@ -4,6 +4,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/flags/flag_checks.h"
 #include "common/rpc/credentials.h"
 
 namespace kbisect {
@@ -28,7 +29,7 @@ std::optional<int> ParseDaemonCommandLine(CLI::App* app, int argc, char** argv) 
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app->exit(e) == 0 ? 0 : 2;
+    return ReportParseError(*app, e);
   }
   return std::nullopt;
 }

@@ -48,7 +48,8 @@ void AddTlsCertificateFlags(CLI::App* app, const std::string& cert_help,
 void AddTokenFileFlag(CLI::App* app, const std::string& help, DaemonFlags* flags);
 
 // Parses the command line. Returns the exit code when the daemon should exit at once: 0 after
-// --help, 2 for a bad command line (CLI11 has printed why); nullopt when it should go on.
+// --help, 2 for a bad command line (printed by ReportParseError, common/flags/flag_checks.h:
+// "kbisect-worker: --gpu must be ..."); nullopt when it should go on.
 std::optional<int> ParseDaemonCommandLine(CLI::App* app, int argc, char** argv);
 
 // Returns the format named by --log-format; InvalidArgument "--log-format: <why>" otherwise.

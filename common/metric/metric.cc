@@ -68,10 +68,13 @@ absl::string_view LineAt(absl::string_view text, size_t pos) {
 
 absl::StatusOr<std::unique_ptr<RE2>> CompileMetricRegex(absl::string_view pattern) {
   RE2::Options options(RE2::Quiet);
+  // (?m): ^ and $ match at line ends. It is ours, not the user's: an error is reported for the
+  // pattern as given (RE2 quotes the pattern it compiled in some of its errors).
   auto re = std::make_unique<RE2>(Piece(absl::StrCat("(?m)", pattern)), options);
   if (!re->ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid metric regex '", pattern, "': ", re->error()));
+    const RE2 as_given(Piece(pattern), options);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid metric regex '", pattern, "': ", as_given.ok() ? re->error() : as_given.error()));
   }
   if (re->NumberOfCapturingGroups() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(

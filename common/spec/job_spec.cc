@@ -43,13 +43,18 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
         "the job has no benchmark command: put it after `--`, e.g. `kbisect run v1.0 -- "
         "./bench.sh`");
   }
+  return ValidateJobSettings(spec);
+}
+
+absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
   if (spec.threshold_fraction() < 0 || spec.threshold_fraction() >= 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threshold must be in (0, 1), got ", spec.threshold_fraction()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--threshold must be from 0 up to (not including) 1, not ", spec.threshold_fraction()));
   }
   if (spec.runs_per_commit() < 0 || spec.runs_per_commit() > kMaxRunsPerCommit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "runs per commit must be in 1..", kMaxRunsPerCommit, ", got ", spec.runs_per_commit()));
+    return absl::InvalidArgumentError(absl::StrCat("--runs must be a whole number from 1 to ",
+                                                   kMaxRunsPerCommit, ", not ",
+                                                   spec.runs_per_commit()));
   }
   if (spec.flaky() && spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE) {
     return absl::InvalidArgumentError(
@@ -57,8 +62,8 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
         "anyway)");
   }
   if (spec.confidence() < 0 || spec.confidence() >= 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the confidence must be in (0, 1), got ", spec.confidence()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--confidence must be from 0 up to (not including) 1, not ", spec.confidence()));
   }
   if (spec.confidence() > 0 && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE && !spec.flaky()) {
     return absl::InvalidArgumentError(
@@ -66,15 +71,23 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
   }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {
-    if (spec.metric().pattern().empty()) {
-      return absl::InvalidArgumentError("the metric pattern is empty");
-    }
-    const absl::Status metric = ValidateMetricSpec(ToMetricSpec(spec.metric()));
-    if (!metric.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the metric is invalid: ", metric.message(),
-          ". Fix --metric-regex (one capturing group) or --metric-json (a dotted path)"));
-    }
+    return ValidateMetricFlags(ToMetricSpec(spec.metric()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMetricFlags(const MetricSpec& metric) {
+  constexpr char kHowTo[] =
+      "Give --metric an RE2 regex with one capturing group around the number (e.g. --metric "
+      "'latency: ([0-9.]+) ms'), or --metric-json a dotted path into the output's last JSON "
+      "object (e.g. --metric-json results.latency_ms)";
+  if (metric.kind != MetricSpec::Kind::kAuto && metric.pattern.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(metric.kind == MetricSpec::Kind::kRegex ? "--metric" : "--metric-json",
+                     " is empty. ", kHowTo, "; without either the metric is detected"));
+  }
+  if (absl::Status valid = ValidateMetricSpec(metric); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(valid.message(), ". ", kHowTo));
   }
   return absl::OkStatus();
 }

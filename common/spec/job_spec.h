@@ -48,13 +48,24 @@ inline constexpr int kMaxRunsPerCommit = 1000;
 void NormalizeSpec(v1::JobSpec* spec);
 
 // Checks a spec as submitted (before NormalizeSpec): a repository, a GOOD revision and a
-// benchmark command are present, the threshold is in [0, 1), runs per commit in 0..1000, and the
-// metric pattern is valid (a regex compiles with exactly one capturing group, a JSON path has no
-// empty component; --flaky needs --exit-code; the confidence is in [0, 1), and not for a plain
-// --exit-code test), so a bad --metric
-// fails at submit rather than on a worker after a checkout
-// and a build. Errors: InvalidArgument saying what to fix.
+// benchmark command are present, and ValidateJobSettings. A bad --metric fails at submit rather
+// than on a worker after a checkout and a build. Errors: InvalidArgument saying what to fix, in
+// the words of the flags (`--metric`, `--threshold`) a user of `kbisect run` or `submit` gives.
 absl::Status ValidateSpec(const v1::JobSpec& spec);
+
+// The checks of ValidateSpec on the flags' values, which need no repository, no GOOD and no
+// benchmark command: the threshold is in [0, 1), runs per commit in 0..1000, --flaky needs
+// --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, and the metric
+// passes ValidateMetricFlags. `kbisect run` and `submit` run them (cli/job_options.h, ToJobSpec)
+// before anything starts: no cluster, no worker, no mirror.
+absl::Status ValidateJobSettings(const v1::JobSpec& spec);
+
+// Checks a metric given by --metric (kRegex) or --metric-json (kJsonPath): the pattern is not
+// empty, a regex compiles with exactly one capturing group, a JSON path has no empty component.
+// InvalidArgument quotes the pattern as the user gave it and says what --metric and
+// --metric-json take, e.g. "invalid metric regex '(': missing ): (. Give --metric an RE2 regex
+// with one capturing group around the number (...), or --metric-json a dotted path (...)".
+absl::Status ValidateMetricFlags(const MetricSpec& metric);
 
 // The metric extractor's form of the spec's metric (kAuto for AUTO and for EXIT_CODE, which
 // extracts nothing).

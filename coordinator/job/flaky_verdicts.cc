@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 namespace {
@@ -108,7 +109,7 @@ FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, in
     // Its runs still count in the posterior, so the more likely side steers the search (a skip
     // would send it to the neighbours, as hard to judge), and the end check weighs the doubt.
     judgement.verdict = bad >= 0.5 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
-    judgement.reason = absl::StrCat("still unclear after ", runs, " runs, taken as ",
+    judgement.reason = absl::StrCat("still unclear after ", Count(runs, "run"), ", taken as ",
                                     bad >= 0.5 ? "BAD" : "GOOD", ", the more likely: ", rates);
     return judgement;
   }

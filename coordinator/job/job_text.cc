@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 
@@ -30,7 +31,7 @@ std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& 
     parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", EnumLabel(mark.verdict())));
   }
   return absl::StrCat("Marked by you (not measured): ", absl::StrJoin(parts, ", "), "; ",
-                      commits_left, commits_left == 1 ? " commit" : " commits", " left to search");
+                      Count(commits_left, "commit"), " left to search");
 }
 
 std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::string>& changes) {
@@ -48,20 +49,20 @@ std::string PassFailBaselineText(const std::string& good_sha, const std::string&
 std::string FlakyBaselineText(const std::string& good_sha, int good_failures, int good_runs,
                               const std::string& bad_sha, int bad_failures, int bad_runs) {
   return absl::StrFormat(
-      "Baseline results (flaky test):\n  GOOD (%s): failed %d of %d runs\n  BAD  (%s): failed "
-      "%d of %d runs",
-      ShortSha(good_sha), good_failures, good_runs, ShortSha(bad_sha), bad_failures, bad_runs);
+      "Baseline results (flaky test):\n  GOOD (%s): failed %d of %s\n  BAD  (%s): failed %d of %s",
+      ShortSha(good_sha), good_failures, Count(good_runs, "run"), ShortSha(bad_sha), bad_failures,
+      Count(bad_runs, "run"));
 }
 
 std::string FlakyPassesAtBadText(const v1::Probe& bad, int runs) {
-  return absl::StrCat("the check passed all ", runs, " runs at BAD (", ShortSha(bad.sha()),
+  return absl::StrCat("the check passed all ", Count(runs, "run"), " at BAD (", ShortSha(bad.sha()),
                       "): nothing to bisect, or a flake rarer than 1 in ", runs,
                       " (raise --max-runs)");
 }
 
 std::string FlakyFailsAtGoodText(const v1::Probe& good, int failures, int runs) {
   return absl::StrCat("the check fails at GOOD (", ShortSha(good.sha()), ") in ", failures, " of ",
-                      runs, " runs: GOOD is not good, pick an older one");
+                      Count(runs, "run"), ": GOOD is not good, pick an older one");
 }
 
 std::string ConfidenceRemeasureText(double probability, double confidence, const std::string& sha,
@@ -212,16 +213,16 @@ std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& statu
   } else if (probe.samples_size() > 0) {
     metric = absl::StrCat("metric=", FormatMetricValue(probe.median(), status.metric_unit()));
     if (probe.samples_size() > status.spec().runs_per_commit()) {
-      absl::StrAppend(&metric, " (", probe.samples_size(), " runs)");
+      absl::StrAppend(&metric, " (", Count(probe.samples_size(), "run"), ")");
     }
   } else {
     metric = absl::StrCat("failed (", probe.message(), ")");
   }
-  return absl::StrFormat("Step %d/%d: %s %s -> %s%s (%d commits left, %d probes in flight)",
-                         line.step, line.steps_estimated, ShortSha(probe.sha()), metric,
+  return absl::StrFormat("Step %d/%d: %s %s -> %s%s (%s left, %s in flight)", line.step,
+                         line.steps_estimated, ShortSha(probe.sha()), metric,
                          VerdictWord(probe.verdict()),
                          probe.provisional() ? " (provisional: calibration pending)" : "",
-                         line.commits_left, line.in_flight);
+                         Count(line.commits_left, "commit"), Count(line.in_flight, "probe"));
 }
 
 std::string ProbeCancelledText(const std::string& sha) {
@@ -254,8 +255,7 @@ std::string ConfirmingText(const std::string& last_good, const std::string& culp
                            int pairs_per_task, int reused_pairs, int speculative_pairs) {
   std::string besides;
   if (reused_pairs > 0) {
-    besides = absl::StrFormat("%d pair%s the search already has", reused_pairs,
-                              reused_pairs == 1 ? "" : "s");
+    besides = absl::StrCat(Count(reused_pairs, "pair"), " the search already has");
   }
   if (speculative_pairs > 0) {
     absl::StrAppend(
@@ -266,10 +266,10 @@ std::string ConfirmingText(const std::string& last_good, const std::string& culp
     return absl::StrFormat("Confirming: %s and %s interleaved, with the %s", ShortSha(last_good),
                            ShortSha(culprit), besides);
   }
-  return absl::StrFormat(
-      "Confirming: re-measuring %s and %s interleaved, %d pair%s on each of %d worker%s%s",
-      ShortSha(last_good), ShortSha(culprit), pairs_per_task, pairs_per_task == 1 ? "" : "s", tasks,
-      tasks == 1 ? "" : "s", besides.empty() ? "" : absl::StrCat(" (besides ", besides, ")"));
+  return absl::StrFormat("Confirming: re-measuring %s and %s interleaved, %s on each of %s%s",
+                         ShortSha(last_good), ShortSha(culprit), Count(pairs_per_task, "pair"),
+                         Count(tasks, "worker"),
+                         besides.empty() ? "" : absl::StrCat(" (besides ", besides, ")"));
 }
 
 std::string SpeculationNotTheCulpritText() {
@@ -283,7 +283,7 @@ std::string SpeculationNotNeededText() {
 std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
                                     const std::vector<std::string>& workers, int fresh_pairs,
                                     int reused_pairs) {
-  std::string pairs = absl::StrCat(fresh_pairs, " interleaved pair", fresh_pairs == 1 ? "" : "s");
+  std::string pairs = Count(fresh_pairs, "interleaved pair");
   if (reused_pairs > 0) {
     absl::StrAppend(&pairs, " and ", reused_pairs, " from the search");
   }
@@ -341,14 +341,15 @@ std::string UnconfirmedText(const std::string& culprit, const std::string& last_
 std::string InconclusiveText(int untested, const std::string& last_good,
                              const std::string& first_bad) {
   return absl::StrFormat(
-      "%d commits between %s and %s could not be tested (build or benchmark failures); the "
-      "regression is somewhere in them",
-      untested, ShortSha(last_good), ShortSha(first_bad));
+      "%s between %s and %s could not be tested (build or benchmark failures); the "
+      "regression is somewhere in %s",
+      Count(untested, "commit"), ShortSha(last_good), ShortSha(first_bad),
+      untested == 1 ? "it" : "them");
 }
 
 std::string ThrottledText(int throttled, int discarded) {
-  return absl::StrFormat("%d benchmark runs ended with the GPU thermally or power throttled%s",
-                         throttled,
+  return absl::StrFormat("%s ended with the GPU thermally or power throttled%s",
+                         Count(throttled, "benchmark run"),
                          discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
                                        : "; pass --discard-throttled to re-run them");
 }
@@ -358,8 +359,8 @@ std::string FinishedText(const v1::JobStatus& status, const std::string& error) 
     case v1::OUTCOME_CULPRIT_FOUND:
       return absl::StrCat("Culprit: ", status.culprit().sha(), " ", status.culprit().subject());
     case v1::OUTCOME_CANDIDATES_FOUND:
-      return absl::StrCat("Culprit is one of ", status.candidates_size(),
-                          " commits (skipped commits border it)");
+      return absl::StrCat("Culprit is one of ", Count(status.candidates_size(), "commit"),
+                          " (skipped commits border it)");
     default:
       return error;
   }
@@ -374,7 +375,7 @@ std::string AttemptLostText(int attempt, const std::string& why) {
 }
 
 std::string GaveUpText(int attempts, const std::string& why) {
-  return absl::StrCat("gave up after ", attempts, " attempts: ", why);
+  return absl::StrCat("gave up after ", Count(attempts, "attempt"), ": ", why);
 }
 
 std::string DiscardedText(const std::string& why) { return absl::StrCat("discarded: ", why); }

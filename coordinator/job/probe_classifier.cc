@@ -9,6 +9,7 @@
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/stats/stats.h"
+#include "common/text/count.h"
 
 namespace kbisect {
 namespace {
@@ -138,16 +139,16 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
   if (std::fabs(evidence) >= options.evidence * (1 - 1e-9) && n >= floor) {
     if (!partial_step) {
       out.verdict = evidence > 0 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
-      out.reason = absl::StrFormat("median %.4g, evidence %.1f after %d runs (threshold %.4g)",
-                                   out.median, evidence, n, threshold);
+      out.reason = absl::StrFormat("median %.4g, evidence %.1f after %s (threshold %.4g)",
+                                   out.median, evidence, Count(n, "run"), threshold);
       return out;
     }
     if (n >= options.max_runs) {
       out.verdict = by_threshold;
       out.reason = absl::StrFormat(
-          "median %.4g lies between the threshold %.4g and the midpoint after %d runs: a partial "
+          "median %.4g lies between the threshold %.4g and the midpoint after %s: a partial "
           "step, judged by the threshold",
-          out.median, threshold, n);
+          out.median, threshold, Count(n, "run"));
       return out;
     }
   }
@@ -162,23 +163,23 @@ ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<c
     const double expected_runs = std::ceil(missing / per_run);
     const int expected = expected_runs < n ? static_cast<int>(expected_runs) : n;
     out.more_runs = std::min(std::max({std::min(expected, n), 2, floor - n}), options.max_runs - n);
-    out.reason =
-        absl::StrFormat("median %.4g, evidence %.1f of %.1f needed after %d runs: %d more runs",
-                        out.median, evidence, options.evidence, n, out.more_runs);
+    out.reason = absl::StrFormat("median %.4g, evidence %.1f of %.1f needed after %s: %s",
+                                 out.median, evidence, options.evidence, Count(n, "run"),
+                                 Count(out.more_runs, "more run"));
     return out;
   }
   // At the cap: the threshold side must be backed by a test against the other baseline.
   const double p_other = by_threshold == v1::VERDICT_BAD ? out.p_value_vs_good : out.p_value_vs_bad;
   if (p_other < options.alpha) {
     out.verdict = by_threshold;
-    out.reason = absl::StrFormat("after %d runs: median %.4g, p=%.3g against the other baseline", n,
-                                 out.median, p_other);
+    out.reason = absl::StrFormat("after %s: median %.4g, p=%.3g against the other baseline",
+                                 Count(n, "run"), out.median, p_other);
   } else {
     out.verdict = v1::VERDICT_AMBIGUOUS;
     out.reason = absl::StrFormat(
-        "after %d runs the median %.4g is not distinguishable from either baseline "
+        "after %s the median %.4g is not distinguishable from either baseline "
         "(p vs GOOD %.3g, p vs BAD %.3g)",
-        n, out.median, out.p_value_vs_good, out.p_value_vs_bad);
+        Count(n, "run"), out.median, out.p_value_vs_good, out.p_value_vs_bad);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "report/html/job_page.h"
 #include "report/html/page_format.h"
 #include "report/html/template.h"
@@ -32,8 +33,7 @@ absl::StatusOr<std::string> RenderJobListPage(const v1::ListJobsResponse& jobs, 
       Fill(
           R"html(<h1>kbisect jobs</h1><p class="muted">{{count}}</p><table class="jobs"><tr><th>job</th><th>state</th><th>outcome</th><th>culprit</th><th>range</th><th>repository</th><th>created</th></tr>{{{rows}}}</table>
 )html",
-          {{"count", absl::StrCat(jobs.jobs_size(), jobs.jobs_size() == 1 ? " job" : " jobs",
-                                  ", newest first")},
+          {{"count", absl::StrCat(Count(jobs.jobs_size(), "job"), ", newest first")},
            {"rows", rows}}));
   return absl::StrCat(head, body, PageEnd(now));
 }

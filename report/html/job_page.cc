@@ -13,6 +13,7 @@
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "report/eta.h"
 #include "report/html/page_format.h"
 #include "report/html/page_style.h"
@@ -38,7 +39,7 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
   absl::StrAppend(
       &facts,
       Fact("Range", absl::StrCat(ShortSha(job.good_sha()), "..", ShortSha(job.bad_sha()), " (",
-                                 job.commit_count(), " commits, ", job.spec().good(), "..",
+                                 Count(job.commit_count(), "commit"), ", ", job.spec().good(), "..",
                                  job.spec().bad().empty() ? "HEAD" : job.spec().bad(), ")")));
   absl::StrAppend(&facts, Fact("Repository", job.spec().repository()));
   absl::StrAppend(&facts, Fact("Benchmark", absl::StrJoin(job.spec().bench_command(), " ")));
@@ -59,28 +60,26 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
   }
   absl::StrAppend(
       &facts, Fact("State", absl::StrCat(EnumLabel(job.state()), " / ", EnumLabel(job.status()))));
-  absl::StrAppend(&facts,
-                  Fact("Rounds", absl::StrCat(job.rounds(), " probing rounds, ", job.bench_runs(),
-                                              " bench runs, ", job.progress().probes_cancelled(),
-                                              " probes cancelled")));
+  absl::StrAppend(
+      &facts, Fact("Rounds",
+                   absl::StrCat(Count(job.rounds(), "probing round"), ", ",
+                                Count(job.bench_runs(), "bench run"), ", ",
+                                Count(job.progress().probes_cancelled(), "probe"), " cancelled")));
   absl::StrAppend(&facts, Fact("Wall time", Seconds(job.wall_seconds())));
   if (!JobFinished(job)) {
     const int left = job.progress().remaining_commits();
-    absl::StrAppend(
-        &facts,
-        Fact("Progress", absl::StrCat(left, left == 1 ? " commit" : " commits", " left, ",
-                                      job.progress().probes_in_flight(),
-                                      job.progress().probes_in_flight() == 1 ? " probe" : " probes",
-                                      " in flight")));
+    absl::StrAppend(&facts,
+                    Fact("Progress", absl::StrCat(Count(left, "commit"), " left, ",
+                                                  Count(job.progress().probes_in_flight(), "probe"),
+                                                  " in flight")));
     const std::optional<absl::Duration> eta = EstimateTimeLeft(
         job, options.now,
         options.past.has_value() ? std::optional<absl::Duration>(options.past->mean)
                                  : std::nullopt);
     std::string source;
     if (eta.has_value() && options.past.has_value()) {
-      source = absl::StrCat(" <span class=\"muted eta-past\">(with ", options.past->jobs,
-                            options.past->jobs == 1 ? " earlier job" : " earlier jobs",
-                            " of this benchmark)</span>");
+      source = absl::StrCat(" <span class=\"muted eta-past\">(with ",
+                            Count(options.past->jobs, "earlier job"), " of this benchmark)</span>");
     }
     absl::StrAppend(&facts, "<dt>Time left</dt><dd class=\"eta\">",
                     Escape(eta.has_value() ? FormatEta(*eta) : "estimated after the first probe"),
@@ -128,9 +127,9 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
         &rows, "<tr><th>Confirmation</th><td class=\"confirmation\"><span class=\"badge ",
         c.confirmed() ? "bad\">confirmed" : "warn\">not confirmed", "</span> ratio ",
         absl::StrFormat("%.4g", c.ratio()), " (95% CI ", absl::StrFormat("%.4g", c.ci_low()),
-        " to ", absl::StrFormat("%.4g", c.ci_high()), "), ", c.fresh_pairs(), " fresh pairs, ",
-        c.reused_pairs(), " reused from the search, on ", c.sets_size(),
-        c.sets_size() == 1 ? " set" : " sets", "</td></tr>");
+        " to ", absl::StrFormat("%.4g", c.ci_high()), "), ", Count(c.fresh_pairs(), "fresh pair"),
+        ", ", c.reused_pairs(), " reused from the search, on ", Count(c.sets_size(), "set"),
+        "</td></tr>");
   }
   std::string extra;
   if (job.has_merged_culprit()) {
@@ -181,9 +180,10 @@ std::string Legend() {
 absl::StatusOr<std::string> PlotSection(const v1::JobStatus& job) {
   ASSIGN_OR_RETURN(std::string plot, RenderSamplePlot(job));
   if (plot.empty()) return std::string();
-  std::string caption = absl::StrCat(SampleMarkCount(job), " samples of ", job.probes_size(),
-                                     " tasks; one column per probed commit, in first-parent "
-                                     "order, ticks at each task's median.");
+  std::string caption =
+      absl::StrCat(Count(SampleMarkCount(job), "sample"), " of ", Count(job.probes_size(), "task"),
+                   "; one column per probed commit, in first-parent "
+                   "order, ticks at each task's median.");
   if (job.has_culprit() && job.has_confirmation()) {
     absl::StrAppend(&caption, " Culprit ", job.culprit().short_sha(), ": ratio ",
                     absl::StrFormat("%.4g", job.confirmation().ratio()), " (95% CI ",

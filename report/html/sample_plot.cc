@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/rpc/enum_label.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "report/html/page_format.h"
 #include "report/html/template.h"
 
@@ -214,7 +215,7 @@ absl::StatusOr<std::string> RenderSamplePlot(const v1::JobStatus& job) {
 </svg>)html",
       {{"w", Num(kWidth)},
        {"h", Num(kHeight)},
-       {"aria", absl::StrCat("samples of ", columns.size(), " probed commits")},
+       {"aria", absl::StrCat("samples of ", Count(columns.size(), "probed commit"))},
        {"bands", bands},
        {"grid", grid},
        {"cols", cols},

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
+#include "common/text/count.h"
 #include "report/html/page_format.h"
 #include "report/html/template.h"
 
@@ -92,7 +93,7 @@ absl::StatusOr<std::string> RenderTimeline(const v1::JobStatus& job, absl::Time 
       R"html(<svg class="timeline" viewBox="0 0 {{w}} {{h}}" role="img" aria-label="{{aria}}" xmlns="http://www.w3.org/2000/svg"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" class="hatch"/></pattern></defs>{{{body}}}</svg>)html",
       {{"w", Num(kWidth)},
        {"h", Num(height)},
-       {"aria", absl::StrCat("tasks of ", rows.size(), " workers over ", Seconds(span))},
+       {"aria", absl::StrCat("tasks of ", Count(rows.size(), "worker"), " over ", Seconds(span))},
        {"body", body}});
 }
 

@@ -16,6 +16,7 @@
 #include "common/metric/metric.h"
 #include "common/metric/percent.h"
 #include "common/status_macros.h"
+#include "common/text/count.h"
 #include "report/html/job_page.h"
 #include "report/html/page_format.h"
 #include "report/html/template.h"
@@ -341,8 +342,7 @@ std::string WindowSection(const KernelTriage& k, const triage::ReportExtras& ext
                       Cell(absl::StrFormat("%.1f", c.score), "num"), "<td>", badges, "</td></tr>");
     }
     body = absl::StrCat("<p>", Escape(ShortSha(w.good)), "..", Escape(ShortSha(w.bad)),
-                        " (first parent): ", w.commits.size(),
-                        w.commits.size() == 1 ? " commit" : " commits",
+                        " (first parent): ", Count(w.commits.size(), "commit"),
                         ", best match first.</p><table class=\"window\"><tr><th>rank</th>"
                         "<th>commit</th><th>subject</th><th>author</th><th>date</th>"
                         "<th>position</th><th>score</th><th></th></tr>",
@@ -386,8 +386,8 @@ std::string NightliesSection(const KernelTriage& k, const std::vector<Plotted>& 
     absl::StrAppend(&rows, "</tr>");
   }
   return absl::StrCat("<section id=\"nightlies\"><h2>Nightlies</h2><details><summary>",
-                      k.nightlies.size(),
-                      " nightlies analysed</summary><table class=\"nightlies\">", head, rows,
+                      Count(k.nightlies.size(), "nightly", "nightlies"),
+                      " analysed</summary><table class=\"nightlies\">", head, rows,
                       "</table></details></section>");
 }
 

@@ -154,7 +154,7 @@ TEST_F(FaultTest, CoordinatorKilledMidJobAndRestartedLosesNothing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     coordinator = StartCoordinator("", "2", listen);
     ASSERT_EQ(address_, listen);
-    EXPECT_THAT(coordinator->log(), HasSubstr("recovered 1 jobs (1 unfinished"));
+    EXPECT_THAT(coordinator->log(), HasSubstr("recovered 1 job (1 unfinished"));
     // Nothing acknowledged before the crash is lost: every finished probe is still there.
     const nlohmann::json after = Status(job_id);
     std::set<std::string> finished_after;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -550,6 +551,70 @@ TEST_F(RunTest, BadInputsFailFastWithAClearMessage) {
 
   CommandResult usage = Run("run --runs 0 v1.0 --repo " + repo + " -- ./bench.sh");
   EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_THAT(usage.err, HasSubstr("kbisect run: --runs must be a whole number from 1 to 1000, "
+                                   "not 0\nRun `kbisect run --help` for usage."));
+}
+
+// A bad flag value is a usage error (exit 2) said in the user's words, before anything starts:
+// no coordinator, no worker, no mirror and no journal in the cache directory.
+TEST_F(RunTest, BadFlagsAreRefusedBeforeAnythingStarts) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 10 --culprit 4");
+  const std::string cache = tmp_.Join("untouched-cache");
+  const std::string flags = absl::StrCat("--repo ", repo, " --cache-dir ", cache);
+
+  CommandResult regex = Run("run v1.0 HEAD --metric '(' " + flags + " -- ./bench.sh");
+  EXPECT_EQ(regex.exit_code, 2) << regex.err;
+  EXPECT_THAT(regex.err, HasSubstr("kbisect run: invalid metric regex '(': missing ): ("));
+  EXPECT_THAT(regex.err, HasSubstr("Give --metric an RE2 regex with one capturing group"));
+  EXPECT_THAT(regex.err, HasSubstr("or --metric-json a dotted path"));
+  EXPECT_THAT(regex.err, HasSubstr("Run `kbisect run --help` for usage."));
+  EXPECT_THAT(regex.err, Not(HasSubstr("(?m)")));
+  EXPECT_THAT(regex.err, Not(HasSubstr("--metric-regex")));
+  EXPECT_EQ(regex.out, "");  // No job header: nothing was submitted.
+
+  CommandResult groups = Run("run v1.0 --metric 'a(b)(c)' " + flags + " -- ./bench.sh");
+  EXPECT_EQ(groups.exit_code, 2);
+  EXPECT_THAT(groups.err, HasSubstr("'a(b)(c)' must have exactly one capturing group"));
+
+  CommandResult path = Run("run v1.0 --metric-json 'results..ms' " + flags + " -- ./bench.sh");
+  EXPECT_EQ(path.exit_code, 2);
+  EXPECT_THAT(path.err, HasSubstr("results..ms"));
+  EXPECT_THAT(path.err, HasSubstr("--metric-json"));
+
+  CommandResult timeout = Run("run v1.0 --timeout -5 " + flags + " -- ./bench.sh");
+  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_EQ(timeout.err,
+            "kbisect run: --timeout must be positive (seconds), not -5\n"
+            "Run `kbisect run --help` for usage.\n");
+
+  CommandResult threshold = Run("run v1.0 --threshold 2 " + flags + " -- ./bench.sh");
+  EXPECT_EQ(threshold.exit_code, 2);
+  EXPECT_THAT(threshold.err,
+              HasSubstr("kbisect run: --threshold must be a number from 0.01 to 0.99, not 2"));
+
+  CommandResult workers = Run("run v1.0 --workers lots " + flags + " -- ./bench.sh");
+  EXPECT_EQ(workers.exit_code, 2);
+  EXPECT_THAT(workers.err,
+              HasSubstr("kbisect run: --workers must be a whole number from 1 to 256, not 'lots'"));
+
+  // `kbisect submit` checks the same before it dials a coordinator (none listens at port 1).
+  CommandResult submit =
+      Run("submit v1.0 --metric '(' --coordinator 127.0.0.1:1 --repo " + repo + " -- ./bench.sh");
+  EXPECT_EQ(submit.exit_code, 2);
+  EXPECT_THAT(submit.err, HasSubstr("kbisect submit: invalid metric regex '(': missing ): ("));
+  EXPECT_THAT(submit.err, Not(HasSubstr("127.0.0.1:1")));
+
+  // `kbisect nightly` before it runs tonight's benchmark or touches its history.
+  const std::string history = tmp_.Join("history.jsonl");
+  CommandResult nightly =
+      Run(absl::StrCat("nightly --history ", history, " --benchmark b --sha HEAD --repo ", repo,
+                       " --no-submit --metric '(' -- ./bench.sh"));
+  EXPECT_EQ(nightly.exit_code, 2);
+  EXPECT_THAT(nightly.err, HasSubstr("kbisect nightly: invalid metric regex '(': missing ): ("));
+  EXPECT_FALSE(std::filesystem::exists(history));
+
+  EXPECT_FALSE(std::filesystem::exists(cache)) << "something started: " << cache << " exists";
 }
 
 TEST_F(RunTest, NoRegressionExitsThree) {

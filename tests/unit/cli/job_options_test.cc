@@ -1,9 +1,15 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/job_options.h"
 
+#include <algorithm>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "common/flags/flag_checks.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -122,6 +128,66 @@ TEST(JobOptionsTest, FlakyNeedsExitCodeOnTheCommandLine) {
   EXPECT_TRUE(parsed.max_runs_given);
   EXPECT_FALSE(parsed.runs_given);
   EXPECT_EQ(parsed.max_runs, 50);
+}
+
+// A --metric that does not compile is refused by ToJobSpec, before `kbisect run` starts a
+// cluster or `kbisect submit` dials a coordinator, with the user's own pattern and real flags.
+TEST(JobOptionsTest, ABadMetricIsAUsageErrorInTheUsersWords) {
+  JobOptions options = Minimal();
+  options.metric_regex = "(";
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(spec.status().message());
+  EXPECT_THAT(message, ::testing::StartsWith("invalid metric regex '(': missing ): (. "));
+  EXPECT_THAT(message, ::testing::HasSubstr("Give --metric an RE2 regex"));
+  EXPECT_THAT(message, ::testing::HasSubstr("--metric-json a dotted path"));
+  EXPECT_THAT(message, ::testing::Not(::testing::HasSubstr("(?m)")));
+  EXPECT_THAT(message, ::testing::Not(::testing::HasSubstr("--metric-regex")));
+
+  options.metric_regex = "";
+  options.metric_json = "results..latency";
+  spec = ToJobSpec(options, "/repo");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(), ::testing::HasSubstr("'results..latency'"));
+}
+
+// Every numeric job flag says its range as a person would write it (common/flags).
+TEST(JobOptionsTest, OutOfRangeFlagsReadAsSentences) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--timeout", "-5"}, "kbisect run: --timeout must be positive (seconds), not -5\n"},
+      {{"--build-timeout", "0"},
+       "kbisect run: --build-timeout must be positive (seconds), not 0\n"},
+      {{"--runs", "0"}, "kbisect run: --runs must be a whole number from 1 to 1000, not 0\n"},
+      {{"--max-runs", "1001"},
+       "kbisect run: --max-runs must be a whole number from 1 to 1000, not 1001\n"},
+      {{"--threshold", "1"},
+       "kbisect run: --threshold must be a number from 0.01 to 0.99, not 1\n"},
+      {{"--min-effect", "-1"}, "kbisect run: --min-effect must be a number from 0 to 10, not -1\n"},
+      {{"--workers", "0"}, "kbisect run: --workers must be a whole number from 1 to 256, not 0\n"},
+      {{"--confidence", "0.3"},
+       "kbisect run: --confidence must be a number from 0.5 to 0.9999, not 0.3\n"},
+      {{"--find-good", "--max-lookback", "0"},
+       "kbisect run: --max-lookback must be a whole number from 1 to 1000000 (commits back), not "
+       "0\n"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    CLI::App app{"run", "kbisect run"};
+    JobOptions options;
+    AddJobOptions(&app, &options);
+    std::vector<std::string> args = {"v1.0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::reverse(args.begin(), args.end());
+    std::ostringstream err;
+    int code = -1;
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      code = ReportParseError(app, e, err);
+    }
+    EXPECT_EQ(code, 2) << flags[0];
+    EXPECT_EQ(err.str(), expected + "Run `kbisect run --help` for usage.\n");
+  }
 }
 
 }  // namespace

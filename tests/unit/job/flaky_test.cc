@@ -64,7 +64,7 @@ TEST(FlakyVerdictsTest, FailuresMakeACommitBadAndAtMaxRunsTheLikelierSideSteers)
   EXPECT_LT(at_max.bad_probability, 0.5);
   EXPECT_EQ(at_max.verdict, v1::VERDICT_GOOD);
   EXPECT_EQ(at_max.more_runs, 0);
-  EXPECT_NE(at_max.reason.find("still unclear after 1 runs, taken as GOOD"), std::string::npos)
+  EXPECT_NE(at_max.reason.find("still unclear after 1 run, taken as GOOD"), std::string::npos)
       << at_max.reason;
 }
 

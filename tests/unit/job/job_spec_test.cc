@@ -136,5 +136,32 @@ TEST(ValidateSpecTest, ABadMetricFailsAtSubmit) {
   EXPECT_TRUE(ValidateSpec(good).ok());
 }
 
+// Every message names a flag that exists (`--metric`, not the `--metric-regex` it once named) and
+// quotes the user's pattern as given (not with the "(?m)" the extractor puts before it).
+TEST(ValidateSpecTest, MessagesNameRealFlags) {
+  v1::JobSpec open = Minimal();
+  open.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+  open.mutable_metric()->set_pattern("(");
+  const std::string message(ValidateSpec(open).message());
+  EXPECT_THAT(message, HasSubstr("invalid metric regex '(': missing ): ("));
+  EXPECT_THAT(message, HasSubstr("--metric an RE2 regex"));
+  EXPECT_THAT(message, HasSubstr("--metric-json a dotted path"));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("(?m)")));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("--metric-regex")));
+
+  v1::JobSpec threshold = Minimal();
+  threshold.set_threshold_fraction(1.5);
+  EXPECT_THAT(ValidateSpec(threshold).message(), HasSubstr("--threshold"));
+  v1::JobSpec runs = Minimal();
+  runs.set_runs_per_commit(5000);
+  EXPECT_THAT(ValidateSpec(runs).message(), HasSubstr("--runs"));
+  v1::JobSpec confidence = Minimal();
+  confidence.set_confidence(1.5);
+  EXPECT_THAT(ValidateSpec(confidence).message(), HasSubstr("--confidence"));
+  v1::JobSpec empty = Minimal();
+  empty.mutable_metric()->set_kind(v1::METRIC_KIND_JSON_PATH);
+  EXPECT_THAT(ValidateSpec(empty).message(), HasSubstr("--metric-json is empty"));
+}
+
 }  // namespace
 }  // namespace kbisect

@@ -282,6 +282,9 @@ TEST(RegexTest, InvalidRegex) {
   absl::StatusOr<Metric> m = ExtractMetric(Regex("Latency: ([\\d.]+"), "Latency: 1\n");
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(m.status().message(), HasSubstr("invalid metric regex 'Latency: ([\\d.]+'"));
+  // The error is the user's own pattern's: not the (?m) kbisect puts before it.
+  const absl::Status open = ValidateMetricSpec(Regex("("));
+  EXPECT_EQ(open.message(), "invalid metric regex '(': missing ): (");
 }
 
 TEST(RegexTest, NonNumberAndNonFiniteRejected) {

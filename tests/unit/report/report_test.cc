@@ -411,7 +411,7 @@ TEST(ReportTest, RunningJob) {
   const std::string report = FormatReport(job);
   EXPECT_THAT(report,
               HasSubstr("Bisect in progress (bisecting).\n  4 probes finished, 2 in "
-                        "flight; the culprit is one of 5 commits (about 1 more rounds).\n"));
+                        "flight; the culprit is one of 5 commits (about 1 more round).\n"));
   EXPECT_THAT(report, HasSubstr("  Step 1: 5c6d7e8 = 1.5ms -> BAD [worker w1, round 1]\n"));
   EXPECT_EQ(ExitCodeFor(job.status()), 1);
 }
