@@ -404,12 +404,19 @@ TEST_F(ExecTest, ReportsSignalDeath) {
 }
 
 TEST_F(ExecTest, WallTimeIsPlausible) {
+  // Judged against the time measured around the call, not against fixed bounds: the command's
+  // wall time is at least what it slept and at most what the call took, on any machine.
+  absl::Time start = absl::Now();
   ExecResult result = MustRun(Argv({"sleep", "0.3"}));
+  absl::Duration call = absl::Now() - start;
   EXPECT_TRUE(result.ok());
   EXPECT_GE(result.wall_time, absl::Milliseconds(280));
-  EXPECT_LT(result.wall_time, absl::Seconds(3));
+  EXPECT_LE(result.wall_time, call);
+  start = absl::Now();
   result = MustRun(Argv({"true"}));
-  EXPECT_LT(result.wall_time, absl::Seconds(1));
+  call = absl::Now() - start;
+  EXPECT_LE(result.wall_time, call);
+  EXPECT_GT(result.wall_time, absl::ZeroDuration());
 }
 
 TEST_F(ExecTest, BackgroundProcessHoldingThePipeDoesNotStallRun) {
@@ -417,7 +424,7 @@ TEST_F(ExecTest, BackgroundProcessHoldingThePipeDoesNotStallRun) {
   std::string pidfile = absl::StrCat(dir.path(), "/pid");
   absl::Time start = absl::Now();
   ExecResult result = MustRun(Shell(absl::StrCat("sleep 30 & echo $! > ", pidfile, "; echo done")));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));  // Not the 30 s of the background sleep.
   EXPECT_TRUE(result.ok());
   EXPECT_EQ(result.output, "done\n");
   pid_t leftover = std::atoi(ReadFile(pidfile).c_str());
