@@ -83,6 +83,7 @@ TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
   std::uniform_int_distribution<int> delay_ms(30, 160);
   int kills = 0;
   int jobs = 0;
+  std::set<std::string> killed_probes;  // "job/probe_id" of every probe whose worker was killed.
   int retried = 0;
   while (kills < kKills && jobs < kMaxJobs) {
     ++jobs;
@@ -92,20 +93,24 @@ TEST_F(FaultTest, WorkersKilledAtRandomPointsOfTheirProbes) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
       const nlohmann::json job = Status(job_id);
       if (Finished(job)) break;
-      // A random busy worker whose probe has been tried at most twice: a third kill of the same
-      // probe would make it reach the attempt limit and count as a skip, which is not a loss but
-      // would change the answer.
-      std::vector<int> eligible;
+      // A random busy worker whose probe was never killed: each probe loses at most one attempt
+      // to the kills (a status read a moment old can show the attempt before a retry, so the
+      // attempt number alone could let a probe reach the 3-attempt limit, which would change
+      // the answer).
+      std::vector<std::pair<int, std::string>> eligible;
       for (int w = 0; w < kWorkers; ++w) {
         for (const auto& probe : job["probes"]) {
+          const std::string id = absl::StrCat(job_id, "/", probe.value("probe_id", ""));
           if (probe.value("state", "") == "running" &&
-              probe.value("worker", "") == absl::StrCat("w", w) && probe.value("attempt", 0) <= 2) {
-            eligible.push_back(w);
+              probe.value("worker", "") == absl::StrCat("w", w) && killed_probes.count(id) == 0) {
+            eligible.emplace_back(w, id);
           }
         }
       }
       if (eligible.empty()) continue;
-      const int i = eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(random)];
+      const auto& [i, probe_id] =
+          eligible[std::uniform_int_distribution<size_t>(0, eligible.size() - 1)(random)];
+      killed_probes.insert(probe_id);
       workers[i]->Signal(SIGKILL);
       workers[i]->Wait(std::chrono::seconds(5));
       ++kills;
