@@ -269,28 +269,13 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   absl::Status checked_out = CheckOutInto(*mirror, src, request.sha);
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-  // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
-  // build installs again (an editable install now points at this checkout's files).
-  absl::StatusOr<BuildLayer> layer =
-      layers_.Create((entry / kLayer).string(), request.isolation, request.build.env);
-  if (!layer.ok()) return infra("the build environment", layer.status());
   acquired.checkout_time = clock_->Now() - start;
   if (on_build_start) on_build_start();
-  BuildCommand build = request.build;
-  for (const auto& [name, value] : layer->variables) build.env[name] = value;
-  const std::vector<std::string> watched = layers_.WatchedDirs();
-  const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
-  acquired.step = RunBuild(runner_, build, src.string(), request.sha, cancel);
+  // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
+  // build installs again (an editable install now points at this checkout's files).
+  acquired.step = layers_.BuildInLayer(request.build, src.string(), (entry / kLayer).string(),
+                                       request.isolation, request.sha, cancel, &acquired.layer_env);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
-  if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
-    const std::vector<std::string> changes = before.ChangesIn(EnvironmentSnapshot::Take(watched));
-    if (!changes.empty()) {
-      acquired.step.failure = v1::TASK_OUTCOME_BUILD_FAILED;
-      acquired.step.message = EscapedBuildMessage(request.sha, layers_.Base(), changes);
-      return acquired;  // Not marked: never served.
-    }
-  }
-  acquired.layer_env = layer->variables;
 
   nlohmann::json marker;
   marker["key"] = key_text;

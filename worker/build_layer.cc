@@ -246,6 +246,34 @@ std::optional<PythonBase> BuildLayers::Base() {
   return base_;
 }
 
+BuildStep BuildLayers::BuildInLayer(const BuildCommand& build, const std::string& dir,
+                                    const std::string& layer_dir, v1::BuildIsolation isolation,
+                                    const std::string& sha, const Cancellation* cancel,
+                                    std::map<std::string, std::string>* layer_env) {
+  absl::StatusOr<BuildLayer> layer = Create(layer_dir, isolation, build.env);
+  if (!layer.ok()) {
+    return FailedStep(v1::TASK_OUTCOME_INFRA_ERROR,
+                      absl::StrCat("the build environment of ", sha.substr(0, 7),
+                                   " failed: ", layer.status().message()));
+  }
+  BuildCommand in_layer = build;
+  for (const auto& [name, value] : layer->variables) in_layer.env[name] = value;
+  const std::vector<std::string> watched = WatchedDirs();
+  const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
+  BuildStep step = RunBuild(runner_, in_layer, dir, sha, cancel);
+  if (!step.ok()) return step;
+  if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
+    const std::vector<std::string> changes = before.ChangesIn(EnvironmentSnapshot::Take(watched));
+    if (!changes.empty()) {
+      step.failure = v1::TASK_OUTCOME_BUILD_FAILED;
+      step.message = EscapedBuildMessage(sha, Base(), changes);
+      return step;
+    }
+  }
+  *layer_env = std::move(layer->variables);
+  return step;
+}
+
 std::vector<std::string> BuildLayers::WatchedDirs() {
   std::optional<PythonBase> base = Base();
   if (!base.has_value()) return {};

@@ -34,6 +34,7 @@
 #include "common/exec/exec.h"
 #include "common/sync/mutex.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "worker/build_step.h"
 
 namespace kbisect {
 
@@ -128,6 +129,16 @@ class BuildLayers {
   // variables, without touching the directory.
   BuildLayer Open(const std::string& dir, v1::BuildIsolation isolation,
                   const std::map<std::string, std::string>& command_env);
+
+  // Runs `build` in `dir`, the checkout of commit `sha`, in a fresh layer at `layer_dir` made with
+  // `isolation` (RunBuild, with the layer's variables on top of the build's environment). The
+  // step fails with INFRA_ERROR when the layer cannot be made, and with BUILD_FAILED, naming
+  // what changed (EscapedBuildMessage), when the build changed what WatchedDirs holds. On
+  // success `*layer_env` holds the layer's variables, for the benchmark runs in `dir`.
+  BuildStep BuildInLayer(const BuildCommand& build, const std::string& dir,
+                         const std::string& layer_dir, v1::BuildIsolation isolation,
+                         const std::string& sha, const Cancellation* cancel,
+                         std::map<std::string, std::string>* layer_env);
 
   // The directories an escaping build would change: the worker's Python's site-packages and the
   // user's site-packages. Empty without a Python.

@@ -153,36 +153,16 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       }
       dirs[sha] = *prepared;
       if (!task.build_command().empty() && !cancelled()) {
-        // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
-        absl::StatusOr<BuildLayer> layer =
-            layers_.Create(*prepared + "-layer", task.build_isolation(), build.env);
-        if (!layer.ok()) {
-          finish(v1::TASK_OUTCOME_INFRA_ERROR,
-                 absl::StrCat("the build environment of ", short_sha,
-                              " failed: ", layer.status().message()),
-                 "");
-          return false;
-        }
-        for (const auto& [name, value] : layer->variables) build.env[name] = value;
-        const std::vector<std::string> watched = layers_.WatchedDirs();
-        const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
         report(v1::TASK_PHASE_BUILD, 0);
-        const BuildStep built = RunBuild(runner_, build, *prepared, sha, cancel);
+        // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
+        const BuildStep built =
+            layers_.BuildInLayer(build, *prepared, *prepared + "-layer", task.build_isolation(),
+                                 sha, cancel, &layer_envs[sha]);
         add_timings(absl::ZeroDuration(), built.wall_time);
         if (!built.ok()) {
           finish(built.failure, built.message, built.log_tail);
           return false;
         }
-        if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
-          const std::vector<std::string> changes =
-              before.ChangesIn(EnvironmentSnapshot::Take(watched));
-          if (!changes.empty()) {
-            finish(v1::TASK_OUTCOME_BUILD_FAILED, EscapedBuildMessage(sha, layers_.Base(), changes),
-                   built.log_tail);
-            return false;
-          }
-        }
-        layer_envs[sha] = layer->variables;
       }
     }
     if (cancelled()) {
