@@ -258,11 +258,13 @@ BuildStep BuildLayers::BuildInLayer(const BuildCommand& build, const std::string
   }
   BuildCommand in_layer = build;
   for (const auto& [name, value] : layer->variables) in_layer.env[name] = value;
-  const std::vector<std::string> watched = WatchedDirs();
+  // Without a layer nothing is promised, so nothing is watched.
+  const bool watch = layer->isolation != v1::BUILD_ISOLATION_NONE;
+  const std::vector<std::string> watched = watch ? WatchedDirs() : std::vector<std::string>();
   const EnvironmentSnapshot before = EnvironmentSnapshot::Take(watched);
   BuildStep step = RunBuild(runner_, in_layer, dir, sha, cancel);
   if (!step.ok()) return step;
-  if (layer->isolation != v1::BUILD_ISOLATION_NONE) {
+  if (watch) {
     const std::vector<std::string> changes = before.ChangesIn(EnvironmentSnapshot::Take(watched));
     if (!changes.empty()) {
       step.failure = v1::TASK_OUTCOME_BUILD_FAILED;
