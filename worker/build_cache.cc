@@ -182,7 +182,6 @@ BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* ru
     : cache_dir_(std::move(cache_dir)),
       builds_dir_(cache_dir_ + "/builds"),
       max_entries_(std::max(1, max_entries)),
-      runner_(runner),
       clock_(clock),
       layers_(runner, std::move(layer_env)) {}
 

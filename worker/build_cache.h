@@ -156,7 +156,6 @@ class BuildCache {
   const std::string cache_dir_;
   const std::string builds_dir_;
   const int max_entries_;
-  CommandRunner* const runner_;
   Clock* const clock_;
   BuildLayers layers_;
 };
