@@ -34,12 +34,14 @@ namespace fs = std::filesystem;
 constexpr char kCacheLock[] = "lock";
 constexpr char kEntryLock[] = "lock";
 constexpr char kMarker[] = "built";
+constexpr char kClaim[] = "claim";
+constexpr char kEntryPrefix[] = "e";
 constexpr char kSource[] = "src";
 constexpr char kLayer[] = "layer";
 constexpr char kTrashPrefix[] = ".trash-";
 constexpr char kLockHolder[] = "another kbisect worker using this build";
 // How often a slot waiting for another slot's build of the same key looks again.
-constexpr absl::Duration kBusyPoll = absl::Milliseconds(50);
+constexpr absl::Duration kOtherBuildPoll = absl::Milliseconds(50);
 
 // What an entry's marker says, when it has a readable one.
 struct Marker {
@@ -47,6 +49,8 @@ struct Marker {
   std::string repository;
   std::string command;
   std::string sha;  // The commit built (empty in markers written before it was recorded).
+  std::string tree;
+  BuildCost cost;
 };
 
 std::optional<Marker> ReadMarker(const fs::path& entry) {
@@ -59,9 +63,24 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
       !json["command"].is_string()) {
     return std::nullopt;
   }
-  return Marker{json["key"].get<std::string>(), json["repository"].get<std::string>(),
+  Marker marker{json["key"].get<std::string>(),
+                json["repository"].get<std::string>(),
                 json["command"].get<std::string>(),
-                json["sha"].is_string() ? json["sha"].get<std::string>() : ""};
+                json["sha"].is_string() ? json["sha"].get<std::string>() : "",
+                json["tree"].is_string() ? json["tree"].get<std::string>() : "",
+                BuildCost{}};
+  if (json["build_seconds"].is_number() && json["cpu_seconds"].is_number()) {
+    marker.cost.wall = absl::Seconds(json["build_seconds"].get<double>());
+    marker.cost.cpu = absl::Seconds(json["cpu_seconds"].get<double>());
+  }
+  return marker;
+}
+
+std::string ReadClaim(const fs::path& entry) {
+  std::ifstream in(entry / kClaim);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
 }
 
 // Writes `contents` to `path` so that a reader (or a crash) sees either nothing or all of it.
@@ -100,6 +119,7 @@ void SetLastUsed(const fs::path& path, absl::Time when) {
 struct EntryState {
   std::string name;
   std::optional<Marker> marker;
+  std::string claim;  // The key its build was claimed for ("" when none was recorded).
   absl::Time last_used;
 };
 
@@ -115,6 +135,7 @@ std::vector<EntryState> ListEntries(const fs::path& builds_dir) {
     EntryState entry;
     entry.name = name;
     entry.marker = ReadMarker(it->path());
+    if (!entry.marker.has_value()) entry.claim = ReadClaim(it->path());
     struct stat st;
     const fs::path stamp = entry.marker.has_value() ? it->path() / kMarker : it->path();
     entry.last_used =
@@ -175,15 +196,93 @@ void DeleteTrash(const std::vector<std::string>& trash) {
   }
 }
 
+// Copies checkout `from` to `to` (which must not exist) with file times, modes and links kept,
+// as a reflink copy where the file system supports it.
+absl::Status CopyCheckout(CommandRunner* runner, const fs::path& from, const fs::path& to) {
+  ExecRequest request;
+  request.argv = {"cp", "-a", "--reflink=auto", from.string(), to.string()};
+  request.timeout = absl::Hours(1);
+  absl::StatusOr<ExecResult> copied = runner->Run(request);
+  if (!copied.ok()) return copied.status();
+  if (!copied->ok()) {
+    return absl::InternalError(
+        absl::StrCat("cp -a ", from.string(), " ", copied->Describe(), ": ", copied->Tail(3)));
+  }
+  return absl::OkStatus();
+}
+
+// The directory a CMake build tree was configured in (CMakeCache.txt's CMAKE_CACHEFILE_DIR).
+std::string CMakeCacheDir(const fs::path& cache_file) {
+  std::ifstream in(cache_file);
+  std::string line;
+  constexpr absl::string_view kKey = "CMAKE_CACHEFILE_DIR:INTERNAL=";
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, kKey)) return line.substr(kKey.size());
+  }
+  return "";
+}
+
+// Removes the CMake build trees under `dir` (up to three levels down) that were configured in
+// another directory: a copied entry's trees name the entry they were copied from, and building
+// them would write there. Their sources are configured and built again (through the compiler
+// cache). An in-source tree loses only CMake's own files.
+void RemoveStaleCMakeTrees(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == ".git" || it.depth() >= 3) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->path().filename() != "CMakeCache.txt") continue;
+    const fs::path tree = it->path().parent_path();
+    if (fs::path(CMakeCacheDir(it->path())) != tree) stale.push_back(tree);
+  }
+  for (const fs::path& tree : stale) {
+    if (tree == dir) {
+      fs::remove(tree / "CMakeCache.txt", ec);
+      fs::remove_all(tree / "CMakeFiles", ec);
+    } else {
+      fs::remove_all(tree, ec);
+    }
+  }
+}
+
+// The build costs recorded in the markers of the `count` most recently built entries.
+std::vector<BuildCost> RecentBuildCosts(const fs::path& builds_dir, size_t count) {
+  std::vector<EntryState> entries = ListEntries(builds_dir);
+  std::vector<BuildCost> costs;
+  for (auto it = entries.rbegin(); it != entries.rend() && costs.size() < count; ++it) {
+    if (it->marker.has_value() && it->marker->cost.wall > absl::ZeroDuration()) {
+      costs.push_back(it->marker->cost);
+    }
+  }
+  return costs;
+}
+
+// The builds whose cost sizes the host's build slots.
+constexpr size_t kRecentBuilds = 8;
+
 }  // namespace
 
 BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner, Clock* clock,
                        std::map<std::string, std::string> layer_env)
+    : BuildCache(std::move(cache_dir), BuildCacheOptions{max_entries}, runner, clock,
+                 std::move(layer_env)) {}
+
+BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
+                       CommandRunner* runner, Clock* clock,
+                       std::map<std::string, std::string> layer_env)
     : cache_dir_(std::move(cache_dir)),
       builds_dir_(cache_dir_ + "/builds"),
-      max_entries_(std::max(1, max_entries)),
+      max_entries_(std::max(1, options.max_entries)),
+      use_compiler_cache_(options.compiler_cache),
+      runner_(runner),
       clock_(clock),
-      layers_(runner, std::move(layer_env)) {}
+      layers_(runner, layer_env),
+      build_slots_(cache_dir_ + "/build-slots",
+                   options.build_cores > 0 ? options.build_cores : HostCores(), clock),
+      process_env_(std::move(layer_env)) {}
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
@@ -194,14 +293,24 @@ bool BuildCache::MarkUsed(const Request& request) {
   if (!fs::exists(mirror_dir, ec) || !HasCommit(mirror_dir, request.sha)) return false;
   absl::StatusOr<BuildKey> key = KeyOf(mirror_dir, request);
   if (!key.ok()) return false;
-  const fs::path entry = fs::path(builds_dir_) / key->Digest();
   absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
       FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
   if (!cache_lock.ok()) return false;
-  std::optional<Marker> marker = ReadMarker(entry);
-  if (!marker.has_value() || marker->key != key->Text()) return false;
-  SetLastUsed(entry / kMarker, clock_->Now());
-  return true;
+  const std::string key_text = key->Text();
+  for (const EntryState& entry : ListEntries(builds_dir_)) {
+    if (entry.marker.has_value() && entry.marker->key == key_text) {
+      SetLastUsed(fs::path(builds_dir_) / entry.name / kMarker, clock_->Now());
+      return true;
+    }
+  }
+  return false;
+}
+
+std::unique_ptr<FileLock> BuildCache::WaitForBuildSlot(const Cancellation* cancel,
+                                                       absl::Duration* waited) {
+  const int limit = ConcurrentBuildLimit(
+      build_slots_.cores(), CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
+  return build_slots_.Acquire(limit, cancel, waited);
 }
 
 BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
@@ -226,9 +335,6 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   if (!mirror.ok()) return infra("checkout", mirror.status());
   absl::StatusOr<BuildKey> key = KeyOf(*mirror, request);
   if (!key.ok()) return infra("checkout", key.status());
-  const std::string key_text = key->Text();
-  const std::string name = key->Digest();
-  const fs::path entry = fs::path(builds_dir_) / name;
 
   std::error_code ec;
   fs::create_directories(builds_dir_, ec);
@@ -237,21 +343,22 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
         "the build cache lookup",
         absl::InternalError(absl::StrCat("cannot create '", builds_dir_, "': ", ec.message())));
   }
-  std::unique_ptr<FileLock> building;
-  while (building == nullptr) {
+  Claim claim;
+  while (claim.building == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
     std::vector<std::string> trash;
-    absl::StatusOr<Claim> claim;
+    absl::StatusOr<Claim> found;
     {
       absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
           FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
       if (!cache_lock.ok()) return infra("the build cache lookup", cache_lock.status());
-      claim = ClaimLocked(name, key_text, request, &trash);
+      found = ClaimLocked(*key, request, *mirror, &trash);
     }
     DeleteTrash(trash);
-    if (!claim.ok()) return infra("the build cache lookup", claim.status());
-    if (claim->in_use != nullptr) {
-      acquired.in_use = std::move(claim->in_use);
+    if (!found.ok()) return infra("the build cache lookup", found.status());
+    if (found->in_use != nullptr) {
+      const fs::path entry = fs::path(builds_dir_) / found->name;
+      acquired.in_use = std::move(found->in_use);
       acquired.dir = (entry / kSource).string();
       acquired.layer_env =
           layers_.Open((entry / kLayer).string(), request.isolation, request.build.env).variables;
@@ -259,31 +366,65 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
       acquired.checkout_time = clock_->Now() - start;
       return acquired;
     }
-    building = std::move(claim->building);
-    if (building == nullptr) clock_->SleepFor(kBusyPoll);  // Another slot is building it.
+    claim = *std::move(found);
+    if (claim.building == nullptr)
+      clock_->SleepFor(kOtherBuildPoll);  // Another slot is building it.
   }
 
   // This slot builds the entry; nobody else uses it until it is marked built.
+  const fs::path entry = fs::path(builds_dir_) / claim.name;
   const fs::path src = entry / kSource;
+  if (!claim.copy_from.empty()) {
+    const fs::path from = fs::path(builds_dir_) / claim.copy_from / kSource;
+    fs::remove_all(src, ec);
+    absl::Status copied = CopyCheckout(runner_, from, src);
+    claim.copy_from_lock.reset();
+    if (copied.ok()) {
+      RemoveStaleCMakeTrees(src);
+      acquired.started_from = claim.copy_from_sha;
+    } else {
+      fs::remove_all(src, ec);  // A fresh checkout instead.
+    }
+  } else {
+    acquired.started_from = claim.took_over_sha;
+  }
   absl::Status checked_out = CheckOutInto(*mirror, src, request.sha);
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  std::unique_ptr<FileLock> build_slot = WaitForBuildSlot(cancel, &acquired.slot_wait);
+  if (build_slot == nullptr) {
+    if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+    return infra("the build",
+                 absl::InternalError(absl::StrCat("cannot create the host's build slots under ",
+                                                  cache_dir_, "/build-slots")));
+  }
   acquired.checkout_time = clock_->Now() - start;
   if (on_build_start) on_build_start();
+  BuildCommand build = request.build;
+  if (use_compiler_cache_) {
+    std::map<std::string, std::string> env = process_env_;
+    for (const auto& [name, value] : build.env) env[name] = value;
+    if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env)) {
+      for (auto& [name, value] : ccache->Variables(src.string(), env)) build.env[name] = value;
+    }
+  }
   // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
   // build installs again (an editable install now points at this checkout's files).
-  acquired.step = layers_.BuildInLayer(request.build, src.string(), (entry / kLayer).string(),
+  acquired.step = layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(),
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
+  build_slot.reset();
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
 
   nlohmann::json marker;
-  marker["key"] = key_text;
+  marker["key"] = key->Text();
   marker["tree"] = key->tree;
   marker["command"] = key->command;
   marker["env"] = key->env;
   marker["repository"] = request.repository;
   marker["sha"] = request.sha;
   marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
+  marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
+  marker["started_from"] = acquired.started_from;
   marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
   absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");
   if (!marked.ok()) return infra("recording the build", marked);
@@ -294,106 +435,160 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
         FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
     if (!cache_lock.ok()) return infra("recording the build", cache_lock.status());
     // Under the cache lock nobody can take the entry while the lock is converted.
-    absl::Status shared = building->Downgrade();
+    absl::Status shared = claim.building->Downgrade();
     if (!shared.ok()) return infra("recording the build", shared);
     EvictLocked(&trash);
   }
   DeleteTrash(trash);
-  acquired.in_use = std::move(building);
+  acquired.in_use = std::move(claim.building);
   acquired.dir = src.string();
   return acquired;
 }
 
-absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const std::string& name,
-                                                          const std::string& key_text,
+absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
                                                           const Request& request,
+                                                          const std::string& mirror_dir,
                                                           std::vector<std::string>* trash) {
   Claim claim;
-  const fs::path entry = fs::path(builds_dir_) / name;
-  const std::string lock_path = (entry / kEntryLock).string();
+  const std::string key_text = key.Text();
+  const std::vector<EntryState> entries = ListEntries(builds_dir_);
+  auto entry_path = [&](const std::string& name) { return fs::path(builds_dir_) / name; };
+  auto lock_path = [&](const std::string& name) {
+    return (entry_path(name) / kEntryLock).string();
+  };
   std::error_code ec;
-  if (fs::exists(entry, ec)) {
-    std::optional<Marker> marker = ReadMarker(entry);
-    if (marker.has_value() && marker->key == key_text && fs::exists(entry / kSource / ".git", ec)) {
-      absl::StatusOr<std::unique_ptr<FileLock>> shared =
-          FileLock::TryAcquireShared(lock_path, kLockHolder);
-      if (shared.ok()) {
-        SetLastUsed(entry / kMarker, clock_->Now());
-        claim.in_use = *std::move(shared);
-      } else if (!absl::IsFailedPrecondition(shared.status())) {
-        return shared.status();
-      }  // Else its builder is just recording it: ask again.
-      return claim;
+
+  // Built: use it.
+  for (const EntryState& entry : entries) {
+    if (!entry.marker.has_value() || entry.marker->key != key_text ||
+        !fs::exists(entry_path(entry.name) / kSource / ".git", ec)) {
+      continue;
     }
+    absl::StatusOr<std::unique_ptr<FileLock>> shared =
+        FileLock::TryAcquireShared(lock_path(entry.name), kLockHolder);
+    if (shared.ok()) {
+      SetLastUsed(entry_path(entry.name) / kMarker, clock_->Now());
+      claim.in_use = *std::move(shared);
+      claim.name = entry.name;
+    } else if (!absl::IsFailedPrecondition(shared.status())) {
+      return shared.status();
+    }  // Else its builder is just recording it: ask again.
+    return claim;
+  }
+  // Claimed for this key but not built: being built (ask again later), or an earlier build
+  // failed, was cancelled or crashed: build again in place, from what the checkout still has.
+  for (const EntryState& entry : entries) {
+    if (entry.marker.has_value() || entry.claim != key_text) continue;
     absl::StatusOr<std::unique_ptr<FileLock>> exclusive =
-        FileLock::TryAcquire(lock_path, kLockHolder);
+        FileLock::TryAcquire(lock_path(entry.name), kLockHolder);
     if (!exclusive.ok()) {
       if (absl::IsFailedPrecondition(exclusive.status())) return claim;  // Being built.
       return exclusive.status();
     }
-    // An earlier build of this key failed, was cancelled or crashed (or, with another key, the
-    // digests collide, or someone deleted the checkout): build again in place, from what the
-    // checkout still has.
-    fs::remove(entry / kMarker, ec);
     claim.building = *std::move(exclusive);
+    claim.name = entry.name;
     return claim;
   }
 
-  // A new entry. When the cache is full, drop idle unbuilt entries (failed or crashed builds),
-  // then take the least recently used idle entry of the same repository and command over (its
-  // checkout and build outputs make the build incremental), else evict idle entries. When the
-  // job named the builds it will use again (keep_shas), every other idle entry of the same
-  // repository and command is one it needs no more, and is taken over even in a cache that is
-  // not full: an incremental checkout and build instead of a fresh checkout and a clean build.
-  const std::vector<EntryState> entries = ListEntries(builds_dir_);
+  // A new build. The built entries of the same repository, command, environment and isolation,
+  // nearest first (fewest paths changed between their commit and this one).
+  std::unique_ptr<GitRepo> repo;
+  if (absl::StatusOr<std::unique_ptr<GitRepo>> opened = GitRepo::Open(mirror_dir); opened.ok()) {
+    repo = *std::move(opened);
+  }
+  struct Near {
+    const EntryState* entry;
+    int distance;
+  };
+  std::vector<Near> near;
+  // Most recently used first, so that the stable sort gives ties to the most recently used.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const EntryState& entry = *it;
+    if (repo == nullptr || !entry.marker.has_value() || entry.marker->sha.empty() ||
+        entry.marker->repository != request.repository) {
+      continue;
+    }
+    BuildKey same = key;
+    same.tree = entry.marker->tree;
+    if (entry.marker->key != same.Text()) continue;
+    absl::StatusOr<int> distance = repo->ChangedPathCount(entry.marker->sha, request.sha);
+    if (distance.ok()) near.push_back({&entry, *distance});
+  }
+  std::stable_sort(near.begin(), near.end(),
+                   [](const Near& a, const Near& b) { return a.distance < b.distance; });
+
+  // When the cache is full, drop idle unbuilt entries (failed or crashed builds) first.
   int count = static_cast<int>(entries.size());
   for (const EntryState& candidate : entries) {
     if (count < max_entries_ || candidate.marker.has_value()) break;  // Unbuilt ones come first.
-    if (std::unique_ptr<FileLock> lock = TryLockIdle(fs::path(builds_dir_) / candidate.name)) {
+    if (std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.name))) {
       RETURN_IF_ERROR(TrashLocked(candidate.name, trash));
       --count;
     }
   }
+  auto write_claim = [&](const std::string& name) -> absl::Status {
+    return WriteFileDurably(entry_path(name) / kClaim, key_text);
+  };
+  // Take the nearest idle entry the job does not keep over, in place.
   const bool job_names_its_builds = !request.keep_shas.empty();
   if (count >= max_entries_ || job_names_its_builds) {
-    for (const EntryState& candidate : entries) {
-      if (!candidate.marker.has_value() || candidate.marker->repository != request.repository ||
-          candidate.marker->command != request.build.shell_command) {
-        continue;
-      }
+    for (const Near& candidate : near) {
+      const Marker& marker = *candidate.entry->marker;
       if (job_names_its_builds && std::find(request.keep_shas.begin(), request.keep_shas.end(),
-                                            candidate.marker->sha) != request.keep_shas.end()) {
+                                            marker.sha) != request.keep_shas.end()) {
         continue;
       }
-      const fs::path from = fs::path(builds_dir_) / candidate.name;
-      std::unique_ptr<FileLock> lock = TryLockIdle(from);
+      std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.entry->name));
       if (lock == nullptr) continue;
-      fs::remove(from / kMarker, ec);
-      if (ec) return absl::InternalError(absl::StrCat("cannot unmark '", from.string(), "'"));
-      fs::rename(from, entry, ec);
+      fs::remove(entry_path(candidate.entry->name) / kMarker, ec);
       if (ec) {
-        return absl::InternalError(absl::StrCat("cannot move '", from.string(), "' to '",
-                                                entry.string(), "': ", ec.message()));
+        return absl::InternalError(
+            absl::StrCat("cannot unmark '", entry_path(candidate.entry->name).string(), "'"));
       }
-      claim.building = std::move(lock);  // The lock file moved with its directory.
+      RETURN_IF_ERROR(write_claim(candidate.entry->name));
+      claim.building = std::move(lock);
+      claim.name = candidate.entry->name;
+      claim.took_over_sha = marker.sha;
       return claim;
     }
+  }
+  // Else a new entry, copied from the nearest entry that can be read (held shared, so that the
+  // eviction below leaves it alone).
+  for (const Near& candidate : near) {
+    absl::StatusOr<std::unique_ptr<FileLock>> shared =
+        FileLock::TryAcquireShared(lock_path(candidate.entry->name), kLockHolder);
+    if (!shared.ok()) continue;
+    claim.copy_from = candidate.entry->name;
+    claim.copy_from_sha = candidate.entry->marker->sha;
+    claim.copy_from_lock = *std::move(shared);
+    break;
   }
   for (const EntryState& candidate : entries) {
     if (count < max_entries_) break;
     if (!candidate.marker.has_value()) continue;  // Already dropped, or in use.
-    if (std::unique_ptr<FileLock> lock = TryLockIdle(fs::path(builds_dir_) / candidate.name)) {
+    if (std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.name))) {
       RETURN_IF_ERROR(TrashLocked(candidate.name, trash));
       --count;
     }
   }
+  claim.name = NewEntryNameLocked();
+  const fs::path entry = entry_path(claim.name);
   fs::create_directories(entry, ec);
   if (ec) {
     return absl::InternalError(
         absl::StrCat("cannot create '", entry.string(), "': ", ec.message()));
   }
-  ASSIGN_OR_RETURN(claim.building, FileLock::TryAcquire(lock_path, kLockHolder));
+  ASSIGN_OR_RETURN(claim.building, FileLock::TryAcquire(lock_path(claim.name), kLockHolder));
+  RETURN_IF_ERROR(write_claim(claim.name));
   return claim;
+}
+
+std::string BuildCache::NewEntryNameLocked() const {
+  std::error_code ec;
+  for (int n = 0;; ++n) {
+    std::string name = absl::StrCat(kEntryPrefix, n);
+    if (!fs::exists(fs::path(builds_dir_) / name, ec)) return name;
+  }
 }
 
 void BuildCache::EvictLocked(std::vector<std::string>* trash) {

@@ -8,25 +8,42 @@
 // Layout under <cache_dir>/builds/:
 //   lock            held exclusively, briefly, by whoever looks entries up, creates, takes over
 //                   or evicts them
-//   <digest>/lock   the entry's lock: exclusive while it is being built (or taken over or
-//                   evicted), shared while it is in use (a benchmark runs in it)
-//   <digest>/src/   the checkout (a Worktree borrowing the mirror's objects), built in place
-//   <digest>/layer/ the environment the build installs into (build_layer.h), made afresh for
+//   e<N>/           an entry. Its name never changes while it exists, whatever commit it holds:
+//                   build trees that record absolute paths (CMake's) stay valid when a build
+//                   takes an entry over.
+//   e<N>/lock       the entry's lock: exclusive while it is being built (or taken over or
+//                   evicted), shared while it is in use (a benchmark runs in it, or a new entry
+//                   is being copied from it)
+//   e<N>/claim      the key of the build made in it (text), written when a build claims it
+//   e<N>/src/       the checkout (a Worktree borrowing the mirror's objects), built in place
+//   e<N>/layer/     the environment the build installs into (build_layer.h), made afresh for
 //                   each build of the entry; its build and benchmarks run with it
-//   <digest>/built  written atomically (and fsynced) after the build succeeded: the key, the
-//                   commit, the repository, the build's duration (JSON). An entry without it
-//                   holds no usable build (in progress, failed, or its worker crashed) and is
-//                   never served; the next request of its key builds it again in place.
+//   e<N>/built      written atomically (and fsynced) after the build succeeded: the key, the
+//                   commit, the repository, the build's wall and CPU time (JSON). An entry
+//                   without it holds no usable build (in progress, failed, or its worker
+//                   crashed) and is never served; the next request of its key builds it again
+//                   in place.
 //   .trash-*        evicted entries being deleted
+//
+// A miss builds incrementally from the nearest build: among the built entries of the same
+// repository, command and environment, the one whose commit's tree differs from the new one in
+// the fewest paths. When the cache is full, or the job named the builds it will use again
+// (Request::keep_shas), the nearest idle entry the job does not keep is taken over in place: its
+// checkout moves to the new commit (only changed files are rewritten, file times and ignored
+// build outputs stay), so make, ninja, CMake and setuptools rebuild what changed. Otherwise (or
+// when every such entry is kept or in use) a new entry starts as a copy of the nearest entry's
+// checkout, build outputs and file times included (`cp -a --reflink=auto`: a reflink copy where
+// the file system has them), then checks the difference out; CMake build trees in the copy,
+// which name the other entry's directory, are removed first and configured again. Only a miss
+// with no such entry starts from a fresh checkout, i.e. a clean build.
+//
+// Builds run through the host's compiler cache (compiler_cache.h) unless it is turned off, and
+// take one of the host's build slots (build_slots.h) first: no more builds at once than the
+// host's cores carry, judged from the CPU time of its recent builds.
 //
 // Bound: after each successful build, least recently used entries not in use are evicted until
 // at most `max_entries` are left (entries in use are never evicted, so the count may exceed the
-// bound while they are). A miss when the cache is full takes over the least recently used idle
-// entry of the same repository and build command: its checkout moves to the new commit (only
-// changed files are rewritten, ignored build outputs stay), so its build is incremental like a
-// slot's checkout. So does a miss of a task whose job named the builds it will use again
-// (Request::keep_shas), in a cache that is not full too, sparing those. Otherwise a miss
-// starts from a fresh checkout, i.e. a clean build.
+// bound while they are).
 //
 // A cached build is shared: benchmarks of one commit on two slots run in one directory at once.
 //
@@ -48,14 +65,27 @@
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "common/git/file_lock.h"
+#include "worker/build_key.h"
 #include "worker/build_layer.h"
+#include "worker/build_slots.h"
 #include "worker/build_step.h"
+#include "worker/compiler_cache.h"
 
 namespace kbisect {
 
 // The default bound of a host's build cache (`--build-cache-size`): two builds per slot of an
 // 8-GPU host, e.g. a confirmation's two commits on each slot at once.
 inline constexpr int kDefaultBuildCacheSize = 16;
+
+// How a host's build cache builds (BuildCache's constructor).
+struct BuildCacheOptions {
+  // The bound on entries kept (`--build-cache-size`); at least 1.
+  int max_entries = kDefaultBuildCacheSize;
+  // Compile through the host's compiler cache when ccache is installed (`--compiler-cache`).
+  bool compiler_cache = true;
+  // The cores the host's build slots are sized for; 0: HostCores().
+  int build_cores = 0;
+};
 
 class BuildCache {
  public:
@@ -90,6 +120,11 @@ class BuildCache {
     std::map<std::string, std::string> layer_env;
     // True when the build was found in the cache: no checkout and no build ran.
     bool reused = false;
+    // The commit whose build this one started from (taken over or copied); empty when it was
+    // reused or started from a fresh checkout.
+    std::string started_from;
+    // How long the build waited for one of the host's build slots.
+    absl::Duration slot_wait = absl::ZeroDuration();
     // The time until the directory was ready, the build excepted: the mirror and the lookup,
     // waiting for another slot that was building the same key, and the checkout of a miss.
     absl::Duration checkout_time = absl::ZeroDuration();
@@ -103,6 +138,9 @@ class BuildCache {
   // default). `runner` and `clock` must outlive the cache. Thread-safe, and safe with other
   // processes using the same cache directory.
   BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner,
+             Clock* clock = Clock::Real(),
+             std::map<std::string, std::string> layer_env = BuildLayers::ProcessEnvironment());
+  BuildCache(std::string cache_dir, const BuildCacheOptions& options, CommandRunner* runner,
              Clock* clock = Clock::Real(),
              std::map<std::string, std::string> layer_env = BuildLayers::ProcessEnvironment());
 
@@ -131,20 +169,30 @@ class BuildCache {
   int EntryCount() const;
 
  private:
-  // What the lookup under the cache lock found for an entry.
+  // What the lookup under the cache lock found for a key.
   struct Claim {
-    // Set when the entry is built: it is now in use (a shared lock).
+    // Set when the key is built: the entry is now in use (a shared lock).
     std::unique_ptr<FileLock> in_use;
     // Set when the caller is to build it (an exclusive lock).
     std::unique_ptr<FileLock> building;
     // Neither: another slot is building it; ask again later.
+    // The entry's name.
+    std::string name;
+    // When the build is to start from a copy of another entry: its name, commit and shared lock
+    // (it cannot be evicted or taken over while it is copied).
+    std::string copy_from;
+    std::string copy_from_sha;
+    std::unique_ptr<FileLock> copy_from_lock;
+    // The commit of the entry taken over, when one was.
+    std::string took_over_sha;
   };
 
-  // Looks entry `name` up for `key_text` and claims it for use or for building, making room
-  // (taking an idle entry over, or evicting one) for a new entry. Directories to delete once the
+  // Looks the key `key` of `request` up and claims its entry for use or for building, making
+  // room (taking the nearest idle entry over, or evicting one) for a new entry. `mirror_dir` is
+  // the request's mirror (for the distances between commits). Directories to delete once the
   // cache lock is released are added to `trash`. The caller holds the cache lock.
-  absl::StatusOr<Claim> ClaimLocked(const std::string& name, const std::string& key_text,
-                                    const Request& request, std::vector<std::string>* trash);
+  absl::StatusOr<Claim> ClaimLocked(const BuildKey& key, const Request& request,
+                                    const std::string& mirror_dir, std::vector<std::string>* trash);
 
   // Evicts idle entries, least recently used first (unbuilt ones before any), until at most
   // max_entries_ are left, adding them to `trash`. The caller holds the cache lock.
@@ -153,11 +201,22 @@ class BuildCache {
   // Moves entry `name` (whose exclusive lock the caller holds) out of the way for deletion.
   absl::Status TrashLocked(const std::string& name, std::vector<std::string>* trash);
 
+  // The name of a new entry: the lowest e<N> not in use. The caller holds the cache lock.
+  std::string NewEntryNameLocked() const;
+
+  // Waits for one of the host's build slots, sized by the cost of the builds recorded in the
+  // cache's entries. Null when `cancel` was set first.
+  std::unique_ptr<FileLock> WaitForBuildSlot(const Cancellation* cancel, absl::Duration* waited);
+
   const std::string cache_dir_;
   const std::string builds_dir_;
   const int max_entries_;
+  const bool use_compiler_cache_;
+  CommandRunner* const runner_;
   Clock* const clock_;
   BuildLayers layers_;
+  HostBuildSlots build_slots_;
+  const std::map<std::string, std::string> process_env_;
 };
 
 }  // namespace kbisect

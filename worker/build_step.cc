@@ -28,6 +28,7 @@ BuildStep RunBuild(CommandRunner* runner, const BuildCommand& build, const std::
   }
   BuildStep step;
   step.wall_time = built->wall_time;
+  step.cpu_time = built->cpu_time;
   if (built->cancelled) {
     step.failure = v1::TASK_OUTCOME_CANCELLED;
     step.message = "cancelled";

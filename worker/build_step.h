@@ -27,6 +27,9 @@ struct BuildStep {
   std::string log_tail;
   // The build command's wall time as the CommandRunner reports it (zero when none ran).
   absl::Duration wall_time = absl::ZeroDuration();
+  // The CPU time the build command used (ExecResult::cpu_time): wall_time and cpu_time say how
+  // many cores a build keeps busy (build_slots.h).
+  absl::Duration cpu_time = absl::ZeroDuration();
 
   bool ok() const { return failure == v1::TASK_OUTCOME_UNSPECIFIED; }
 };

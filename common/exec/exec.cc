@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -582,8 +583,13 @@ absl::StatusOr<ExecResult> SubprocessRunner::RunOnce(const ExecRequest& request,
       kill(-pid, SIGKILL);
       killed = true;
     }
-    pid_t waited = waitpid(pid, &status, WNOHANG);
+    struct rusage usage;
+    pid_t waited = wait4(pid, &status, WNOHANG, &usage);
     if (waited == pid || (waited < 0 && errno == ECHILD)) {
+      if (waited == pid) {
+        result.cpu_time =
+            absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
+      }
       reaped = true;
       status_known = waited == pid;
       reaped_at = absl::Now();

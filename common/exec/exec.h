@@ -109,6 +109,10 @@ struct ExecResult {
   // Time from start to the reaping of the command.
   absl::Duration wall_time = absl::ZeroDuration();
 
+  // The CPU time (user + system) the command and the descendants it waited for used, as the
+  // kernel counted it when the command was reaped (zero when it could not be reaped).
+  absl::Duration cpu_time = absl::ZeroDuration();
+
   // Returns true if the command exited with code 0 and was neither timed out nor cancelled.
   bool ok() const;
 

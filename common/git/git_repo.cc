@@ -347,6 +347,20 @@ absl::StatusOr<std::vector<FileChange>> GitRepo::DiffStat(std::string_view from,
   return changes;
 }
 
+absl::StatusOr<int> GitRepo::ChangedPathCount(std::string_view from, std::string_view to) const {
+  kbisect::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));
+  ASSIGN_OR_RETURN(std::string to_sha, ResolveLocked(to));
+  ASSIGN_OR_RETURN(TreePtr old_tree, CommitTree(repo_.get(), from_sha));
+  ASSIGN_OR_RETURN(TreePtr new_tree, CommitTree(repo_.get(), to_sha));
+  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  git_diff* raw = nullptr;
+  const int rc = git_diff_tree_to_tree(&raw, repo_.get(), old_tree.get(), new_tree.get(), &options);
+  if (rc != 0) return Git2Error(rc, absl::StrCat("cannot diff ", from_sha, " against ", to_sha));
+  DiffPtr diff(raw);
+  return static_cast<int>(git_diff_num_deltas(diff.get()));
+}
+
 absl::StatusOr<std::string> GitRepo::DiffPatch(std::string_view from, std::string_view to) const {
   kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));

@@ -140,6 +140,17 @@ TEST_F(ExecTest, AProgramBusyForAnInstantIsStartedOnceItIsFree) {
   rmdir(dir_template);
 }
 
+TEST_F(ExecTest, CpuTimeCountsTheCommandAndTheChildrenItWaitedFor) {
+  // Two children each spin until their own CPU clock reads 0.2 s; a sleeping command uses
+  // almost none. CPU time, not work done, so the machine's speed does not matter.
+  const std::string spin = "python3 -c 'import time\nwhile time.process_time() < 0.2: pass'";
+  const ExecResult busy = MustRun(Argv({"sh", "-c", absl::StrCat(spin, " & ", spin, " & wait")}));
+  ASSERT_TRUE(busy.ok()) << busy.output;
+  EXPECT_GE(busy.cpu_time, absl::Milliseconds(400));
+  const ExecResult idle = MustRun(Argv({"sleep", "0.3"}));
+  EXPECT_LT(idle.cpu_time, absl::Milliseconds(200));
+}
+
 TEST_F(ExecTest, SuccessIsOk) {
   ExecResult result = MustRun(Argv({"true"}));
   EXPECT_EQ(result.exit_code, 0);

@@ -412,6 +412,16 @@ TEST_F(DiffTest, DiffStatMatchesNumstat) {
   EXPECT_TRUE(git_->DiffStat(to_, to_)->empty());
 }
 
+TEST_F(DiffTest, ChangedPathCountMatchesGitWithoutRenames) {
+  const std::vector<std::string> names =
+      Lines(repo_.Git({"diff", "--name-only", "--no-renames", from_, to_}));
+  EXPECT_EQ(*git_->ChangedPathCount(from_, to_), static_cast<int>(names.size()));
+  EXPECT_EQ(names.size(), 6u) << "the rename counts twice";
+  EXPECT_EQ(*git_->ChangedPathCount(to_, from_), 6);
+  EXPECT_EQ(*git_->ChangedPathCount(to_, to_), 0);
+  EXPECT_FALSE(git_->ChangedPathCount(to_, "0123456789abcdef0123456789abcdef01234567").ok());
+}
+
 TEST_F(DiffTest, DiffPatchMatchesGitDiff) {
   auto patch = git_->DiffPatch(from_, to_);
   ASSERT_TRUE(patch.ok()) << patch.status();

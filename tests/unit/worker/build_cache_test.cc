@@ -281,8 +281,9 @@ TEST_F(BuildCacheTest, AJobThatNamesItsBuildsTakesOverAnotherIdleEntryInACacheNo
   EXPECT_FALSE(built.reused);
   EXPECT_EQ(cache.EntryCount(), 2) << "no fresh checkout";
   EXPECT_EQ(ReadFile(built.dir + "/file.txt"), "c\n");
-  EXPECT_EQ(ReadFile(built.dir + "/build/history"), absl::StrCat(b_, "\n", c_, "\n"))
-      << "an incremental build in b's checkout";
+  EXPECT_EQ(ReadFile(built.dir + "/build/history"), absl::StrCat(a_, "\n", b_, "\n", c_, "\n"))
+      << "an incremental build in b's checkout (itself a copy of a's)";
+  EXPECT_EQ(built.started_from, b_) << "b is nearer to c than a is, and the job keeps a";
   built.in_use.reset();
   EXPECT_TRUE(cache.Acquire(Request(a_, command), nullptr, nullptr).reused) << "a was kept";
   EXPECT_FALSE(cache.Acquire(Request(b_, command), nullptr, nullptr).reused);
@@ -305,6 +306,126 @@ TEST_F(BuildCacheTest, AMissInAFullCacheTakesAnIdleEntryOverAndBuildsIncremental
       << "the ignored build outputs of a's build were there for b's";
   EXPECT_EQ(cache.EntryCount(), 1);
   EXPECT_FALSE(cache.Acquire(Request(a_, command), nullptr, nullptr).reused);
+}
+
+TEST_F(BuildCacheTest, AMissCopiesTheNearestBuildWithItsFileTimesAndRebuildsWhatChanged) {
+  // A make-like build: out.txt is made again only when file.txt is newer (`test -nt`).
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  const std::string command = absl::StrCat(
+      "echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_),
+      " && mkdir -p build && echo \"$KBISECT_COMMIT\" >> build/history"
+      " && { test out.txt -nt file.txt || { cp file.txt out.txt && echo made >> build/made; }; }");
+  BuildCache::Acquired a = cache.Acquire(Request(a_, command), nullptr, nullptr);
+  ASSERT_TRUE(a.step.ok()) << a.step.message;
+  EXPECT_EQ(a.started_from, "") << "nothing to start from: a fresh checkout";
+  BuildCache::Acquired c = cache.Acquire(Request(c_, command), nullptr, nullptr);
+  ASSERT_TRUE(c.step.ok()) << c.step.message;
+  EXPECT_EQ(c.started_from, a_);
+  EXPECT_NE(c.dir, a.dir) << "a is still held: copied, not taken";
+  EXPECT_EQ(ReadFile(c.dir + "/build/history"), absl::StrCat(a_, "\n", c_, "\n"));
+  EXPECT_EQ(ReadFile(c.dir + "/out.txt"), "c\n");
+  EXPECT_FALSE(fs::exists(c.dir + "/only-a.txt"));
+  EXPECT_EQ(fs::last_write_time(c.dir + "/.gitignore"), fs::last_write_time(a.dir + "/.gitignore"))
+      << "an unchanged file keeps its time: make sees nothing to do for it";
+  EXPECT_EQ(ReadFile(a.dir + "/out.txt"), "a\n") << "the copied entry is as it was";
+  EXPECT_EQ(ReadFile(a.dir + "/build/history"), absl::StrCat(a_, "\n"));
+  c.in_use.reset();
+
+  // d is one path from c and two from a: it starts from c.
+  BuildCache::Acquired d = cache.Acquire(Request(d_, command), nullptr, nullptr);
+  ASSERT_TRUE(d.step.ok()) << d.step.message;
+  EXPECT_EQ(d.started_from, c_);
+  EXPECT_EQ(ReadFile(d.dir + "/build/history"), absl::StrCat(a_, "\n", c_, "\n", d_, "\n"));
+  d.in_use.reset();
+  a.in_use.reset();
+  // b_again has b's tree; an entry of another command is no start for it.
+  BuildCache::Acquired other = cache.Acquire(Request(b_, "true"), nullptr, nullptr);
+  ASSERT_TRUE(other.step.ok()) << other.step.message;
+  EXPECT_EQ(other.started_from, "");
+}
+
+TEST_F(BuildCacheTest, ACopiedCMakeTreeIsConfiguredAgainInItsOwnEntry) {
+  // A real CMake project: a copied build tree names the entry it came from, and building it
+  // as it is would write there.
+  GitFixture project(tmp_.Join("cmake-project"));
+  project.Init();
+  const std::string one =
+      project.Commit("one", {{".gitignore", "build/\n"},
+                             {"CMakeLists.txt",
+                              "cmake_minimum_required(VERSION 3.13)\nproject(p C)\n"
+                              "add_executable(p main.c)\n"},
+                             {"main.c", "int main(void) { return 0; }\n"}});
+  const std::string two = project.Commit("two", {{"main.c", "int main(void) { return 2; }\n"}});
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  auto request = [&](const std::string& sha) {
+    BuildCache::Request r = Request(sha, "cmake -S . -B build >/dev/null && cmake --build build");
+    r.repository = project.path();
+    return r;
+  };
+  BuildCache::Acquired first = cache.Acquire(request(one), nullptr, nullptr);
+  ASSERT_TRUE(first.step.ok()) << first.step.message << first.step.log_tail;
+  const auto first_binary_time = fs::last_write_time(first.dir + "/build/p");
+  BuildCache::Acquired second = cache.Acquire(request(two), nullptr, nullptr);
+  ASSERT_TRUE(second.step.ok()) << second.step.message << second.step.log_tail;
+  EXPECT_EQ(second.started_from, one);
+  EXPECT_THAT(ReadFile(second.dir + "/build/CMakeCache.txt"),
+              HasSubstr(absl::StrCat("CMAKE_CACHEFILE_DIR:INTERNAL=", second.dir, "/build\n")));
+  EXPECT_TRUE(fs::exists(second.dir + "/build/p"));
+  EXPECT_EQ(fs::last_write_time(first.dir + "/build/p"), first_binary_time)
+      << "nothing was built into the first entry";
+}
+
+TEST_F(BuildCacheTest, BuildsWaitForTheHostsBuildSlots) {
+  // One core: one build at a time, whatever the number of slots asking.
+  BuildCacheOptions options;
+  options.build_cores = 1;
+  BuildCache cache(CacheDir(), options, runner_.get());
+  const std::string timeline = tmp_.Join("timeline");
+  const std::string command = absl::StrCat("echo start >> ", ShellQuote(timeline),
+                                           " && sleep 0.2 && echo end >> ", ShellQuote(timeline));
+  std::vector<std::thread> slots;
+  std::vector<BuildCache::Acquired> built(3);
+  const std::vector<std::string> shas = {b_, c_, d_};
+  for (int i = 0; i < 3; ++i) {
+    slots.emplace_back(
+        [&, i] { built[i] = cache.Acquire(Request(shas[i], command), nullptr, nullptr); });
+  }
+  for (std::thread& slot : slots) slot.join();
+  for (const BuildCache::Acquired& b : built) ASSERT_TRUE(b.step.ok()) << b.step.message;
+  EXPECT_EQ(ReadFile(timeline), "start\nend\nstart\nend\nstart\nend\n");
+}
+
+TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {
+  if (!CompilerCache::Find(tmp_.Join("probe"), {}).has_value()) {
+    GTEST_SKIP() << "ccache is not installed";
+  }
+  // Each build compiles the same source in another entry: the second is served by ccache.
+  GitFixture project(tmp_.Join("c-project"));
+  project.Init();
+  const std::string one = project.Commit(
+      "one", {{"lib.c", "int twice(int x) { return 2 * x; }\n"}, {"notes.txt", "1\n"}});
+  const std::string two = project.Commit("two", {{"notes.txt", "2\n"}});
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  for (const std::string& sha : {one, two}) {
+    BuildCache::Request r = Request(sha, "cc -c lib.c -o lib.o");
+    r.repository = project.path();
+    BuildCache::Acquired built = cache.Acquire(r, nullptr, nullptr);
+    ASSERT_TRUE(built.step.ok()) << built.step.message << built.step.log_tail;
+  }
+  absl::StatusOr<CompilerCacheStats> stats = CompilerCache::Stats(CacheDir(), runner_.get());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->misses, 1);
+  EXPECT_EQ(stats->hits, 1);
+  EXPECT_GT(stats->size_bytes, 0);
+
+  // Turned off: no compile goes through it.
+  BuildCacheOptions off;
+  off.compiler_cache = false;
+  BuildCache uncached(tmp_.Join("cache-off"), off, runner_.get());
+  BuildCache::Request r = Request(one, "cc -c lib.c -o lib.o");
+  r.repository = project.path();
+  ASSERT_TRUE(uncached.Acquire(r, nullptr, nullptr).step.ok());
+  EXPECT_FALSE(CompilerCache::Stats(tmp_.Join("cache-off"), runner_.get()).ok());
 }
 
 TEST_F(BuildCacheTest, TwoSlotsAskingForTheSameBuildAtOnceBuildItOnce) {

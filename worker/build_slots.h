@@ -1,0 +1,78 @@
+// Copyright 2026 The kbisect Authors.
+//
+// How many builds a host runs at once. The GPUs are a job's parallel resource; the host's cores
+// are not: seven slots of a 2-core host that each start `make -j2` share two cores, and every
+// build takes seven times as long. So builds take one of the host's build slots first, and the
+// number of slots follows from the cores and what a build costs, learned from the builds the
+// host has made (their CPU time over their wall time: the cores one build keeps busy).
+// Benchmarks take no build slot: they still run on every GPU at once.
+//
+// The slots are flock(2) files under one directory, shared by every slot thread and worker
+// process using the same cache directory:
+//
+//   HostBuildSlots slots(cache_dir + "/build-slots", HostCores());
+//   const int limit = ConcurrentBuildLimit(slots.cores(), recent_cores_per_build);
+//   std::unique_ptr<FileLock> slot = slots.Acquire(limit, &cancel);
+//   if (slot == nullptr) return Cancelled();
+//   RunTheBuild();  // The slot is free again when `slot` is destroyed.
+#ifndef KBISECT_WORKER_BUILD_SLOTS_H_
+#define KBISECT_WORKER_BUILD_SLOTS_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/clock/clock.h"
+#include "common/exec/exec.h"
+#include "common/git/file_lock.h"
+
+namespace kbisect {
+
+// The cores this process may run on (its CPU affinity), at least 1.
+int HostCores();
+
+// What one finished build cost: its wall time and the CPU time it used.
+struct BuildCost {
+  absl::Duration wall = absl::ZeroDuration();
+  absl::Duration cpu = absl::ZeroDuration();
+};
+
+// The cores the heaviest of `recent` builds kept busy (CPU time over wall time), or nullopt when
+// none of them ran long enough to say (under 50 ms of wall time). The heaviest, not a typical
+// one: an incremental build that recompiles one file keeps one core busy, the full build of the
+// next probe all that `make -j` was given, and the bound must hold for both.
+std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
+
+// The number of builds a host with `cores` cores runs at once when one build keeps
+// `cores_per_build` of them busy: as many as fit, at least one. With nothing measured yet
+// (nullopt) one: the first build runs alone, and is measured without sharing the cores.
+int ConcurrentBuildLimit(int cores, std::optional<double> cores_per_build);
+
+// The host's build slots: `limit` flock(2) files slot-0 ... slot-(limit-1) in a directory.
+// Thread-safe, and shared with other processes using the same directory.
+class HostBuildSlots {
+ public:
+  // Slots live under `dir` (created when first needed); `cores` is what ConcurrentBuildLimit is
+  // given (HostCores() by default, a smaller number to leave cores to other work). `clock`
+  // paces the waiting and must outlive this object.
+  HostBuildSlots(std::string dir, int cores, Clock* clock = Clock::Real());
+
+  int cores() const { return cores_; }
+
+  // Waits until one of the first `limit` slots is free and returns it held, or returns null when
+  // `cancel` (may be null) is set first or the slot files cannot be created. The waiting time is
+  // added to `*waited` when it is not null.
+  std::unique_ptr<FileLock> Acquire(int limit, const Cancellation* cancel,
+                                    absl::Duration* waited = nullptr);
+
+ private:
+  const std::string dir_;
+  const int cores_;
+  Clock* const clock_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_WORKER_BUILD_SLOTS_H_
