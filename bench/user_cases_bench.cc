@@ -24,8 +24,19 @@
 //       edits one source file, commit 200 plants a 45% slowdown), `make -j2` at every probe
 //       (incremental), benchmark = a program linked against the library printing a
 //       deterministic work counter; W=1. Target: <= 1.10x.                 (35 s)
+//   (f) a real history nobody here wrote: lz4 (--lz4 PATH, e.g. the repository `fetch
+//       github:lz4/lz4` brings), the last 873 first-parent commits of its HEAD, `make -C lib
+//       -j2` at every probe and step; a deterministic benchmark script outside the repository
+//       (needs lib/liblz4.a; 130 ms at and after the planted culprit, the first-parent commit
+//       60% into the range, else 100 ms). W=1, 2, 4. Targets: W=1 <= 1.05x git bisect, W>1
+//       <= 1.0x git bisect and never slower than W=1.
+//   (g) as (f) on a C++ project built with CMake: fmt (--fmt PATH), the last 300 first-parent
+//       commits, `cmake -B build -DFMT_TEST=OFF ... && cmake --build build -j2`. W=1, 2, 4.
+//       Cases f and g are skipped (and say so) when their repository is not given: nothing is
+//       downloaded.
 //
 //   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
+//                              [--lz4 PATH] [--fmt PATH]
 //                              [--bench-seconds S] [--build-seconds S] [--workers 1,7] [--keep]
 //                              [--kbisect-flags "--build-ahead 8"]
 //
@@ -37,6 +48,7 @@
 // --commits sets the range of cases a-d (case d's repository is 1.3 N commits, its second job
 // starts 0.3 N in); --c-commits the C history of case e; --workers replaces every selected
 // case's worker counts. Nothing is asserted: this prints figures.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -75,6 +87,8 @@ struct Settings {
   double bench_seconds = 0.4;
   double build_seconds = 2;
   std::vector<int> workers;  // empty: each case's own
+  std::string lz4;           // case f's repository ("": skipped)
+  std::string fmt;           // case g's repository ("": skipped)
   // Options added to every kbisect run (--kbisect-flags), to measure a non-default beside the
   // defaults; empty: the defaults only.
   std::vector<std::string> extra_flags;
@@ -377,6 +391,67 @@ void RunCompileCase(const Settings& s, Table& table) {
   }
 }
 
+// A real project's history (cases f, g).
+struct RealHistory {
+  std::string id;
+  std::string repo;      // a path to the project's repository (bare or not)
+  int commits = 0;       // the range: the last `commits` first-parent commits of HEAD
+  std::string build;     // run in the checkout at every probe and step
+  std::string artifact;  // what the build leaves (the benchmark checks it is there)
+  std::vector<int> workers;
+};
+
+// Case f or g: git bisect and kbisect over the last `commits` first-parent commits of the real
+// repository, with a planted culprit the benchmark knows by ancestry.
+std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory& h, Table& table) {
+  if (h.repo.empty()) {
+    return {absl::StrCat("case ", h.id, " skipped: its repository was not given (--",
+                         h.id == "f" ? "lz4" : "fmt", " PATH)")};
+  }
+  const std::string dir = s.dir + "/" + h.id;
+  RunShell("mkdir -p " + dir);
+  const kbisect_bench::Shell listed = RunShell(absl::StrCat(
+      "git -C '", h.repo, "' rev-list --first-parent --max-count=", h.commits + 1, " HEAD"));
+  std::vector<std::string> shas = absl::StrSplit(listed.out, '\n', absl::SkipEmpty());
+  if (listed.exit_code != 0 || static_cast<int>(shas.size()) != h.commits + 1) {
+    return {absl::StrCat("case ", h.id, ": cannot list ", h.commits + 1,
+                         " first-parent commits of ", h.repo)};
+  }
+  std::reverse(shas.begin(), shas.end());  // oldest (GOOD) first
+  const std::string good = shas.front();
+  const std::string bad = shas.back();
+  const std::string expected = shas[shas.size() * 6 / 10];
+  const std::string bench = dir + "/bench.sh";
+  RunShell(absl::StrCat(
+      "printf '%s\\n' '#!/bin/sh' 'test -e ", h.artifact, " || { echo \"no ", h.artifact,
+      " built\" >&2; exit 1; }' ", "'if git merge-base --is-ancestor ", expected,
+      " HEAD; then echo \"Latency: 130 ms\"; else echo \"Latency: 100 ms\"; fi' > ", bench,
+      " && chmod +x ", bench));
+  SeedBisectOptions seed = SeedOver(h.repo, dir + "/git-bisect", good, bad, bench);
+  seed.build = CountedBuild(h.build, dir + "/builds-git");
+  const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+  table.Add(GitRow(h.id, "git bisect run (3 runs)", git, expected, dir + "/builds-git"));
+  double w1 = 0;
+  std::vector<std::string> notes;
+  for (int w : WorkersOr(s, h.workers)) {
+    KbisectRunOptions run = KbisectOver(s, h.repo, good, bad, w, absl::StrCat(dir, "/cache-w", w),
+                                        absl::StrCat(dir, "/kbisect-w", w, ".json"), bench);
+    const std::string counter = absl::StrCat(dir, "/builds-w", w);
+    run.flags.push_back("--build");
+    run.flags.push_back(CountedBuild(h.build, counter));
+    const KbisectFigures k = kbisect_bench::RunKbisect(run);
+    table.Add(KbisectRow(h.id, absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected,
+                         counter, w == 1 ? 1.05 : 1.0));
+    if (w == 1) w1 = k.wall_seconds;
+    if (w > 1 && w1 > 0) {
+      notes.push_back(absl::StrFormat("case %s, W=%d: %.2fx of W=1's wall (target <= 1.0: %s)",
+                                      h.id, w, k.wall_seconds / w1,
+                                      Verdict(Shown(k.wall_seconds / w1, 2) <= 1.0)));
+    }
+  }
+  return notes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -385,7 +460,7 @@ int main(int argc, char** argv) {
   std::string workers;
   bool keep = false;
   CLI::App app{"kbisect run with its defaults vs the seed procedure by git bisect run, per case"};
-  app.add_option("--case", cases, "all, or a comma-separated list of a, b, c, d, e")
+  app.add_option("--case", cases, "all, or a comma-separated list of a, b, c, d, e, f, g")
       ->capture_default_str();
   app.add_option("--commits", s.commits, "Range of cases a-d")->capture_default_str();
   app.add_option("--c-commits", s.c_commits, "C history of case e")->capture_default_str();
@@ -397,6 +472,8 @@ int main(int argc, char** argv) {
   std::string kbisect_flags;
   app.add_option("--kbisect-flags", kbisect_flags,
                  "Options added to every kbisect run, space-separated (e.g. '--build-ahead 8')");
+  app.add_option("--lz4", s.lz4, "Case f: a path to lz4's repository (skipped without)");
+  app.add_option("--fmt", s.fmt, "Case g: a path to fmt's repository (skipped without)");
   app.add_flag("--keep", keep, "Keep the scratch directory");
   CLI11_PARSE(app, argc, argv);
   for (const std::string& w :
@@ -408,11 +485,11 @@ int main(int argc, char** argv) {
   for (const std::string& c :
        std::vector<std::string>(absl::StrSplit(cases, ',', absl::SkipEmpty()))) {
     if (c == "all") {
-      selected.insert({"a", "b", "c", "d", "e"});
-    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'e') {
+      selected.insert({"a", "b", "c", "d", "e", "f", "g"});
+    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'g') {
       selected.insert(c);
     } else {
-      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e)\n";
+      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e, f, g)\n";
       return 2;
     }
   }
@@ -441,6 +518,13 @@ int main(int argc, char** argv) {
       {"e", absl::StrFormat("real compile: %d commits of a 12-file C library, make -j2 at every "
                             "probe/step, deterministic work counter: W=1. Target <= 1.10x",
                             s.c_commits)},
+      {"f",
+       "real history: lz4's last 873 first-parent commits, make -C lib -j2 at every "
+       "probe/step, deterministic benchmark: W=1, 2, 4. Targets W=1 <= 1.05x, W>1 <= 1.0x "
+       "and <= W=1"},
+      {"g",
+       "real history: fmt's last 300 first-parent commits, CMake library build at every "
+       "probe/step, deterministic benchmark: W=1, 2, 4. Targets as (f)"},
   };
   std::cout << "kbisect run (defaults: confirmation on, 3 runs, cold cache) vs git bisect run "
                "doing the seed procedure, same repository, same run. Scratch: "
@@ -466,6 +550,24 @@ int main(int argc, char** argv) {
       for (const std::string& line : RunNightlies(s, table)) notes.push_back(line);
     } else if (c == "e") {
       RunCompileCase(s, table);
+    } else if (c == "f") {
+      for (const std::string& line : RunRealHistoryCase(
+               s, {"f", s.lz4, 873, "make -C lib -j2 -s", "lib/liblz4.a", {1, 2, 4}}, table)) {
+        notes.push_back(line);
+      }
+    } else if (c == "g") {
+      for (const std::string& line : RunRealHistoryCase(
+               s,
+               {"g",
+                s.fmt,
+                300,
+                "cmake -S . -B build -DFMT_TEST=OFF -DFMT_DOC=OFF -DFMT_INSTALL=OFF >/dev/null && "
+                "cmake --build build -j2 >/dev/null",
+                "build/libfmt.a",
+                {1, 2, 4}},
+               table)) {
+        notes.push_back(line);
+      }
     }
     durations.push_back(
         absl::StrFormat("%s %.0f s", c, absl::ToDoubleSeconds(absl::Now() - start)));

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -19,6 +21,7 @@
 #include "common/flags/flag_checks.h"
 #include "common/text/count.h"
 #include "coordinator/result_cache.h"
+#include "worker/compiler_cache.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -27,7 +30,8 @@ namespace {
 constexpr char kFooter[] = R"(
 Commands:
   stats                       what the result cache holds: results, specs, workers, trees,
-                              the oldest and newest measurement, its size on disk
+                              the oldest and newest measurement, its size on disk; the builds
+                              kept and the compiler cache's hits, misses and size
   prune --older-than AGE      remove results measured more than AGE ago (30d, 12h, 1d12h, 90m)
 
 The result cache keeps every commit's measured samples under (build + benchmark + metric spec,
@@ -80,9 +84,35 @@ std::unique_ptr<ResultCache> Open(const std::string& path) {
   return *std::move(cache);
 }
 
-int Stats(const std::string& path) {
+// The builds and the compiler cache under `cache_dir` (worker/build_cache.h,
+// worker/compiler_cache.h).
+void PrintBuildCaches(const std::string& cache_dir) {
+  const std::string builds = cache_dir + "/builds";
+  int kept = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(builds, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string()[0] != '.' && it->is_directory(ec)) ++kept;
+  }
+  std::cout << "Builds:   " << Count(kept, "build") << " kept in " << builds << "\n";
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  absl::StatusOr<CompilerCacheStats> compiled = CompilerCache::Stats(cache_dir, runner.get());
+  if (!compiled.ok()) {
+    std::cout << "Compiler cache: none (" << compiled.status().message() << ")\n";
+  } else {
+    std::cout << "Compiler cache: " << Count(compiled->hits, "hit") << ", "
+              << Count(compiled->misses, "miss", "misses") << " ("
+              << absl::StrFormat("%.0f%%", 100 * compiled->HitRate()) << " hit rate), "
+              << FormatBytes(compiled->size_bytes) << " in " << Count(compiled->files, "file")
+              << "\n";
+  }
+  std::cout << std::flush;
+}
+
+int Stats(const std::string& path, const std::string& cache_dir) {
   if (!Exists(path)) {
     std::cout << "No result cache at " << path << " yet (kbisect creates it when it measures).\n";
+    PrintBuildCaches(cache_dir);
     return 0;
   }
   std::unique_ptr<ResultCache> cache = Open(path);
@@ -101,8 +131,8 @@ int Stats(const std::string& path) {
             << "Trees:    " << stats->trees << "\n"
             << "Oldest:   " << (empty ? "-" : FormatTime(stats->oldest, now)) << "\n"
             << "Newest:   " << (empty ? "-" : FormatTime(stats->newest, now)) << "\n"
-            << "Size:     " << FormatBytes(stats->bytes) << "\n"
-            << std::flush;
+            << "Size:     " << FormatBytes(stats->bytes) << "\n";
+  PrintBuildCaches(cache_dir);
   return 0;
 }
 
@@ -152,7 +182,7 @@ int CacheCommand(int argc, char** argv) {
     return ReportParseError(app, e);
   }
   const std::string path = DefaultResultCachePath(cache_dir);
-  if (stats->parsed()) return Stats(path);
+  if (stats->parsed()) return Stats(path, cache_dir);
   absl::StatusOr<absl::Duration> age = ParseAge(older_than);
   if (!age.ok()) {
     std::cerr << "kbisect: --older-than: " << age.status().message() << "\n"

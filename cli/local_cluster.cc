@@ -30,8 +30,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
   const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(cluster->command_runner_.get(), "");
   if (options.build_ahead > 0 && options.build_cache_size > 0) {
-    cluster->build_ahead_cache_ = std::make_unique<BuildCache>(
-        options.cache_dir, options.build_cache_size, cluster->command_runner_.get());
+    BuildCacheOptions cache_options;
+    cache_options.max_entries = options.build_cache_size;
+    cache_options.compiler_cache = options.compiler_cache;
+    cluster->build_ahead_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options,
+                                                               cluster->command_runner_.get());
     cluster->build_ahead_ =
         std::make_unique<BuildAhead>(cluster->build_ahead_cache_.get(), options.build_ahead);
   }
@@ -41,6 +44,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     WorkerSlotOptions slot_options;
     slot_options.cache_dir = options.cache_dir;
     slot_options.build_cache_size = options.build_cache_size;
+    slot_options.compiler_cache = options.compiler_cache;
     slot_options.slot = static_cast<int>(i);
     if (i < options.slot_devices.size()) {
       slot_options.visible_devices = options.slot_devices[i];

@@ -121,11 +121,16 @@ int RunCommand(int argc, char** argv) {
       ->capture_default_str();
   int build_cache_size = kDefaultBuildCacheSize;
   app.add_option("--build-cache-size", build_cache_size,
-                 "Built checkouts kept under CACHE_DIR/builds for --build (once full, the least "
-                 "recently used idle one is taken over, so later builds stay incremental); a "
-                 "commit already built is not built again. 0 builds in each worker's own checkout")
+                 "Built checkouts kept under CACHE_DIR/builds for --build; a commit already "
+                 "built is not built again, and a new build starts from the nearest one built "
+                 "(taken over or copied), so builds stay incremental. 0 builds in each worker's "
+                 "own checkout")
       ->capture_default_str()
       ->check(WholeNumberIn(0, 100000, "builds"));
+  bool no_compiler_cache = false;
+  app.add_flag("--no-compiler-cache", no_compiler_cache,
+               "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
+               "by default when ccache is installed");
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
                  "Builds (--build) prepared at once, at low priority, for the commits the next "
@@ -212,6 +217,7 @@ int RunCommand(int argc, char** argv) {
   }
   cluster_options.cache_dir = cache_dir;
   cluster_options.build_cache_size = build_cache_size;
+  cluster_options.compiler_cache = !no_compiler_cache;
   cluster_options.build_ahead = build_ahead;
   // Measurements are kept across runs in the cache dir and reused where the GPU that made them
   // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the

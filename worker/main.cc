@@ -80,6 +80,10 @@ int Main(int argc, char** argv) {
       ->envname("KBISECT_BUILD_CACHE_SIZE")
       ->capture_default_str()
       ->check(WholeNumberIn(0, 100000, "builds"));
+  bool no_compiler_cache = false;
+  app.add_flag("--no-compiler-cache", no_compiler_cache,
+               "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
+               "by default when ccache is installed");
   int build_ahead = DefaultBuildAhead();
   app.add_option("--build-ahead", build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
@@ -163,6 +167,7 @@ int Main(int argc, char** argv) {
   options.hardware_class_keys = *keys;
   options.cache_dir = cache_dir;
   options.build_cache_size = build_cache_size;
+  options.compiler_cache = !no_compiler_cache;
   options.slot = binding->slot;
   options.visible_devices = binding->visible_devices;
   options.probe_device = binding->probe_device;
@@ -172,7 +177,10 @@ int Main(int argc, char** argv) {
   std::unique_ptr<BuildCache> build_ahead_cache;
   std::unique_ptr<BuildAhead> builds_ahead;
   if (build_ahead > 0 && build_cache_size > 0) {
-    build_ahead_cache = std::make_unique<BuildCache>(cache_dir, build_cache_size, runner.get());
+    BuildCacheOptions cache_options;
+    cache_options.max_entries = build_cache_size;
+    cache_options.compiler_cache = !no_compiler_cache;
+    build_ahead_cache = std::make_unique<BuildCache>(cache_dir, cache_options, runner.get());
     builds_ahead = std::make_unique<BuildAhead>(build_ahead_cache.get(), build_ahead);
     options.build_ahead = builds_ahead.get();
   }

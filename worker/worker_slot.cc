@@ -79,8 +79,10 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
   task_runner_ = std::make_unique<TaskRunner>(
       runner, workspace_.get(), SlotEnvironment(options.slot, options.visible_devices));
   if (options.build_cache_size > 0) {
-    build_cache_ =
-        std::make_unique<BuildCache>(options.cache_dir, options.build_cache_size, runner);
+    BuildCacheOptions cache_options;
+    cache_options.max_entries = options.build_cache_size;
+    cache_options.compiler_cache = options.compiler_cache;
+    build_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options, runner);
     task_runner_->set_build_cache(build_cache_.get());
   }
   if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||

@@ -4,7 +4,6 @@
 // output and exit codes, and through the built `kbisect` binary for the dispatch, the usage and
 // the default cache directory.
 #include "cli/cache_command.h"
-#include "common/clock/age.h"
 
 #include <cstdlib>
 #include <memory>
@@ -13,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock/age.h"
 #include "common/rpc/proto_time.h"
 #include "coordinator/result_cache.h"
 #include "gmock/gmock.h"
@@ -136,6 +136,8 @@ TEST(CacheCommandTest, AMissingCacheIsEmptyAndNotCreated) {
   const Output stats = Cache({"stats", "--cache-dir", dir});
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_THAT(stats.out, HasSubstr("No result cache at " + dir + "/results.sqlite"));
+  EXPECT_THAT(stats.out, HasSubstr("Builds:   0 builds kept in " + dir + "/builds\n"));
+  EXPECT_THAT(stats.out, HasSubstr("Compiler cache: none (no compiler cache in " + dir + ")"));
   const Output pruned = Cache({"prune", "--cache-dir", dir, "--older-than", "1h"});
   EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
   EXPECT_THAT(pruned.out, HasSubstr("nothing to remove"));
