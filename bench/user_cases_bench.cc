@@ -198,6 +198,7 @@ Row KbisectRow(const std::string& case_id, const std::string& run, const Kbisect
                                  k.overhead.warm_median_ms, k.overhead.probes);
   if (k.confirm_seconds > 0) row.confirm = absl::StrFormat("%.2f", k.confirm_seconds);
   row.target = RatioTarget(row.ratio, max_ratio);
+  if (max_ratio > 0 && row.correct.rfind("yes", 0) != 0) row.target = "NOT met (no right answer)";
   return row;
 }
 
@@ -409,9 +410,15 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
                          h.id == "f" ? "lz4" : "fmt", " PATH)")};
   }
   const std::string dir = s.dir + "/" + h.id;
-  RunShell("mkdir -p " + dir);
+  // A clone of the given repository (which may be bare), as a user's checkout: both tools start
+  // from it.
+  const std::string repo = dir + "/source";
+  if (RunShell(absl::StrCat("mkdir -p ", dir, " && git clone -q '", h.repo, "' ", repo))
+          .exit_code != 0) {
+    return {absl::StrCat("case ", h.id, ": cannot clone ", h.repo)};
+  }
   const kbisect_bench::Shell listed = RunShell(absl::StrCat(
-      "git -C '", h.repo, "' rev-list --first-parent --max-count=", h.commits + 1, " HEAD"));
+      "git -C ", repo, " rev-list --first-parent --max-count=", h.commits + 1, " HEAD"));
   std::vector<std::string> shas = absl::StrSplit(listed.out, '\n', absl::SkipEmpty());
   if (listed.exit_code != 0 || static_cast<int>(shas.size()) != h.commits + 1) {
     return {absl::StrCat("case ", h.id, ": cannot list ", h.commits + 1,
@@ -427,14 +434,14 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
       " built\" >&2; exit 1; }' ", "'if git merge-base --is-ancestor ", expected,
       " HEAD; then echo \"Latency: 130 ms\"; else echo \"Latency: 100 ms\"; fi' > ", bench,
       " && chmod +x ", bench));
-  SeedBisectOptions seed = SeedOver(h.repo, dir + "/git-bisect", good, bad, bench);
+  SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect", good, bad, bench);
   seed.build = CountedBuild(h.build, dir + "/builds-git");
   const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
   table.Add(GitRow(h.id, "git bisect run (3 runs)", git, expected, dir + "/builds-git"));
   double w1 = 0;
   std::vector<std::string> notes;
   for (int w : WorkersOr(s, h.workers)) {
-    KbisectRunOptions run = KbisectOver(s, h.repo, good, bad, w, absl::StrCat(dir, "/cache-w", w),
+    KbisectRunOptions run = KbisectOver(s, repo, good, bad, w, absl::StrCat(dir, "/cache-w", w),
                                         absl::StrCat(dir, "/kbisect-w", w, ".json"), bench);
     const std::string counter = absl::StrCat(dir, "/builds-w", w);
     run.flags.push_back("--build");

@@ -53,11 +53,11 @@ class BuildAhead {
  public:
   // What the builds ahead did so far, for operators and tests.
   struct Counts {
-    int started = 0;    // Builds begun (Acquire called).
-    int built = 0;      // Ended with the commit built (or found built) in the cache.
-    int failed = 0;     // Ended with a failed build (not tried again while hinted).
-    int cancelled = 0;  // Stopped because no slot hinted them any longer (or on destruction).
-    int running = 0;    // Running now.
+    int started = 0;       // Builds begun (Acquire called).
+    int built = 0;         // Ended with the commit built (or found built) in the cache.
+    int failed = 0;        // Ended with a failed build (not tried again while hinted).
+    int cancelled = 0;     // Stopped because no slot hinted them any longer (or on destruction).
+    int running = 0;       // Running now.
     int peak_running = 0;  // The most that ran at once.
   };
 

@@ -260,6 +260,13 @@ std::vector<BuildCost> RecentBuildCosts(const fs::path& builds_dir, size_t count
   return costs;
 }
 
+// This host's name ("" when it cannot be read).
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
 // The builds whose cost sizes the host's build slots.
 constexpr size_t kRecentBuilds = 8;
 
@@ -282,7 +289,8 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
       layers_(runner, layer_env),
       build_slots_(cache_dir_ + "/build-slots",
                    options.build_cores > 0 ? options.build_cores : HostCores(), clock),
-      process_env_(std::move(layer_env)) {}
+      process_env_(std::move(layer_env)),
+      build_pool_(absl::StrCat(HostName(), ":", cache_dir_)) {}
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
@@ -306,11 +314,9 @@ bool BuildCache::MarkUsed(const Request& request) {
   return false;
 }
 
-std::unique_ptr<FileLock> BuildCache::WaitForBuildSlot(const Cancellation* cancel,
-                                                       absl::Duration* waited) {
-  const int limit = ConcurrentBuildLimit(
-      build_slots_.cores(), CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
-  return build_slots_.Acquire(limit, cancel, waited);
+int BuildCache::BuildSlotLimit() const {
+  return ConcurrentBuildLimit(build_slots_.cores(),
+                              CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
 }
 
 BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
@@ -391,7 +397,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   absl::Status checked_out = CheckOutInto(*mirror, src, request.sha);
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-  std::unique_ptr<FileLock> build_slot = WaitForBuildSlot(cancel, &acquired.slot_wait);
+  std::unique_ptr<FileLock> build_slot =
+      build_slots_.Acquire(BuildSlotLimit(), cancel, &acquired.slot_wait);
   if (build_slot == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
     return infra("the build",
@@ -442,6 +449,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   DeleteTrash(trash);
   acquired.in_use = std::move(claim.building);
   acquired.dir = src.string();
+  acquired.build_pool = build_pool_;
+  acquired.build_pool_slots = BuildSlotLimit();
   return acquired;
 }
 

@@ -125,6 +125,10 @@ class BuildCache {
     std::string started_from;
     // How long the build waited for one of the host's build slots.
     absl::Duration slot_wait = absl::ZeroDuration();
+    // When a build ran: the host's build slots ("<host>:<cache dir>") and how many builds they
+    // run at once now that this build's cost is known (TaskTimings.build_pool_slots).
+    std::string build_pool;
+    int build_pool_slots = 0;
     // The time until the directory was ready, the build excepted: the mirror and the lookup,
     // waiting for another slot that was building the same key, and the checkout of a miss.
     absl::Duration checkout_time = absl::ZeroDuration();
@@ -204,9 +208,9 @@ class BuildCache {
   // The name of a new entry: the lowest e<N> not in use. The caller holds the cache lock.
   std::string NewEntryNameLocked() const;
 
-  // Waits for one of the host's build slots, sized by the cost of the builds recorded in the
-  // cache's entries. Null when `cancel` was set first.
-  std::unique_ptr<FileLock> WaitForBuildSlot(const Cancellation* cancel, absl::Duration* waited);
+  // The number of builds the host's build slots run at once, sized by the cost of the builds
+  // recorded in the cache's entries.
+  int BuildSlotLimit() const;
 
   const std::string cache_dir_;
   const std::string builds_dir_;
@@ -217,6 +221,7 @@ class BuildCache {
   BuildLayers layers_;
   HostBuildSlots build_slots_;
   const std::map<std::string, std::string> process_env_;
+  const std::string build_pool_;
 };
 
 }  // namespace kbisect

@@ -2,9 +2,9 @@
 //
 // What makes two builds the same, for the build cache (build_cache.h): the files built (the
 // commit's tree id, so two commits with one tree share a build), the build command, and the
-// job's own environment (`--env`) and isolation (`--isolation`). The slot's device variables and KBISECT_COMMIT /
-// KBISECT_COMMIT_INDEX are not part of it: slots share builds, and a build must not depend on
-// which slot or which job built it.
+// job's own environment (`--env`) and isolation (`--isolation`). The slot's device variables and
+// KBISECT_COMMIT / KBISECT_COMMIT_INDEX are not part of it: slots share builds, and a build must
+// not depend on which slot or which job built it.
 #ifndef KBISECT_WORKER_BUILD_KEY_H_
 #define KBISECT_WORKER_BUILD_KEY_H_
 

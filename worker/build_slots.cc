@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -17,8 +16,6 @@ namespace {
 
 // How often a build waiting for a slot looks again.
 constexpr absl::Duration kSlotPoll = absl::Milliseconds(50);
-// Builds shorter than this say nothing reliable about the cores they use.
-constexpr absl::Duration kShortestMeasuredBuild = absl::Milliseconds(50);
 constexpr char kSlotHolder[] = "another kbisect build on this host";
 
 }  // namespace
@@ -28,24 +25,6 @@ int HostCores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
-std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent) {
-  std::optional<double> heaviest;
-  for (const BuildCost& cost : recent) {
-    if (cost.wall < kShortestMeasuredBuild) continue;
-    const double cores = absl::FDivDuration(cost.cpu, cost.wall);
-    if (!heaviest.has_value() || cores > *heaviest) heaviest = cores;
-  }
-  return heaviest;
-}
-
-int ConcurrentBuildLimit(int cores, std::optional<double> cores_per_build) {
-  if (!cores_per_build.has_value()) return 1;
-  // A build that keeps 1.9 of 2 cores busy is a 2-core build; one that keeps 0.3 busy (waiting
-  // on I/O) still takes a core's worth of memory and disk: never more builds than cores.
-  const double per_build = std::max(1.0, *cores_per_build);
-  return std::max(1, static_cast<int>(std::floor(std::max(1, cores) / per_build + 0.1)));
 }
 
 HostBuildSlots::HostBuildSlots(std::string dir, int cores, Clock* clock)

@@ -19,11 +19,10 @@
 #define KBISECT_WORKER_BUILD_SLOTS_H_
 
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "absl/time/time.h"
+#include "common/build/build_cost.h"
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
 #include "common/git/file_lock.h"
@@ -32,23 +31,6 @@ namespace kbisect {
 
 // The cores this process may run on (its CPU affinity), at least 1.
 int HostCores();
-
-// What one finished build cost: its wall time and the CPU time it used.
-struct BuildCost {
-  absl::Duration wall = absl::ZeroDuration();
-  absl::Duration cpu = absl::ZeroDuration();
-};
-
-// The cores the heaviest of `recent` builds kept busy (CPU time over wall time), or nullopt when
-// none of them ran long enough to say (under 50 ms of wall time). The heaviest, not a typical
-// one: an incremental build that recompiles one file keeps one core busy, the full build of the
-// next probe all that `make -j` was given, and the bound must hold for both.
-std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
-
-// The number of builds a host with `cores` cores runs at once when one build keeps
-// `cores_per_build` of them busy: as many as fit, at least one. With nothing measured yet
-// (nullopt) one: the first build runs alone, and is measured without sharing the cores.
-int ConcurrentBuildLimit(int cores, std::optional<double> cores_per_build);
 
 // The host's build slots: `limit` flock(2) files slot-0 ... slot-(limit-1) in a directory.
 // Thread-safe, and shared with other processes using the same directory.

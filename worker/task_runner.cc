@@ -88,12 +88,15 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   bool builds_reused = cached_build;
   absl::Duration checkout_total;
   absl::Duration build_total;
-  auto add_timings = [&](absl::Duration checkout, absl::Duration build) {
+  absl::Duration build_cpu_total;
+  auto add_timings = [&](absl::Duration checkout, const BuildStep& build) {
     checkout_total += checkout;
-    build_total += build;
+    build_total += build.wall_time;
+    build_cpu_total += build.cpu_time;
     *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
     if (!task.build_command().empty()) {
       *result.mutable_timings()->mutable_build() = ToProto(build_total);
+      *result.mutable_timings()->mutable_build_cpu() = ToProto(build_cpu_total);
     }
   };
 
@@ -131,7 +134,11 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       request.isolation = task.build_isolation();
       BuildCache::Acquired built =
           build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
-      add_timings(built.checkout_time, built.step.wall_time);
+      add_timings(built.checkout_time, built.step);
+      if (!built.build_pool.empty()) {
+        result.mutable_timings()->set_build_pool(built.build_pool);
+        result.mutable_timings()->set_build_pool_slots(built.build_pool_slots);
+      }
       if (!built.step.ok()) {
         finish(built.step.failure, built.step.message, built.step.log_tail);
         return false;
@@ -143,7 +150,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     } else {
       const absl::Time checkout_start = clock_->Now();
       absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha, lane);
-      add_timings(clock_->Now() - checkout_start, absl::ZeroDuration());
+      add_timings(clock_->Now() - checkout_start, BuildStep());
       if (!prepared.ok()) {
         // A worker that cannot check out is an infrastructure problem: retried elsewhere.
         finish(v1::TASK_OUTCOME_INFRA_ERROR,
@@ -158,7 +165,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
         const BuildStep built =
             layers_.BuildInLayer(build, *prepared, *prepared + "-layer", task.build_isolation(),
                                  sha, cancel, &layer_envs[sha]);
-        add_timings(absl::ZeroDuration(), built.wall_time);
+        add_timings(absl::ZeroDuration(), built);
         if (!built.ok()) {
           finish(built.failure, built.message, built.log_tail);
           return false;

@@ -111,8 +111,7 @@ void WorkerAgent::StartTask(const v1::Lease& lease) {
   RunningTask* task = task_.get();
   task->thread = std::thread([this, task] {
     v1::TaskResult result = task_runner_->Run(
-        task->lease.task(), &task->cancel,
-        [this, task](v1::TaskPhase phase, int runs_done, int) {
+        task->lease.task(), &task->cancel, [this, task](v1::TaskPhase phase, int runs_done, int) {
           kbisect::MutexLock lock(&mu_);
           task->phase = phase;
           task->runs_done = runs_done;

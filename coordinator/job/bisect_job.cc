@@ -11,6 +11,7 @@
 #include "common/spec/job_spec.h"
 #include "common/stats/stats.h"
 #include "coordinator/job/build_ahead.h"
+#include "coordinator/job/build_capacity.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -154,7 +155,14 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
   input.builds = !status_.spec().build_command().empty();
   input.round = max_round_recorded_ + 1;
-  input.max_workers = status_.spec().max_workers();
+  // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
+  // (build_capacity.h): the round plan then places fewer points per round.
+  std::vector<std::string> taking_part;
+  for (const auto& [name, worker] : input.workers) {
+    if (!worker.quarantined && !worker.gone) taking_part.push_back(name);
+  }
+  input.max_workers =
+      CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
   input.commit_count = status_.commit_count();
   input.search = &search_;
   return input;

@@ -41,9 +41,14 @@ void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) 
   };
   *total->mutable_checkout() = sum(total->checkout(), add.checkout());
   *total->mutable_build() = sum(total->build(), add.build());
+  *total->mutable_build_cpu() = sum(total->build_cpu(), add.build_cpu());
   *total->mutable_bench() = sum(total->bench(), add.bench());
   *total->mutable_total() = sum(total->total(), add.total());
   total->set_build_reused(total->build_reused() && add.build_reused());
+  if (!add.build_pool().empty()) {
+    total->set_build_pool(add.build_pool());
+    total->set_build_pool_slots(add.build_pool_slots());
+  }
 }
 
 ProbeBook::ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)

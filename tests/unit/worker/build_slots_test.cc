@@ -29,7 +29,8 @@ TEST(ConcurrentBuildLimitTest, FitsTheBuildsIntoTheCores) {
   EXPECT_EQ(ConcurrentBuildLimit(2, 1.0), 2);
   EXPECT_EQ(ConcurrentBuildLimit(16, 1.9), 8);
   EXPECT_EQ(ConcurrentBuildLimit(16, 3.9), 4);
-  EXPECT_EQ(ConcurrentBuildLimit(8, 0.2), 8) << "never more builds than cores";
+  EXPECT_EQ(ConcurrentBuildLimit(8, 0.5), 16);
+  EXPECT_EQ(ConcurrentBuildLimit(2, 0.001), 16) << "at most 8 builds per core";
   EXPECT_EQ(ConcurrentBuildLimit(4, 64), 1) << "at least one";
   EXPECT_EQ(ConcurrentBuildLimit(0, 1.0), 1);
 }

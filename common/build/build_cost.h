@@ -1,0 +1,37 @@
+// Copyright 2026 The kbisect Authors.
+//
+// What a build costs a host, and how many builds its cores carry at once: the policy that the
+// worker's build slots (worker/build_slots.h) and the coordinator's dispatch
+// (coordinator/job/build_capacity.h) share. Pure functions.
+#ifndef KBISECT_COMMON_BUILD_BUILD_COST_H_
+#define KBISECT_COMMON_BUILD_BUILD_COST_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace kbisect {
+
+// What one finished build cost: its wall time and the CPU time it used.
+struct BuildCost {
+  absl::Duration wall = absl::ZeroDuration();
+  absl::Duration cpu = absl::ZeroDuration();
+};
+
+// The cores the heaviest of `recent` builds kept busy (CPU time over wall time), or nullopt when
+// none of them ran long enough to say (under 50 ms of wall time). The heaviest, not a typical
+// one: an incremental build that recompiles one file keeps one core busy, the full build of the
+// next probe all that `make -j` was given, and the bound must hold for both.
+std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
+
+// The number of builds a host with `cores` cores runs at once when one build keeps
+// `cores_per_build` of them busy: as many as fit, at least one; a build that keeps less than an
+// eighth of a core busy (it waits on the network, a remote compiler, a sleep) counts as an
+// eighth, so at most 8 builds per core. With nothing measured yet (nullopt) one: the first
+// build runs alone, and is measured without sharing the cores.
+int ConcurrentBuildLimit(int cores, std::optional<double> cores_per_build);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COMMON_BUILD_BUILD_COST_H_

@@ -1,0 +1,39 @@
+// Copyright 2026 The kbisect Authors.
+//
+// How many tasks a job keeps in flight when its hosts' build slots, not its GPUs, are the
+// bottleneck. A worker's builds take one of its host's build slots (worker/build_slots.h): on a
+// 2-core host one `make -j2` at a time. Seven probes of one round there queue seven builds
+// behind that slot, and a round that buys log2(8) = 3 bits of the search costs seven builds
+// where `git bisect` pays one build per bit. With the tasks in flight capped at what the slots
+// can feed, the round plan (dispatch.h) places fewer, better-spread points per round instead.
+//
+// A build pool (TaskTimings.build_pool: one per host and cache directory) with s slots, builds
+// of B seconds and benchmarks of b seconds keeps s * (1 + b / B) tasks busy: while one task
+// builds, the ones built before it benchmark. The capacity is the sum over the pools the job's
+// workers were seen building in, plus one for each worker not seen building yet (its pool is
+// unknown: it may be a host of its own). When benchmarks dominate (b >> B) the cap is above the
+// worker count and changes nothing; on a large host (many slots) too. Pure.
+#ifndef KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_
+#define KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/repeated_ptr_field.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// The tasks the job's `workers` (those taking part: not quarantined, not gone) can keep busy,
+// judged from `probes` (their TaskTimings: the pool and slots of each build, and the median
+// build and benchmark times of the most recent 8 probes that built). 0 (no cap) before any
+// build through a build cache was measured.
+int BuildCapacity(const std::vector<std::string>& workers,
+                  const google::protobuf::RepeatedPtrField<v1::Probe>& probes);
+
+// `max_workers` (the spec's cap, <= 0 for none) combined with a build capacity (0 for none).
+int CapTasksInFlight(int max_workers, int build_capacity);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_

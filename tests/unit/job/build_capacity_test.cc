@@ -1,0 +1,83 @@
+// Copyright 2026 The kbisect Authors.
+//
+// How many tasks a job keeps in flight when its hosts' build slots are the bottleneck.
+#include "coordinator/job/build_capacity.h"
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+using google::protobuf::RepeatedPtrField;
+using google::protobuf::util::TimeUtil;
+
+// A probe by `worker` whose build took `build` s in `pool` (with `slots` slots) and whose
+// benchmark runs took `bench` s.
+v1::Probe Built(const std::string& worker, const std::string& pool, int slots, double build,
+                double bench, bool reused = false) {
+  v1::Probe probe;
+  probe.set_worker(worker);
+  v1::TaskTimings* timings = probe.mutable_timings();
+  *timings->mutable_build() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(build * 1000));
+  *timings->mutable_bench() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(bench * 1000));
+  timings->set_build_pool(pool);
+  timings->set_build_pool_slots(slots);
+  timings->set_build_reused(reused);
+  return probe;
+}
+
+RepeatedPtrField<v1::Probe> Probes(const std::vector<v1::Probe>& list) {
+  RepeatedPtrField<v1::Probe> probes;
+  for (const v1::Probe& probe : list) *probes.Add() = probe;
+  return probes;
+}
+
+const std::vector<std::string> kFour = {"w0", "w1", "w2", "w3"};
+
+TEST(BuildCapacityTest, NothingBuiltYetMeansNoCap) {
+  EXPECT_EQ(BuildCapacity(kFour, Probes({})), 0);
+  v1::Probe no_cache;  // Built in the slot's own checkout: no pool.
+  no_cache.set_worker("w0");
+  *no_cache.mutable_timings()->mutable_build() = TimeUtil::SecondsToDuration(5);
+  EXPECT_EQ(BuildCapacity(kFour, Probes({no_cache})), 0);
+}
+
+TEST(BuildCapacityTest, OneSlotFeedsOneTaskWhenBuildsDominate) {
+  // Four workers on one 2-core host: 6 s builds, 0.3 s of benchmark, one build at a time.
+  const auto probes = Probes({Built("w0", "h:/c", 1, 6, 0.3), Built("w1", "h:/c", 1, 6, 0.3),
+                              Built("w2", "h:/c", 1, 6, 0.3), Built("w3", "h:/c", 1, 6, 0.3)});
+  EXPECT_EQ(BuildCapacity(kFour, probes), 2) << "1 slot x (1 + 0.3 / 6), rounded up";
+  EXPECT_EQ(CapTasksInFlight(0, BuildCapacity(kFour, probes)), 2);
+  EXPECT_EQ(CapTasksInFlight(1, BuildCapacity(kFour, probes)), 1) << "--max-workers still caps";
+}
+
+TEST(BuildCapacityTest, BenchmarksThatDominateLiftTheCap) {
+  // 1 s builds and 30 s of benchmark: one slot keeps 31 tasks busy.
+  const auto probes = Probes({Built("w0", "h:/c", 1, 1, 30), Built("w1", "h:/c", 1, 1, 30)});
+  EXPECT_GE(BuildCapacity(kFour, probes), 4);
+  EXPECT_EQ(CapTasksInFlight(0, 0), 0);
+  EXPECT_EQ(CapTasksInFlight(3, 0), 3);
+}
+
+TEST(BuildCapacityTest, PoolsAddUpAndWorkersNotSeenBuildingCountOne) {
+  // w0, w1 on host a (1 slot), w2 on host b (4 slots); w3 has not built yet.
+  const auto probes = Probes({Built("w0", "a:/c", 1, 10, 0), Built("w1", "a:/c", 1, 10, 0),
+                              Built("w2", "b:/c", 4, 10, 0)});
+  EXPECT_EQ(BuildCapacity(kFour, probes), 1 + 4 + 1);
+  // Only the workers taking part count.
+  EXPECT_EQ(BuildCapacity({"w0", "w1"}, probes), 1);
+}
+
+TEST(BuildCapacityTest, ReusedBuildsDoNotSizeItButStillPlaceTheirWorker) {
+  // The latest pool size counts; reused builds say nothing of build times.
+  const auto probes = Probes({Built("w0", "h:/c", 1, 8, 0), Built("w1", "h:/c", 2, 8, 0),
+                              Built("w2", "h:/c", 2, 0.01, 100, /*reused=*/true)});
+  EXPECT_EQ(BuildCapacity({"w0", "w1", "w2"}, probes), 2);
+}
+
+}  // namespace
+}  // namespace kbisect
