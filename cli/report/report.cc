@@ -400,6 +400,7 @@ class ReportWriter {
     Impact(short_(job_.last_good()), short_(job_.culprit()), /*required=*/true);
     Steps();
     FilesChanged();
+    if (job_.submodule_bumps_size() > 0) SubmoduleBumps();
     BisectLog();
     RootCauseHints();
   }
