@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/git/git_repo.h"
 #include "common/git/mirror.h"
+#include "common/git/submodules.h"
 #include "common/status_macros.h"
 #include "common/sync/mutex.h"
 #include "coordinator/repository_view.h"
@@ -136,7 +137,89 @@ class GitRepositoryView : public RepositoryView {
     return repo->DiffPatch(from, to);
   }
 
+  absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,
+                                                                const std::string& from,
+                                                                const std::string& to) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
+    ASSIGN_OR_RETURN(std::vector<SubmoduleRef> before, ListSubmodules(repo->git_dir(), from));
+    ASSIGN_OR_RETURN(std::vector<SubmoduleRef> after, ListSubmodules(repo->git_dir(), to));
+    std::map<std::string, std::pair<const SubmoduleRef*, const SubmoduleRef*>> by_path;
+    for (const SubmoduleRef& ref : before) by_path[ref.path].first = &ref;
+    for (const SubmoduleRef& ref : after) by_path[ref.path].second = &ref;
+    std::vector<v1::SubmoduleBump> bumps;
+    std::string base;  // Computed once, when a relative URL needs it.
+    for (const auto& [path, pair] : by_path) {
+      const auto& [old_ref, new_ref] = pair;
+      if (old_ref != nullptr && new_ref != nullptr && old_ref->sha == new_ref->sha) continue;
+      v1::SubmoduleBump bump;
+      bump.set_path(path);
+      if (old_ref != nullptr) bump.set_old_sha(old_ref->sha);
+      if (new_ref != nullptr) bump.set_new_sha(new_ref->sha);
+      const std::string& raw_url = new_ref != nullptr ? new_ref->url : old_ref->url;
+      if (raw_url.empty()) {
+        bump.set_error("its .gitmodules names no URL");
+        bumps.push_back(std::move(bump));
+        continue;
+      }
+      if (base.empty()) base = SubmoduleBaseUrl(repository);
+      absl::StatusOr<std::string> url = ResolveSubmoduleUrl(base, raw_url);
+      if (!url.ok()) {
+        bump.set_url(raw_url);
+        bump.set_error(std::string(url.status().message()));
+      } else {
+        bump.set_url(*url);
+        if (old_ref != nullptr && new_ref != nullptr) {
+          if (absl::Status read = ReadDependencyRange(*url, &bump); !read.ok()) {
+            bump.clear_commits();
+            bump.set_commit_count(0);
+            bump.set_error(std::string(read.message()));
+          }
+        }
+      }
+      bumps.push_back(std::move(bump));
+    }
+    return bumps;
+  }
+
  private:
+  // The first and last kBumpEnds commits of a bump's range are listed.
+  static constexpr int kBumpEnds = 3;
+
+  // Fills `bump`'s commit count and commits from the dependency at `url`, fetched again when it
+  // lacks either recorded commit.
+  absl::Status ReadDependencyRange(const std::string& url, v1::SubmoduleBump* bump) {
+    ASSIGN_OR_RETURN(GitRepo * dep, Open(url, /*refresh=*/false));
+    if (!dep->GetCommit(bump->old_sha()).ok() || !dep->GetCommit(bump->new_sha()).ok()) {
+      ASSIGN_OR_RETURN(dep, Open(url, /*refresh=*/true));
+    }
+    absl::StatusOr<std::vector<std::string>> range =
+        dep->CommitRange(bump->old_sha(), bump->new_sha(), /*first_parent=*/false);
+    if (!range.ok() && absl::IsFailedPrecondition(range.status())) {
+      absl::StatusOr<std::vector<std::string>> back =
+          dep->CommitRange(bump->new_sha(), bump->old_sha(), /*first_parent=*/false);
+      if (back.ok()) {
+        bump->set_backwards(true);
+        range = std::move(back);
+      } else if (absl::IsFailedPrecondition(back.status())) {
+        return absl::FailedPreconditionError(absl::StrCat("neither ", bump->old_sha().substr(0, 7),
+                                                          " nor ", bump->new_sha().substr(0, 7),
+                                                          " is an ancestor of the other in ", url));
+      }
+    }
+    if (!range.ok()) return range.status();
+    // The range is [from, c1, ..., to]: its commits are all but the first.
+    const int count = static_cast<int>(range->size()) - 1;
+    bump->set_commit_count(count);
+    for (int i = 1; i <= count; ++i) {
+      if (count > 2 * kBumpEnds && i > kBumpEnds && i <= count - kBumpEnds) continue;
+      ASSIGN_OR_RETURN(CommitInfo info, dep->GetCommit((*range)[i]));
+      v1::CommitRef* commit = bump->add_commits();
+      *commit = ToCommitRef(info, i);
+      commit->clear_body();
+    }
+    return absl::OkStatus();
+  }
+
   // Opens (and caches) the repository: local paths in place, URLs through a mirror that is
   // fetched when `refresh` is set.
   absl::StatusOr<GitRepo*> Open(const std::string& repository, bool refresh) {

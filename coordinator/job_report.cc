@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator, the report details of a finished job that need I/O: the workers' identities,
-// the culprit's files changed and its root-cause hints.
+// the culprit's files changed, its submodule bumps and its root-cause hints.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -34,6 +34,15 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
   } else {
     status->add_warnings(
         absl::StrCat("could not list the culprit's files: ", files.status().message()));
+  }
+  // A dependency bump: its own commits, read from the dependency's repository.
+  absl::StatusOr<std::vector<v1::SubmoduleBump>> bumps =
+      repositories_->SubmoduleBumps(repository, from, to);
+  if (bumps.ok()) {
+    for (v1::SubmoduleBump& bump : *bumps) *status->add_submodule_bumps() = std::move(bump);
+  } else {
+    status->add_warnings(
+        absl::StrCat("could not list the culprit's submodule bumps: ", bumps.status().message()));
   }
   absl::StatusOr<std::string> patch = repositories_->DiffPatch(repository, from, to);
   if (patch.ok()) {

@@ -34,17 +34,24 @@ class RepositoryView {
     std::string tip;
   };
   virtual absl::StatusOr<MergedBranchRange> MergedBranch(const std::string& repository,
-                                                          const std::string& merge_sha) = 0;
+                                                         const std::string& merge_sha) = 0;
 
   // Files changed between two commits of `repository`, with line counts.
   virtual absl::StatusOr<std::vector<v1::FileChange>> DiffStat(const std::string& repository,
                                                                const std::string& from,
                                                                const std::string& to) = 0;
 
+  // The submodules whose recorded commit differs between commits `from` and `to` of
+  // `repository` (moved, added or removed), sorted by path, each with the dependency's commits
+  // between the two, read from the dependency's repository (its URL resolved as the workers
+  // resolve it, common/git/submodules.h; mirrored like `repository` when it is a URL). A
+  // dependency that cannot be read gives a bump with `error` set rather than an error.
+  virtual absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(
+      const std::string& repository, const std::string& from, const std::string& to) = 0;
+
   // The unified patch between two commits of `repository`.
   virtual absl::StatusOr<std::string> DiffPatch(const std::string& repository,
-                                                const std::string& from,
-                                                const std::string& to) = 0;
+                                                const std::string& from, const std::string& to) = 0;
 };
 
 // Returns a libgit2-backed view. Local paths are opened in place (read only: nothing in them is

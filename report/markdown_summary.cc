@@ -10,6 +10,7 @@
 #include "common/text/count.h"
 #include "report/html/page_format.h"
 #include "report/reproduce.h"
+#include "report/submodule_bump.h"
 
 namespace kbisect {
 namespace {
@@ -43,6 +44,12 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
       const v1::RootCauseHint& h = job.root_cause_hints(0);
       absl::StrAppend(&out, "\n**Likely cause:** ", Cell(h.pattern()), " in ", Code(h.file()), ": ",
                       Cell(h.likely_cause()), " (", Code(h.line()), ")\n");
+    }
+    for (const v1::SubmoduleBump& bump : job.submodule_bumps()) {
+      absl::StrAppend(&out, "\n**Dependency bump:** ", Cell(DescribeSubmoduleBump(bump)), "\n");
+      for (const std::string& line : SubmoduleBumpCommitLines(bump)) {
+        absl::StrAppend(&out, "- ", Cell(line), "\n");
+      }
     }
     if (job.has_merged_culprit()) {
       absl::StrAppend(&out, "\n**Inside the merged branch:** ",

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/git/git_repo.h"
 #include "common/git/mirror.h"
+#include "common/git/submodules.h"
 #include "common/git/worktree.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -159,10 +160,11 @@ std::unique_ptr<FileLock> TryLockIdle(const fs::path& dir) {
   return lock.ok() ? *std::move(lock) : nullptr;
 }
 
-// Checks commit `sha` out into `dir` from the mirror at `mirror_dir`: a forced checkout of an
-// existing worktree (ignored build outputs stay) or a fresh one.
+// Checks commit `sha` of `repository` out into `dir` from the mirror at `mirror_dir`, with its
+// submodules: a forced checkout of an existing worktree (ignored build outputs stay) or a fresh
+// one.
 absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
-                          const std::string& sha) {
+                          const std::string& repository, const std::string& sha) {
   absl::StatusOr<std::unique_ptr<Worktree>> tree = Worktree::OpenOrCreate(mirror_dir, dir);
   if (!tree.ok() && !absl::IsFailedPrecondition(tree.status())) {
     // Whatever is there cannot be opened (a half-created repository): start afresh.
@@ -171,7 +173,8 @@ absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
     tree = Worktree::OpenOrCreate(mirror_dir, dir);
   }
   if (!tree.ok()) return tree.status();
-  return (*tree)->Checkout(sha);
+  const std::string mirrors = fs::path(mirror_dir).parent_path().string();
+  return SubmoduleCheckout(mirrors).CheckOut(**tree, repository, sha);
 }
 
 // The key of `request`'s build: its commit's tree (read from the mirror at `mirror_dir`), its
@@ -394,7 +397,12 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   } else {
     acquired.started_from = claim.took_over_sha;
   }
-  absl::Status checked_out = CheckOutInto(*mirror, src, request.sha);
+  absl::Status checked_out = CheckOutInto(*mirror, src, request.repository, request.sha);
+  if (IsUnfetchableSubmodule(checked_out)) {
+    // The commit's, not the worker's: skipped, like a failed build (docs/decisions.md 140).
+    return fail(v1::TASK_OUTCOME_CHECKOUT_FAILED,
+                absl::StrCat("checkout of ", short_sha, " failed: ", checked_out.message()));
+  }
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
   std::unique_ptr<FileLock> build_slot =

@@ -111,7 +111,8 @@ class BuildCache {
   // A built checkout, or why there is none.
   struct Acquired {
     // OK when `dir` holds the commit, built; otherwise the outcome, message and log tail of the
-    // failure (INFRA_ERROR for mirror, checkout and cache errors).
+    // failure (INFRA_ERROR for mirror, checkout and cache errors; CHECKOUT_FAILED for a
+    // submodule commit nobody can fetch, common/git/submodules.h).
     BuildStep step;
     // The checkout's absolute path.
     std::string dir;

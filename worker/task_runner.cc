@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/git/submodules.h"
 #include "common/metric/metric.h"
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
@@ -152,8 +153,10 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha, lane);
       add_timings(clock_->Now() - checkout_start, BuildStep());
       if (!prepared.ok()) {
-        // A worker that cannot check out is an infrastructure problem: retried elsewhere.
-        finish(v1::TASK_OUTCOME_INFRA_ERROR,
+        // A worker that cannot check out is an infrastructure problem: retried elsewhere. A
+        // submodule commit nobody can fetch is the commit's: it is skipped, like a failed build.
+        finish(IsUnfetchableSubmodule(prepared.status()) ? v1::TASK_OUTCOME_CHECKOUT_FAILED
+                                                         : v1::TASK_OUTCOME_INFRA_ERROR,
                absl::StrCat("checkout of ", short_sha, " failed: ", prepared.status().message()),
                "");
         return false;

@@ -17,7 +17,7 @@ absl::StatusOr<std::string> PrepareMirror(const std::string& cache_dir,
 }
 
 GitWorkspace::GitWorkspace(std::string cache_dir, int slot)
-    : cache_dir_(std::move(cache_dir)), slot_(slot) {}
+    : cache_dir_(std::move(cache_dir)), slot_(slot), submodules_(cache_dir_ + "/mirrors") {}
 
 absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
                                                   const std::string& sha, WorkspaceLane lane) {
@@ -30,7 +30,7 @@ absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
     ASSIGN_OR_RETURN(std::unique_ptr<Worktree> worktree, Worktree::OpenOrCreate(mirror_dir, dir));
     it = worktrees_.emplace(std::make_pair(key, lane), std::move(worktree)).first;
   }
-  RETURN_IF_ERROR(it->second->Checkout(sha));
+  RETURN_IF_ERROR(submodules_.CheckOut(*it->second, repository, sha));
   return it->second->path();
 }
 

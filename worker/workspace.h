@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/git/submodules.h"
 #include "common/git/worktree.h"
 
 namespace kbisect {
@@ -25,9 +26,11 @@ class Workspace {
  public:
   virtual ~Workspace() = default;
 
-  // Makes the directory of `lane` hold exactly commit `sha` of `repository` (a URL or path) and
-  // returns the directory. The two lanes are different directories. Ignored files (build
-  // outputs) survive between calls on one lane, so builds are incremental.
+  // Makes the directory of `lane` hold exactly commit `sha` of `repository` (a URL or path),
+  // its submodules included, recursively, and returns the directory. The two lanes are
+  // different directories. Ignored files (build outputs) survive between calls on one lane, so
+  // builds are incremental. An error for which IsUnfetchableSubmodule (common/git/submodules.h)
+  // is true is the commit's (a submodule commit nobody can fetch); any other is the worker's.
   virtual absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
                                               WorkspaceLane lane) = 0;
 };
@@ -38,7 +41,8 @@ class Workspace {
 absl::StatusOr<std::string> PrepareMirror(const std::string& cache_dir,
                                           const std::string& repository, const std::string& sha);
 
-// The real workspace of slot `slot`: mirrors under <cache_dir>/mirrors/, checkouts under
+// The real workspace of slot `slot`: mirrors under <cache_dir>/mirrors/ (the submodules' too,
+// one per submodule URL), checkouts under
 // <cache_dir>/worktrees/<repository key>/slot-<slot> (the primary lane) and .../slot-<slot>-b
 // (the paired lane, created by the slot's first confirmation). The source repository is only
 // read. Thread-compatible: one slot's workspace is used by one task at a time.
@@ -52,6 +56,7 @@ class GitWorkspace : public Workspace {
  private:
   const std::string cache_dir_;
   const int slot_;
+  const SubmoduleCheckout submodules_;
   // By repository key and lane.
   std::map<std::pair<std::string, WorkspaceLane>, std::unique_ptr<Worktree>> worktrees_;
 };

@@ -19,6 +19,7 @@
 #include "common/text/count.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
+#include "report/submodule_bump.h"
 
 namespace kbisect {
 namespace {
@@ -319,6 +320,15 @@ class ReportWriter {
                       " -", deletions));
   }
 
+  void SubmoduleBumps() {
+    Line();
+    Line("Dependency bumps:");
+    for (const v1::SubmoduleBump& bump : job_.submodule_bumps()) {
+      Wrapped("  ", DescribeSubmoduleBump(bump));
+      for (const std::string& line : SubmoduleBumpCommitLines(bump)) Line("    " + line);
+    }
+  }
+
   void BisectLog() {
     Line();
     Line("Bisect log:");
@@ -390,6 +400,7 @@ class ReportWriter {
     Impact(short_(job_.last_good()), short_(job_.culprit()), /*required=*/true);
     Steps();
     FilesChanged();
+    if (job_.submodule_bumps_size() > 0) SubmoduleBumps();
     BisectLog();
     RootCauseHints();
   }
@@ -464,6 +475,7 @@ class ReportWriter {
     Impact(job_.has_last_good() ? short_(job_.last_good()) : "last good", "first bad",
            /*required=*/false);
     if (job_.files_changed_size() > 0) FilesChanged();
+    if (job_.submodule_bumps_size() > 0) SubmoduleBumps();
     BisectLog();
     if (job_.root_cause_hints_size() > 0) RootCauseHints();
   }

@@ -78,7 +78,10 @@ int UnlinkBeforeUpdate(git_checkout_notify_t why, const char* path, const git_di
 absl::Status RemoveUntracked(git_repository* repo, const std::string& root) {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;
   options.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
-  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
+  // A submodule's own untracked files are its checkout's business (submodules.h): looking into
+  // it here would only cost a status of the whole submodule.
+  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   git_status_list* raw = nullptr;
   int rc = git_status_list_new(&raw, repo, &options);
   if (rc != 0) return Git2Error(rc, absl::StrCat("cannot list untracked files in '", root, "'"));

@@ -66,7 +66,9 @@ class Worktree {
   //     directories this empties, judged by the .gitignore files of the new commit: files git
   //     ignores (by .gitignore, .git/info/exclude or SetExcludes), such as a build directory, are
   //     kept, even inside otherwise untracked directories, so builds stay incremental;
-  //   * HEAD is detached at the commit and the index matches it.
+  //   * HEAD is detached at the commit and the index matches it;
+  //   * a submodule (a gitlink) is only an empty directory where none was, and what is in its
+  //     directory is left alone: SubmoduleCheckout (submodules.h) checks submodules out.
   // Only files that differ are written (the index's stat data tells which are unchanged), so
   // moving between nearby commits costs about the size of the change plus two stats per file.
   //

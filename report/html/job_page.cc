@@ -21,6 +21,7 @@
 #include "report/html/template.h"
 #include "report/html/timeline.h"
 #include "report/reproduce.h"
+#include "report/submodule_bump.h"
 
 namespace kbisect::html {
 namespace {
@@ -283,6 +284,19 @@ std::string ChangesSection(const v1::JobStatus& job) {
     }
     absl::StrAppend(&out, "<section id=\"files\"><h2>Files changed</h2><table>", rows,
                     "</table></section>");
+  }
+  if (job.submodule_bumps_size() > 0) {
+    std::string items;
+    for (const v1::SubmoduleBump& bump : job.submodule_bumps()) {
+      std::string commits;
+      for (const std::string& line : SubmoduleBumpCommitLines(bump)) {
+        absl::StrAppend(&commits, Escape(line), "\n");
+      }
+      absl::StrAppend(&items, "<li>", Escape(DescribeSubmoduleBump(bump)),
+                      commits.empty() ? "" : absl::StrCat("<pre>", commits, "</pre>"), "</li>");
+    }
+    absl::StrAppend(&out, "<section id=\"bumps\"><h2>Dependency bumps</h2><ul>", items,
+                    "</ul></section>");
   }
   if (job.root_cause_hints_size() > 0) {
     std::string items;

@@ -95,4 +95,9 @@ absl::StatusOr<std::string> FakeRepositoryView::DiffPatch(const std::string&, co
       "-    BLOCK_SIZE=64\n+    BLOCK_SIZE=32\n");
 }
 
+absl::StatusOr<std::vector<v1::SubmoduleBump>> FakeRepositoryView::SubmoduleBumps(
+    const std::string& /*repository*/, const std::string& /*from*/, const std::string& /*to*/) {
+  return std::vector<v1::SubmoduleBump>();
+}
+
 }  // namespace kbisect

@@ -46,6 +46,10 @@ class FakeRepositoryView : public RepositoryView {
                                                        const std::string& to) override;
   absl::StatusOr<std::string> DiffPatch(const std::string& repository, const std::string& from,
                                         const std::string& to) override;
+  // No submodules: always an empty list.
+  absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,
+                                                                const std::string& from,
+                                                                const std::string& to) override;
 
   int resolves = 0;
   int diffs = 0;

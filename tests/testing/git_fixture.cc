@@ -146,6 +146,12 @@ std::string GitFixture::Commit(std::string_view message,
   return Head();
 }
 
+void GitFixture::SetGitlink(const std::string& relative, const std::string& sha) {
+  std::error_code ec;
+  fs::create_directories(absl::StrCat(path_, "/", relative), ec);
+  Git({"update-index", "--add", "--cacheinfo", absl::StrCat("160000,", sha, ",", relative)});
+}
+
 void GitFixture::Branch(const std::string& name, const std::string& start) {
   Git({"branch", name, start});
 }

@@ -98,6 +98,11 @@ class GitFixture {
   std::string Commit(std::string_view message, const std::map<std::string, std::string>& files = {},
                      const std::vector<std::string>& deletions = {});
 
+  // Records a gitlink (a submodule's recorded commit `sha`) at `relative` in the index, so the
+  // next Commit includes it, and makes an empty directory there (an unpopulated submodule, which
+  // Commit leaves as it is). The .gitmodules that names it is the caller's to write.
+  void SetGitlink(const std::string& relative, const std::string& sha);
+
   // Creates branch `name` at `start` without switching to it.
   void Branch(const std::string& name, const std::string& start = "HEAD");
 

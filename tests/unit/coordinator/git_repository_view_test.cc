@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/repository_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -115,6 +116,71 @@ TEST_F(GitRepositoryViewTest, MergedBranchIsTheMergeBaseToTheSecondParent) {
   auto not_merge = view_->MergedBranch(source_.path(), third_);
   EXPECT_EQ(not_merge.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(not_merge.status().message()), ::testing::HasSubstr("not a merge"));
+}
+
+// A culprit that bumps a submodule names the dependency's range: 8 commits, the first 3 and the
+// last 3 listed; a move back, an addition and a dependency that cannot be read are named too.
+TEST(GitRepositoryViewSubmodulesTest, NamesTheDependencyRangeOfABump) {
+  TempDir tmp;
+  GitFixture dep(tmp.Join("dep"));
+  dep.Init();
+  std::vector<std::string> dep_commits;
+  for (int i = 0; i <= 8; ++i) {
+    dep_commits.push_back(
+        dep.Commit(absl::StrCat("dep change ", i), {{"k.txt", std::to_string(i)}}));
+  }
+  GitFixture super(tmp.Join("super"));
+  super.Init();
+  const std::string none = super.Commit("no submodule", {{"main.txt", "x\n"}});
+  super.SetGitlink("third_party/dep", dep_commits[0]);
+  const std::string added = super.Commit(
+      "add dep",
+      {{".gitmodules", "[submodule \"dep\"]\n\tpath = third_party/dep\n\turl = ../dep\n"}});
+  super.SetGitlink("third_party/dep", dep_commits[8]);
+  const std::string bumped = super.Commit("bump dep");
+  super.SetGitlink("third_party/dep", dep_commits[6]);
+  const std::string back = super.Commit("move dep back");
+  super.SetGitlink("third_party/dep", "1234567890123456789012345678901234567890");
+  const std::string lost = super.Commit("bump dep to a commit it does not have");
+  std::unique_ptr<RepositoryView> view = NewGitRepositoryView(tmp.Join("cache"));
+
+  absl::StatusOr<std::vector<v1::SubmoduleBump>> bumps =
+      view->SubmoduleBumps(super.path(), added, bumped);
+  ASSERT_TRUE(bumps.ok()) << bumps.status();
+  ASSERT_EQ(bumps->size(), 1u);
+  const v1::SubmoduleBump& bump = (*bumps)[0];
+  EXPECT_EQ(bump.path(), "third_party/dep");
+  EXPECT_EQ(bump.url(), dep.path());
+  EXPECT_EQ(bump.old_sha(), dep_commits[0]);
+  EXPECT_EQ(bump.new_sha(), dep_commits[8]);
+  EXPECT_EQ(bump.commit_count(), 8);
+  EXPECT_FALSE(bump.backwards());
+  std::vector<std::string> subjects;
+  for (const v1::CommitRef& commit : bump.commits()) subjects.push_back(commit.subject());
+  EXPECT_THAT(subjects, ::testing::ElementsAre("dep change 1", "dep change 2", "dep change 3",
+                                               "dep change 6", "dep change 7", "dep change 8"));
+  EXPECT_EQ(bump.error(), "");
+
+  bumps = view->SubmoduleBumps(super.path(), bumped, back);
+  ASSERT_TRUE(bumps.ok()) << bumps.status();
+  ASSERT_EQ(bumps->size(), 1u);
+  EXPECT_TRUE((*bumps)[0].backwards());
+  EXPECT_EQ((*bumps)[0].commit_count(), 2);
+
+  bumps = view->SubmoduleBumps(super.path(), none, added);
+  ASSERT_TRUE(bumps.ok()) << bumps.status();
+  ASSERT_EQ(bumps->size(), 1u);
+  EXPECT_EQ((*bumps)[0].old_sha(), "");
+  EXPECT_EQ((*bumps)[0].new_sha(), dep_commits[0]);
+
+  bumps = view->SubmoduleBumps(super.path(), back, lost);
+  ASSERT_TRUE(bumps.ok()) << bumps.status();
+  ASSERT_EQ(bumps->size(), 1u);
+  EXPECT_THAT((*bumps)[0].error(), ::testing::HasSubstr("1234567890"));
+
+  bumps = view->SubmoduleBumps(super.path(), none, none);
+  ASSERT_TRUE(bumps.ok()) << bumps.status();
+  EXPECT_TRUE(bumps->empty());
 }
 
 }  // namespace

@@ -1,0 +1,127 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect run` on a superproject whose benchmark depends on a submodule with a nested submodule
+// of its own, all three served over file:// remotes and related by relative URLs, as kernel
+// projects vendor CUTLASS: no build step, real binaries, real gRPC on loopback. The regression
+// arrives with a bump of the dependency; the bisect finds the bump and the report names the
+// dependency's range. A submodule commit nobody can fetch gives a clear message.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/run_fixture.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Makes ROOT/{leaf,dep,super}.git (bare) and the user's clone ROOT/work of super.git, all in
+// ROOT (the script's only argument, which must exist). leaf: 4 commits; its file "latency" is 1
+// until leaf 2 makes it 2. dep: 6 commits (dep change 0..5); its submodule "nested"
+// (../leaf.git) is at leaf 0 up to dep change 2 and at leaf 3 from dep change 3 on. super: 20
+// commits; super 0 (tag v1.0) adds third_party/dep (../dep.git) at dep change 0, commit 12
+// ("bump dep") moves it to dep change 5, the others change main.txt. Branch "lost" adds a commit
+// recording a dep commit that was never pushed. Prints the culprit's sha, then the lost one's.
+constexpr char kMakeRepos[] = R"sh(set -eu
+root="$1"; cd "$root"
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_COMMITTER_NAME=t
+export GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_EMAIL=t@example.com
+gitlink() { mkdir -p "$2"; git update-index --add --cacheinfo "160000,$1,$2"; }
+git init -q -b main leaf; cd leaf
+for i in 0 1 2 3; do
+  v=1; [ "$i" -ge 2 ] && v=2
+  echo "$v" > latency; echo "$i" > rev; git add -A; git commit -qm "leaf $i"
+done
+leaf0=$(git rev-parse HEAD~3); leaf3=$(git rev-parse HEAD)
+cd "$root"; git clone -q --bare leaf leaf.git
+git init -q -b main dep; cd dep
+printf '[submodule "nested"]\n\tpath = nested\n\turl = ../leaf.git\n' > .gitmodules
+for i in 0 1 2 3 4 5; do
+  if [ "$i" -ge 3 ]; then gitlink "$leaf3" nested; else gitlink "$leaf0" nested; fi
+  echo "$i" > dep.txt; git add -A; git commit -qm "dep change $i"
+done
+dep0=$(git rev-parse HEAD~5); dep5=$(git rev-parse HEAD)
+cd "$root"; git clone -q --bare dep dep.git
+git init -q -b main super; cd super
+printf '[submodule "dep"]\n\tpath = third_party/dep\n\turl = ../dep.git\n' > .gitmodules
+printf '#!/bin/sh\nv=$(cat third_party/dep/nested/latency) || exit 1\n' > bench.sh
+printf 'awk -v v="$v" -v s="$$" %s\n' \
+  "'BEGIN { srand(s); printf \"Latency: %.4f ms\\n\", v * (1 + 0.002 * rand()) }'" >> bench.sh
+chmod +x bench.sh
+for i in $(seq 0 19); do
+  msg="super $i"
+  if [ "$i" -eq 0 ]; then gitlink "$dep0" third_party/dep; fi
+  if [ "$i" -eq 12 ]; then gitlink "$dep5" third_party/dep; msg="bump dep"; fi
+  echo "$i" > main.txt; git add -A; git commit -qm "$msg"
+  if [ "$i" -eq 0 ]; then git tag v1.0; fi
+  if [ "$i" -eq 12 ]; then git rev-parse HEAD > "$root/culprit"; fi
+done
+cd "$root"; git clone -q dep.git dep-clone; cd dep-clone
+echo lost > dep.txt; git commit -qam "never pushed"; lost=$(git rev-parse HEAD)
+cd "$root/super"; git checkout -q -b lost; gitlink "$lost" third_party/dep
+git commit -qm "bump dep to a commit never pushed"; git checkout -q main
+cd "$root"; git clone -q --bare super super.git
+git clone -q "file://$root/super.git" work; git -C work branch -q lost origin/lost
+cat "$root/culprit"; echo "$lost"
+)sh";
+
+class SubmodulesRunTest : public KbisectRunTest {
+ protected:
+  void SetUp() override {
+    WriteFile(tmp_.Join("make.sh"), kMakeRepos);
+    const CommandResult made = RunShell(
+        absl::StrCat("sh ", ShellQuote(tmp_.Join("make.sh")), " ", ShellQuote(tmp_.path())));
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    const std::string out = Trim(made.out);
+    ASSERT_EQ(out.size(), 81u) << out;
+    culprit_ = out.substr(0, 40);
+    lost_ = out.substr(41, 40);
+  }
+
+  std::string culprit_, lost_;
+};
+
+TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
+  const std::string json = tmp_.Join("result.json");
+  const std::string markdown = tmp_.Join("summary.md");
+  const CommandResult run = Run(
+      absl::StrCat("run v1.0 main --repo ", ShellQuote(tmp_.Join("work")), " --workers 2 --json ",
+                   ShellQuote(json), " --markdown ", ShellQuote(markdown), " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit_) << run.out;
+  ASSERT_EQ(result["submodule_bumps"].size(), 1u) << result.dump();
+  const nlohmann::json& bump = result["submodule_bumps"][0];
+  EXPECT_EQ(bump["path"], "third_party/dep");
+  EXPECT_EQ(bump["url"], "file://" + tmp_.Join("dep.git"));
+  EXPECT_EQ(bump["commit_count"], 5);
+  ASSERT_EQ(bump["commits"].size(), 5u);
+  EXPECT_EQ(bump["commits"][0]["subject"], "dep change 1");
+  EXPECT_EQ(bump["commits"][4]["subject"], "dep change 5");
+  // The terminal report and the Markdown name the bump and the dependency's commits.
+  EXPECT_THAT(run.out, HasSubstr("Dependency bumps:"));
+  EXPECT_THAT(run.out, HasSubstr("third_party/dep bumped "));
+  EXPECT_THAT(run.out, HasSubstr("(5 commits), from"));
+  EXPECT_THAT(run.out, HasSubstr("file://" + tmp_.Join("dep.git")));
+  EXPECT_THAT(run.out, HasSubstr(" dep change 3"));
+  EXPECT_THAT(ReadFile(markdown), HasSubstr("**Dependency bump:** third_party/dep bumped"));
+}
+
+TEST_F(SubmodulesRunTest, ASubmoduleCommitNobodyCanFetchIsNamed) {
+  const CommandResult run = Run(absl::StrCat("run v1.0 lost --repo ", ShellQuote(tmp_.Join("work")),
+                                             " --workers 2 -- ./bench.sh"));
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_THAT(run.out + run.err,
+              HasSubstr("submodule 'third_party/dep' at commit " + lost_.substr(0, 12) +
+                        " from 'file://" + tmp_.Join("dep.git") + "' cannot be fetched"));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace kbisect
