@@ -61,28 +61,30 @@ absl::StatusOr<CommitGraphSearch> CommitGraphSearch::Create(std::vector<std::vec
   CommitGraphSearch search;
   search.n_ = static_cast<int>(parents.size()) - 1;
   search.words_ = (search.n_ + 1 + 63) / 64;
-  search.ancestors_.assign(parents.size(), Bits(search.words_));
+  auto graph = std::make_shared<Graph>();
+  graph->ancestors.assign(parents.size(), Bits(search.words_));
   for (int i = 0; i <= search.n_; ++i) {
-    Bits& own = search.ancestors_[i];
+    Bits& own = graph->ancestors[i];
     SetBit(&own, i);
     for (int parent : parents[i]) {
       if (parent < 0 || parent >= i) {
         return absl::InvalidArgumentError(absl::StrCat("parent ", parent, " of node ", i,
                                                        " is not an earlier node of the range"));
       }
-      const Bits& inherited = search.ancestors_[parent];
+      const Bits& inherited = graph->ancestors[parent];
       for (int w = 0; w < search.words_; ++w) own[w] |= inherited[w];
     }
   }
   for (int i = 1; i <= search.n_; ++i) {
-    if (!HasBit(search.ancestors_[search.n_], i)) {
+    if (!HasBit(graph->ancestors[search.n_], i)) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", i, " is not an ancestor of BAD (node ", search.n_, ")"));
     }
   }
-  search.parents_ = std::move(parents);
-  search.candidates_ = search.ancestors_[search.n_];
-  for (int w = 0; w < search.words_; ++w) search.candidates_[w] &= ~search.ancestors_[0][w];
+  graph->parents = std::move(parents);
+  search.candidates_ = graph->ancestors[search.n_];
+  for (int w = 0; w < search.words_; ++w) search.candidates_[w] &= ~graph->ancestors[0][w];
+  search.graph_ = std::move(graph);
   search.Recount();
   search.verdicts_[0] = Verdict::kGood;
   search.verdicts_[search.n_] = Verdict::kBad;
@@ -92,12 +94,12 @@ absl::StatusOr<CommitGraphSearch> CommitGraphSearch::Create(std::vector<std::vec
 const std::vector<int>& CommitGraphSearch::Parents(int index) const {
   static const std::vector<int> kNone;
   if (index < 0 || index > n_) return kNone;
-  return parents_[index];
+  return graph_->parents[index];
 }
 
 bool CommitGraphSearch::IsAncestor(int ancestor, int descendant) const {
   if (ancestor < 0 || ancestor > n_ || descendant < 0 || descendant > n_) return false;
-  return HasBit(ancestors_[descendant], ancestor);
+  return HasBit(AncestorsOf(descendant), ancestor);
 }
 
 void CommitGraphSearch::Recount() { candidate_count_ = CountBits(candidates_); }
@@ -113,7 +115,7 @@ bool CommitGraphSearch::Eligible(int index) const {
 
 bool CommitGraphSearch::Splits(int index) const {
   if (index < 0 || index > n_) return false;
-  const int inside = CountCommonBits(candidates_, ancestors_[index]);
+  const int inside = CountCommonBits(candidates_, AncestorsOf(index));
   return inside > 0 && inside < candidate_count_;
 }
 
@@ -122,7 +124,7 @@ std::vector<int> CommitGraphSearch::Choose(int count) const {
   if (count <= 0) return chosen;
   std::vector<Bits> classes = {candidates_};
   for (int probe : in_flight_) {
-    if (Splits(probe)) SplitClasses(ancestors_[probe], &classes);
+    if (Splits(probe)) SplitClasses(AncestorsOf(probe), &classes);
   }
   std::vector<int> eligible;
   for (int index = 1; index <= n_; ++index) {
@@ -136,7 +138,7 @@ std::vector<int> CommitGraphSearch::Choose(int count) const {
     int best = -1;
     for (size_t e = 0; e < eligible.size(); ++e) {
       if (taken[e]) continue;
-      const Bits& ancestors = ancestors_[eligible[e]];
+      const Bits& ancestors = AncestorsOf(eligible[e]);
       int64_t gain = 0;
       for (const Bits& group : classes) {
         const int64_t size = CountBits(group);
@@ -151,13 +153,36 @@ std::vector<int> CommitGraphSearch::Choose(int count) const {
     if (best < 0) break;
     taken[best] = true;
     chosen.push_back(eligible[best]);
-    SplitClasses(ancestors_[eligible[best]], &classes);
+    SplitClasses(AncestorsOf(eligible[best]), &classes);
   }
   std::sort(chosen.begin(), chosen.end());
   return chosen;
 }
 
 std::vector<int> CommitGraphSearch::PlanProbes(int count) const { return Choose(count); }
+
+int CommitGraphSearch::LargestClassWith(const std::vector<int>& points) const {
+  std::vector<Bits> classes = {candidates_};
+  for (int probe : in_flight_) {
+    if (Splits(probe)) SplitClasses(AncestorsOf(probe), &classes);
+  }
+  for (int probe : points) {
+    if (Splits(probe)) SplitClasses(AncestorsOf(probe), &classes);
+  }
+  int largest = 0;
+  for (const Bits& group : classes) largest = std::max(largest, CountBits(group));
+  return largest;
+}
+
+int CommitGraphSearch::LastGoodAncestor(int index) const {
+  if (index < 0 || index > n_) return 0;
+  int best = 0;
+  for (const auto& [probe, verdict] : verdicts_) {
+    if (verdict == Verdict::kGood && HasBit(AncestorsOf(index), probe))
+      best = std::max(best, probe);
+  }
+  return best;
+}
 
 std::vector<int> CommitGraphSearch::NextProbes(int count) {
   std::vector<int> result = Choose(count);
@@ -176,7 +201,7 @@ absl::Status CommitGraphSearch::Record(int index, Verdict verdict) {
         absl::StrCat("index ", index, " is outside the range [0, ", n_, "]"));
   }
   Bits next = candidates_;
-  const Bits& ancestors = ancestors_[index];
+  const Bits& ancestors = AncestorsOf(index);
   if (verdict == Verdict::kGood) {
     for (int w = 0; w < words_; ++w) next[w] &= ~ancestors[w];
   } else if (verdict == Verdict::kBad) {

@@ -48,6 +48,7 @@
 #define KBISECT_COMMON_SEARCH_COMMIT_GRAPH_SEARCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -55,7 +56,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/search/bisect_search.h"
+#include "common/search/verdict.h"
 
 namespace kbisect {
 
@@ -134,6 +135,15 @@ class CommitGraphSearch {
   // Returns the number of candidates.
   int RemainingCandidates() const { return candidate_count_; }
 
+  // Returns the largest number of candidates any outcome of the in-flight probes that split the
+  // candidates and `points` can leave (the biggest class of candidates with the same verdicts
+  // at all of them): the graph's counterpart of BisectSearch::LargestPieceWith.
+  int LargestClassWith(const std::vector<int>& points) const;
+
+  // Returns the recorded-good ancestor of `index` with the highest index (0, GOOD, at worst): the
+  // nearest measured commit known to be without the culprit's change.
+  int LastGoodAncestor(int index) const;
+
   // Returns the verdict recorded for `index` (index 0 is good and index n is bad from the start),
   // or nullopt if none was recorded. Verdicts merely implied by others are not reported.
   std::optional<Verdict> VerdictAt(int index) const;
@@ -149,10 +159,17 @@ class CommitGraphSearch {
   std::vector<int> Choose(int count) const;
   void Recount();
 
+  // The graph, shared by copies (build-ahead plans copy the search for each outcome).
+  struct Graph {
+    std::vector<std::vector<int>> parents;
+    std::vector<Bits> ancestors;  // ancestors[i]: the ancestors of i, i included.
+  };
+
+  const Bits& AncestorsOf(int index) const { return graph_->ancestors[index]; }
+
   int n_ = 0;
   int words_ = 0;
-  std::vector<std::vector<int>> parents_;
-  std::vector<Bits> ancestors_;  // ancestors_[i]: the ancestors of i, i included.
+  std::shared_ptr<const Graph> graph_;
   Bits candidates_;
   int candidate_count_ = 0;
   absl::btree_map<int, Verdict> verdicts_;

@@ -45,7 +45,8 @@ CommitGraph LongSideBranchGraph(std::mt19937* rng, int size);
 // The shape of Mercurial's bisect tests (tests/test-bisect2.t), 19 commits: node 0 the root, a
 // mainline 0-1-2-3-5-6-9-10-11-14-15-16-17-18 and a side branch 4-7-8-12-13 forked at 0 and
 // merged three times (5 merges 4, 9 merges 8, 14 merges 13). A bad change at 7 comes into the
-// mainline at the merge 9.
+// mainline at the merge 9. `git rev-list --topo-order --reverse` lists the nodes as 0..18, so a
+// bad change at 2 or 11 is followed in that list by good commits of the other branch.
 CommitGraph MercurialBisectGraph();
 
 }  // namespace testing
