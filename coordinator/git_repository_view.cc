@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -91,9 +92,18 @@ class GitRepositoryView : public RepositoryView {
                      repo->CommitRange(good, bad, spec.history() != v1::HISTORY_MODE_ALL_COMMITS));
     std::vector<v1::CommitRef> commits;
     commits.reserve(shas.size());
+    const bool graph = spec.history() == v1::HISTORY_MODE_ALL_COMMITS;
+    absl::flat_hash_map<std::string, int> positions;
     for (size_t i = 0; i < shas.size(); ++i) {
       ASSIGN_OR_RETURN(CommitInfo info, repo->GetCommit(shas[i]));
       commits.push_back(ToCommitRef(info, static_cast<int>(i)));
+      if (!graph) continue;
+      positions[shas[i]] = static_cast<int>(i);
+      if (i == 0) continue;  // GOOD's parents are outside the range.
+      for (const std::string& parent : info.parents) {
+        auto it = positions.find(parent);
+        if (it != positions.end()) commits.back().add_parent_indices(it->second);
+      }
     }
     return commits;
   }

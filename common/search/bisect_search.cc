@@ -11,21 +11,26 @@
 
 namespace kbisect {
 
-const char* VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kGood:
-      return "good";
-    case Verdict::kBad:
-      return "bad";
-    case Verdict::kSkip:
-      return "skip";
-  }
-  return "unknown";
-}
-
 BisectSearch::BisectSearch(int n) : n_(std::max(n, 1)), last_good_(0), first_bad_(n_) {
   verdicts_[0] = Verdict::kGood;
   verdicts_[n_] = Verdict::kBad;
+}
+
+absl::StatusOr<BisectSearch> BisectSearch::OverGraph(std::vector<std::vector<int>> parents) {
+  absl::StatusOr<CommitGraphSearch> graph = CommitGraphSearch::Create(std::move(parents));
+  if (!graph.ok()) return graph.status();
+  BisectSearch search(graph->n());
+  search.graph_.emplace(*std::move(graph));
+  search.SyncGraphBounds();
+  return search;
+}
+
+void BisectSearch::SyncGraphBounds() {
+  const std::vector<int> candidates = graph_->Candidates();
+  if (candidates.empty()) return;
+  first_bad_ = candidates.back();
+  last_good_ = candidates.size() == 1 ? graph_->LastGoodAncestor(candidates.front())
+                                      : candidates.front() - 1;
 }
 
 int BisectSearch::RecordedStrictlyInside(int a, int b) const {
@@ -40,12 +45,14 @@ bool BisectSearch::Eligible(int index) const {
 }
 
 std::vector<int> BisectSearch::NextProbes(int count) {
+  if (graph_) return graph_->NextProbes(count);
   std::vector<int> result = PlanProbes(count);
   in_flight_.insert(result.begin(), result.end());
   return result;
 }
 
 int BisectSearch::LargestPieceWith(const std::vector<int>& points) const {
+  if (graph_) return graph_->LargestClassWith(points);
   std::vector<int> cuts = {last_good_, first_bad_};
   for (int index : in_flight_) {
     if (index > last_good_ && index < first_bad_) cuts.push_back(index);
@@ -60,7 +67,8 @@ int BisectSearch::LargestPieceWith(const std::vector<int>& points) const {
 }
 
 std::vector<int> BisectSearch::PlanProbes(int count, int planned) const {
-  if (planned <= count) return PlanProbes(count);
+  // The graph's greedy choice is already in waves: its first `count` probes are the best `count`.
+  if (planned <= count || graph_) return PlanProbes(count);
   std::vector<int> all = PlanProbes(planned);
   std::sort(all.begin(), all.end());
   const int total = static_cast<int>(all.size());
@@ -74,6 +82,7 @@ std::vector<int> BisectSearch::PlanProbes(int count, int planned) const {
 }
 
 std::vector<int> BisectSearch::PlanProbes(int count) const {
+  if (graph_) return graph_->PlanProbes(count);
   std::vector<int> result;
   if (count <= 0) return result;
 
@@ -150,11 +159,17 @@ std::vector<int> BisectSearch::PlanProbes(int count) const {
 }
 
 void BisectSearch::MarkInFlight(int index) {
+  if (graph_) return graph_->MarkInFlight(index);
   if (index < 0 || index > n_) return;
   in_flight_.insert(index);
 }
 
 absl::Status BisectSearch::Record(int index, Verdict verdict) {
+  if (graph_) {
+    absl::Status recorded = graph_->Record(index, verdict);
+    if (recorded.ok()) SyncGraphBounds();
+    return recorded;
+  }
   if (index < 0 || index > n_) {
     return absl::InvalidArgumentError(
         absl::StrCat("index ", index, " is outside the range [0, ", n_, "]"));
@@ -184,9 +199,13 @@ absl::Status BisectSearch::Record(int index, Verdict verdict) {
   return absl::OkStatus();
 }
 
-void BisectSearch::Abandon(int index) { in_flight_.erase(index); }
+void BisectSearch::Abandon(int index) {
+  if (graph_) return graph_->Abandon(index);
+  in_flight_.erase(index);
+}
 
 std::vector<int> BisectSearch::UselessInFlight() const {
+  if (graph_) return graph_->UselessInFlight();
   std::vector<int> result;
   for (int index : in_flight_) {
     if (index <= last_good_ || index >= first_bad_) result.push_back(index);
@@ -195,16 +214,19 @@ std::vector<int> BisectSearch::UselessInFlight() const {
 }
 
 std::vector<int> BisectSearch::InFlight() const {
+  if (graph_) return graph_->InFlight();
   return std::vector<int>(in_flight_.begin(), in_flight_.end());
 }
 
 bool BisectSearch::Done() const {
+  if (graph_) return graph_->Done();
   auto it = in_flight_.upper_bound(last_good_);
   if (it != in_flight_.end() && *it < first_bad_) return false;
   return (first_bad_ - last_good_ - 1) - RecordedStrictlyInside(last_good_, first_bad_) == 0;
 }
 
 std::vector<int> BisectSearch::Candidates() const {
+  if (graph_) return graph_->Candidates();
   std::vector<int> result;
   result.reserve(first_bad_ - last_good_);
   for (int index = last_good_ + 1; index <= first_bad_; ++index) result.push_back(index);
@@ -231,6 +253,7 @@ int BisectSearch::EstimateProbes(int n, int workers) {
 }
 
 std::optional<Verdict> BisectSearch::VerdictAt(int index) const {
+  if (graph_) return graph_->VerdictAt(index);
   auto it = verdicts_.find(index);
   if (it == verdicts_.end()) return std::nullopt;
   return it->second;

@@ -13,6 +13,15 @@
 // arrive in any order: Record narrows the interval at once, UselessInFlight names the probes the
 // caller should cancel, and freed workers get new points from NextProbes.
 //
+// Over a commit graph (`--no-first-parent`, BisectSearch::OverGraph) the same calls are answered
+// by a CommitGraphSearch (commit_graph_search.h), since "bad" is not monotone along any one
+// list of a graph's commits: the indices are those of the topological list, the candidates are
+// the commits that may still be the culprit, NextProbes follows git's weight rule generalised to
+// W probes, and the interval (last_good, first_bad] is the smallest one holding the candidates,
+// for the callers that ask whether an index may still matter. Once one candidate c is left,
+// first_bad() is c and last_good() its recorded-good ancestor of the highest index (GOOD at
+// worst): in a graph c's parents may be known good only through other commits' verdicts.
+//
 // The class does no I/O and is not thread-safe; copy it freely.
 //
 //   BisectSearch search(n);
@@ -32,18 +41,11 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/search/commit_graph_search.h"
+#include "common/search/verdict.h"
 
 namespace kbisect {
-
-// The outcome of probing one commit.
-enum class Verdict {
-  kGood,  // The commit behaves like GOOD.
-  kBad,   // The commit behaves like BAD.
-  kSkip,  // The commit could not be judged (build failure, crash, ambiguous result...).
-};
-
-// Returns "good", "bad" or "skip".
-const char* VerdictName(Verdict verdict);
 
 // The state of one k-ary bisection over indices 0..n. A copyable value type.
 class BisectSearch {
@@ -52,6 +54,11 @@ class BisectSearch {
   // Requires n >= 1; a smaller n is treated as 1.
   explicit BisectSearch(int n);
 
+  // Creates the search over a commit graph: parents[i] lists the in-range parents of index i of
+  // the topological list (index 0 GOOD, the last one BAD), as CommitGraphSearch::Create takes
+  // them, and returns its errors.
+  static absl::StatusOr<BisectSearch> OverGraph(std::vector<std::vector<int>> parents);
+
   BisectSearch(const BisectSearch&) = default;
   BisectSearch& operator=(const BisectSearch&) = default;
   BisectSearch(BisectSearch&&) = default;
@@ -59,6 +66,9 @@ class BisectSearch {
 
   // Returns the index of the known-bad end of the range (the n given to the constructor).
   int n() const { return n_; }
+
+  // Returns the graph search when this search is over a commit graph, else nullptr.
+  const CommitGraphSearch* graph() const { return graph_ ? &*graph_ : nullptr; }
 
   // Returns the largest index known to be good. Starts at 0.
   int last_good() const { return last_good_; }
@@ -125,11 +135,15 @@ class BisectSearch {
   // exact culprit.
   std::vector<int> Candidates() const;
 
-  // Returns first_bad - last_good, the number of positions the culprit may still be at.
-  int RemainingCandidates() const { return first_bad_ - last_good_; }
+  // Returns first_bad - last_good, the number of positions the culprit may still be at (over a
+  // graph: the number of candidates).
+  int RemainingCandidates() const {
+    return graph_ ? graph_->RemainingCandidates() : first_bad_ - last_good_;
+  }
 
   // The widest piece (b - a) the interval is cut into by the in-flight probes inside it and
-  // `points` (indices outside the interval are ignored).
+  // `points` (indices outside the interval are ignored). Over a graph: the largest number of
+  // candidates an outcome of those probes can leave (CommitGraphSearch::LargestClassWith).
   int LargestPieceWith(const std::vector<int>& points) const;
 
   // Returns ceil(log_{workers+1}(n)) computed exactly in integers: the smallest r with
@@ -153,12 +167,17 @@ class BisectSearch {
   // Returns true if `index` is strictly inside the open interval, has no verdict and is not in
   // flight.
   bool Eligible(int index) const;
+  // Over a graph: sets last_good_ and first_bad_ from the graph search's candidates.
+  void SyncGraphBounds();
 
   int n_;
   int last_good_;
   int first_bad_;
   absl::btree_map<int, Verdict> verdicts_;
   absl::btree_set<int> in_flight_;
+  // Set over a commit graph: it then holds the verdicts and in-flight probes, and the members
+  // above only the bounds.
+  std::optional<CommitGraphSearch> graph_;
 };
 
 }  // namespace kbisect

@@ -30,7 +30,7 @@ int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
 BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
                      absl::Time now, std::vector<v1::CachedResult> cached)
     : commits_(std::move(commits)),
-      search_(static_cast<int>(commits_.size()) - 1),
+      search_(NewSearch(spec, commits_)),
       book_(&status_, &commits_),
       calibration_(&status_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
@@ -73,6 +73,25 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
     absl::StrAppend(&started, "\n", MarksText(status_.marks(), search_.RemainingCandidates()));
   }
   Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
+}
+
+BisectSearch BisectJob::NewSearch(const v1::JobSpec& spec,
+                                  const std::vector<v1::CommitRef>& commits) {
+  const int n = static_cast<int>(commits.size()) - 1;
+  if (spec.history() != v1::HISTORY_MODE_ALL_COMMITS || n < 1) return BisectSearch(n);
+  // Jobs resolved before the ranges carried their parents (or a range with no merge, whose
+  // graph is its list) keep the search over the list.
+  bool merges = false;
+  std::vector<std::vector<int>> parents;
+  parents.reserve(commits.size());
+  for (size_t i = 0; i < commits.size(); ++i) {
+    if (i > 0 && commits[i].parent_indices().empty()) return BisectSearch(n);
+    merges |= commits[i].parent_indices_size() > 1;
+    parents.emplace_back(commits[i].parent_indices().begin(), commits[i].parent_indices().end());
+  }
+  if (!merges) return BisectSearch(n);
+  absl::StatusOr<BisectSearch> graph = BisectSearch::OverGraph(std::move(parents));
+  return graph.ok() ? *std::move(graph) : BisectSearch(n);
 }
 
 void BisectJob::RecordMarks(BisectSearch* search) const {

@@ -278,6 +278,10 @@ class BisectJob {
   void RebuildSearch();
   // Records the user's marks (status_.marks) in `search`.
   void RecordMarks(BisectSearch* search) const;
+  // The search with no verdicts yet over `commits`: over their commit graph when `spec` asks for
+  // every commit (HISTORY_MODE_ALL_COMMITS) and the commits carry their parent_indices, else over
+  // the list (the first-parent path).
+  static BisectSearch NewSearch(const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits);
   // True when the user marked commit `index` (it is never probed nor given a cached verdict).
   bool IsMarked(int index) const;
   // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every

@@ -34,6 +34,9 @@ constexpr double kPosteriorMinProbability = 0.001;
 void SetCulpritProbability(const Calibration& calibration, bool pass_fail,
                            const BisectSearch& search, const std::vector<v1::CommitRef>& commits,
                            v1::JobStatus* status) {
+  // The posterior's model is a first-parent path, where bad is monotone; over a commit graph it
+  // would misplace the mass, so a graph search reports no probability (docs/decisions.md 151).
+  if (search.graph() != nullptr) return;
   // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
   const bool flaky = pass_fail && status->spec().flaky();
   const absl::StatusOr<CulpritPosterior> posterior =

@@ -109,7 +109,7 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
 }
 
 void BisectJob::RebuildSearch() {
-  BisectSearch search(status_.commit_count());
+  BisectSearch search = NewSearch(status_.spec(), commits_);
   RecordMarks(&search);
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||

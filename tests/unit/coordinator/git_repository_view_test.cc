@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "coordinator/repository_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -105,7 +106,19 @@ TEST_F(GitRepositoryViewTest, EveryCommitCarriesItsTreeId) {
   for (const v1::CommitRef& commit : *everything) {
     EXPECT_EQ(commit.tree_sha(), source_.Git({"rev-parse", commit.sha() + "^{tree}"}))
         << commit.subject();
+    // Each commit's parents by position, first parent first (all in the range here but GOOD's,
+    // which the range leaves out).
+    std::vector<std::string> parents;
+    for (int index : commit.parent_indices()) parents.push_back(everything->at(index).sha());
+    const std::vector<std::string> expected =
+        commit.index() == 0
+            ? std::vector<std::string>()
+            : absl::StrSplit(source_.Git({"log", "-1", "--format=%P", commit.sha()}), ' ',
+                             absl::SkipEmpty());
+    EXPECT_EQ(parents, expected) << commit.subject();
   }
+  // The first-parent list carries no parents: its graph is the list.
+  for (const v1::CommitRef& commit : *range) EXPECT_TRUE(commit.parent_indices().empty());
 }
 
 TEST_F(GitRepositoryViewTest, MergedBranchIsTheMergeBaseToTheSecondParent) {

@@ -1,0 +1,183 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect run --no-first-parent --exit-code` against `git bisect run` on the shape of
+// Mercurial's bisect tests (19 commits, a side branch merged three times): the same command
+// decides both bisects, and they must name the same commit, or list the same commits when
+// skipped ones (exit 125) leave several.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/run_fixture.h"
+#include "tests/testing/commit_graphs.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::testing::CommandResult;
+using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::RunShell;
+using ::kbisect::testing::ShellQuote;
+using ::testing::HasSubstr;
+
+// Writes the graph into a repository at `path` (branch main at the last node): node i's tree
+// holds f<j> for i and each of its ancestors j, and `node` holding i. Returns the node's ids.
+std::vector<std::string> WriteGraphRepo(const std::string& path,
+                                        const testing::CommitGraph& graph) {
+  const int size = static_cast<int>(graph.parents.size());
+  std::vector<std::set<int>> ancestors(size);
+  std::string stream;
+  for (int i = 0; i < size; ++i) {
+    ancestors[i] = {i};
+    for (int p : graph.parents[i]) ancestors[i].insert(ancestors[p].begin(), ancestors[p].end());
+    const std::string message = absl::StrCat("c", i, "\n");
+    absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1,
+                    "\ncommitter C <c@example.com> ", 1767225600 + 60 * i, " +0000\ndata ",
+                    message.size(), "\n", message);
+    for (size_t p = 0; p < graph.parents[i].size(); ++p) {
+      absl::StrAppend(&stream, p == 0 ? "from :" : "merge :", graph.parents[i][p] + 1, "\n");
+    }
+    absl::StrAppend(&stream, "deleteall\n");
+    for (int j : ancestors[i]) absl::StrAppend(&stream, "M 644 inline f", j, "\ndata 2\nf\n");
+    const std::string node = absl::StrCat(i, "\n");
+    absl::StrAppend(&stream, "M 644 inline node\ndata ", node.size(), "\n", node, "\n");
+  }
+  testing::WriteFile(path + ".stream", stream);
+  const std::string git = absl::StrCat("GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C ",
+                                       ShellQuote(path), " ");
+  CommandResult made =
+      RunShell(absl::StrCat("git init -q -b main ", ShellQuote(path), " && ", git,
+                            "fast-import --quiet --export-marks=", ShellQuote(path + ".marks"),
+                            " < ", ShellQuote(path + ".stream"), " && ", git, "checkout -q main"));
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> shas(size);
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(path + ".marks"), '\n', absl::SkipEmpty())) {
+    std::vector<std::string> words = absl::StrSplit(line, ' ');
+    shas[std::stoi(words[0].substr(1)) - 1] = words[1];
+  }
+  return shas;
+}
+
+// The test both bisects run: bad once f<culprit> is in the tree, skip (125) at the `skipped`
+// nodes.
+std::string Check(int culprit, const std::vector<int>& skipped) {
+  std::string check = "n=$(cat node); ";
+  for (int s : skipped) absl::StrAppend(&check, "[ $n = ", s, " ] && exit 125; ");
+  absl::StrAppend(&check, "test ! -e f", culprit);
+  return check;
+}
+
+// `git bisect run` in a clone of `repo`: the first bad commit, or the commits it could be any of.
+std::set<std::string> GitBisectRun(const std::string& repo, const std::string& clone,
+                                   const std::string& good, const std::string& bad,
+                                   const std::string& check) {
+  const std::string git = absl::StrCat("GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C ",
+                                       ShellQuote(clone), " ");
+  CommandResult run = RunShell(absl::StrCat(
+      "git clone -q ", ShellQuote(repo), " ", ShellQuote(clone), " && ", git, "bisect start ", bad,
+      " ", good, " >/dev/null && ", git, "bisect run sh -c ", ShellQuote(check)));
+  std::set<std::string> answer;
+  bool listing = false;
+  for (absl::string_view line : absl::StrSplit(run.out + run.err, '\n')) {
+    if (absl::StrContains(line, " is the first bad commit")) {
+      answer.insert(std::string(line.substr(0, 40)));
+    } else if (absl::StrContains(line, "could be any of")) {
+      listing = true;
+    } else if (listing && line.size() == 40) {
+      answer.insert(std::string(line));
+    } else {
+      listing = false;
+    }
+  }
+  EXPECT_FALSE(answer.empty()) << run.out << run.err;
+  return answer;
+}
+
+class GraphBisectTest : public ::kbisect::testing::KbisectRunTest {
+ protected:
+  // Runs `kbisect run GOOD BAD FLAGS --exit-code -- sh -c CHECK` over the whole graph and returns
+  // its JSON result (null when it failed).
+  nlohmann::json RunGraph(const std::string& repo, const std::vector<std::string>& shas,
+                          const std::string& flags, const std::string& check,
+                          const std::string& json) {
+    CommandResult run =
+        Run(absl::StrCat("run ", shas.front(), " ", shas.back(), " --repo ", repo, " ", flags,
+                         " --exit-code --json ", json, " -- sh -c ", ShellQuote(check)));
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    if (run.exit_code != 0) return nlohmann::json();
+    return nlohmann::json::parse(ReadFile(json));
+  }
+};
+
+TEST_F(GraphBisectTest, NamesTheCommitGitBisectRunNames) {
+  const std::string repo = tmp_.Join("hg");
+  const std::vector<std::string> shas = WriteGraphRepo(repo, testing::MercurialBisectGraph());
+  ASSERT_EQ(shas.size(), 19u);
+  // The range laid out as one list (git rev-list --topo-order) is 0, 1, ..., 18 here: a bad
+  // change at 2 or 11 is followed by good commits of the other branch (4, 7, 8; 12, 13), and
+  // the list's bisection named the merges 5 and 14.
+  for (int culprit : {2, 11}) {
+    const std::string check = Check(culprit, {});
+    const std::set<std::string> git =
+        GitBisectRun(repo, tmp_.Join(absl::StrCat("clone", culprit)), shas[0], shas[18], check);
+    ASSERT_EQ(git, std::set<std::string>({shas[culprit]}));
+    const nlohmann::json result = RunGraph(repo, shas, "--workers 3 --no-first-parent", check,
+                                           tmp_.Join(absl::StrCat(culprit, ".json")));
+    ASSERT_FALSE(result.is_null());
+    EXPECT_EQ(result["status"], "culprit_found") << culprit;
+    EXPECT_EQ(result["culprit"]["sha"], shas[culprit]) << culprit;
+  }
+}
+
+TEST_F(GraphBisectTest, FirstParentStaysTheDefault) {
+  const std::string repo = tmp_.Join("hg");
+  const std::vector<std::string> shas = WriteGraphRepo(repo, testing::MercurialBisectGraph());
+  ASSERT_EQ(shas.size(), 19u);
+  // A bad change at 7, on the side branch: git names 7, and so does --no-first-parent; the
+  // first-parent default names the merge 9 that brought it into the mainline.
+  const std::string check = Check(7, {});
+  ASSERT_EQ(GitBisectRun(repo, tmp_.Join("clone"), shas[0], shas[18], check),
+            std::set<std::string>({shas[7]}));
+  const nlohmann::json graph =
+      RunGraph(repo, shas, "--workers 2 --no-first-parent", check, tmp_.Join("graph.json"));
+  ASSERT_FALSE(graph.is_null());
+  EXPECT_EQ(graph["culprit"]["sha"], shas[7]);
+  const nlohmann::json first_parent =
+      RunGraph(repo, shas, "--workers 2", check, tmp_.Join("first-parent.json"));
+  ASSERT_FALSE(first_parent.is_null());
+  EXPECT_EQ(first_parent["culprit"]["sha"], shas[9]);
+}
+
+TEST_F(GraphBisectTest, ListsTheCommitsGitBisectRunListsWhenSkipsBlock) {
+  const std::string repo = tmp_.Join("hg");
+  const std::vector<std::string> shas = WriteGraphRepo(repo, testing::MercurialBisectGraph());
+  ASSERT_EQ(shas.size(), 19u);
+  // The bad change is 11; 10, 11 and 13 are skipped, so the first bad commit could be any of 10,
+  // 11, 13 and the merge 14, whichever commits git tries first (the list's bisection said 13 or
+  // 14).
+  const std::string check = Check(11, {10, 11, 13});
+  const std::set<std::string> git =
+      GitBisectRun(repo, tmp_.Join("clone"), shas[0], shas[18], check);
+  ASSERT_EQ(git, std::set<std::string>({shas[10], shas[11], shas[13], shas[14]}));
+  for (int workers : {1, 3}) {
+    const nlohmann::json result =
+        RunGraph(repo, shas, absl::StrCat("--workers ", workers, " --no-first-parent"), check,
+                 tmp_.Join(absl::StrCat("skips", workers, ".json")));
+    ASSERT_FALSE(result.is_null());
+    EXPECT_EQ(result["status"], "candidates_found") << workers;
+    std::set<std::string> candidates;
+    for (const auto& sha : result["candidates"]) candidates.insert(sha.get<std::string>());
+    EXPECT_EQ(candidates, git) << workers;
+  }
+}
+
+}  // namespace
+}  // namespace kbisect
