@@ -59,7 +59,8 @@ int BuildCapacity(const std::vector<std::string>& workers,
     }
   }
   for (const std::string& pool : pools) {
-    capacity += static_cast<int>(std::ceil(slots_of_pool[pool] * busy_per_slot - 1e-9));
+    // Rounded to the nearest: a benchmark of 5% of a build's time keeps no second task busy.
+    capacity += std::max(1, static_cast<int>(std::floor(slots_of_pool[pool] * busy_per_slot + 0.5)));
   }
   return std::max(1, capacity);
 }

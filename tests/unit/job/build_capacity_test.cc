@@ -50,9 +50,13 @@ TEST(BuildCapacityTest, OneSlotFeedsOneTaskWhenBuildsDominate) {
   // Four workers on one 2-core host: 6 s builds, 0.3 s of benchmark, one build at a time.
   const auto probes = Probes({Built("w0", "h:/c", 1, 6, 0.3), Built("w1", "h:/c", 1, 6, 0.3),
                               Built("w2", "h:/c", 1, 6, 0.3), Built("w3", "h:/c", 1, 6, 0.3)});
-  EXPECT_EQ(BuildCapacity(kFour, probes), 2) << "1 slot x (1 + 0.3 / 6), rounded up";
-  EXPECT_EQ(CapTasksInFlight(0, BuildCapacity(kFour, probes)), 2);
+  EXPECT_EQ(BuildCapacity(kFour, probes), 1) << "1 slot x (1 + 0.3 / 6), rounded";
+  EXPECT_EQ(CapTasksInFlight(0, BuildCapacity(kFour, probes)), 1);
   EXPECT_EQ(CapTasksInFlight(1, BuildCapacity(kFour, probes)), 1) << "--max-workers still caps";
+  // Benchmarks of 60% of a build's time: a second task benchmarks while one builds.
+  EXPECT_EQ(BuildCapacity({"w0", "w1"},
+                          Probes({Built("w0", "h:/c", 1, 5, 3), Built("w1", "h:/c", 1, 5, 3)})),
+            2);
 }
 
 TEST(BuildCapacityTest, BenchmarksThatDominateLiftTheCap) {
