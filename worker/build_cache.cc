@@ -73,6 +73,9 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
   if (json["build_seconds"].is_number() && json["cpu_seconds"].is_number()) {
     marker.cost.wall = absl::Seconds(json["build_seconds"].get<double>());
     marker.cost.cpu = absl::Seconds(json["cpu_seconds"].get<double>());
+    if (json["overlapping_builds"].is_number_integer()) {
+      marker.cost.overlapping = json["overlapping_builds"].get<int>();
+    }
   }
   return marker;
 }
@@ -405,8 +408,9 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   }
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  const int slot_limit = BuildSlotLimit();
   std::unique_ptr<FileLock> build_slot =
-      build_slots_.Acquire(BuildSlotLimit(), cancel, &acquired.slot_wait);
+      build_slots_.Acquire(slot_limit, cancel, &acquired.slot_wait);
   if (build_slot == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
     return infra("the build",
@@ -425,8 +429,12 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   }
   // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
   // build installs again (an editable install now points at this checkout's files).
+  // Builds this one shares the cores with, at its start and its end (its own slot excluded).
+  const int slots_seen = std::max(slot_limit, build_slots_.cores());
+  int overlapping = std::max(0, build_slots_.Held(slots_seen) - 1);
   acquired.step = layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(),
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
+  overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
   build_slot.reset();
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
 
@@ -439,6 +447,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   marker["sha"] = request.sha;
   marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
   marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
+  marker["overlapping_builds"] = overlapping;
   marker["started_from"] = acquired.started_from;
   marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
   absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");

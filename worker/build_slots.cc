@@ -54,4 +54,14 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(int limit, const Cancellation*
   return slot;
 }
 
+int HostBuildSlots::Held(int limit) const {
+  int held = 0;
+  for (int i = 0; i < std::max(1, limit); ++i) {
+    absl::StatusOr<std::unique_ptr<FileLock>> lock =
+        FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+    if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) ++held;
+  }
+  return held;
+}
+
 }  // namespace kbisect

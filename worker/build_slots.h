@@ -49,6 +49,12 @@ class HostBuildSlots {
   std::unique_ptr<FileLock> Acquire(int limit, const Cancellation* cancel,
                                     absl::Duration* waited = nullptr);
 
+  // The number of the first `limit` slots that other builds hold now (the caller's own slot,
+  // held through another file description, counts too: subtract it). A build that shared the
+  // cores with others used fewer of them than it would alone: its measured cores are scaled by
+  // the builds it overlapped (BuildCost::overlapping).
+  int Held(int limit) const;
+
  private:
   const std::string dir_;
   const int cores_;

@@ -18,7 +18,8 @@ std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent) {
   std::optional<double> heaviest;
   for (const BuildCost& cost : recent) {
     if (cost.wall < kShortestMeasuredBuild) continue;
-    const double cores = absl::FDivDuration(cost.cpu, cost.wall);
+    const double cores =
+        absl::FDivDuration(cost.cpu, cost.wall) * (1 + std::max(0, cost.overlapping));
     if (!heaviest.has_value() || cores > *heaviest) heaviest = cores;
   }
   return heaviest;

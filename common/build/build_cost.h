@@ -17,9 +17,13 @@ namespace kbisect {
 struct BuildCost {
   absl::Duration wall = absl::ZeroDuration();
   absl::Duration cpu = absl::ZeroDuration();
+  // The most other builds that ran on the host's cores at the same time (0: it ran alone). Two
+  // `make -j2` sharing two cores each measure one core; alone each would keep two busy.
+  int overlapping = 0;
 };
 
-// The cores the heaviest of `recent` builds kept busy (CPU time over wall time), or nullopt when
+// The cores the heaviest of `recent` builds kept busy (CPU time over wall time, times 1 +
+// `overlapping`: an estimate of what it would use alone, never below what it used), or nullopt when
 // none of them ran long enough to say (under 50 ms of wall time). The heaviest, not a typical
 // one: an incremental build that recompiles one file keeps one core busy, the full build of the
 // next probe all that `make -j` was given, and the bound must hold for both.

@@ -21,6 +21,10 @@ TEST(CoresPerBuildTest, IsTheHeaviestRecentBuildAndIgnoresInstantOnes) {
   EXPECT_FALSE(CoresPerBuild({Cost(0.01, 0.5)}).has_value()) << "too short to say";
   EXPECT_DOUBLE_EQ(*CoresPerBuild({Cost(10, 19), Cost(2, 2), Cost(0.01, 1)}), 1.9);
   EXPECT_DOUBLE_EQ(*CoresPerBuild({Cost(4, 1)}), 0.25);
+  // Two `make -j2` on two cores each measured one core: alone each would use two.
+  BuildCost shared = Cost(10, 10);
+  shared.overlapping = 1;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({Cost(5, 5), shared}), 2.0);
 }
 
 TEST(ConcurrentBuildLimitTest, FitsTheBuildsIntoTheCores) {
@@ -59,6 +63,17 @@ TEST(HostBuildSlotsTest, NeverHandsOutMoreThanTheLimit) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_LE(most.load(), 2);
   EXPECT_GE(most.load(), 1);
+}
+
+TEST(HostBuildSlotsTest, CountsTheSlotsHeld) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 4);
+  EXPECT_EQ(slots.Held(4), 0);
+  std::unique_ptr<FileLock> one = slots.Acquire(4, nullptr);
+  std::unique_ptr<FileLock> two = slots.Acquire(4, nullptr);
+  EXPECT_EQ(slots.Held(4), 2);
+  two.reset();
+  EXPECT_EQ(slots.Held(4), 1);
 }
 
 TEST(HostBuildSlotsTest, ACancelledWaitReturnsNothing) {
