@@ -33,22 +33,16 @@ std::vector<std::string> WriteGraphRepo(const std::string& path,
                                         const testing::CommitGraph& graph) {
   const int size = static_cast<int>(graph.parents.size());
   std::vector<std::set<int>> ancestors(size);
-  std::string stream;
   for (int i = 0; i < size; ++i) {
     ancestors[i] = {i};
     for (int p : graph.parents[i]) ancestors[i].insert(ancestors[p].begin(), ancestors[p].end());
-    const std::string message = absl::StrCat("c", i, "\n");
-    absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1,
-                    "\ncommitter C <c@example.com> ", 1767225600 + 60 * i, " +0000\ndata ",
-                    message.size(), "\n", message);
-    for (size_t p = 0; p < graph.parents[i].size(); ++p) {
-      absl::StrAppend(&stream, p == 0 ? "from :" : "merge :", graph.parents[i][p] + 1, "\n");
-    }
-    absl::StrAppend(&stream, "deleteall\n");
-    for (int j : ancestors[i]) absl::StrAppend(&stream, "M 644 inline f", j, "\ndata 2\nf\n");
-    const std::string node = absl::StrCat(i, "\n");
-    absl::StrAppend(&stream, "M 644 inline node\ndata ", node.size(), "\n", node, "\n");
   }
+  const std::string stream = testing::FastImportStream(graph, [&](int i) {
+    testing::CommitFiles files;
+    for (int j : ancestors[i]) files.emplace_back(absl::StrCat("f", j), "f\n");
+    files.emplace_back("node", absl::StrCat(i, "\n"));
+    return files;
+  });
   testing::WriteFile(path + ".stream", stream);
   const std::string git = absl::StrCat("GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C ",
                                        ShellQuote(path), " ");

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace kbisect {
 namespace testing {
 namespace {
@@ -147,6 +149,28 @@ CommitGraph MercurialBisectGraph() {
       {17},      // 18: BAD
   };
   return graph;
+}
+
+std::string FastImportStream(const CommitGraph& graph,
+                             const std::function<CommitFiles(int)>& files) {
+  std::string stream;
+  for (size_t i = 0; i < graph.parents.size(); ++i) {
+    const std::string message = absl::StrCat("c", i, "\n");
+    absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1,
+                    "\ncommitter C <c@example.com> ", 1767225600 + 60 * i, " +0000\ndata ",
+                    message.size(), "\n", message);
+    for (size_t p = 0; p < graph.parents[i].size(); ++p) {
+      absl::StrAppend(&stream, p == 0 ? "from :" : "merge :", graph.parents[i][p] + 1, "\n");
+    }
+    if (files) {
+      absl::StrAppend(&stream, "deleteall\n");
+      for (const auto& [path, contents] : files(static_cast<int>(i))) {
+        absl::StrAppend(&stream, "M 644 inline ", path, "\ndata ", contents.size(), "\n", contents);
+      }
+    }
+    absl::StrAppend(&stream, "\n");
+  }
+  return stream;
 }
 
 }  // namespace testing

@@ -12,8 +12,10 @@
 #ifndef KBISECT_TESTS_TESTING_COMMIT_GRAPHS_H_
 #define KBISECT_TESTS_TESTING_COMMIT_GRAPHS_H_
 
+#include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kbisect {
@@ -48,6 +50,16 @@ CommitGraph LongSideBranchGraph(std::mt19937* rng, int size);
 // mainline at the merge 9. `git rev-list --topo-order --reverse` lists the nodes as 0..18, so a
 // bad change at 2 or 11 is followed in that list by good commits of the other branch.
 CommitGraph MercurialBisectGraph();
+
+// The files of one commit, (path, contents) pairs.
+using CommitFiles = std::vector<std::pair<std::string, std::string>>;
+
+// The `git fast-import` stream that writes `graph` to refs/heads/main: node i is the commit with
+// mark :i+1, message "c<i>", committed 60 i seconds after 2026-01-01 00:00:00 UTC, its parents
+// in order. Its tree holds the files `files(i)` returns; without `files`, each commit keeps its
+// first parent's tree (empty ones).
+std::string FastImportStream(const CommitGraph& graph,
+                             const std::function<CommitFiles(int)>& files = nullptr);
 
 }  // namespace testing
 }  // namespace kbisect

@@ -61,17 +61,7 @@ std::string GitPrefix(const std::string& path) {
 // seconds after the first) and lays out good..bad, good = node `good`, bad = the last node.
 GraphRepo MakeRepo(const std::string& path, const CommitGraph& graph, int good) {
   Run(absl::StrCat("git init -q -b main ", ShellQuote(path)));
-  std::string stream;
-  for (size_t i = 0; i < graph.parents.size(); ++i) {
-    const std::string message = absl::StrCat("c", i, "\n");
-    absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1,
-                    "\ncommitter C <c@example.com> ", 1767225600 + 60 * i, " +0000\ndata ",
-                    message.size(), "\n", message);
-    for (size_t p = 0; p < graph.parents[i].size(); ++p) {
-      absl::StrAppend(&stream, p == 0 ? "from :" : "merge :", graph.parents[i][p] + 1, "\n");
-    }
-    absl::StrAppend(&stream, "\n");
-  }
+  const std::string stream = testing::FastImportStream(graph);
   testing::WriteFile(path + ".stream", stream);
   Run(absl::StrCat(GitPrefix(path), "fast-import --quiet --export-marks=", ShellQuote(path),
                    ".marks < ", ShellQuote(path + ".stream")));
