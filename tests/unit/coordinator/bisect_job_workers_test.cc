@@ -2,6 +2,7 @@
 //
 // BisectJob with its workers: who measures the reference baselines, calibrations and offsets,
 // pooling, quarantine of an odd or broken GPU, A/A controls, and workers that leave.
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <random>
@@ -13,6 +14,7 @@
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
 #include "tests/unit/coordinator/bisect_job_testing.h"
 
@@ -531,6 +533,46 @@ TEST(BisectJobTest, AConfirmationPairLostWithItsWorkerIsMeasuredAgainByAnother) 
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
   EXPECT_EQ(status.culprit().index(), 12);
   EXPECT_TRUE(status.confirmation().confirmed());
+}
+
+TEST(BisectJobTest, ASmallHostsBuildSlotsCapTheTasksInFlight) {
+  // Four workers on one host whose build pool runs one build at a time; builds take 10 s and
+  // the benchmark 0.1 s (build_capacity.h): once a build is measured, one task at a time.
+  v1::JobSpec spec = MakeSpec();
+  spec.set_build_command("make -j2");
+  BisectJob job("job-1", spec, MakeCommits(200), kNow);
+  const auto step = StepAt(137);
+  auto measured = [&](const std::string& worker, const v1::Task& task) {
+    v1::TaskResult result = step(task);
+    v1::TaskTimings* timings = result.mutable_timings();
+    *timings->mutable_build() = google::protobuf::util::TimeUtil::SecondsToDuration(10);
+    *timings->mutable_bench() = google::protobuf::util::TimeUtil::MillisecondsToDuration(100);
+    timings->set_build_pool("host:/cache");
+    timings->set_build_pool_slots(1);
+    return result;
+  };
+  const std::vector<std::string> workers = {"a", "b", "c", "d"};
+  size_t most_after_first_wave = 0;
+  bool first_wave = true;
+  for (int guard = 0; guard < 500 && !job.finished(); ++guard) {
+    std::vector<BisectJob::Assignment> tasks = job.TakeTasks(workers, kNow);
+    if (tasks.empty()) break;
+    if (!first_wave) most_after_first_wave = std::max(most_after_first_wave, tasks.size());
+    first_wave = false;
+    for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+    std::set<std::string> cancelled;
+    for (const auto& a : tasks) {
+      if (cancelled.count(a.task.task_id()) > 0) continue;
+      for (const std::string& id :
+           job.OnTaskFinished(a.task.task_id(), measured(a.worker, a.task), kNow)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 137);
+  EXPECT_EQ(most_after_first_wave, 1u) << Describe(status);
 }
 
 }  // namespace
