@@ -99,12 +99,21 @@ absl::StatusOr<std::vector<ModuleEntry>> ParseGitmodules(std::string_view conten
   }
   ConfigPtr config(raw);
   std::vector<std::pair<std::string, std::string>> names_and_paths;
-  rc = git_config_foreach_match(
-      config.get(), "^submodule\\..*\\.path$",
+  // Every entry, filtered here: libgit2's regex matching (git_config_foreach_match, through
+  // PCRE2) leaks its match data on Debian's libgit2 1.5, which LeakSanitizer reports.
+  rc = git_config_foreach(
+      config.get(),
       [](const git_config_entry* entry, void* payload) {
         std::string_view key = entry->name;
-        key.remove_prefix(std::string_view("submodule.").size());
-        key.remove_suffix(std::string_view(".path").size());
+        constexpr std::string_view kPrefix = "submodule.";
+        constexpr std::string_view kSuffix = ".path";
+        if (key.size() <= kPrefix.size() + kSuffix.size() ||
+            key.substr(0, kPrefix.size()) != kPrefix ||
+            key.substr(key.size() - kSuffix.size()) != kSuffix) {
+          return 0;
+        }
+        key.remove_prefix(kPrefix.size());
+        key.remove_suffix(kSuffix.size());
         static_cast<std::vector<std::pair<std::string, std::string>>*>(payload)->emplace_back(
             std::string(key), entry->value != nullptr ? entry->value : "");
         return 0;
@@ -194,8 +203,8 @@ absl::StatusOr<std::string> ResolveSubmoduleUrl(std::string_view base_view,
   const size_t floor = scheme == absl::string_view::npos ? 0 : scheme + 3;
   // An scp-like "host:path" (no scheme, a ':' before any '/') joins its first component with ':'.
   const size_t colon = stem.find(':');
-  const bool scp =
-      scheme == absl::string_view::npos && colon != absl::string_view::npos && stem.find('/') > colon;
+  const bool scp = scheme == absl::string_view::npos && colon != absl::string_view::npos &&
+                   stem.find('/') > colon;
   char separator = '/';
   while (true) {
     if (absl::StartsWith(rest, "./")) {
