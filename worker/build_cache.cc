@@ -408,9 +408,10 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   }
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-  const int slot_limit = BuildSlotLimit();
+  // The limit is asked again while waiting: a build finishing meanwhile records its cost.
   std::unique_ptr<FileLock> build_slot =
-      build_slots_.Acquire(slot_limit, cancel, &acquired.slot_wait);
+      build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait);
+  const int slot_limit = BuildSlotLimit();
   if (build_slot == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
     return infra("the build",
@@ -435,7 +436,6 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   acquired.step = layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(),
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
   overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
-  build_slot.reset();
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
 
   nlohmann::json marker;
@@ -452,6 +452,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
   absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");
   if (!marked.ok()) return infra("recording the build", marked);
+  // Released once the cost is recorded: the builds waiting for a slot size the limit with it.
+  build_slot.reset();
   SetLastUsed(entry / kMarker, clock_->Now());
   std::vector<std::string> trash;
   {

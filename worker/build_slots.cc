@@ -32,6 +32,12 @@ HostBuildSlots::HostBuildSlots(std::string dir, int cores, Clock* clock)
 
 std::unique_ptr<FileLock> HostBuildSlots::Acquire(int limit, const Cancellation* cancel,
                                                   absl::Duration* waited) {
+  return Acquire([limit] { return limit; }, cancel, waited);
+}
+
+std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& limit,
+                                                  const Cancellation* cancel,
+                                                  absl::Duration* waited) {
   const absl::Time start = clock_->Now();
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
@@ -39,7 +45,8 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(int limit, const Cancellation*
   std::unique_ptr<FileLock> slot;
   while (slot == nullptr) {
     if (cancel != nullptr && cancel->IsCancelled()) break;
-    for (int i = 0; i < std::max(1, limit) && slot == nullptr; ++i) {
+    const int slots = std::max(1, limit());
+    for (int i = 0; i < slots && slot == nullptr; ++i) {
       absl::StatusOr<std::unique_ptr<FileLock>> lock =
           FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
       if (lock.ok()) {

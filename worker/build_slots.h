@@ -18,6 +18,7 @@
 #ifndef KBISECT_WORKER_BUILD_SLOTS_H_
 #define KBISECT_WORKER_BUILD_SLOTS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,6 +48,11 @@ class HostBuildSlots {
   // `cancel` (may be null) is set first or the slot files cannot be created. The waiting time is
   // added to `*waited` when it is not null.
   std::unique_ptr<FileLock> Acquire(int limit, const Cancellation* cancel,
+                                    absl::Duration* waited = nullptr);
+
+  // The same with the limit asked again at every look: a build that finishes while this one
+  // waits may change it (its cost is recorded).
+  std::unique_ptr<FileLock> Acquire(const std::function<int()>& limit, const Cancellation* cancel,
                                     absl::Duration* waited = nullptr);
 
   // The number of the first `limit` slots that other builds hold now (the caller's own slot,
