@@ -290,6 +290,7 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
       builds_dir_(cache_dir_ + "/builds"),
       max_entries_(std::max(1, options.max_entries)),
       use_compiler_cache_(options.compiler_cache),
+      fixed_build_slots_(options.fixed_build_slots),
       runner_(runner),
       clock_(clock),
       layers_(runner, layer_env),
@@ -321,6 +322,7 @@ bool BuildCache::MarkUsed(const Request& request) {
 }
 
 int BuildCache::BuildSlotLimit() const {
+  if (fixed_build_slots_ > 0) return fixed_build_slots_;
   return ConcurrentBuildLimit(build_slots_.cores(),
                               CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
 }

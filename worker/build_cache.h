@@ -85,6 +85,9 @@ struct BuildCacheOptions {
   bool compiler_cache = true;
   // The cores the host's build slots are sized for; 0: HostCores().
   int build_cores = 0;
+  // A fixed number of build slots instead of the one the cores and the recent builds' costs
+  // give (0: sized, the default).
+  int fixed_build_slots = 0;
 };
 
 class BuildCache {
@@ -217,6 +220,7 @@ class BuildCache {
   const std::string builds_dir_;
   const int max_entries_;
   const bool use_compiler_cache_;
+  const int fixed_build_slots_;
   CommandRunner* const runner_;
   Clock* const clock_;
   BuildLayers layers_;

@@ -376,9 +376,10 @@ TEST_F(BuildCacheTest, ACopiedCMakeTreeIsConfiguredAgainInItsOwnEntry) {
 }
 
 TEST_F(BuildCacheTest, BuildsWaitForTheHostsBuildSlots) {
-  // One core: one build at a time, whatever the number of slots asking.
+  // One build slot: one build at a time, whatever the number of slots asking. (Sized, the
+  // slots would let eight of these sleeping builds share a core: build_cost.h.)
   BuildCacheOptions options;
-  options.build_cores = 1;
+  options.fixed_build_slots = 1;
   BuildCache cache(CacheDir(), options, runner_.get());
   const std::string timeline = tmp_.Join("timeline");
   const std::string command = absl::StrCat("echo start >> ", ShellQuote(timeline),
