@@ -78,19 +78,7 @@ std::set<std::string> GitBisectRun(const std::string& repo, const std::string& c
   CommandResult run = RunShell(absl::StrCat(
       "git clone -q ", ShellQuote(repo), " ", ShellQuote(clone), " && ", git, "bisect start ", bad,
       " ", good, " >/dev/null && ", git, "bisect run sh -c ", ShellQuote(check)));
-  std::set<std::string> answer;
-  bool listing = false;
-  for (absl::string_view line : absl::StrSplit(run.out + run.err, '\n')) {
-    if (absl::StrContains(line, " is the first bad commit")) {
-      answer.insert(std::string(line.substr(0, 40)));
-    } else if (absl::StrContains(line, "could be any of")) {
-      listing = true;
-    } else if (listing && line.size() == 40) {
-      answer.insert(std::string(line));
-    } else {
-      listing = false;
-    }
-  }
+  const std::set<std::string> answer = testing::GitBisectAnswer(run.out + run.err);
   EXPECT_FALSE(answer.empty()) << run.out << run.err;
   return answer;
 }

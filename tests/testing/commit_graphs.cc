@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace kbisect {
 namespace testing {
@@ -149,6 +152,23 @@ CommitGraph MercurialBisectGraph() {
       {17},      // 18: BAD
   };
   return graph;
+}
+
+std::set<std::string> GitBisectAnswer(const std::string& output) {
+  std::set<std::string> answer;
+  bool listing = false;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StrContains(line, " is the first bad commit")) {
+      answer.insert(std::string(line.substr(0, 40)));
+    } else if (absl::StrContains(line, "could be any of")) {
+      listing = true;
+    } else if (listing && line.size() == 40) {
+      answer.insert(std::string(line));
+    } else {
+      listing = false;
+    }
+  }
+  return answer;
 }
 
 std::string FastImportStream(const CommitGraph& graph,

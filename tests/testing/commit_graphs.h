@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,10 @@ using CommitFiles = std::vector<std::pair<std::string, std::string>>;
 // mark :i+1, message "c<i>", committed 60 i seconds after 2026-01-01 00:00:00 UTC, its parents
 // in order. Its tree holds the files `files(i)` returns; without `files`, each commit keeps its
 // first parent's tree (empty ones).
+// What `git bisect run` answered, from its output: the first bad commit, or the commits it
+// says "could be any of" when skips left several (full ids).
+std::set<std::string> GitBisectAnswer(const std::string& output);
+
 std::string FastImportStream(const CommitGraph& graph,
                              const std::function<CommitFiles(int)>& files = nullptr);
 

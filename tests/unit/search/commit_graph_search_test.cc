@@ -125,21 +125,11 @@ std::set<std::string> GitBisect(const GraphRepo& repo, int culprit, const std::s
       git, "bisect start --no-checkout ", repo.shas[repo.n()], " ", repo.shas[0], " && ", git,
       "bisect run sh ", ShellQuote(repo.path + ".check"), "; ", git, "bisect reset -q"));
   const std::string output = result.out + result.err;
-  std::set<std::string> answer;
-  bool listing = false;
   *steps = 0;
   for (absl::string_view line : absl::StrSplit(output, '\n')) {
     if (absl::StrContains(line, "running")) ++*steps;
-    if (absl::StrContains(line, " is the first bad commit")) {
-      answer.insert(std::string(line.substr(0, 40)));
-    } else if (absl::StrContains(line, "could be any of")) {
-      listing = true;
-    } else if (listing && line.size() == 40) {
-      answer.insert(std::string(line));
-    } else {
-      listing = false;
-    }
   }
+  std::set<std::string> answer = testing::GitBisectAnswer(output);
   EXPECT_FALSE(answer.empty()) << output;
   return answer;
 }
