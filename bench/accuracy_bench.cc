@@ -13,14 +13,16 @@
 // the named culprit is right, by the probability reported). Nothing is asserted;
 // docs/benchmarks.md quotes the tables.
 //
-// With --confidence P, a further column: kbisect with --confidence P (drawn from its own random
-// stream, so the other columns are those of a run without it), and its own calibration rows.
+// The kbisect column runs with the job's defaults (since decision 138: the confidence stop at
+// 0.99). With --confidence P|off, a further column: kbisect with --confidence P, or with the stop
+// off (the default before decision 138), drawn from its own random stream so the other columns
+// are those of a run without it, with its own calibration rows.
 //
 // Then the flaky pass/fail cells (--exit-code --flaky against plain --exit-code and git bisect's
 // one run per commit): fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
 //
 //   build/bin/accuracy_bench [--trials 1000] [--commits 100] [--seed 1]
-//   build/bin/accuracy_bench --noise 'gauss cv=5' --effects 0.05 --confidence 0.99 [--max-runs 60]
+//   build/bin/accuracy_bench --noise 'gauss cv=5' --effects 0.05 --confidence off [--max-runs 60]
 //   build/bin/accuracy_bench --flaky-only [--flaky-trials 200] [--workers 1,4]
 //                            [--flaky-bad 0.3 --flaky-good 0.01]
 // ACCURACY_DEBUG=1 prints every job that missed, with its probes.
@@ -38,11 +40,13 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
 #include "common/stats/stats.h"
+#include "common/spec/job_spec.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job/probe_classifier.h"
 
@@ -119,8 +123,10 @@ void RunSynchronousRounds(BisectJob* job, int workers, int max_rounds,
 Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseModel& noise,
                    std::mt19937_64& rng, double confidence = 0, int max_runs = 0) {
   v1::JobSpec spec;
-  spec.set_confidence(confidence);
-  spec.set_max_runs(max_runs);  // 0: the job's default (30; 60 with a confidence).
+  // 0: the job's default (0.99); below 0: --confidence off.
+  spec.set_confidence(std::max(confidence, 0.0));
+  spec.set_confidence_off(confidence < 0);
+  spec.set_max_runs(max_runs);  // 0: the job's default (60 with a confidence, 30 without).
   spec.set_repository("/sim");
   spec.set_good("g");
   spec.add_bench_command("bench");
@@ -449,6 +455,109 @@ Outcome RunPlainBisect(int n, int culprit, double bad_rate, double good_rate, in
   return out;
 }
 
+// A git_bayesect-style search, written from its published description (hauntsaninja, "Git
+// Bayesect", 2026; no code of it read or copied): a uniform prior over the first bad commit k,
+// independent Beta(1, 1) priors on the fail rates before and after k (integrated out: the
+// Beta-Bernoulli marginal of each side), one run at a time at the commit whose result minimises
+// the expected entropy of the posterior over k (exact, every commit 0..n a candidate), until
+// the most probable k reaches `confidence` (or `max_total_runs`). One worker: it runs one test
+// at a time.
+// The confidence of the outside git_bayesect run issue 32 quotes (99.0% exact, about 220 runs
+// at 30% / 5%; 100%, 397 runs at 10% / 0%).
+constexpr double kBayesectConfidence = 0.995;
+
+Outcome RunBayesect(int n, int culprit, double bad_rate, double good_rate, double confidence,
+                    int max_total_runs, std::mt19937_64& rng) {
+  std::vector<int> fails(n + 1, 0);
+  std::vector<int> passes(n + 1, 0);
+  std::vector<double> posterior(n + 1, 0);
+  // log B(1 + f, 1 + p) - log B(1, 1).
+  auto log_marginal = [](int f, int p) {
+    return std::lgamma(1.0 + f) + std::lgamma(1.0 + p) - std::lgamma(2.0 + f + p);
+  };
+  std::vector<int> fail_below(n + 2, 0);  // Failures at commits < k.
+  std::vector<int> pass_below(n + 2, 0);
+  auto update = [&]() {
+    for (int k = 1; k <= n + 1; ++k) {
+      fail_below[k] = fail_below[k - 1] + fails[k - 1];
+      pass_below[k] = pass_below[k - 1] + passes[k - 1];
+    }
+    const int total_fail = fail_below[n + 1];
+    const int total_pass = pass_below[n + 1];
+    double top = -1e300;
+    for (int k = 1; k <= n; ++k) {
+      posterior[k] = log_marginal(fail_below[k], pass_below[k]) +
+                     log_marginal(total_fail - fail_below[k], total_pass - pass_below[k]);
+      top = std::max(top, posterior[k]);
+    }
+    double sum = 0;
+    for (int k = 1; k <= n; ++k) sum += posterior[k] = std::exp(posterior[k] - top);
+    for (int k = 1; k <= n; ++k) posterior[k] /= sum;
+  };
+  auto entropy_of = [](const std::vector<double>& weights, double total) {
+    double h = 0;
+    for (double w : weights) {
+      if (w > 0) h -= (w / total) * std::log(w / total);
+    }
+    return h;
+  };
+  Outcome out;
+  update();
+  std::vector<double> after_fail(n + 1);
+  std::vector<double> after_pass(n + 1);
+  while (out.bench_runs < max_total_runs) {
+    const int best_k = static_cast<int>(
+        std::max_element(posterior.begin() + 1, posterior.end()) - posterior.begin());
+    if (posterior[best_k] >= confidence) break;
+    const int total_fail = fail_below[n + 1];
+    const int total_pass = pass_below[n + 1];
+    int choice = 0;
+    double best = 1e300;
+    double median_distance = 1e9;
+    double cumulative = 0;
+    int median = 1;
+    for (int k = 1; k <= n; ++k) {
+      cumulative += posterior[k];
+      if (cumulative < 0.5) median = k + 1;
+    }
+    for (int x = 0; x <= n; ++x) {
+      double p_fail = 0;
+      for (int k = 1; k <= n; ++k) {
+        // The predictive fail rate of x's side under k (the side's Beta posterior mean).
+        const bool bad_side = x >= k;
+        const int f = bad_side ? total_fail - fail_below[k] : fail_below[k];
+        const int runs = bad_side ? total_fail + total_pass - fail_below[k] - pass_below[k]
+                                  : fail_below[k] + pass_below[k];
+        const double rate = (1.0 + f) / (2.0 + runs);
+        after_fail[k] = posterior[k] * rate;
+        after_pass[k] = posterior[k] * (1 - rate);
+        p_fail += after_fail[k];
+      }
+      after_fail[0] = after_pass[0] = 0;
+      const double expected = p_fail * entropy_of(after_fail, p_fail) +
+                              (1 - p_fail) * entropy_of(after_pass, 1 - p_fail);
+      const double distance = std::abs(x - median);
+      if (expected < best - 1e-12 || (expected <= best + 1e-12 && distance < median_distance)) {
+        best = expected;
+        choice = x;
+        median_distance = distance;
+      }
+    }
+    const bool failed =
+        std::bernoulli_distribution(choice >= culprit ? bad_rate : good_rate)(rng);
+    (failed ? fails : passes)[choice] += 1;
+    ++out.bench_runs;
+    ++out.rounds;
+    update();
+  }
+  const int named = static_cast<int>(
+      std::max_element(posterior.begin() + 1, posterior.end()) - posterior.begin());
+  out.named = true;
+  out.exact = named == culprit;
+  out.probability = posterior[named];
+  return out;
+}
+
 // The flaky cells: fail rates 10-50% at BAD commits, 0-5% at GOOD ones.
 void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_counts,
                      const std::vector<double>& bad_rates, const std::vector<double>& good_rates,
@@ -458,24 +567,30 @@ void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_cou
       "uniform in 1..%d.\nColumns: exact-culprit accuracy %% / mean test runs / mean rounds. "
       "FACF (Google's flake-aware culprit finder) anchor: 97.5%% exact.\n",
       trials, commits, commits);
-  std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %s\n", "fail@BAD",
-                               "fail@GOOD", "W", "kbisect --flaky", "kbisect --exit-code",
-                               "plain bisect (1 run)", "p>=0.99: right/named");
+  std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %-24s | %s\n",
+                               "fail@BAD", "fail@GOOD", "W", "kbisect --flaky",
+                               "kbisect --exit-code", "plain bisect (1 run)",
+                               "bayesect-style (W=1)", "p>=0.99: right/named");
   for (double bad_rate : bad_rates) {
     for (double good_rate : good_rates) {
       for (int workers : worker_counts) {
-        long exact[3] = {0, 0, 0};
-        long runs[3] = {0, 0, 0};
-        long rounds[3] = {0, 0, 0};
+        // Its own stream, seeded by the cell: the other columns are those of a run without it.
+        std::mt19937_64 bayesect_rng(static_cast<uint64_t>(bad_rate * 1e6) * 1000003 +
+                                     static_cast<uint64_t>(good_rate * 1e6) * 101 + workers);
+        long exact[4] = {0, 0, 0, 0};
+        long runs[4] = {0, 0, 0, 0};
+        long rounds[4] = {0, 0, 0, 0};
         long sure = 0;
         long sure_right = 0;
         for (int t = 0; t < trials; ++t) {
           const int culprit = std::uniform_int_distribution<int>(1, commits)(rng);
-          const Outcome outcomes[3] = {
+          const Outcome outcomes[4] = {
               RunPassFail(commits, culprit, bad_rate, good_rate, workers, true, rng, confidence),
               RunPassFail(commits, culprit, bad_rate, good_rate, workers, false, rng),
-              RunPlainBisect(commits, culprit, bad_rate, good_rate, workers, rng)};
-          for (int m = 0; m < 3; ++m) {
+              RunPlainBisect(commits, culprit, bad_rate, good_rate, workers, rng),
+              RunBayesect(commits, culprit, bad_rate, good_rate, kBayesectConfidence, 5000,
+                          bayesect_rng)};
+          for (int m = 0; m < 4; ++m) {
             exact[m] += outcomes[m].exact ? 1 : 0;
             runs[m] += outcomes[m].bench_runs;
             rounds[m] += outcomes[m].rounds;
@@ -485,15 +600,16 @@ void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_cou
             sure_right += outcomes[0].exact ? 1 : 0;
           }
         }
-        std::string cells[3];
-        for (int m = 0; m < 3; ++m) {
+        std::string cells[4];
+        for (int m = 0; m < 4; ++m) {
           cells[m] = absl::StrFormat("%6.1f%% %6.1f %5.1f", 100.0 * exact[m] / trials,
                                      static_cast<double>(runs[m]) / trials,
                                      static_cast<double>(rounds[m]) / trials);
         }
-        std::cout << absl::StrFormat("%7.0f%% %8.0f%% %3d | %-24s | %-24s | %-24s | %ld/%ld\n",
-                                     bad_rate * 100, good_rate * 100, workers, cells[0], cells[1],
-                                     cells[2], sure_right, sure)
+        std::cout << absl::StrFormat(
+                         "%7.0f%% %8.0f%% %3d | %-24s | %-24s | %-24s | %-24s | %ld/%ld\n",
+                         bad_rate * 100, good_rate * 100, workers, cells[0], cells[1], cells[2],
+                         cells[3], sure_right, sure)
                   << std::flush;
       }
     }
@@ -511,7 +627,8 @@ int main(int argc, char** argv) {
   std::vector<double> effects = {0.05, 0.10, 0.20, 0.50};
   std::vector<int> worker_counts = {1, 4, 8};
   bool flaky_only = false;
-  double confidence = 0;
+  double confidence = 0;  // The extra column's: 0 none, below 0 --confidence off.
+  std::string extra_column;
   int max_runs = 0;
   int flaky_trials = 200;
   std::vector<double> flaky_bad = {0.1, 0.2, 0.3, 0.5};
@@ -524,13 +641,13 @@ int main(int argc, char** argv) {
   app.add_option("--effects", effects, "Effect sizes (fractions)")->delimiter(',');
   app.add_option("--workers", worker_counts, "Worker counts")->delimiter(',');
   app.add_flag("--flaky-only", flaky_only, "Only the flaky pass/fail table");
-  app.add_option("--confidence", confidence,
-                 "Add a column: kbisect with --confidence P (the culprit posterior's stop); "
-                 "in the flaky table, --flaky's confidence")
-      ->check(CLI::Range(0.0, 0.9999));
+  app.add_option("--confidence", extra_column,
+                 "Add a column: kbisect with --confidence P (the culprit posterior's stop) or "
+                 "off; in the flaky table, --flaky's confidence (a number)")
+      ->type_name("P|off");
   app.add_option("--max-runs", max_runs,
-                 "kbisect's --max-runs in both kbisect columns (0: the job's default, 30, or 60 "
-                 "with --confidence)");
+                 "kbisect's --max-runs in both kbisect columns (0: the job's default, 60 with a "
+                 "confidence, 30 with it off)");
   app.add_option("--flaky-trials", flaky_trials, "Trials per flaky cell (0: no flaky table)")
       ->capture_default_str();
   app.add_option("--flaky-bad", flaky_bad, "Fail rates at BAD commits of the flaky cells")
@@ -538,10 +655,17 @@ int main(int argc, char** argv) {
   app.add_option("--flaky-good", flaky_good, "Fail rates at GOOD commits of the flaky cells")
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
+  if (extra_column == "off") {
+    confidence = -1;
+  } else if (!extra_column.empty() && (!absl::SimpleAtod(extra_column, &confidence) ||
+                                       confidence <= 0 || confidence >= 1)) {
+    std::cerr << "--confidence takes a probability in (0, 1) or off, not " << extra_column << "\n";
+    return 2;
+  }
   if (flaky_only) {
     std::mt19937_64 flaky_rng(seed);
     kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_bad, flaky_good,
-                             confidence, flaky_rng);
+                             std::max(confidence, 0.0), flaky_rng);
     return 0;
   }
 
@@ -552,16 +676,17 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat("%-20s %6s %3s | %-24s | %-24s | %-24s | %-24s", "noise", "effect",
                                "W", "kbisect (adaptive)", "seed (3 runs)", "fixed 10 runs",
                                "Pinpoint (10..160)");
-  if (confidence > 0) {
-    std::cout << absl::StrFormat(" | %-24s",
-                                 absl::StrFormat("kbisect --confidence %g", confidence));
+  if (confidence != 0) {
+    std::cout << absl::StrFormat(
+        " | %-24s", confidence < 0 ? std::string("kbisect --confidence off")
+                                   : absl::StrFormat("kbisect --confidence %g", confidence));
   }
   std::cout << "\n";
   std::mt19937_64 rng(seed);
   // The --confidence column draws from its own stream, so the other columns are those of a run
   // without it.
   std::mt19937_64 confidence_rng(seed + 1000);
-  const int methods = confidence > 0 ? 5 : 4;
+  const int methods = confidence != 0 ? 5 : 4;
   kbisect::PinpointThresholds thresholds;
   // Calibration of culprit_probability: per bin of the reported probability, the jobs that named
   // a culprit and how many of them were right; overall and per noise model.
@@ -590,7 +715,7 @@ int main(int argc, char** argv) {
               kbisect::RunFixed(commits, culprit, effect, workers, 3, noise, rng),
               kbisect::RunFixed(commits, culprit, effect, workers, 10, noise, rng),
               kbisect::RunPinpoint(commits, culprit, effect, workers, noise, thresholds, rng)};
-          if (confidence > 0) {
+          if (confidence != 0) {
             outcomes[4] = kbisect::RunKbisect(commits, culprit, effect, workers, noise,
                                               confidence_rng, confidence, max_runs);
           }
@@ -609,7 +734,9 @@ int main(int argc, char** argv) {
           } else {
             ++unnamed;
           }
-          if (confidence > 0 && outcomes[4].named) bin_of(outcomes[4], {"with --confidence"});
+          if (confidence != 0 && outcomes[4].named) {
+            bin_of(outcomes[4], {confidence < 0 ? "with --confidence off" : "with --confidence"});
+          }
           for (int m = 0; m < methods; ++m) {
             sums[m].exact += outcomes[m].exact ? 1 : 0;
             sums[m].runs += outcomes[m].bench_runs;
@@ -625,7 +752,7 @@ int main(int argc, char** argv) {
         std::cout << absl::StrFormat("%-20s %5.0f%% %3d | %-24s | %-24s | %-24s | %-24s",
                                      noise.name, effect * 100, workers, cells[0], cells[1],
                                      cells[2], cells[3]);
-        if (confidence > 0) std::cout << absl::StrFormat(" | %-24s", cells[4]);
+        if (confidence != 0) std::cout << absl::StrFormat(" | %-24s", cells[4]);
         std::cout << "\n" << std::flush;
       }
     }
@@ -646,7 +773,7 @@ int main(int argc, char** argv) {
   }
   if (flaky_trials > 0) {
     kbisect::PrintFlakyTable(flaky_trials, commits, worker_counts, flaky_bad, flaky_good,
-                             confidence, rng);
+                             std::max(confidence, 0.0), rng);
   }
   return 0;
 }

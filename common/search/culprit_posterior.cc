@@ -378,6 +378,10 @@ absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
     total += weight[j] * (high[j] - low[j] + 1);
   }
   posterior.probability.assign(n + 1, 0.0);
+  if (options.estimate_flake_rates) {
+    posterior.good_fail_rate_at.assign(n + 1, 0.0);
+    posterior.bad_fail_rate_at.assign(n + 1, 0.0);
+  }
   for (int j = 0; j <= commits; ++j) {
     if (!valid[j]) continue;
     for (int k = low[j]; k <= high[j]; ++k) posterior.probability[k] = weight[j] / total;
@@ -388,11 +392,16 @@ absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
       const double good_runs = good_failures + passes_below[j];
       const double bad_failures = all_failures - good_failures;
       const double bad_runs = bad_failures + all_passes - passes_below[j];
-      posterior.good_fail_rate +=
-          mass * (options.good_fail_prior_a + good_failures) /
-          (options.good_fail_prior_a + options.good_fail_prior_b + good_runs);
-      posterior.bad_fail_rate += mass * (options.bad_fail_prior_a + bad_failures) /
-                                 (options.bad_fail_prior_a + options.bad_fail_prior_b + bad_runs);
+      const double good_rate = (options.good_fail_prior_a + good_failures) /
+                               (options.good_fail_prior_a + options.good_fail_prior_b + good_runs);
+      const double bad_rate = (options.bad_fail_prior_a + bad_failures) /
+                              (options.bad_fail_prior_a + options.bad_fail_prior_b + bad_runs);
+      posterior.good_fail_rate += mass * good_rate;
+      posterior.bad_fail_rate += mass * bad_rate;
+      for (int k = low[j]; k <= high[j]; ++k) {
+        posterior.good_fail_rate_at[k] = good_rate;
+        posterior.bad_fail_rate_at[k] = bad_rate;
+      }
     }
   }
   posterior.most_likely = 1;

@@ -74,6 +74,11 @@ struct CulpritPosterior {
   // BAD commits (p), averaged over the positions; 0 otherwise.
   double good_fail_rate = 0;
   double bad_fail_rate = 0;
+  // With estimate_flake_rates: per position k (0..n), the rates' posterior means given that the
+  // first bad commit is k (what the next result at a commit is predicted with under k); empty
+  // otherwise.
+  std::vector<double> good_fail_rate_at;
+  std::vector<double> bad_fail_rate_at;
 
   // The probability that the first bad commit is one of `positions` (out-of-range ones count 0).
   double MassOf(absl::Span<const int> positions) const;

@@ -12,6 +12,7 @@
 #include "common/stats/stats.h"
 #include "coordinator/job/build_ahead.h"
 #include "coordinator/job/build_capacity.h"
+#include "coordinator/job/confidence_stop.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -151,6 +152,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     RunningTask running;
     running.kind = entry.task.kind();
     if (probe.has_start_time()) running.started = FromProto(probe.start_time());
+    if (running.kind == v1::PROBE_KIND_BISECT) running.round = probe.round();
+    running.worker = probe.worker();
     input.running.push_back(running);
   }
   for (const v1::Probe& probe : status_.probes()) {
@@ -173,7 +176,11 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
   input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
   input.builds = !status_.spec().build_command().empty();
-  input.round = max_round_recorded_ + 1;
+  input.round = RoundOfNewProbes();
+  for (int position : unclassified_) {
+    input.awaiting_verdict_round =
+        std::max(input.awaiting_verdict_round, book_.probe(position).round());
+  }
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
   std::vector<std::string> taking_part;
@@ -184,6 +191,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
       CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
   input.commit_count = status_.commit_count();
   input.search = &search_;
+  if (FlakySearch()) input.chosen_points = FlakyPoints(static_cast<int>(idle.size()));
   return input;
 }
 
@@ -195,7 +203,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
   for (const std::string& worker : plan.seen) calibration_.worker(worker).gone = false;
-  const int round = max_round_recorded_ + 1;
+  const int round = RoundOfNewProbes();
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
       case DispatchAssignment::Kind::kQueued:
@@ -205,7 +213,12 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
         Calibrate(assignment.worker, &out);
         break;
       case DispatchAssignment::Kind::kProbe: {
-        search_.MarkInFlight(assignment.commit_index);
+        // A flaky search may run an end of the interval again (its runs pin the fail rates): it
+        // is no point of the search.
+        if (assignment.commit_index > search_.last_good() &&
+            assignment.commit_index < search_.first_bad()) {
+          search_.MarkInFlight(assignment.commit_index);
+        }
         const std::string id = book_.NewTask(v1::PROBE_KIND_BISECT, assignment.commit_index, round);
         // An anchor: one fresh run checks the GPU against its cached samples, which then count
         // for the verdict too (more runs follow if the samples cannot decide).
@@ -639,6 +652,20 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   const v1::Probe& finished_probe = book_.probe(probe_position);
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
        ProbeFinishedText(finished_probe, status_, pass_fail_, line), &finished_probe, now);
+}
+
+int BisectJob::RoundOfNewProbes() const {
+  // A flaky test's search has no verdicts until it ends: a probe's round counts the results
+  // before it, as over a graph.
+  if (search_.graph() != nullptr || FlakySearch()) return max_round_recorded_ + 1;
+  int depth = 0;
+  const int ends[2] = {search_.last_good(), search_.first_bad()};
+  const v1::Verdict sides[2] = {v1::VERDICT_GOOD, v1::VERDICT_BAD};
+  for (int i = 0; i < 2; ++i) {
+    const int row = DecidingProbe(status_, ends[i], sides[i]);
+    if (row >= 0) depth = std::max(depth, status_.probes(row).round());
+  }
+  return depth + 1;
 }
 
 bool BisectJob::IsProvisional(const v1::Probe& probe) const {

@@ -32,8 +32,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
+#include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation.h"
 #include "coordinator/job/dispatch.h"
@@ -236,10 +238,17 @@ class BisectJob {
   // effects).
   ProbeClassification Judge(const v1::Probe& probe) const;
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
-  // A flaky pass/fail test (--flaky; flaky_probes.cc, rules in flaky_verdicts.h): the probe's
-  // verdict from the posterior over every run, or more runs. A probe measured again after its
-  // verdict keeps it, or has it taken back and judged again when its runs now say otherwise.
+  // A flaky pass/fail test (--flaky; flaky_probes.cc, rules in flaky_verdicts.h) is searched by
+  // information (decision 144): its probes carry no verdict; each result updates the posterior
+  // over every run, and the search ends, recording the sides of every probe, once the
+  // likeliest culprit reaches the confidence (or the run budget is spent, or nothing may run).
+  bool FlakySearch() const { return pass_fail_ && status_.spec().flaky(); }
   void ClassifyFlaky(int probe_position, absl::Time now);
+  // The commits `count` idle workers probe next (NextFlakyProbes).
+  std::vector<int> FlakyPoints(int count) const;
+  // The flaky posterior within the search's interval (marks included); an error only for an
+  // invalid job.
+  absl::StatusOr<CulpritPosterior> FlakyPosterior() const;
   // The endpoints of a flaky test: BAD runs until it fails once (up to max_runs: else nothing to
   // bisect); GOOD may fail, but not in most of its runs.
   void EvaluateFlakyBaselines(absl::Time now);
@@ -256,6 +265,13 @@ class BisectJob {
   // The classifier's `verdict` of a probe, or with --confidence, for one it left AMBIGUOUS at
   // --max-runs, the side the posterior puts the commit on (its samples still count there).
   v1::Verdict ConfidentVerdict(int probe_position, v1::Verdict verdict);
+  // The round of a bisect probe handed out now: one more than the rounds of the two verdicts
+  // that bound the open interval (the endpoints and marks are round 0). A probe's place depends
+  // on those two verdicts alone (the points in flight space it but are not waited for), so this
+  // is its depth in the chain of results the search waited for: a verdict that came back first
+  // from a piece the interval no longer holds does not delay it. Over a commit graph every
+  // verdict may shape the candidates: one more than the highest recorded.
+  int RoundOfNewProbes() const;
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
   // BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;

@@ -22,18 +22,61 @@ std::optional<double> TypicalSpan(const std::vector<MeasuredSpan>& spans) {
   return Median(later).value_or(0);
 }
 
+namespace {
+
+// Any measurement about to end frees a worker (a calibration or a baseline too): new points
+// placed together with it split the interval evenly; placed one by one they fill the largest
+// gap first and can leave a piece twice the size of the others.
+bool IsDueSoon(const RunningTask& task, double typical, absl::Time now) {
+  if (task.kind == v1::PROBE_KIND_CONFIRM || !task.started.has_value()) return false;
+  const double elapsed = absl::ToDoubleSeconds(now - *task.started);
+  return elapsed >= kDueFraction * typical && elapsed <= kOverdueFraction * typical;
+}
+
+}  // namespace
+
 bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double> typical,
                    absl::Time now) {
   if (!typical.has_value()) return false;
+  return std::any_of(running.begin(), running.end(),
+                     [&](const RunningTask& task) { return IsDueSoon(task, *typical, now); });
+}
+
+bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, int awaiting_verdict_round,
+                         std::optional<double> typical, const BisectSearch& search,
+                         int commit_count, int workers, int round) {
+  if (!typical.has_value()) return true;
+  // Any result in flight may come before the one due: the latest round among them is what the
+  // new points would wait on.
+  int latest = awaiting_verdict_round;
   for (const RunningTask& task : running) {
-    // Any measurement about to end frees a worker (a calibration or a baseline too): new points
-    // placed together with it split the interval evenly; placed one by one they fill the
-    // largest gap first and can leave a piece twice the size of the others.
-    if (task.kind == v1::PROBE_KIND_CONFIRM || !task.started.has_value()) continue;
-    const double elapsed = absl::ToDoubleSeconds(now - *task.started);
-    if (elapsed >= kDueFraction * *typical && elapsed <= kOverdueFraction * *typical) return true;
+    if (task.kind == v1::PROBE_KIND_BISECT) latest = std::max(latest, task.round);
   }
-  return false;
+  if (latest < round) return true;
+  const int bound = BisectSearch::EstimateRounds(commit_count, workers);
+  return latest + BisectSearch::EstimateRounds(search.LargestPieceWith({}), workers) <= bound;
+}
+
+bool PointsKeepRoundBound(const BisectSearch& search, const std::vector<int>& points,
+                          int commit_count, int workers, int round) {
+  const int bound = BisectSearch::EstimateRounds(commit_count, workers);
+  return round + BisectSearch::EstimateRounds(search.LargestPieceWith(points), workers) <= bound;
+}
+
+bool EarlierRoundInFlight(const std::vector<RunningTask>& running, int round,
+                          const std::vector<MeasuredSpan>& spans, absl::Time now) {
+  const std::optional<double> overall = TypicalSpan(spans);
+  return std::any_of(running.begin(), running.end(), [&](const RunningTask& task) {
+    if (task.kind != v1::PROBE_KIND_BISECT || task.round >= round) return false;
+    std::vector<MeasuredSpan> own;
+    for (const MeasuredSpan& span : spans) {
+      if (span.worker == task.worker) own.push_back(span);
+    }
+    const std::optional<double> typical = own.empty() ? overall : TypicalSpan(own);
+    // A straggler (a hung benchmark) holds nobody: a round costs less than waiting for it.
+    return !typical.has_value() || !task.started.has_value() ||
+           absl::ToDoubleSeconds(now - *task.started) <= kStragglerFraction * *typical;
+  });
 }
 
 std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& checkouts,
@@ -142,7 +185,9 @@ class PlanState {
 
   void HandOutQueued(const std::string& worker, const QueuedTask& task, DispatchPlan* plan) {
     Worker(worker).checked_out = task.commit_index;
-    running_.push_back({task.kind, task.started});
+    // A queued bisect probe (a retry) counts as of the round new points would be.
+    running_.push_back({task.kind, task.started,
+                        task.kind == v1::PROBE_KIND_BISECT ? input_.round : 0, worker});
     if (!input_.bad_task_id.empty() && task.task_id == input_.bad_task_id) bad_worker_ = worker;
     plan->assignments.push_back({DispatchAssignment::Kind::kQueued, worker, task.task_id, 0});
   }
@@ -152,7 +197,7 @@ class PlanState {
     state.calibration_started = true;
     state.checked_out = 0;
     has_reference_ = true;
-    running_.push_back({v1::PROBE_KIND_BASELINE_GOOD, std::nullopt});
+    running_.push_back({v1::PROBE_KIND_BASELINE_GOOD, std::nullopt, 0, worker});
     plan->assignments.push_back({DispatchAssignment::Kind::kCalibrate, worker, "", 0});
   }
 
@@ -266,7 +311,10 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
     // and the noise need (often one). While a measurement is about to end (it may be the
     // verdict, or it narrows the interval) the workers wait for it, as probes do below.
     const bool hold = !input.baselines_settled && input.calibration_runs > 1 &&
-                      ResultDueSoon(state.running(), TypicalSpan(input.spans), now);
+                      ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
+                      WaitKeepsRoundBound(state.running(), input.awaiting_verdict_round,
+                                          TypicalSpan(input.spans), *input.search,
+                                          input.commit_count, state.Slots(), input.round);
     for (const std::string& worker : ordered) {
       if (!state.Room()) break;
       if (input.search->Done()) {
@@ -288,15 +336,35 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   // the old interval and many would be cancelled. A calibration or baseline about to end frees
   // a worker whose point is better placed together with these. Idle workers wait for it (the
   // result dispatches again); a measurement running late does not hold them.
-  if (budget > 0 && ResultDueSoon(state.running(), TypicalSpan(input.spans), now)) budget = 0;
+  if (budget > 0 && !input.chosen_points.has_value() &&
+      ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
+      WaitKeepsRoundBound(state.running(), input.awaiting_verdict_round, TypicalSpan(input.spans),
+                          *input.search, input.commit_count, state.Slots(), input.round)) {
+    budget = 0;
+  }
   if (budget <= 0) return plan;
   // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
   // checkout costs about one file write per commit between the two.
   // The endpoint verdict comes after the first wave when GOOD is measured beside BAD; else the
   // first wave's points leave room for a second wave of the same round.
   const bool second_wave = input.first_wave && !state.OtherCalibrationStarted();
-  const std::vector<int> points =
-      second_wave ? input.search->PlanProbes(budget, 2 * budget) : input.search->PlanProbes(budget);
+  std::vector<int> points;
+  if (input.chosen_points.has_value()) {
+    points.assign(input.chosen_points->begin(),
+                  input.chosen_points->begin() +
+                      std::min<size_t>(budget, input.chosen_points->size()));
+  } else {
+    points = second_wave ? input.search->PlanProbes(budget, budget + 1)
+                         : input.search->PlanProbes(budget);
+    // Points that leave more than the rounds left can split wait, when a result of an earlier
+    // round is still to come: it narrows the interval without deepening it, and the points
+    // placed after it split what is left within the bound (decision 139).
+    if (!PointsKeepRoundBound(*input.search, points, input.commit_count, state.Slots(),
+                              input.round) &&
+        EarlierRoundInFlight(state.running(), input.round, input.spans, now)) {
+      return plan;
+    }
+  }
   // A worker with cached results measures one of its cached commits when one is close to a
   // point: the measurement verifies its cache (see ResultReuse) and splits as well. Such pairs
   // go first; the other points go to the idle worker whose checkout is nearest.

@@ -27,8 +27,9 @@
 //      once the search is done those that owe one calibrate (beside the confirmation: no
 //      probing round).
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
-//      or a running measurement is due soon (ResultDueSoon): points placed together with the
-//      coming result split the interval evenly. Points come from BisectSearch::PlanProbes (in the
+//      or a running measurement is due soon (ResultDueSoon) and waiting for it costs no round
+//      (WaitKeepsRoundBound): points placed together with the coming result split the interval
+//      evenly. Points come from BisectSearch::PlanProbes (in the
 //      first wave, half of a split planned for both waves) and go to the idle worker whose
 //      checkout is nearest (closest pair first).
 #ifndef KBISECT_COORDINATOR_JOB_DISPATCH_H_
@@ -84,6 +85,8 @@ struct QueuedTask {
 struct RunningTask {
   v1::ProbeKind kind = v1::PROBE_KIND_UNSPECIFIED;
   std::optional<absl::Time> started;
+  int round = 0;  // A bisect probe's round (0 for other kinds).
+  std::string worker;  // Who runs it.
 };
 
 // A finished measurement (not a confirmation), in probe table order.
@@ -120,6 +123,13 @@ struct DispatchInput {
   // host the build cache is shared: a second build of one commit waits for the first).
   bool builds = false;
   int round = 1;         // The probing round new probes belong to.
+  // The highest round of the measured bisect probes whose verdicts wait for the baselines (0:
+  // none): they land when a baseline or calibration ends, as a running probe's would.
+  int awaiting_verdict_round = 0;
+  // Points the job chose itself (a flaky test's, by information: flaky_verdicts.h), best first:
+  // bisect probes take them in this order instead of search->PlanProbes, and nobody waits for a
+  // result due soon (the next result changes the posterior, not a split).
+  std::optional<std::vector<int>> chosen_points;
   int max_workers = 0;   // Most tasks in flight; <= 0: no cap.
   int commit_count = 0;  // n: commits in the range (index 0 = GOOD, n = BAD).
   const BisectSearch* search = nullptr;
@@ -180,6 +190,34 @@ std::optional<double> TypicalSpan(const std::vector<MeasuredSpan>& spans);
 // kDueFraction..kOverdueFraction of `typical` seconds at `now`.
 bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double> typical,
                    absl::Time now);
+
+// True when idle workers may wait for the results ResultDueSoon sees without costing a probing
+// round against the bound R = ceil(log_{W+1} n) (`workers` slots, `commit_count` commits): no
+// bisect probe in flight or awaiting its verdict (`awaiting_verdict_round`) is of round `round`
+// or later (any of them may report first; new points placed after an earlier round's verdict
+// are still of `round`), or the search fits R even when
+// new points wait for the latest of them: its round plus the rounds that the widest piece left
+// by the points in flight still needs. A wait that would cost a round does not happen: the
+// points go out now (decision 139).
+// True when the search fits the round bound R = ceil(log_{W+1} n) with `points` placed now in
+// round `round`: the rounds after it split the widest piece that they and the points in flight
+// leave (round + ceil(log_{W+1} piece) <= R).
+bool PointsKeepRoundBound(const BisectSearch& search, const std::vector<int>& points,
+                          int commit_count, int workers, int round);
+
+// True when a bisect probe of a round before `round` is running and is no straggler: it has run
+// at most kStragglerFraction of its worker's typical span at `now` (TypicalSpan of that
+// worker's `spans`, else of all; a GPU that is always slow is not a straggler, a hung benchmark
+// is), or nothing is typical yet. Its verdict narrows the interval without deepening it, so
+// points waiting for it keep their round. PlanDispatch holds points that would break the bound
+// (PointsKeepRoundBound) while one runs.
+inline constexpr double kStragglerFraction = 3.0;
+bool EarlierRoundInFlight(const std::vector<RunningTask>& running, int round,
+                          const std::vector<MeasuredSpan>& spans, absl::Time now);
+
+bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, int awaiting_verdict_round,
+                         std::optional<double> typical, const BisectSearch& search,
+                         int commit_count, int workers, int round);
 
 // Pairs probe points with probing workers, nearest checkout first: repeatedly the closest
 // (worker, point) pair among those not yet paired (a worker without a checkout is n + 1 away;

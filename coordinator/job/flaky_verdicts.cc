@@ -5,9 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "common/text/count.h"
+#include "common/search/information_gain.h"
 
 namespace kbisect {
 namespace {
@@ -15,30 +13,6 @@ namespace {
 // Exit codes of git bisect run's contract: 0 good, 125 untestable, 1..127 otherwise bad.
 constexpr int kSkipExitCode = 125;
 constexpr int kMaxBadExitCode = 127;
-
-// Rates are kept this far from 0 and 1 when the runs a side needs are estimated.
-constexpr double kRateFloor = 0.005;
-
-double Odds(double probability) {
-  probability = std::clamp(probability, 1e-300, 1 - 1e-16);
-  return probability / (1 - probability);
-}
-
-// Runs that bring the odds "BAD : GOOD" of a commit from `bad_probability` to those of `goal`
-// (a bad probability), with fail rates q at GOOD and p at BAD commits. Toward GOOD every pass
-// multiplies the odds by (1 - p) / (1 - q); toward BAD every failure by p / q, and a BAD commit
-// fails once in 1 / p runs.
-int RunsToReach(double bad_probability, double goal, double p, double q) {
-  p = std::clamp(p, kRateFloor, 1 - kRateFloor);
-  q = std::clamp(q, kRateFloor, 1 - kRateFloor);
-  const double distance = std::fabs(std::log(Odds(bad_probability) / Odds(goal)));
-  if (p <= q) return 1 << 20;  // The results cannot tell the sides apart: as many as allowed.
-  if (goal < bad_probability) {
-    return static_cast<int>(std::ceil(distance / std::log((1 - q) / (1 - p))));
-  }
-  const double failures = std::ceil(distance / std::log(p / q));
-  return static_cast<int>(std::ceil(failures / p));
-}
 
 bool IsMeasuredRow(const v1::Probe& probe) {
   return probe.state() != v1::PROBE_STATE_CANCELLED && probe.kind() != v1::PROBE_KIND_CONFIRM &&
@@ -84,83 +58,63 @@ PosteriorOptions FlakyPosteriorOptions() {
   return options;
 }
 
-FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, int runs,
-                                const FlakyOptions& options) {
-  FlakyJudgement judgement;
-  double bad = 0;
-  for (int k = 1; k <= std::min(index, posterior.n); ++k) bad += posterior.probability[k];
-  judgement.bad_probability = bad;
-  const double doubt = (1 - options.confidence) / 2;
-  const std::string rates = absl::StrFormat(
-      "P(bad) = %.4f with fail rates %.0f%% at BAD and %.1f%% at GOOD commits estimated", bad,
-      100 * posterior.bad_fail_rate, 100 * posterior.good_fail_rate);
-  if (bad >= 1 - doubt) {
-    judgement.verdict = v1::VERDICT_BAD;
-    judgement.reason = rates;
-    return judgement;
+CulpritPosterior WithinInterval(CulpritPosterior posterior, int last_good, int first_bad) {
+  double inside = 0;
+  for (int k = 0; k <= posterior.n; ++k) {
+    if (k <= last_good || k > first_bad) posterior.probability[k] = 0;
+    inside += posterior.probability[k];
   }
-  if (bad <= doubt) {
-    judgement.verdict = v1::VERDICT_GOOD;
-    judgement.reason = rates;
-    return judgement;
+  const int low = std::clamp(last_good + 1, 1, std::max(1, posterior.n));
+  const int high = std::clamp(first_bad, low, std::max(1, posterior.n));
+  if (inside <= 0) {  // Nothing left inside: uniform over the interval.
+    for (int k = low; k <= high; ++k) posterior.probability[k] = 1.0 / (high - low + 1);
+    inside = 1;
   }
-  const int left = options.max_runs - runs;
-  if (left <= 0) {
-    // Its runs still count in the posterior, so the more likely side steers the search (a skip
-    // would send it to the neighbours, as hard to judge), and the end check weighs the doubt.
-    judgement.verdict = bad >= 0.5 ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
-    judgement.reason = absl::StrCat("still unclear after ", Count(runs, "run"), ", taken as ",
-                                    bad >= 0.5 ? "BAD" : "GOOD", ", the more likely: ", rates);
-    return judgement;
+  int best = low;
+  for (int k = low; k <= high; ++k) {
+    posterior.probability[k] /= inside;
+    if (posterior.probability[k] > posterior.probability[best]) best = k;
   }
-  const double goal = bad < 0.5 ? doubt : 1 - doubt;
-  const int needed = RunsToReach(bad, goal, posterior.bad_fail_rate, posterior.good_fail_rate);
-  judgement.more_runs = std::clamp(needed, std::min(options.min_runs, left), left);
-  judgement.reason = absl::StrCat("unclear: ", rates, "; ", judgement.more_runs, " more runs");
-  return judgement;
+  posterior.most_likely = best;
+  return posterior;
 }
 
-int FlakyGoodRunsWanted(const RunCounts& bad, int min_runs, int max_runs) {
-  const double p = (bad.failures + 1.0) / (bad.runs() + 2.0);
-  const double wanted = std::ceil(kFlakyGoodPinFailures / p);
-  return std::clamp(wanted < max_runs ? static_cast<int>(wanted) : max_runs,
-                    std::min(min_runs, max_runs), max_runs);
+int FlakyRunBudget(int n, int max_runs) {
+  const int bits = std::max(1, static_cast<int>(std::ceil(std::log2(std::max(2, n)))));
+  return std::max(1, max_runs) * bits;
 }
 
-FlakyCulpritCheck CheckFlakyCulprit(const CulpritPosterior& posterior, int last_good, int first_bad,
-                                    int last_good_runs, int first_bad_runs,
-                                    const FlakyOptions& options) {
-  FlakyCulpritCheck check;
-  if (first_bad < 1 || first_bad > posterior.n) return check;
-  check.probability = posterior.probability[first_bad];
-  if (check.probability >= options.confidence) return check;
-  double below = 0;  // P(first bad commit < first_bad): last_good is BAD.
-  for (int k = 1; k < first_bad; ++k) below += posterior.probability[k];
-  const double above = std::max(0.0, 1 - below - check.probability);
-  const double doubt = (1 - options.confidence) / 2;
-  // The side with the more doubt first; the other when that one has run all it may.
-  struct Side {
-    double doubt;
-    int index;
-    int runs;
-    double goal;
-    double bad_probability;
-  };
-  Side sides[2] = {{below, last_good, last_good_runs, doubt, below},
-                   {above, first_bad, first_bad_runs, 1 - doubt, 1 - above}};
-  if (sides[1].doubt > sides[0].doubt) std::swap(sides[0], sides[1]);
-  for (const Side& side : sides) {
-    // An endpoint carries no doubt of its own (the first bad commit is in 1..n).
-    if (side.doubt <= 0 || side.index <= 0 || side.index >= posterior.n) continue;
-    const int left = options.max_runs - side.runs;
-    if (left <= 0) continue;
-    const int needed = RunsToReach(side.bad_probability, side.goal, posterior.bad_fail_rate,
-                                   posterior.good_fail_rate);
-    check.remeasure = side.index;
-    check.more_runs = std::clamp(needed, std::min(options.min_runs, left), left);
-    return check;
+std::vector<int> NextFlakyProbes(const CulpritPosterior& posterior,
+                                 const std::vector<int>& in_flight,
+                                 const std::map<int, int>& runs_by_index, int count,
+                                 int last_good, int first_bad, int max_runs) {
+  const PositionRates rates =
+      posterior.good_fail_rate_at.empty()
+          ? ConstantRates(posterior.n, {posterior.good_fail_rate, posterior.bad_fail_rate})
+          : PositionRates{posterior.good_fail_rate_at, posterior.bad_fail_rate_at};
+  std::vector<int> capped;
+  for (const auto& [index, runs] : runs_by_index) {
+    if (runs >= max_runs) capped.push_back(index);
   }
-  return check;
+  // The interval's ends are candidates too: their runs pin the fail rates, which the positions
+  // inside are judged by.
+  return ChooseInformativeProbes(posterior.probability, rates, in_flight, count, last_good,
+                                 first_bad, capped);
+}
+
+FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, int search_runs,
+                        int run_budget, bool nothing_left) {
+  FlakyStep step;
+  const int best = posterior.most_likely;
+  if (best >= 1 && best <= posterior.n && posterior.probability[best] >= confidence) {
+    step.culprit = best;
+    return step;
+  }
+  if (search_runs >= run_budget || nothing_left) {
+    step.culprit = best;
+    step.short_of_confidence = true;
+  }
+  return step;
 }
 
 }  // namespace kbisect

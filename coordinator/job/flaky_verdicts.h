@@ -1,16 +1,15 @@
 // Copyright 2026 The kbisect Authors.
 //
-// The verdict rules of a flaky pass/fail test (`--exit-code --flaky`): a test that fails only
-// sometimes at BAD commits (rate p) and rarely at GOOD ones (rate q). No single result can be
-// trusted, so a commit is judged by the culprit posterior over every run of the job with p and
-// q estimated (PosteriorOptions::estimate_flake_rates): the commit is BAD once the posterior puts
-// the first bad commit at or below it with probability at least 1 - (1 - confidence) / 2, GOOD
-// once above it with that probability, and otherwise it runs again. When the search has
-// narrowed to one culprit, the culprit's own probability must reach the confidence; if it does
-// not, the boundary commit that leaves the more doubt runs again. Pure: no I/O, no clock.
+// The rules of a flaky pass/fail test (`--exit-code --flaky`): a test that fails only sometimes
+// at BAD commits (rate p) and rarely at GOOD ones (rate q). No single result can be trusted, so
+// no commit is judged on its own: the culprit posterior over every run of the job, with p and q
+// estimated (PosteriorOptions::estimate_flake_rates), says where the culprit is, the next probes
+// go where their results are expected to tell the most about it, and the search ends once one
+// commit holds the confidence (decision 144). Pure: no I/O, no clock.
 #ifndef KBISECT_COORDINATOR_JOB_FLAKY_VERDICTS_H_
 #define KBISECT_COORDINATOR_JOB_FLAKY_VERDICTS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,56 +38,39 @@ std::vector<CommitEvidence> FlakyEvidence(const v1::JobStatus& status,
 // PosteriorOptions: q mean 5%, p uniform).
 PosteriorOptions FlakyPosteriorOptions();
 
-struct FlakyOptions {
-  // The culprit probability to reach (JobSpec.confidence).
-  double confidence = 0.99;
-  // Runs of a commit's first task; the fewest runs asked for at once.
-  int min_runs = 4;
-  // Most runs of one commit.
-  int max_runs = 120;
+// --- The search by information (decision 144) ---------------------------------------------
+// A flaky test's probes go where a result is expected to tell the most about the culprit
+// (common/search/information_gain.h), one task of --runs runs each, and no commit is judged on
+// its own: the search ends once the posterior over every run names one culprit with the
+// confidence. The functions below are its rules; BisectJob applies them (flaky_probes.cc).
+
+// `posterior` restricted to the positions (last_good, first_bad] (the marks' and the search's
+// interval): probability 0 outside, renormalised inside; most_likely the likeliest inside.
+CulpritPosterior WithinInterval(CulpritPosterior posterior, int last_good, int first_bad);
+
+// The runs the search may spend past the baselines: max_runs per bit of the range (log2 of n,
+// at least 1). Past it, the likeliest culprit is named with the probability it has.
+int FlakyRunBudget(int n, int max_runs);
+
+// Up to `count` commits to run next: ChooseInformativeProbes over `posterior` (with its fail
+// rates per position) given the commits `in_flight`, in [last_good, first_bad] (the ends pin the
+// rates), leaving out commits that have had max_runs runs (`runs_by_index`, counting runs in
+// flight).
+std::vector<int> NextFlakyProbes(const CulpritPosterior& posterior,
+                                 const std::vector<int>& in_flight,
+                                 const std::map<int, int>& runs_by_index, int count,
+                                 int last_good, int first_bad, int max_runs);
+
+// What the search does after a result: it ends naming `culprit` when the likeliest position
+// reaches the confidence, or, short of it (`short_of_confidence`), when the search's runs
+// reached `run_budget` or no commit may run more and none runs (`nothing_left`); else it goes
+// on (culprit -1).
+struct FlakyStep {
+  int culprit = -1;
+  bool short_of_confidence = false;
 };
-
-// A commit's verdict, or how many more runs it needs.
-struct FlakyJudgement {
-  // GOOD, BAD, AMBIGUOUS (max_runs reached, still unclear), or UNSPECIFIED with more_runs.
-  v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
-  int more_runs = 0;
-  // P(first bad commit <= index): the probability that the commit is BAD.
-  double bad_probability = 0;
-  std::string reason;
-};
-
-// Judges commit `index` (0 < index < n), measured `runs` times so far, under `posterior`. More
-// runs: as many passes as would bring the doubt to the target at the estimated rates (a BAD
-// commit will likely fail before that), at least min_runs, never past max_runs.
-FlakyJudgement JudgeFlakyCommit(const CulpritPosterior& posterior, int index, int runs,
-                                const FlakyOptions& options);
-
-// Runs the GOOD endpoint needs before the search starts, given BAD's runs so far: as many as a
-// BAD commit fails in about kFlakyGoodPinFailures times at BAD's estimated rate p, (failures + 1)
-// / (runs + 2), at least min_runs, at most max_runs. GOOD's runs are what pins the fail rate at
-// GOOD commits q: with few of them "this commit is GOOD and GOOD fails 30% of the time" explains
-// a BAD commit's failures nearly as well as "it is BAD", and the commit stays unclear however
-// long it runs.
-inline constexpr double kFlakyGoodPinFailures = 10;
-int FlakyGoodRunsWanted(const RunCounts& bad, int min_runs, int max_runs);
-
-// The end check once the search named `first_bad` (its parent in the range is `last_good`).
-struct FlakyCulpritCheck {
-  // P(first bad commit = first_bad).
-  double probability = 0;
-  // The commit to measure again (last_good or first_bad), -1 when the confidence is reached or
-  // neither can run more (both at max_runs).
-  int remeasure = -1;
-  int more_runs = 0;
-};
-
-// The doubt splits into "the first bad commit is below first_bad" (last_good is BAD after all:
-// its passes are the evidence against) and "above it" (first_bad is GOOD: its failures are),
-// so the larger part's commit runs again, as many runs as JudgeFlakyCommit would ask.
-FlakyCulpritCheck CheckFlakyCulprit(const CulpritPosterior& posterior, int last_good, int first_bad,
-                                    int last_good_runs, int first_bad_runs,
-                                    const FlakyOptions& options);
+FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, int search_runs,
+                        int run_budget, bool nothing_left);
 
 }  // namespace kbisect
 

@@ -225,6 +225,14 @@ std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& statu
                          Count(line.commits_left, "commit"), Count(line.in_flight, "probe"));
 }
 
+std::string FlakyRunText(int step, const std::string& sha, int failures, int runs,
+                         const std::string& likeliest_sha, double likeliest_probability) {
+  return absl::StrFormat("Step %d: %s %s; likeliest culprit %s at %s", step, ShortSha(sha),
+                         failures > 0 ? absl::StrCat("failed ", failures, " of ", Count(runs, "run"))
+                                      : absl::StrCat("passed ", Count(runs, "run")),
+                         ShortSha(likeliest_sha), FormatPercent(likeliest_probability * 100));
+}
+
 std::string ProbeCancelledText(const std::string& sha) {
   return absl::StrCat("Cancelled probe of ", ShortSha(sha), ": the interval no longer contains it");
 }

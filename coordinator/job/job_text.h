@@ -97,6 +97,11 @@ std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& statu
                               const ProbeLine& line);
 std::string ProbeCancelledText(const std::string& sha);
 
+// A flaky test's probe (the search by information, decision 144): "Step 12: 1a2b3c4 failed 1
+// of 2 runs; likeliest culprit 5d6e7f8 at 43.0%".
+std::string FlakyRunText(int step, const std::string& sha, int failures, int runs,
+                         const std::string& likeliest_sha, double likeliest_probability);
+
 // Warnings attached to a found culprit.
 std::string MultipleStepsText(double share, bool all_culprits, const std::string& first_bad,
                               const std::string& bad, const std::string& good,

@@ -88,11 +88,15 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
   std::mt19937_64 rng(options.seed);
   std::map<std::string, double> factor;
   std::map<std::string, double> time_factor;
+  std::map<std::string, double> setup_factor;
+  std::map<std::string, double> start_seconds;
   std::set<std::string> broken;
   std::vector<std::string> order;
   for (const SimulatedWorker& worker : options.workers) {
     factor[worker.name] = worker.metric_factor;
     time_factor[worker.name] = worker.time_factor;
+    setup_factor[worker.name] = worker.setup_factor;
+    start_seconds[worker.name] = worker.start_seconds;
     if (worker.broken) broken.insert(worker.name);
     order.push_back(worker.name);
   }
@@ -200,7 +204,9 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     if (job.finished()) break;
     std::vector<std::string> idle;
     for (const std::string& worker : order) {
-      if (busy.count(worker) == 0 && absent.count(worker) == 0) idle.push_back(worker);
+      if (busy.count(worker) == 0 && absent.count(worker) == 0 && start_seconds[worker] <= now) {
+        idle.push_back(worker);
+      }
     }
     if (!idle.empty()) {
       const absl::Time at = kStart + absl::Seconds(now);
@@ -211,7 +217,8 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
                                                  : 0;
         const bool paired = !a.task.paired_commit_sha().empty();
         const int runs = std::max(1, a.task.runs()) * (paired ? 2 : 1);
-        const double checked_out = now + options.setup_seconds * (1 + spread);
+        const double checked_out =
+            now + options.setup_seconds * setup_factor[a.worker] * (1 + spread);
         double ready = built_at(a.task.commit_index(), checked_out, a.task.task_id());
         if (paired) {
           ready = std::max(ready,

@@ -30,6 +30,10 @@ struct SimulatedWorker {
   bool broken = false;
   // Each benchmark run takes this many times the run's time (a slow GPU is slow in time too).
   double time_factor = 1.0;
+  // Its checkout and build take this many times setup_seconds (a slower host, a colder cache).
+  double setup_factor = 1.0;
+  // It first asks for work at this many seconds (a worker that registers late).
+  double start_seconds = 0;
 };
 
 // The coordinator loses `worker` at `at` seconds, as when its heartbeats stop: the lease of the

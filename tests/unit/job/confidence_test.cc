@@ -78,6 +78,7 @@ TEST(ConfidenceStopTest, AVerdictStandsUntilThePosteriorPutsTheCommitOnTheOtherS
 SimulationResult RunNoisyJob(uint64_t seed, double confidence) {
   v1::JobSpec spec = SimulationSpec();
   spec.set_confidence(confidence);
+  spec.set_confidence_off(confidence == 0);  // 0: the stop before decision 138's default.
   spec.set_confirm(false);
   SimulationOptions options;
   options.commits = 60;

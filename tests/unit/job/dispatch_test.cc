@@ -76,7 +76,7 @@ TEST(PlanDispatchTest, WithABuildStepGoodBuildsBesideBadInTheFirstWave) {
     f.input.builds = builds;
     f.input.bad_worker = "w0";
     f.input.workers["w0"].calibration_started = true;  // Its reference GOOD is queued.
-    f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow});
+    f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow, 0, "w"});
     f.input.idle = {"w1", "w2", "w3"};
     const DispatchPlan plan = PlanDispatch(f.input, kNow);
     ASSERT_EQ(plan.assignments.size(), 3u);
@@ -110,7 +110,7 @@ TEST(PlanDispatchTest, InAJobThatReusesResultsAWorkerWithoutAnyCalibratesInTheFi
   f.input.workers["w1"].calibration_started = true;
   f.input.workers["w2"].anchors = {480};
   f.input.workers["w3"].anchors = {1000};
-  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow});
+  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow, 0, "w"});
   f.input.idle = {"w2", "w3", "w4"};
   DispatchPlan plan = PlanDispatch(f.input, kNow);
   std::map<std::string, DispatchAssignment> by_worker;
@@ -130,7 +130,7 @@ TEST(PlanDispatchTest, InAJobThatReusesResultsAWorkerWithoutAnyCalibratesInTheFi
 TEST(PlanDispatchTest, MaxWorkersCapsTasksInFlight) {
   Fixture f(1000);
   f.input.max_workers = 3;
-  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow});
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow, 1, "w"});
   for (int w = 0; w < 6; ++w) {
     const std::string name = "w" + std::to_string(w);
     f.input.idle.push_back(name);
@@ -164,13 +164,15 @@ TEST(PlanDispatchTest, IdleWorkersWaitForAResultThatIsDue) {
   f.input.workers["w0"] = Calibrated(50);
   // Typical span 10 s (w0's first span is left out: it paid for its first checkout).
   f.input.spans = {{"w0", 60}, {"w0", 10}, {"w1", 30}, {"w1", 10}};
-  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow - absl::Seconds(9)});
+  // w0's probe of round 1 at 50 runs; w1's point would be of round 1 too (waiting costs none).
+  f.search.MarkInFlight(50);
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow - absl::Seconds(9), 1, "w0"});
   EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
   // Running late (past 130% of the typical span): it does not hold the idle worker.
   f.input.running[0].started = kNow - absl::Seconds(14);
   EXPECT_EQ(PlanDispatch(f.input, kNow).assignments.size(), 1u);
   // A confirmation never holds anyone.
-  f.input.running[0] = {v1::PROBE_KIND_CONFIRM, kNow - absl::Seconds(9)};
+  f.input.running[0] = {v1::PROBE_KIND_CONFIRM, kNow - absl::Seconds(9), 0, "w"};
   EXPECT_EQ(PlanDispatch(f.input, kNow).assignments.size(), 1u);
 }
 
@@ -204,7 +206,7 @@ TEST(PlanDispatchTest, BeforeTheEndpointVerdictWorkersDoNotStartACalibrationWhil
   // Nothing due: both calibrate.
   EXPECT_EQ(calibrations(), 2);
   // BAD, 9 s into a typical 10 s span, is about to end: they wait for the verdict.
-  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow - absl::Seconds(9)});
+  f.input.running.push_back({v1::PROBE_KIND_BASELINE_BAD, kNow - absl::Seconds(9), 0, "w"});
   EXPECT_TRUE(PlanDispatch(f.input, kNow).assignments.empty());
   // A calibration that takes one run either way does not wait.
   f.input.calibration_runs = 1;
@@ -221,7 +223,7 @@ TEST(PlanDispatchTest, CalibrationsAreDeferredWhileTheRoundPlanCannotAffordThem)
   Fixture f(300);
   f.input.idle = {"w1", "w2", "w3"};
   f.input.workers["w0"] = Calibrated(0);
-  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow});
+  f.input.running.push_back({v1::PROBE_KIND_BISECT, kNow, 1, "w"});
   const DispatchPlan plan = PlanDispatch(f.input, kNow);
   int calibrations = 0;
   int probes = 0;

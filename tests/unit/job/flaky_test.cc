@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,69 +37,54 @@ TEST(FlakyVerdictsTest, CountsPassesAndFailuresOfTheRuns) {
   EXPECT_EQ(counts.failures, 1) << "125 is untestable, 200 outside git bisect run's contract";
 }
 
-TEST(FlakyVerdictsTest, OnePassIsNotEnoughButManyAre) {
-  // GOOD passed 8 runs, BAD failed 6 of 20; commit 10 of 20 passed once.
-  std::vector<CommitEvidence> evidence = {{0, {}, 8, 0}, {20, {}, 14, 6}, {10, {}, 1, 0}};
-  FlakyOptions options;
-  FlakyJudgement once = JudgeFlakyCommit(Posterior(20, evidence), 10, 1, options);
-  EXPECT_EQ(once.verdict, v1::VERDICT_UNSPECIFIED);
-  EXPECT_GE(once.more_runs, options.min_runs);
-  EXPECT_GT(once.bad_probability, 0.005);
-  // Many more passes: GOOD.
-  evidence.push_back({10, {}, 60, 0});
-  FlakyJudgement many = JudgeFlakyCommit(Posterior(20, evidence), 10, 61, options);
-  EXPECT_EQ(many.verdict, v1::VERDICT_GOOD);
-  EXPECT_LE(many.bad_probability, 0.005);
+TEST(FlakySearchRulesTest, ThePosteriorIsKeptToTheIntervalAndTheLikeliestNamed) {
+  const std::vector<CommitEvidence> evidence = {{0, {}, 8, 0}, {20, {}, 14, 6}, {10, {}, 1, 3}};
+  const CulpritPosterior within = WithinInterval(Posterior(20, evidence), 4, 12);
+  double inside = 0;
+  for (int k = 0; k <= 20; ++k) {
+    if (k <= 4 || k > 12) {
+      EXPECT_EQ(within.probability[k], 0) << k;
+    }
+    inside += within.probability[k];
+  }
+  EXPECT_NEAR(inside, 1, 1e-9);
+  EXPECT_GT(within.most_likely, 4);
+  EXPECT_LE(within.most_likely, 10) << "10 failed 3 of 4 runs: the culprit is at or below it";
 }
 
-TEST(FlakyVerdictsTest, FailuresMakeACommitBadAndAtMaxRunsTheLikelierSideSteers) {
-  std::vector<CommitEvidence> evidence = {{0, {}, 30, 0}, {20, {}, 14, 6}, {10, {}, 4, 6}};
-  FlakyOptions options;
-  EXPECT_EQ(JudgeFlakyCommit(Posterior(20, evidence), 10, 7, options).verdict, v1::VERDICT_BAD);
-  // One pass and no more runs allowed: neither side is sure, and the likelier one steers the
-  // search (a skip would send it to neighbours as hard to judge); the end check weighs it.
-  const std::vector<CommitEvidence> thin = {{0, {}, 4, 0}, {20, {}, 0, 1}, {10, {}, 1, 0}};
-  options.max_runs = 1;
-  const FlakyJudgement at_max = JudgeFlakyCommit(Posterior(20, thin), 10, 1, options);
-  EXPECT_GT(at_max.bad_probability, 0.005);
-  EXPECT_LT(at_max.bad_probability, 0.5);
-  EXPECT_EQ(at_max.verdict, v1::VERDICT_GOOD);
-  EXPECT_EQ(at_max.more_runs, 0);
-  EXPECT_NE(at_max.reason.find("still unclear after 1 run, taken as GOOD"), std::string::npos)
-      << at_max.reason;
+TEST(FlakySearchRulesTest, TheSearchEndsAtTheConfidenceOrTheBudget) {
+  CulpritPosterior sure;
+  sure.n = 4;
+  sure.probability = {0, 0.001, 0.996, 0.002, 0.001};
+  sure.most_likely = 2;
+  EXPECT_EQ(NextFlakyStep(sure, 0.995, 10, 100, false).culprit, 2);
+  EXPECT_FALSE(NextFlakyStep(sure, 0.995, 10, 100, false).short_of_confidence);
+  CulpritPosterior unsure = sure;
+  unsure.probability = {0, 0.1, 0.6, 0.2, 0.1};
+  EXPECT_EQ(NextFlakyStep(unsure, 0.995, 10, 100, false).culprit, -1) << "it goes on";
+  const FlakyStep spent = NextFlakyStep(unsure, 0.995, 100, 100, false);
+  EXPECT_EQ(spent.culprit, 2);
+  EXPECT_TRUE(spent.short_of_confidence);
+  EXPECT_TRUE(NextFlakyStep(unsure, 0.995, 10, 100, /*nothing_left=*/true).short_of_confidence);
+  // max_runs per bit of the range.
+  EXPECT_EQ(FlakyRunBudget(100, 120), 120 * 7);
+  EXPECT_EQ(FlakyRunBudget(1, 120), 120);
 }
 
-TEST(FlakyVerdictsTest, GoodRunsUntilABadCommitWouldHaveFailedTenTimes) {
-  // BAD failed 5 of 17 runs: p is about 6/19, so GOOD runs about 10 / p = 32 times.
-  EXPECT_EQ(FlakyGoodRunsWanted({12, 5}, 4, 120), 32);
-  // A rarely failing BAD: as many as allowed.
-  EXPECT_EQ(FlakyGoodRunsWanted({95, 5}, 4, 120), 120);
-  // A BAD failing every run: --runs is enough.
-  EXPECT_EQ(FlakyGoodRunsWanted({0, 40}, 4, 120), 11);
-  EXPECT_EQ(FlakyGoodRunsWanted({0, 400}, 12, 120), 12) << "at least --runs";
-  EXPECT_EQ(FlakyGoodRunsWanted({10, 5}, 4, 8), 8) << "never past --max-runs";
-}
-
-TEST(FlakyVerdictsTest, TheCulpritCheckMeasuresTheDoubtfulBoundary) {
-  // 9 passed 3 times (it may be BAD), 10 failed twice: the doubt is below 10, so 9 runs again.
-  std::vector<CommitEvidence> evidence = {
-      {0, {}, 40, 0}, {20, {}, 14, 6}, {9, {}, 3, 0}, {10, {}, 2, 2}};
-  FlakyOptions options;
-  const FlakyCulpritCheck check = CheckFlakyCulprit(Posterior(20, evidence), 9, 10, 3, 4, options);
-  EXPECT_LT(check.probability, options.confidence);
-  EXPECT_EQ(check.remeasure, 9);
-  EXPECT_GE(check.more_runs, options.min_runs);
-  // With 9 at max_runs the other boundary runs instead.
-  const FlakyCulpritCheck other =
-      CheckFlakyCulprit(Posterior(20, evidence), 9, 10, options.max_runs, 4, options);
-  EXPECT_EQ(other.remeasure, 10);
-  // Enough evidence on both sides: done.
-  evidence.push_back({9, {}, 117, 0});
-  evidence.push_back({10, {}, 10, 10});
-  const FlakyCulpritCheck done =
-      CheckFlakyCulprit(Posterior(20, evidence), 9, 10, 120, 24, options);
-  EXPECT_GE(done.probability, options.confidence);
-  EXPECT_EQ(done.remeasure, -1);
+TEST(FlakySearchRulesTest, ProbesGoInsideTheIntervalAndSkipCommitsAtMaxRuns) {
+  const std::vector<CommitEvidence> evidence = {{0, {}, 8, 0}, {40, {}, 10, 6}};
+  const CulpritPosterior posterior = WithinInterval(Posterior(40, evidence), 10, 30);
+  const std::vector<int> next = NextFlakyProbes(posterior, {}, {}, 3, 10, 30, 120);
+  ASSERT_EQ(next.size(), 3u);
+  for (int index : next) {
+    EXPECT_GE(index, 10) << "the interval's ends may run again: they pin the rates";
+    EXPECT_LE(index, 30);
+  }
+  // The best commit has had max_runs runs: another one goes instead.
+  std::map<int, int> runs = {{next[0], 120}};
+  const std::vector<int> capped = NextFlakyProbes(posterior, {}, runs, 1, 10, 30, 120);
+  ASSERT_EQ(capped.size(), 1u);
+  EXPECT_NE(capped[0], next[0]);
 }
 
 // The real job over n commits with a test failing with `bad_rate` from `culprit` on and
@@ -158,23 +144,29 @@ TEST(FlakyJobTest, FindsTheCulpritOfATestFailingAThirdOfTheTimeAtBad) {
   EXPECT_GE(exact, 19);
 }
 
-TEST(FlakyJobTest, GoodRunsEnoughToPinItsFailRateBeforeTheSearchStarts) {
+TEST(FlakyJobTest, TheSearchEndsOnThePosteriorAndEveryProbeGetsItsSide) {
   const v1::JobStatus status = RunFlakyJob(40, 20, 0.3, 0.0, 1, 3);
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << status.error();
-  int good_runs = 0;
+  EXPECT_EQ(status.culprit().index(), 20);
+  EXPECT_GE(status.culprit_probability(), 0.995);
   int bad_failures = 0;
-  int bad_runs = 0;
+  int good_runs = 0;
   for (const v1::Probe& probe : status.probes()) {
     if (probe.kind() == v1::PROBE_KIND_BASELINE_GOOD) good_runs += probe.runs_size();
     if (probe.kind() == v1::PROBE_KIND_BASELINE_BAD) {
-      bad_runs += probe.runs_size();
       for (const v1::RunRecord& run : probe.runs()) bad_failures += run.exit_code() != 0 ? 1 : 0;
     }
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED) {
+      continue;
+    }
+    // No commit is judged on its own runs; once the search ends, each gets its side.
+    EXPECT_EQ(probe.verdict(), probe.index() >= 20 ? v1::VERDICT_BAD : v1::VERDICT_GOOD)
+        << probe.index();
+    EXPECT_NE(probe.message().find("likeliest culprit"), std::string::npos) << probe.message();
   }
-  EXPECT_GE(bad_failures, 5);
-  // About as many runs as a BAD commit takes to fail ten times at BAD's rate (30%), not --runs.
-  EXPECT_GE(good_runs, 20);
-  EXPECT_GT(bad_runs, 5);
+  // The endpoints show a regression and no broken GOOD: BAD until it fails once, GOOD --runs.
+  EXPECT_EQ(bad_failures, 1);
+  EXPECT_EQ(good_runs, 4);
 }
 
 TEST(FlakyJobTest, FindsTheCulpritOfATestFailingHalfTheTimeAtBad) {
@@ -186,7 +178,7 @@ TEST(FlakyJobTest, FindsTheCulpritOfATestFailingHalfTheTimeAtBad) {
     exact += status.culprit().index() == culprit ? 1 : 0;
     EXPECT_GE(status.culprit_probability(), 0.99) << "seed " << seed;
     EXPECT_GT(status.bad_fail_rate(), status.good_fail_rate());
-    EXPECT_GT(status.bench_runs(), 40) << "a flaky test runs each commit more than once";
+    EXPECT_GT(status.bench_runs(), 12) << "more than git bisect's one run per step";
   }
   EXPECT_GE(exact, 19);
 }

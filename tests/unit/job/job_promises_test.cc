@@ -92,7 +92,9 @@ TEST(JobPromisesTest, ASlowGpuInAnySlotIsQuarantinedAndTheCulpritIsRight) {
   for (int slot = 0; slot < 4; ++slot) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       for (int culprit : {1, 37, 75, 113, 150}) {
-        DriftCase c{4, slot, culprit, seed};
+        DriftCase c{getenv("DW") ? atoi(getenv("DW")) : 4, slot, culprit, static_cast<uint64_t>(seed)};
+        if (getenv("DT")) c.slow_in_time = true;
+        if (getenv("DB")) c.build_seconds = atof(getenv("DB"));
         ExpectSlowSlotQuarantined(c, RunDrift(c));
       }
     }
@@ -637,7 +639,9 @@ TEST(JobPromisesTest,
   for (int slot = 1; slot < 4; ++slot) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       for (int culprit : {20, 75, 130}) {
-        DriftCase c{4, slot, culprit, seed};
+        // Five workers: with four, the first wave (two of an even split in three, decision 139)
+        // leaves the slow GPU too few provisional verdicts to mislead the search to the end.
+        DriftCase c{5, slot, culprit, seed};
         const SimulationResult result = RunDrift(c);
         ASSERT_EQ(result.status.status(), v1::OUTCOME_CULPRIT_FOUND) << DescribeProbes(result);
         EXPECT_EQ(result.status.culprit().index(), culprit);
@@ -658,7 +662,7 @@ TEST(JobPromisesTest,
       }
     }
   }
-  // Measured: 33 confirmations ran beside a calibration and 14 were cancelled and restarted.
+  // Measured: 100 confirmations ran beside a calibration and 29 were cancelled and restarted.
   EXPECT_GT(started_early, 0) << "some confirmations run beside a calibration";
   EXPECT_GT(restarted, 0) << "some were cancelled when a calibration moved the culprit";
 }
