@@ -48,6 +48,14 @@ std::string SpecDigest(const v1::JobSpec& spec) {
     AppendField("build_isolation", &encoding);
     AppendField(absl::StrCat(static_cast<int>(spec.build_isolation())), &encoding);
   }
+  // Only on a dependency follow-up, so that every other digest stays what it was.
+  if (spec.has_dependency()) {
+    AppendField("dependency", &encoding);
+    AppendField(absl::StrCat(static_cast<int>(spec.dependency().kind())), &encoding);
+    AppendField(spec.dependency().superproject(), &encoding);
+    AppendField(spec.dependency().superproject_sha(), &encoding);
+    AppendField(spec.dependency().path(), &encoding);
+  }
   return GitBlobId(encoding);
 }
 

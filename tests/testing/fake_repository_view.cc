@@ -100,4 +100,10 @@ absl::StatusOr<std::vector<v1::SubmoduleBump>> FakeRepositoryView::SubmoduleBump
   return std::vector<v1::SubmoduleBump>();
 }
 
+absl::StatusOr<std::string> FakeRepositoryView::ReadFile(const std::string& /*repository*/,
+                                                         const std::string& commit,
+                                                         const std::string& path) {
+  return absl::NotFoundError(absl::StrCat("there is no file ", path, " in commit ", commit));
+}
+
 }  // namespace kbisect

@@ -50,6 +50,9 @@ class FakeRepositoryView : public RepositoryView {
   absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,
                                                                 const std::string& from,
                                                                 const std::string& to) override;
+  // No files: always NotFound.
+  absl::StatusOr<std::string> ReadFile(const std::string& repository, const std::string& commit,
+                                       const std::string& path) override;
 
   int resolves = 0;
   int diffs = 0;
