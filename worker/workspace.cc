@@ -34,4 +34,33 @@ absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
   return it->second->path();
 }
 
+std::string DependencyDir(const std::string& checkout, const v1::DependencyDescent& dependency) {
+  if (dependency.kind() == v1::DEPENDENCY_KIND_SUBMODULE) {
+    return absl::StrCat(checkout, "/", dependency.path());
+  }
+  return absl::StrCat(checkout, "-dependency");
+}
+
+absl::StatusOr<std::string> Workspace::PrepareWithDependency(
+    const v1::DependencyDescent& /*dependency*/, const std::string& /*repository*/,
+    const std::string& /*sha*/, WorkspaceLane /*lane*/) {
+  return absl::UnimplementedError("this workspace cannot check dependencies out");
+}
+
+absl::StatusOr<std::string> GitWorkspace::PrepareWithDependency(
+    const v1::DependencyDescent& dependency, const std::string& repository,
+    const std::string& sha, WorkspaceLane lane) {
+  // The superproject as it is at the culprit (a submodule at the commit it records), then the
+  // dependency moved to the probed commit: a submodule's checkout is taken over in place.
+  ASSIGN_OR_RETURN(const std::string dir,
+                   Prepare(dependency.superproject(), dependency.superproject_sha(), lane));
+  ASSIGN_OR_RETURN(const std::string mirror_dir, PrepareMirror(cache_dir_, repository, sha));
+  ASSIGN_OR_RETURN(std::unique_ptr<Worktree> tree,
+                   Worktree::OpenOrCreate(mirror_dir, DependencyDir(dir, dependency)));
+  // Its errors keep their payload (IsUnfetchableSubmodule): a nested submodule nobody can fetch
+  // is the probed commit's.
+  RETURN_IF_ERROR(submodules_.CheckOut(*tree, repository, sha));
+  return dir;
+}
+
 }  // namespace kbisect

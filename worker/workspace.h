@@ -14,8 +14,15 @@
 #include "absl/status/statusor.h"
 #include "common/git/submodules.h"
 #include "common/git/worktree.h"
+#include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
+
+// The directory a dependency follow-up's dependency is checked out in, given the superproject's
+// checkout `checkout`: the submodule's path inside it, or for a pin file the directory
+// `<checkout>-dependency` beside it (outside the superproject's tree, so its cleaning never
+// touches it). The build and the benchmark see it as KBISECT_DEPENDENCY_DIR. Pure.
+std::string DependencyDir(const std::string& checkout, const v1::DependencyDescent& dependency);
 
 // Which of a slot's two checkouts of a repository a commit goes to. A confirmation measures two
 // commits in alternation: the paired commit (last-good) gets a checkout of its own, so switching
@@ -33,6 +40,15 @@ class Workspace {
   // is true is the commit's (a submodule commit nobody can fetch); any other is the worker's.
   virtual absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
                                               WorkspaceLane lane) = 0;
+
+  // A dependency follow-up's probe (Task.dependency): makes the directory of `lane` hold
+  // commit `dependency.superproject_sha()` of `dependency.superproject()` as Prepare does, then
+  // DependencyDir of it hold commit `sha` of the dependency `repository`, its own submodules
+  // included, and returns the superproject's directory. Errors as Prepare's. The default
+  // implementation (for workspaces without git) returns Unimplemented.
+  virtual absl::StatusOr<std::string> PrepareWithDependency(
+      const v1::DependencyDescent& dependency, const std::string& repository,
+      const std::string& sha, WorkspaceLane lane);
 };
 
 // Makes sure the worker's mirror of `repository` (<cache_dir>/mirrors/<MirrorKey>.git, created
@@ -52,6 +68,10 @@ class GitWorkspace : public Workspace {
 
   absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
                                       WorkspaceLane lane) override;
+  absl::StatusOr<std::string> PrepareWithDependency(const v1::DependencyDescent& dependency,
+                                                    const std::string& repository,
+                                                    const std::string& sha,
+                                                    WorkspaceLane lane) override;
 
  private:
   const std::string cache_dir_;
