@@ -62,6 +62,10 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
   if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
   if (spec.allow_improvement()) words.push_back("--allow-improvement");
   if (spec.descend_merges()) words.push_back("--descend-merges");
+  if (spec.descend_submodules()) words.push_back("--descend-submodules");
+  for (const v1::DependencyPin& pin : spec.descend_pins()) {
+    flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
+  }
   if (spec.all_culprits()) words.push_back("--all-culprits");
   if (!spec.confirm()) words.push_back("--no-confirm");
   if (spec.discard_throttled()) words.push_back("--discard-throttled");

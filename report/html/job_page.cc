@@ -137,6 +137,15 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
     absl::StrAppend(&extra, "<h3>Inside the merged branch</h3><table>",
                     CommitRows(job.merged_culprit()), "</table>");
   }
+  for (const v1::DependencyCulprit& found : job.dependency_culprits()) {
+    absl::StrAppend(&extra, "<h3>Inside the dependency <span class=\"mono\">",
+                    Escape(found.path()), "</span></h3><table><tr><th>Dependency</th><td>",
+                    Escape(found.repository()), " <span class=\"mono\">",
+                    Escape(found.old_sha().substr(0, 7)), "..",
+                    Escape(found.new_sha().substr(0, 7)), "</span> (job ",
+                    Escape(found.job_id()), ")</td></tr>", CommitRows(found.commit()),
+                    "</table>");
+  }
   if (job.culprits_size() > 1) {
     std::string steps;
     for (const v1::Culprit& step : job.culprits()) {
