@@ -67,7 +67,22 @@ cd "$root/super"; git checkout -q -b lost; gitlink "$lost" third_party/dep
 git commit -qm "bump dep to a commit never pushed"; git checkout -q main
 cd "$root"; git clone -q --bare super super.git
 git clone -q "file://$root/super.git" work; git -C work branch -q lost origin/lost
-cat "$root/culprit"; echo "$lost"
+git init -q -b main pinned; cd pinned
+printf '#!/bin/sh\nd="${KBISECT_DEPENDENCY_DIR:-}"\n' > bench.sh
+printf 'if [ -n "$d" ]; then v=$(cat "$d/latency"); else v=$(git --git-dir=%s show "$(tail -n 1 pins/leaf.txt):latency"); fi || exit 1\n' \
+  "$root/leaf.git" >> bench.sh
+printf 'awk -v v="$v" -v s="$$" %s\n' \
+  "'BEGIN { srand(s); printf \"Latency: %.4f ms\\n\", v * (1 + 0.002 * rand()) }'" >> bench.sh
+chmod +x bench.sh; mkdir pins
+for i in $(seq 0 9); do
+  msg="pinned $i"
+  if [ "$i" -eq 0 ]; then printf '# leaf commit\n%s\n' "$leaf0" > pins/leaf.txt; fi
+  if [ "$i" -eq 6 ]; then printf '# leaf commit\n%s\n' "$leaf3" > pins/leaf.txt; msg="pin leaf"; fi
+  echo "$i" > main.txt; git add -A; git commit -qm "$msg"
+  if [ "$i" -eq 0 ]; then git tag v1.0; fi
+  if [ "$i" -eq 6 ]; then git rev-parse HEAD > "$root/pin-culprit"; fi
+done
+cat "$root/culprit"; echo "$lost"; cat "$root/pin-culprit"
 )sh";
 
 class SubmodulesRunTest : public KbisectRunTest {
@@ -78,12 +93,13 @@ class SubmodulesRunTest : public KbisectRunTest {
         absl::StrCat("sh ", ShellQuote(tmp_.Join("make.sh")), " ", ShellQuote(tmp_.path())));
     ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
     const std::string out = Trim(made.out);
-    ASSERT_EQ(out.size(), 81u) << out;
+    ASSERT_EQ(out.size(), 122u) << out;
     culprit_ = out.substr(0, 40);
     lost_ = out.substr(41, 40);
+    pin_culprit_ = out.substr(82, 40);
   }
 
-  std::string culprit_, lost_;
+  std::string culprit_, lost_, pin_culprit_;
 };
 
 TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
@@ -111,6 +127,56 @@ TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
   EXPECT_THAT(run.out, HasSubstr("file://" + tmp_.Join("dep.git")));
   EXPECT_THAT(run.out, HasSubstr(" dep change 3"));
   EXPECT_THAT(ReadFile(markdown), HasSubstr("**Dependency bump:** third_party/dep bumped"));
+}
+
+// --descend-submodules: the bump is the superproject's culprit, and a follow-up bisects the
+// dependency's own range dep change 0..5 with the superproject pinned at the bump; the commit
+// that moved the nested submodule to the slow leaf is the dependency's culprit.
+TEST_F(SubmodulesRunTest, DescendsIntoTheBumpedSubmodule) {
+  const std::string json = tmp_.Join("descend.json");
+  const std::string markdown = tmp_.Join("descend.md");
+  const std::string html = tmp_.Join("descend.html");
+  const CommandResult run =
+      Run(absl::StrCat("run v1.0 main --repo ", ShellQuote(tmp_.Join("work")),
+                       " --workers 2 --descend-submodules --json ", ShellQuote(json),
+                       " --markdown ", ShellQuote(markdown), " --html ", ShellQuote(html),
+                       " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit_) << run.out;
+  ASSERT_EQ(result["follow_up_job_ids"].size(), 1u) << result.dump();
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  const nlohmann::json& found = result["dependency_culprits"][0];
+  EXPECT_EQ(found["path"], "third_party/dep");
+  EXPECT_EQ(found["kind"], "submodule");
+  EXPECT_EQ(found["repository"], "file://" + tmp_.Join("dep.git"));
+  EXPECT_EQ(found["commit"]["subject"], "dep change 3") << run.out;
+  EXPECT_EQ(found["job_id"], result["follow_up_job_ids"][0]);
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency third_party/dep (file://"));
+  EXPECT_THAT(run.out, HasSubstr("dep change 3"));
+  EXPECT_THAT(ReadFile(markdown), HasSubstr("**Inside the dependency `third_party/dep`:**"));
+  EXPECT_THAT(ReadFile(html), HasSubstr("Inside the dependency"));
+}
+
+// --descend-pin FILE=REPOSITORY: the commit that changes the pin is the culprit; a follow-up
+// bisects the pinned repository between the two pins, checked out in KBISECT_DEPENDENCY_DIR,
+// and names its first slow commit.
+TEST_F(SubmodulesRunTest, DescendsIntoThePinnedCommit) {
+  const std::string json = tmp_.Join("pin.json");
+  const CommandResult run = Run(absl::StrCat(
+      "run v1.0 main --repo ", ShellQuote(tmp_.Join("pinned")), " --workers 2 --descend-pin ",
+      ShellQuote("pins/leaf.txt=" + tmp_.Join("leaf.git")), " --json ", ShellQuote(json),
+      " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], pin_culprit_) << run.out;
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  const nlohmann::json& found = result["dependency_culprits"][0];
+  EXPECT_EQ(found["path"], "pins/leaf.txt");
+  EXPECT_EQ(found["kind"], "pin_file");
+  EXPECT_EQ(found["repository"], tmp_.Join("leaf.git"));
+  EXPECT_EQ(found["commit"]["subject"], "leaf 2") << run.out;
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency pins/leaf.txt"));
 }
 
 TEST_F(SubmodulesRunTest, ASubmoduleCommitNobodyCanFetchIsNamed) {
