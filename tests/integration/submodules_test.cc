@@ -4,7 +4,9 @@
 // of its own, all three served over file:// remotes and related by relative URLs, as kernel
 // projects vendor CUTLASS: no build step, real binaries, real gRPC on loopback. The regression
 // arrives with a bump of the dependency; the bisect finds the bump and the report names the
-// dependency's range. A submodule commit nobody can fetch gives a clear message.
+// dependency's range; with --descend-submodules a follow-up finds the commit inside the
+// dependency, and with --descend-pin the same for a commit pinned in a file. A submodule commit
+// nobody can fetch gives a clear message.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +28,11 @@ using ::testing::HasSubstr;
 // (../leaf.git) is at leaf 0 up to dep change 2 and at leaf 3 from dep change 3 on. super: 20
 // commits; super 0 (tag v1.0) adds third_party/dep (../dep.git) at dep change 0, commit 12
 // ("bump dep") moves it to dep change 5, the others change main.txt. Branch "lost" adds a commit
-// recording a dep commit that was never pushed. Prints the culprit's sha, then the lost one's.
+// recording a dep commit that was never pushed. ROOT/pinned (no remote) pins a leaf commit in
+// the file pins/leaf.txt (a comment line, then the sha): leaf 0 from pinned 0 (tag v1.0), leaf 3
+// from pinned 6 ("pin leaf"); its bench.sh reads the leaf from KBISECT_DEPENDENCY_DIR when set,
+// else from leaf.git at the pinned commit. Prints the culprit's sha, the lost one's, then
+// "pin leaf"'s.
 constexpr char kMakeRepos[] = R"sh(set -eu
 root="$1"; cd "$root"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_COMMITTER_NAME=t
