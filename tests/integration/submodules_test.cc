@@ -7,6 +7,10 @@
 // dependency's range; with --descend-submodules a follow-up finds the commit inside the
 // dependency, and with --descend-pin the same for a commit pinned in a file. A submodule commit
 // nobody can fetch gives a clear message.
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/run_fixture.h"
 #include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
 
 namespace kbisect {
 namespace testing {
@@ -91,18 +96,31 @@ done
 cat "$root/culprit"; echo "$lost"; cat "$root/pin-culprit"
 )sh";
 
+// The repositories of kMakeRepos, made in `tmp`, and the shas it prints.
+struct SubmoduleRepos {
+  std::string culprit, lost, pin_culprit;
+};
+
+void MakeSubmoduleRepos(const TempDir& tmp, SubmoduleRepos* repos) {
+  WriteFile(tmp.Join("make.sh"), kMakeRepos);
+  const CommandResult made = RunShell(
+      absl::StrCat("sh ", ShellQuote(tmp.Join("make.sh")), " ", ShellQuote(tmp.path())));
+  ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  const std::string out = Trim(made.out);
+  ASSERT_EQ(out.size(), 122u) << out;
+  repos->culprit = out.substr(0, 40);
+  repos->lost = out.substr(41, 40);
+  repos->pin_culprit = out.substr(82, 40);
+}
+
 class SubmodulesRunTest : public KbisectRunTest {
  protected:
   void SetUp() override {
-    WriteFile(tmp_.Join("make.sh"), kMakeRepos);
-    const CommandResult made = RunShell(
-        absl::StrCat("sh ", ShellQuote(tmp_.Join("make.sh")), " ", ShellQuote(tmp_.path())));
-    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
-    const std::string out = Trim(made.out);
-    ASSERT_EQ(out.size(), 122u) << out;
-    culprit_ = out.substr(0, 40);
-    lost_ = out.substr(41, 40);
-    pin_culprit_ = out.substr(82, 40);
+    SubmoduleRepos repos;
+    ASSERT_NO_FATAL_FAILURE(MakeSubmoduleRepos(tmp_, &repos));
+    culprit_ = repos.culprit;
+    lost_ = repos.lost;
+    pin_culprit_ = repos.pin_culprit;
   }
 
   std::string culprit_, lost_, pin_culprit_;
@@ -192,6 +210,52 @@ TEST_F(SubmodulesRunTest, ASubmoduleCommitNobodyCanFetchIsNamed) {
   EXPECT_THAT(run.out + run.err,
               HasSubstr("submodule 'third_party/dep' at commit " + lost_.substr(0, 12) +
                         " from 'file://" + tmp_.Join("dep.git") + "' cannot be fetched"));
+}
+
+using SubmodulesClusterTest = ClusterFixture;
+
+// The same descents as cluster jobs: `kbisect submit` to the real coordinator daemon, two real
+// workers, a build step (so the parent's probes build through the host's build cache and the
+// dependency's in the slots' own checkouts, with KBISECT_DEPENDENCY_DIR set for the build).
+TEST_F(SubmodulesClusterTest, SubmitDescendsIntoASubmoduleAndAPin) {
+  SubmoduleRepos repos;
+  ASSERT_NO_FATAL_FAILURE(MakeSubmoduleRepos(tmp_, &repos));
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("node-d/gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("node-d/gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
+      << w0->log() << w1->log();
+
+  const std::string json = tmp_.Join("submodule.json");
+  const CommandResult submodule = Kbisect(absl::StrCat(
+      "submit v1.0 main --repo ", ShellQuote(tmp_.Join("work")),
+      " --descend-submodules --build 'test -f third_party/dep/dep.txt' --wait --json ",
+      ShellQuote(json), " -- ./bench.sh"));
+  ASSERT_EQ(submodule.exit_code, 0) << submodule.out << submodule.err << coordinator->log();
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], repos.culprit);
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  EXPECT_EQ(result["dependency_culprits"][0]["path"], "third_party/dep");
+  EXPECT_EQ(result["dependency_culprits"][0]["commit"]["subject"], "dep change 3");
+  EXPECT_THAT(submodule.out, HasSubstr("[dependency third_party/dep] "));
+  EXPECT_THAT(submodule.out, HasSubstr("Inside the dependency third_party/dep"));
+
+  // The pin's dependency is built beside the checkout: the build sees it.
+  const std::string pin_json = tmp_.Join("pin.json");
+  const CommandResult pin = Kbisect(absl::StrCat(
+      "submit v1.0 main --repo ", ShellQuote(tmp_.Join("pinned")), " --descend-pin ",
+      ShellQuote("pins/leaf.txt=file://" + tmp_.Join("leaf.git")),
+      " --build 'test -z \"${KBISECT_DEPENDENCY_DIR:-}\" ||",
+      " test -f \"$KBISECT_DEPENDENCY_DIR/rev\"' --wait --json ", ShellQuote(pin_json), " -- ./bench.sh"));
+  ASSERT_EQ(pin.exit_code, 0) << pin.out << pin.err << coordinator->log();
+  result = nlohmann::json::parse(ReadFile(pin_json));
+  EXPECT_EQ(result["culprit"]["sha"], repos.pin_culprit);
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  EXPECT_EQ(result["dependency_culprits"][0]["path"], "pins/leaf.txt");
+  EXPECT_EQ(result["dependency_culprits"][0]["repository"], "file://" + tmp_.Join("leaf.git"));
+  EXPECT_EQ(result["dependency_culprits"][0]["commit"]["subject"], "leaf 2");
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
 }
 
 }  // namespace
