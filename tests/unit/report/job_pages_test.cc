@@ -306,6 +306,21 @@ TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
   EXPECT_THAT(ReproduceCommand(job),
               HasSubstr(" --descend-submodules --descend-pin "
                         "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project "));
+  // A dependency follow-up is reproduced by its superproject's step and the descent.
+  v1::JobStatus dependency = FinishedJob();
+  dependency.mutable_spec()->set_repository("https://github.com/llvm/llvm-project");
+  v1::DependencyDescent* descent = dependency.mutable_spec()->mutable_dependency();
+  descent->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+  descent->set_superproject("/src/triton");
+  descent->set_superproject_sha(std::string(40, '7'));
+  descent->set_path("cmake/llvm-hash.txt");
+  EXPECT_THAT(ReproduceCommand(dependency),
+              ::testing::StartsWith(absl::StrCat(
+                  "kbisect run '", std::string(40, '7'), "^' ", std::string(40, '7'),
+                  " --repo /src/triton --descend-pin "
+                  "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project ")));
+  descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  EXPECT_THAT(ReproduceCommand(dependency), HasSubstr(" --repo /src/triton --descend-submodules "));
 }
 
 TEST(JobPageTest, TheDependencysCulpritHasASectionAndALine) {
