@@ -77,6 +77,8 @@ PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKin
   plan.dependency.set_superproject(status.spec().repository());
   plan.dependency.set_superproject_sha(status.culprit().sha());
   plan.dependency.set_path(path);
+  // From a dependency follow-up: its own superproject is checked out as its descent says.
+  if (status.spec().has_dependency()) *plan.dependency.mutable_outer() = status.spec().dependency();
   return plan;
 }
 
@@ -126,8 +128,8 @@ std::vector<PlannedFollowUp> PlanFollowUps(
           PlannedRange(FollowUpKind::kStepsAfter, status.culprit().sha(), status.bad_sha()));
     }
   }
-  // A dependency follow-up does not descend again: its probes pin one superproject already.
-  if (status.spec().has_dependency()) return planned;
+  // A dependency follow-up descends into its own submodules (nested, its descent as their
+  // `outer`), never into pin files: those are the top superproject's (WantsPinFiles).
   if (status.spec().descend_submodules()) {
     for (const v1::SubmoduleBump& bump : status.submodule_bumps()) {
       const std::string cannot = absl::StrCat("cannot descend into submodule '", bump.path(), "': ");
@@ -146,6 +148,7 @@ std::vector<PlannedFollowUp> PlanFollowUps(
     }
   }
   for (const PinMove& move : pins) {
+    if (status.spec().has_dependency()) break;  // Pins are the top superproject's.
     if (move.old_sha == move.new_sha) continue;  // The file changed, the pinned commit did not.
     if (move.old_sha.empty() || move.new_sha.empty()) {
       warn(absl::StrCat("cannot descend into the commit pinned in ", move.pin.file(), ": it names ",
@@ -171,7 +174,6 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
   if (plan.kind == FollowUpKind::kDependency) {
     spec.set_repository(plan.repository);
     *spec.mutable_dependency() = plan.dependency;
-    spec.set_descend_submodules(false);
     spec.clear_descend_pins();
     spec.clear_marks();
     spec.set_description(
@@ -227,6 +229,13 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
       found->set_new_sha(result->bad_sha());
       *found->mutable_commit() = result->culprit();
       found->set_job_id(child);
+      // What the dependency's own descents found (its submodules', nested), under their full
+      // path in this job's repository.
+      for (const v1::DependencyCulprit& nested : result->dependency_culprits()) {
+        v1::DependencyCulprit* lifted = status->add_dependency_culprits();
+        *lifted = nested;
+        lifted->set_path(absl::StrCat(found->path(), "/", nested.path()));
+      }
       continue;
     }
     for (const v1::Culprit& step : result->culprits()) {

@@ -10,7 +10,8 @@
 //   * kDependency: the culprit moves a dependency, a submodule (--descend-submodules) or a commit
 //     pinned in a file (--descend-pin FILE=REPOSITORY): bisect the dependency's own range
 //     old..new with the superproject pinned at the culprit (JobSpec.dependency); its culprit
-//     joins the parent's dependency_culprits.
+//     joins the parent's dependency_culprits. A dependency follow-up descends into its own
+//     submodules in turn (nested: DependencyDescent.outer), never into pin files.
 #ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_
 #define KBISECT_COORDINATOR_FOLLOW_UPS_H_
 
@@ -61,7 +62,7 @@ bool WantsMergedBranch(const v1::JobStatus& status);
 
 // True when the result asks for its pin files (JobSpec.descend_pins) to be read at last-good
 // and at the culprit: a culprit was found, the spec names pins, the job is not itself a
-// dependency follow-up (a descent does not descend again), and the depth allows another level.
+// dependency follow-up (pins are the top superproject's), and the depth allows another level.
 bool WantsPinFiles(const v1::JobStatus& status);
 
 // The commit a pin file's `content` names: its first line that is a full commit id (40 hex
@@ -72,8 +73,9 @@ std::optional<std::string> PinnedCommit(std::string_view content);
 // range (base, tip) of the culprit's merged branch when WantsMergedBranch, resolved by the
 // caller; nullopt when it could not be resolved (no merged-branch follow-up then). With
 // JobSpec.descend_submodules, each of status.submodule_bumps that moved forward (both commits
-// known, read without error) gets a dependency follow-up; `pins` (read by the caller when
-// WantsPinFiles) each get one when both of their commits are known and differ. A bump or pin
+// known, read without error) gets a dependency follow-up (from a dependency follow-up, with its
+// descent as the new one's `outer`); `pins` (read by the caller when WantsPinFiles; ignored
+// from a dependency follow-up) each get one when both of their commits are known and differ. A bump or pin
 // that cannot be descended into adds a sentence saying why to `warnings` (may be null).
 std::vector<PlannedFollowUp> PlanFollowUps(
     const v1::JobStatus& status,
@@ -82,8 +84,8 @@ std::vector<PlannedFollowUp> PlanFollowUps(
 
 // The spec of a planned follow-up of job `parent_id`: the parent's, over the planned range, one
 // level deeper, with its kind recorded. A dependency follow-up's repository is the
-// dependency's, it carries the plan's DependencyDescent, and it neither descends into
-// dependencies again nor keeps the parent's marks (they name the superproject's commits).
+// dependency's, it carries the plan's DependencyDescent, and it keeps neither the parent's pins
+// nor its marks (both name the superproject's files and commits).
 v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id,
                          const PlannedFollowUp& plan);
 
@@ -95,8 +97,9 @@ std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowU
 // Folds the finished follow-ups (job id, status) into their parent's `status`: their bench runs
 // count, a merged branch's culprit becomes merged_culprit, the steps' culprits join the parent's
 // with their share of the whole move, ranked by size, a dependency's culprit joins
-// dependency_culprits (with the path, the repository and the dependency's two commits); a
-// follow-up without a culprit adds a warning saying why.
+// dependency_culprits (with the path, the repository and the dependency's two commits), and so
+// do the dependency's own (nested: their paths prefixed with its path); a follow-up without a
+// culprit adds a warning saying why.
 void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobStatus*>>& done,
                          v1::JobStatus* status);
 

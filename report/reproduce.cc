@@ -30,13 +30,19 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
   if (spec.has_dependency()) {
     // A dependency follow-up has no command of its own: the superproject's one-commit step
     // (its culprit's first parent .. the culprit) with the descent that starts it again.
-    const v1::DependencyDescent& descent = spec.dependency();
-    words.push_back(descent.superproject_sha() + "^");
-    words.push_back(descent.superproject_sha());
-    flag("--repo", descent.superproject());
-    if (descent.kind() == v1::DEPENDENCY_KIND_PIN_FILE) {
-      flag("--descend-pin", absl::StrCat(descent.path(), "=", spec.repository()));
-    } else {
+    // A nested one's: the top superproject's, whose descent goes down again.
+    const v1::DependencyDescent* descent = &spec.dependency();
+    std::string repository = spec.repository();
+    for (; descent->has_outer(); descent = &descent->outer()) {
+      repository = descent->superproject();
+    }
+    words.push_back(descent->superproject_sha() + "^");
+    words.push_back(descent->superproject_sha());
+    flag("--repo", descent->superproject());
+    if (descent->kind() == v1::DEPENDENCY_KIND_PIN_FILE) {
+      flag("--descend-pin", absl::StrCat(descent->path(), "=", repository));
+    }
+    if (descent->kind() != v1::DEPENDENCY_KIND_PIN_FILE || spec.descend_submodules()) {
       words.push_back("--descend-submodules");
     }
   } else {
@@ -76,7 +82,9 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
   if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
   if (spec.allow_improvement()) words.push_back("--allow-improvement");
   if (spec.descend_merges()) words.push_back("--descend-merges");
-  if (spec.descend_submodules()) words.push_back("--descend-submodules");
+  if (spec.descend_submodules() && !spec.has_dependency()) {
+    words.push_back("--descend-submodules");
+  }
   for (const v1::DependencyPin& pin : spec.descend_pins()) {
     flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
   }

@@ -36,7 +36,10 @@ absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
 
 std::string DependencyDir(const std::string& checkout, const v1::DependencyDescent& dependency) {
   if (dependency.kind() == v1::DEPENDENCY_KIND_SUBMODULE) {
-    return absl::StrCat(checkout, "/", dependency.path());
+    // A nested submodule's path is relative to its superproject's (the outer dependency's).
+    return absl::StrCat(
+        dependency.has_outer() ? DependencyDir(checkout, dependency.outer()) : checkout, "/",
+        dependency.path());
   }
   return absl::StrCat(checkout, "-dependency");
 }
@@ -51,9 +54,14 @@ absl::StatusOr<std::string> GitWorkspace::PrepareWithDependency(
     const v1::DependencyDescent& dependency, const std::string& repository,
     const std::string& sha, WorkspaceLane lane) {
   // The superproject as it is at the culprit (a submodule at the commit it records), then the
-  // dependency moved to the probed commit: a submodule's checkout is taken over in place.
-  ASSIGN_OR_RETURN(const std::string dir,
-                   Prepare(dependency.superproject(), dependency.superproject_sha(), lane));
+  // dependency moved to the probed commit: a submodule's checkout is taken over in place. A
+  // nested descent's superproject is itself a dependency, checked out the same way first.
+  ASSIGN_OR_RETURN(
+      const std::string dir,
+      dependency.has_outer()
+          ? PrepareWithDependency(dependency.outer(), dependency.superproject(),
+                                  dependency.superproject_sha(), lane)
+          : Prepare(dependency.superproject(), dependency.superproject_sha(), lane));
   ASSIGN_OR_RETURN(const std::string mirror_dir, PrepareMirror(cache_dir_, repository, sha));
   ASSIGN_OR_RETURN(std::unique_ptr<Worktree> tree,
                    Worktree::OpenOrCreate(mirror_dir, DependencyDir(dir, dependency)));

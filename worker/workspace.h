@@ -19,7 +19,8 @@
 namespace kbisect {
 
 // The directory a dependency follow-up's dependency is checked out in, given the superproject's
-// checkout `checkout`: the submodule's path inside it, or for a pin file the directory
+// checkout `checkout`: the submodule's path inside it (inside the outer dependency's directory
+// for a nested one, DependencyDescent.outer), or for a pin file the directory
 // `<checkout>-dependency` beside it (outside the superproject's tree, so its cleaning never
 // touches it). The build and the benchmark see it as KBISECT_DEPENDENCY_DIR. Pure.
 std::string DependencyDir(const std::string& checkout, const v1::DependencyDescent& dependency);
@@ -42,7 +43,8 @@ class Workspace {
                                               WorkspaceLane lane) = 0;
 
   // A dependency follow-up's probe (Task.dependency): makes the directory of `lane` hold
-  // commit `dependency.superproject_sha()` of `dependency.superproject()` as Prepare does, then
+  // commit `dependency.superproject_sha()` of `dependency.superproject()` as Prepare does (or,
+  // nested, as PrepareWithDependency of `dependency.outer()` does), then
   // DependencyDir of it hold commit `sha` of the dependency `repository`, its own submodules
   // included, and returns the superproject's directory. Errors as Prepare's. The default
   // implementation (for workspaces without git) returns Unimplemented.

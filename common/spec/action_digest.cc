@@ -49,12 +49,14 @@ std::string SpecDigest(const v1::JobSpec& spec) {
     AppendField(absl::StrCat(static_cast<int>(spec.build_isolation())), &encoding);
   }
   // Only on a dependency follow-up, so that every other digest stays what it was.
-  if (spec.has_dependency()) {
+  // A nested descent appends its outer ones too, innermost first.
+  const v1::DependencyDescent* descent = spec.has_dependency() ? &spec.dependency() : nullptr;
+  for (; descent != nullptr; descent = descent->has_outer() ? &descent->outer() : nullptr) {
     AppendField("dependency", &encoding);
-    AppendField(absl::StrCat(static_cast<int>(spec.dependency().kind())), &encoding);
-    AppendField(spec.dependency().superproject(), &encoding);
-    AppendField(spec.dependency().superproject_sha(), &encoding);
-    AppendField(spec.dependency().path(), &encoding);
+    AppendField(absl::StrCat(static_cast<int>(descent->kind())), &encoding);
+    AppendField(descent->superproject(), &encoding);
+    AppendField(descent->superproject_sha(), &encoding);
+    AppendField(descent->path(), &encoding);
   }
   return GitBlobId(encoding);
 }

@@ -155,7 +155,8 @@ TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
 
 // --descend-submodules: the bump is the superproject's culprit, and a follow-up bisects the
 // dependency's own range dep change 0..5 with the superproject pinned at the bump; the commit
-// that moved the nested submodule to the slow leaf is the dependency's culprit.
+// that moved the nested submodule to the slow leaf is the dependency's culprit, and the descent
+// goes on into the nested submodule (leaf 0..3, dep pinned at that commit): leaf 2.
 TEST_F(SubmodulesRunTest, DescendsIntoTheBumpedSubmodule) {
   const std::string json = tmp_.Join("descend.json");
   const std::string markdown = tmp_.Join("descend.md");
@@ -169,15 +170,21 @@ TEST_F(SubmodulesRunTest, DescendsIntoTheBumpedSubmodule) {
   const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["culprit"]["sha"], culprit_) << run.out;
   ASSERT_EQ(result["follow_up_job_ids"].size(), 1u) << result.dump();
-  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  ASSERT_EQ(result["dependency_culprits"].size(), 2u) << result.dump();
   const nlohmann::json& found = result["dependency_culprits"][0];
   EXPECT_EQ(found["path"], "third_party/dep");
   EXPECT_EQ(found["kind"], "submodule");
   EXPECT_EQ(found["repository"], "file://" + tmp_.Join("dep.git"));
   EXPECT_EQ(found["commit"]["subject"], "dep change 3") << run.out;
   EXPECT_EQ(found["job_id"], result["follow_up_job_ids"][0]);
+  const nlohmann::json& nested = result["dependency_culprits"][1];
+  EXPECT_EQ(nested["path"], "third_party/dep/nested");
+  EXPECT_EQ(nested["repository"], "file://" + tmp_.Join("leaf.git"));
+  EXPECT_EQ(nested["commit"]["subject"], "leaf 2") << run.out;
   EXPECT_THAT(run.out, HasSubstr("Inside the dependency third_party/dep (file://"));
   EXPECT_THAT(run.out, HasSubstr("dep change 3"));
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency third_party/dep/nested (file://"));
+  EXPECT_THAT(run.out, HasSubstr("[dependency third_party/dep] [dependency nested] "));
   EXPECT_THAT(ReadFile(markdown), HasSubstr("**Inside the dependency `third_party/dep`:**"));
   EXPECT_THAT(ReadFile(html), HasSubstr("Inside the dependency"));
 }
@@ -234,9 +241,11 @@ TEST_F(SubmodulesClusterTest, SubmitDescendsIntoASubmoduleAndAPin) {
   ASSERT_EQ(submodule.exit_code, 0) << submodule.out << submodule.err << coordinator->log();
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["culprit"]["sha"], repos.culprit);
-  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  ASSERT_EQ(result["dependency_culprits"].size(), 2u) << result.dump();
   EXPECT_EQ(result["dependency_culprits"][0]["path"], "third_party/dep");
   EXPECT_EQ(result["dependency_culprits"][0]["commit"]["subject"], "dep change 3");
+  EXPECT_EQ(result["dependency_culprits"][1]["path"], "third_party/dep/nested");
+  EXPECT_EQ(result["dependency_culprits"][1]["commit"]["subject"], "leaf 2");
   EXPECT_THAT(submodule.out, HasSubstr("[dependency third_party/dep] "));
   EXPECT_THAT(submodule.out, HasSubstr("Inside the dependency third_party/dep"));
 

@@ -164,19 +164,38 @@ TEST(FollowUpsTest, ASubmoduleBumpIsDescendedIntoWithTheSuperprojectAtTheCulprit
   EXPECT_EQ(spec.good(), kOldDep);
   EXPECT_EQ(spec.follow_up(), "dependency");
   EXPECT_EQ(spec.dependency().path(), "third_party/dep");
-  // No descent from a descent, and no marks of the superproject's commits.
-  EXPECT_FALSE(spec.descend_submodules());
+  // It descends into its own submodules in turn; the superproject's marks are not its own.
+  EXPECT_TRUE(spec.descend_submodules());
+  EXPECT_FALSE(spec.dependency().has_outer());
   EXPECT_EQ(spec.marks_size(), 0);
   EXPECT_EQ(FollowUpRequestId("job-1", plan[0]), "job-1/dependency:third_party/dep");
 
-  // Without the option, or from a dependency follow-up itself, nothing is planned.
+  // Without the option nothing is planned.
   v1::JobStatus off = status;
   off.mutable_spec()->set_descend_submodules(false);
   EXPECT_TRUE(PlanFollowUps(off, std::nullopt).empty());
+
+  // From the dependency follow-up, a bump of its own submodule nests: the dependency is the
+  // new descent's superproject, checked out as its own descent says (outer).
   v1::JobStatus child = status;
   *child.mutable_spec() = spec;
-  child.mutable_spec()->set_descend_submodules(true);
-  EXPECT_TRUE(PlanFollowUps(child, std::nullopt).empty());
+  child.mutable_culprit()->set_sha("dep-culprit");
+  child.mutable_submodule_bumps(0)->set_path("nested");
+  child.mutable_submodule_bumps(0)->set_url("file:///srv/leaf.git");
+  const std::vector<PlannedFollowUp> nested = PlanFollowUps(child, std::nullopt);
+  ASSERT_EQ(nested.size(), 1u);
+  EXPECT_EQ(nested[0].repository, "file:///srv/leaf.git");
+  EXPECT_EQ(nested[0].dependency.superproject(), "file:///srv/dep.git");
+  EXPECT_EQ(nested[0].dependency.superproject_sha(), "dep-culprit");
+  EXPECT_EQ(nested[0].dependency.path(), "nested");
+  ASSERT_TRUE(nested[0].dependency.has_outer());
+  EXPECT_EQ(nested[0].dependency.outer().superproject(), "/src/super");
+  EXPECT_EQ(nested[0].dependency.outer().path(), "third_party/dep");
+  // Pins are the top superproject's: a dependency follow-up reads none.
+  v1::DependencyPin pin;
+  pin.set_file("pins/x.txt");
+  pin.set_repository("/srv/x.git");
+  EXPECT_EQ(PlanFollowUps(child, std::nullopt, {PinMove{pin, kOldDep, kNewDep}}).size(), 1u);
 }
 
 TEST(FollowUpsTest, APinFileReadsItsFirstFullCommitId) {
@@ -243,6 +262,17 @@ TEST(FollowUpsTest, FoldNamesTheDependencysCulprit) {
   EXPECT_EQ(parent.culprits_size(), 0);
   ASSERT_EQ(parent.warnings_size(), 1);
   EXPECT_THAT(parent.warnings(0), HasSubstr("the dependency third_party/other"));
+
+  // A dependency's own (nested) culprits come along under their full path.
+  v1::JobStatus top = Found(/*merge=*/false, /*multiple_steps=*/false);
+  v1::DependencyCulprit* nested = found.add_dependency_culprits();
+  nested->set_path("nested");
+  nested->mutable_commit()->set_sha("inside-nested");
+  FoldFollowUpResults({{"d1", &found}}, &top);
+  ASSERT_EQ(top.dependency_culprits_size(), 2);
+  EXPECT_EQ(top.dependency_culprits(0).commit().sha(), "inside-dep");
+  EXPECT_EQ(top.dependency_culprits(1).path(), "third_party/dep/nested");
+  EXPECT_EQ(top.dependency_culprits(1).commit().sha(), "inside-nested");
 }
 
 }  // namespace

@@ -158,6 +158,14 @@ TEST(SpecDigestTest, ADependencyDescentIsPartOfTheDigest) {
   v1::JobSpec pinned = descent;
   pinned.mutable_dependency()->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
   EXPECT_NE(SpecDigest(pinned), SpecDigest(descent));
+  // A nested descent under another outer culprit is another measurement too.
+  v1::JobSpec nested = descent;
+  *nested.mutable_dependency()->mutable_outer() = descent.dependency();
+  v1::JobSpec other_outer = nested;
+  other_outer.mutable_dependency()->mutable_outer()->set_superproject_sha(
+      "3333333333333333333333333333333333333333");
+  EXPECT_NE(SpecDigest(nested), SpecDigest(descent));
+  EXPECT_NE(SpecDigest(other_outer), SpecDigest(nested));
 }
 
 TEST(SpecDigestTest, EnvOrderAndTheUnspecifiedMetricKindDoNotMatter) {
