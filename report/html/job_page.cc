@@ -43,6 +43,18 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                  Count(job.commit_count(), "commit"), ", ", job.spec().good(), "..",
                                  job.spec().bad().empty() ? "HEAD" : job.spec().bad(), ")")));
   absl::StrAppend(&facts, Fact("Repository", job.spec().repository()));
+  if (job.spec().has_dependency()) {
+    // A dependency follow-up: where its commits are checked out.
+    const v1::DependencyDescent& descent = job.spec().dependency();
+    absl::StrAppend(
+        &facts, Fact("Dependency of",
+                     absl::StrCat(descent.superproject(), " at ",
+                                  ShortSha(descent.superproject_sha()),
+                                  descent.kind() == v1::DEPENDENCY_KIND_PIN_FILE
+                                      ? absl::StrCat(", pinned in ", descent.path(),
+                                                     " ($KBISECT_DEPENDENCY_DIR)")
+                                      : absl::StrCat(", submodule ", descent.path()))));
+  }
   absl::StrAppend(&facts, Fact("Benchmark", absl::StrJoin(job.spec().bench_command(), " ")));
   if (!job.spec().build_command().empty()) {
     absl::StrAppend(&facts, Fact("Build", job.spec().build_command()));

@@ -342,8 +342,20 @@ TEST(JobPageTest, TheDependencysCulpritHasASectionAndALine) {
   EXPECT_THAT(*page, HasSubstr("(job job-7)"));
   EXPECT_THAT(*page, HasSubstr("abcdef0123456789abcdef0123456789abcdef01"));
   EXPECT_THAT(*page, HasSubstr("[NVPTX] Lower &lt;2 x half&gt; loads differently"));
+  EXPECT_THAT(*page, Not(HasSubstr("Dependency of")));
   const std::string md = MarkdownSummary(job);
   EXPECT_THAT(md, HasSubstr("**Inside the dependency `cmake/llvm-hash.txt`:** `abcdef0`"));
+  // The follow-up's own page says where its commits were checked out.
+  v1::JobStatus follow_up = FinishedJob();
+  v1::DependencyDescent* descent = follow_up.mutable_spec()->mutable_dependency();
+  descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  descent->set_superproject("/src/triton");
+  descent->set_superproject_sha(std::string(40, '7'));
+  descent->set_path("third_party/cutlass");
+  page = html::RenderJobPage(follow_up, Options(kT0 + absl::Seconds(10)));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<dt>Dependency of</dt><dd>/src/triton at 7777777"));
+  EXPECT_THAT(*page, HasSubstr(", submodule third_party/cutlass</dd>"));
   EXPECT_THAT(md, HasSubstr("`1111111`..`2222222`"));
 }
 
