@@ -1,6 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 #include "worker/workspace.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/git/mirror.h"
 #include "common/status_macros.h"
@@ -21,6 +23,12 @@ GitWorkspace::GitWorkspace(std::string cache_dir, int slot)
 
 absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
                                                   const std::string& sha, WorkspaceLane lane) {
+  return PrepareOverriding(repository, sha, lane, {});
+}
+
+absl::StatusOr<std::string> GitWorkspace::PrepareOverriding(
+    const std::string& repository, const std::string& sha, WorkspaceLane lane,
+    const SubmoduleCheckout::Overrides& overrides) {
   const std::string key = MirrorKey(repository);
   ASSIGN_OR_RETURN(const std::string mirror_dir, PrepareMirror(cache_dir_, repository, sha));
   auto it = worktrees_.find({key, lane});
@@ -30,7 +38,7 @@ absl::StatusOr<std::string> GitWorkspace::Prepare(const std::string& repository,
     ASSIGN_OR_RETURN(std::unique_ptr<Worktree> worktree, Worktree::OpenOrCreate(mirror_dir, dir));
     it = worktrees_.emplace(std::make_pair(key, lane), std::move(worktree)).first;
   }
-  RETURN_IF_ERROR(submodules_.CheckOut(*it->second, repository, sha));
+  RETURN_IF_ERROR(submodules_.CheckOut(*it->second, repository, sha, overrides));
   return it->second->path();
 }
 
@@ -53,21 +61,42 @@ absl::StatusOr<std::string> Workspace::PrepareWithDependency(
 absl::StatusOr<std::string> GitWorkspace::PrepareWithDependency(
     const v1::DependencyDescent& dependency, const std::string& repository,
     const std::string& sha, WorkspaceLane lane) {
-  // The superproject as it is at the culprit (a submodule at the commit it records), then the
-  // dependency moved to the probed commit: a submodule's checkout is taken over in place. A
-  // nested descent's superproject is itself a dependency, checked out the same way first.
-  ASSIGN_OR_RETURN(
-      const std::string dir,
-      dependency.has_outer()
-          ? PrepareWithDependency(dependency.outer(), dependency.superproject(),
-                                  dependency.superproject_sha(), lane)
-          : Prepare(dependency.superproject(), dependency.superproject_sha(), lane));
-  ASSIGN_OR_RETURN(const std::string mirror_dir, PrepareMirror(cache_dir_, repository, sha));
-  ASSIGN_OR_RETURN(std::unique_ptr<Worktree> tree,
-                   Worktree::OpenOrCreate(mirror_dir, DependencyDir(dir, dependency)));
-  // Its errors keep their payload (IsUnfetchableSubmodule): a nested submodule nobody can fetch
-  // is the probed commit's.
-  RETURN_IF_ERROR(submodules_.CheckOut(*tree, repository, sha));
+  // The levels of the descent, innermost first: each one's descent, and the repository and
+  // commit checked out at its path (the probed commit, then each outer level's culprit).
+  struct Level {
+    const v1::DependencyDescent* descent;
+    std::string repository;
+    std::string sha;
+  };
+  std::vector<Level> levels = {{&dependency, repository, sha}};
+  while (levels.back().descent->has_outer()) {
+    const v1::DependencyDescent* inner = levels.back().descent;
+    levels.push_back({&inner->outer(), inner->superproject(), inner->superproject_sha()});
+  }
+  const v1::DependencyDescent& top = *levels.back().descent;
+  const bool pinned = top.kind() == v1::DEPENDENCY_KIND_PIN_FILE;
+  // Submodules go straight to their commits, never first to the ones their superprojects
+  // record: overrides by full path, from the top superproject (or from a pinned dependency's
+  // directory, for submodules of a pinned dependency).
+  SubmoduleCheckout::Overrides overrides;
+  std::string path;
+  for (auto level = levels.rbegin() + (pinned ? 1 : 0); level != levels.rend(); ++level) {
+    path = path.empty() ? level->descent->path() : absl::StrCat(path, "/", level->descent->path());
+    overrides[path] = {level->repository, level->sha};
+  }
+  // Errors keep their payload (IsUnfetchableSubmodule): a submodule nobody can fetch is the
+  // probed commit's.
+  ASSIGN_OR_RETURN(const std::string dir,
+                   PrepareOverriding(top.superproject(), top.superproject_sha(), lane,
+                                     pinned ? SubmoduleCheckout::Overrides() : overrides));
+  if (pinned) {
+    const Level& pin = levels.back();
+    ASSIGN_OR_RETURN(const std::string mirror_dir,
+                     PrepareMirror(cache_dir_, pin.repository, pin.sha));
+    ASSIGN_OR_RETURN(std::unique_ptr<Worktree> tree,
+                     Worktree::OpenOrCreate(mirror_dir, DependencyDir(dir, top)));
+    RETURN_IF_ERROR(submodules_.CheckOut(*tree, pin.repository, pin.sha, overrides));
+  }
   return dir;
 }
 

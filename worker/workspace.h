@@ -44,10 +44,11 @@ class Workspace {
 
   // A dependency follow-up's probe (Task.dependency): makes the directory of `lane` hold
   // commit `dependency.superproject_sha()` of `dependency.superproject()` as Prepare does (or,
-  // nested, as PrepareWithDependency of `dependency.outer()` does), then
-  // DependencyDir of it hold commit `sha` of the dependency `repository`, its own submodules
-  // included, and returns the superproject's directory. Errors as Prepare's. The default
-  // implementation (for workspaces without git) returns Unimplemented.
+  // nested, as PrepareWithDependency of `dependency.outer()` does), except that
+  // DependencyDir of it holds commit `sha` of the dependency `repository`, its own submodules
+  // included, and returns the superproject's directory. A submodule is checked out at `sha`
+  // directly, never first at the commit its superproject records. Errors as Prepare's. The
+  // default implementation (for workspaces without git) returns Unimplemented.
   virtual absl::StatusOr<std::string> PrepareWithDependency(
       const v1::DependencyDescent& dependency, const std::string& repository,
       const std::string& sha, WorkspaceLane lane);
@@ -76,6 +77,11 @@ class GitWorkspace : public Workspace {
                                                     WorkspaceLane lane) override;
 
  private:
+  // Prepare, with submodules checked out at other commits than recorded (SubmoduleCheckout).
+  absl::StatusOr<std::string> PrepareOverriding(const std::string& repository,
+                                                const std::string& sha, WorkspaceLane lane,
+                                                const SubmoduleCheckout::Overrides& overrides);
+
   const std::string cache_dir_;
   const int slot_;
   const SubmoduleCheckout submodules_;
