@@ -50,14 +50,19 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                               "the culprit's probability reaches --confidence "
                               "(defaults: --runs 4, --max-runs 120, --confidence 0.995)");
   flaky->needs(exit_code);
-  app->add_option("--confidence,--flaky-confidence", o->confidence,
-                  "The search does not end before the culprit's probability (the posterior "
-                  "over every sample, as the report's Confidence line) reaches P: the culprit "
-                  "and its parent are measured again, and a verdict their new samples "
-                  "contradict is taken back. Default: 0.995 with --flaky, off otherwise; with a "
-                  "metric it also raises --max-runs' default to 60")
-      ->type_name("P")
-      ->check(NumberIn(0.5, 0.9999));
+  app->add_option_function<std::string>(
+         "--confidence,--flaky-confidence",
+         [o](const std::string& value) {
+           o->confidence_off = value == "off";
+           o->confidence = o->confidence_off ? 0 : std::strtod(value.c_str(), nullptr);
+         },
+         "The search does not end before the culprit's probability (the posterior over every "
+         "sample, as the report's Confidence line) reaches P: the culprit and its parent are "
+         "measured again, and a verdict their new samples contradict is taken back. Default: "
+         "0.99 with a metric (--max-runs' default is then 60), 0.995 with --flaky; off ends the "
+         "search as soon as it names one commit (not with --flaky)")
+      ->type_name("P|off")
+      ->check(NumberInOr(0.5, 0.9999, "off"));
   auto* lower = app->add_flag("--lower-is-better", o->lower_is_better,
                               "Smaller metric values are better (latency, time)");
   auto* higher = app->add_flag("--higher-is-better", o->higher_is_better,
@@ -211,14 +216,20 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
     return absl::InvalidArgumentError(
         "--confidence needs a metric or --flaky: a plain --exit-code result is taken as certain");
   }
+  if (o.flaky && o.confidence_off) {
+    return absl::InvalidArgumentError(
+        "--confidence off is not for --flaky: a flaky test's search ends at a confidence (give "
+        "a lower one, e.g. --confidence 0.9)");
+  }
   spec.set_confidence(o.confidence);
+  spec.set_confidence_off(o.confidence_off && !o.exit_code);
   if (o.flaky) {
     // Unset counts take --flaky's defaults (NormalizeSpec).
     spec.set_flaky(true);
     if (!o.runs_given) spec.set_runs_per_commit(0);
     if (!o.max_runs_given) spec.set_max_runs(0);
-  } else if (o.confidence > 0 && !o.max_runs_given) {
-    spec.set_max_runs(0);  // --confidence's default (NormalizeSpec).
+  } else if (!o.exit_code && !o.confidence_off && !o.max_runs_given) {
+    spec.set_max_runs(0);  // The confidence stop's default (NormalizeSpec).
   }
   spec.set_threshold_fraction(o.threshold);
   spec.set_min_effect_fraction(o.min_effect);

@@ -30,7 +30,8 @@ struct JobOptions {
   std::string metric_json;
   bool exit_code = false;
   bool flaky = false;       // --flaky (with --exit-code).
-  double confidence = 0;    // --confidence; 0: the default (0.99 with --flaky, else off).
+  double confidence = 0;    // --confidence P; 0: the default (NormalizeSpec).
+  bool confidence_off = false;  // --confidence off.
   bool runs_given = false;  // --runs or --max-runs was given (--flaky has its own defaults).
   bool max_runs_given = false;
   bool lower_is_better = false;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "common/spec/job_spec.h"
 
 namespace kbisect {
 
@@ -67,10 +68,22 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
   }
   if (spec.direction() == v1::DIRECTION_LOWER_IS_BETTER) words.push_back("--lower-is-better");
   if (spec.direction() == v1::DIRECTION_HIGHER_IS_BETTER) words.push_back("--higher-is-better");
-  if (spec.runs_per_commit() != 0 && spec.runs_per_commit() != 3) {
+  if (spec.flaky()) words.push_back("--flaky");
+  // The defaults of a spec of this shape (NormalizeSpec's), which the command need not repeat.
+  v1::JobSpec defaults;
+  *defaults.mutable_metric() = spec.metric();
+  defaults.set_flaky(spec.flaky());
+  defaults.set_confidence_off(spec.confidence_off());
+  NormalizeSpec(&defaults);
+  if (spec.confidence_off()) {
+    flag("--confidence", "off");
+  } else if (spec.confidence() > 0 && spec.confidence() != defaults.confidence()) {
+    flag("--confidence", absl::StrFormat("%g", spec.confidence()));
+  }
+  if (spec.runs_per_commit() != 0 && spec.runs_per_commit() != defaults.runs_per_commit()) {
     flag("--runs", absl::StrCat(spec.runs_per_commit()));
   }
-  if (spec.max_runs() != 0 && spec.max_runs() != 30) {
+  if (spec.max_runs() != 0 && spec.max_runs() != defaults.max_runs()) {
     flag("--max-runs", absl::StrCat(spec.max_runs()));
   }
   if (spec.threshold_fraction() != 0 && spec.threshold_fraction() != 0.3) {

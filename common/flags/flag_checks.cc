@@ -59,6 +59,14 @@ CLI::Validator NumberIn(double min, double max, const std::string& unit) {
                });
 }
 
+CLI::Validator NumberInOr(double min, double max, const std::string& word) {
+  return Check(absl::StrCat("a number from ", min, " to ", max, " or ", word),
+               absl::StrCat(min, "..", max, "|", word), [min, max, word](const std::string& input) {
+                 double value = 0;
+                 return input == word || (ParseNumber(input, &value) && value >= min && value <= max);
+               });
+}
+
 CLI::Validator Positive(const std::string& unit) {
   return Check(absl::StrCat("positive", UnitSuffix(unit)), "POSITIVE", [](const std::string& in) {
     double value = 0;

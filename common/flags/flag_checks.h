@@ -41,6 +41,10 @@ CLI::Validator WholeNumberIn(int64_t min, int64_t max, const std::string& unit =
 // A number from `min` to `max` (inclusive): "must be a number from 0.01 to 0.99, not 2".
 CLI::Validator NumberIn(double min, double max, const std::string& unit = "");
 
+// A number from `min` to `max` (inclusive) or the one word `word`: "must be a number from 0.5
+// to 0.9999 or off, not 0.3".
+CLI::Validator NumberInOr(double min, double max, const std::string& word);
+
 // A number above 0: "must be positive (seconds), not -5".
 CLI::Validator Positive(const std::string& unit = "");
 

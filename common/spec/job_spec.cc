@@ -19,6 +19,9 @@ void NormalizeSpec(v1::JobSpec* spec) {
     spec->set_max_runs(std::max(kDefaultFlakyMaxRuns, spec->runs_per_commit()));
   }
   if (flaky && spec->confidence() <= 0) spec->set_confidence(kDefaultFlakyConfidence);
+  if (!pass_fail && !spec->confidence_off() && spec->confidence() <= 0) {
+    spec->set_confidence(kDefaultMetricConfidence);
+  }
   if (!pass_fail && spec->confidence() > 0 && spec->max_runs() <= 0) {
     spec->set_max_runs(std::max(kDefaultConfidenceMaxRuns, spec->runs_per_commit()));
   }
@@ -64,6 +67,15 @@ absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
   if (spec.confidence() < 0 || spec.confidence() >= 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--confidence must be from 0 up to (not including) 1, not ", spec.confidence()));
+  }
+  if (spec.confidence_off() && spec.confidence() > 0) {
+    return absl::InvalidArgumentError(
+        "--confidence is either a probability or off, not both (confidence and confidence_off)");
+  }
+  if (spec.confidence_off() && spec.flaky()) {
+    return absl::InvalidArgumentError(
+        "--confidence off is not for --flaky: a flaky test's search ends at a confidence (give "
+        "a lower one, e.g. --confidence 0.9)");
   }
   if (spec.confidence() > 0 && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE && !spec.flaky()) {
     return absl::InvalidArgumentError(

@@ -314,5 +314,36 @@ TEST_F(SearchOptionsTest, ConfidenceRunsUntilTheCulpritIsThatProbable) {
   EXPECT_THAT(plain.err, HasSubstr("--confidence needs a metric or --flaky"));
 }
 
+TEST_F(SearchOptionsTest, TheConfidenceStopIsTheDefaultWithAMetricAndCanBeTurnedOff) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit =
+      MakeRepo(repo, "--commits 30 --culprit 11 --noise 0.05 --slowdown 1.1");
+  const std::string json = tmp_.Join("default.json");
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --no-confirm "
+                                       "--json ", json, " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  // The defaults (common/spec/job_spec.h): the stop at 0.99, room for it in --max-runs 60.
+  EXPECT_DOUBLE_EQ(result["spec"]["confidence"].get<double>(), 0.99);
+  EXPECT_EQ(result["spec"]["max_runs"], 60);
+  EXPECT_GE(result["culprit_probability"].get<double>(), 0.99);
+
+  const std::string off_json = tmp_.Join("off.json");
+  CommandResult off = Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --no-confirm "
+                                       "--confidence off --json ", off_json, " -- ./bench.sh"));
+  ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
+  const nlohmann::json without = nlohmann::json::parse(ReadFile(off_json));
+  EXPECT_EQ(without["culprit"]["sha"], culprit);
+  EXPECT_TRUE(without["spec"]["confidence_off"].get<bool>());
+  EXPECT_EQ(without["spec"]["max_runs"], 30);
+
+  // A flaky test's search ends at a confidence: off is refused before anything starts.
+  CommandResult flaky = Run(absl::StrCat("run v1.0 --repo ", repo,
+                                         " --exit-code --flaky --confidence off -- ./bench.sh"));
+  EXPECT_EQ(flaky.exit_code, 2) << flaky.out << flaky.err;
+  EXPECT_THAT(flaky.err, HasSubstr("not for --flaky"));
+}
+
 }  // namespace
 }  // namespace kbisect

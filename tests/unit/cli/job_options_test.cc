@@ -109,8 +109,9 @@ TEST(JobOptionsTest, ConfidenceWithAMetricLeavesMaxRunsToItsDefault) {
   JobOptions options = Minimal();
   absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->confidence(), 0) << "off by default with a metric";
-  EXPECT_EQ(spec->max_runs(), kDefaultMaxRuns);
+  EXPECT_EQ(spec->confidence(), 0) << "NormalizeSpec's default (0.99 with a metric)";
+  EXPECT_FALSE(spec->confidence_off());
+  EXPECT_EQ(spec->max_runs(), 0) << "NormalizeSpec's --confidence default";
 
   options.confidence = 0.99;
   spec = ToJobSpec(options, "/repo");
@@ -123,6 +124,17 @@ TEST(JobOptionsTest, ConfidenceWithAMetricLeavesMaxRunsToItsDefault) {
   spec = ToJobSpec(options, "/repo");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->max_runs(), 40);
+
+  JobOptions off = Minimal();
+  off.confidence_off = true;
+  spec = ToJobSpec(off, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->confidence_off());
+  EXPECT_EQ(spec->max_runs(), kDefaultMaxRuns) << "no end check to make room for";
+  off.exit_code = true;
+  off.flaky = true;
+  spec = ToJobSpec(off, "/repo");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
 
   // A plain pass/fail result is taken as certain: nothing to be sure of.
   options.exit_code = true;
@@ -145,6 +157,16 @@ TEST(JobOptionsTest, ConfidenceIsParsedUnderItsOldNameToo) {
   AddJobOptions(&app, &options);
   const char* too_low[] = {"kbisect", "v1.0", "--confidence", "0.3"};
   EXPECT_THROW(app.parse(4, too_low), CLI::ParseError);
+}
+
+TEST(JobOptionsTest, ConfidenceOffIsParsed) {
+  CLI::App app;
+  JobOptions options;
+  AddJobOptions(&app, &options);
+  const char* argv[] = {"kbisect", "v1.0", "--confidence", "off"};
+  app.parse(4, argv);
+  EXPECT_TRUE(options.confidence_off);
+  EXPECT_EQ(options.confidence, 0);
 }
 
 TEST(JobOptionsTest, FlakyNeedsExitCodeOnTheCommandLine) {
@@ -200,7 +222,7 @@ TEST(JobOptionsTest, OutOfRangeFlagsReadAsSentences) {
       {{"--min-effect", "-1"}, "kbisect run: --min-effect must be a number from 0 to 10, not -1\n"},
       {{"--workers", "0"}, "kbisect run: --workers must be a whole number from 1 to 256, not 0\n"},
       {{"--confidence", "0.3"},
-       "kbisect run: --confidence must be a number from 0.5 to 0.9999, not 0.3\n"},
+       "kbisect run: --confidence must be a number from 0.5 to 0.9999 or off, not 0.3\n"},
       {{"--find-good", "--max-lookback", "0"},
        "kbisect run: --max-lookback must be a whole number from 1 to 1000000 (commits back), not "
        "0\n"},

@@ -21,7 +21,7 @@ TEST(NormalizeSpecTest, FillsTheDefaultsAndKeepsWhatIsSet) {
   v1::JobSpec spec = Minimal();
   NormalizeSpec(&spec);
   EXPECT_EQ(spec.runs_per_commit(), kDefaultRunsPerCommit);
-  EXPECT_EQ(spec.max_runs(), kDefaultMaxRuns);
+  EXPECT_EQ(spec.max_runs(), kDefaultConfidenceMaxRuns) << "the confidence stop's room";
   EXPECT_DOUBLE_EQ(spec.threshold_fraction(), kDefaultThresholdFraction);
   EXPECT_EQ(spec.history(), v1::HISTORY_MODE_FIRST_PARENT);
 
@@ -31,12 +31,12 @@ TEST(NormalizeSpecTest, FillsTheDefaultsAndKeepsWhatIsSet) {
   EXPECT_EQ(pass_fail.runs_per_commit(), 1);
 
   v1::JobSpec many = Minimal();
-  many.set_runs_per_commit(50);
+  many.set_runs_per_commit(80);
   many.set_threshold_fraction(0.5);
   many.set_history(v1::HISTORY_MODE_ALL_COMMITS);
   NormalizeSpec(&many);
-  EXPECT_EQ(many.runs_per_commit(), 50);
-  EXPECT_EQ(many.max_runs(), 50);  // Never below the runs per commit.
+  EXPECT_EQ(many.runs_per_commit(), 80);
+  EXPECT_EQ(many.max_runs(), 80);  // Never below the runs per commit.
   EXPECT_DOUBLE_EQ(many.threshold_fraction(), 0.5);
   EXPECT_EQ(many.history(), v1::HISTORY_MODE_ALL_COMMITS);
 }
@@ -67,10 +67,21 @@ TEST(NormalizeSpecTest, AConfidenceWithAMetricGetsRoomToReachIt) {
   EXPECT_EQ(spec.max_runs(), kDefaultConfidenceMaxRuns);
   EXPECT_DOUBLE_EQ(spec.confidence(), 0.99);
 
+  v1::JobSpec unset = Minimal();
+  NormalizeSpec(&unset);
+  EXPECT_DOUBLE_EQ(unset.confidence(), kDefaultMetricConfidence) << "on by default with a metric";
+  EXPECT_EQ(unset.max_runs(), kDefaultConfidenceMaxRuns);
+
   v1::JobSpec off = Minimal();
+  off.set_confidence_off(true);
   NormalizeSpec(&off);
-  EXPECT_EQ(off.confidence(), 0) << "off by default with a metric";
+  EXPECT_EQ(off.confidence(), 0) << "--confidence off";
   EXPECT_EQ(off.max_runs(), kDefaultMaxRuns);
+
+  v1::JobSpec pass_fail = Minimal();
+  pass_fail.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  NormalizeSpec(&pass_fail);
+  EXPECT_EQ(pass_fail.confidence(), 0) << "a plain pass/fail result is certain";
 
   v1::JobSpec set = Minimal();
   set.set_confidence(0.95);
@@ -87,6 +98,18 @@ TEST(ValidateSpecTest, AConfidenceNeedsAMetricOrAFlakyTest) {
   EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("--flaky"));
   spec.set_flaky(true);
   EXPECT_TRUE(ValidateSpec(spec).ok());
+}
+
+TEST(ValidateSpecTest, ConfidenceOffIsNeitherAProbabilityNorForAFlakyTest) {
+  v1::JobSpec spec = Minimal();
+  spec.set_confidence_off(true);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.set_confidence(0.9);
+  EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("not both"));
+  spec.set_confidence(0);
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  spec.set_flaky(true);
+  EXPECT_THAT(ValidateSpec(spec).message(), HasSubstr("not for --flaky"));
 }
 
 TEST(ValidateSpecTest, FlakyNeedsExitCodeAndAConfidenceBelowOne) {

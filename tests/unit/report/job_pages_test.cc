@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/job_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "report/eta.h"
@@ -357,6 +358,27 @@ TEST(JobPageTest, TheDependencysCulpritHasASectionAndALine) {
   EXPECT_THAT(*page, HasSubstr("<dt>Dependency of</dt><dd>/src/triton at 7777777"));
   EXPECT_THAT(*page, HasSubstr(", submodule third_party/cutlass</dd>"));
   EXPECT_THAT(md, HasSubstr("`1111111`..`2222222`"));
+}
+
+TEST(ReproduceTest, RepeatsTheStopRuleOnlyWhereItIsNotTheDefault) {
+  v1::JobStatus job = FinishedJob();
+  // As the job ran it: its spec normalized (the confidence stop on, --max-runs' default 60).
+  NormalizeSpec(job.mutable_spec());
+  EXPECT_THAT(ReproduceCommand(job), Not(HasSubstr("--confidence")));
+  EXPECT_THAT(ReproduceCommand(job), Not(HasSubstr("--max-runs")));
+
+  v1::JobStatus off = FinishedJob();
+  off.mutable_spec()->set_confidence_off(true);
+  NormalizeSpec(off.mutable_spec());
+  EXPECT_THAT(ReproduceCommand(off), HasSubstr(" --confidence off "));
+  EXPECT_THAT(ReproduceCommand(off), Not(HasSubstr("--max-runs")));
+
+  v1::JobStatus flaky = FinishedJob();
+  flaky.mutable_spec()->mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  flaky.mutable_spec()->set_flaky(true);
+  flaky.mutable_spec()->set_confidence(0.9);
+  NormalizeSpec(flaky.mutable_spec());
+  EXPECT_THAT(ReproduceCommand(flaky), HasSubstr(" --exit-code --flaky --confidence 0.9 -- "));
 }
 
 TEST(JobListPageTest, LinksEveryJob) {
