@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -96,6 +98,16 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   app->add_flag("--descend-merges", o->descend_merges,
                 "When the culprit is a merge, also bisect the merged branch (merge-base..second "
                 "parent) and report its culprit as merged_culprit");
+  app->add_flag("--descend-submodules", o->descend_submodules,
+                "When the culprit bumps a submodule, also bisect the submodule's own commits "
+                "(old..new) with the superproject at the culprit, and report the dependency's "
+                "first bad commit");
+  app->add_option("--descend-pin", o->descend_pins,
+                  "FILE=REPOSITORY: when the culprit changes the commit FILE pins (its first line "
+                  "of 40 hex digits), also bisect REPOSITORY's commits between the two pins with "
+                  "the superproject at the culprit; each probe checks REPOSITORY out beside the "
+                  "checkout, in $KBISECT_DEPENDENCY_DIR; repeatable")
+      ->type_name("FILE=REPOSITORY");
   app->add_flag("--all-culprits", o->all_culprits,
                 "When the culprit explains under 60% of the regression, bisect the ranges on "
                 "either side too and report every step, largest first");
@@ -260,6 +272,25 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   spec.set_hardware_class(o.hardware_class);
   spec.set_allow_improvement(o.allow_improvement);
   spec.set_descend_merges(o.descend_merges);
+  spec.set_descend_submodules(o.descend_submodules);
+  for (const std::string& text : o.descend_pins) {
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--descend-pin expects FILE=REPOSITORY (the pin file's path in the repository, then "
+          "the dependency's URL or path), got '",
+          text, "'"));
+    }
+    v1::DependencyPin* pin = spec.add_descend_pins();
+    pin->set_file(text.substr(0, equals));
+    std::string dependency = text.substr(equals + 1);
+    // A local path is made absolute: the workers do not run where the user typed it.
+    std::error_code ec;
+    if (dependency.find("://") == std::string::npos && std::filesystem::exists(dependency, ec)) {
+      dependency = std::filesystem::absolute(dependency, ec).lexically_normal().string();
+    }
+    pin->set_repository(dependency);
+  }
   spec.set_all_culprits(o.all_culprits);
   spec.set_discard_throttled(o.discard_throttled);
   if (o.isolation == "python") spec.set_build_isolation(v1::BUILD_ISOLATION_PYTHON);

@@ -46,6 +46,8 @@ struct JobOptions {
   bool no_first_parent = false;
   bool allow_improvement = false;
   bool descend_merges = false;
+  bool descend_submodules = false;        // --descend-submodules.
+  std::vector<std::string> descend_pins;  // --descend-pin FILE=REPOSITORY, as given.
   bool all_culprits = false;
   bool discard_throttled = false;
   // Where builds install (--isolation): auto, python, prefix or none.

@@ -409,8 +409,12 @@ void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
       copy.clear_job();
       const std::optional<FollowUpKind> kind =
           ParseFollowUpKind(entry.job->status().spec().follow_up());
-      copy.set_message(
-          absl::StrCat(kind.has_value() ? FollowUpEventPrefix(*kind) : "", event.message()));
+      const std::string& dependency = entry.job->status().spec().dependency().path();
+      copy.set_message(absl::StrCat(
+          kind == FollowUpKind::kDependency ? absl::StrCat("[dependency ", dependency, "] ")
+          : kind.has_value()                ? FollowUpEventPrefix(*kind)
+                                            : "",
+          event.message()));
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
       AppendEventLocked(it->second, std::move(copy));

@@ -31,9 +31,29 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
                                       branch.status().message()));
     }
   }
-  for (const PlannedFollowUp& plan : PlanFollowUps(status, merged_branch)) {
+  std::vector<PinMove> pins;
+  if (WantsPinFiles(status)) {
+    // The pins are read from the superproject, like the culprit's diff: a little git I/O.
+    for (const v1::DependencyPin& pin : status.spec().descend_pins()) {
+      absl::StatusOr<std::string> after =
+          repositories_->ReadFile(status.spec().repository(), status.culprit().sha(), pin.file());
+      absl::StatusOr<std::string> before = repositories_->ReadFile(
+          status.spec().repository(), status.last_good().sha(), pin.file());
+      if (!after.ok() && !before.ok()) {
+        problems.push_back(absl::StrCat("cannot descend into the commit pinned in ", pin.file(),
+                                        ": ", after.status().message()));
+        continue;
+      }
+      PinMove move;
+      move.pin = pin;
+      if (before.ok()) move.old_sha = PinnedCommit(*before).value_or("");
+      if (after.ok()) move.new_sha = PinnedCommit(*after).value_or("");
+      pins.push_back(std::move(move));
+    }
+  }
+  for (const PlannedFollowUp& plan : PlanFollowUps(status, merged_branch, pins, &problems)) {
     v1::JobSpec spec = FollowUpSpec(status.spec(), job_id, plan);
-    const std::string request_id = FollowUpRequestId(job_id, plan.kind);
+    const std::string request_id = FollowUpRequestId(job_id, plan);
     std::string child_id;
     if (auto known = request_ids_.find(request_id); known != request_ids_.end()) {
       child_id = known->second;  // Started before a coordinator restart.

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
 
 namespace kbisect {
@@ -17,13 +19,15 @@ const char* FollowUpKindName(FollowUpKind kind) {
       return "steps_before";
     case FollowUpKind::kStepsAfter:
       return "steps_after";
+    case FollowUpKind::kDependency:
+      return "dependency";
   }
   return "";
 }
 
 std::optional<FollowUpKind> ParseFollowUpKind(std::string_view name) {
-  for (FollowUpKind kind :
-       {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore, FollowUpKind::kStepsAfter}) {
+  for (FollowUpKind kind : {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore,
+                            FollowUpKind::kStepsAfter, FollowUpKind::kDependency}) {
     if (name == FollowUpKindName(kind)) return kind;
   }
   return std::nullopt;
@@ -37,6 +41,8 @@ const char* FollowUpEventPrefix(FollowUpKind kind) {
       return "[before the culprit] ";
     case FollowUpKind::kStepsAfter:
       return "[after the culprit] ";
+    case FollowUpKind::kDependency:
+      return "[dependency] ";
   }
   return "";
 }
@@ -48,27 +54,110 @@ bool MayFollowUp(const v1::JobStatus& status) {
          status.spec().follow_up_depth() < kMaxFollowUpDepth;
 }
 
+bool IsFullCommitSha(std::string_view text) {
+  return text.size() == 40 && std::all_of(text.begin(), text.end(), [](char c) {
+           return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+         });
+}
+
+PlannedFollowUp PlannedRange(FollowUpKind kind, std::string good, std::string bad) {
+  PlannedFollowUp plan;
+  plan.kind = kind;
+  plan.good = std::move(good);
+  plan.bad = std::move(bad);
+  return plan;
+}
+
+PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKind kind,
+                                  const std::string& path, const std::string& repository,
+                                  const std::string& old_sha, const std::string& new_sha) {
+  PlannedFollowUp plan = PlannedRange(FollowUpKind::kDependency, old_sha, new_sha);
+  plan.repository = repository;
+  plan.dependency.set_kind(kind);
+  plan.dependency.set_superproject(status.spec().repository());
+  plan.dependency.set_superproject_sha(status.culprit().sha());
+  plan.dependency.set_path(path);
+  // From a dependency follow-up: its own superproject is checked out as its descent says.
+  if (status.spec().has_dependency()) *plan.dependency.mutable_outer() = status.spec().dependency();
+  return plan;
+}
+
 }  // namespace
 
 bool WantsMergedBranch(const v1::JobStatus& status) {
   return MayFollowUp(status) && status.spec().descend_merges() && status.culprit().is_merge();
 }
 
+bool WantsPinFiles(const v1::JobStatus& status) {
+  return MayFollowUp(status) && status.spec().descend_pins_size() > 0 &&
+         !status.spec().has_dependency();
+}
+
+std::optional<std::string> PinnedCommit(std::string_view content) {
+  // This abseil's string_view is its own type, not std::string_view.
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(content.data(), content.size()), '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (IsFullCommitSha(std::string_view(line.data(), line.size()))) {
+      return absl::AsciiStrToLower(line);
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<PlannedFollowUp> PlanFollowUps(
     const v1::JobStatus& status,
-    const std::optional<std::pair<std::string, std::string>>& merged_branch) {
+    const std::optional<std::pair<std::string, std::string>>& merged_branch,
+    const std::vector<PinMove>& pins, std::vector<std::string>* warnings) {
   std::vector<PlannedFollowUp> planned;
   if (!MayFollowUp(status)) return planned;
+  auto warn = [&](std::string text) {
+    if (warnings != nullptr) warnings->push_back(std::move(text));
+  };
   if (WantsMergedBranch(status) && merged_branch.has_value()) {
-    planned.push_back({FollowUpKind::kMergedBranch, merged_branch->first, merged_branch->second});
+    planned.push_back(
+        PlannedRange(FollowUpKind::kMergedBranch, merged_branch->first, merged_branch->second));
   }
   if (status.spec().all_culprits() && status.multiple_steps()) {
     if (status.last_good().sha() != status.good_sha()) {
-      planned.push_back({FollowUpKind::kStepsBefore, status.good_sha(), status.last_good().sha()});
+      planned.push_back(
+          PlannedRange(FollowUpKind::kStepsBefore, status.good_sha(), status.last_good().sha()));
     }
     if (status.culprit().sha() != status.bad_sha()) {
-      planned.push_back({FollowUpKind::kStepsAfter, status.culprit().sha(), status.bad_sha()});
+      planned.push_back(
+          PlannedRange(FollowUpKind::kStepsAfter, status.culprit().sha(), status.bad_sha()));
     }
+  }
+  // A dependency follow-up descends into its own submodules (nested, its descent as their
+  // `outer`), never into pin files: those are the top superproject's (WantsPinFiles).
+  if (status.spec().descend_submodules()) {
+    for (const v1::SubmoduleBump& bump : status.submodule_bumps()) {
+      const std::string cannot = absl::StrCat("cannot descend into submodule '", bump.path(), "': ");
+      if (!bump.error().empty()) {
+        warn(absl::StrCat(cannot, bump.error()));
+      } else if (bump.old_sha().empty() || bump.new_sha().empty()) {
+        warn(absl::StrCat(cannot, "the culprit ", bump.old_sha().empty() ? "added" : "removed",
+                          " it, so there is no range of its own to bisect"));
+      } else if (bump.backwards()) {
+        warn(absl::StrCat(cannot, "the culprit moved it back (", bump.new_sha().substr(0, 7), " is ",
+                          "older than ", bump.old_sha().substr(0, 7), ")"));
+      } else if (bump.commit_count() > 0) {
+        planned.push_back(PlannedDependency(status, v1::DEPENDENCY_KIND_SUBMODULE, bump.path(),
+                                            bump.url(), bump.old_sha(), bump.new_sha()));
+      }
+    }
+  }
+  for (const PinMove& move : pins) {
+    if (status.spec().has_dependency()) break;  // Pins are the top superproject's.
+    if (move.old_sha == move.new_sha) continue;  // The file changed, the pinned commit did not.
+    if (move.old_sha.empty() || move.new_sha.empty()) {
+      warn(absl::StrCat("cannot descend into the commit pinned in ", move.pin.file(), ": it names ",
+                        "no full commit id (40 hex digits) ",
+                        move.old_sha.empty() ? "before the culprit" : "at the culprit"));
+      continue;
+    }
+    planned.push_back(PlannedDependency(status, v1::DEPENDENCY_KIND_PIN_FILE, move.pin.file(),
+                                        move.pin.repository(), move.old_sha, move.new_sha));
   }
   return planned;
 }
@@ -82,6 +171,14 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
   spec.set_follow_up(FollowUpKindName(plan.kind));
   spec.set_follow_up_depth(parent.follow_up_depth() + 1);
   spec.set_description(absl::StrCat(FollowUpKindName(plan.kind), " of ", parent_id));
+  if (plan.kind == FollowUpKind::kDependency) {
+    spec.set_repository(plan.repository);
+    *spec.mutable_dependency() = plan.dependency;
+    spec.clear_descend_pins();
+    spec.clear_marks();
+    spec.set_description(
+        absl::StrCat("dependency ", plan.dependency.path(), " of ", parent_id));
+  }
   return spec;
 }
 
@@ -89,16 +186,26 @@ std::string FollowUpRequestId(const std::string& parent_id, FollowUpKind kind) {
   return absl::StrCat(parent_id, "/", FollowUpKindName(kind));
 }
 
+std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan) {
+  if (plan.kind != FollowUpKind::kDependency) return FollowUpRequestId(parent_id, plan.kind);
+  return absl::StrCat(FollowUpRequestId(parent_id, plan.kind), ":", plan.dependency.path());
+}
+
 void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobStatus*>>& done,
                          v1::JobStatus* status) {
   const double total = status->baseline().bad().median() - status->baseline().good().median();
   for (const auto& [child, result] : done) {
-    const bool merged =
-        ParseFollowUpKind(result->spec().follow_up()) == FollowUpKind::kMergedBranch;
+    const std::optional<FollowUpKind> kind = ParseFollowUpKind(result->spec().follow_up());
+    const bool merged = kind == FollowUpKind::kMergedBranch;
+    const bool dependency = kind == FollowUpKind::kDependency;
     status->set_bench_runs(status->bench_runs() + result->bench_runs());
-    const std::string range =
-        absl::StrCat(merged ? "the merged branch " : "", result->good_sha().substr(0, 7), "..",
-                     result->bad_sha().substr(0, 7), " (job ", child, ")");
+    const std::string what =
+        merged ? "the merged branch "
+               : (dependency ? absl::StrCat("the dependency ", result->spec().dependency().path(),
+                                            " ")
+                             : std::string());
+    const std::string range = absl::StrCat(what, result->good_sha().substr(0, 7), "..",
+                                           result->bad_sha().substr(0, 7), " (job ", child, ")");
     if (result->status() == v1::OUTCOME_NO_REGRESSION) {
       status->add_warnings(absl::StrCat("no further step in ", range, ": ", result->error()));
       continue;
@@ -111,6 +218,24 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
     }
     if (merged) {
       *status->mutable_merged_culprit() = result->culprit();
+      continue;
+    }
+    if (dependency) {
+      v1::DependencyCulprit* found = status->add_dependency_culprits();
+      found->set_kind(result->spec().dependency().kind());
+      found->set_path(result->spec().dependency().path());
+      found->set_repository(result->spec().repository());
+      found->set_old_sha(result->good_sha());
+      found->set_new_sha(result->bad_sha());
+      *found->mutable_commit() = result->culprit();
+      found->set_job_id(child);
+      // What the dependency's own descents found (its submodules', nested), under their full
+      // path in this job's repository.
+      for (const v1::DependencyCulprit& nested : result->dependency_culprits()) {
+        v1::DependencyCulprit* lifted = status->add_dependency_culprits();
+        *lifted = nested;
+        lifted->set_path(absl::StrCat(found->path(), "/", nested.path()));
+      }
       continue;
     }
     for (const v1::Culprit& step : result->culprits()) {

@@ -7,6 +7,11 @@
 //   * kStepsBefore / kStepsAfter: the culprit explains too little of the move and the spec asks
 //     for every culprit (--all-culprits): bisect GOOD..last-good and culprit..BAD; their culprits
 //     join the parent's, ranked by size.
+//   * kDependency: the culprit moves a dependency, a submodule (--descend-submodules) or a commit
+//     pinned in a file (--descend-pin FILE=REPOSITORY): bisect the dependency's own range
+//     old..new with the superproject pinned at the culprit (JobSpec.dependency); its culprit
+//     joins the parent's dependency_culprits. A dependency follow-up descends into its own
+//     submodules in turn (nested: DependencyDescent.outer), never into pin files.
 #ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_
 #define KBISECT_COORDINATOR_FOLLOW_UPS_H_
 
@@ -23,9 +28,10 @@ namespace kbisect {
 // Follow-ups of follow-ups are started up to this depth (a merge inside a merged branch...).
 inline constexpr int kMaxFollowUpDepth = 3;
 
-enum class FollowUpKind { kMergedBranch, kStepsBefore, kStepsAfter };
+enum class FollowUpKind { kMergedBranch, kStepsBefore, kStepsAfter, kDependency };
 
-// "merged_branch", "steps_before", "steps_after": JobSpec.follow_up and the request id suffix.
+// "merged_branch", "steps_before", "steps_after", "dependency": JobSpec.follow_up and the
+// request id suffix.
 const char* FollowUpKindName(FollowUpKind kind);
 // The kind named by JobSpec.follow_up; nullopt for "" or an unknown name.
 std::optional<FollowUpKind> ParseFollowUpKind(std::string_view name);
@@ -36,31 +42,64 @@ struct PlannedFollowUp {
   FollowUpKind kind = FollowUpKind::kMergedBranch;
   std::string good;
   std::string bad;
+  // kDependency only: the dependency's repository (the follow-up's JobSpec.repository) and how
+  // its probes check the superproject out (JobSpec.dependency).
+  std::string repository;
+  v1::DependencyDescent dependency;
+};
+
+// A pin file (JobSpec.descend_pins) the culprit changed: the commits it pins at last-good and
+// at the culprit, read by the caller (PinnedCommit). An empty sha: the file pins nothing there.
+struct PinMove {
+  v1::DependencyPin pin;
+  std::string old_sha;
+  std::string new_sha;
 };
 
 // True when the result asks for the merged branch to be bisected: the culprit is a merge, the
 // spec descends merges, and the depth allows another level.
 bool WantsMergedBranch(const v1::JobStatus& status);
 
+// True when the result asks for its pin files (JobSpec.descend_pins) to be read at last-good
+// and at the culprit: a culprit was found, the spec names pins, the job is not itself a
+// dependency follow-up (pins are the top superproject's), and the depth allows another level.
+bool WantsPinFiles(const v1::JobStatus& status);
+
+// The commit a pin file's `content` names: its first line that is a full commit id (40 hex
+// digits) once surrounding whitespace is trimmed, lower-cased; nullopt when no line is. Pure.
+std::optional<std::string> PinnedCommit(std::string_view content);
+
 // The follow-ups the finished job `status` calls for, in start order. `merged_branch` is the
 // range (base, tip) of the culprit's merged branch when WantsMergedBranch, resolved by the
-// caller; nullopt when it could not be resolved (no merged-branch follow-up then).
+// caller; nullopt when it could not be resolved (no merged-branch follow-up then). With
+// JobSpec.descend_submodules, each of status.submodule_bumps that moved forward (both commits
+// known, read without error) gets a dependency follow-up (from a dependency follow-up, with its
+// descent as the new one's `outer`); `pins` (read by the caller when WantsPinFiles; ignored
+// from a dependency follow-up) each get one when both of their commits are known and differ. A bump or pin
+// that cannot be descended into adds a sentence saying why to `warnings` (may be null).
 std::vector<PlannedFollowUp> PlanFollowUps(
     const v1::JobStatus& status,
-    const std::optional<std::pair<std::string, std::string>>& merged_branch);
+    const std::optional<std::pair<std::string, std::string>>& merged_branch,
+    const std::vector<PinMove>& pins = {}, std::vector<std::string>* warnings = nullptr);
 
 // The spec of a planned follow-up of job `parent_id`: the parent's, over the planned range, one
-// level deeper, with its kind recorded.
+// level deeper, with its kind recorded. A dependency follow-up's repository is the
+// dependency's, it carries the plan's DependencyDescent, and it keeps neither the parent's pins
+// nor its marks (both name the superproject's files and commits).
 v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id,
                          const PlannedFollowUp& plan);
 
-// The request id of a follow-up ("<parent>/<kind>"): a restarted coordinator finds it again.
+// The request id of a follow-up ("<parent>/<kind>", "<parent>/dependency:<path>" for a
+// dependency's): a restarted coordinator finds it again.
 std::string FollowUpRequestId(const std::string& parent_id, FollowUpKind kind);
+std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan);
 
 // Folds the finished follow-ups (job id, status) into their parent's `status`: their bench runs
 // count, a merged branch's culprit becomes merged_culprit, the steps' culprits join the parent's
-// with their share of the whole move, ranked by size; a follow-up without a culprit adds a
-// warning saying why.
+// with their share of the whole move, ranked by size, a dependency's culprit joins
+// dependency_culprits (with the path, the repository and the dependency's two commits), and so
+// do the dependency's own (nested: their paths prefixed with its path); a follow-up without a
+// culprit adds a warning saying why.
 void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobStatus*>>& done,
                          v1::JobStatus* status);
 

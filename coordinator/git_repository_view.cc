@@ -147,6 +147,12 @@ class GitRepositoryView : public RepositoryView {
     return repo->DiffPatch(from, to);
   }
 
+  absl::StatusOr<std::string> ReadFile(const std::string& repository, const std::string& commit,
+                                       const std::string& path) override {
+    ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
+    return repo->ReadFile(commit, path);
+  }
+
   absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,
                                                                 const std::string& from,
                                                                 const std::string& to) override {

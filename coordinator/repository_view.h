@@ -52,6 +52,12 @@ class RepositoryView {
   // The unified patch between two commits of `repository`.
   virtual absl::StatusOr<std::string> DiffPatch(const std::string& repository,
                                                 const std::string& from, const std::string& to) = 0;
+
+  // The contents of file `path` in commit `commit` of `repository` (a pin file,
+  // JobSpec.descend_pins). NotFound when the commit has no such file.
+  virtual absl::StatusOr<std::string> ReadFile(const std::string& repository,
+                                               const std::string& commit,
+                                               const std::string& path) = 0;
 };
 
 // Returns a libgit2-backed view. Local paths are opened in place (read only: nothing in them is

@@ -56,6 +56,12 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
                       Code(job.merged_culprit().short_sha()), " ",
                       Cell(job.merged_culprit().subject()), "\n");
     }
+    for (const v1::DependencyCulprit& found : job.dependency_culprits()) {
+      absl::StrAppend(&out, "\n**Inside the dependency ", Code(found.path()), ":** ",
+                      Code(found.commit().short_sha()), " ", Cell(found.commit().subject()),
+                      " (", Cell(found.repository()), ", ", Code(found.old_sha().substr(0, 7)),
+                      "..", Code(found.new_sha().substr(0, 7)), ")\n");
+    }
     if (job.culprits_size() > 1) {
       absl::StrAppend(&out, "\n**Every step:** ");
       for (int i = 0; i < job.culprits_size(); ++i) {

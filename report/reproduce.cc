@@ -24,14 +24,34 @@ std::string ShellWord(absl::string_view s) {
 std::string ReproduceCommand(const v1::JobStatus& job) {
   const v1::JobSpec& spec = job.spec();
   std::vector<std::string> words = {"kbisect", "run"};
-  words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
-  words.push_back(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
-                                        : job.bad_sha());
   auto flag = [&](absl::string_view name, absl::string_view value) {
     words.emplace_back(name);
     words.emplace_back(value);
   };
-  flag("--repo", spec.repository());
+  if (spec.has_dependency()) {
+    // A dependency follow-up has no command of its own: the superproject's one-commit step
+    // (its culprit's first parent .. the culprit) with the descent that starts it again.
+    // A nested one's: the top superproject's, whose descent goes down again.
+    const v1::DependencyDescent* descent = &spec.dependency();
+    std::string repository = spec.repository();
+    for (; descent->has_outer(); descent = &descent->outer()) {
+      repository = descent->superproject();
+    }
+    words.push_back(descent->superproject_sha() + "^");
+    words.push_back(descent->superproject_sha());
+    flag("--repo", descent->superproject());
+    if (descent->kind() == v1::DEPENDENCY_KIND_PIN_FILE) {
+      flag("--descend-pin", absl::StrCat(descent->path(), "=", repository));
+    }
+    if (descent->kind() != v1::DEPENDENCY_KIND_PIN_FILE || spec.descend_submodules()) {
+      words.push_back("--descend-submodules");
+    }
+  } else {
+    words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
+    words.push_back(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
+                                          : job.bad_sha());
+    flag("--repo", spec.repository());
+  }
   if (!spec.build_command().empty()) flag("--build", spec.build_command());
   switch (spec.metric().kind()) {
     case v1::METRIC_KIND_REGEX:
@@ -75,6 +95,12 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
   if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
   if (spec.allow_improvement()) words.push_back("--allow-improvement");
   if (spec.descend_merges()) words.push_back("--descend-merges");
+  if (spec.descend_submodules() && !spec.has_dependency()) {
+    words.push_back("--descend-submodules");
+  }
+  for (const v1::DependencyPin& pin : spec.descend_pins()) {
+    flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
+  }
   if (spec.all_culprits()) words.push_back("--all-culprits");
   if (!spec.confirm()) words.push_back("--no-confirm");
   if (spec.discard_throttled()) words.push_back("--discard-throttled");

@@ -17,7 +17,9 @@ namespace kbisect {
 std::string ShellWord(absl::string_view s);
 
 // The command line above, with the resolved shas when the job has them (else the revisions as
-// written).
+// written). A dependency follow-up's (JobSpec.dependency) bisects the superproject's step
+// `CULPRIT^ CULPRIT` with the descent that starts the follow-up again
+// (`--descend-submodules`, or `--descend-pin FILE=REPOSITORY`).
 std::string ReproduceCommand(const v1::JobStatus& job);
 
 }  // namespace kbisect

@@ -82,7 +82,12 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   std::map<std::string, std::string> env = slot_env_;
   for (const auto& [key, value] : task.env()) env[key] = value;
   env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
-  const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr;
+  // A dependency follow-up's probe builds in the slot's own checkout: the host's build cache
+  // keys a build by one repository's commit, and this one is two repositories' commits.
+  const bool dependency = task.has_dependency();
+  if (dependency) env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
+  const bool cached_build =
+      !task.build_command().empty() && build_cache_ != nullptr && !dependency;
   std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
   std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
@@ -150,7 +155,10 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       layer_envs[sha] = std::move(built.layer_env);
     } else {
       const absl::Time checkout_start = clock_->Now();
-      absl::StatusOr<std::string> prepared = workspace_->Prepare(task.repository(), sha, lane);
+      absl::StatusOr<std::string> prepared =
+          dependency
+              ? workspace_->PrepareWithDependency(task.dependency(), task.repository(), sha, lane)
+              : workspace_->Prepare(task.repository(), sha, lane);
       add_timings(clock_->Now() - checkout_start, BuildStep());
       if (!prepared.ok()) {
         // A worker that cannot check out is an infrastructure problem: retried elsewhere. A
@@ -162,6 +170,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
         return false;
       }
       dirs[sha] = *prepared;
+      if (dependency) {
+        build.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(*prepared, task.dependency());
+      }
       if (!task.build_command().empty() && !cancelled()) {
         report(v1::TASK_PHASE_BUILD, 0);
         // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
@@ -219,6 +230,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     bench.env = env;
     for (const auto& [name, value] : layer_envs[sha]) bench.env[name] = value;
     bench.env["KBISECT_COMMIT"] = sha;
+    if (dependency) {
+      bench.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(dirs[sha], task.dependency());
+    }
     bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
     absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);
     if (!ran.ok()) {

@@ -14,8 +14,16 @@
 #include "absl/status/statusor.h"
 #include "common/git/submodules.h"
 #include "common/git/worktree.h"
+#include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
+
+// The directory a dependency follow-up's dependency is checked out in, given the superproject's
+// checkout `checkout`: the submodule's path inside it (inside the outer dependency's directory
+// for a nested one, DependencyDescent.outer), or for a pin file the directory
+// `<checkout>-dependency` beside it (outside the superproject's tree, so its cleaning never
+// touches it). The build and the benchmark see it as KBISECT_DEPENDENCY_DIR. Pure.
+std::string DependencyDir(const std::string& checkout, const v1::DependencyDescent& dependency);
 
 // Which of a slot's two checkouts of a repository a commit goes to. A confirmation measures two
 // commits in alternation: the paired commit (last-good) gets a checkout of its own, so switching
@@ -33,6 +41,17 @@ class Workspace {
   // is true is the commit's (a submodule commit nobody can fetch); any other is the worker's.
   virtual absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
                                               WorkspaceLane lane) = 0;
+
+  // A dependency follow-up's probe (Task.dependency): makes the directory of `lane` hold
+  // commit `dependency.superproject_sha()` of `dependency.superproject()` as Prepare does (or,
+  // nested, as PrepareWithDependency of `dependency.outer()` does), except that
+  // DependencyDir of it holds commit `sha` of the dependency `repository`, its own submodules
+  // included, and returns the superproject's directory. A submodule is checked out at `sha`
+  // directly, never first at the commit its superproject records. Errors as Prepare's. The
+  // default implementation (for workspaces without git) returns Unimplemented.
+  virtual absl::StatusOr<std::string> PrepareWithDependency(
+      const v1::DependencyDescent& dependency, const std::string& repository,
+      const std::string& sha, WorkspaceLane lane);
 };
 
 // Makes sure the worker's mirror of `repository` (<cache_dir>/mirrors/<MirrorKey>.git, created
@@ -52,8 +71,17 @@ class GitWorkspace : public Workspace {
 
   absl::StatusOr<std::string> Prepare(const std::string& repository, const std::string& sha,
                                       WorkspaceLane lane) override;
+  absl::StatusOr<std::string> PrepareWithDependency(const v1::DependencyDescent& dependency,
+                                                    const std::string& repository,
+                                                    const std::string& sha,
+                                                    WorkspaceLane lane) override;
 
  private:
+  // Prepare, with submodules checked out at other commits than recorded (SubmoduleCheckout).
+  absl::StatusOr<std::string> PrepareOverriding(const std::string& repository,
+                                                const std::string& sha, WorkspaceLane lane,
+                                                const SubmoduleCheckout::Overrides& overrides);
+
   const std::string cache_dir_;
   const int slot_;
   const SubmoduleCheckout submodules_;

@@ -397,6 +397,12 @@ class ReportWriter {
       Line("Inside the merged branch:");
       Commit(job_.merged_culprit(), "  ");
     }
+    for (const v1::DependencyCulprit& found : job_.dependency_culprits()) {
+      Line();
+      Line(absl::StrCat("Inside the dependency ", found.path(), " (", found.repository(), ", ",
+                        found.old_sha().substr(0, 7), "..", found.new_sha().substr(0, 7), "):"));
+      Commit(found.commit(), "  ");
+    }
     Impact(short_(job_.last_good()), short_(job_.culprit()), /*required=*/true);
     Steps();
     FilesChanged();

@@ -372,4 +372,26 @@ absl::StatusOr<std::string> GitRepo::DiffPatch(std::string_view from, std::strin
   return buf.str();
 }
 
+absl::StatusOr<std::string> GitRepo::ReadFile(std::string_view rev, std::string_view path) const {
+  kbisect::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::string sha, ResolveLocked(rev));
+  ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo_.get(), sha));
+  const std::string where = absl::StrCat(std::string(path), " in commit ", sha.substr(0, 12));
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), std::string(path).c_str()) != 0) {
+    return absl::NotFoundError(absl::StrCat("there is no file ", where));
+  }
+  std::unique_ptr<git_tree_entry, git_internal::Git2Deleter<git_tree_entry, git_tree_entry_free>>
+      entry(raw_entry);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) {
+    return absl::NotFoundError(absl::StrCat(where, " is not a file"));
+  }
+  git_blob* raw_blob = nullptr;
+  int rc = git_blob_lookup(&raw_blob, repo_.get(), git_tree_entry_id(entry.get()));
+  if (rc != 0) return Git2Error(rc, absl::StrCat("cannot read ", where));
+  std::unique_ptr<git_blob, git_internal::Git2Deleter<git_blob, git_blob_free>> blob(raw_blob);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                     static_cast<size_t>(git_blob_rawsize(blob.get())));
+}
+
 }  // namespace kbisect

@@ -158,6 +158,10 @@ class GitRepo {
   // files). Identical trees give "".
   absl::StatusOr<std::string> DiffPatch(std::string_view from, std::string_view to) const;
 
+  // Returns the contents of file `path` ('/'-separated, relative to the top) in commit `rev`.
+  // NotFound when the commit has no such path or it is not a file.
+  absl::StatusOr<std::string> ReadFile(std::string_view rev, std::string_view path) const;
+
  private:
   // Releases a git_repository with git_repository_free.
   struct RepositoryDeleter {

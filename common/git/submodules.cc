@@ -255,13 +255,18 @@ SubmoduleCheckout::SubmoduleCheckout(std::string mirrors_dir)
 
 absl::Status SubmoduleCheckout::CheckOut(Worktree& tree, const std::string& repository,
                                          std::string_view sha) const {
-  return CheckOutAt(tree, repository, "", sha, "", "", 0);
+  return CheckOutAt(tree, repository, "", sha, "", "", 0, nullptr);
+}
+
+absl::Status SubmoduleCheckout::CheckOut(Worktree& tree, const std::string& repository,
+                                         std::string_view sha, const Overrides& overrides) const {
+  return CheckOutAt(tree, repository, "", sha, "", "", 0, &overrides);
 }
 
 absl::Status SubmoduleCheckout::CheckOutAt(Worktree& tree, const std::string& repository,
                                            std::string base, std::string_view sha,
                                            const std::string& prefix, const std::string& located,
-                                           int depth) const {
+                                           int depth, const Overrides* overrides) const {
   // The errors of a submodule's own checkout name it; the superproject's are Worktree's.
   auto own = [&](const absl::Status& status) {
     if (located.empty() || status.ok()) return status;
@@ -307,10 +312,18 @@ absl::Status SubmoduleCheckout::CheckOutAt(Worktree& tree, const std::string& re
       prefix.empty() ? std::string("the superproject")
                      : absl::StrCat("submodule '", prefix.substr(0, prefix.size() - 1), "'");
   for (const SubmoduleRef& ref : *refs) {
-    if (ref.url.empty()) continue;  // Nowhere to fetch it from: an empty directory, like git.
     const std::string path = absl::StrCat(prefix, ref.path);
-    const std::string short_sha = ref.sha.substr(0, 12);
-    absl::StatusOr<std::string> url = ResolveSubmoduleUrl(base, ref.url);
+    // A dependency follow-up's probe checks this one out at another commit (Overrides).
+    const Override* forced = nullptr;
+    if (overrides != nullptr) {
+      auto it = overrides->find(path);
+      if (it != overrides->end()) forced = &it->second;
+    }
+    if (ref.url.empty() && forced == nullptr) continue;  // Nowhere to fetch it from, like git.
+    const std::string& sub_sha = forced != nullptr ? forced->sha : ref.sha;
+    const std::string short_sha = sub_sha.substr(0, 12);
+    absl::StatusOr<std::string> url =
+        forced != nullptr ? forced->repository : ResolveSubmoduleUrl(base, ref.url);
     if (!url.ok()) {
       return Unfetchable(absl::InvalidArgumentError(
           absl::StrCat("submodule '", path, "' (URL '", ref.url, "' in the .gitmodules of ", parent,
@@ -329,7 +342,7 @@ absl::Status SubmoduleCheckout::CheckOutAt(Worktree& tree, const std::string& re
     const std::string mirror_dir = absl::StrCat(mirrors_dir_, "/", MirrorKey(*url), ".git");
     absl::StatusOr<std::string> mirror = EnsureMirror(*url, mirror_dir);
     if (!mirror.ok()) return failed(mirror.status());
-    absl::Status fetched = EnsureCommitInMirror(*url, *mirror, ref.sha);
+    absl::Status fetched = EnsureCommitInMirror(*url, *mirror, sub_sha);
     if (!fetched.ok()) return failed(fetched);
     absl::StatusOr<std::unique_ptr<Worktree>> sub =
         Worktree::OpenOrCreate(*mirror, (fs::path(root) / ref.path).string());
@@ -337,7 +350,8 @@ absl::Status SubmoduleCheckout::CheckOutAt(Worktree& tree, const std::string& re
       return absl::Status(sub.status().code(), absl::StrCat("cannot check out ", sub_located, ": ",
                                                             sub.status().message()));
     }
-    RETURN_IF_ERROR(CheckOutAt(**sub, *url, *url, ref.sha, path + "/", sub_located, depth + 1));
+    RETURN_IF_ERROR(
+        CheckOutAt(**sub, *url, *url, sub_sha, path + "/", sub_located, depth + 1, overrides));
   }
   return absl::OkStatus();
 }

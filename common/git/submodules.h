@@ -19,6 +19,7 @@
 #ifndef KBISECT_COMMON_GIT_SUBMODULES_H_
 #define KBISECT_COMMON_GIT_SUBMODULES_H_
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,14 +92,33 @@ class SubmoduleCheckout {
   // EnsureMirror and Worktree). Errors of the superproject's own checkout are Worktree's.
   absl::Status CheckOut(Worktree& tree, const std::string& repository, std::string_view sha) const;
 
+  // A submodule checked out at another commit than the one its superproject records (a
+  // dependency follow-up's probe): the repository (a URL or path, used as the resolved URL) and
+  // the commit it is checked out at instead.
+  struct Override {
+    std::string repository;
+    std::string sha;
+  };
+  // By the submodule's full path from the top of `tree` ("third_party/dep",
+  // "third_party/dep/nested").
+  using Overrides = std::map<std::string, Override>;
+
+  // As CheckOut, but each submodule whose full path `overrides` names is checked out at that
+  // commit of that repository instead of the recorded one (its own submodules as that commit
+  // records them, unless `overrides` names them too). A path `overrides` names that is not a
+  // submodule of the commits checked out is ignored.
+  absl::Status CheckOut(Worktree& tree, const std::string& repository, std::string_view sha,
+                        const Overrides& overrides) const;
+
  private:
   // CheckOut with the base URL of `tree`'s relative submodule URLs already known ("" to compute
   // it from `repository` when needed), `prefix` the path of `tree` in the top superproject ("" or
   // ending in '/'), `located` the words that name `tree` in its own errors ("" for the top), and
-  // `depth` the nesting level.
+  // `depth` the nesting level, `overrides` those of CheckOut (may be null).
   absl::Status CheckOutAt(Worktree& tree, const std::string& repository, std::string base,
                           std::string_view sha, const std::string& prefix,
-                          const std::string& located, int depth) const;
+                          const std::string& located, int depth,
+                          const Overrides* overrides) const;
 
   const std::string mirrors_dir_;
 };

@@ -48,6 +48,16 @@ std::string SpecDigest(const v1::JobSpec& spec) {
     AppendField("build_isolation", &encoding);
     AppendField(absl::StrCat(static_cast<int>(spec.build_isolation())), &encoding);
   }
+  // Only on a dependency follow-up, so that every other digest stays what it was.
+  // A nested descent appends its outer ones too, innermost first.
+  const v1::DependencyDescent* descent = spec.has_dependency() ? &spec.dependency() : nullptr;
+  for (; descent != nullptr; descent = descent->has_outer() ? &descent->outer() : nullptr) {
+    AppendField("dependency", &encoding);
+    AppendField(absl::StrCat(static_cast<int>(descent->kind())), &encoding);
+    AppendField(descent->superproject(), &encoding);
+    AppendField(descent->superproject_sha(), &encoding);
+    AppendField(descent->path(), &encoding);
+  }
   return GitBlobId(encoding);
 }
 

@@ -21,7 +21,11 @@
 //   "env", the number of variables, then key and value of each, sorted by key,
 //   "metric_kind", the MetricKind's number (METRIC_KIND_UNSPECIFIED counts as METRIC_KIND_AUTO),
 //   "metric_pattern", the metric's regex or JSON path,
-//   "discard_throttled", "1" or "0" (throttled runs re-run change which samples a task returns).
+//   "discard_throttled", "1" or "0" (throttled runs re-run change which samples a task returns),
+//   "build_isolation" and its number, only when chosen,
+//   "dependency", its kind's number, the superproject, its commit and the path, only on a
+//   dependency follow-up, then the same for each outer descent of a nested one (the tree hashed
+//   is then the dependency's: the superproject's commit decides what it is built into).
 // Not hashed, because they do not change what one run measures: the repository and the range,
 // runs per commit and max runs, the thresholds and min effect, the direction (it changes how
 // samples are judged, not their values), build and bench timeouts, the hardware class (a

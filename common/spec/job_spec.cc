@@ -81,6 +81,13 @@ absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
     return absl::InvalidArgumentError(
         "--confidence needs a metric or --flaky: a plain --exit-code result is taken as certain");
   }
+  for (const v1::DependencyPin& pin : spec.descend_pins()) {
+    if (pin.file().empty() || pin.repository().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--descend-pin needs FILE=REPOSITORY, both given, not '", pin.file(), "=",
+          pin.repository(), "'"));
+    }
+  }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {
     return ValidateMetricFlags(ToMetricSpec(spec.metric()));

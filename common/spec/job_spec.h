@@ -59,8 +59,8 @@ absl::Status ValidateSpec(const v1::JobSpec& spec);
 
 // The checks of ValidateSpec on the flags' values, which need no repository, no GOOD and no
 // benchmark command: the threshold is in [0, 1), runs per commit in 0..1000, --flaky needs
-// --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, and the metric
-// passes ValidateMetricFlags. `kbisect run` and `submit` run them (cli/job_options.h, ToJobSpec)
+// --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, every
+// --descend-pin names a file and a repository, and the metric passes ValidateMetricFlags. `kbisect run` and `submit` run them (cli/job_options.h, ToJobSpec)
 // before anything starts: no cluster, no worker, no mirror.
 absl::Status ValidateJobSettings(const v1::JobSpec& spec);
 

@@ -516,7 +516,12 @@ std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveT
 
 std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   std::vector<v1::Task> tasks;
-  if (finished() || status_.spec().build_command().empty() || limit <= 0) return tasks;
+  // A dependency follow-up builds in the slots' own checkouts, never in the host's build cache
+  // (whose key is one repository's commit): nothing to build ahead.
+  if (finished() || status_.spec().build_command().empty() || status_.spec().has_dependency() ||
+      limit <= 0) {
+    return tasks;
+  }
   // BAD's worker measures the reference GOOD next, until it has been measured.
   bool bad_running = false;
   for (const auto& [id, entry] : book_.tasks()) {

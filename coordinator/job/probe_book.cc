@@ -70,6 +70,7 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   task.set_commit_index(index);
   task.set_build_command(spec.build_command());
   task.set_build_isolation(spec.build_isolation());
+  if (spec.has_dependency()) *task.mutable_dependency() = spec.dependency();
   *task.mutable_bench_command() = spec.bench_command();
   *task.mutable_env() = spec.env();
   *task.mutable_metric() = spec.metric();

@@ -43,6 +43,18 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
                                  Count(job.commit_count(), "commit"), ", ", job.spec().good(), "..",
                                  job.spec().bad().empty() ? "HEAD" : job.spec().bad(), ")")));
   absl::StrAppend(&facts, Fact("Repository", job.spec().repository()));
+  if (job.spec().has_dependency()) {
+    // A dependency follow-up: where its commits are checked out.
+    const v1::DependencyDescent& descent = job.spec().dependency();
+    absl::StrAppend(
+        &facts, Fact("Dependency of",
+                     absl::StrCat(descent.superproject(), " at ",
+                                  ShortSha(descent.superproject_sha()),
+                                  descent.kind() == v1::DEPENDENCY_KIND_PIN_FILE
+                                      ? absl::StrCat(", pinned in ", descent.path(),
+                                                     " ($KBISECT_DEPENDENCY_DIR)")
+                                      : absl::StrCat(", submodule ", descent.path()))));
+  }
   absl::StrAppend(&facts, Fact("Benchmark", absl::StrJoin(job.spec().bench_command(), " ")));
   if (!job.spec().build_command().empty()) {
     absl::StrAppend(&facts, Fact("Build", job.spec().build_command()));
@@ -136,6 +148,15 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
   if (job.has_merged_culprit()) {
     absl::StrAppend(&extra, "<h3>Inside the merged branch</h3><table>",
                     CommitRows(job.merged_culprit()), "</table>");
+  }
+  for (const v1::DependencyCulprit& found : job.dependency_culprits()) {
+    absl::StrAppend(&extra, "<h3>Inside the dependency <span class=\"mono\">",
+                    Escape(found.path()), "</span></h3><table><tr><th>Dependency</th><td>",
+                    Escape(found.repository()), " <span class=\"mono\">",
+                    Escape(found.old_sha().substr(0, 7)), "..",
+                    Escape(found.new_sha().substr(0, 7)), "</span> (job ",
+                    Escape(found.job_id()), ")</td></tr>", CommitRows(found.commit()),
+                    "</table>");
   }
   if (job.culprits_size() > 1) {
     std::string steps;

@@ -4,7 +4,13 @@
 // of its own, all three served over file:// remotes and related by relative URLs, as kernel
 // projects vendor CUTLASS: no build step, real binaries, real gRPC on loopback. The regression
 // arrives with a bump of the dependency; the bisect finds the bump and the report names the
-// dependency's range. A submodule commit nobody can fetch gives a clear message.
+// dependency's range; with --descend-submodules a follow-up finds the commit inside the
+// dependency, and with --descend-pin the same for a commit pinned in a file. A submodule commit
+// nobody can fetch gives a clear message.
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/run_fixture.h"
 #include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
 
 namespace kbisect {
 namespace testing {
@@ -26,7 +33,11 @@ using ::testing::HasSubstr;
 // (../leaf.git) is at leaf 0 up to dep change 2 and at leaf 3 from dep change 3 on. super: 20
 // commits; super 0 (tag v1.0) adds third_party/dep (../dep.git) at dep change 0, commit 12
 // ("bump dep") moves it to dep change 5, the others change main.txt. Branch "lost" adds a commit
-// recording a dep commit that was never pushed. Prints the culprit's sha, then the lost one's.
+// recording a dep commit that was never pushed. ROOT/pinned (no remote) pins a leaf commit in
+// the file pins/leaf.txt (a comment line, then the sha): leaf 0 from pinned 0 (tag v1.0), leaf 3
+// from pinned 6 ("pin leaf"); its bench.sh reads the leaf from KBISECT_DEPENDENCY_DIR when set,
+// else from leaf.git at the pinned commit. Prints the culprit's sha, the lost one's, then
+// "pin leaf"'s.
 constexpr char kMakeRepos[] = R"sh(set -eu
 root="$1"; cd "$root"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_COMMITTER_NAME=t
@@ -67,23 +78,52 @@ cd "$root/super"; git checkout -q -b lost; gitlink "$lost" third_party/dep
 git commit -qm "bump dep to a commit never pushed"; git checkout -q main
 cd "$root"; git clone -q --bare super super.git
 git clone -q "file://$root/super.git" work; git -C work branch -q lost origin/lost
-cat "$root/culprit"; echo "$lost"
+git init -q -b main pinned; cd pinned
+printf '#!/bin/sh\nd="${KBISECT_DEPENDENCY_DIR:-}"\n' > bench.sh
+printf 'if [ -n "$d" ]; then v=$(cat "$d/latency"); else v=$(git --git-dir=%s show "$(tail -n 1 pins/leaf.txt):latency"); fi || exit 1\n' \
+  "$root/leaf.git" >> bench.sh
+printf 'awk -v v="$v" -v s="$$" %s\n' \
+  "'BEGIN { srand(s); printf \"Latency: %.4f ms\\n\", v * (1 + 0.002 * rand()) }'" >> bench.sh
+chmod +x bench.sh; mkdir pins
+for i in $(seq 0 9); do
+  msg="pinned $i"
+  if [ "$i" -eq 0 ]; then printf '# leaf commit\n%s\n' "$leaf0" > pins/leaf.txt; fi
+  if [ "$i" -eq 6 ]; then printf '# leaf commit\n%s\n' "$leaf3" > pins/leaf.txt; msg="pin leaf"; fi
+  echo "$i" > main.txt; git add -A; git commit -qm "$msg"
+  if [ "$i" -eq 0 ]; then git tag v1.0; fi
+  if [ "$i" -eq 6 ]; then git rev-parse HEAD > "$root/pin-culprit"; fi
+done
+cat "$root/culprit"; echo "$lost"; cat "$root/pin-culprit"
 )sh";
+
+// The repositories of kMakeRepos, made in `tmp`, and the shas it prints.
+struct SubmoduleRepos {
+  std::string culprit, lost, pin_culprit;
+};
+
+void MakeSubmoduleRepos(const TempDir& tmp, SubmoduleRepos* repos) {
+  WriteFile(tmp.Join("make.sh"), kMakeRepos);
+  const CommandResult made = RunShell(
+      absl::StrCat("sh ", ShellQuote(tmp.Join("make.sh")), " ", ShellQuote(tmp.path())));
+  ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  const std::string out = Trim(made.out);
+  ASSERT_EQ(out.size(), 122u) << out;
+  repos->culprit = out.substr(0, 40);
+  repos->lost = out.substr(41, 40);
+  repos->pin_culprit = out.substr(82, 40);
+}
 
 class SubmodulesRunTest : public KbisectRunTest {
  protected:
   void SetUp() override {
-    WriteFile(tmp_.Join("make.sh"), kMakeRepos);
-    const CommandResult made = RunShell(
-        absl::StrCat("sh ", ShellQuote(tmp_.Join("make.sh")), " ", ShellQuote(tmp_.path())));
-    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
-    const std::string out = Trim(made.out);
-    ASSERT_EQ(out.size(), 81u) << out;
-    culprit_ = out.substr(0, 40);
-    lost_ = out.substr(41, 40);
+    SubmoduleRepos repos;
+    ASSERT_NO_FATAL_FAILURE(MakeSubmoduleRepos(tmp_, &repos));
+    culprit_ = repos.culprit;
+    lost_ = repos.lost;
+    pin_culprit_ = repos.pin_culprit;
   }
 
-  std::string culprit_, lost_;
+  std::string culprit_, lost_, pin_culprit_;
 };
 
 TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
@@ -113,6 +153,63 @@ TEST_F(SubmodulesRunTest, FindsTheBumpAndNamesTheDependencysRange) {
   EXPECT_THAT(ReadFile(markdown), HasSubstr("**Dependency bump:** third_party/dep bumped"));
 }
 
+// --descend-submodules: the bump is the superproject's culprit, and a follow-up bisects the
+// dependency's own range dep change 0..5 with the superproject pinned at the bump; the commit
+// that moved the nested submodule to the slow leaf is the dependency's culprit, and the descent
+// goes on into the nested submodule (leaf 0..3, dep pinned at that commit): leaf 2.
+TEST_F(SubmodulesRunTest, DescendsIntoTheBumpedSubmodule) {
+  const std::string json = tmp_.Join("descend.json");
+  const std::string markdown = tmp_.Join("descend.md");
+  const std::string html = tmp_.Join("descend.html");
+  const CommandResult run =
+      Run(absl::StrCat("run v1.0 main --repo ", ShellQuote(tmp_.Join("work")),
+                       " --workers 2 --descend-submodules --json ", ShellQuote(json),
+                       " --markdown ", ShellQuote(markdown), " --html ", ShellQuote(html),
+                       " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit_) << run.out;
+  ASSERT_EQ(result["follow_up_job_ids"].size(), 1u) << result.dump();
+  ASSERT_EQ(result["dependency_culprits"].size(), 2u) << result.dump();
+  const nlohmann::json& found = result["dependency_culprits"][0];
+  EXPECT_EQ(found["path"], "third_party/dep");
+  EXPECT_EQ(found["kind"], "submodule");
+  EXPECT_EQ(found["repository"], "file://" + tmp_.Join("dep.git"));
+  EXPECT_EQ(found["commit"]["subject"], "dep change 3") << run.out;
+  EXPECT_EQ(found["job_id"], result["follow_up_job_ids"][0]);
+  const nlohmann::json& nested = result["dependency_culprits"][1];
+  EXPECT_EQ(nested["path"], "third_party/dep/nested");
+  EXPECT_EQ(nested["repository"], "file://" + tmp_.Join("leaf.git"));
+  EXPECT_EQ(nested["commit"]["subject"], "leaf 2") << run.out;
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency third_party/dep (file://"));
+  EXPECT_THAT(run.out, HasSubstr("dep change 3"));
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency third_party/dep/nested (file://"));
+  EXPECT_THAT(run.out, HasSubstr("[dependency third_party/dep] [dependency nested] "));
+  EXPECT_THAT(ReadFile(markdown), HasSubstr("**Inside the dependency `third_party/dep`:**"));
+  EXPECT_THAT(ReadFile(html), HasSubstr("Inside the dependency"));
+}
+
+// --descend-pin FILE=REPOSITORY: the commit that changes the pin is the culprit; a follow-up
+// bisects the pinned repository between the two pins, checked out in KBISECT_DEPENDENCY_DIR,
+// and names its first slow commit.
+TEST_F(SubmodulesRunTest, DescendsIntoThePinnedCommit) {
+  const std::string json = tmp_.Join("pin.json");
+  const CommandResult run = Run(absl::StrCat(
+      "run v1.0 main --repo ", ShellQuote(tmp_.Join("pinned")), " --workers 2 --descend-pin ",
+      ShellQuote("pins/leaf.txt=" + tmp_.Join("leaf.git")), " --json ", ShellQuote(json),
+      " -- ./bench.sh"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], pin_culprit_) << run.out;
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  const nlohmann::json& found = result["dependency_culprits"][0];
+  EXPECT_EQ(found["path"], "pins/leaf.txt");
+  EXPECT_EQ(found["kind"], "pin_file");
+  EXPECT_EQ(found["repository"], tmp_.Join("leaf.git"));
+  EXPECT_EQ(found["commit"]["subject"], "leaf 2") << run.out;
+  EXPECT_THAT(run.out, HasSubstr("Inside the dependency pins/leaf.txt"));
+}
+
 TEST_F(SubmodulesRunTest, ASubmoduleCommitNobodyCanFetchIsNamed) {
   const CommandResult run = Run(absl::StrCat("run v1.0 lost --repo ", ShellQuote(tmp_.Join("work")),
                                              " --workers 2 -- ./bench.sh"));
@@ -120,6 +217,54 @@ TEST_F(SubmodulesRunTest, ASubmoduleCommitNobodyCanFetchIsNamed) {
   EXPECT_THAT(run.out + run.err,
               HasSubstr("submodule 'third_party/dep' at commit " + lost_.substr(0, 12) +
                         " from 'file://" + tmp_.Join("dep.git") + "' cannot be fetched"));
+}
+
+using SubmodulesClusterTest = ClusterFixture;
+
+// The same descents as cluster jobs: `kbisect submit` to the real coordinator daemon, two real
+// workers, a build step (so the parent's probes build through the host's build cache and the
+// dependency's in the slots' own checkouts, with KBISECT_DEPENDENCY_DIR set for the build).
+TEST_F(SubmodulesClusterTest, SubmitDescendsIntoASubmoduleAndAPin) {
+  SubmoduleRepos repos;
+  ASSERT_NO_FATAL_FAILURE(MakeSubmoduleRepos(tmp_, &repos));
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("node-d/gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("node-d/gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
+      << w0->log() << w1->log();
+
+  const std::string json = tmp_.Join("submodule.json");
+  const CommandResult submodule = Kbisect(absl::StrCat(
+      "submit v1.0 main --repo ", ShellQuote(tmp_.Join("work")),
+      " --descend-submodules --build 'test -f third_party/dep/dep.txt' --wait --json ",
+      ShellQuote(json), " -- ./bench.sh"));
+  ASSERT_EQ(submodule.exit_code, 0) << submodule.out << submodule.err << coordinator->log();
+  nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], repos.culprit);
+  ASSERT_EQ(result["dependency_culprits"].size(), 2u) << result.dump();
+  EXPECT_EQ(result["dependency_culprits"][0]["path"], "third_party/dep");
+  EXPECT_EQ(result["dependency_culprits"][0]["commit"]["subject"], "dep change 3");
+  EXPECT_EQ(result["dependency_culprits"][1]["path"], "third_party/dep/nested");
+  EXPECT_EQ(result["dependency_culprits"][1]["commit"]["subject"], "leaf 2");
+  EXPECT_THAT(submodule.out, HasSubstr("[dependency third_party/dep] "));
+  EXPECT_THAT(submodule.out, HasSubstr("Inside the dependency third_party/dep"));
+
+  // The pin's dependency is built beside the checkout: the build sees it.
+  const std::string pin_json = tmp_.Join("pin.json");
+  const CommandResult pin = Kbisect(absl::StrCat(
+      "submit v1.0 main --repo ", ShellQuote(tmp_.Join("pinned")), " --descend-pin ",
+      ShellQuote("pins/leaf.txt=file://" + tmp_.Join("leaf.git")),
+      " --build 'test -z \"${KBISECT_DEPENDENCY_DIR:-}\" ||",
+      " test -f \"$KBISECT_DEPENDENCY_DIR/rev\"' --wait --json ", ShellQuote(pin_json), " -- ./bench.sh"));
+  ASSERT_EQ(pin.exit_code, 0) << pin.out << pin.err << coordinator->log();
+  result = nlohmann::json::parse(ReadFile(pin_json));
+  EXPECT_EQ(result["culprit"]["sha"], repos.pin_culprit);
+  ASSERT_EQ(result["dependency_culprits"].size(), 1u) << result.dump();
+  EXPECT_EQ(result["dependency_culprits"][0]["path"], "pins/leaf.txt");
+  EXPECT_EQ(result["dependency_culprits"][0]["repository"], "file://" + tmp_.Join("leaf.git"));
+  EXPECT_EQ(result["dependency_culprits"][0]["commit"]["subject"], "leaf 2");
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
 }
 
 }  // namespace

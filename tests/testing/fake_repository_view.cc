@@ -36,6 +36,17 @@ absl::StatusOr<std::vector<v1::CommitRef>> FakeRepositoryView::ResolveRange(
     return absl::NotFoundError("unknown revision 'nope' in /repo; check `git log`");
   }
   std::vector<v1::CommitRef> commits;
+  if (spec.has_dependency()) {
+    for (int i = 0; i <= commits_; ++i) {
+      v1::CommitRef ref;
+      ref.set_sha(DependencySha(i));
+      ref.set_index(i);
+      ref.set_subject(absl::StrCat("dependency commit ", i));
+      commits.push_back(ref);
+    }
+    SetTreeShas(&commits);
+    return commits;
+  }
   if (merge_index_ >= 0 && spec.good() == MainSha(fork_index_) &&
       spec.bad() == BranchSha(branch_length_)) {
     for (int i = 0; i <= branch_length_; ++i) {
@@ -98,6 +109,23 @@ absl::StatusOr<std::string> FakeRepositoryView::DiffPatch(const std::string&, co
 absl::StatusOr<std::vector<v1::SubmoduleBump>> FakeRepositoryView::SubmoduleBumps(
     const std::string& /*repository*/, const std::string& /*from*/, const std::string& /*to*/) {
   return std::vector<v1::SubmoduleBump>();
+}
+
+std::string FakeRepositoryView::DependencySha(int index) {
+  return absl::StrCat("d", absl::StrFormat("%039d", index));
+}
+
+void FakeRepositoryView::SetFile(const std::string& commit_sha, const std::string& path,
+                                 std::string contents) {
+  files_[{commit_sha, path}] = std::move(contents);
+}
+
+absl::StatusOr<std::string> FakeRepositoryView::ReadFile(const std::string& /*repository*/,
+                                                         const std::string& commit,
+                                                         const std::string& path) {
+  auto it = files_.find({commit, path});
+  if (it != files_.end()) return it->second;
+  return absl::NotFoundError(absl::StrCat("there is no file ", path, " in commit ", commit));
 }
 
 }  // namespace kbisect

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/repository_view.h"
@@ -15,8 +16,9 @@ namespace kbisect {
 // A first-parent mainline of `commits` + 1 commits (index 0 = GOOD; shas MainSha(i), subjects
 // "commit i"), optionally with one merge whose second parent is the tip of a side branch (shas
 // BranchSha(1..length)) forked from the mainline. ResolveRange returns the mainline for any spec
-// except the branch's own range (good = the fork's sha, bad = the branch tip), and NotFound for
-// good == "nope". Every commit changes kernels/attention.py (BLOCK_SIZE 64 -> 32). Each commit's
+// except the branch's own range (good = the fork's sha, bad = the branch tip) and a dependency
+// follow-up's (a spec with a DependencyDescent: DependencySha(0..commits), subjects "dependency
+// commit i"), and NotFound for good == "nope". Every commit changes kernels/attention.py (BLOCK_SIZE 64 -> 32). Each commit's
 // tree_sha is TreeSha(its sha) unless SetTreeSha gave it another. Not thread-safe; the counters
 // count calls.
 class FakeRepositoryView : public RepositoryView {
@@ -29,6 +31,12 @@ class FakeRepositoryView : public RepositoryView {
 
   static std::string MainSha(int index);
   static std::string BranchSha(int index);
+  // The commits of a dependency follow-up's range (a spec with a DependencyDescent): "d" then
+  // 39 digits of the index, over as many commits as the mainline.
+  static std::string DependencySha(int index);
+
+  // Gives file `path` of commit `commit_sha` the contents `contents` (ReadFile).
+  void SetFile(const std::string& commit_sha, const std::string& path, std::string contents);
   // The default fake tree id of the commit `commit_sha`: 40 characters, distinct for distinct
   // commits of this history ("e" then the 39 digits of a mainline index, "f" then those of a
   // branch index).
@@ -50,6 +58,9 @@ class FakeRepositoryView : public RepositoryView {
   absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,
                                                                 const std::string& from,
                                                                 const std::string& to) override;
+  // The contents SetFile gave, else NotFound.
+  absl::StatusOr<std::string> ReadFile(const std::string& repository, const std::string& commit,
+                                       const std::string& path) override;
 
   int resolves = 0;
   int diffs = 0;
@@ -63,6 +74,8 @@ class FakeRepositoryView : public RepositoryView {
   int fork_index_ = -1;
   int branch_length_ = 0;
   std::map<std::string, std::string> tree_shas_;  // Commit sha -> tree id set by SetTreeSha.
+  // (Commit sha, path) -> contents set by SetFile.
+  std::map<std::pair<std::string, std::string>, std::string> files_;
 };
 
 }  // namespace kbisect

@@ -49,6 +49,40 @@ TEST(JobOptionsTest, AMalformedCacheMaxAgeSaysWhatItExpects) {
   EXPECT_NE(spec.status().message().find("7d"), std::string::npos);
 }
 
+TEST(JobOptionsTest, DescentFlagsReachTheSpec) {
+  CLI::App app;
+  JobOptions options;
+  AddJobOptions(&app, &options);
+  const char* argv[] = {"kbisect",
+                        "v1.0",
+                        "--descend-submodules",
+                        "--descend-pin",
+                        "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project",
+                        "--descend-pin",
+                        ".ci/docker/ci_commit_pins/triton.txt=/"};
+  app.parse(7, argv);
+  options.bench_command = {"./bench.sh"};
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->descend_submodules());
+  ASSERT_EQ(spec->descend_pins_size(), 2);
+  EXPECT_EQ(spec->descend_pins(0).file(), "cmake/llvm-hash.txt");
+  EXPECT_EQ(spec->descend_pins(0).repository(), "https://github.com/llvm/llvm-project");
+  EXPECT_EQ(spec->descend_pins(1).file(), ".ci/docker/ci_commit_pins/triton.txt");
+  EXPECT_EQ(spec->descend_pins(1).repository(), "/");  // A local path, absolute.
+}
+
+TEST(JobOptionsTest, ADescendPinWithoutBothHalvesSaysWhatItExpects) {
+  for (const char* bad : {"pins/llvm.txt", "=https://example.com/x.git", "pins/llvm.txt="}) {
+    JobOptions options = Minimal();
+    options.descend_pins = {bad};
+    absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+    ASSERT_FALSE(spec.ok()) << bad;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(spec.status().message()), ::testing::HasSubstr("FILE=REPOSITORY"));
+  }
+}
+
 TEST(JobOptionsTest, FlakyLeavesUnsetRunCountsToItsDefaults) {
   JobOptions options = Minimal();
   options.exit_code = true;

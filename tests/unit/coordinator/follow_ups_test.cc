@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -31,7 +32,8 @@ v1::JobStatus Found(bool merge, bool multiple_steps) {
 
 TEST(FollowUpsTest, KindsRoundTripThroughTheirNames) {
   for (FollowUpKind kind :
-       {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore, FollowUpKind::kStepsAfter}) {
+       {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore, FollowUpKind::kStepsAfter,
+        FollowUpKind::kDependency}) {
     EXPECT_EQ(ParseFollowUpKind(FollowUpKindName(kind)), kind);
   }
   EXPECT_EQ(ParseFollowUpKind(""), std::nullopt);
@@ -100,6 +102,177 @@ TEST(FollowUpsTest, FoldRanksTheStepsAndNamesTheMergedCulprit) {
   ASSERT_EQ(parent.warnings_size(), 1);
   EXPECT_THAT(parent.warnings(0), HasSubstr("no further step"));
   EXPECT_THAT(parent.warnings(0), HasSubstr("job c3"));
+}
+
+constexpr char kOldDep[] = "1111111111111111111111111111111111111111";
+constexpr char kNewDep[] = "2222222222222222222222222222222222222222";
+
+// A found culprit that bumps third_party/dep (kOldDep -> kNewDep, 4 commits) and, with the
+// other arguments, more submodules: one added, one moved back, one its repository cannot read.
+v1::JobStatus Bumped() {
+  v1::JobStatus status = Found(/*merge=*/false, /*multiple_steps=*/false);
+  status.mutable_spec()->set_repository("/src/super");
+  status.mutable_spec()->set_descend_submodules(true);
+  v1::SubmoduleBump* bump = status.add_submodule_bumps();
+  bump->set_path("third_party/dep");
+  bump->set_url("file:///srv/dep.git");
+  bump->set_old_sha(kOldDep);
+  bump->set_new_sha(kNewDep);
+  bump->set_commit_count(4);
+  v1::SubmoduleBump* added = status.add_submodule_bumps();
+  added->set_path("third_party/added");
+  added->set_url("file:///srv/added.git");
+  added->set_new_sha(kNewDep);
+  v1::SubmoduleBump* back = status.add_submodule_bumps();
+  back->set_path("third_party/back");
+  back->set_url("file:///srv/back.git");
+  back->set_old_sha(kNewDep);
+  back->set_new_sha(kOldDep);
+  back->set_backwards(true);
+  back->set_commit_count(2);
+  v1::SubmoduleBump* unread = status.add_submodule_bumps();
+  unread->set_path("third_party/unread");
+  unread->set_old_sha(kOldDep);
+  unread->set_new_sha(kNewDep);
+  unread->set_error("cannot fetch");
+  return status;
+}
+
+TEST(FollowUpsTest, ASubmoduleBumpIsDescendedIntoWithTheSuperprojectAtTheCulprit) {
+  const v1::JobStatus status = Bumped();
+  std::vector<std::string> warnings;
+  const std::vector<PlannedFollowUp> plan = PlanFollowUps(status, std::nullopt, {}, &warnings);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, FollowUpKind::kDependency);
+  EXPECT_EQ(plan[0].good, kOldDep);
+  EXPECT_EQ(plan[0].bad, kNewDep);
+  EXPECT_EQ(plan[0].repository, "file:///srv/dep.git");
+  EXPECT_EQ(plan[0].dependency.kind(), v1::DEPENDENCY_KIND_SUBMODULE);
+  EXPECT_EQ(plan[0].dependency.superproject(), "/src/super");
+  EXPECT_EQ(plan[0].dependency.superproject_sha(), "culprit");
+  EXPECT_EQ(plan[0].dependency.path(), "third_party/dep");
+  // The other three say why they are not descended into.
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_THAT(warnings[0], HasSubstr("'third_party/added': the culprit added it"));
+  EXPECT_THAT(warnings[1], HasSubstr("'third_party/back': the culprit moved it back"));
+  EXPECT_THAT(warnings[2], HasSubstr("'third_party/unread': cannot fetch"));
+
+  v1::JobStatus parent = status;
+  parent.mutable_spec()->add_marks()->set_commit("abcd");
+  const v1::JobSpec spec = FollowUpSpec(parent.spec(), "job-1", plan[0]);
+  EXPECT_EQ(spec.repository(), "file:///srv/dep.git");
+  EXPECT_EQ(spec.good(), kOldDep);
+  EXPECT_EQ(spec.follow_up(), "dependency");
+  EXPECT_EQ(spec.dependency().path(), "third_party/dep");
+  // It descends into its own submodules in turn; the superproject's marks are not its own.
+  EXPECT_TRUE(spec.descend_submodules());
+  EXPECT_FALSE(spec.dependency().has_outer());
+  EXPECT_EQ(spec.marks_size(), 0);
+  EXPECT_EQ(FollowUpRequestId("job-1", plan[0]), "job-1/dependency:third_party/dep");
+
+  // Without the option nothing is planned.
+  v1::JobStatus off = status;
+  off.mutable_spec()->set_descend_submodules(false);
+  EXPECT_TRUE(PlanFollowUps(off, std::nullopt).empty());
+
+  // From the dependency follow-up, a bump of its own submodule nests: the dependency is the
+  // new descent's superproject, checked out as its own descent says (outer).
+  v1::JobStatus child = status;
+  *child.mutable_spec() = spec;
+  child.mutable_culprit()->set_sha("dep-culprit");
+  child.mutable_submodule_bumps(0)->set_path("nested");
+  child.mutable_submodule_bumps(0)->set_url("file:///srv/leaf.git");
+  const std::vector<PlannedFollowUp> nested = PlanFollowUps(child, std::nullopt);
+  ASSERT_EQ(nested.size(), 1u);
+  EXPECT_EQ(nested[0].repository, "file:///srv/leaf.git");
+  EXPECT_EQ(nested[0].dependency.superproject(), "file:///srv/dep.git");
+  EXPECT_EQ(nested[0].dependency.superproject_sha(), "dep-culprit");
+  EXPECT_EQ(nested[0].dependency.path(), "nested");
+  ASSERT_TRUE(nested[0].dependency.has_outer());
+  EXPECT_EQ(nested[0].dependency.outer().superproject(), "/src/super");
+  EXPECT_EQ(nested[0].dependency.outer().path(), "third_party/dep");
+  // Pins are the top superproject's: a dependency follow-up reads none.
+  v1::DependencyPin pin;
+  pin.set_file("pins/x.txt");
+  pin.set_repository("/srv/x.git");
+  EXPECT_EQ(PlanFollowUps(child, std::nullopt, {PinMove{pin, kOldDep, kNewDep}}).size(), 1u);
+}
+
+TEST(FollowUpsTest, APinFileReadsItsFirstFullCommitId) {
+  EXPECT_EQ(PinnedCommit(absl::StrCat("# llvm\n  ", kNewDep, " \n")), kNewDep);
+  EXPECT_EQ(PinnedCommit("ABCDEF0123ABCDEF0123ABCDEF0123ABCDEF0123\r\n"),
+            "abcdef0123abcdef0123abcdef0123abcdef0123");
+  EXPECT_EQ(PinnedCommit("v2.1.0\nabc123\n"), std::nullopt);  // No full commit id.
+  EXPECT_EQ(PinnedCommit(""), std::nullopt);
+}
+
+TEST(FollowUpsTest, AChangedPinIsDescendedIntoFromItsRepository) {
+  v1::JobStatus status = Found(/*merge=*/false, /*multiple_steps=*/false);
+  status.mutable_spec()->set_repository("/src/triton");
+  v1::DependencyPin* pin = status.mutable_spec()->add_descend_pins();
+  pin->set_file("cmake/llvm-hash.txt");
+  pin->set_repository("https://example.com/llvm.git");
+  ASSERT_TRUE(WantsPinFiles(status));
+  PinMove moved{*pin, kOldDep, kNewDep};
+  PinMove same{*pin, kOldDep, kOldDep};
+  PinMove unreadable{*pin, "", kNewDep};
+  std::vector<std::string> warnings;
+  const std::vector<PlannedFollowUp> plan =
+      PlanFollowUps(status, std::nullopt, {moved, same, unreadable}, &warnings);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, FollowUpKind::kDependency);
+  EXPECT_EQ(plan[0].repository, "https://example.com/llvm.git");
+  EXPECT_EQ(plan[0].good, kOldDep);
+  EXPECT_EQ(plan[0].bad, kNewDep);
+  EXPECT_EQ(plan[0].dependency.kind(), v1::DEPENDENCY_KIND_PIN_FILE);
+  EXPECT_EQ(plan[0].dependency.path(), "cmake/llvm-hash.txt");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("no full commit id (40 hex digits) before the culprit"));
+  // A dependency follow-up reads no pins of its own.
+  status.mutable_spec()->mutable_dependency()->set_path("cmake/llvm-hash.txt");
+  EXPECT_FALSE(WantsPinFiles(status));
+}
+
+TEST(FollowUpsTest, FoldNamesTheDependencysCulprit) {
+  v1::JobStatus parent = Found(/*merge=*/false, /*multiple_steps=*/false);
+  v1::JobStatus found;
+  found.mutable_spec()->set_follow_up("dependency");
+  found.mutable_spec()->set_repository("file:///srv/dep.git");
+  found.mutable_spec()->mutable_dependency()->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  found.mutable_spec()->mutable_dependency()->set_path("third_party/dep");
+  found.set_status(v1::OUTCOME_CULPRIT_FOUND);
+  found.set_good_sha(kOldDep);
+  found.set_bad_sha(kNewDep);
+  found.mutable_culprit()->set_sha("inside-dep");
+  found.add_culprits()->set_after(5.0);  // The dependency's steps are not the parent's.
+  v1::JobStatus none = found;
+  none.mutable_spec()->mutable_dependency()->set_path("third_party/other");
+  none.set_status(v1::OUTCOME_NO_REGRESSION);
+  none.set_error("GOOD and BAD differ by 0.1%");
+  FoldFollowUpResults({{"d1", &found}, {"d2", &none}}, &parent);
+  ASSERT_EQ(parent.dependency_culprits_size(), 1);
+  const v1::DependencyCulprit& culprit = parent.dependency_culprits(0);
+  EXPECT_EQ(culprit.path(), "third_party/dep");
+  EXPECT_EQ(culprit.kind(), v1::DEPENDENCY_KIND_SUBMODULE);
+  EXPECT_EQ(culprit.repository(), "file:///srv/dep.git");
+  EXPECT_EQ(culprit.old_sha(), kOldDep);
+  EXPECT_EQ(culprit.new_sha(), kNewDep);
+  EXPECT_EQ(culprit.commit().sha(), "inside-dep");
+  EXPECT_EQ(culprit.job_id(), "d1");
+  EXPECT_EQ(parent.culprits_size(), 0);
+  ASSERT_EQ(parent.warnings_size(), 1);
+  EXPECT_THAT(parent.warnings(0), HasSubstr("the dependency third_party/other"));
+
+  // A dependency's own (nested) culprits come along under their full path.
+  v1::JobStatus top = Found(/*merge=*/false, /*multiple_steps=*/false);
+  v1::DependencyCulprit* nested = found.add_dependency_culprits();
+  nested->set_path("nested");
+  nested->mutable_commit()->set_sha("inside-nested");
+  FoldFollowUpResults({{"d1", &found}}, &top);
+  ASSERT_EQ(top.dependency_culprits_size(), 2);
+  EXPECT_EQ(top.dependency_culprits(0).commit().sha(), "inside-dep");
+  EXPECT_EQ(top.dependency_culprits(1).path(), "third_party/dep/nested");
+  EXPECT_EQ(top.dependency_culprits(1).commit().sha(), "inside-nested");
 }
 
 }  // namespace

@@ -407,6 +407,80 @@ TEST_F(RecoveryTest, AFollowUpJobSurvivesACoordinatorRestart) {
   EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2);
 }
 
+// --descend-pin: the culprit changes the pinned commit, the coordinator reads the pin at
+// last-good and at the culprit and starts a dependency follow-up over the pinned repository,
+// whose tasks carry the superproject's commit; it is found again after a restart, and its
+// culprit is folded into the parent's dependency_culprits.
+TEST_F(RecoveryTest, ADependencyFollowUpSurvivesACoordinatorRestart) {
+  const std::string old_pin = FakeRepositoryView::DependencySha(0);
+  const std::string new_pin = FakeRepositoryView::DependencySha(kCommits);
+  repos_.SetFile(FakeRepositoryView::MainSha(kCulprit - 1), "cmake/llvm-hash.txt", old_pin + "\n");
+  repos_.SetFile(FakeRepositoryView::MainSha(kCulprit), "cmake/llvm-hash.txt", new_pin + "\n");
+  Start();
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = Spec();
+  v1::DependencyPin* pin = request.mutable_spec()->add_descend_pins();
+  pin->set_file("cmake/llvm-hash.txt");
+  pin->set_repository("https://example.com/llvm.git");
+  request.set_request_id("nightly-8");
+  absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_->SubmitJob(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  job_id_ = submitted->job_id();
+  for (int guard = 0; guard < 200 && Job().state() != v1::JOB_STATE_FOLLOWING_UP; ++guard) {
+    Pickup();
+    Report();
+  }
+  ASSERT_EQ(Job().state(), v1::JOB_STATE_FOLLOWING_UP) << Job().error();
+  ASSERT_EQ(Job().follow_up_job_ids_size(), 1);
+  const std::string dependency_job = Job().follow_up_job_ids(0);
+  absl::StatusOr<v1::JobStatus> child = coordinator_->GetJob(dependency_job);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(child->spec().follow_up(), "dependency");
+  EXPECT_EQ(child->spec().repository(), "https://example.com/llvm.git");
+  EXPECT_EQ(child->spec().good(), old_pin);
+  EXPECT_EQ(child->spec().bad(), new_pin);
+  EXPECT_EQ(child->spec().dependency().kind(), v1::DEPENDENCY_KIND_PIN_FILE);
+  EXPECT_EQ(child->spec().dependency().superproject(), "/repo");
+  EXPECT_EQ(child->spec().dependency().superproject_sha(), FakeRepositoryView::MainSha(kCulprit));
+  // Its tasks carry the descent, for the worker to check the superproject out first.
+  Pickup();
+  int dependency_tasks = 0;
+  for (const auto& [worker, leases] : held_) {
+    for (const v1::Lease& lease : leases) {
+      if (lease.task().job_id() != dependency_job) continue;
+      ++dependency_tasks;
+      EXPECT_EQ(lease.task().dependency().superproject_sha(),
+                FakeRepositoryView::MainSha(kCulprit));
+      EXPECT_EQ(lease.task().repository(), "https://example.com/llvm.git");
+    }
+  }
+  EXPECT_GT(dependency_tasks, 0);
+  Report();
+  Pickup();
+  Start();
+  EXPECT_EQ(recovered_.jobs, 2);
+  ASSERT_EQ(Job().follow_up_job_ids_size(), 1);
+  EXPECT_EQ(Job().follow_up_job_ids(0), dependency_job) << "found again by its request id";
+  RunToTheEnd();
+  const v1::JobStatus done = Job();
+  EXPECT_EQ(done.status(), v1::OUTCOME_CULPRIT_FOUND) << done.error();
+  EXPECT_EQ(done.culprit().sha(), FakeRepositoryView::MainSha(kCulprit));
+  ASSERT_EQ(done.dependency_culprits_size(), 1);
+  EXPECT_EQ(done.dependency_culprits(0).commit().sha(), FakeRepositoryView::DependencySha(kCulprit));
+  EXPECT_EQ(done.dependency_culprits(0).path(), "cmake/llvm-hash.txt");
+  EXPECT_EQ(done.dependency_culprits(0).old_sha(), old_pin);
+  EXPECT_EQ(done.dependency_culprits(0).new_sha(), new_pin);
+  EXPECT_EQ(done.dependency_culprits(0).job_id(), dependency_job);
+  v1::ListJobsRequest list;
+  EXPECT_EQ(coordinator_->ListJobs(list).jobs_size(), 2) << "no follow-up was started twice";
+  // Once complete, a restart restores the dependency's culprit as stored.
+  Start();
+  EXPECT_EQ(Job().state(), v1::JOB_STATE_DONE);
+  ASSERT_EQ(Job().dependency_culprits_size(), 1);
+  EXPECT_EQ(Job().dependency_culprits(0).commit().sha(),
+            FakeRepositoryView::DependencySha(kCulprit));
+}
+
 TEST_F(RecoveryTest, AVersion1DatabaseIsUpgradedInPlace) {
   Start();
   job_id_ = Submit();

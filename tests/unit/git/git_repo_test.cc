@@ -435,5 +435,14 @@ TEST_F(DiffTest, DiffPatchMatchesGitDiff) {
   EXPECT_EQ(*git_->DiffPatch(to_, to_), "");
 }
 
+TEST_F(DiffTest, ReadFileReadsAFileOfACommit) {
+  EXPECT_EQ(*git_->ReadFile(from_, "keep.txt"), "a\nb\nc\nd\ne\nf\ng\n");
+  EXPECT_EQ(*git_->ReadFile(to_, "keep.txt"), "a\nb\nC\nd\ne\nf\ng\nh\n");
+  EXPECT_EQ(*git_->ReadFile(to_, "added.txt"), "1\n2\n3\n");
+  EXPECT_EQ(git_->ReadFile(from_, "added.txt").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(git_->ReadFile(to_, "new").status().code(), absl::StatusCode::kNotFound);  // A tree.
+  EXPECT_FALSE(git_->ReadFile("0123456789abcdef0123456789abcdef01234567", "keep.txt").ok());
+}
+
 }  // namespace
 }  // namespace kbisect

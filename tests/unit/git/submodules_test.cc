@@ -209,6 +209,39 @@ TEST_F(SubmodulesTest, ChecksOutNestedSubmodulesAtTheRecordedCommits) {
   EXPECT_EQ(ReadFile(root + "/main.txt"), "main\n");
 }
 
+// A dependency follow-up's probe: the superproject at a commit that records dep A, the
+// submodule (and its nested one) checked out at other commits, named by their full paths.
+TEST_F(SubmodulesTest, OverridesCheckSubmodulesOutAtOtherCommits) {
+  std::unique_ptr<Worktree> tree = OpenTree("slot");
+  ASSERT_NE(tree, nullptr);
+  SubmoduleCheckout submodules(mirrors_);
+  const std::string root = tree->path();
+  SubmoduleCheckout::Overrides overrides;
+  overrides["third_party/dep"] = {dep_.path(), dep_b_};
+  ASSERT_TRUE(submodules.CheckOut(*tree, super_.path(), first_, overrides).ok());
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/dep.txt"), "dep B\n");
+  // Its nested submodule as dep B records it.
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/nested/leaf.txt"), "leaf B\n");
+  // A nested override too; a path that is no submodule is ignored.
+  overrides["third_party/dep/nested"] = {FileUrl(leaf_), leaf_a_};
+  overrides["elsewhere"] = {dep_.path(), dep_a_};
+  ASSERT_TRUE(submodules.CheckOut(*tree, super_.path(), first_, overrides).ok());
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/dep.txt"), "dep B\n");
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/nested/leaf.txt"), "leaf A\n");
+  EXPECT_FALSE(fs::exists(root + "/elsewhere"));
+  // Without overrides, the recorded commits again.
+  ASSERT_TRUE(submodules.CheckOut(*tree, super_.path(), first_).ok());
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/dep.txt"), "dep A\n");
+  EXPECT_EQ(ReadFile(root + "/third_party/dep/nested/leaf.txt"), "leaf A\n");
+  // An overriding commit nobody has is the commit's fault, named.
+  overrides.erase("third_party/dep/nested");
+  overrides["third_party/dep"].sha = "0123456789012345678901234567890123456789";
+  const absl::Status status = submodules.CheckOut(*tree, super_.path(), first_, overrides);
+  EXPECT_TRUE(IsUnfetchableSubmodule(status)) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("submodule 'third_party/dep' at commit 012345678901"));
+}
+
 TEST_F(SubmodulesTest, ResolvesRelativeUrlsAgainstTheCloneOfTheUsersOrigin) {
   // The user bisects in a clone made from a file:// URL: "../dep" is next to that URL, not to
   // the clone (where no dep exists).

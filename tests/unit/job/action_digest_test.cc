@@ -137,7 +137,35 @@ TEST(SpecDigestTest, IgnoresWhatDoesNotChangeAMeasurement) {
   other.set_parent_job_id("job-1");
   other.set_follow_up("merged_branch");
   other.set_follow_up_depth(1);
+  other.set_descend_submodules(true);
+  other.add_descend_pins()->set_file("pins/llvm.txt");
   EXPECT_EQ(SpecDigest(other), base);
+}
+
+// A dependency follow-up measures the dependency's tree built into one superproject commit: the
+// same dependency commit under another superproject commit (or path) is another measurement.
+TEST(SpecDigestTest, ADependencyDescentIsPartOfTheDigest) {
+  v1::JobSpec descent = Spec();
+  descent.mutable_dependency()->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  descent.mutable_dependency()->set_superproject("/src/super");
+  descent.mutable_dependency()->set_superproject_sha("1111111111111111111111111111111111111111");
+  descent.mutable_dependency()->set_path("third_party/dep");
+  EXPECT_NE(SpecDigest(descent), SpecDigest(Spec()));
+  v1::JobSpec other_culprit = descent;
+  other_culprit.mutable_dependency()->set_superproject_sha(
+      "2222222222222222222222222222222222222222");
+  EXPECT_NE(SpecDigest(other_culprit), SpecDigest(descent));
+  v1::JobSpec pinned = descent;
+  pinned.mutable_dependency()->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+  EXPECT_NE(SpecDigest(pinned), SpecDigest(descent));
+  // A nested descent under another outer culprit is another measurement too.
+  v1::JobSpec nested = descent;
+  *nested.mutable_dependency()->mutable_outer() = descent.dependency();
+  v1::JobSpec other_outer = nested;
+  other_outer.mutable_dependency()->mutable_outer()->set_superproject_sha(
+      "3333333333333333333333333333333333333333");
+  EXPECT_NE(SpecDigest(nested), SpecDigest(descent));
+  EXPECT_NE(SpecDigest(other_outer), SpecDigest(nested));
 }
 
 TEST(SpecDigestTest, EnvOrderAndTheUnspecifiedMetricKindDoNotMatter) {

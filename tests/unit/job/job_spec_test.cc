@@ -133,6 +133,12 @@ TEST(ValidateSpecTest, SaysWhatIsMissing) {
   v1::JobSpec threshold = Minimal();
   threshold.set_threshold_fraction(1.5);
   EXPECT_EQ(ValidateSpec(threshold).code(), absl::StatusCode::kInvalidArgument);
+  // A pin submitted through the API without its repository.
+  v1::JobSpec pin = Minimal();
+  pin.add_descend_pins()->set_file("cmake/llvm-hash.txt");
+  EXPECT_THAT(ValidateSpec(pin).message(), HasSubstr("--descend-pin needs FILE=REPOSITORY"));
+  pin.mutable_descend_pins(0)->set_repository("https://example.com/llvm.git");
+  EXPECT_TRUE(ValidateSpec(pin).ok());
 }
 
 TEST(ValidateSpecTest, ABadMetricFailsAtSubmit) {

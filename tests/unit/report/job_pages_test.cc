@@ -300,6 +300,64 @@ TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
             absl::StrCat("kbisect run ", std::string(40, '1'), " ", std::string(40, '2'),
                          " --repo '/src/my repo' --build 'make -j8' --runs 5 --env 'A=1 2' "
                          "--env B=2 -- ./bench.sh '--size=it'\\''s'"));
+  job.mutable_spec()->set_descend_submodules(true);
+  v1::DependencyPin* pin = job.mutable_spec()->add_descend_pins();
+  pin->set_file("cmake/llvm-hash.txt");
+  pin->set_repository("https://github.com/llvm/llvm-project");
+  EXPECT_THAT(ReproduceCommand(job),
+              HasSubstr(" --descend-submodules --descend-pin "
+                        "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project "));
+  // A dependency follow-up is reproduced by its superproject's step and the descent.
+  v1::JobStatus dependency = FinishedJob();
+  dependency.mutable_spec()->set_repository("https://github.com/llvm/llvm-project");
+  v1::DependencyDescent* descent = dependency.mutable_spec()->mutable_dependency();
+  descent->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+  descent->set_superproject("/src/triton");
+  descent->set_superproject_sha(std::string(40, '7'));
+  descent->set_path("cmake/llvm-hash.txt");
+  EXPECT_THAT(ReproduceCommand(dependency),
+              ::testing::StartsWith(absl::StrCat(
+                  "kbisect run '", std::string(40, '7'), "^' ", std::string(40, '7'),
+                  " --repo /src/triton --descend-pin "
+                  "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project ")));
+  descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  EXPECT_THAT(ReproduceCommand(dependency), HasSubstr(" --repo /src/triton --descend-submodules "));
+}
+
+TEST(JobPageTest, TheDependencysCulpritHasASectionAndALine) {
+  v1::JobStatus job = FinishedJob();
+  v1::DependencyCulprit* found = job.add_dependency_culprits();
+  found->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+  found->set_path("cmake/llvm-hash.txt");
+  found->set_repository("https://github.com/llvm/llvm-project");
+  found->set_old_sha("1111111111111111111111111111111111111111");
+  found->set_new_sha("2222222222222222222222222222222222222222");
+  found->set_job_id("job-7");
+  found->mutable_commit()->set_sha("abcdef0123456789abcdef0123456789abcdef01");
+  found->mutable_commit()->set_short_sha("abcdef0");
+  found->mutable_commit()->set_subject("[NVPTX] Lower <2 x half> loads differently");
+  absl::StatusOr<std::string> page = html::RenderJobPage(job, Options(kT0 + absl::Seconds(10)));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("Inside the dependency <span class=\"mono\">cmake/llvm-hash.txt"));
+  EXPECT_THAT(*page, HasSubstr("1111111..2222222"));
+  EXPECT_THAT(*page, HasSubstr("(job job-7)"));
+  EXPECT_THAT(*page, HasSubstr("abcdef0123456789abcdef0123456789abcdef01"));
+  EXPECT_THAT(*page, HasSubstr("[NVPTX] Lower &lt;2 x half&gt; loads differently"));
+  EXPECT_THAT(*page, Not(HasSubstr("Dependency of")));
+  const std::string md = MarkdownSummary(job);
+  EXPECT_THAT(md, HasSubstr("**Inside the dependency `cmake/llvm-hash.txt`:** `abcdef0`"));
+  // The follow-up's own page says where its commits were checked out.
+  v1::JobStatus follow_up = FinishedJob();
+  v1::DependencyDescent* descent = follow_up.mutable_spec()->mutable_dependency();
+  descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  descent->set_superproject("/src/triton");
+  descent->set_superproject_sha(std::string(40, '7'));
+  descent->set_path("third_party/cutlass");
+  page = html::RenderJobPage(follow_up, Options(kT0 + absl::Seconds(10)));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<dt>Dependency of</dt><dd>/src/triton at 7777777"));
+  EXPECT_THAT(*page, HasSubstr(", submodule third_party/cutlass</dd>"));
+  EXPECT_THAT(md, HasSubstr("`1111111`..`2222222`"));
 }
 
 TEST(ReproduceTest, RepeatsTheStopRuleOnlyWhereItIsNotTheDefault) {

@@ -304,6 +304,23 @@ TEST(ReportTest, MergeConfirmationAndSteps) {
                                 "total)\n  2. 5c6d7e8 Add a barrier"));
 }
 
+TEST(ReportTest, TheDependencysCulpritFollowsTheCulprit) {
+  v1::JobStatus job = CulpritJob();
+  v1::DependencyCulprit* found = job.add_dependency_culprits();
+  found->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  found->set_path("third_party/cutlass");
+  found->set_repository("https://github.com/NVIDIA/cutlass.git");
+  found->set_old_sha("1111111111111111111111111111111111111111");
+  found->set_new_sha("2222222222222222222222222222222222222222");
+  found->mutable_commit()->set_sha("abcdef0123456789abcdef0123456789abcdef01");
+  found->mutable_commit()->set_subject("Retune the sm90 GEMM tiles");
+  const std::string report = FormatReport(job);
+  EXPECT_THAT(report, HasSubstr("Inside the dependency third_party/cutlass "
+                                "(https://github.com/NVIDIA/cutlass.git, 1111111..2222222):\n"
+                                "  Commit:  abcdef0123456789abcdef0123456789abcdef01\n"));
+  EXPECT_THAT(report, HasSubstr("Retune the sm90 GEMM tiles"));
+}
+
 TEST(ReportTest, CandidatesFound) {
   v1::JobStatus job = BaseJob(v1::OUTCOME_CANDIDATES_FOUND);
   job.add_candidates(kSkipped);

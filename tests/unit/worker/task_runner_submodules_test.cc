@@ -115,6 +115,115 @@ TEST_F(TaskRunnerSubmodulesTest, ABuildIsCachedPerRecordedSubmoduleCommit) {
   EXPECT_EQ(cache.EntryCount(), 2);
 }
 
+// A dependency follow-up's probe (Task.dependency): the superproject stays at the commit that
+// records the fast kernel, the submodule (or, for a pin, a checkout beside it) moves to the
+// probed dependency commit; builds happen in the slot's checkout, never in the build cache.
+TEST_F(TaskRunnerSubmodulesTest, ADependencyProbeMeasuresTheProbedDependencyCommit) {
+  for (v1::DependencyKind kind : {v1::DEPENDENCY_KIND_SUBMODULE, v1::DEPENDENCY_KIND_PIN_FILE}) {
+    const bool submodule = kind == v1::DEPENDENCY_KIND_SUBMODULE;
+    SCOPED_TRACE(submodule ? "a submodule" : "a pin file");
+    const std::string cache_dir = tmp_.Join(submodule ? "cache-s" : "cache-p");
+    GitWorkspace workspace(cache_dir, 0);
+    BuildCache cache(cache_dir, kDefaultBuildCacheSize, runner_.get());
+    TaskRunner runner(runner_.get(), &workspace, {});
+    runner.set_build_cache(&cache);
+    auto task = [&](const std::string& dependency_sha) {
+      v1::Task task;
+      task.set_task_id("d");
+      task.set_repository(dep_.path());
+      task.set_commit_sha(dependency_sha);
+      task.set_runs(2);
+      v1::DependencyDescent* descent = task.mutable_dependency();
+      descent->set_kind(kind);
+      descent->set_superproject(super_.path());
+      descent->set_superproject_sha(with_fast_);
+      descent->set_path(submodule ? "third_party/dep" : "pins/dep.txt");
+      task.set_build_command(
+          "cp \"$KBISECT_DEPENDENCY_DIR/latency.txt\" built.txt && "
+          "echo \"$KBISECT_SUPERPROJECT_COMMIT\" > superproject.txt");
+      task.add_bench_command("sh");
+      task.add_bench_command("-c");
+      task.add_bench_command(
+          "test \"$(cat superproject.txt)\" = \"$KBISECT_SUPERPROJECT_COMMIT\" && "
+          "echo \"Latency: $(cat built.txt) ms\"");
+      task.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+      return task;
+    };
+    for (int i = 0; i < 2; ++i) {
+      const v1::TaskResult slow = runner.Run(task(slow_), nullptr, nullptr);
+      ASSERT_EQ(slow.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << slow.message() << slow.log_tail();
+      EXPECT_THAT(slow.samples(), ElementsAre(2, 2));
+      const v1::TaskResult fast = runner.Run(task(fast_), nullptr, nullptr);
+      ASSERT_EQ(fast.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << fast.message() << fast.log_tail();
+      EXPECT_THAT(fast.samples(), ElementsAre(1, 1));
+    }
+    EXPECT_EQ(cache.EntryCount(), 0);
+  }
+}
+
+// A nested descent under a pin: a top repository pins the superproject (checked out beside
+// its checkout), whose submodule moves to the probed commit there, without first going to the
+// commit the superproject records.
+TEST_F(TaskRunnerSubmodulesTest, ANestedDescentUnderAPinChecksTheChainOut) {
+  GitFixture top(tmp_.Join("top"));
+  top.Init();
+  const std::string pinned = top.Commit("pin super", {{"pins/super.txt", with_fast_ + "\n"}});
+  GitWorkspace workspace(tmp_.Join("cache-n"), 0);
+  TaskRunner runner(runner_.get(), &workspace, {});
+  auto task = [&](const std::string& dependency_sha) {
+    v1::Task task;
+    task.set_task_id("n");
+    task.set_repository(dep_.path());
+    task.set_commit_sha(dependency_sha);
+    task.set_runs(1);
+    v1::DependencyDescent* descent = task.mutable_dependency();
+    descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+    descent->set_superproject(super_.path());
+    descent->set_superproject_sha(with_fast_);
+    descent->set_path("third_party/dep");
+    v1::DependencyDescent* pin = descent->mutable_outer();
+    pin->set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+    pin->set_superproject(top.path());
+    pin->set_superproject_sha(pinned);
+    pin->set_path("pins/super.txt");
+    task.add_bench_command("sh");
+    task.add_bench_command("-c");
+    task.add_bench_command(
+        "test -f pins/super.txt && echo \"Latency: $(cat \"$KBISECT_DEPENDENCY_DIR/latency.txt\") "
+        "ms\"");
+    task.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+    return task;
+  };
+  const v1::TaskResult slow = runner.Run(task(slow_), nullptr, nullptr);
+  ASSERT_EQ(slow.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << slow.message() << slow.log_tail();
+  EXPECT_THAT(slow.samples(), ElementsAre(2));
+  const v1::TaskResult fast = runner.Run(task(fast_), nullptr, nullptr);
+  ASSERT_EQ(fast.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << fast.message() << fast.log_tail();
+  EXPECT_THAT(fast.samples(), ElementsAre(1));
+}
+
+TEST(DependencyDirTest, ASubmoduleIsAtItsPathAPinBesideTheCheckout) {
+  v1::DependencyDescent descent;
+  descent.set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  descent.set_path("third_party/dep");
+  EXPECT_EQ(DependencyDir("/cache/worktrees/k/slot-0", descent),
+            "/cache/worktrees/k/slot-0/third_party/dep");
+  descent.set_kind(v1::DEPENDENCY_KIND_PIN_FILE);
+  descent.set_path("cmake/llvm-hash.txt");
+  EXPECT_EQ(DependencyDir("/cache/worktrees/k/slot-0", descent),
+            "/cache/worktrees/k/slot-0-dependency");
+  // Nested: inside the outer dependency's directory.
+  v1::DependencyDescent nested;
+  nested.set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  nested.set_path("third_party/mlir");
+  *nested.mutable_outer() = descent;
+  EXPECT_EQ(DependencyDir("/w/slot-0", nested), "/w/slot-0-dependency/third_party/mlir");
+  descent.set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
+  descent.set_path("third_party/dep");
+  *nested.mutable_outer() = descent;
+  EXPECT_EQ(DependencyDir("/w/slot-0", nested), "/w/slot-0/third_party/dep/third_party/mlir");
+}
+
 TEST_F(TaskRunnerSubmodulesTest, AnUnfetchableSubmoduleCommitFailsTheProbeNamingIt) {
   const std::string broken = CommitRecordingALostDependency();
   for (bool build : {false, true}) {
