@@ -81,7 +81,7 @@ CulpritPosterior WithinInterval(CulpritPosterior posterior, int last_good, int f
 
 int FlakyRunBudget(int n, int max_runs) {
   const int bits = std::max(1, static_cast<int>(std::ceil(std::log2(std::max(2, n)))));
-  return std::max(1, max_runs) * bits;
+  return 2 * std::max(1, max_runs) * bits;
 }
 
 std::vector<int> NextFlakyProbes(const CulpritPosterior& posterior,

@@ -48,8 +48,9 @@ PosteriorOptions FlakyPosteriorOptions();
 // interval): probability 0 outside, renormalised inside; most_likely the likeliest inside.
 CulpritPosterior WithinInterval(CulpritPosterior posterior, int last_good, int first_bad);
 
-// The runs the search may spend past the baselines: max_runs per bit of the range (log2 of n,
-// at least 1). Past it, the likeliest culprit is named with the probability it has.
+// The runs the search may spend past the baselines: twice max_runs per bit of the range (log2
+// of n, at least 1): 1,680 over 100 commits by default. Past it, the likeliest culprit is named
+// with the probability it has.
 int FlakyRunBudget(int n, int max_runs);
 
 // Up to `count` commits to run next: ChooseInformativeProbes over `posterior` (with its fail

@@ -66,9 +66,9 @@ TEST(FlakySearchRulesTest, TheSearchEndsAtTheConfidenceOrTheBudget) {
   EXPECT_EQ(spent.culprit, 2);
   EXPECT_TRUE(spent.short_of_confidence);
   EXPECT_TRUE(NextFlakyStep(unsure, 0.995, 10, 100, /*nothing_left=*/true).short_of_confidence);
-  // max_runs per bit of the range.
-  EXPECT_EQ(FlakyRunBudget(100, 120), 120 * 7);
-  EXPECT_EQ(FlakyRunBudget(1, 120), 120);
+  // Twice max_runs per bit of the range.
+  EXPECT_EQ(FlakyRunBudget(100, 120), 2 * 120 * 7);
+  EXPECT_EQ(FlakyRunBudget(1, 120), 2 * 120);
 }
 
 TEST(FlakySearchRulesTest, ProbesGoInsideTheIntervalAndSkipCommitsAtMaxRuns) {
