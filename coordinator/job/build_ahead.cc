@@ -13,19 +13,12 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
   std::vector<int> out;
   if (limit <= 0) return out;
   std::set<int> listed;
-  const std::vector<int> in_flight = search.InFlight();
-  const std::set<int> flying(in_flight.begin(), in_flight.end());
   if (reference_good_next) {
     out.push_back(0);
     listed.insert(0);
-    // The first wave's workers come back for a second point of the same round (dispatch.h): the
-    // next one, placed with the first wave's still in flight, is sure to be probed.
-    for (int index : search.PlanProbes(1)) {
-      if (static_cast<int>(out.size()) >= limit || listed.count(index)) continue;
-      listed.insert(index);
-      out.push_back(index);
-    }
   }
+  const std::vector<int> in_flight = search.InFlight();
+  const std::set<int> flying(in_flight.begin(), in_flight.end());
   // The round after the probes in flight probes one of the pieces they cut the interval into
   // (whichever lies between the last GOOD and the first BAD among them): each piece's points,
   // as PlanProbes(workers) places them once that piece is the open interval, nearest to the

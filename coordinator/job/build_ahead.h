@@ -24,9 +24,7 @@ inline constexpr int kBuildAheadHintsPerSlot = 4;
 
 // The commit indices worth building ahead, most useful first, at most `limit` (none when
 // `limit` <= 0). With `reference_good_next` (the BAD baseline is being
-// measured and its worker measures the reference GOOD next) index 0 comes first, and then the
-// point the first wave's next free worker probes in the same round (PlanProbes(1) with the first
-// wave in flight: dispatch's second wave). Then the
+// measured and its worker measures the reference GOOD next) index 0 comes first. Then the
 // points of the next round: the probes in flight (inside the open interval) cut it into pieces,
 // one of which is the open interval once they have reported; for each piece, the points
 // PlanProbes(workers) places on a copy of `search` where that piece is the open interval (its

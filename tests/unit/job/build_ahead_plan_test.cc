@@ -27,18 +27,6 @@ TEST(PlanBuildAheadTest, OneProbeInFlightHintsTheMidpointsOfBothHalves) {
   EXPECT_THAT(PlanBuildAhead(search, 1, 10, true), ElementsAre(0, 3, 9));
 }
 
-TEST(PlanBuildAheadTest, InTheFirstWaveTheSecondWavesPointComesRightAfterGood) {
-  BisectSearch search(40);
-  search.MarkInFlight(10);
-  search.MarkInFlight(30);
-  // BAD is measured, the first wave probes 10 and 30 of an even split in three: the first
-  // worker back probes 20 in the same round, so it is built right after GOOD.
-  const std::vector<int> hints = PlanBuildAhead(search, 3, 4, true);
-  ASSERT_GE(hints.size(), 2u);
-  EXPECT_EQ(hints[0], 0);
-  EXPECT_EQ(hints[1], 20);
-}
-
 TEST(PlanBuildAheadTest, TwoProbesInFlightHintThePointsOfEachPieceTheyLeave) {
   BisectSearch search(12);
   search.MarkInFlight(4);
@@ -130,11 +118,6 @@ TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndThePointsOfThePiecesLef
     }
     for (int index : child.PlanProbes(4)) expected.insert(index);
   }
-  // And first the point the first wave's next free worker probes in the same round.
-  const std::vector<int> next = search.PlanProbes(1);
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(hints[1].commit_index(), next[0]);
-  expected.insert(next[0]);
   std::set<int> got;
   for (size_t i = 1; i < hints.size(); ++i) got.insert(hints[i].commit_index());
   EXPECT_EQ(got, expected);
