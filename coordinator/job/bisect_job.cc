@@ -177,10 +177,6 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
   input.builds = !status_.spec().build_command().empty();
   input.round = RoundOfNewProbes();
-  for (int position : unclassified_) {
-    input.awaiting_verdict_round =
-        std::max(input.awaiting_verdict_round, book_.probe(position).round());
-  }
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
   std::vector<std::string> taking_part;

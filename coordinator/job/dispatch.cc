@@ -42,13 +42,12 @@ bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double
                      [&](const RunningTask& task) { return IsDueSoon(task, *typical, now); });
 }
 
-bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, int awaiting_verdict_round,
-                         std::optional<double> typical, const BisectSearch& search,
-                         int commit_count, int workers, int round) {
+bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, std::optional<double> typical,
+                         const BisectSearch& search, int commit_count, int workers, int round) {
   if (!typical.has_value()) return true;
   // Any result in flight may come before the one due: the latest round among them is what the
   // new points would wait on.
-  int latest = awaiting_verdict_round;
+  int latest = 0;
   for (const RunningTask& task : running) {
     if (task.kind == v1::PROBE_KIND_BISECT) latest = std::max(latest, task.round);
   }
@@ -312,9 +311,9 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
     // verdict, or it narrows the interval) the workers wait for it, as probes do below.
     const bool hold = !input.baselines_settled && input.calibration_runs > 1 &&
                       ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
-                      WaitKeepsRoundBound(state.running(), input.awaiting_verdict_round,
-                                          TypicalSpan(input.spans), *input.search,
-                                          input.commit_count, state.Slots(), input.round);
+                      WaitKeepsRoundBound(state.running(), TypicalSpan(input.spans),
+                                          *input.search, input.commit_count, state.Slots(),
+                                          input.round);
     for (const std::string& worker : ordered) {
       if (!state.Room()) break;
       if (input.search->Done()) {
@@ -338,8 +337,8 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   // result dispatches again); a measurement running late does not hold them.
   if (budget > 0 && !input.chosen_points.has_value() &&
       ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
-      WaitKeepsRoundBound(state.running(), input.awaiting_verdict_round, TypicalSpan(input.spans),
-                          *input.search, input.commit_count, state.Slots(), input.round)) {
+      WaitKeepsRoundBound(state.running(), TypicalSpan(input.spans), *input.search,
+                          input.commit_count, state.Slots(), input.round)) {
     budget = 0;
   }
   if (budget <= 0) return plan;

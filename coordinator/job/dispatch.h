@@ -123,9 +123,6 @@ struct DispatchInput {
   // host the build cache is shared: a second build of one commit waits for the first).
   bool builds = false;
   int round = 1;         // The probing round new probes belong to.
-  // The highest round of the measured bisect probes whose verdicts wait for the baselines (0:
-  // none): they land when a baseline or calibration ends, as a running probe's would.
-  int awaiting_verdict_round = 0;
   // Points the job chose itself (a flaky test's, by information: flaky_verdicts.h), best first:
   // bisect probes take them in this order instead of search->PlanProbes, and nobody waits for a
   // result due soon (the next result changes the posterior, not a split).
@@ -193,9 +190,8 @@ bool ResultDueSoon(const std::vector<RunningTask>& running, std::optional<double
 
 // True when idle workers may wait for the results ResultDueSoon sees without costing a probing
 // round against the bound R = ceil(log_{W+1} n) (`workers` slots, `commit_count` commits): no
-// bisect probe in flight or awaiting its verdict (`awaiting_verdict_round`) is of round `round`
-// or later (any of them may report first; new points placed after an earlier round's verdict
-// are still of `round`), or the search fits R even when
+// bisect probe in flight is of round `round` or later (any of them may report first; new points
+// placed after an earlier round's verdict are still of `round`), or the search fits R even when
 // new points wait for the latest of them: its round plus the rounds that the widest piece left
 // by the points in flight still needs. A wait that would cost a round does not happen: the
 // points go out now (decision 139).
@@ -215,9 +211,8 @@ inline constexpr double kStragglerFraction = 3.0;
 bool EarlierRoundInFlight(const std::vector<RunningTask>& running, int round,
                           const std::vector<MeasuredSpan>& spans, absl::Time now);
 
-bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, int awaiting_verdict_round,
-                         std::optional<double> typical, const BisectSearch& search,
-                         int commit_count, int workers, int round);
+bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, std::optional<double> typical,
+                         const BisectSearch& search, int commit_count, int workers, int round);
 
 // Pairs probe points with probing workers, nearest checkout first: repeatedly the closest
 // (worker, point) pair among those not yet paired (a worker without a checkout is n + 1 away;

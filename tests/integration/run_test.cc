@@ -534,7 +534,9 @@ TEST_F(RunTest, HangingBenchmarkAtGoodTimesOutAndNothingIsLeftRunning) {
 
 TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   const std::string repo = tmp_.Join("repo");
-  const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
+  const std::string culprit = MakeRepo(repo, "--commits 80 --culprit 47");
+  // 80 commits: four rounds at W=3, so the builds ahead of rounds 2-4 have a round to be made in
+  // after the first builds, which run one at a time until one is measured (decision 136).
   // Runs the bisect with a private cache and `ahead` builds ahead; returns the JSON result and
   // sets the wall time in seconds. Each build takes a second and logs its commit.
   auto bisect = [&](int ahead, double* seconds) {
@@ -560,7 +562,7 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   const nlohmann::json with = bisect(2, &with_seconds);
   const nlohmann::json without = bisect(0, &without_seconds);
   std::printf(
-      "kbisect run, 40 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
+      "kbisect run, 80 commits, 3 workers, 1 s builds, 0.3 s runs: %.1f s with --build-ahead 2, "
       "%.1f s with --build-ahead 0\n",
       with_seconds, without_seconds);
   ASSERT_FALSE(with.is_null());
