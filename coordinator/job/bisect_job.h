@@ -252,12 +252,10 @@ class BisectJob {
   // The endpoints of a flaky test: BAD runs until it fails once (up to max_runs: else nothing to
   // bisect); GOOD may fail, but not in most of its runs.
   void EvaluateFlakyBaselines(absl::Time now);
-  // Once the search named one culprit: true while its probability is short of the confidence
-  // and a boundary commit runs again (queued here) or still runs.
-  bool FlakyCulpritNeedsRuns(absl::Time now);
   // --confidence (confidence_probes.cc, rules in confidence_stop.h): once the search named one
   // culprit, true while its probability is short of the confidence and a boundary commit runs
-  // again (queued here) or still runs (a flaky test: FlakyCulpritNeedsRuns).
+  // again (queued here) or still runs. Never for a pass/fail test: a flaky search ends on its
+  // posterior in ClassifyFlaky, a plain one is certain.
   bool CulpritNeedsRuns(absl::Time now);
   // A metric's probe that the end check measured again: its verdict stands, or is taken back
   // and the other side recorded when the posterior now puts the commit there.

@@ -17,7 +17,7 @@
 namespace kbisect {
 
 bool BisectJob::CulpritNeedsRuns(absl::Time now) {
-  if (pass_fail_) return status_.spec().flaky() && FlakyCulpritNeedsRuns(now);
+  if (pass_fail_) return false;
   const double confidence = status_.spec().confidence();
   if (confidence <= 0 || search_.Candidates().size() != 1) return false;
   for (const v1::Probe& probe : status_.probes()) {

@@ -156,10 +156,4 @@ void BisectJob::EvaluateFlakyBaselines(absl::Time now) {
   status_.set_state(v1::JOB_STATE_BISECTING);
 }
 
-bool BisectJob::FlakyCulpritNeedsRuns(absl::Time /*now*/) {
-  // The search by information ends only once its posterior names the culprit (ClassifyFlaky):
-  // nothing is left to check.
-  return false;
-}
-
 }  // namespace kbisect
