@@ -17,6 +17,10 @@
 namespace kbisect {
 namespace {
 
+// A build ahead's place among the builds waiting for a slot (Task.build_order): after any
+// probe's, whose orders are at most 1001.
+constexpr int kBuildAheadOrder = 1000000;
+
 // What identifies one build ahead: repository, commit, command and the job's environment.
 std::string KeyOf(const v1::Task& task) {
   std::string key;
@@ -193,6 +197,8 @@ BuildStep BuildAhead::Build(const v1::Task& task, const Cancellation* cancel) {
   request.build.timeout = nanos > 0 ? absl::Nanoseconds(nanos) : kDefaultBuildTimeout;
   request.key_env.insert(task.env().begin(), task.env().end());
   request.isolation = task.build_isolation();
+  // Behind every build a probe waits for: a build ahead is a guess.
+  request.build_order = kBuildAheadOrder;
   // The entry is not held: the build is the result; a probe acquires it when it comes.
   return cache_->Acquire(request, cancel, nullptr).step;
 }

@@ -412,7 +412,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
   // The limit is asked again while waiting: a build finishing meanwhile records its cost.
   std::unique_ptr<FileLock> build_slot =
-      build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait);
+      build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait,
+                           request.build_order);
   const int slot_limit = BuildSlotLimit();
   if (build_slot == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");

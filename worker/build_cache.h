@@ -109,6 +109,9 @@ class BuildCache {
     std::vector<std::string> keep_shas;
     // Where the build installs (build_layer.h): a layer of its own by default.
     v1::BuildIsolation isolation = v1::BUILD_ISOLATION_UNSPECIFIED;
+    // Its place among the builds waiting for one of the host's build slots (Task.build_order:
+    // lower first; HostBuildSlots::Acquire).
+    int build_order = 0;
   };
 
   // A built checkout, or why there is none.

@@ -2,14 +2,18 @@
 #include "worker/build_slots.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace kbisect {
 namespace {
@@ -17,6 +21,29 @@ namespace {
 // How often a build waiting for a slot looks again.
 constexpr absl::Duration kSlotPoll = absl::Milliseconds(50);
 constexpr char kSlotHolder[] = "another kbisect build on this host";
+// The directory of the waiters' files, under the slots' directory.
+constexpr char kWaiting[] = "waiting";
+
+// How many live waiters under `waiting` come before the one named `own` (their names sort
+// before it). A waiter's file whose lock can be taken belongs to a waiter that is gone (its
+// process died between creating and removing it): it is removed.
+int WaitersAhead(const std::filesystem::path& waiting, const std::string& own) {
+  std::error_code ec;
+  int ahead = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(waiting, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name >= own) continue;
+    absl::StatusOr<std::unique_ptr<FileLock>> lock =
+        FileLock::TryAcquire(entry.path().string(), kSlotHolder);
+    if (lock.ok()) {
+      std::error_code ignored;
+      std::filesystem::remove(entry.path(), ignored);
+    } else if (absl::IsFailedPrecondition(lock.status())) {
+      ++ahead;
+    }
+  }
+  return ahead;
+}
 
 }  // namespace
 
@@ -37,26 +64,55 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(int limit, const Cancellation*
 
 std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& limit,
                                                   const Cancellation* cancel,
-                                                  absl::Duration* waited) {
+                                                  absl::Duration* waited, int order) {
   const absl::Time start = clock_->Now();
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
+  const std::filesystem::path waiting = std::filesystem::path(dir_) / kWaiting;
+  std::filesystem::create_directories(waiting, ec);
   if (ec) return nullptr;
+  // This waiter's place in the queue: names sort by order, then by the time waiting started.
+  static std::atomic<int64_t> next_waiter{0};
+  const std::string name =
+      absl::StrFormat("%010d-%020d-%d-%d", std::max(0, order), absl::ToUnixNanos(start),
+                      static_cast<int>(getpid()), next_waiter.fetch_add(1));
+  const std::string own_path = (waiting / name).string();
+  std::unique_ptr<FileLock> own;
+  if (absl::StatusOr<std::unique_ptr<FileLock>> lock = FileLock::TryAcquire(own_path, kSlotHolder);
+      lock.ok()) {
+    own = *std::move(lock);
+  } else {
+    return nullptr;
+  }
   std::unique_ptr<FileLock> slot;
   while (slot == nullptr) {
     if (cancel != nullptr && cancel->IsCancelled()) break;
     const int slots = std::max(1, limit());
-    for (int i = 0; i < slots && slot == nullptr; ++i) {
+    int free_slots = 0;
+    std::vector<int> free;
+    for (int i = 0; i < slots; ++i) {
       absl::StatusOr<std::unique_ptr<FileLock>> lock =
           FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
       if (lock.ok()) {
-        slot = *std::move(lock);
+        ++free_slots;
+        free.push_back(i);
       } else if (!absl::IsFailedPrecondition(lock.status())) {
         return nullptr;
       }
     }
+    if (free_slots > 0 && WaitersAhead(waiting, name) < free_slots) {
+      for (int i : free) {
+        absl::StatusOr<std::unique_ptr<FileLock>> lock =
+            FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+        if (lock.ok()) {
+          slot = *std::move(lock);
+          break;
+        }
+      }
+    }
     if (slot == nullptr) clock_->SleepFor(kSlotPoll);
   }
+  std::filesystem::remove(own_path, ec);
+  own.reset();
   if (waited != nullptr) *waited += clock_->Now() - start;
   return slot;
 }

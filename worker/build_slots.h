@@ -51,9 +51,13 @@ class HostBuildSlots {
                                     absl::Duration* waited = nullptr);
 
   // The same with the limit asked again at every look: a build that finishes while this one
-  // waits may change it (its cost is recorded).
+  // waits may change it (its cost is recorded). Waiting builds take the free slots in `order`
+  // (Task.build_order: lower first; equal orders in the order they started waiting): a build
+  // takes a free slot only while fewer builds that come before it wait than slots are free.
+  // The waiters are files under `<dir>/waiting`, each flock(2)ed by its waiter, so a waiter of
+  // a process that died holds nobody back (its file is removed by the next look).
   std::unique_ptr<FileLock> Acquire(const std::function<int()>& limit, const Cancellation* cancel,
-                                    absl::Duration* waited = nullptr);
+                                    absl::Duration* waited = nullptr, int order = 0);
 
   // The number of the first `limit` slots that other builds hold now (the caller's own slot,
   // held through another file description, counts too: subtract it). A build that shared the

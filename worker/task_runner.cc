@@ -138,6 +138,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       request.key_env.insert(task.env().begin(), task.env().end());
       request.keep_shas.assign(task.keep_build_shas().begin(), task.keep_build_shas().end());
       request.isolation = task.build_isolation();
+      request.build_order = task.build_order();
       BuildCache::Acquired built =
           build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
       add_timings(built.checkout_time, built.step);

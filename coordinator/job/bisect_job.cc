@@ -226,8 +226,13 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     }
   }
   SpeculateConfirmations(plan, &out);
-  for (Assignment& a : out)
+  for (Assignment& a : out) {
     AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), &a.task);
+    if (!a.task.build_command().empty()) {
+      a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(),
+                                        search_.last_good(), search_.first_bad()));
+    }
+  }
   // Queue entries that are done (cancelled) are dropped.
   book_.DropDoneFromQueue();
   if (!out.empty()) UpdateProgress();

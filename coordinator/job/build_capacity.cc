@@ -71,4 +71,11 @@ int CapTasksInFlight(int max_workers, int build_capacity) {
   return std::min(max_workers, build_capacity);
 }
 
+int BuildOrder(v1::ProbeKind kind, int commit_index, int last_good, int first_bad) {
+  if (kind != v1::PROBE_KIND_BISECT || first_bad <= last_good) return 0;
+  const double middle = (last_good + first_bad) / 2.0;
+  const double distance = std::abs(commit_index - middle) / (first_bad - last_good);
+  return 1 + static_cast<int>(std::lround(1000 * std::min(distance, 1.0)));
+}
+
 }  // namespace kbisect

@@ -34,6 +34,15 @@ int BuildCapacity(const std::vector<std::string>& workers,
 // `max_workers` (the spec's cap, <= 0 for none) combined with a build capacity (0 for none).
 int CapTasksInFlight(int max_workers, int build_capacity);
 
+// Task.build_order of a task of `kind` at `commit_index` handed out while the open interval is
+// (last_good, first_bad): the order in which a host that cannot build every waiting task at
+// once builds them. Baselines, calibrations, controls and confirmations (every kind but a point
+// of the search) are 0: the job needs them whatever the points say. A point is 1 + its distance
+// from the interval's middle in thousandths of the interval, so a round's points build from
+// the middle outwards: one build at a time, that is git bisect's order, and each result
+// cancels the queued points it puts outside the interval before they build.
+int BuildOrder(v1::ProbeKind kind, int commit_index, int last_good, int first_bad);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_

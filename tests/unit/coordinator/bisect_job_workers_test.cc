@@ -575,5 +575,35 @@ TEST(BisectJobTest, ASmallHostsBuildSlotsCapTheTasksInFlight) {
   EXPECT_EQ(most_after_first_wave, 1u) << Describe(status);
 }
 
+TEST(BisectJobTest, TasksWithABuildCarryTheirBuildOrder) {
+  // The first wave of seven workers: the baselines build first, then the points from the
+  // interval's middle outwards (Task.build_order), so a host that builds one at a time builds
+  // them in bisection order.
+  v1::JobSpec spec = MakeSpec();
+  spec.set_build_command("make -j2");
+  BisectJob job("job-1", spec, MakeCommits(200), kNow);
+  std::vector<BisectJob::Assignment> tasks =
+      job.TakeTasks({"a", "b", "c", "d", "e", "f", "g"}, kNow);
+  std::vector<std::pair<int, int>> points;  // (build order, distance from the middle)
+  for (const BisectJob::Assignment& a : tasks) {
+    if (a.task.kind() == v1::PROBE_KIND_BISECT) {
+      EXPECT_GE(a.task.build_order(), 1);
+      points.emplace_back(a.task.build_order(), std::abs(2 * a.task.commit_index() - 200));
+    } else {
+      EXPECT_EQ(a.task.build_order(), 0) << v1::ProbeKind_Name(a.task.kind());
+    }
+  }
+  ASSERT_GE(points.size(), 2u);
+  std::sort(points.begin(), points.end());
+  for (size_t i = 1; i < points.size(); ++i) {
+    EXPECT_LE(points[i - 1].second, points[i].second) << "ordered by distance from the middle";
+  }
+  // Without a build step nothing is ordered.
+  BisectJob unbuilt("job-2", MakeSpec(), MakeCommits(200), kNow);
+  for (const BisectJob::Assignment& a : unbuilt.TakeTasks({"a", "b", "c"}, kNow)) {
+    EXPECT_EQ(a.task.build_order(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace kbisect

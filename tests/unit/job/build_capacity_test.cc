@@ -83,5 +83,28 @@ TEST(BuildCapacityTest, ReusedBuildsDoNotSizeItButStillPlaceTheirWorker) {
   EXPECT_EQ(BuildCapacity({"w0", "w1", "w2"}, probes), 2);
 }
 
+TEST(BuildOrderTest, BaselinesFirstThenPointsFromTheMiddleOutwards) {
+  // Interval (0, 100): the middle is 50.
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, 100), 0);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BASELINE_BAD, 100, 0, 100), 0);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_CONFIRM, 40, 39, 40), 0);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_CONTROL, 0, 0, 100), 0);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BISECT, 50, 0, 100), 1);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BISECT, 25, 0, 100), 251);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BISECT, 75, 0, 100), 251);
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BISECT, 1, 0, 100), 491);
+  // A round of five points on a host that builds one at a time: the middle one first, then
+  // the quarter points, as git bisect would visit them.
+  std::vector<int> orders;
+  for (int point : {17, 33, 50, 67, 83}) {
+    orders.push_back(BuildOrder(v1::PROBE_KIND_BISECT, point, 0, 100));
+  }
+  EXPECT_LT(orders[2], orders[1]);
+  EXPECT_LT(orders[1], orders[0]);
+  EXPECT_LT(orders[3], orders[4]);
+  // An empty or inverted interval orders nothing.
+  EXPECT_EQ(BuildOrder(v1::PROBE_KIND_BISECT, 5, 5, 5), 0);
+}
+
 }  // namespace
 }  // namespace kbisect

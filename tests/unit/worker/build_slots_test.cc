@@ -4,7 +4,11 @@
 // themselves, held by threads.
 #include "worker/build_slots.h"
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -92,6 +96,100 @@ TEST(HostBuildSlotsTest, ACancelledWaitReturnsNothing) {
   EXPECT_GE(waited, absl::Milliseconds(50));
   held.reset();
   EXPECT_NE(slots.Acquire(1, nullptr), nullptr);
+}
+
+// The number of files under `dir` (the waiters of a slots directory).
+int FilesIn(const std::string& dir) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); ++it) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(HostBuildSlotsTest, WaitingBuildsTakeTheSlotInTheirOrder) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 1);
+  std::unique_ptr<FileLock> held = slots.Acquire(1, nullptr);
+  ASSERT_NE(held, nullptr);
+  std::mutex mu;
+  std::vector<int> served;
+  std::vector<std::thread> threads;
+  // Started in an order that is not theirs; a baseline's 0 goes first, the point farthest from
+  // the middle last.
+  for (int order : {700, 0, 1, 350}) {
+    threads.emplace_back([&, order] {
+      std::unique_ptr<FileLock> slot = slots.Acquire([] { return 1; }, nullptr, nullptr, order);
+      ASSERT_NE(slot, nullptr);
+      std::lock_guard<std::mutex> lock(mu);
+      served.push_back(order);
+    });
+    // Each is waiting before the next starts, whatever the machine's speed.
+    while (FilesIn(tmp.Join("slots/waiting")) < static_cast<int>(threads.size())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  held.reset();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(served, (std::vector<int>{0, 1, 350, 700}));
+  EXPECT_EQ(FilesIn(tmp.Join("slots/waiting")), 0) << "each waiter removes its file";
+}
+
+TEST(HostBuildSlotsTest, EqualOrdersAreServedInTheOrderTheyStartedWaiting) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 1);
+  std::unique_ptr<FileLock> held = slots.Acquire(1, nullptr);
+  std::mutex mu;
+  std::vector<int> served;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      std::unique_ptr<FileLock> slot = slots.Acquire([] { return 1; }, nullptr, nullptr, 5);
+      std::lock_guard<std::mutex> lock(mu);
+      served.push_back(i);
+    });
+    while (FilesIn(tmp.Join("slots/waiting")) < i + 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  held.reset();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(served, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(HostBuildSlotsTest, AWaiterThatIsGoneHoldsNobodyBack) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 1);
+  // A waiter of a process that died: its file is there, nobody holds its lock.
+  std::filesystem::create_directories(tmp.Join("slots/waiting"));
+  const std::string stale = tmp.Join("slots/waiting/0000000000-00000000000000000001-1-0");
+  std::ofstream(stale).put('\n');
+  std::unique_ptr<FileLock> slot = slots.Acquire([] { return 1; }, nullptr, nullptr, 900);
+  EXPECT_NE(slot, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+}
+
+TEST(HostBuildSlotsTest, WaitersAheadLeaveFreeSlotsToThoseBehind) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 2);
+  // One waiter ahead of this one, waiting for a limit of 1 that a held slot fills; with two
+  // slots free this one may take the second.
+  std::unique_ptr<FileLock> first = slots.Acquire(2, nullptr);
+  std::atomic<int> limit{1};
+  std::thread ahead([&] {
+    std::unique_ptr<FileLock> slot = slots.Acquire([&] { return limit.load(); }, nullptr,
+                                                   nullptr, 0);
+  });
+  while (FilesIn(tmp.Join("slots/waiting")) < 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  limit = 3;  // Two slots free now, one waiter ahead: both get one.
+  std::unique_ptr<FileLock> behind = slots.Acquire([&] { return limit.load(); }, nullptr,
+                                                   nullptr, 10);
+  EXPECT_NE(behind, nullptr);
+  ahead.join();
 }
 
 }  // namespace
