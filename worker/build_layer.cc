@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +47,43 @@ constexpr char kBasePth[] = "_kbisect_base.pth";
 
 // Marks a layer whose virtual environment is complete.
 constexpr char kPythonMarker[] = ".kbisect-python-layer";
+
+// What a Python layer held when it was made (LayerListing): a later build of the entry reuses
+// the layer when it holds exactly that (its build installed nothing), instead of making it again.
+constexpr char kPristineListing[] = ".kbisect-pristine";
+
+// Every path under `dir` but kPristineListing, with its type, size and modification time, one
+// per line in a stable order; symbolic links are listed, not followed.
+std::string LayerListing(const fs::path& dir) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path path = it->path();
+    if (path.filename() == kPristineListing) continue;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;
+    lines.push_back(absl::StrCat(fs::relative(path, dir, ec).string(), " ", st.st_mode, " ",
+                                 st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec));
+  }
+  if (ec) return "";
+  std::sort(lines.begin(), lines.end());
+  return absl::StrJoin(lines, "\n");
+}
+
+// True when `dir` is a complete Python layer over the Python `description` names, unchanged
+// since it was made.
+bool PristinePythonLayer(const fs::path& dir, const std::string& description) {
+  std::ifstream marker(dir / kPythonMarker);
+  std::stringstream marked;
+  marked << marker.rdbuf();
+  if (!marker || marked.str() != description + "\n") return false;
+  std::ifstream listing(dir / kPristineListing);
+  std::stringstream listed;
+  listed << listing.rdbuf();
+  if (!listing) return false;
+  const std::string now = LayerListing(dir);
+  return !now.empty() && listed.str() == now;
+}
 
 std::string Prepend(const std::string& first, const std::map<std::string, std::string>& env,
                     const std::string& name) {
@@ -306,6 +345,12 @@ absl::StatusOr<BuildLayer> BuildLayers::Create(
     const std::map<std::string, std::string>& command_env) {
   BuildLayer layer = Open(dir, isolation, command_env);
   if (layer.isolation == v1::BUILD_ISOLATION_NONE) return layer;
+  if (layer.isolation == v1::BUILD_ISOLATION_PYTHON) {
+    // An entry's earlier build that installed nothing left the layer as it was made: making it
+    // again (`python -m venv`, about 0.35 s) would give the same directory.
+    const std::optional<PythonBase> base = Base();
+    if (base.has_value() && PristinePythonLayer(dir, base->description)) return layer;
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (ec) {
@@ -363,6 +408,7 @@ absl::StatusOr<BuildLayer> BuildLayers::Create(
     RETURN_IF_ERROR(WriteText(fs::path(dir) / "bin" / name, shim, /*executable=*/true));
   }
   RETURN_IF_ERROR(WriteText(fs::path(dir) / kPythonMarker, base->description + "\n", false));
+  RETURN_IF_ERROR(WriteText(fs::path(dir) / kPristineListing, LayerListing(dir), false));
   return layer;
 }
 

@@ -118,7 +118,9 @@ class BuildLayers {
   BuildLayers(const BuildLayers&) = delete;
   BuildLayers& operator=(const BuildLayers&) = delete;
 
-  // Makes a fresh layer at `dir` (removing whatever was there) with `isolation`, for commands
+  // Makes a fresh layer at `dir` (removing whatever was there; a Python layer that holds exactly
+  // what it held when it was made, over the same Python, is kept as it is) with `isolation`, for
+  // commands
   // whose own environment (on top of the worker's) is `command_env`. UNSPECIFIED means PYTHON
   // when the worker has a Python, else PREFIX. Fails (FailedPrecondition) when PYTHON is asked
   // for and there is no Python, or when the virtual environment cannot be made.

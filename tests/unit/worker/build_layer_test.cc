@@ -5,6 +5,8 @@
 // environment stays byte-for-byte as it was, and a build that escapes is seen.
 #include "worker/build_layer.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -182,6 +184,38 @@ TEST_F(BuildLayersTest, AnEditableInstallLandsInTheLayerAndTheUsersVenvStaysAsIt
       layers.Create(tmp_.Join("layer2"), v1::BUILD_ISOLATION_PYTHON, {});
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_NE(InLayer(*other, "cd / && python -c 'import kern'").exit_code, 0);
+}
+
+TEST_F(BuildLayersTest, ALayerIsKeptWhileUnchangedAndMadeAgainOnceSomethingWasInstalled) {
+  BuildLayers layers(runner_.get(), env_);
+  absl::StatusOr<BuildLayer> layer =
+      layers.Create(tmp_.Join("layer"), v1::BUILD_ISOLATION_PYTHON, {});
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  // A file of its own that venv made marks this very directory; a layer made again lacks it.
+  const std::string config = tmp_.Join("layer/pyvenv.cfg");
+  struct stat made;
+  ASSERT_EQ(lstat(config.c_str(), &made), 0);
+  // A build that installed nothing (make, cmake --build) leaves the layer as it was: kept.
+  absl::StatusOr<BuildLayer> again =
+      layers.Create(tmp_.Join("layer"), v1::BUILD_ISOLATION_PYTHON, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  struct stat kept;
+  ASSERT_EQ(lstat(config.c_str(), &kept), 0);
+  EXPECT_EQ(kept.st_ino, made.st_ino) << "an unchanged layer was made again";
+  EXPECT_EQ(again->variables, layer->variables);
+
+  // A build that installed into it: the next build gets a fresh layer, without the install.
+  ASSERT_EQ(InLayer(*again, "pip install -e . 2>&1").exit_code, 0);
+  ASSERT_EQ(InLayer(*again, "cd / && python -c 'import kern'").exit_code, 0);
+  absl::StatusOr<BuildLayer> fresh =
+      layers.Create(tmp_.Join("layer"), v1::BUILD_ISOLATION_PYTHON, {});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_NE(InLayer(*fresh, "cd / && python -c 'import kern'").exit_code, 0)
+      << "the earlier build's install survived";
+  // A file written into it by hand counts too.
+  WriteFile(tmp_.Join("layer/bin/extra-tool"), "#!/bin/sh\n");
+  ASSERT_TRUE(layers.Create(tmp_.Join("layer"), v1::BUILD_ISOLATION_PYTHON, {}).ok());
+  EXPECT_FALSE(std::filesystem::exists(tmp_.Join("layer/bin/extra-tool")));
 }
 
 TEST_F(BuildLayersTest, ACopyInstalledWithPipInstallDotIsTheLayersOwn) {
