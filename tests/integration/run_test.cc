@@ -539,8 +539,10 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   // after the first builds, which run one at a time until one is measured (decision 136).
   // Runs the bisect with a private cache and `ahead` builds ahead; returns the JSON result and
   // sets the wall time in seconds. Each build takes a second and logs its commit.
-  auto bisect = [&](int ahead, double* seconds) {
-    const std::string name = absl::StrCat("ahead", ahead);
+  // Each job with a cache (and log) of its own: a build found in an earlier job's cache is no
+  // build ahead.
+  auto bisect = [&](int ahead, double* seconds, int attempt = 1) {
+    const std::string name = absl::StrCat("ahead", ahead, "-", attempt);
     const std::string json = tmp_.Join(name + ".json");
     const std::string log = tmp_.Join(name + ".log");
     const auto start = std::chrono::steady_clock::now();
@@ -601,7 +603,18 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
     }
     return count;
   };
-  EXPECT_GE(reused_ahead(with), 1) << with["probes"].dump(1);
+  // Whether a build ahead is done before its probe comes is a race with the round it guesses:
+  // on a loaded machine (CI runs two tests at once) one job can lose every race. Builds ahead
+  // that work win it in one of three jobs; builds ahead that never serve a probe lose all three.
+  int reused = reused_ahead(with);
+  for (int attempt = 2; attempt <= 3 && reused == 0; ++attempt) {
+    double again_seconds = 0;
+    const nlohmann::json again = bisect(2, &again_seconds, attempt);
+    ASSERT_FALSE(again.is_null());
+    EXPECT_EQ(again["culprit"]["sha"], culprit);
+    reused = reused_ahead(again);
+  }
+  EXPECT_GE(reused, 1) << with["probes"].dump(1);
   EXPECT_EQ(reused_ahead(without), 0) << "without builds ahead, a first probe builds its commit";
 }
 
