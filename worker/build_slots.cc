@@ -87,27 +87,19 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
   while (slot == nullptr) {
     if (cancel != nullptr && cancel->IsCancelled()) break;
     const int slots = std::max(1, limit());
-    int free_slots = 0;
-    std::vector<int> free;
+    // The free slots, held while this look decides; all but the one taken are let go.
+    std::vector<std::unique_ptr<FileLock>> free;
     for (int i = 0; i < slots; ++i) {
       absl::StatusOr<std::unique_ptr<FileLock>> lock =
           FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
       if (lock.ok()) {
-        ++free_slots;
-        free.push_back(i);
+        free.push_back(*std::move(lock));
       } else if (!absl::IsFailedPrecondition(lock.status())) {
         return nullptr;
       }
     }
-    if (free_slots > 0 && WaitersAhead(waiting, name) < free_slots) {
-      for (int i : free) {
-        absl::StatusOr<std::unique_ptr<FileLock>> lock =
-            FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
-        if (lock.ok()) {
-          slot = *std::move(lock);
-          break;
-        }
-      }
+    if (!free.empty() && WaitersAhead(waiting, name) < static_cast<int>(free.size())) {
+      slot = std::move(free.front());
     }
     if (slot == nullptr) clock_->SleepFor(kSlotPoll);
   }
