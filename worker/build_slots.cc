@@ -72,9 +72,10 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
   if (ec) return nullptr;
   // This waiter's place in the queue: names sort by order, then by the time waiting started.
   static std::atomic<int64_t> next_waiter{0};
+  const int64_t waiter_id = next_waiter.fetch_add(1);
   const std::string name =
       absl::StrFormat("%010d-%020d-%d-%d", std::max(0, order), absl::ToUnixNanos(start),
-                      static_cast<int>(getpid()), next_waiter.fetch_add(1));
+                      static_cast<int>(getpid()), waiter_id);
   const std::string own_path = (waiting / name).string();
   std::unique_ptr<FileLock> own;
   if (absl::StatusOr<std::unique_ptr<FileLock>> lock = FileLock::TryAcquire(own_path, kSlotHolder);
@@ -84,24 +85,43 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
     return nullptr;
   }
   std::unique_ptr<FileLock> slot;
+  int64_t looks = 0;
   while (slot == nullptr) {
     if (cancel != nullptr && cancel->IsCancelled()) break;
     const int slots = std::max(1, limit());
-    // The free slots, held while this look decides; all but the one taken are let go.
-    std::vector<std::unique_ptr<FileLock>> free;
-    for (int i = 0; i < slots; ++i) {
-      absl::StatusOr<std::unique_ptr<FileLock>> lock =
-          FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
-      if (lock.ok()) {
-        free.push_back(*std::move(lock));
-      } else if (!absl::IsFailedPrecondition(lock.status())) {
-        return nullptr;
+    // A waiter with as many live waiters ahead of it as there are slots cannot take one yet,
+    // and does not touch the slots (its looks would hide free slots from those ahead).
+    const int ahead = WaitersAhead(waiting, name);
+    if (ahead < slots) {
+      // The free slots are counted with locks let go at once, so that two waiters looking at
+      // the same moment cannot each hide a slot from the other for as long as they decide.
+      std::vector<int> free;
+      for (int i = 0; i < slots; ++i) {
+        absl::StatusOr<std::unique_ptr<FileLock>> lock =
+            FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+        if (lock.ok()) {
+          free.push_back(i);
+        } else if (!absl::IsFailedPrecondition(lock.status())) {
+          return nullptr;
+        }
+      }
+      if (static_cast<int>(free.size()) > ahead) {
+        for (int i : free) {
+          absl::StatusOr<std::unique_ptr<FileLock>> lock =
+              FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+          if (lock.ok()) {
+            slot = *std::move(lock);
+            break;
+          }
+        }
       }
     }
-    if (!free.empty() && WaitersAhead(waiting, name) < static_cast<int>(free.size())) {
-      slot = std::move(free.front());
+    // Waiters that look at the same moment would keep doing so; a few milliseconds that differ
+    // from waiter to waiter and from look to look take them out of step.
+    if (slot == nullptr) {
+      clock_->SleepFor(kSlotPoll + absl::Milliseconds((waiter_id * 7 + looks * 13) % 23));
     }
-    if (slot == nullptr) clock_->SleepFor(kSlotPoll);
+    ++looks;
   }
   std::filesystem::remove(own_path, ec);
   own.reset();
