@@ -76,6 +76,13 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
     if (json["overlapping_builds"].is_number_integer()) {
       marker.cost.overlapping = json["overlapping_builds"].get<int>();
     }
+    std::map<std::string, std::string> env;
+    if (json["env"].is_object()) {
+      for (const auto& [name, value] : json["env"].items()) {
+        if (value.is_string()) env[name] = value.get<std::string>();
+      }
+    }
+    marker.cost.requested_jobs = RequestedBuildJobs(marker.command, env);
   }
   return marker;
 }
@@ -411,9 +418,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
   // The limit is asked again while waiting: a build finishing meanwhile records its cost.
-  std::unique_ptr<FileLock> build_slot =
-      build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait,
-                           request.build_order);
+  std::unique_ptr<FileLock> build_slot = build_slots_.Acquire(
+      [this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait, request.build_order);
   const int slot_limit = BuildSlotLimit();
   if (build_slot == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");

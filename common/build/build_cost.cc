@@ -2,7 +2,14 @@
 #include "common/build/build_cost.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 
 namespace kbisect {
 namespace {
@@ -12,14 +19,88 @@ constexpr absl::Duration kShortestMeasuredBuild = absl::Milliseconds(50);
 // The least share of a core a build is counted as.
 constexpr double kLightestBuild = 0.125;
 
+// make's single-letter flags that take no argument, which may precede `j` in one word (`-sj4`).
+constexpr absl::string_view kMakeFlagLetters = "BbeiknqRrSstw";
+
+// The job count a flag's value gives: its number, or every core for one that is not a number
+// (`$(nproc)`, `` `nproc` ``) or absent.
+int JobsOf(absl::string_view value) {
+  int jobs = 0;
+  if (absl::SimpleAtoi(value, &jobs) && jobs > 0) return std::min(jobs, kAllCoresJobs);
+  return kAllCoresJobs;
+}
+
+// The words of a shell command: split at blanks and at the shell's separators.
+std::vector<absl::string_view> Words(absl::string_view command) {
+  return absl::StrSplit(command, absl::ByAnyChar(" \t\n;&|()"), absl::SkipEmpty());
+}
+
+// The jobs asked by the words of one command line or MAKEFLAGS value.
+int JobsInWords(const std::vector<absl::string_view>& words) {
+  int jobs = 0;
+  for (size_t i = 0; i < words.size(); ++i) {
+    absl::string_view word = words[i];
+    const bool has_next = i + 1 < words.size();
+    const absl::string_view next = has_next ? words[i + 1] : absl::string_view();
+    const bool next_is_number =
+        has_next && !next.empty() && std::all_of(next.begin(), next.end(), [](char c) {
+          return absl::ascii_isdigit(static_cast<unsigned char>(c));
+        });
+    if (absl::ConsumePrefix(&word, "MAKEFLAGS=")) {
+      jobs = std::max(jobs, JobsInWords(Words(word)));
+    } else if (absl::ConsumePrefix(&word, "CMAKE_BUILD_PARALLEL_LEVEL=")) {
+      jobs = std::max(jobs, JobsOf(word));
+    } else if (word == "--jobs" || word == "--parallel") {
+      jobs = std::max(jobs, next_is_number ? JobsOf(next) : kAllCoresJobs);
+    } else if (absl::ConsumePrefix(&word, "--jobs=") || absl::ConsumePrefix(&word, "--parallel=")) {
+      jobs = std::max(jobs, JobsOf(word));
+    } else if (word.size() >= 2 && word[0] == '-' && word[1] != '-') {
+      const size_t j = word.find('j');
+      if (j == absl::string_view::npos) continue;
+      const absl::string_view letters = word.substr(1, j - 1);
+      if (!std::all_of(letters.begin(), letters.end(), [](char c) {
+            return kMakeFlagLetters.find(c) != absl::string_view::npos;
+          })) {
+        continue;
+      }
+      const absl::string_view value = word.substr(j + 1);
+      if (!value.empty()) {
+        jobs = std::max(jobs, JobsOf(value));
+      } else {
+        jobs = std::max(jobs, next_is_number ? JobsOf(next) : kAllCoresJobs);
+      }
+    }
+  }
+  return jobs;
+}
+
 }  // namespace
+
+int RequestedBuildJobs(absl::string_view command, const std::map<std::string, std::string>& env) {
+  int jobs = JobsInWords(Words(command));
+  if (auto it = env.find("MAKEFLAGS"); it != env.end()) {
+    // MAKEFLAGS may leave out the dash of single-letter flags ("sj4").
+    std::vector<absl::string_view> words = Words(it->second);
+    std::vector<std::string> dashed(words.begin(), words.end());
+    for (std::string& word : dashed) {
+      if (!word.empty() && word[0] != '-' && word.find('=') == std::string::npos) word = "-" + word;
+    }
+    jobs =
+        std::max(jobs, JobsInWords(std::vector<absl::string_view>(dashed.begin(), dashed.end())));
+  }
+  if (auto it = env.find("CMAKE_BUILD_PARALLEL_LEVEL"); it != env.end()) {
+    jobs = std::max(jobs, JobsOf(it->second));
+  }
+  return jobs;
+}
 
 std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent) {
   std::optional<double> heaviest;
   for (const BuildCost& cost : recent) {
     if (cost.wall < kShortestMeasuredBuild) continue;
     const double cores =
-        absl::FDivDuration(cost.cpu, cost.wall) * (1 + std::max(0, cost.overlapping));
+        std::max(absl::FDivDuration(cost.cpu, cost.wall) * (1 + std::max(0, cost.overlapping)),
+                 static_cast<double>(std::max(0, cost.requested_jobs)));
     if (!heaviest.has_value() || cores > *heaviest) heaviest = cores;
   }
   return heaviest;

@@ -6,9 +6,12 @@
 #ifndef KBISECT_COMMON_BUILD_BUILD_COST_H_
 #define KBISECT_COMMON_BUILD_BUILD_COST_H_
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace kbisect {
@@ -20,11 +23,26 @@ struct BuildCost {
   // The most other builds that ran on the host's cores at the same time (0: it ran alone). Two
   // `make -j2` sharing two cores each measure one core; alone each would keep two busy.
   int overlapping = 0;
+  // The parallel jobs its command asked of its build tool (RequestedBuildJobs; 0: none asked).
+  int requested_jobs = 0;
 };
 
+// What "every core" stands for in a job count: `make -j` with no number, `-j$(nproc)`.
+inline constexpr int kAllCoresJobs = 1 << 16;
+
+// The parallel jobs that a build command and its environment ask of make, ninja, cmake or a
+// setup.py: the highest of `-jN`, `-j N`, `-sj4`-style make flags, `--jobs[=]N`, `--parallel[=]N`,
+// the same in MAKEFLAGS, and CMAKE_BUILD_PARALLEL_LEVEL; kAllCoresJobs for a job flag without a
+// number it can read (`make -j`, `-j$(nproc)`, `cmake --build . --parallel`); 0 when nothing
+// asks. Only a request: an old Makefile that compiles every file in one command keeps one core
+// busy under `make -j2`.
+int RequestedBuildJobs(absl::string_view command, const std::map<std::string, std::string>& env);
+
 // The cores the heaviest of `recent` builds kept busy (CPU time over wall time, times 1 +
-// `overlapping`: an estimate of what it would use alone, never below what it used), or nullopt when
-// none of them ran long enough to say (under 50 ms of wall time). The heaviest, not a typical
+// `overlapping`: an estimate of what it would use alone, never below what it used; and never below
+// the jobs its command asked for: the commit that measured one core under `make -j2` may have an
+// old Makefile, the next one will not), or nullopt when none of them ran long enough to say
+// (under 50 ms of wall time). The heaviest, not a typical
 // one: an incremental build that recompiles one file keeps one core busy, the full build of the
 // next probe all that `make -j` was given, and the bound must hold for both.
 std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);

@@ -31,6 +31,37 @@ TEST(CoresPerBuildTest, IsTheHeaviestRecentBuildAndIgnoresInstantOnes) {
   EXPECT_DOUBLE_EQ(*CoresPerBuild({Cost(5, 5), shared}), 2.0);
 }
 
+TEST(CoresPerBuildTest, IsNeverBelowTheJobsTheCommandAskedFor) {
+  // lz4's old Makefile compiles every file in one command: one core busy under `make -j2`.
+  BuildCost old_makefile = Cost(7.5, 7.5);
+  old_makefile.requested_jobs = 2;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({old_makefile}), 2.0);
+  EXPECT_EQ(ConcurrentBuildLimit(2, CoresPerBuild({old_makefile})), 1);
+  BuildCost busier = Cost(10, 30);
+  busier.requested_jobs = 2;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({busier}), 3.0) << "what it used counts when it is more";
+}
+
+TEST(RequestedBuildJobsTest, ReadsTheJobFlagsOfMakeNinjaCmakeAndTheirEnvironment) {
+  const std::map<std::string, std::string> none;
+  EXPECT_EQ(RequestedBuildJobs("make -C lib -j2 -s && echo build >> log", none), 2);
+  EXPECT_EQ(RequestedBuildJobs("make -j 8", none), 8);
+  EXPECT_EQ(RequestedBuildJobs("make -sj4", none), 4);
+  EXPECT_EQ(RequestedBuildJobs("make -j", none), kAllCoresJobs) << "make's unlimited jobs";
+  EXPECT_EQ(RequestedBuildJobs("make -j$(nproc)", none), kAllCoresJobs);
+  EXPECT_EQ(RequestedBuildJobs("ninja -C build -j16", none), 16);
+  EXPECT_EQ(RequestedBuildJobs("cmake --build build --parallel 3", none), 3);
+  EXPECT_EQ(RequestedBuildJobs("cmake --build build --parallel", none), kAllCoresJobs);
+  EXPECT_EQ(RequestedBuildJobs("python setup.py build_ext --jobs=6", none), 6);
+  EXPECT_EQ(RequestedBuildJobs("(cd lib; make -j3) && make -j2 test", none), 3) << "the highest";
+  EXPECT_EQ(RequestedBuildJobs("MAKEFLAGS=-j5 ./build.sh", none), 5);
+  EXPECT_EQ(RequestedBuildJobs("make", {{"MAKEFLAGS", "sj4"}}), 4);
+  EXPECT_EQ(RequestedBuildJobs("cmake --build b", {{"CMAKE_BUILD_PARALLEL_LEVEL", "12"}}), 12);
+  EXPECT_EQ(RequestedBuildJobs("make", none), 0);
+  EXPECT_EQ(RequestedBuildJobs("pip install -e .", none), 0);
+  EXPECT_EQ(RequestedBuildJobs("gcc -fjump-tables -c a.c", none), 0) << "not make's flags";
+}
+
 TEST(ConcurrentBuildLimitTest, FitsTheBuildsIntoTheCores) {
   EXPECT_EQ(ConcurrentBuildLimit(16, std::nullopt), 1) << "the first build runs alone";
   EXPECT_EQ(ConcurrentBuildLimit(2, 1.9), 1) << "make -j2 on a 2-core host";
@@ -179,15 +210,15 @@ TEST(HostBuildSlotsTest, WaitersAheadLeaveFreeSlotsToThoseBehind) {
   std::unique_ptr<FileLock> first = slots.Acquire(2, nullptr);
   std::atomic<int> limit{1};
   std::thread ahead([&] {
-    std::unique_ptr<FileLock> slot = slots.Acquire([&] { return limit.load(); }, nullptr,
-                                                   nullptr, 0);
+    std::unique_ptr<FileLock> slot =
+        slots.Acquire([&] { return limit.load(); }, nullptr, nullptr, 0);
   });
   while (FilesIn(tmp.Join("slots/waiting")) < 1) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   limit = 3;  // Two slots free now, one waiter ahead: both get one.
-  std::unique_ptr<FileLock> behind = slots.Acquire([&] { return limit.load(); }, nullptr,
-                                                   nullptr, 10);
+  std::unique_ptr<FileLock> behind =
+      slots.Acquire([&] { return limit.load(); }, nullptr, nullptr, 10);
   EXPECT_NE(behind, nullptr);
   ahead.join();
 }
