@@ -32,7 +32,7 @@ int WaitersAhead(const std::filesystem::path& waiting, const std::string& own) {
   int ahead = 0;
   for (const auto& entry : std::filesystem::directory_iterator(waiting, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name >= own) continue;
+    if (name >= own || name.front() == '.') continue;  // Behind it, or not locked yet.
     absl::StatusOr<std::unique_ptr<FileLock>> lock =
         FileLock::TryAcquire(entry.path().string(), kSlotHolder);
     if (lock.ok()) {
@@ -77,11 +77,19 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
       absl::StrFormat("%010d-%020d-%d-%d", std::max(0, order), absl::ToUnixNanos(start),
                       static_cast<int>(getpid()), waiter_id);
   const std::string own_path = (waiting / name).string();
+  // Locked under a name the others skip, then renamed: a waiter that looks for dead waiters
+  // (whose files it can lock) must never lock this one between its creation and its lock.
+  const std::string new_path = (waiting / ("." + name)).string();
   std::unique_ptr<FileLock> own;
-  if (absl::StatusOr<std::unique_ptr<FileLock>> lock = FileLock::TryAcquire(own_path, kSlotHolder);
+  if (absl::StatusOr<std::unique_ptr<FileLock>> lock = FileLock::TryAcquire(new_path, kSlotHolder);
       lock.ok()) {
     own = *std::move(lock);
   } else {
+    return nullptr;
+  }
+  std::filesystem::rename(new_path, own_path, ec);
+  if (ec) {
+    std::filesystem::remove(new_path, ec);
     return nullptr;
   }
   std::unique_ptr<FileLock> slot;
