@@ -65,11 +65,13 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
       repositories_(repositories),
       clock_(clock),
       store_(options.store),
-      id_salt_(RandomSalt()) {}
+      id_salt_(RandomSalt()),
+      poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)) {}
 
 Coordinator::~Coordinator() {
   Shutdown();
   housekeeper_.reset();
+  poll_scheduler_.reset();  // Every poll still waiting ends (its deadline is brought forward).
 }
 
 void Coordinator::StartHousekeeping(absl::Duration period) {
@@ -410,11 +412,11 @@ void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
       const std::optional<FollowUpKind> kind =
           ParseFollowUpKind(entry.job->status().spec().follow_up());
       const std::string& dependency = entry.job->status().spec().dependency().path();
-      copy.set_message(absl::StrCat(
-          kind == FollowUpKind::kDependency ? absl::StrCat("[dependency ", dependency, "] ")
-          : kind.has_value()                ? FollowUpEventPrefix(*kind)
-                                            : "",
-          event.message()));
+      copy.set_message(absl::StrCat(kind == FollowUpKind::kDependency
+                                        ? absl::StrCat("[dependency ", dependency, "] ")
+                                    : kind.has_value() ? FollowUpEventPrefix(*kind)
+                                                       : "",
+                                    event.message()));
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
       AppendEventLocked(it->second, std::move(copy));

@@ -166,8 +166,18 @@ class Coordinator {
 
   // Heartbeat and work pickup. Returns at once when there are assignments or cancellations for
   // the worker, otherwise waits up to min(request.wait, max_wait) for some. NotFound when the
-  // session is unknown (e.g. the coordinator restarted): the worker opens a new session.
+  // session is unknown (e.g. the coordinator restarted): the worker opens a new session. Blocks
+  // the calling thread while it waits: SynchronizeAsync does not.
   absl::StatusOr<v1::SynchronizeResponse> Synchronize(const v1::SynchronizeRequest& request);
+
+  // What answers a Synchronize: called once, with the reply.
+  using SynchronizeDone = std::function<void(absl::StatusOr<v1::SynchronizeResponse>)>;
+  // Synchronize without a thread held while the poll waits (the gRPC service's long poll, so
+  // that a thousand idle workers hold no thousand threads): `done` runs once with what
+  // Synchronize would return, on the calling thread when the answer is ready at once (before
+  // this returns), else on a thread of the coordinator's poll scheduler once news arrives or the
+  // wait ends.
+  void SynchronizeAsync(const v1::SynchronizeRequest& request, SynchronizeDone done);
 
   // Accepts a result only from the session holding the live lease (fencing); a repeated report
   // of an already accepted lease is a harmless duplicate.
@@ -399,13 +409,18 @@ class Coordinator {
                                       v1::SynchronizeResponse* response,
                                       std::shared_ptr<WorkerMailbox>* mailbox, uint64_t* sequence,
                                       absl::Time* deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The rest of a Synchronize whose poll began on `mailbox`: waits there until `deadline`, then
-  // answers from what it delivered (assignments, cancellations once each, the lease expiry),
-  // taking the coordinator's mutex only when the mailbox was closed or build-ahead hints are
-  // asked for.
-  absl::StatusOr<v1::SynchronizeResponse> AwaitSynchronize(
-      const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
-      const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence, absl::Time deadline);
+  // The rest of a Synchronize whose poll began on `mailbox`: waits there until `deadline` without
+  // holding a thread, then calls `done` with AnswerSynchronize's answer.
+  void AwaitSynchronize(const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
+                        const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence,
+                        absl::Time deadline, SynchronizeDone done);
+  // The answer of a poll that ended with `outcome`, from what it was delivered (assignments,
+  // cancellations once each, the lease expiry), taking the coordinator's mutex only when the
+  // mailbox was closed or build-ahead hints are asked for.
+  absl::StatusOr<v1::SynchronizeResponse> AnswerSynchronize(const v1::SynchronizeRequest& request,
+                                                            v1::SynchronizeResponse response,
+                                                            WorkerMailbox::Outcome outcome,
+                                                            WorkerMailbox::Delivery delivery);
   v1::SynchronizeResponse FinishSynchronize(v1::SynchronizeResponse response,
                                             WorkerMailbox::Delivery delivery) const;
   // The mailbox of a live session, looked up without the coordinator's mutex; null if none.
@@ -413,6 +428,9 @@ class Coordinator {
       ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
   static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
+  // The threads that answer the polls that waited without one (PollScheduler): each answer is a
+  // few protobuf moves, or a short turn under the coordinator's mutex.
+  static constexpr int kPollSchedulerThreads = 4;
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
   // one of its tasks; empty while any class may.
   std::string JobHardwareClassLocked(const JobEntry& entry) const
@@ -531,6 +549,9 @@ class Coordinator {
 
   class Housekeeper;
   std::unique_ptr<Housekeeper> housekeeper_;
+  // Runs the continuations of the polls that wait without a thread, and their deadlines. Last:
+  // destroyed first, it finishes every such poll while the members they read are alive.
+  std::unique_ptr<PollScheduler> poll_scheduler_;
 };
 
 }  // namespace kbisect

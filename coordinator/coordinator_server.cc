@@ -121,8 +121,8 @@ class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorSe
 
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* request,
                          v1::CancelJobResponse* response) override {
-    absl::StatusOr<v1::JobStatus> job = coordinator_->CancelJob(request->job_id(),
-                                                                request->reason());
+    absl::StatusOr<v1::JobStatus> job =
+        coordinator_->CancelJob(request->job_id(), request->reason());
     if (!job.ok()) return ToGrpcStatus(job.status());
     *response->mutable_job() = *std::move(job);
     return grpc::Status::OK;
@@ -144,7 +144,10 @@ class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorSe
 // the same way: reopening it under another subject (e.g. a rotated certificate with a new CN)
 // works, but the leases the old session held are not carried over (they are re-dispatched).
 // Without client certificates (plaintext, `kbisect run`) nothing is bound.
-class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Service {
+// Synchronize is served on gRPC's callback API: a long poll that waits holds no thread
+// (Coordinator::SynchronizeAsync), where the synchronous API holds one per idle worker.
+class CoordinatorServer::WorkerServiceImpl final
+    : public v1::WorkerService::WithCallbackMethod_Synchronize<v1::WorkerService::Service> {
  public:
   explicit WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {}
 
@@ -171,12 +174,20 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
     return Reply(std::move(opened), response);
   }
 
-  grpc::Status Synchronize(grpc::ServerContext* context, const v1::SynchronizeRequest* request,
-                           v1::SynchronizeResponse* response) override {
+  grpc::ServerUnaryReactor* Synchronize(grpc::CallbackServerContext* context,
+                                        const v1::SynchronizeRequest* request,
+                                        v1::SynchronizeResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
-      return owner;
+      reactor->Finish(owner);
+      return reactor;
     }
-    return Reply(coordinator_->Synchronize(*request), response);
+    // `request` and `response` live until Finish: the reply is written into `response` then.
+    coordinator_->SynchronizeAsync(
+        *request, [reactor, response](absl::StatusOr<v1::SynchronizeResponse> answer) {
+          reactor->Finish(Reply(std::move(answer), response));
+        });
+    return reactor;
   }
 
   grpc::Status CompleteLease(grpc::ServerContext* context, const v1::CompleteLeaseRequest* request,
@@ -201,13 +212,13 @@ class CoordinatorServer::WorkerServiceImpl final : public v1::WorkerService::Ser
     std::string session_id;
   };
 
-  static std::string Subject(const grpc::ServerContext* context) {
+  static std::string Subject(const grpc::ServerContextBase* context) {
     const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
     return auth == nullptr ? std::string() : PeerCertificateSubject(*auth);
   }
 
   // PermissionDenied when the session was opened under another certificate subject.
-  grpc::Status CheckOwner(const grpc::ServerContext* context, const std::string& session_id) {
+  grpc::Status CheckOwner(const grpc::ServerContextBase* context, const std::string& session_id) {
     const std::string subject = Subject(context);
     kbisect::MutexLock lock(&mu_);
     auto it = sessions_.find(session_id);
@@ -243,19 +254,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   grpc::ServerBuilder builder;
   builder.SetOption(std::make_unique<ReflectionOption>(/*enabled=*/true));
   int port = 0;
-  builder.AddListeningPort(options.listen_address,
-                           options.credentials ? options.credentials
-                                               : grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(
+      options.listen_address,
+      options.credentials ? options.credentials : grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.RegisterService(server->client_service_.get());
   builder.RegisterService(server->worker_service_.get());
   builder.RegisterService(server->health_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options.listen_address,
-        ": the address is invalid or in use; pick another with --listen"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen_address,
+                     ": the address is invalid or in use; pick another with --listen"));
   }
   server->port_ = port;
   const std::string& address = options.listen_address;

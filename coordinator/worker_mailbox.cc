@@ -10,13 +10,19 @@ namespace kbisect {
 void WorkerMailbox::Deposit(v1::Lease lease, uint64_t batch) {
   kbisect::MutexLock lock(&mu_);
   assignments_.push_back({std::move(lease), batch});
-  if (batch <= durable_->load()) wake_.SignalAll();
+  if (batch <= durable_->load()) {
+    wake_.SignalAll();
+    HandOverLocked(Outcome::kDelivered);
+  }
 }
 
 void WorkerMailbox::DepositCancellation(v1::LeaseCancellation cancellation, uint64_t batch) {
   kbisect::MutexLock lock(&mu_);
   cancellations_.push_back({std::move(cancellation), batch});
-  if (batch <= durable_->load()) wake_.SignalAll();
+  if (batch <= durable_->load()) {
+    wake_.SignalAll();
+    HandOverLocked(Outcome::kDelivered);
+  }
 }
 
 bool WorkerMailbox::Withdraw(const std::string& lease_id) {
@@ -38,6 +44,7 @@ bool WorkerMailbox::Undelivered(const std::string& lease_id) const {
 void WorkerMailbox::Notify() {
   kbisect::MutexLock lock(&mu_);
   wake_.SignalAll();
+  if (HasDurableNewsLocked()) HandOverLocked(Outcome::kDelivered);
 }
 
 void WorkerMailbox::SetStanding(bool ready, int active_leases) {
@@ -50,11 +57,13 @@ void WorkerMailbox::Close() {
   kbisect::MutexLock lock(&mu_);
   closed_ = true;
   wake_.SignalAll();
+  HandOverLocked(Outcome::kClosed);
 }
 
 uint64_t WorkerMailbox::BeginPoll() {
   kbisect::MutexLock lock(&mu_);
   wake_.SignalAll();  // The poll before it, if any, returns empty-handed.
+  HandOverLocked(Outcome::kSuperseded);
   return ++poll_sequence_;
 }
 
@@ -95,6 +104,52 @@ WorkerMailbox::Outcome WorkerMailbox::Await(uint64_t sequence, Clock* clock, abs
   }
 }
 
+void WorkerMailbox::AwaitAsync(uint64_t sequence, absl::Time deadline, PollScheduler* scheduler,
+                               Continuation done) {
+  Delivery delivery;
+  Outcome outcome;
+  {
+    kbisect::MutexLock lock(&mu_);
+    if (closed_) {
+      outcome = Outcome::kClosed;
+    } else if (poll_sequence_ != sequence) {
+      outcome = Outcome::kSuperseded;
+    } else if (HasDurableNewsLocked()) {
+      TakeDurableLocked(&delivery);
+      outcome = Outcome::kDelivered;
+    } else if (deadline == absl::InfinitePast()) {
+      outcome = Outcome::kTimedOut;
+    } else {
+      HandOverLocked(Outcome::kSuperseded);  // A poll of this sequence cannot already wait.
+      pending_ = Pending{sequence, scheduler, std::move(done)};
+      std::weak_ptr<WorkerMailbox> self = weak_from_this();
+      scheduler->RunAt(deadline, [self, sequence] {
+        if (std::shared_ptr<WorkerMailbox> mailbox = self.lock()) mailbox->ExpireAsync(sequence);
+      });
+      return;
+    }
+  }
+  done(outcome, std::move(delivery));
+}
+
+void WorkerMailbox::ExpireAsync(uint64_t sequence) {
+  kbisect::MutexLock lock(&mu_);
+  if (!pending_.has_value() || pending_->sequence != sequence) return;
+  HandOverLocked(HasDurableNewsLocked() ? Outcome::kDelivered : Outcome::kTimedOut);
+}
+
+void WorkerMailbox::HandOverLocked(Outcome outcome) {
+  if (!pending_.has_value()) return;
+  Delivery delivery;
+  if (outcome == Outcome::kDelivered) TakeDurableLocked(&delivery);
+  Pending pending = std::move(*pending_);
+  pending_.reset();
+  pending.scheduler->Run(
+      [done = std::move(pending.done), outcome, delivery = std::move(delivery)]() mutable {
+        done(outcome, std::move(delivery));
+      });
+}
+
 uint64_t WorkerMailbox::BeginPollWithoutChanges(absl::Time now) {
   kbisect::MutexLock lock(&mu_);
   // Every assignment here is of an active lease, so equal counts mean none was delivered.
@@ -103,6 +158,7 @@ uint64_t WorkerMailbox::BeginPollWithoutChanges(absl::Time now) {
     return 0;
   }
   wake_.SignalAll();  // A poll left behind returns empty-handed.
+  HandOverLocked(Outcome::kSuperseded);
   heartbeat_ = now;
   return ++poll_sequence_;
 }

@@ -14,6 +14,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,11 +25,12 @@
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "common/sync/mutex.h"
+#include "coordinator/poll_scheduler.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
 
-class WorkerMailbox {
+class WorkerMailbox : public std::enable_shared_from_this<WorkerMailbox> {
  public:
   // What a poll takes: every deposit whose batch is durable, in deposit order.
   struct Delivery {
@@ -80,6 +84,18 @@ class WorkerMailbox {
   // still takes what is durable now).
   Outcome Await(uint64_t sequence, Clock* clock, absl::Time deadline, Delivery* delivery)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // How a poll that waits without a thread ends: with its outcome and what it took (empty unless
+  // kDelivered).
+  using Continuation = std::function<void(Outcome, Delivery)>;
+  // Await without blocking: when poll `sequence` can end now (as Await would at once), `done` runs
+  // on the calling thread before this returns; otherwise it is kept and handed to `scheduler`
+  // (which runs it on a thread of its own) when durable news arrives, a newer poll begins, the
+  // mailbox closes or `deadline` passes on the scheduler's clock, whichever comes first. `done`
+  // runs exactly once. The mailbox must be owned by a shared_ptr; `scheduler` must outlive the
+  // wait. The mailbox's own callers may hold the coordinator's mutex: nothing kept here runs on
+  // their threads.
+  void AwaitAsync(uint64_t sequence, absl::Time deadline, PollScheduler* scheduler,
+                  Continuation done) ABSL_LOCKS_EXCLUDED(mu_);
   // Begins the poll of a Synchronize that would change nothing in the coordinator (it reports no
   // lease, is ready for work and not draining): when the worker is ready by its standing and
   // every active lease it holds is an assignment waiting here (none
@@ -98,6 +114,17 @@ class WorkerMailbox {
     T message;
     uint64_t batch = 0;
   };
+  // A poll waiting without a thread (AwaitAsync).
+  struct Pending {
+    uint64_t sequence = 0;
+    PollScheduler* scheduler = nullptr;
+    Continuation done;
+  };
+  // Ends the pending poll, if any, with `outcome` (taking the durable news for kDelivered): its
+  // continuation goes to its scheduler.
+  void HandOverLocked(Outcome outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the pending poll `sequence`, if it still waits, at its deadline.
+  void ExpireAsync(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the durable prefixes of the queues into `delivery`.
   void TakeDurableLocked(Delivery* delivery) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasDurableNewsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -112,6 +139,7 @@ class WorkerMailbox {
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   int active_leases_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kbisect

@@ -4,6 +4,7 @@
 // CompleteLease (fenced results) and CloseSession, and the workers list.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,6 +154,20 @@ std::shared_ptr<WorkerMailbox> Coordinator::MailboxForSession(const std::string&
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     const v1::SynchronizeRequest& request) {
+  kbisect::Mutex mu;
+  kbisect::CondVar answered;
+  std::optional<absl::StatusOr<v1::SynchronizeResponse>> reply;
+  SynchronizeAsync(request, [&](absl::StatusOr<v1::SynchronizeResponse> answer) {
+    kbisect::MutexLock lock(&mu);
+    reply = std::move(answer);
+    answered.SignalAll();
+  });
+  kbisect::MutexLock lock(&mu);
+  while (!reply.has_value()) answered.Wait(&mu);
+  return *std::move(reply);
+}
+
+void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, SynchronizeDone done) {
   ReplyPoint reply(this);
   const absl::Duration wait = request.has_wait()
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
@@ -170,8 +185,10 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
       const absl::Time dispatched = absl::FromUnixNanos(last_dispatch_ns_.load());
       if (now - dispatched < kRedispatchPeriod) {
         if (const uint64_t sequence = mailbox->BeginPollWithoutChanges(now); sequence != 0) {
-          return AwaitSynchronize(request, v1::SynchronizeResponse(), mailbox, sequence,
-                                  wait > absl::ZeroDuration() ? now + wait : absl::InfinitePast());
+          AwaitSynchronize(request, v1::SynchronizeResponse(), mailbox, sequence,
+                           wait > absl::ZeroDuration() ? now + wait : absl::InfinitePast(),
+                           std::move(done));
+          return;
         }
       }
     }
@@ -187,22 +204,35 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
     if (absl::Status begun =
             BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
         !begun.ok()) {
-      return begun;
+      done(begun);
+      return;
     }
   }
-  return AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline);
+  AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline, std::move(done));
 }
 
-absl::StatusOr<v1::SynchronizeResponse> Coordinator::AwaitSynchronize(
+void Coordinator::AwaitSynchronize(const v1::SynchronizeRequest& request,
+                                   v1::SynchronizeResponse response,
+                                   const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence,
+                                   absl::Time deadline, SynchronizeDone done) {
+  // A lease handed to the worker meanwhile is answered from the mailbox once durable; until then
+  // the poll holds no thread.
+  mailbox->AwaitAsync(
+      sequence, deadline, poll_scheduler_.get(),
+      [this, request, response = std::move(response), done = std::move(done)](
+          WorkerMailbox::Outcome outcome, WorkerMailbox::Delivery delivery) mutable {
+        done(AnswerSynchronize(request, std::move(response), outcome, std::move(delivery)));
+      });
+}
+
+absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
     const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
-    const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence, absl::Time deadline) {
-  // A lease handed to the worker meanwhile is answered from the mailbox once durable.
-  WorkerMailbox::Delivery delivery;
-  const WorkerMailbox::Outcome outcome = mailbox->Await(sequence, clock_, deadline, &delivery);
+    WorkerMailbox::Outcome outcome, WorkerMailbox::Delivery delivery) {
   if (outcome == WorkerMailbox::Outcome::kSuperseded) return response;
   if (outcome != WorkerMailbox::Outcome::kClosed && request.build_ahead_slots() == 0) {
     return FinishSynchronize(std::move(response), std::move(delivery));
   }
+  ReplyPoint reply(this);
   WriteLock lock(this);
   // A commit failed meanwhile (memory was rebuilt, the mailbox closed): what the poll may have
   // been handed was rolled back.
