@@ -66,12 +66,14 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
       clock_(clock),
       store_(options.store),
       id_salt_(RandomSalt()),
-      poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)) {}
+      poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)),
+      synchronize_calls_(std::make_unique<PollScheduler>(clock, kSynchronizeThreads)) {}
 
 Coordinator::~Coordinator() {
   Shutdown();
   housekeeper_.reset();
-  poll_scheduler_.reset();  // Every poll still waiting ends (its deadline is brought forward).
+  synchronize_calls_.reset();  // The calls begun finish (their polls may wait).
+  poll_scheduler_.reset();     // Every poll still waiting ends (its deadline is brought forward).
 }
 
 void Coordinator::StartHousekeeping(absl::Duration period) {

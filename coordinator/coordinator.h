@@ -428,9 +428,14 @@ class Coordinator {
       ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
   static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
-  // The threads that answer the polls that waited without one (PollScheduler): each answer is a
-  // few protobuf moves, or a short turn under the coordinator's mutex.
+  // The threads that answer the polls that waited without one (poll_scheduler_): an answer is a
+  // few protobuf moves, rarely a short turn under the coordinator's mutex.
   static constexpr int kPollSchedulerThreads = 4;
+  // The threads that run the part of a Synchronize under the coordinator's mutex (which may lead
+  // a journal commit and wait for its fsync; synchronize_calls_): enough that a commit in flight
+  // does not hold every poll, far fewer than one per worker. Apart from the answers, which would
+  // otherwise queue behind calls waiting for the mutex.
+  static constexpr int kSynchronizeThreads = 32;
   // The hardware class a job runs on: the spec's, or else that of the first worker that took
   // one of its tasks; empty while any class may.
   std::string JobHardwareClassLocked(const JobEntry& entry) const
@@ -552,6 +557,8 @@ class Coordinator {
   // Runs the continuations of the polls that wait without a thread, and their deadlines. Last:
   // destroyed first, it finishes every such poll while the members they read are alive.
   std::unique_ptr<PollScheduler> poll_scheduler_;
+  // Runs the part of each Synchronize under the coordinator's mutex, off gRPC's callback threads.
+  std::unique_ptr<PollScheduler> synchronize_calls_;
 };
 
 }  // namespace kbisect

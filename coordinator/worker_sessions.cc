@@ -168,7 +168,6 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
 }
 
 void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, SynchronizeDone done) {
-  ReplyPoint reply(this);
   const absl::Duration wait = request.has_wait()
                                   ? std::min(FromProto(request.wait()), options_.max_wait)
                                   : absl::ZeroDuration();
@@ -193,22 +192,28 @@ void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, Synchr
       }
     }
   }
-  v1::SynchronizeResponse response;
-  std::shared_ptr<WorkerMailbox> mailbox;
-  uint64_t sequence = 0;
-  absl::Time deadline;
-  {
-    // Its reply shows only what the mailbox holds, each item once its batch is durable, so it
-    // does not wait for the commit in flight (under load, a wait for the lock once more).
-    WriteLock lock(this, /*wait=*/false);
-    if (absl::Status begun =
-            BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
-        !begun.ok()) {
-      done(begun);
-      return;
+  // The rest takes the coordinator's mutex and may lead a journal commit: it runs on a thread
+  // of its own, not on gRPC's few callback threads, which would queue every poll behind one
+  // commit.
+  synchronize_calls_->Run([this, request, done = std::move(done)]() mutable {
+    ReplyPoint reply(this);
+    v1::SynchronizeResponse response;
+    std::shared_ptr<WorkerMailbox> mailbox;
+    uint64_t sequence = 0;
+    absl::Time deadline;
+    {
+      // Its reply shows only what the mailbox holds, each item once its batch is durable, so it
+      // does not wait for the commit in flight (under load, a wait for the lock once more).
+      WriteLock lock(this, /*wait=*/false);
+      if (absl::Status begun =
+              BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
+          !begun.ok()) {
+        done(begun);
+        return;
+      }
     }
-  }
-  AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline, std::move(done));
+    AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline, std::move(done));
+  });
 }
 
 void Coordinator::AwaitSynchronize(const v1::SynchronizeRequest& request,
