@@ -32,6 +32,11 @@ void PollScheduler::Run(std::function<void()> fn) {
 
 void PollScheduler::RunAt(absl::Time deadline, std::function<void()> fn) {
   kbisect::MutexLock lock(&mu_);
+  if (stop_) {  // Stopping: the timer is gone, and a poll must still end.
+    queue_.push_back(std::move(fn));
+    work_ready_.Signal();
+    return;
+  }
   const bool earliest = timed_.empty() || deadline < timed_.begin()->first.first;
   timed_.emplace(std::make_pair(deadline, next_timed_++), std::move(fn));
   if (earliest) timers_changed_.SignalAll();

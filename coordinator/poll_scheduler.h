@@ -40,7 +40,8 @@ class PollScheduler {
   // (several threads: they may overlap). `fn` may call Run and RunAt.
   void Run(std::function<void()> fn) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Runs `fn` as Run does once the clock reaches `deadline` (at once for a past one).
+  // Runs `fn` as Run does once the clock reaches `deadline` (at once for a past one, or while
+  // the scheduler is being destroyed).
   void RunAt(absl::Time deadline, std::function<void()> fn) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The functions waiting for their deadline (for tests and the metrics).
