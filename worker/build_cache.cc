@@ -365,6 +365,9 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
         absl::InternalError(absl::StrCat("cannot create '", builds_dir_, "': ", ec.message())));
   }
   Claim claim;
+  // A build waits for one of the host's slots before it claims an entry (decision 149): a build
+  // queued behind the slots is often cancelled, and it must not have taken a built entry over.
+  std::unique_ptr<FileLock> build_slot;
   while (claim.building == nullptr) {
     if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
     std::vector<std::string> trash;
@@ -373,7 +376,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
       absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
           FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
       if (!cache_lock.ok()) return infra("the build cache lookup", cache_lock.status());
-      found = ClaimLocked(*key, request, *mirror, &trash);
+      found = ClaimLocked(*key, request, *mirror, /*may_build=*/build_slot != nullptr, &trash);
     }
     DeleteTrash(trash);
     if (!found.ok()) return infra("the build cache lookup", found.status());
@@ -387,9 +390,23 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
       acquired.checkout_time = clock_->Now() - start;
       return acquired;
     }
+    if (found->needs_build) {
+      // The limit is asked again while waiting: a build finishing meanwhile records its cost.
+      build_slot = build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel,
+                                        &acquired.slot_wait, request.build_order);
+      if (build_slot == nullptr) {
+        if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+        return infra("the build",
+                     absl::InternalError(absl::StrCat("cannot create the host's build slots under ",
+                                                      cache_dir_, "/build-slots")));
+      }
+      continue;  // Looked up again: another slot may have built it meanwhile.
+    }
     claim = *std::move(found);
-    if (claim.building == nullptr)
-      clock_->SleepFor(kOtherBuildPoll);  // Another slot is building it.
+    if (claim.building == nullptr) {
+      build_slot.reset();  // Another slot is building it: this one waits without a slot.
+      clock_->SleepFor(kOtherBuildPoll);
+    }
   }
 
   // This slot builds the entry; nobody else uses it until it is marked built.
@@ -417,16 +434,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   }
   if (!checked_out.ok()) return infra("checkout", checked_out);
   if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-  // The limit is asked again while waiting: a build finishing meanwhile records its cost.
-  std::unique_ptr<FileLock> build_slot = build_slots_.Acquire(
-      [this] { return BuildSlotLimit(); }, cancel, &acquired.slot_wait, request.build_order);
   const int slot_limit = BuildSlotLimit();
-  if (build_slot == nullptr) {
-    if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-    return infra("the build",
-                 absl::InternalError(absl::StrCat("cannot create the host's build slots under ",
-                                                  cache_dir_, "/build-slots")));
-  }
   acquired.checkout_time = clock_->Now() - start;
   if (on_build_start) on_build_start();
   BuildCommand build = request.build;
@@ -485,6 +493,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
 absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
                                                           const Request& request,
                                                           const std::string& mirror_dir,
+                                                          bool may_build,
                                                           std::vector<std::string>* trash) {
   Claim claim;
   const std::string key_text = key.Text();
@@ -522,11 +531,19 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
       if (absl::IsFailedPrecondition(exclusive.status())) return claim;  // Being built.
       return exclusive.status();
     }
+    if (!may_build) {
+      claim.needs_build = true;  // The lock is let go: it is taken again with a slot.
+      return claim;
+    }
     claim.building = *std::move(exclusive);
     claim.name = entry.name;
     return claim;
   }
 
+  if (!may_build) {
+    claim.needs_build = true;
+    return claim;
+  }
   // A new build. The built entries of the same repository, command, environment and isolation,
   // nearest first (fewest paths changed between their commit and this one).
   std::unique_ptr<GitRepo> repo;

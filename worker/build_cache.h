@@ -196,14 +196,21 @@ class BuildCache {
     std::unique_ptr<FileLock> copy_from_lock;
     // The commit of the entry taken over, when one was.
     std::string took_over_sha;
+    // Set instead of `building` when the key needs a build and the caller may not build yet
+    // (it holds no build slot): nothing was claimed.
+    bool needs_build = false;
   };
 
   // Looks the key `key` of `request` up and claims its entry for use or for building, making
   // room (taking the nearest idle entry over, or evicting one) for a new entry. `mirror_dir` is
   // the request's mirror (for the distances between commits). Directories to delete once the
-  // cache lock is released are added to `trash`. The caller holds the cache lock.
+  // cache lock is released are added to `trash`. With `may_build` false (the caller holds no
+  // build slot yet) an entry that needs a build is neither claimed nor made room for: the claim
+  // says `needs_build`, so that no built entry is taken over by a build that may be cancelled
+  // while it waits for a slot. The caller holds the cache lock.
   absl::StatusOr<Claim> ClaimLocked(const BuildKey& key, const Request& request,
-                                    const std::string& mirror_dir, std::vector<std::string>* trash);
+                                    const std::string& mirror_dir, bool may_build,
+                                    std::vector<std::string>* trash);
 
   // Evicts idle entries, least recently used first (unbuilt ones before any), until at most
   // max_entries_ are left, adding them to `trash`. The caller holds the cache lock.
