@@ -45,6 +45,9 @@ int WaitersAhead(const std::filesystem::path& waiting, const std::string& own) {
   return ahead;
 }
 
+// The lock file of slot `i` under `dir`.
+std::string SlotPath(const std::string& dir, int i) { return absl::StrCat(dir, "/slot-", i); }
+
 }  // namespace
 
 int HostCores() {
@@ -106,7 +109,7 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
       std::vector<int> free;
       for (int i = 0; i < slots; ++i) {
         absl::StatusOr<std::unique_ptr<FileLock>> lock =
-            FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+            FileLock::TryAcquire(SlotPath(dir_, i), kSlotHolder);
         if (lock.ok()) {
           free.push_back(i);
         } else if (!absl::IsFailedPrecondition(lock.status())) {
@@ -116,7 +119,7 @@ std::unique_ptr<FileLock> HostBuildSlots::Acquire(const std::function<int()>& li
       if (static_cast<int>(free.size()) > ahead) {
         for (int i : free) {
           absl::StatusOr<std::unique_ptr<FileLock>> lock =
-              FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+              FileLock::TryAcquire(SlotPath(dir_, i), kSlotHolder);
           if (lock.ok()) {
             slot = *std::move(lock);
             break;
@@ -141,7 +144,7 @@ int HostBuildSlots::Held(int limit) const {
   int held = 0;
   for (int i = 0; i < std::max(1, limit); ++i) {
     absl::StatusOr<std::unique_ptr<FileLock>> lock =
-        FileLock::TryAcquire(absl::StrCat(dir_, "/slot-", i), kSlotHolder);
+        FileLock::TryAcquire(SlotPath(dir_, i), kSlotHolder);
     if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) ++held;
   }
   return held;

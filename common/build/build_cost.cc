@@ -2,7 +2,6 @@
 #include "common/build/build_cost.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <vector>
 
