@@ -108,7 +108,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
         v1::SubmitJobResponse response;
         response.set_job_id(it->second);
         response.set_existing(true);
-        *response.mutable_job() = jobs_.at(it->second).job->status();
+        *response.mutable_job() = jobs_.at(it->second).Status();
         if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
         return response;
       }
@@ -134,7 +134,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     v1::SubmitJobResponse response;
     response.set_job_id(job_id);
     response.set_existing(true);
-    *response.mutable_job() = jobs_.at(job_id).job->status();
+    *response.mutable_job() = jobs_.at(job_id).Status();
     if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
     return response;
   }
@@ -146,7 +146,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
 
   v1::SubmitJobResponse response;
   response.set_job_id(job_id);
-  *response.mutable_job() = jobs_.at(job_id).job->status();
+  *response.mutable_job() = jobs_.at(job_id).Status();
   return response;
 }
 
@@ -221,7 +221,7 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
     return absl::NotFoundError(
         absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
   }
-  v1::JobStatus status = it->second.job->status();
+  v1::JobStatus status = it->second.Status();
   if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
   return status;
 }
@@ -261,9 +261,10 @@ v1::ListJobsResponse Coordinator::ListJobsLocked(const v1::ListJobsRequest& requ
   }
   for (size_t index = end; index > 0; --index) {
     const JobEntry& entry = jobs_.at(job_order_[index - 1]);
-    const v1::JobStatus& job = entry.job->status();
+    const v1::JobStatus& job = entry.Base();
+    const v1::JobState state = entry.State();
     if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
-                                               job.state()) == request.states().end()) {
+                                               state) == request.states().end()) {
       continue;
     }
     if (response.jobs_size() == page_size) {
@@ -272,7 +273,7 @@ v1::ListJobsResponse Coordinator::ListJobsLocked(const v1::ListJobsRequest& requ
     }
     v1::JobSummary* summary = response.add_jobs();
     summary->set_job_id(job.job_id());
-    summary->set_state(job.state());
+    summary->set_state(state);
     summary->set_status(job.status());
     summary->set_repository(job.spec().repository());
     summary->set_good(job.spec().good());
@@ -295,7 +296,7 @@ absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
   CancelJobLocked(job_id, reason.empty() ? "requested by a client" : reason);
   DispatchLocked();
   if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
-  return jobs_.at(job_id).job->status();
+  return jobs_.at(job_id).Status();
 }
 
 void Coordinator::CancelJobLocked(const std::string& job_id, const std::string& reason) {
@@ -356,7 +357,7 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
   if (entry.job->finished() && !entry.reported) {
     if (replaying_ && entry.has_stored_final) {
       // As it was when the job (and its follow-ups) completed: no need to redo any I/O.
-      *entry.job->mutable_status() = entry.stored_final;
+      entry.published.Freeze(entry.stored_final);
       entry.reported = true;
       entry.follow_ups_decided = true;
       restored_final = true;
@@ -378,26 +379,23 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
     if (event.kind() == v1::JOB_EVENT_KIND_FINISHED && !restored_final &&
         !entry.follow_ups.empty()) {
       // Released by MaybeCompleteLocked once the follow-ups are done.
-      *event.mutable_job() = entry.job->status();  // Remembers the final state.
+      *event.mutable_job() = entry.Status();  // Remembers the final state.
       entry.held_finish = std::make_unique<v1::JobEvent>(std::move(event));
-      if (!entry.follow_ups.empty()) {
-        entry.job->mutable_status()->set_state(v1::JOB_STATE_FOLLOWING_UP);
-      }
+      entry.published.HoldForFollowUps();
       continue;
     }
     if (event.kind() == v1::JOB_EVENT_KIND_FINISHED) {
-      *event.mutable_job() = entry.job->status();
+      *event.mutable_job() = entry.Status();
       entry.complete = true;
       completed = true;
       if (store_ != nullptr && !replaying_) {
-        pending_.final_statuses.emplace_back(job_id, entry.job->status());
+        pending_.final_statuses.emplace_back(job_id, event.job());
       }
     }
     AppendEventLocked(entry, std::move(event));
   }
   if (completed) CompactFamilyLocked(job_id);
-  v1::JobStatus* status = entry.job->mutable_status();
-  status->set_revision(static_cast<int64_t>(entry.events.size()));
+  entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();
   if (entry.complete && !entry.job->status().spec().parent_job_id().empty()) {
     MaybeCompleteLocked(entry.job->status().spec().parent_job_id());
@@ -422,8 +420,7 @@ void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
       AppendEventLocked(it->second, std::move(copy));
-      it->second.job->mutable_status()->set_revision(
-          static_cast<int64_t>(it->second.events.size()));
+      it->second.published.set_revision(static_cast<int64_t>(it->second.events.size()));
     }
   }
   event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);

@@ -64,6 +64,7 @@
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
+#include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/worker_mailbox.h"
@@ -217,6 +218,14 @@ class Coordinator {
   struct WorkerEntry;
   struct JobEntry {
     std::unique_ptr<BisectJob> job;
+    // What the coordinator adds to the job's own status (report, follow-ups, revision, the final
+    // status once complete).
+    PublishedStatus published;
+    // The job's status as clients, events and the store see it.
+    v1::JobStatus Status() const { return published.Build(job->status()); }
+    // The frozen final status, else the job's own: the search's fields without a copy.
+    const v1::JobStatus& Base() const { return published.Base(job->status()); }
+    v1::JobState State() const { return published.State(job->status()); }
     std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
     // Its place in creation order, from 1 (ListJobs' page tokens): kept when older jobs are
     // deleted, renumbered by a restart.

@@ -17,7 +17,7 @@
 namespace kbisect {
 
 void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entry) {
-  const v1::JobStatus& status = entry.job->status();
+  const v1::JobStatus status = entry.Status();
   std::vector<std::string> problems;
   std::optional<std::pair<std::string, std::string>> merged_branch;
   if (WantsMergedBranch(status)) {
@@ -37,8 +37,8 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
     for (const v1::DependencyPin& pin : status.spec().descend_pins()) {
       absl::StatusOr<std::string> after =
           repositories_->ReadFile(status.spec().repository(), status.culprit().sha(), pin.file());
-      absl::StatusOr<std::string> before = repositories_->ReadFile(
-          status.spec().repository(), status.last_good().sha(), pin.file());
+      absl::StatusOr<std::string> before =
+          repositories_->ReadFile(status.spec().repository(), status.last_good().sha(), pin.file());
       if (!after.ok() && !before.ok()) {
         problems.push_back(absl::StrCat("cannot descend into the commit pinned in ", pin.file(),
                                         ": ", after.status().message()));
@@ -80,9 +80,9 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
       child_id = CreateJobLocked(spec, request_id, *std::move(commits));
     }
     entry.follow_ups.push_back(child_id);
-    entry.job->mutable_status()->add_follow_up_job_ids(child_id);
+    entry.published.AddFollowUp(child_id);
   }
-  for (const std::string& problem : problems) entry.job->mutable_status()->add_warnings(problem);
+  for (std::string& problem : problems) entry.published.AddWarning(std::move(problem));
   if (!entry.follow_ups.empty()) DispatchLocked();
 }
 
@@ -95,29 +95,33 @@ void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
     auto found = jobs_.find(child);
     if (found != jobs_.end() && !found->second.complete) return;
   }
-  v1::JobStatus* status = entry.job->mutable_status();
-  std::vector<std::pair<std::string, const v1::JobStatus*>> done;
+  v1::JobStatus status = entry.Status();
+  std::vector<v1::JobStatus> children;
   for (const std::string& child : entry.follow_ups) {
     auto found = jobs_.find(child);
-    if (found != jobs_.end()) done.emplace_back(child, &found->second.job->status());
+    if (found != jobs_.end()) children.push_back(found->second.Status());
   }
-  FoldFollowUpResults(done, status);
+  std::vector<std::pair<std::string, const v1::JobStatus*>> done;
+  for (const v1::JobStatus& child : children) done.emplace_back(child.job_id(), &child);
+  FoldFollowUpResults(done, &status);
   std::unique_ptr<v1::JobEvent> finish = std::move(entry.held_finish);
-  status->set_state(finish->job().state());
+  status.set_state(finish->job().state());
   if (!entry.follow_ups.empty()) {
     // The result took its follow-ups too: their runs and time count.
     const absl::Time now = clock_->Now();
-    *status->mutable_finish_time() = ToProto(now);
-    status->set_wall_seconds(absl::ToDoubleSeconds(now - FromProto(status->create_time())));
+    *status.mutable_finish_time() = ToProto(now);
+    status.set_wall_seconds(absl::ToDoubleSeconds(now - FromProto(status.create_time())));
   }
-  *finish->mutable_job() = *status;
+  *finish->mutable_job() = status;
   entry.complete = true;
-  if (store_ != nullptr && !replaying_) pending_.final_statuses.emplace_back(job_id, *status);
+  if (store_ != nullptr && !replaying_) pending_.final_statuses.emplace_back(job_id, status);
+  const std::string parent = status.spec().parent_job_id();
+  entry.published.Freeze(std::move(status));
   AppendEventLocked(entry, std::move(*finish));
-  status->set_revision(static_cast<int64_t>(entry.events.size()));
+  entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();
   CompactFamilyLocked(job_id);
-  if (!status->spec().parent_job_id().empty()) MaybeCompleteLocked(status->spec().parent_job_id());
+  if (!parent.empty()) MaybeCompleteLocked(parent);
 }
 
 }  // namespace kbisect

@@ -115,8 +115,8 @@ MetricsSnapshot Coordinator::Metrics() const {
   }
   kbisect::MutexLock lock(&mu_);
   for (const auto& [id, entry] : jobs_) {
-    const v1::JobStatus& status = entry.job->status();
-    ++snapshot.jobs_by_state[EnumLabel(status.state())];
+    const v1::JobStatus& status = entry.Base();
+    ++snapshot.jobs_by_state[EnumLabel(entry.State())];
     for (const v1::Probe& probe : status.probes()) {
       if (probe.state() == v1::PROBE_STATE_FINISHED && !probe.cached() && probe.has_start_time() &&
           probe.has_end_time()) {

@@ -416,20 +416,16 @@ void Coordinator::LoadCompactedJobLocked(StoredJob stored) {
   JobEntry& entry = jobs_[job_id];
   entry.spec_digest = SpecDigest(stored.spec);
   // Its commit list is gone: the job is only its final status and its events now.
-  std::vector<v1::CommitRef> ends(2);
-  ends[0].set_sha(stored.final_status.good_sha());
-  ends[1].set_sha(stored.final_status.bad_sha());
-  entry.job = std::make_unique<BisectJob>(job_id, std::move(stored.spec), std::move(ends),
-                                          stored.create_time);
-  (void)entry.job->TakeEvents();
-  *entry.job->mutable_status() = std::move(stored.final_status);
+  entry.job =
+      BisectJob::Finished(job_id, std::move(stored.spec), stored.final_status, stored.create_time);
+  entry.published.Freeze(std::move(stored.final_status));
   entry.events = std::move(stored.events);
-  entry.job->mutable_status()->set_revision(static_cast<int64_t>(entry.events.size()));
+  entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
   entry.request_id = stored.request_id;
   entry.reported = true;
   entry.follow_ups_decided = true;
   entry.complete = true;
-  for (const std::string& id : entry.job->status().follow_up_job_ids()) {
+  for (const std::string& id : entry.published.frozen()->follow_up_job_ids()) {
     entry.follow_ups.push_back(id);
   }
   job_order_.push_back(job_id);
@@ -456,7 +452,7 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
   std::vector<std::string> doomed;
   for (const std::string& job_id : job_order_) {
     const JobEntry& entry = jobs_.at(job_id);
-    const v1::JobStatus& status = entry.job->status();
+    const v1::JobStatus& status = entry.Base();
     if (!entry.complete || !status.spec().parent_job_id().empty()) continue;
     const absl::Time finished = status.has_finish_time() ? FromProto(status.finish_time())
                                                          : FromProto(status.create_time());

@@ -76,6 +76,18 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
 }
 
+std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec spec,
+                                               v1::JobStatus final_status, absl::Time create_time) {
+  std::vector<v1::CommitRef> ends(2);
+  ends[0].set_sha(final_status.good_sha());
+  ends[1].set_sha(final_status.bad_sha());
+  auto job =
+      std::make_unique<BisectJob>(std::move(job_id), std::move(spec), std::move(ends), create_time);
+  job->events_.clear();
+  job->status_ = std::move(final_status);
+  return job;
+}
+
 BisectSearch BisectJob::NewSearch(const v1::JobSpec& spec,
                                   const std::vector<v1::CommitRef>& commits) {
   const int n = static_cast<int>(commits.size()) - 1;
@@ -229,8 +241,8 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   for (Assignment& a : out) {
     AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), &a.task);
     if (!a.task.build_command().empty()) {
-      a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(),
-                                        search_.last_good(), search_.first_bad()));
+      a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(), search_.last_good(),
+                                        search_.first_bad()));
     }
   }
   // Queue entries that are done (cancelled) are dropped.
@@ -505,10 +517,8 @@ std::vector<std::string> BisectJob::Cancel(const std::string& reason, absl::Time
 }
 
 bool BisectJob::finished() const {
-  // FOLLOWING_UP is set by the coordinator once this job's own search is over.
   return status_.state() == v1::JOB_STATE_DONE || status_.state() == v1::JOB_STATE_FAILED ||
-         status_.state() == v1::JOB_STATE_CANCELLED ||
-         status_.state() == v1::JOB_STATE_FOLLOWING_UP;
+         status_.state() == v1::JOB_STATE_CANCELLED;
 }
 
 std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_, {}); }

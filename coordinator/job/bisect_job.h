@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,6 +66,11 @@ class BisectJob {
   // arguments, so a replayed job reuses the same ones.
   BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
             absl::Time now, std::vector<v1::CachedResult> cached = {});
+
+  // A job that finished in an earlier process and was compacted (its commit list and journal
+  // are gone): its status is `final_status`, it is finished and emits no event.
+  static std::unique_ptr<BisectJob> Finished(std::string job_id, v1::JobSpec spec,
+                                             v1::JobStatus final_status, absl::Time create_time);
 
   BisectJob(const BisectJob&) = delete;
   BisectJob& operator=(const BisectJob&) = delete;
@@ -129,16 +135,12 @@ class BisectJob {
   // Stops the job: every unfinished task is cancelled. Returns their ids.
   std::vector<std::string> Cancel(const std::string& reason, absl::Time now);
 
-  // True once the job reached a terminal state (done, failed or cancelled), or the coordinator
-  // marked it FOLLOWING_UP (its own search is over; follow-up jobs run).
+  // True once the job reached a terminal state (done, failed or cancelled).
   bool finished() const;
 
-  // The job's status as reported to clients.
+  // The job's own status: the search's state and result. The coordinator publishes it with what
+  // it adds (coordinator/published_status.h).
   const v1::JobStatus& status() const { return status_; }
-
-  // Mutable access for the coordinator to attach report details (files changed, root-cause
-  // hints, worker identities) that need I/O this class does not do.
-  v1::JobStatus* mutable_status() { return &status_; }
 
   // Returns the events produced since the previous call (sequence numbers unset).
   std::vector<v1::JobEvent> TakeEvents();
