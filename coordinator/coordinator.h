@@ -63,6 +63,7 @@
 #include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
+#include "coordinator/lease_policy.h"
 #include "coordinator/metrics.h"
 #include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
@@ -247,23 +248,9 @@ class Coordinator {
     bool complete = false;
     // Leases of its tasks that are active now (DispatchLocked's cap check).
     int live_leases = 0;
-    // Every worker that started one of its tasks (journaled TaskStarted, replay included), by
-    // name and as entries of workers_ (which are never erased).
-    std::set<std::string> workers_used;
-    std::vector<WorkerEntry*> used_workers;
-    // The other workers it was offered since this process started, in that order
-    // (DispatchLocked offers these again before new ones: each worker a job is asked about stays
-    // in its books).
-    std::vector<WorkerEntry*> offered;
-    // Calls applied to the job, empty TakeTasks aside (those change nothing).
-    uint64_t changes = 0;
-    // Its last TakeTasks handed out nothing: when, after how many changes, and to which workers
-    // (sorted). DispatchLocked does not ask again, with no change and no new worker, for
-    // kRedispatchPeriod.
-    bool declined = false;
-    uint64_t declined_changes = 0;
-    absl::Time declined_time;
-    std::vector<std::string> declined_workers;
+    // What the lease policy remembers of it: the workers that worked in it (journaled
+    // TaskStarted, replay included), those it was offered, its changes and its last decline.
+    JobOffers offers;
   };
   // What a journaled call returned.
   struct CallResult {
@@ -298,12 +285,6 @@ class Coordinator {
     absl::Time last_seen;
     absl::Time connect_time;
     int tasks_completed = 0;
-    // Set by DispatchLocked while the worker is idle in dispatch round `idle_round`: its place in
-    // that round's idle list.
-    uint64_t idle_round = 0;
-    size_t idle_position = 0;
-    // Marks the worker as looked at by the current CandidatesLocked call.
-    uint64_t candidate_stamp = 0;
     // Known from before a coordinator restart and not reconnected yet.
     bool awaiting_reconnect = false;
     // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
@@ -389,12 +370,6 @@ class Coordinator {
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when `worker` may be handed a task now.
   static bool IdleLocked(const WorkerEntry& worker);
-  // The idle workers (of this dispatch round, of `hardware_class` unless empty) that a job capped
-  // at `cap` workers with `room` free is asked about, in the idle list's order: those that worked
-  // in it, then up to `room` others, those it was offered before first.
-  std::vector<WorkerEntry*> CandidatesLocked(JobEntry& entry, const std::vector<WorkerEntry*>& idle,
-                                             const std::string& hardware_class, int room)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the worker's mailbox what TakeWithoutChanges needs to know of it (ready for work, its
   // active leases). Called after every change of those.
   static void StandingChangedLocked(const WorkerEntry& worker);
@@ -436,7 +411,7 @@ class Coordinator {
   std::shared_ptr<WorkerMailbox> MailboxForSession(const std::string& session_id) const
       ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
-  static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
+  static constexpr absl::Duration kRedispatchPeriod = DispatchRound::kRedispatchPeriod;
   // The threads that answer the polls that waited without one (poll_scheduler_): an answer is a
   // few protobuf moves, rarely a short turn under the coordinator's mutex.
   static constexpr int kPollSchedulerThreads = 4;
@@ -548,8 +523,6 @@ class Coordinator {
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // last_dispatch_ in Unix nanoseconds, for the Synchronize that takes no lock.
   std::atomic<int64_t> last_dispatch_ns_{std::numeric_limits<int64_t>::min()};
-  uint64_t dispatch_round_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t candidate_stamp_ ABSL_GUARDED_BY(mu_) = 0;
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // Not OK while the store cannot be written (see the top of this file): why.

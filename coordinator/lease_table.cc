@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/lease_policy.h"
 #include "coordinator/write_lock.h"
 
 namespace kbisect {
@@ -65,128 +66,51 @@ void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
   last_dispatch_ = now;
   last_dispatch_ns_.store(absl::ToUnixNanos(now));
-  std::vector<WorkerEntry*> idle;
-  const uint64_t round = ++dispatch_round_;
+  std::vector<DispatchRound::IdleWorker> idle;
   for (auto& [id, worker] : workers_) {
-    if (!IdleLocked(worker)) continue;
-    worker.idle_round = round;
-    worker.idle_position = idle.size();
-    idle.push_back(&worker);
+    if (IdleLocked(worker)) idle.push_back({id, worker.identity.hardware_class()});
   }
   if (idle.empty()) return;
+  DispatchRound round(std::move(idle), now);
   // Probes orphaned by a restart go back to their own worker first.
-  for (auto it = idle.begin(); it != idle.end();) {
-    WorkerEntry* worker = *it;
-    bool leased = false;
-    while (!leased && !worker->orphans.empty()) {
-      auto [job_id, task] = std::move(worker->orphans.front());
-      worker->orphans.erase(worker->orphans.begin());
+  for (const std::string& worker_id : std::vector<std::string>(round.remaining())) {
+    WorkerEntry& worker = workers_.at(worker_id);
+    while (!worker.orphans.empty()) {
+      auto [job_id, task] = std::move(worker.orphans.front());
+      worker.orphans.erase(worker.orphans.begin());
       auto job = jobs_.find(job_id);
       if (job == jobs_.end() || job->second.job->finished()) continue;
       const std::vector<std::string> active = job->second.job->ActiveTaskIds();
       if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
-      LeaseTaskLocked(job_id, job->second, *worker, std::move(task), now);
-      worker->idle_round = 0;
-      leased = true;
+      LeaseTaskLocked(job_id, job->second, worker, std::move(task), now);
+      round.Remove(worker_id);
+      break;
     }
-    it = leased ? idle.erase(it) : it + 1;
   }
-  if (idle.empty()) return;
   for (const std::string& job_id : job_order_) {
-    if (idle.empty()) break;
+    if (round.empty()) break;
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
-    // A job that has as many tasks running as its spec's max_workers hands out nothing
-    // (BisectJob::TakeTasks respects the cap), and a TakeTasks that hands out nothing leaves no
-    // trace (see ApplyLocked): it is not asked. Its running tasks are at least its live leases.
-    const int cap = entry.job->status().spec().max_workers();
-    if (cap > 0 && entry.live_leases >= cap) continue;
-    const std::string hardware_class = JobHardwareClassLocked(entry);
-    std::vector<WorkerEntry*> eligible;
-    if (cap > 0) {
-      eligible = CandidatesLocked(entry, idle, hardware_class, cap - entry.live_leases);
-    } else {
-      for (WorkerEntry* worker : idle) {
-        if (hardware_class.empty() || worker->identity.hardware_class() == hardware_class) {
-          eligible.push_back(worker);
-        }
-      }
-    }
-    if (eligible.empty()) continue;
-    std::vector<std::string> names;
-    for (WorkerEntry* worker : eligible) names.push_back(worker->worker_id);
-    // A job that just handed these workers (or some of them) nothing, and has not changed since,
-    // would say the same: only time alone could change its answer, so it is asked again after
-    // kRedispatchPeriod. This keeps each result from asking every waiting job again.
-    std::vector<std::string> sorted = names;
-    std::sort(sorted.begin(), sorted.end());
-    if (entry.declined && entry.changes == entry.declined_changes &&
-        now - entry.declined_time < kRedispatchPeriod &&
-        std::includes(entry.declined_workers.begin(), entry.declined_workers.end(), sorted.begin(),
-                      sorted.end())) {
-      continue;
-    }
+    DispatchJob job;
+    job.max_workers = entry.job->status().spec().max_workers();
+    job.live_leases = entry.live_leases;
+    job.hardware_class = JobHardwareClassLocked(entry);
+    std::vector<std::string> asked = round.Candidates(job, entry.offers);
+    if (asked.empty()) continue;
     JournalEntry take;
     take.kind = JournalEntry::Kind::kTakeTasks;
     take.time = now;
-    take.workers = std::move(names);
+    take.workers = asked;
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;
-    if (entry.declined) {
-      entry.declined_changes = entry.changes;
-      entry.declined_time = now;
-      entry.declined_workers = std::move(sorted);
-    }
+    std::vector<std::string> taken;
     for (BisectJob::Assignment& assignment : tasks) {
-      WorkerEntry* worker = &workers_.at(assignment.worker);
-      LeaseTaskLocked(job_id, entry, *worker, std::move(assignment.task), now);
-      worker->idle_round = 0;
-      idle.erase(std::find(idle.begin(), idle.end(), worker));
+      taken.push_back(assignment.worker);
+      LeaseTaskLocked(job_id, entry, workers_.at(assignment.worker), std::move(assignment.task),
+                      now);
     }
+    round.Answered(asked, taken, entry.offers);
   }
-}
-
-std::vector<Coordinator::WorkerEntry*> Coordinator::CandidatesLocked(
-    JobEntry& entry, const std::vector<WorkerEntry*>& idle, const std::string& hardware_class,
-    int room) {
-  // A capped job cannot use more than `room` new workers, and asking it about every idle worker
-  // of a large cluster costs each dispatch O(jobs x workers), makes the job keep a record of each
-  // (which its next dispatches iterate), and journals them all. So it is asked about the idle
-  // workers that worked in it (tasks pinned to a worker, its calibrations, the nearest checkouts
-  // are theirs) and at most `room` others, preferring those it was asked about before. Workers
-  // are stamped as they are looked at, so that each is considered once and no lookup by name or
-  // scan of a set is needed.
-  const uint64_t round = dispatch_round_;
-  const uint64_t stamp = ++candidate_stamp_;
-  auto eligible = [&](const WorkerEntry* worker) {
-    return worker->candidate_stamp != stamp && worker->idle_round == round &&
-           (hardware_class.empty() || worker->identity.hardware_class() == hardware_class);
-  };
-  std::vector<WorkerEntry*> out;
-  for (WorkerEntry* worker : entry.used_workers) {
-    if (!eligible(worker)) continue;
-    worker->candidate_stamp = stamp;
-    out.push_back(worker);
-  }
-  for (WorkerEntry* worker : entry.offered) {
-    if (room <= 0) break;  // And no new one below.
-    if (!eligible(worker)) continue;
-    worker->candidate_stamp = stamp;
-    out.push_back(worker);
-    --room;
-  }
-  for (WorkerEntry* worker : idle) {
-    if (room <= 0) break;
-    if (!eligible(worker)) continue;
-    worker->candidate_stamp = stamp;
-    entry.offered.push_back(worker);
-    out.push_back(worker);
-    --room;
-  }
-  std::sort(out.begin(), out.end(), [](const WorkerEntry* a, const WorkerEntry* b) {
-    return a->idle_position < b->idle_position;
-  });
-  return out;
 }
 
 void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,

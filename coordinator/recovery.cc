@@ -34,7 +34,6 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       // idle workers polling a job that has nothing for them would otherwise grow the journal
       // with every heartbeat. This relies on BisectJob::TakeTasks keeping that property.
       journal = !out.assignments.empty();
-      entry.declined = !journal;
       if (replaying_) {
         for (const BisectJob::Assignment& assignment : out.assignments) {
           replayed_tasks_[assignment.task.task_id()] = {assignment.worker, assignment.task};
@@ -43,16 +42,13 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       break;
     case JournalEntry::Kind::kTaskStarted:
       task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
-      if (entry.workers_used.insert(call.worker).second) {
-        auto worker = workers_.find(call.worker);
-        if (worker != workers_.end()) entry.used_workers.push_back(&worker->second);
-      }
+      entry.offers.WorkerUsed(call.worker);
       if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
       break;
     default:
       break;
   }
-  if (journal) ++entry.changes;
+  if (journal) entry.offers.Changed();
   if (replaying_) {
     entry.journal_sequence = call.sequence;
   } else if (journal && store_ != nullptr) {
