@@ -11,60 +11,64 @@ void JobOffers::WorkerUsed(const std::string& worker) {
 }
 
 DispatchRound::DispatchRound(std::vector<IdleWorker> idle, absl::Time now) : now_(now) {
+  slots_.reserve(idle.size());
   remaining_.reserve(idle.size());
   for (IdleWorker& worker : idle) {
-    Slot slot;
-    slot.position = remaining_.size();
-    slot.hardware_class = std::move(worker.hardware_class);
-    if (!slots_.emplace(worker.worker_id, std::move(slot)).second) continue;
-    remaining_.push_back(std::move(worker.worker_id));
+    if (!index_.emplace(worker.worker_id, slots_.size()).second) continue;
+    remaining_.push_back(slots_.size());
+    slots_.push_back({std::move(worker.worker_id), std::move(worker.hardware_class), 0});
   }
+}
+
+std::vector<std::string> DispatchRound::remaining() const {
+  std::vector<std::string> ids;
+  ids.reserve(remaining_.size());
+  for (size_t index : remaining_) ids.push_back(slots_[index].worker_id);
+  return ids;
+}
+
+bool DispatchRound::Pick(size_t index, const std::string& hardware_class, uint64_t stamp) {
+  Slot& slot = slots_[index];
+  if (slot.stamp == stamp) return false;
+  if (!hardware_class.empty() && slot.hardware_class != hardware_class) return false;
+  slot.stamp = stamp;
+  return true;
 }
 
 std::vector<std::string> DispatchRound::Candidates(const DispatchJob& job, JobOffers& offers) {
   const int cap = job.max_workers;
   if (cap > 0 && job.live_leases >= cap) return {};
   const uint64_t stamp = ++stamp_;
-  // Picks `worker` when it is still in the round, of the job's class and not picked yet.
-  auto pick = [&](const std::string& worker) -> const Slot* {
-    auto it = slots_.find(worker);
-    if (it == slots_.end() || it->second.stamp == stamp) return nullptr;
-    if (!job.hardware_class.empty() && it->second.hardware_class != job.hardware_class) {
-      return nullptr;
-    }
-    it->second.stamp = stamp;
-    return &it->second;
-  };
-  std::vector<std::pair<size_t, std::string>> picked;
+  std::vector<size_t> picked;
   if (cap > 0) {
     int room = cap - job.live_leases;
-    for (const std::string& worker : offers.used_) {
-      if (const Slot* slot = pick(worker)) picked.emplace_back(slot->position, worker);
-    }
+    auto pick_by_id = [&](const std::string& worker) {
+      auto it = index_.find(worker);
+      if (it == index_.end() || !Pick(it->second, job.hardware_class, stamp)) return false;
+      picked.push_back(it->second);
+      return true;
+    };
+    for (const std::string& worker : offers.used_) pick_by_id(worker);
     for (const std::string& worker : offers.offered_) {
       if (room <= 0) break;
-      if (const Slot* slot = pick(worker)) {
-        picked.emplace_back(slot->position, worker);
-        --room;
-      }
+      if (pick_by_id(worker)) --room;
     }
-    for (const std::string& worker : remaining_) {
+    for (size_t index : remaining_) {
       if (room <= 0) break;
-      if (const Slot* slot = pick(worker)) {
-        offers.offered_.push_back(worker);
-        picked.emplace_back(slot->position, worker);
-        --room;
-      }
+      if (!Pick(index, job.hardware_class, stamp)) continue;
+      offers.offered_.push_back(slots_[index].worker_id);
+      picked.push_back(index);
+      --room;
     }
     std::sort(picked.begin(), picked.end());
   } else {
-    for (const std::string& worker : remaining_) {
-      if (const Slot* slot = pick(worker)) picked.emplace_back(slot->position, worker);
+    for (size_t index : remaining_) {
+      if (Pick(index, job.hardware_class, stamp)) picked.push_back(index);
     }
   }
   std::vector<std::string> out;
   out.reserve(picked.size());
-  for (auto& [position, worker] : picked) out.push_back(std::move(worker));
+  for (size_t index : picked) out.push_back(slots_[index].worker_id);
   if (out.empty() || !offers.declined_ || offers.changes_ != offers.declined_changes_ ||
       now_ - offers.declined_time_ >= kRedispatchPeriod) {
     return out;
@@ -91,8 +95,11 @@ void DispatchRound::Answered(const std::vector<std::string>& asked,
 }
 
 void DispatchRound::Remove(const std::string& worker_id) {
-  if (slots_.erase(worker_id) == 0) return;
-  remaining_.erase(std::find(remaining_.begin(), remaining_.end(), worker_id));
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return;
+  const size_t index = it->second;
+  index_.erase(it);
+  remaining_.erase(std::lower_bound(remaining_.begin(), remaining_.end(), index));
 }
 
 }  // namespace kbisect

@@ -83,7 +83,7 @@ class DispatchRound {
   // True when every worker of the round got a task.
   bool empty() const { return remaining_.empty(); }
   // The workers still idle in this round, in its order.
-  const std::vector<std::string>& remaining() const { return remaining_; }
+  std::vector<std::string> remaining() const;
 
   // The workers to ask `job` about now, in the round's order; empty when it is not to be asked.
   // Records the new workers a capped job is offered in `offers`.
@@ -98,13 +98,18 @@ class DispatchRound {
 
  private:
   struct Slot {
-    size_t position = 0;  // In the round's order.
+    std::string worker_id;
     std::string hardware_class;
     uint64_t stamp = 0;  // The Candidates call that last picked it.
   };
+  // Picks slot `index` for the Candidates call `stamp` when it is of `hardware_class` (any if
+  // empty) and not picked by that call yet.
+  bool Pick(size_t index, const std::string& hardware_class, uint64_t stamp);
+
   const absl::Time now_;
-  std::vector<std::string> remaining_;
-  absl::flat_hash_map<std::string, Slot> slots_;  // Of the remaining workers.
+  std::vector<Slot> slots_;                         // The round's workers, in its order.
+  std::vector<size_t> remaining_;                   // Indices of those still idle, ascending.
+  absl::flat_hash_map<std::string, size_t> index_;  // Worker id -> slot, of those still idle.
   uint64_t stamp_ = 0;
 };
 

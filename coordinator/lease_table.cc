@@ -67,14 +67,18 @@ void Coordinator::DispatchLocked() {
   last_dispatch_ = now;
   last_dispatch_ns_.store(absl::ToUnixNanos(now));
   std::vector<DispatchRound::IdleWorker> idle;
+  std::vector<WorkerEntry*> with_orphans;
   for (auto& [id, worker] : workers_) {
-    if (IdleLocked(worker)) idle.push_back({id, worker.identity.hardware_class()});
+    if (!IdleLocked(worker)) continue;
+    idle.push_back({id, worker.identity.hardware_class()});
+    if (!worker.orphans.empty()) with_orphans.push_back(&worker);
   }
   if (idle.empty()) return;
   DispatchRound round(std::move(idle), now);
   // Probes orphaned by a restart go back to their own worker first.
-  for (const std::string& worker_id : std::vector<std::string>(round.remaining())) {
-    WorkerEntry& worker = workers_.at(worker_id);
+  for (WorkerEntry* orphaned : with_orphans) {
+    WorkerEntry& worker = *orphaned;
+    const std::string worker_id = worker.worker_id;
     while (!worker.orphans.empty()) {
       auto [job_id, task] = std::move(worker.orphans.front());
       worker.orphans.erase(worker.orphans.begin());
