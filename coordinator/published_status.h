@@ -7,7 +7,7 @@
 // while they run, the revision (how many events the job's stream holds), and, once the job and
 // its follow-ups completed or when it is restored from the store, the final status itself. The
 // wire form (v1::JobStatus) is built on demand by Build; nothing writes into the job's own
-// status, so the search's state and the coordinator's stay apart (docs/decisions.md 150).
+// status, so the search's state and the coordinator's stay apart (docs/decisions.md 165).
 //
 // Thread-safety: none; the coordinator holds its mutex around every call.
 #ifndef KBISECT_COORDINATOR_PUBLISHED_STATUS_H_
