@@ -13,17 +13,17 @@ void JobOffers::WorkerUsed(const std::string& worker) {
 DispatchRound::DispatchRound(std::vector<IdleWorker> idle, absl::Time now) : now_(now) {
   slots_.reserve(idle.size());
   remaining_.reserve(idle.size());
-  for (IdleWorker& worker : idle) {
+  for (const IdleWorker& worker : idle) {
     if (!index_.emplace(worker.worker_id, slots_.size()).second) continue;
     remaining_.push_back(slots_.size());
-    slots_.push_back({std::move(worker.worker_id), std::move(worker.hardware_class), 0});
+    slots_.push_back({worker.worker_id, worker.hardware_class, 0});
   }
 }
 
 std::vector<std::string> DispatchRound::remaining() const {
   std::vector<std::string> ids;
   ids.reserve(remaining_.size());
-  for (size_t index : remaining_) ids.push_back(slots_[index].worker_id);
+  for (size_t index : remaining_) ids.emplace_back(slots_[index].worker_id);
   return ids;
 }
 
@@ -56,7 +56,7 @@ std::vector<std::string> DispatchRound::Candidates(const DispatchJob& job, JobOf
     for (size_t index : remaining_) {
       if (room <= 0) break;
       if (!Pick(index, job.hardware_class, stamp)) continue;
-      offers.offered_.push_back(slots_[index].worker_id);
+      offers.offered_.emplace_back(slots_[index].worker_id);
       picked.push_back(index);
       --room;
     }
@@ -68,7 +68,7 @@ std::vector<std::string> DispatchRound::Candidates(const DispatchJob& job, JobOf
   }
   std::vector<std::string> out;
   out.reserve(picked.size());
-  for (size_t index : picked) out.push_back(slots_[index].worker_id);
+  for (size_t index : picked) out.emplace_back(slots_[index].worker_id);
   if (out.empty() || !offers.declined_ || offers.changes_ != offers.declined_changes_ ||
       now_ - offers.declined_time_ >= kRedispatchPeriod) {
     return out;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace kbisect {
@@ -73,9 +74,11 @@ class DispatchRound {
   // changed.
   static constexpr absl::Duration kRedispatchPeriod = absl::Milliseconds(100);
 
+  // An idle worker, by views of strings that must outlive the round (the coordinator's worker
+  // map): a round is built on every dispatch, so it copies no name.
   struct IdleWorker {
-    std::string worker_id;
-    std::string hardware_class;
+    absl::string_view worker_id;
+    absl::string_view hardware_class;
   };
   // A round over `idle` (in the order jobs should prefer them) at time `now`.
   DispatchRound(std::vector<IdleWorker> idle, absl::Time now);
@@ -98,8 +101,8 @@ class DispatchRound {
 
  private:
   struct Slot {
-    std::string worker_id;
-    std::string hardware_class;
+    absl::string_view worker_id;
+    absl::string_view hardware_class;
     uint64_t stamp = 0;  // The Candidates call that last picked it.
   };
   // Picks slot `index` for the Candidates call `stamp` when it is of `hardware_class` (any if
@@ -107,9 +110,9 @@ class DispatchRound {
   bool Pick(size_t index, const std::string& hardware_class, uint64_t stamp);
 
   const absl::Time now_;
-  std::vector<Slot> slots_;                         // The round's workers, in its order.
-  std::vector<size_t> remaining_;                   // Indices of those still idle, ascending.
-  absl::flat_hash_map<std::string, size_t> index_;  // Worker id -> slot, of those still idle.
+  std::vector<Slot> slots_;                               // The round's workers, in its order.
+  std::vector<size_t> remaining_;                         // Indices of those still idle, ascending.
+  absl::flat_hash_map<absl::string_view, size_t> index_;  // Worker id -> slot, of those still idle.
   uint64_t stamp_ = 0;
 };
 

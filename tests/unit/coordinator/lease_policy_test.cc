@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/lease_policy.h"
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,17 @@ using ::testing::IsEmpty;
 
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
+// A round holds views of the names, as of the coordinator's worker map: these live as long as
+// the test binary.
+absl::string_view Kept(std::string name) {
+  static auto* names = new std::deque<std::string>();
+  return names->emplace_back(std::move(name));
+}
+
 std::vector<DispatchRound::IdleWorker> Idle(const std::vector<std::string>& ids,
                                             const std::string& hardware_class = "H100") {
   std::vector<DispatchRound::IdleWorker> idle;
-  for (const std::string& id : ids) idle.push_back({id, hardware_class});
+  for (const std::string& id : ids) idle.push_back({Kept(id), Kept(hardware_class)});
   return idle;
 }
 
