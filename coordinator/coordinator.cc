@@ -65,6 +65,13 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
       repositories_(repositories),
       clock_(clock),
       store_(options.store),
+      journal_(
+          options.store, &mu_, clock,
+          JournalWriter::Options{options.abort_on_store_failure, options.crash_points.after_commit},
+          [this] {
+            mu_.AssertHeld();
+            ReloadLocked();
+          }),
       id_salt_(RandomSalt()),
       poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)),
       synchronize_calls_(std::make_unique<PollScheduler>(clock, kSynchronizeThreads)) {}
@@ -109,12 +116,12 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
         response.set_job_id(it->second);
         response.set_existing(true);
         *response.mutable_job() = jobs_.at(it->second).Status();
-        if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
+        if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
         return response;
       }
     }
     // Before any git I/O: a job that cannot be stored is refused at once.
-    if (!store_failure_.ok()) return RefusalLocked(false);
+    if (!journal_.writable(mu_)) return journal_.Refusal(mu_, false);
   }
   if (absl::Status valid = ValidateSpec(request.spec()); !valid.ok()) return valid;
   // Resolution does I/O (git); it runs without the lock.
@@ -135,14 +142,14 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     response.set_job_id(job_id);
     response.set_existing(true);
     *response.mutable_job() = jobs_.at(job_id).Status();
-    if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
+    if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return flushed;
     return response;
   }
-  if (!store_failure_.ok()) return RefusalLocked(false);
+  if (!journal_.writable(mu_)) return journal_.Refusal(mu_, false);
   const std::string job_id =
       CreateJobLocked(request.spec(), request.request_id(), *std::move(commits), std::move(cached));
   DispatchLocked();
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
+  if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return flushed;
 
   v1::SubmitJobResponse response;
   response.set_job_id(job_id);
@@ -201,7 +208,7 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
     stored.commits = commits;
     stored.cached = cached;
     stored.create_time = now;
-    pending_.new_jobs.push_back(std::move(stored));
+    journal_.pending(mu_).new_jobs.push_back(std::move(stored));
   }
   JobEntry& entry = jobs_[job_id];
   entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now, std::move(cached));
@@ -222,7 +229,7 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
         absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
   }
   v1::JobStatus status = it->second.Status();
-  if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
+  if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
   return status;
 }
 
@@ -233,7 +240,7 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
   // at once).
   while (true) {
     v1::ListJobsResponse response = ListJobsLocked(request);
-    if (AwaitDurableLocked().ok()) return response;
+    if (journal_.AwaitDurable(mu_).ok()) return response;
   }
 }
 
@@ -292,10 +299,10 @@ absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
   WriteLock lock(this);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-  if (!store_failure_.ok() && !it->second.job->finished()) return RefusalLocked(false);
+  if (!journal_.writable(mu_) && !it->second.job->finished()) return journal_.Refusal(mu_, false);
   CancelJobLocked(job_id, reason.empty() ? "requested by a client" : reason);
   DispatchLocked();
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return flushed;
+  if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return flushed;
   return jobs_.at(job_id).Status();
 }
 
@@ -342,7 +349,7 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
         return absl::UnavailableError("the coordinator is shutting down");
       }
       batch.assign(entry->events.begin() + next, entry->events.end());
-      if (absl::Status durable = AwaitDurableLocked(); !durable.ok()) return durable;
+      if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
     }
     for (const v1::JobEvent& event : batch) {
       next = event.sequence();
@@ -389,7 +396,7 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
       entry.complete = true;
       completed = true;
       if (store_ != nullptr && !replaying_) {
-        pending_.final_statuses.emplace_back(job_id, event.job());
+        journal_.pending(mu_).final_statuses.emplace_back(job_id, event.job());
       }
     }
     AppendEventLocked(entry, std::move(event));

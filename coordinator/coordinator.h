@@ -7,15 +7,17 @@
 // tests drive it directly with a FakeClock and zero-wait long polls.
 //
 // Its methods live in one file per concern: coordinator.cc (jobs, Watch, events), recovery.cc
-// (journal apply, flush, Recover), worker_sessions.cc, lease_table.cc (dispatch, leases, expiry),
-// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and metrics.cc
-// (the metrics snapshot).
+// (journal apply, roll back, Recover), worker_sessions.cc, lease_table.cc (dispatch, leases,
+// expiry), follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and
+// metrics.cc (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
 // (see coordinator/job_store.h) and committed before the call that made it returns (so a
 // CompleteLease is answered only once its result is durable), and nothing is shown to a client
 // (GetJob, ListJobs, WatchJob) before it is durable. Calls that finish while a commit is in flight
-// are committed together, in one transaction, by the next (group commit, FlushLocked). After a
+// are committed together, in one transaction, by the next (group commit: JournalWriter, in
+// coordinator/journal_writer.h, which shares the coordinator's mutex and releases it while it
+// commits). After a
 // restart, Recover() rebuilds every job by replaying its journal; probes that were running are
 // re-dispatched (their old leases are unknown, so late results on them are rejected).
 //
@@ -30,8 +32,9 @@
 // succeeds, the coordinator accepts changes again. With group commit a failed batch holds the
 // changes of every call that waited on it (and of the next batch collected meanwhile): the call
 // that led the commit rebuilds memory once, and every call waiting on either batch, readers
-// included, gets the refusal instead of what it saw (failed_commits_), so nothing rolled back is
-// acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit aborts.
+// included, gets the refusal instead of what it saw (JournalWriter counts the failures), so nothing
+// rolled back is acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit
+// aborts.
 //
 // Thread-safety: every public method may be called from any thread; one mutex guards all state
 // but what a worker's long poll picks up. The journal is collected under that mutex and committed
@@ -63,6 +66,7 @@
 #include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_store.h"
+#include "coordinator/journal_writer.h"
 #include "coordinator/lease_policy.h"
 #include "coordinator/metrics.h"
 #include "coordinator/published_status.h"
@@ -200,7 +204,7 @@ class Coordinator {
   absl::Status StoreHealth() const;
 
   // How often a coordinator that serves reads only tries to write again.
-  static constexpr absl::Duration kWriteCheckPeriod = absl::Seconds(5);
+  static constexpr absl::Duration kWriteCheckPeriod = JournalWriter::kWriteCheckPeriod;
 
   // --- Housekeeping. ---------------------------------------------------------------------------
 
@@ -317,33 +321,6 @@ class Coordinator {
   // replay reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Returns once every change this call saw or made is durable: the calls that flush while a
-  // commit is in flight wait for it, then one of them commits all their changes in one
-  // transaction, with the lock released meanwhile (group commit). When a batch this call waited
-  // on fails, the call that committed it switches to reads only and rebuilds memory from the
-  // store (once, see the top of this file), and every call waiting on that batch gets the refusal
-  // a client call gets (RefusalLocked(false)). A call must not reply before this returned OK.
-  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a call whose reply shows none of its changes until they are durable by other means (a
-  // Synchronize: its mailbox holds each assignment and cancellation until its batch is): commits
-  // what is pending when no commit is in flight, else leaves it to the leader of the one in
-  // flight, and returns without waiting, the lock held.
-  void KickFlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Leads one commit of the pending batch, the lock released meanwhile. False when it failed
-  // (memory was rebuilt from the store, reads only).
-  bool CommitBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a leader's own batch: commits what KickFlushLocked left to it, batch after batch until
-  // none is left.
-  void CommitUnwaitedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For calls that only read: waits (the lock released meanwhile) until what they saw is durable,
-  // so nothing a client is shown is lost by a crash. Returns RefusalLocked(false) when what they
-  // saw was rolled back by a failed commit meanwhile: they must not show it.
-  absl::Status AwaitDurableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // While the store cannot be written: the error of a call that would change something; a
-  // worker's call (`worker_call`) gets UNAVAILABLE, a client's what to do. When the store takes
-  // writes again (a call whose batch failed woke after a later write succeeded): UNAVAILABLE or
-  // ABORTED, "retry".
-  absl::Status RefusalLocked(bool worker_call) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ListJobs' page from what memory holds now.
   v1::ListJobsResponse ListJobsLocked(const v1::ListJobsRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -351,8 +328,6 @@ class Coordinator {
   RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every job, worker, session and lease and rebuilds them from the store.
   void ReloadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // While reads only: tries the store again (at most every kWriteCheckPeriod).
-  void TryWritingAgainLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover's pieces: a job rebuilt from its constructor's arguments (its journal is applied
   // by the caller; returns its id), and a compacted job restored from its final status and
   // events.
@@ -379,14 +354,6 @@ class Coordinator {
   // Ends the worker's session mailbox (its poll asks the coordinator what to answer) and drops it
   // from the sessions the lock-free Synchronize looks up.
   void CloseMailboxLocked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The batch that must be durable before a reply may show what was changed so far: the pending
-  // one, else the one in flight (0 without a store: nothing to wait for).
-  uint64_t BatchOfChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Has FlushLocked notify `mailbox` once batch `batch` (of a deposit just made) is durable.
-  void NotifyWhenDurableLocked(const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records that batches up to `batch` are durable, for the mailboxes too.
-  void SetDurableLocked(uint64_t batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Synchronize's pieces. The call under the lock: heartbeat, lease renewals and losses,
   // dispatch, flush; it begins the poll on the worker's mailbox and says until when it waits.
   absl::Status BeginSynchronizeLocked(const v1::SynchronizeRequest& request,
@@ -480,24 +447,9 @@ class Coordinator {
   JobStore* const store_;
 
   mutable kbisect::Mutex mu_;
-  StoreChanges pending_ ABSL_GUARDED_BY(mu_);  // The next batch, collected until committed.
-  // Batches are numbered from 1 as FlushLocked takes them; the last one taken and the last one
-  // durable; whether one is being committed now.
-  uint64_t batches_taken_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t batches_durable_ ABSL_GUARDED_BY(mu_) = 0;
-  bool committing_ ABSL_GUARDED_BY(mu_) = false;
-  // KickFlushLocked left changes pending for the leader of the batch in flight.
-  bool unwaited_changes_ ABSL_GUARDED_BY(mu_) = false;
-  // Commits that failed since this process started: a call that waited across a change of it
-  // saw changes that ReloadLocked rolled back.
-  uint64_t failed_commits_ ABSL_GUARDED_BY(mu_) = 0;
-  mutable kbisect::CondVar durable_changed_;  // Signalled when a commit ends.
-  // batches_durable_ for the mailboxes, which read it without mu_ (written under mu_).
-  std::atomic<uint64_t> durable_batches_{0};
-  // Mailboxes holding a deposit of the pending batch, and of the batch in flight: notified when
-  // it is durable.
-  std::vector<std::shared_ptr<WorkerMailbox>> notify_pending_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<WorkerMailbox>> notify_in_flight_ ABSL_GUARDED_BY(mu_);
+  // Commits the journal collected under mu_ (group commit) and knows whether the store takes
+  // writes; its methods take mu_.
+  JournalWriter journal_;
   // Session -> its worker's mailbox, for the Synchronize that needs no change (written under mu_
   // and this; read under this alone). Lock order: mu_, sessions_mu_, a mailbox's.
   mutable kbisect::Mutex sessions_mu_ ABSL_ACQUIRED_AFTER(mu_);
@@ -517,17 +469,13 @@ class Coordinator {
   std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
   std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
   int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
-  // Journal commits and mutating RPCs since this process started (for the crash points).
-  int64_t journal_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  // Mutating RPCs since this process started (for the before_reply crash point).
   std::atomic<int64_t> mutating_replies_{0};
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // last_dispatch_ in Unix nanoseconds, for the Synchronize that takes no lock.
   std::atomic<int64_t> last_dispatch_ns_{std::numeric_limits<int64_t>::min()};
   // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
   std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
-  // Not OK while the store cannot be written (see the top of this file): why.
-  absl::Status store_failure_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_write_check_ ABSL_GUARDED_BY(mu_);
   // During Recover: follow-up jobs (by request id) not loaded yet; their parent's replay loads
   // each where it started it (StartFollowUpsLocked).
   std::map<std::string, StoredJob> unloaded_follow_ups_ ABSL_GUARDED_BY(mu_);

@@ -114,7 +114,8 @@ void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
   }
   *finish->mutable_job() = status;
   entry.complete = true;
-  if (store_ != nullptr && !replaying_) pending_.final_statuses.emplace_back(job_id, status);
+  if (store_ != nullptr && !replaying_)
+    journal_.pending(mu_).final_statuses.emplace_back(job_id, status);
   const std::string parent = status.spec().parent_job_id();
   entry.published.Freeze(std::move(status));
   AppendEventLocked(entry, std::move(*finish));

@@ -143,9 +143,9 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
   worker.state = v1::WORKER_STATE_BUSY;
   if (worker.mailbox != nullptr) {
     // The worker sees the lease once its TaskStarted is durable.
-    const uint64_t batch = BatchOfChangesLocked();
+    const uint64_t batch = journal_.BatchOfChanges(mu_);
     worker.mailbox->Deposit(std::move(message), batch);
-    NotifyWhenDurableLocked(worker.mailbox, batch);
+    journal_.NotifyWhenDurable(mu_, worker.mailbox, batch);
   }
   StandingChangedLocked(worker);
   task_leases_[lease.task_id] = lease.lease_id;
@@ -174,9 +174,9 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     v1::LeaseCancellation cancel;
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);
-    const uint64_t batch = BatchOfChangesLocked();
+    const uint64_t batch = journal_.BatchOfChanges(mu_);
     worker->second.mailbox->DepositCancellation(std::move(cancel), batch);
-    NotifyWhenDurableLocked(worker->second.mailbox, batch);
+    journal_.NotifyWhenDurable(mu_, worker->second.mailbox, batch);
   }
   changed_.SignalAll();
 }
@@ -234,9 +234,9 @@ void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::stri
 void Coordinator::ExpireLeases() {
   WriteLock lock(this);
   const absl::Time now = clock_->Now();
-  if (!store_failure_.ok()) {
+  if (!journal_.writable(mu_)) {
     // Reads only: nothing expires (that would change jobs) until the store takes writes again.
-    TryWritingAgainLocked(now);
+    journal_.TryWritingAgain(mu_, now);
     return;
   }
   bool changed = false;

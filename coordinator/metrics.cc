@@ -138,7 +138,7 @@ MetricsSnapshot Coordinator::Metrics() const {
     ++snapshot.workers[{worker.identity.hardware_class(), EnumLabel(worker.state)}];
   }
   snapshot.lease_expiries = lease_expiries_;
-  snapshot.state_writable = store_failure_.ok();
+  snapshot.state_writable = journal_.writable(mu_);
   snapshot.version = kKbisectVersion;
   snapshot.grpc_version = grpc::Version();
   return snapshot;

@@ -1,8 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator, persistence: every call on a job goes through ApplyLocked (journaled unless
-// replaying), FlushLocked commits the journal (group commit), and Recover rebuilds the jobs from
-// it after a restart.
+// replaying; journal_ commits it), ReloadLocked rolls memory back to the store after a failed
+// commit, and Recover rebuilds the jobs from the store after a restart.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -53,180 +53,18 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
     entry.journal_sequence = call.sequence;
   } else if (journal && store_ != nullptr) {
     call.sequence = ++entry.journal_sequence;
-    pending_.entries.emplace_back(job_id, std::move(call));
+    journal_.pending(mu_).entries.emplace_back(job_id, std::move(call));
   }
   AfterJobChangeLocked(job_id, entry);
   return out;
 }
 
-absl::Status Coordinator::FlushLocked() {
-  if (store_ == nullptr) return absl::OkStatus();
-  // Reads only: memory is what the store has (ReloadLocked), and what is pending (rebuilding may
-  // journal) waits for TryWritingAgainLocked. No commit is in flight then.
-  if (!store_failure_.ok()) return pending_.empty() ? absl::OkStatus() : RefusalLocked(false);
-  const uint64_t failures = failed_commits_;
-  // Everything this call may have seen or changed: the pending batch, else the one in flight.
-  const uint64_t target = BatchOfChangesLocked();
-  while (batches_durable_ < target) {
-    // The batch this call waited on (or one before it) failed: its changes were rolled back.
-    if (failed_commits_ != failures) return RefusalLocked(false);
-    if (committing_) {
-      durable_changed_.Wait(&mu_);
-      continue;
-    }
-    if (pending_.empty()) break;  // Cannot happen: what was taken is durable once none commits.
-    if (!CommitBatchLocked()) return RefusalLocked(false);
-  }
-  CommitUnwaitedLocked();
-  return absl::OkStatus();
-}
-
-void Coordinator::KickFlushLocked() {
-  if (store_ == nullptr || !store_failure_.ok() || pending_.empty()) return;
-  if (committing_) {
-    // The leader of the batch in flight commits this one too once it is done.
-    unwaited_changes_ = true;
-    return;
-  }
-  if (CommitBatchLocked()) CommitUnwaitedLocked();
-}
-
-void Coordinator::CommitUnwaitedLocked() {
-  // Until none is left: every pending change is then one that a call in FlushLocked waits for
-  // (and one of those leads its commit), which AwaitDurableLocked relies on. It ends once the
-  // Synchronize calls leave no change during a commit.
-  while (unwaited_changes_ && !pending_.empty() && !committing_ && store_failure_.ok()) {
-    if (!CommitBatchLocked()) return;
-  }
-}
-
-bool Coordinator::CommitBatchLocked() {
-  // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
-  // (the calls that run meanwhile collect the next batch).
-  const StoreChanges batch = std::exchange(pending_, StoreChanges());
-  unwaited_changes_ = false;
-  const bool journal = batch.changes_jobs();
-  const uint64_t number = ++batches_taken_;
-  // The mailboxes waiting for this batch are notified as soon as it is durable, before the lock
-  // is taken again: a woken poll answers without the lock, whose queue is long under load. Those
-  // that deposit into this batch while it commits are notified below.
-  std::vector<std::shared_ptr<WorkerMailbox>> waiting = std::exchange(notify_pending_, {});
-  committing_ = true;
-  mu_.Unlock();
-  const absl::Status committed = store_->Commit(batch);
-  if (committed.ok()) {
-    durable_batches_.store(number);  // Batches commit one at a time, in order.
-    for (const std::shared_ptr<WorkerMailbox>& mailbox : waiting) mailbox->Notify();
-  }
-  mu_.Lock();
-  committing_ = false;
-  if (!committed.ok() && options_.abort_on_store_failure) {
-    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
-              << "; stopping so that running the same command again resumes from the last "
-                 "committed state\n"
-              << std::flush;
-    std::abort();
-  }
-  if (!committed.ok()) {
-    // Memory is now ahead of the disk, by this batch and the next one collected meanwhile: back
-    // to what the disk has, as a restart would do, once (the calls waiting on either batch see
-    // failed_commits_ change and refuse; the polls find their mailboxes closed), and reads only
-    // until a write succeeds.
-    store_failure_ = committed;
-    last_write_check_ = clock_->Now();
-    ++failed_commits_;
-    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
-              << "; serving reads only (no new jobs) until a write succeeds again\n"
-              << std::flush;
-    ReloadLocked();
-    // Nothing taken is in flight any more: a later batch starts from a clean count.
-    SetDurableLocked(batches_taken_);
-    durable_changed_.SignalAll();
-    return false;
-  }
-  SetDurableLocked(number);
-  for (const std::shared_ptr<WorkerMailbox>& mailbox : std::exchange(notify_in_flight_, {})) {
-    mailbox->Notify();
-  }
-  durable_changed_.SignalAll();
-  ++coordinator_internal::commits_on_this_thread;
-  // A batch is one journal commit, whichever call led it.
-  if (journal && options_.crash_points.after_commit > 0 &&
-      ++journal_commits_ == options_.crash_points.after_commit) {
-    CrashAtPoint("after journal commit", journal_commits_);
-  }
-  return true;
-}
-
-uint64_t Coordinator::BatchOfChangesLocked() const {
-  return pending_.empty() ? batches_taken_ : batches_taken_ + 1;
-}
-
-void Coordinator::NotifyWhenDurableLocked(const std::shared_ptr<WorkerMailbox>& mailbox,
-                                          uint64_t batch) {
-  if (batch <= batches_durable_) return;  // The deposit woke the poll itself.
-  (batch > batches_taken_ ? notify_pending_ : notify_in_flight_).push_back(mailbox);
-}
-
-void Coordinator::SetDurableLocked(uint64_t batch) {
-  batches_durable_ = batch;
-  durable_batches_.store(batch);
-}
-
-absl::Status Coordinator::AwaitDurableLocked() const {
-  if (store_ == nullptr) return absl::OkStatus();
-  const uint64_t failures = failed_commits_;
-  // The calls whose changes are pending are in FlushLocked (they hold the lock until then), and
-  // one of them leads the next commit once the one in flight is done.
-  const uint64_t target = pending_.empty() ? batches_taken_ : batches_taken_ + 1;
-  while (true) {
-    // What this call saw was rolled back by a failed commit: it must not be shown.
-    if (failed_commits_ != failures) return RefusalLocked(false);
-    // Reads only: memory is what the store has (ReloadLocked), and nothing commits.
-    if (!store_failure_.ok()) return absl::OkStatus();
-    if (batches_durable_ >= target || (!committing_ && pending_.empty())) {
-      return absl::OkStatus();
-    }
-    durable_changed_.Wait(&mu_);
-  }
-}
-
-absl::Status Coordinator::RefusalLocked(bool worker_call) const {
-  if (store_failure_.ok()) {
-    // A commit this call waited on failed and its change was rolled back, and a later write
-    // succeeded before the call woke (TryWritingAgainLocked): the state takes writes again.
-    const std::string message =
-        "the coordinator could not store this change (a write of its job state failed while "
-        "the call waited, and the change was rolled back); it takes writes again: retry";
-    return worker_call ? absl::UnavailableError(message) : absl::AbortedError(message);
-  }
-  const std::string what =
-      absl::StrCat("the coordinator cannot write its job state (", store_failure_.message(), ")");
-  if (worker_call) {
-    return absl::UnavailableError(
-        absl::StrCat(what, "; it serves reads only until a write succeeds again: retry later"));
-  }
-  const bool full = absl::IsResourceExhausted(store_failure_);
-  const std::string message = absl::StrCat(
-      what,
-      ", so it accepts no new jobs or cancellations and serves `kbisect status` and `watch` "
-      "only; nothing it acknowledged is lost. ",
-      full ? "Free space on the volume of --state-dir (finished jobs older than --retain are "
-             "deleted; lower it, or grow the volume)"
-           : "Make --state-dir writable again (remount it read-write, check its permissions and "
-             "the disk)",
-      ": the coordinator tries again every ", absl::ToInt64Seconds(kWriteCheckPeriod),
-      " s and then accepts jobs by itself.");
-  return full ? absl::ResourceExhaustedError(message) : absl::FailedPreconditionError(message);
-}
-
 absl::Status Coordinator::StoreHealth() const {
   kbisect::MutexLock lock(&mu_);
-  return store_failure_.ok() ? absl::OkStatus() : RefusalLocked(false);
+  return journal_.writable(mu_) ? absl::OkStatus() : journal_.Refusal(mu_, false);
 }
 
 void Coordinator::ReloadLocked() {
-  pending_ = StoreChanges();
   absl::StatusOr<StoredState> state = store_->Load();
   if (!state.ok()) {
     // Neither written nor readable: nothing consistent is left to serve.
@@ -238,9 +76,6 @@ void Coordinator::ReloadLocked() {
   }
   // Each long poll waits on its session's mailbox: closed, it finds its session gone.
   for (auto& [worker_id, worker] : workers_) CloseMailboxLocked(worker);
-  notify_pending_.clear();
-  notify_in_flight_.clear();
-  unwaited_changes_ = false;
   jobs_.clear();
   job_order_.clear();
   request_ids_.clear();
@@ -255,21 +90,6 @@ void Coordinator::ReloadLocked() {
   // that succeeds again takes it along.
   (void)RebuildLocked(*std::move(state));
   changed_.SignalAll();
-}
-
-void Coordinator::TryWritingAgainLocked(absl::Time now) {
-  if (now - last_write_check_ < kWriteCheckPeriod) return;
-  last_write_check_ = now;
-  absl::Status written = store_->CheckWritable();
-  if (written.ok() && !pending_.empty()) written = store_->Commit(pending_);
-  if (!written.ok()) {
-    store_failure_ = written;
-    return;
-  }
-  pending_ = StoreChanges();
-  store_failure_ = absl::OkStatus();
-  std::cerr << "kbisect-coordinator: the job state can be written again; accepting jobs\n"
-            << std::flush;
 }
 
 absl::StatusOr<RecoveryReport> Coordinator::Recover() {
@@ -437,7 +257,7 @@ void Coordinator::CompactFamilyLocked(const std::string& job_id) {
   for (size_t i = 0; i < family.size(); ++i) {
     auto it = jobs_.find(family[i]);
     if (it == jobs_.end()) continue;
-    pending_.compacted.emplace_back(family[i], it->second.events);
+    journal_.pending(mu_).compacted.emplace_back(family[i], it->second.events);
     for (const std::string& child : it->second.follow_ups) family.push_back(child);
   }
 }
@@ -469,7 +289,7 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
     if (!it->second.request_id.empty()) request_ids_.erase(it->second.request_id);
     jobs_.erase(it);
     job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), job_id), job_order_.end());
-    if (store_ != nullptr) pending_.deleted.push_back(job_id);
+    if (store_ != nullptr) journal_.pending(mu_).deleted.push_back(job_id);
   }
   changed_.SignalAll();
 }

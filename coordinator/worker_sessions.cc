@@ -33,7 +33,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
-  if (!store_failure_.ok()) return RefusalLocked(true);
+  if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   const absl::Time now = clock_->Now();
   const std::string name =
       request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
@@ -91,7 +91,8 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   worker->identity = request.identity();
   worker->awaiting_reconnect = false;
   if (store_ != nullptr) {
-    pending_.workers.push_back(StoredWorker{worker->worker_id, worker->name, worker->identity});
+    journal_.pending(mu_).workers.push_back(
+        StoredWorker{worker->worker_id, worker->name, worker->identity});
   }
   worker->session_id = NewId("session-");
   worker->state = v1::WORKER_STATE_IDLE;
@@ -100,7 +101,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   worker->last_seen = now;
   worker->connect_time = now;
   sessions_[worker->session_id] = worker->worker_id;
-  worker->mailbox = std::make_shared<WorkerMailbox>(&durable_batches_);
+  worker->mailbox = std::make_shared<WorkerMailbox>(journal_.durable_batches());
   {
     kbisect::MutexLock sessions(&sessions_mu_);
     mailboxes_[worker->session_id] = worker->mailbox;
@@ -113,7 +114,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   *response.mutable_heartbeat_interval() = ToProto(options_.heartbeat_interval);
   *response.mutable_lease_duration() = ToProto(options_.lease_duration);
   DispatchLocked();
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
+  if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return journal_.Refusal(mu_, true);
   return response;
 }
 
@@ -241,7 +242,7 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
   WriteLock lock(this);
   // A commit failed meanwhile (memory was rebuilt, the mailbox closed): what the poll may have
   // been handed was rolled back.
-  if (!store_failure_.ok()) return RefusalLocked(true);
+  if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   const std::string& session_id = request.session_id();
   WorkerEntry* worker = WorkerForSessionLocked(session_id);
   if (worker == nullptr) {
@@ -261,7 +262,7 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
                                                  std::shared_ptr<WorkerMailbox>* mailbox,
                                                  uint64_t* sequence, absl::Time* deadline) {
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
-  if (!store_failure_.ok()) return RefusalLocked(true);
+  if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
     return UnknownSessionLocked(request.session_id(),
@@ -339,7 +340,7 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
   ReplyPoint reply(this);
   WriteLock lock(this);
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
-  if (!store_failure_.ok()) return RefusalLocked(true);
+  if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   v1::CompleteLeaseResponse response;
   WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
   if (worker == nullptr) {
@@ -389,7 +390,7 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
   }
   DispatchLocked();
   // Accepted only once durable: after a failed commit the worker reports again later.
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
+  if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return journal_.Refusal(mu_, true);
   return response;
 }
 
@@ -410,7 +411,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   WorkerGoneLocked(worker->worker_id, "it closed its session");
   DispatchLocked();
   changed_.SignalAll();
-  if (absl::Status flushed = FlushLocked(); !flushed.ok()) return RefusalLocked(true);
+  if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return journal_.Refusal(mu_, true);
   return absl::OkStatus();
 }
 

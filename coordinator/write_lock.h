@@ -2,9 +2,9 @@
 //
 // Coordinator::WriteLock, shared by the files that implement Coordinator: it locks the
 // coordinator's mutex and, on unlocking, first waits until the journal entries collected meanwhile
-// are committed (FlushLocked, with those of the calls unlocking alongside), so a reply never
-// acknowledges a change a restart would lose; and Coordinator::ReplyPoint, the test-only crash
-// point before a mutating RPC's reply. Private to coordinator/.
+// are committed (JournalWriter::Flush, with those of the calls unlocking alongside), so a reply
+// never acknowledges a change a restart would lose; and Coordinator::ReplyPoint, the test-only
+// crash point before a mutating RPC's reply. Private to coordinator/.
 #ifndef KBISECT_COORDINATOR_WRITE_LOCK_H_
 #define KBISECT_COORDINATOR_WRITE_LOCK_H_
 
@@ -15,17 +15,11 @@
 #include "coordinator/crash_points.h"
 
 namespace kbisect {
-namespace coordinator_internal {
-
-// Successful store commits made by the calling thread (FlushLocked counts them).
-inline thread_local int64_t commits_on_this_thread = 0;
-
-}  // namespace coordinator_internal
 
 class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
  public:
   // With `wait` false the changes are committed without waiting for the commit in flight
-  // (KickFlushLocked): only for a call whose reply shows none of its changes until they are
+  // (JournalWriter::Kick): only for a call whose reply shows none of its changes until they are
   // durable by other means.
   explicit WriteLock(Coordinator* coordinator, bool wait = true)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(coordinator->mu_)
@@ -35,9 +29,9 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
   ~WriteLock() ABSL_UNLOCK_FUNCTION() {
     // Calls that reply flush first and check the result; this catches every other change.
     if (wait_) {
-      (void)coordinator_->FlushLocked();
+      (void)coordinator_->journal_.Flush(coordinator_->mu_);
     } else {
-      coordinator_->KickFlushLocked();
+      coordinator_->journal_.Kick(coordinator_->mu_);
     }
     coordinator_->mu_.Unlock();
   }
@@ -52,10 +46,10 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
 class Coordinator::ReplyPoint {
  public:
   explicit ReplyPoint(Coordinator* coordinator)
-      : coordinator_(coordinator), commits_(coordinator_internal::commits_on_this_thread) {}
+      : coordinator_(coordinator), commits_(JournalWriter::CommitsLedByThisThread()) {}
   ~ReplyPoint() {
     const int64_t armed = coordinator_->options_.crash_points.before_reply;
-    if (armed <= 0 || coordinator_internal::commits_on_this_thread == commits_) return;
+    if (armed <= 0 || JournalWriter::CommitsLedByThisThread() == commits_) return;
     const int64_t n = ++coordinator_->mutating_replies_;
     if (n == armed) CrashAtPoint("before the reply of mutating RPC", n);
   }
