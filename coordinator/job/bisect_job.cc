@@ -134,18 +134,32 @@ std::vector<v1::Task> BisectJob::TakeTasks(int max_tasks, absl::Time now) {
 DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle) const {
   DispatchInput input;
   input.idle = idle;
+  const std::set<std::string> unsettled = UnsettledWorkers();
+  // Taking part: not quarantined, not gone (BuildCapacity counts each one never seen building).
+  std::vector<std::string> taking_part;
   for (const auto& [name, state] : calibration_.workers()) {
+    if (!state.quarantined && !state.gone) taking_part.push_back(name);
+    // A worker the job was only offered (never handed a task, nothing owed) plans as one it
+    // does not know: PlanDispatch reads no field of it, so it is left out (with a thousand
+    // workers offered over a job's life, copying each on every call was most of a dispatch).
+    const bool blank = !state.quarantined && !state.gone && state.calibration < 0 &&
+                       !state.must_calibrate && state.checked_out < 0 && unsettled.count(name) == 0;
+    if (blank) continue;
     DispatchWorker& worker = input.workers[name];
     worker.quarantined = state.quarantined;
     worker.gone = state.gone;
     worker.calibration_started = state.calibration >= 0;
-    worker.owes_calibration = HoldsUnsettledProbes(name);
+    worker.owes_calibration = unsettled.count(name) > 0;
     worker.waits_for_baselines = WaitsForBaselines(name);
     worker.must_calibrate = state.must_calibrate;
     worker.checked_out = state.checked_out;
   }
-  // Anchors of every worker asking, the ones the job has not seen yet included.
-  for (const std::string& name : idle) input.workers[name].anchors = reuse_.Anchors(name);
+  // Anchors of every worker asking, the ones the job has not seen yet included (these take
+  // part too).
+  for (const std::string& name : idle) {
+    input.workers[name].anchors = reuse_.Anchors(name);
+    if (calibration_.workers().count(name) == 0) taking_part.push_back(name);
+  }
   for (const std::string& id : book_.queue()) {
     const TaskEntry& entry = book_.at(id);
     if (entry.done || entry.active) continue;
@@ -158,8 +172,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     if (probe.has_start_time()) queued.started = FromProto(probe.start_time());
     input.queue.push_back(std::move(queued));
   }
-  for (const auto& [id, entry] : book_.tasks()) {
-    if (!entry.active) continue;
+  for (const std::string& id : book_.active()) {
+    const TaskEntry& entry = book_.at(id);
     const v1::Probe& probe = book_.probe(entry.probe);
     RunningTask running;
     running.kind = entry.task.kind();
@@ -191,10 +205,6 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.round = RoundOfNewProbes();
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
-  std::vector<std::string> taking_part;
-  for (const auto& [name, worker] : input.workers) {
-    if (!worker.quarantined && !worker.gone) taking_part.push_back(name);
-  }
   input.max_workers =
       CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
   input.commit_count = status_.commit_count();
@@ -290,22 +300,21 @@ bool BisectJob::WaitsForBaselines(const std::string& worker) const {
   return waiting >= kProbesAheadOfBaselines;
 }
 
-bool BisectJob::HoldsUnsettledProbes(const std::string& worker) const {
-  if (pass_fail_) return false;
+std::set<std::string> BisectJob::UnsettledWorkers() const {
+  std::set<std::string> workers;
+  if (pass_fail_) return workers;
   for (const v1::Probe& probe : status_.probes()) {
-    if (probe.worker() != worker || probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
     // A measurement, even one the search no longer needs, says how this GPU measures: the worker
     // calibrates before the job ends, so that an odd GPU is named in every report.
     if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
         probe.state() == v1::PROBE_STATE_RUNNING ||
         (probe.state() == v1::PROBE_STATE_FINISHED && Measured(probe))) {
-      return true;
+      workers.insert(probe.worker());
     }
   }
-  for (int position : unclassified_) {
-    if (book_.probe(position).worker() == worker) return true;
-  }
-  return false;
+  for (int position : unclassified_) workers.insert(book_.probe(position).worker());
+  return workers;
 }
 
 // --- Journal ------------------------------------------------------------------------------------
@@ -359,7 +368,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       result.outcome() == v1::TASK_OUTCOME_CANCELLED) {
     return OnTaskLost(task_id, result.message(), now);
   }
-  entry.active = false;
+  book_.Deactivate(task_id);
   entry.done = true;
   v1::Probe& probe = ProbeOf(entry);
   const bool first_result = probe.runs_size() == 0;
@@ -474,7 +483,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   TaskEntry* found = book_.Find(task_id);
   if (found == nullptr || !found->active || found->done || finished()) return {};
   TaskEntry& entry = *found;
-  entry.active = false;
+  book_.Deactivate(task_id);
   v1::Probe& probe = ProbeOf(entry);
   if (!entry.pinned_worker.empty()) {
     LosePinnedTask(entry, why, now);

@@ -275,9 +275,9 @@ class BisectJob {
   // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
   // BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;
-  // True when `worker` holds provisional verdicts, or has probes measured or running (BAD's
-  // worker owes a calibration too: see DispatchInput).
-  bool HoldsUnsettledProbes(const std::string& worker) const;
+  // The workers that hold provisional verdicts, or have probes measured or running (BAD's
+  // worker owes a calibration too: see DispatchInput). One pass over the probe table.
+  std::set<std::string> UnsettledWorkers() const;
   // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
   // an offset; judges again those of workers with an offset, and every verdict when the BAD
   // worker has one.

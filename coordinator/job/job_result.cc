@@ -68,9 +68,10 @@ bool BisectJob::Settled() const {
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.provisional()) return false;
   }
+  const std::set<std::string> unsettled = UnsettledWorkers();
   for (const auto& [name, state] : calibration_.workers()) {
     if (!state.quarantined && !state.gone && !calibration_.CalibrationDone(name) &&
-        HoldsUnsettledProbes(name)) {
+        unsettled.count(name) > 0) {
       return false;
     }
   }
@@ -461,7 +462,7 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
     if (entry.done) continue;
     if (entry.active) to_cancel_.push_back(id);
     entry.done = true;
-    entry.active = false;
+    book_.Deactivate(id);
     v1::Probe& probe = ProbeOf(entry);
     if (probe.state() != v1::PROBE_STATE_FINISHED) {
       probe.set_state(v1::PROBE_STATE_CANCELLED);

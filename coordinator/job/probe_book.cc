@@ -138,6 +138,7 @@ const v1::Task& ProbeBook::HandOut(const std::string& task_id, const std::string
   if (queued != queue_.end()) queue_.erase(queued);
   TaskEntry& entry = tasks_.at(task_id);
   entry.active = true;
+  active_.insert(task_id);
   v1::Probe& row = ProbeOf(entry);
   row.set_state(v1::PROBE_STATE_RUNNING);
   row.set_worker(worker);
@@ -154,7 +155,7 @@ void ProbeBook::CancelTask(TaskEntry& entry, const std::string& task_id, const s
                            absl::Time now, std::vector<std::string>* to_cancel) {
   entry.done = true;
   if (entry.active) {
-    entry.active = false;
+    Deactivate(task_id);
     to_cancel->push_back(task_id);
   }
   v1::Probe& row = ProbeOf(entry);
@@ -182,18 +183,14 @@ std::vector<int> ProbeBook::ProbePositions(
   return positions;
 }
 
-int ProbeBook::InFlightCount() const {
-  int count = 0;
-  for (const auto& [id, entry] : tasks_) count += entry.active ? 1 : 0;
-  return count;
+std::vector<std::string> ProbeBook::ActiveTaskIds() const {
+  return std::vector<std::string>(active_.begin(), active_.end());
 }
 
-std::vector<std::string> ProbeBook::ActiveTaskIds() const {
-  std::vector<std::string> ids;
-  for (const auto& [id, entry] : tasks_) {
-    if (entry.active) ids.push_back(id);
-  }
-  return ids;
+void ProbeBook::Deactivate(const std::string& task_id) {
+  auto it = tasks_.find(task_id);
+  if (it != tasks_.end()) it->second.active = false;
+  active_.erase(task_id);
 }
 
 }  // namespace kbisect

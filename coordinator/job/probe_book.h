@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,10 @@ class ProbeBook {
   // One task: created by NewTask or Extend, handed out, then finished, lost or cancelled.
   struct TaskEntry {
     v1::Task task;
-    int probe = -1;             // Row in the probe table.
-    bool active = false;        // Handed out, no result yet.
+    int probe = -1;  // Row in the probe table.
+    // Handed out, no result yet. Set by HandOut, cleared by Deactivate or CancelTask only (the
+    // book keeps the set of active tasks).
+    bool active = false;
     bool done = false;          // Finished, cancelled or given up.
     std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
   };
@@ -77,6 +80,9 @@ class ProbeBook {
   // queue when it was queued. Returns the task as sent.
   const v1::Task& HandOut(const std::string& task_id, const std::string& worker);
 
+  // The task is no longer handed out (its result came, it was lost, or the job ended).
+  void Deactivate(const std::string& task_id);
+
   // Drops queue entries whose tasks are done (cancelled), and clears the whole queue.
   void DropDoneFromQueue();
   void ClearQueue() { queue_.clear(); }
@@ -107,14 +113,17 @@ class ProbeBook {
   // Rows of the probe table that `which` accepts, in table order.
   std::vector<int> ProbePositions(const std::function<bool(const v1::Probe&)>& which) const;
 
-  // Tasks handed out and not yet finished, lost or cancelled.
-  int InFlightCount() const;
+  // Tasks handed out and not yet finished, lost or cancelled: their ids in id order (that of
+  // tasks()), and their count.
+  const std::set<std::string>& active() const { return active_; }
+  int InFlightCount() const { return static_cast<int>(active_.size()); }
   std::vector<std::string> ActiveTaskIds() const;
 
  private:
   v1::JobStatus* status_;
   const std::vector<v1::CommitRef>* commits_;
   std::map<std::string, TaskEntry> tasks_;
+  std::set<std::string> active_;  // Ids of the tasks that are active.
   std::deque<std::string> queue_;
   int next_task_ = 0;
   std::string spec_digest_;  // SpecDigest of the job's spec, computed on first use.

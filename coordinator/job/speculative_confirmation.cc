@@ -25,6 +25,7 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
   std::set<std::string> busy;
   for (const DispatchAssignment& assignment : plan.assignments) busy.insert(assignment.worker);
   std::vector<std::string> spare;
+  const std::set<std::string> unsettled = UnsettledWorkers();
   for (const std::string& worker : plan.seen) {
     if (busy.count(worker) > 0) continue;
     const Calibration::Worker& state = calibration_.worker(worker);
@@ -33,14 +34,13 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, std::vector<Ass
     // calibration is not done and that owes one (it measured in the job, or BAD) is left alone:
     // it calibrates first, and a GPU its calibration quarantines voids its pairs.
     if (!calibration_.CalibrationDone(worker) &&
-        (HoldsUnsettledProbes(worker) || worker == calibration_.BadWorker())) {
+        (unsettled.count(worker) > 0 || worker == calibration_.BadWorker())) {
       continue;
     }
     spare.push_back(worker);
   }
   if (status_.spec().max_workers() > 0) {
-    int running = 0;
-    for (const auto& [id, entry] : book_.tasks()) running += entry.active ? 1 : 0;
+    const int running = book_.InFlightCount();
     const int room = std::max(0, status_.spec().max_workers() - running);
     if (static_cast<int>(spare.size()) > room) spare.resize(room);
   }
