@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "worker/build_key.h"
+#include "worker/cmake_relocation.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -224,43 +225,6 @@ absl::Status CopyCheckout(CommandRunner* runner, const fs::path& from, const fs:
   return absl::OkStatus();
 }
 
-// The directory a CMake build tree was configured in (CMakeCache.txt's CMAKE_CACHEFILE_DIR).
-std::string CMakeCacheDir(const fs::path& cache_file) {
-  std::ifstream in(cache_file);
-  std::string line;
-  constexpr absl::string_view kKey = "CMAKE_CACHEFILE_DIR:INTERNAL=";
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, kKey)) return line.substr(kKey.size());
-  }
-  return "";
-}
-
-// Removes the CMake build trees under `dir` (up to three levels down) that were configured in
-// another directory: a copied entry's trees name the entry they were copied from, and building
-// them would write there. Their sources are configured and built again (through the compiler
-// cache). An in-source tree loses only CMake's own files.
-void RemoveStaleCMakeTrees(const fs::path& dir) {
-  std::error_code ec;
-  std::vector<fs::path> stale;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename() == ".git" || it.depth() >= 3) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->path().filename() != "CMakeCache.txt") continue;
-    const fs::path tree = it->path().parent_path();
-    if (fs::path(CMakeCacheDir(it->path())) != tree) stale.push_back(tree);
-  }
-  for (const fs::path& tree : stale) {
-    if (tree == dir) {
-      fs::remove(tree / "CMakeCache.txt", ec);
-      fs::remove_all(tree / "CMakeFiles", ec);
-    } else {
-      fs::remove_all(tree, ec);
-    }
-  }
-}
-
 // The build costs recorded in the markers of the `count` most recently built entries.
 std::vector<BuildCost> RecentBuildCosts(const fs::path& builds_dir, size_t count) {
   std::vector<EntryState> entries = ListEntries(builds_dir);
@@ -418,7 +382,10 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
     absl::Status copied = CopyCheckout(runner_, from, src);
     claim.copy_from_lock.reset();
     if (copied.ok()) {
-      RemoveStaleCMakeTrees(src);
+      // The copied CMake trees name the entry they came from: moved here, they rebuild only what
+      // the checkout below changes.
+      RelocateCMakeTrees(src, (fs::path(builds_dir_) / claim.copy_from).string() + "/",
+                         entry.string() + "/");
       acquired.started_from = claim.copy_from_sha;
     } else {
       fs::remove_all(src, ec);  // A fresh checkout instead.

@@ -344,32 +344,53 @@ TEST_F(BuildCacheTest, AMissCopiesTheNearestBuildWithItsFileTimesAndRebuildsWhat
   EXPECT_EQ(other.started_from, "");
 }
 
-TEST_F(BuildCacheTest, ACopiedCMakeTreeIsConfiguredAgainInItsOwnEntry) {
-  // A real CMake project: a copied build tree names the entry it came from, and building it
-  // as it is would write there.
+TEST_F(BuildCacheTest, ACopiedCMakeTreeMovesToItsOwnEntryAndRebuildsOnlyWhatChanged) {
+  // A real CMake project with two sources: a copied build tree names the entry it came from
+  // (built as it is, it would write there). Relocated, it rebuilds only the file the checkout
+  // changed, as `git bisect` in one directory does. The compiler is wrapped by a launcher that
+  // logs each compile.
   GitFixture project(tmp_.Join("cmake-project"));
   project.Init();
+  const std::string log = tmp_.Join("compiles.log");
+  const std::string launcher = tmp_.Join("log-compile.sh");
+  testing::WriteFile(
+      launcher, absl::StrCat("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.c) echo \"$a\" >> ",
+                             log, ";; esac; done\nexec \"$@\"\n"));
+  fs::permissions(launcher, fs::perms::owner_all);
   const std::string one =
       project.Commit("one", {{".gitignore", "build/\n"},
                              {"CMakeLists.txt",
                               "cmake_minimum_required(VERSION 3.13)\nproject(p C)\n"
-                              "add_executable(p main.c)\n"},
-                             {"main.c", "int main(void) { return 0; }\n"}});
-  const std::string two = project.Commit("two", {{"main.c", "int main(void) { return 2; }\n"}});
+                              "add_executable(p main.c other.c)\n"},
+                             {"main.c", "int other(void);\nint main(void) { return other(); }\n"},
+                             {"other.c", "int other(void) { return 0; }\n"}});
+  const std::string two = project.Commit(
+      "two", {{"main.c", "int other(void);\nint main(void) { return other() + 2; }\n"}});
   BuildCache cache(CacheDir(), 16, runner_.get());
   auto request = [&](const std::string& sha) {
-    BuildCache::Request r = Request(sha, "cmake -S . -B build >/dev/null && cmake --build build");
+    BuildCache::Request r =
+        Request(sha, absl::StrCat("cmake -S . -B build -DCMAKE_C_COMPILER_LAUNCHER=", launcher,
+                                  " >/dev/null && cmake --build build"));
     r.repository = project.path();
     return r;
   };
   BuildCache::Acquired first = cache.Acquire(request(one), nullptr, nullptr);
   ASSERT_TRUE(first.step.ok()) << first.step.message << first.step.log_tail;
+  EXPECT_EQ(ReadFile(log), absl::StrCat(first.dir, "/main.c\n", first.dir, "/other.c\n"))
+      << "the first build compiles both";
   const auto first_binary_time = fs::last_write_time(first.dir + "/build/p");
+  // Keep the first entry in use: the second is copied from it, not taken over.
   BuildCache::Acquired second = cache.Acquire(request(two), nullptr, nullptr);
   ASSERT_TRUE(second.step.ok()) << second.step.message << second.step.log_tail;
   EXPECT_EQ(second.started_from, one);
+  ASSERT_NE(second.dir, first.dir);
   EXPECT_THAT(ReadFile(second.dir + "/build/CMakeCache.txt"),
               HasSubstr(absl::StrCat("CMAKE_CACHEFILE_DIR:INTERNAL=", second.dir, "/build\n")));
+  EXPECT_THAT(ReadFile(second.dir + "/build/CMakeCache.txt"),
+              ::testing::Not(HasSubstr(first.dir + "/")));
+  EXPECT_EQ(ReadFile(log),
+            absl::StrCat(first.dir, "/main.c\n", first.dir, "/other.c\n", second.dir, "/main.c\n"))
+      << "only the changed file compiled again, in the second entry";
   EXPECT_TRUE(fs::exists(second.dir + "/build/p"));
   EXPECT_EQ(fs::last_write_time(first.dir + "/build/p"), first_binary_time)
       << "nothing was built into the first entry";
