@@ -44,7 +44,7 @@
 // durable first, and its Synchronize long poll waits there and answers from there without the
 // coordinator's mutex. A poll that would change nothing in the coordinator (it reports no lease
 // and none was delivered to it) does not take that mutex at all. Lock order: the coordinator's
-// mutex, sessions_mu_, a mailbox's.
+// mutex, SessionMailboxes' (mailboxes_), a mailbox's.
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
@@ -72,6 +72,7 @@
 #include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
 #include "coordinator/result_cache.h"
+#include "coordinator/worker_entry.h"
 #include "coordinator/worker_mailbox.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -220,7 +221,6 @@ class Coordinator {
   void Shutdown();
 
  private:
-  struct WorkerEntry;
   struct JobEntry {
     std::unique_ptr<BisectJob> job;
     // What the coordinator adds to the job's own status (report, follow-ups, revision, the final
@@ -271,34 +271,7 @@ class Coordinator {
     absl::Time expire;
     LeaseState state = LeaseState::kActive;
   };
-  struct WorkerEntry {
-    std::string worker_id;
-    std::string name;
-    std::string session_id;
-    v1::RunnerIdentity identity;
-    v1::WorkerState state = v1::WORKER_STATE_IDLE;
-    bool ready = false;
-    bool draining = false;
-    std::vector<std::string> leases;  // Active lease ids.
-    // Its session's mailbox (coordinator/worker_mailbox.h): the assignments and cancellations
-    // its long poll picks up, and the poll's sequence; null while it has no session. Every
-    // assignment waiting there is of a lease in `leases`. A new session gets a new mailbox and
-    // the old one is closed, so a poll of the old session never takes what the new one is given.
-    std::shared_ptr<WorkerMailbox> mailbox;
-    // Its last call under the coordinator's mutex (LastSeenLocked adds the mailbox's heartbeat).
-    absl::Time last_seen;
-    absl::Time connect_time;
-    int tasks_completed = 0;
-    // Known from before a coordinator restart and not reconnected yet.
-    bool awaiting_reconnect = false;
-    // Probes (job id, task id) it was running when the coordinator restarted; handed back to it
-    // under new leases once it is idle, or lost if it does not come back.
-    std::vector<std::pair<std::string, v1::Task>> orphans;
-    // Its latest sessions that a newer OpenSession of the same name replaced (at most
-    // kReplacedSessionsKept): a process still calling on one was taken over by another.
-    std::vector<std::string> replaced_sessions;
-  };
-  static constexpr size_t kReplacedSessionsKept = 8;
+  using WorkerEntry = ::kbisect::WorkerEntry;
   // The error for a call on `session_id`, which no worker holds: FailedPrecondition when another
   // process took over its worker's name (the caller should stop), else NotFound (`missing`).
   absl::Status UnknownSessionLocked(const std::string& session_id, const std::string& missing) const
@@ -343,14 +316,6 @@ class Coordinator {
   // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
   // job hand out a task (a result, a new job, a worker freed or lost, ...).
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // True when `worker` may be handed a task now.
-  static bool IdleLocked(const WorkerEntry& worker);
-  // Tells the worker's mailbox what TakeWithoutChanges needs to know of it (ready for work, its
-  // active leases). Called after every change of those.
-  static void StandingChangedLocked(const WorkerEntry& worker);
-  // When the worker was last heard of: its last call under the lock or its last Synchronize
-  // answered from its mailbox alone, whichever is later.
-  static absl::Time LastSeenLocked(const WorkerEntry& worker);
   // Ends the worker's session mailbox (its poll asks the coordinator what to answer) and drops it
   // from the sessions the lock-free Synchronize looks up.
   void CloseMailboxLocked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -374,9 +339,6 @@ class Coordinator {
                                                             WorkerMailbox::Delivery delivery);
   v1::SynchronizeResponse FinishSynchronize(v1::SynchronizeResponse response,
                                             WorkerMailbox::Delivery delivery) const;
-  // The mailbox of a live session, looked up without the coordinator's mutex; null if none.
-  std::shared_ptr<WorkerMailbox> MailboxForSession(const std::string& session_id) const
-      ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
   static constexpr absl::Duration kRedispatchPeriod = DispatchRound::kRedispatchPeriod;
   // The threads that answer the polls that waited without one (poll_scheduler_): an answer is a
@@ -450,10 +412,9 @@ class Coordinator {
   // Commits the journal collected under mu_ (group commit) and knows whether the store takes
   // writes; its methods take mu_.
   JournalWriter journal_;
-  // Session -> its worker's mailbox, for the Synchronize that needs no change (written under mu_
-  // and this; read under this alone). Lock order: mu_, sessions_mu_, a mailbox's.
-  mutable kbisect::Mutex sessions_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  std::map<std::string, std::shared_ptr<WorkerMailbox>> mailboxes_ ABSL_GUARDED_BY(sessions_mu_);
+  // The live sessions' mailboxes, for the Synchronize that needs no change (added and removed
+  // under mu_; read without it). Lock order: mu_, its mutex, a mailbox's.
+  SessionMailboxes mailboxes_;
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

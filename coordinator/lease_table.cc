@@ -44,24 +44,6 @@ std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, i
   return hints;
 }
 
-bool Coordinator::IdleLocked(const WorkerEntry& worker) {
-  // Every assignment waiting in its mailbox is of one of its leases.
-  return !worker.session_id.empty() && worker.ready && !worker.draining && worker.leases.empty() &&
-         worker.state != v1::WORKER_STATE_LOST;
-}
-
-void Coordinator::StandingChangedLocked(const WorkerEntry& worker) {
-  if (worker.mailbox == nullptr) return;
-  worker.mailbox->SetStanding(!worker.session_id.empty() && worker.ready && !worker.draining &&
-                                  worker.state != v1::WORKER_STATE_LOST,
-                              static_cast<int>(worker.leases.size()));
-}
-
-absl::Time Coordinator::LastSeenLocked(const WorkerEntry& worker) {
-  if (worker.mailbox == nullptr) return worker.last_seen;
-  return std::max(worker.last_seen, worker.mailbox->heartbeat());
-}
-
 void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
   last_dispatch_ = now;
@@ -69,7 +51,7 @@ void Coordinator::DispatchLocked() {
   std::vector<DispatchRound::IdleWorker> idle;
   std::vector<WorkerEntry*> with_orphans;
   for (auto& [id, worker] : workers_) {
-    if (!IdleLocked(worker)) continue;
+    if (!worker.Idle()) continue;
     idle.push_back({id, worker.identity.hardware_class()});
     if (!worker.orphans.empty()) with_orphans.push_back(&worker);
   }
@@ -147,7 +129,7 @@ void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, Wo
     worker.mailbox->Deposit(std::move(message), batch);
     journal_.NotifyWhenDurable(mu_, worker.mailbox, batch);
   }
-  StandingChangedLocked(worker);
+  worker.StandingChanged();
   task_leases_[lease.task_id] = lease.lease_id;
   leases_.emplace(lease.lease_id, std::move(lease));
 }
@@ -170,7 +152,7 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     // heartbeat that carries the cancellation, while its task still winds down, and a worker
     // takes no lease while busy: the lease would be lost, and a probe's attempt with it.)
     worker->second.ready = false;
-    StandingChangedLocked(worker->second);
+    worker->second.StandingChanged();
     v1::LeaseCancellation cancel;
     cancel.set_lease_id(lease.lease_id);
     cancel.set_reason(reason);
@@ -187,7 +169,8 @@ bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
   bool withdrawn = false;
   auto worker = workers_.find(lease.worker_id);
   if (worker != workers_.end()) {
-    // Keeps every assignment in the mailbox one of the worker's leases (IdleLocked relies on it).
+    // Keeps every assignment in the mailbox one of the worker's leases (WorkerEntry::Idle relies on
+    // it).
     const std::shared_ptr<WorkerMailbox>& mailbox = worker->second.mailbox;
     withdrawn = mailbox != nullptr && mailbox->Withdraw(lease.lease_id);
     auto& leases = worker->second.leases;
@@ -195,7 +178,7 @@ bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
     if (leases.empty() && worker->second.state == v1::WORKER_STATE_BUSY) {
       worker->second.state = v1::WORKER_STATE_IDLE;
     }
-    StandingChangedLocked(worker->second);
+    worker->second.StandingChanged();
   }
   auto task = task_leases_.find(lease.task_id);
   if (task != task_leases_.end() && task->second == lease.lease_id) task_leases_.erase(task);
@@ -248,11 +231,11 @@ void Coordinator::ExpireLeases() {
     }
   }
   for (auto& [id, worker] : workers_) {
-    if (!worker.session_id.empty() && LastSeenLocked(worker) + options_.lease_duration < now &&
+    if (!worker.session_id.empty() && worker.LastSeen() + options_.lease_duration < now &&
         worker.state != v1::WORKER_STATE_LOST) {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;
-      StandingChangedLocked(worker);
+      worker.StandingChanged();
       LoseOrphansLocked(worker, "it stopped heartbeating");
       WorkerGoneLocked(id, "it stopped heartbeating");
       changed = true;

@@ -173,4 +173,20 @@ bool WorkerMailbox::closed() const {
   return closed_;
 }
 
+void SessionMailboxes::Add(const std::string& session_id, std::shared_ptr<WorkerMailbox> mailbox) {
+  kbisect::MutexLock lock(&mu_);
+  mailboxes_[session_id] = std::move(mailbox);
+}
+
+void SessionMailboxes::Remove(const std::string& session_id) {
+  kbisect::MutexLock lock(&mu_);
+  mailboxes_.erase(session_id);
+}
+
+std::shared_ptr<WorkerMailbox> SessionMailboxes::Find(const std::string& session_id) const {
+  kbisect::MutexLock lock(&mu_);
+  auto it = mailboxes_.find(session_id);
+  return it == mailboxes_.end() ? nullptr : it->second;
+}
+
 }  // namespace kbisect

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -140,6 +141,23 @@ class WorkerMailbox : public std::enable_shared_from_this<WorkerMailbox> {
   int active_leases_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
+};
+
+// The mailboxes of the live sessions by session id, for the Synchronize that needs no change in
+// the coordinator and so looks its mailbox up without the coordinator's mutex. Thread-safe: its
+// own mutex, taken after the coordinator's (which the coordinator holds while it adds and
+// removes) and before a mailbox's.
+class SessionMailboxes {
+ public:
+  void Add(const std::string& session_id, std::shared_ptr<WorkerMailbox> mailbox)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Remove(const std::string& session_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // The mailbox of a live session; null if none.
+  std::shared_ptr<WorkerMailbox> Find(const std::string& session_id) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable kbisect::Mutex mu_;
+  std::map<std::string, std::shared_ptr<WorkerMailbox>> mailboxes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kbisect

@@ -50,7 +50,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     if (!worker->session_id.empty()) {
       // A live session replaced: by another process of the same name (or a restarted one).
       worker->replaced_sessions.push_back(worker->session_id);
-      if (worker->replaced_sessions.size() > kReplacedSessionsKept) {
+      if (worker->replaced_sessions.size() > WorkerEntry::kReplacedSessionsKept) {
         worker->replaced_sessions.erase(worker->replaced_sessions.begin());
       }
     }
@@ -102,11 +102,8 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   worker->connect_time = now;
   sessions_[worker->session_id] = worker->worker_id;
   worker->mailbox = std::make_shared<WorkerMailbox>(journal_.durable_batches());
-  {
-    kbisect::MutexLock sessions(&sessions_mu_);
-    mailboxes_[worker->session_id] = worker->mailbox;
-  }
-  StandingChangedLocked(*worker);
+  mailboxes_.Add(worker->session_id, worker->mailbox);
+  worker->StandingChanged();
 
   v1::OpenSessionResponse response;
   response.set_session_id(worker->session_id);
@@ -140,17 +137,8 @@ Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string&
 void Coordinator::CloseMailboxLocked(WorkerEntry& worker) {
   if (worker.mailbox == nullptr) return;
   worker.mailbox->Close();
-  {
-    kbisect::MutexLock sessions(&sessions_mu_);
-    mailboxes_.erase(worker.session_id);  // Its key: called before the session id changes.
-  }
+  mailboxes_.Remove(worker.session_id);  // Its key: called before the session id changes.
   worker.mailbox = nullptr;
-}
-
-std::shared_ptr<WorkerMailbox> Coordinator::MailboxForSession(const std::string& session_id) const {
-  kbisect::MutexLock sessions(&sessions_mu_);
-  auto it = mailboxes_.find(session_id);
-  return it == mailboxes_.end() ? nullptr : it->second;
 }
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
@@ -180,7 +168,7 @@ void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, Synchr
   // dispatched within that period.
   if (request.leases_size() == 0 && request.ready_for_work() && !request.draining() &&
       request.build_ahead_slots() == 0) {
-    if (std::shared_ptr<WorkerMailbox> mailbox = MailboxForSession(request.session_id())) {
+    if (std::shared_ptr<WorkerMailbox> mailbox = mailboxes_.Find(request.session_id())) {
       const absl::Time now = clock_->Now();
       const absl::Time dispatched = absl::FromUnixNanos(last_dispatch_ns_.load());
       if (now - dispatched < kRedispatchPeriod) {
@@ -271,7 +259,7 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
                                              "open a new session"));
   }
   const absl::Time now = clock_->Now();
-  const bool was_idle = IdleLocked(*worker);
+  const bool was_idle = worker->Idle();
   worker->last_seen = now;
   worker->draining = request.draining();
   *mailbox = worker->mailbox;
@@ -304,12 +292,11 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
   worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
                   : worker->leases.empty() ? v1::WORKER_STATE_IDLE
                                            : v1::WORKER_STATE_BUSY;
-  StandingChangedLocked(*worker);
+  worker->StandingChanged();
   // Every other change dispatched when it was made, so a heartbeat that frees no worker and
   // loses no lease finds nothing new to hand out, except what time alone changed (a result
   // overdue, see PlanDispatch): that is looked at again every kRedispatchPeriod.
-  if (!lost.empty() || (!was_idle && IdleLocked(*worker)) ||
-      now - last_dispatch_ >= kRedispatchPeriod) {
+  if (!lost.empty() || (!was_idle && worker->Idle()) || now - last_dispatch_ >= kRedispatchPeriod) {
     DispatchLocked();
   }
   const absl::Duration wait = request.has_wait()
@@ -427,7 +414,7 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
       worker->set_current_lease_id(entry.leases.front());
       worker->set_current_job_id(leases_.at(entry.leases.front()).job_id);
     }
-    *worker->mutable_last_seen() = ToProto(LastSeenLocked(entry));
+    *worker->mutable_last_seen() = ToProto(entry.LastSeen());
     *worker->mutable_connect_time() = ToProto(entry.connect_time);
     worker->set_tasks_completed(entry.tasks_completed);
   }

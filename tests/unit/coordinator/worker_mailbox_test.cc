@@ -323,5 +323,22 @@ TEST_F(AsyncPollTest, ManyPollsWaitOnFewThreads) {
   EXPECT_EQ(ends_.delivered(), 500);
 }
 
+TEST(SessionMailboxesTest, FindsTheMailboxOfALiveSessionOnly) {
+  std::atomic<uint64_t> durable{0};
+  SessionMailboxes sessions;
+  auto first = std::make_shared<WorkerMailbox>(&durable);
+  auto second = std::make_shared<WorkerMailbox>(&durable);
+  EXPECT_EQ(sessions.Find("s1"), nullptr);
+  sessions.Add("s1", first);
+  sessions.Add("s2", second);
+  EXPECT_EQ(sessions.Find("s1"), first);
+  EXPECT_EQ(sessions.Find("s2"), second);
+  sessions.Remove("s1");  // The worker opened a new session or was lost.
+  EXPECT_EQ(sessions.Find("s1"), nullptr);
+  EXPECT_EQ(sessions.Find("s2"), second);
+  sessions.Remove("s1");  // Removing twice is harmless.
+  EXPECT_EQ(sessions.Find("s2"), second);
+}
+
 }  // namespace
 }  // namespace kbisect

@@ -45,6 +45,13 @@ class CMakeRelocationTest : public ::testing::Test {
     fs::create_directories(to);
     ASSERT_EQ(Shell(absl::StrCat("cp -a ", from, "/src ", to, "/src")), 0);
   }
+  // Builds at `from`, copies to `to` and moves the copy's trees there.
+  CMakeRelocation BuildCopyAndMove(const std::string& from, const std::string& to,
+                                   const std::string& generator) {
+    BuildProject(from, generator);
+    Copy(from, to);
+    return RelocateCMakeTrees(to + "/src", from + "/", to + "/");
+  }
   // What a dry run of the build would do (the generator's own words).
   std::string DryRun(const std::string& root, const std::string& generator) {
     const std::string out = tmp_.Join("dry-run.txt");
@@ -59,9 +66,7 @@ class CMakeRelocationTest : public ::testing::Test {
 TEST_F(CMakeRelocationTest, AMakefileTreeMovedToAPathOfTheSameLengthHasNothingToRebuild) {
   const std::string a = tmp_.Join("builds/e1");
   const std::string b = tmp_.Join("builds/e2");
-  BuildProject(a, "Unix Makefiles");
-  Copy(a, b);
-  const CMakeRelocation moved = RelocateCMakeTrees(b + "/src", a + "/", b + "/");
+  const CMakeRelocation moved = BuildCopyAndMove(a, b, "Unix Makefiles");
   EXPECT_EQ(moved.relocated, 1);
   EXPECT_EQ(moved.removed, 0);
   EXPECT_THAT(ReadFile(b + "/src/build/CMakeCache.txt"),
@@ -76,9 +81,7 @@ TEST_F(CMakeRelocationTest, AMakefileTreeMovedToAPathOfTheSameLengthHasNothingTo
 TEST_F(CMakeRelocationTest, ANinjaTreeMovedToAPathOfTheSameLengthBuildsInItsNewPlace) {
   const std::string a = tmp_.Join("builds/e1");
   const std::string b = tmp_.Join("builds/e2");
-  BuildProject(a, "Ninja");
-  Copy(a, b);
-  EXPECT_EQ(RelocateCMakeTrees(b + "/src", a + "/", b + "/").relocated, 1);
+  EXPECT_EQ(BuildCopyAndMove(a, b, "Ninja").relocated, 1);
   EXPECT_THAT(ReadFile(b + "/src/build/build.ninja"), Not(HasSubstr(a + "/")));
   // Ninja's log keeps a hash of each command, which names the old path: it compiles both files
   // again (through the compiler cache), but in the new tree, without configuring again.
@@ -90,9 +93,7 @@ TEST_F(CMakeRelocationTest, ANinjaTreeMovedToAPathOfTheSameLengthBuildsInItsNewP
 TEST_F(CMakeRelocationTest, AMakefileTreeMovedToALongerPathRebuildsOnlyWhatChanged) {
   const std::string a = tmp_.Join("builds/e1");
   const std::string b = tmp_.Join("builds/e10");
-  BuildProject(a, "Unix Makefiles");
-  Copy(a, b);
-  const CMakeRelocation moved = RelocateCMakeTrees(b + "/src", a + "/", b + "/");
+  const CMakeRelocation moved = BuildCopyAndMove(a, b, "Unix Makefiles");
   EXPECT_EQ(moved.relocated, 1);
   WriteFile(b + "/src/main.c", "int other(void);\nint main(void) { return other() + 1; }\n");
   const std::string plan = DryRun(b, "Unix Makefiles");
@@ -106,9 +107,7 @@ TEST_F(CMakeRelocationTest, AMakefileTreeMovedToALongerPathRebuildsOnlyWhatChang
 TEST_F(CMakeRelocationTest, ANinjaTreeMovedToALongerPathLosesItsDepsLogOnly) {
   const std::string a = tmp_.Join("builds/e1");
   const std::string b = tmp_.Join("builds/e10");
-  BuildProject(a, "Ninja");
-  Copy(a, b);
-  EXPECT_EQ(RelocateCMakeTrees(b + "/src", a + "/", b + "/").relocated, 1);
+  EXPECT_EQ(BuildCopyAndMove(a, b, "Ninja").relocated, 1);
   EXPECT_FALSE(fs::exists(b + "/src/build/.ninja_deps"));
   ASSERT_EQ(Shell(absl::StrCat("cd ", b, "/src && cmake --build build >/dev/null")), 0);
   EXPECT_THAT(ReadFile(b + "/src/build/CMakeCache.txt"), Not(HasSubstr(a + "/")));
