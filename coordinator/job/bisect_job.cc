@@ -220,7 +220,12 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   ApplyCachedResults(now);
   if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
-  for (const std::string& worker : plan.seen) calibration_.worker(worker).gone = false;
+  // A worker that asks again is no longer gone. One the job only saw asking gets no record: it
+  // has no part in the job until it is handed a task (decision 171).
+  for (const std::string& worker : plan.seen) {
+    auto known = calibration_.workers().find(worker);
+    if (known != calibration_.workers().end()) known->second.gone = false;
+  }
   const int round = RoundOfNewProbes();
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
