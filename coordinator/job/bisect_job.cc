@@ -37,6 +37,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
                  ? ResultReuse()
                  : ResultReuse(cached, commits_)),
+      confirmation_(&status_, &commits_, &search_, &calibration_, &book_),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
@@ -252,7 +253,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
       }
     }
   }
-  SpeculateConfirmations(plan, &out);
+  SpeculateConfirmations(plan, now, &out);
   for (Assignment& a : out) {
     AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), &a.task);
     if (!a.task.build_command().empty()) {
@@ -264,6 +265,44 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   book_.DropDoneFromQueue();
   if (!out.empty()) UpdateProgress();
   return out;
+}
+
+void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
+                                       std::vector<Assignment>* out) {
+  if (pass_fail_ || !status_.spec().confirm() || status_.state() != v1::JOB_STATE_BISECTING ||
+      search_.Done()) {
+    return;
+  }
+  // Before the last round (most calls) there is nothing to speculate on: decided first.
+  if (!confirmation_.HasSpeculationCandidates()) return;
+  std::set<std::string> busy;
+  for (const DispatchAssignment& assignment : plan.assignments) busy.insert(assignment.worker);
+  std::vector<std::string> spare;
+  const std::set<std::string> unsettled = UnsettledWorkers();
+  for (const std::string& worker : plan.seen) {
+    if (busy.count(worker) > 0) continue;
+    const Calibration::Worker* state = calibration_.Find(worker);
+    if (state != nullptr && state->quarantined) continue;
+    // A pair needs no calibration (the worker's offset cancels within it), but a worker whose
+    // calibration is not done and that owes one (it measured in the job, or BAD) is left alone:
+    // it calibrates first, and a GPU its calibration quarantines voids its pairs.
+    if (!calibration_.CalibrationDone(worker) &&
+        (unsettled.count(worker) > 0 || worker == calibration_.BadWorker())) {
+      continue;
+    }
+    spare.push_back(worker);
+  }
+  if (status_.spec().max_workers() > 0) {
+    const int running = book_.InFlightCount();
+    const int room = std::max(0, status_.spec().max_workers() - running);
+    if (static_cast<int>(spare.size()) > room) spare.resize(room);
+  }
+  if (spare.empty()) return;
+  size_t next = 0;
+  for (const std::string& id : confirmation_.CreateSpeculativeTasks(static_cast<int>(spare.size()),
+                                                                    ConfirmationNow(now))) {
+    HandOut(spare[next++], id, out);
+  }
 }
 
 void BisectJob::HandOut(const std::string& worker, const std::string& task_id,
@@ -402,7 +441,8 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   }
 
   if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
-    ConcludeConfirmation(probe, entry.task, result, now);
+    FollowConfirmation(confirmation_.OnResult(probe, entry.task, result, ConfirmationNow(now)),
+                       now);
     return std::exchange(to_cancel_, {});
   }
   if (measured && !pass_fail_) CheckCachedResults(entry.probe, now);
@@ -514,7 +554,8 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     v1::TaskResult failed;
     failed.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
     failed.set_message(probe.message());
-    ConcludeConfirmation(probe, entry.task, failed, now);
+    FollowConfirmation(confirmation_.OnResult(probe, entry.task, failed, ConfirmationNow(now)),
+                       now);
     UpdateProgress();
     return std::exchange(to_cancel_, {});
   }

@@ -14,6 +14,7 @@
 //   probe_classifier        the verdict rules (baselines, probes, the confirmation's bootstrap);
 //   flaky_verdicts          the verdict rules of a flaky pass/fail test (--flaky);
 //   confirmation            the confirmation's plan (pairs from the noise) and its judgement;
+//   confirmation_stage      the confirmation as it runs: speculation, start, pairs, judgement;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
 //   job_text                every sentence of its events, warnings and errors.
@@ -38,7 +39,7 @@
 #include "common/search/bisect_search.h"
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
-#include "coordinator/job/confirmation.h"
+#include "coordinator/job/confirmation_stage.h"
 #include "coordinator/job/dispatch.h"
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/marks.h"
@@ -319,57 +320,20 @@ class BisectJob {
   void MaybeFinish(absl::Time now);
   // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
   void FinishWithCandidates(absl::Time now);
-  // The confirmation (coordinator/job/confirmation.h): the search's same-worker samples of
-  // last-good and culprit, then fresh interleaved pairs spread over the workers, judged together.
-  std::vector<ConfirmationSet> ReusableConfirmationSets() const;
-  // Starts the confirmation: in the CONFIRMING state, or `early`, while calibrations owed at the
-  // end still run (the state stays BISECTING; nothing starts early when nothing is measured).
-  void StartConfirmation(absl::Time now, bool early);
-  // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
-  void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
-  // Cancels a confirmation started early whose culprit a calibration's verdicts moved.
-  void AbortEarlyConfirmation(absl::Time now);
-  // True while the search can still close on the early confirmation's two commits: done on
-  // them, or reopened with both still inside its interval.
-  bool EarlyConfirmationTargetPossible() const;
+  // The confirmation (coordinator/job/confirmation_stage.h) at this moment: the time, the
+  // workers its fresh pairs spread over, and the round of the tasks it creates.
+  ConfirmationContext ConfirmationNow(absl::Time now) const;
+  // Acts on what a call of the confirmation returned: kills the tasks it cancelled, emits its
+  // warnings, then settles the search or ends the job as `step.next` says.
+  void FollowConfirmation(ConfirmationStep step, absl::Time now);
+  // Speculative confirmation: hands the workers the plan left idle in the search's last round a
+  // pair of each possible culprit (ConfirmationStage::CreateSpeculativeTasks).
+  void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
+                              std::vector<Assignment>* out);
   // True when no verdict is provisional and no worker still owes its calibration.
   bool Settled() const;
-  bool ConfirmationTasksPending() const;
-  // The fresh pairs the confirmation of the current interval needs (PlanConfirmation with the
-  // job's noise and step) when `reused` pairs come from the search.
-  ConfirmationPlan PlanConfirmationNow(int reused) const;
-  void QueueConfirmationTasks(int tasks, int pairs_per_task);
-  // Speculative confirmation (coordinator/job/speculative_confirmation.cc): hands the workers the
-  // plan left idle in the search's last round a pair of each possible culprit.
-  void SpeculateConfirmations(const DispatchPlan& plan, std::vector<Assignment>* out);
-  // The pairs the search would give the confirmation of (`last_good`, `culprit`): the samples of
-  // both commits one worker measured or measures now (ReusableConfirmationSets, ahead).
-  int ExpectedReusedPairs(int last_good, int culprit) const;
-  // True when `task` (a confirmation) measures the culprit whose confirmation has started.
-  bool ConfirmationStartedFor(const v1::Task& task) const;
-  // Keeps the pairs of a speculative task that finished before its culprit's confirmation.
-  void KeepSpeculativePairs(const v1::Probe& probe, const v1::Task& task,
-                            const v1::TaskResult& result);
-  // Adds the kept pairs of the culprit to `confirmation` and cancels the speculative tasks of
-  // other commits; returns the culprit's speculative pairs, measured or still running.
-  int AdoptSpeculativePairs(v1::Confirmation* confirmation, absl::Time now);
-  // The interleaved pairs of a confirmation task's result; nullopt when it measured none.
-  static std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worker,
-                                                                 const v1::TaskResult& result);
-  // Adds fresh interleaved pairs to the confirmation; returns how many.
-  int AddInterleavedPairs(const v1::ConfirmationPairs& set);
-  // Queues `pairs` more fresh pairs over the workers and says so (`reused` from the search).
-  void QueueMoreConfirmationPairs(int pairs, int reused, absl::Time now);
-  // Drops the fresh pairs of GPUs quarantined since they measured them and queues as many again
-  // on the others; false when there were none (decision 46).
-  bool RemeasureQuarantinedPairs(absl::Time now);
-  // Cancels every unfinished confirmation task (the confirmation needs no fresh pair).
-  void CancelSpeculation(absl::Time now);
-  // Records one confirmation task's pairs; judges once no confirmation task is left.
-  void ConcludeConfirmation(const v1::Probe& probe, const v1::Task& task,
-                            const v1::TaskResult& result, absl::Time now);
-  // Judges every set: confirmed, more pairs, or unconfirmed.
-  void JudgeConfirmationNow(absl::Time now);
+  // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
+  void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
   // The workers taking part in the job now (worked in it, not quarantined, not gone), capped by
   // max_workers; at least 1. Progress estimates are for this many.
@@ -387,6 +351,7 @@ class BisectJob {
   ProbeBook book_;
   Calibration calibration_;
   ResultReuse reuse_;
+  ConfirmationStage confirmation_;
   bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
   // Probe rows whose verdict contradicted the search and was recorded as a skip: judged again
@@ -397,18 +362,9 @@ class BisectJob {
   absl::Time start_time_;
   std::vector<v1::JobEvent> events_;
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
-  std::string confirmation_failure_;    // Why a confirmation task failed, if one did.
   double assessed_noise_ = 0;           // The noise floor the baselines were last judged with.
   // An endpoint verdict across two GPUs found no step: it waits for BAD's worker's GOOD.
   bool endpoint_deferred_ = false;
-  // A confirmation started while the calibrations owed at the end ran, for this interval.
-  bool early_confirmation_ = false;
-  int confirm_last_good_ = 0;
-  int confirm_first_bad_ = 0;
-  // Speculative confirmation: the commits given a pair ahead of the search's end, and the pairs
-  // that finished before their culprit's confirmation started, by (culprit, last-good sha).
-  std::set<int> speculated_;
-  std::map<std::pair<int, std::string>, std::vector<v1::ConfirmationPairs>> speculative_sets_;
 };
 
 }  // namespace kbisect

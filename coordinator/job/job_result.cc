@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
-// BisectJob, composing the result: the culprit (or candidates) once the search is done, the
-// interleaved confirmation and its judgement, the medians before and after, warnings about
+// BisectJob, composing the result: the culprit (or candidates) once the search is done, acting
+// on the confirmation's steps (ConfirmationStage), the medians before and after, warnings about
 // several steps and merges, and the terminal state with the worker report.
 #include <algorithm>
 #include <map>
@@ -78,25 +78,22 @@ bool BisectJob::Settled() const {
   return true;
 }
 
-bool BisectJob::ConfirmationTasksPending() const {
-  for (const auto& [id, entry] : book_.tasks()) {
-    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) return true;
-  }
-  return false;
-}
-
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
   // A verdict taken back (a worker lost, a calibration) reopens the search: the early
   // confirmation's pairs still count if the search closes on the same two commits again, and
   // are dropped once it cannot.
-  if (early_confirmation_ && !EarlyConfirmationTargetPossible()) AbortEarlyConfirmation(now);
+  if (confirmation_.early()) {
+    FollowConfirmation(confirmation_.AbortIfTargetLost(ConfirmationNow(now)), now);
+  }
   if (!search_.Done()) return;
   const bool wants_confirmation =
       search_.Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
   if (!Settled()) {
     // The calibrations still owed run beside the confirmation's pairs: both take a span.
-    if (wants_confirmation && !early_confirmation_) StartConfirmation(now, /*early=*/true);
+    if (wants_confirmation && !confirmation_.early()) {
+      FollowConfirmation(confirmation_.Start(/*early=*/true, ConfirmationNow(now)), now);
+    }
     return;
   }
   // The culprit must reach the confidence first (boundary commits run again: --confidence).
@@ -130,193 +127,16 @@ void BisectJob::MaybeFinish(absl::Time now) {
     status_.add_warnings(
         MergeCulpritText(commits_[first_bad].sha(), status_.spec().descend_merges()));
   }
-  if (wants_confirmation && early_confirmation_) {
-    // Started while the calibrations ran: judged once its last pairs are in.
-    early_confirmation_ = false;
-    status_.set_state(v1::JOB_STATE_CONFIRMING);
-    // Pairs measured ahead for this culprit since (the search reopened meanwhile) count; those
-    // of other commits are cancelled, and none is waited for.
-    AdoptSpeculativePairs(status_.mutable_confirmation(), now);
-    if (!ConfirmationTasksPending()) JudgeConfirmationNow(now);
-    return;
-  }
   if (wants_confirmation) {
-    StartConfirmation(now, /*early=*/false);
+    status_.set_state(v1::JOB_STATE_CONFIRMING);
+    // Started while the calibrations ran, it is judged once its last pairs are in.
+    FollowConfirmation(confirmation_.early() ? confirmation_.CompleteEarly(ConfirmationNow(now))
+                                             : confirmation_.Start(/*early=*/false,
+                                                                   ConfirmationNow(now)),
+                       now);
     return;
   }
   FinishWithCandidates(now);
-}
-
-bool BisectJob::EarlyConfirmationTargetPossible() const {
-  if (search_.Done()) {
-    return search_.last_good() == confirm_last_good_ && search_.first_bad() == confirm_first_bad_;
-  }
-  return search_.last_good() <= confirm_last_good_ && confirm_first_bad_ <= search_.first_bad();
-}
-
-void BisectJob::AbortEarlyConfirmation(absl::Time now) {
-  // A calibration changed a verdict: the culprit the pairs measure may no longer be it.
-  early_confirmation_ = false;
-  for (auto& [id, entry] : book_.tasks()) {
-    if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
-    book_.CancelTask(entry, id, ConfirmationRestartText(), now, &to_cancel_);
-  }
-  status_.clear_confirmation();
-  confirmation_failure_.clear();
-  Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmationRestartText(), nullptr, now);
-}
-
-std::vector<ConfirmationSet> BisectJob::ReusableConfirmationSets() const {
-  // The samples the search has of last-good and culprit, per worker: the probes that decided the
-  // two commits, or the reference baselines at the ends.
-  const int last_good = search_.last_good();
-  const int first_bad = search_.first_bad();
-  std::map<std::string, ConfirmationSet> by_worker;
-  auto add = [&](const v1::Probe& probe, bool culprit_side) {
-    if (probe.state() != v1::PROBE_STATE_FINISHED || probe.samples_size() == 0) return;
-    ConfirmationSet& set = by_worker[probe.worker()];
-    set.worker = probe.worker();
-    std::vector<double>& side = culprit_side ? set.culprit : set.last_good;
-    side.insert(side.end(), probe.samples().begin(), probe.samples().end());
-  };
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == last_good &&
-        probe.verdict() == v1::VERDICT_GOOD) {
-      add(probe, false);
-    } else if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == first_bad &&
-               probe.verdict() == v1::VERDICT_BAD) {
-      add(probe, true);
-    }
-  }
-  if (last_good == 0 && calibration_.good_probe() >= 0) {
-    add(book_.probe(calibration_.good_probe()), false);
-  }
-  if (first_bad == status_.commit_count() && calibration_.bad_probe() >= 0) {
-    add(book_.probe(calibration_.bad_probe()), true);
-  }
-  std::vector<ConfirmationSet> sets;
-  for (auto& [worker, set] : by_worker) {
-    if (set.pairs() > 0) sets.push_back(std::move(set));
-  }
-  return sets;
-}
-
-void BisectJob::StartConfirmation(absl::Time now, bool early) {
-  if (!early) status_.set_state(v1::JOB_STATE_CONFIRMING);
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  confirmation->Clear();
-  int reused = 0;
-  for (const ConfirmationSet& set : ReusableConfirmationSets()) {
-    v1::ConfirmationPairs* out = confirmation->add_sets();
-    out->set_worker(set.worker);
-    out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
-    out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
-    reused += set.pairs();
-  }
-  confirmation->set_reused_pairs(reused);
-  const ConfirmationPlan plan = PlanConfirmationNow(reused);
-  if (plan.tasks == 0) {
-    // Nothing to measure: judged from the search's samples, once they are final.
-    CancelSpeculation(now);
-    if (early) {
-      status_.clear_confirmation();
-    } else {
-      JudgeConfirmationNow(now);
-    }
-    return;
-  }
-  // Pairs measured ahead in the last round count; the other commits' are cancelled.
-  const int speculative = AdoptSpeculativePairs(confirmation, now);
-  const ConfirmationPlan rest = LessSpeculativePairs(plan, speculative);
-  if (early) {
-    early_confirmation_ = true;
-    confirm_last_good_ = search_.last_good();
-    confirm_first_bad_ = search_.first_bad();
-  }
-  if (rest.tasks > 0) QueueConfirmationTasks(rest.tasks, rest.pairs_per_task);
-  Emit(v1::JOB_EVENT_KIND_WARNING,
-       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                      rest.tasks, rest.pairs_per_task, reused, speculative),
-       nullptr, now);
-  if (!early && !ConfirmationTasksPending()) JudgeConfirmationNow(now);
-}
-
-ConfirmationPlan BisectJob::PlanConfirmationNow(int reused) const {
-  const std::vector<double> good = calibration_.PooledSamples(v1::VERDICT_GOOD);
-  const std::vector<double> bad = calibration_.PooledSamples(v1::VERDICT_BAD);
-  const double sigma = calibration_.JobNoise();
-  const double step = MedianOrZero(bad) - MedianOrZero(good);
-  const int needed = ConfirmationPairsNeeded(sigma, step, status_.spec().runs_per_commit(),
-                                             status_.spec().max_runs());
-  return PlanConfirmation(needed, reused, sigma, step, ActiveWorkers());
-}
-
-std::optional<v1::ConfirmationPairs> BisectJob::InterleavedPairsOf(const std::string& worker,
-                                                                   const v1::TaskResult& result) {
-  if (result.outcome() != v1::TASK_OUTCOME_SUCCEEDED || result.samples_size() == 0 ||
-      result.paired_samples_size() == 0) {
-    return std::nullopt;
-  }
-  v1::ConfirmationPairs set;
-  set.set_worker(worker);
-  set.set_interleaved(true);
-  *set.mutable_last_good_samples() = result.paired_samples();
-  *set.mutable_culprit_samples() = result.samples();
-  return set;
-}
-
-int BisectJob::AddInterleavedPairs(const v1::ConfirmationPairs& set) {
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  *confirmation->add_sets() = set;
-  for (double v : set.last_good_samples()) confirmation->add_last_good_samples(v);
-  for (double v : set.culprit_samples()) confirmation->add_culprit_samples(v);
-  const int fresh = std::min(set.last_good_samples_size(), set.culprit_samples_size());
-  confirmation->set_fresh_pairs(confirmation->fresh_pairs() + fresh);
-  if (confirmation->worker().empty()) confirmation->set_worker(set.worker());
-  return fresh;
-}
-
-void BisectJob::QueueMoreConfirmationPairs(int pairs, int reused, absl::Time now) {
-  const ConfirmationPlan plan = PlanConfirmation(pairs, 0, 1, 1, ActiveWorkers());
-  QueueConfirmationTasks(plan.tasks, plan.pairs_per_task);
-  Emit(v1::JOB_EVENT_KIND_WARNING,
-       ConfirmingText(commits_[search_.last_good()].sha(), commits_[search_.first_bad()].sha(),
-                      plan.tasks, plan.pairs_per_task, reused, 0),
-       nullptr, now);
-}
-
-bool BisectJob::RemeasureQuarantinedPairs(absl::Time now) {
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
-  int dropped = 0;
-  for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
-    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
-    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
-      dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
-      continue;
-    }
-    *kept.Add() = std::move(pairs);
-  }
-  if (dropped == 0) return false;
-  // Bounded: each time, the pairs came from a GPU now quarantined, which gets no more work.
-  *confirmation->mutable_sets() = std::move(kept);
-  confirmation->set_fresh_pairs(std::max(0, confirmation->fresh_pairs() - dropped));
-  confirmation->clear_worker();
-  QueueMoreConfirmationPairs(dropped, confirmation->reused_pairs(), now);
-  return true;
-}
-
-void BisectJob::QueueConfirmationTasks(int tasks, int pairs_per_task) {
-  // Re-measure last-good and culprit interleaved (A/B/A/B), each task on whichever worker takes
-  // it: the pairs of one task cancel that worker's offset.
-  for (int i = 0; i < tasks; ++i) {
-    const std::string id =
-        book_.NewTask(v1::PROBE_KIND_CONFIRM, search_.first_bad(), max_round_recorded_ + 1);
-    v1::Task& task = book_.at(id).task;
-    task.set_paired_commit_sha(commits_[search_.last_good()].sha());
-    task.set_runs(pairs_per_task);
-    book_.QueueFront(id);
-  }
 }
 
 void BisectJob::FinishWithCandidates(absl::Time now) {
@@ -349,93 +169,36 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
   }
 }
 
-void BisectJob::ConcludeConfirmation(const v1::Probe& probe, const v1::Task& task,
-                                     const v1::TaskResult& result, absl::Time now) {
-  if (!ConfirmationStartedFor(task)) {
-    // Measured ahead, in the search's last round: kept for its culprit's confirmation.
-    KeepSpeculativePairs(probe, task, result);
-    return;
-  }
-  if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
-    AddInterleavedPairs(*set);
-  } else {
-    confirmation_failure_ = result.message();
-  }
-  if (ConfirmationTasksPending()) return;  // More to come.
-  if (status_.state() != v1::JOB_STATE_CONFIRMING) {
-    MaybeFinish(now);  // Started early: judged once the calibrations have settled.
-    return;
-  }
-  JudgeConfirmationNow(now);
+ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
+  ConfirmationContext context;
+  context.now = now;
+  context.workers = ActiveWorkers();
+  context.round = max_round_recorded_ + 1;
+  return context;
 }
 
-void BisectJob::JudgeConfirmationNow(absl::Time now) {
-  v1::Confirmation* confirmation = status_.mutable_confirmation();
-  std::vector<ConfirmationSet> sets;
-  bool any_fresh = false;
-  for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
-    // A GPU quarantined since cannot vouch for its pairs.
-    const Calibration::Worker* worker = calibration_.Find(pairs.worker());
-    if (worker != nullptr && worker->quarantined) continue;
-    ConfirmationSet set;
-    set.worker = pairs.worker();
-    set.interleaved = pairs.interleaved();
-    set.last_good.assign(pairs.last_good_samples().begin(), pairs.last_good_samples().end());
-    set.culprit.assign(pairs.culprit_samples().begin(), pairs.culprit_samples().end());
-    any_fresh = any_fresh || set.interleaved;
-    sets.push_back(std::move(set));
+void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
+  to_cancel_.insert(to_cancel_.end(), step.cancelled.begin(), step.cancelled.end());
+  for (const std::string& warning : step.warnings) {
+    Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
   }
-  const bool fresh_expected = !confirmation_failure_.empty() || confirmation->fresh_pairs() > 0;
-  if (fresh_expected && !any_fresh && confirmation_failure_.empty() &&
-      RemeasureQuarantinedPairs(now)) {
-    return;  // Every fresh pair came from a GPU quarantined since: measured again elsewhere.
+  switch (step.next) {
+    case ConfirmationStep::Next::kWait:
+      break;
+    case ConfirmationStep::Next::kSettleSearch:
+      MaybeFinish(now);
+      break;
+    case ConfirmationStep::Next::kConfirmed:
+      Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(step.verdict), nullptr, now);
+      FinishWithCandidates(now);
+      break;
+    case ConfirmationStep::Next::kUnconfirmed:
+      Finish(v1::OUTCOME_INCONCLUSIVE,
+             UnconfirmedText(commits_[search_.first_bad()].sha(),
+                             commits_[search_.last_good()].sha(), step.verdict),
+             now);
+      break;
   }
-  std::string verdict;
-  ConfirmationJudgement judgement;
-  if (fresh_expected && !any_fresh) {
-    verdict = ConfirmationFailedText(confirmation_failure_);
-  } else {
-    judgement = JudgeConfirmationSets(
-        sets, status_.baseline().bad().median() > status_.baseline().good().median());
-    if (judgement.measured) {
-      std::vector<std::string> workers;
-      for (const ConfirmationSet& set : sets) workers.push_back(set.worker);
-      confirmation->set_ratio(judgement.ratio);
-      confirmation->set_ci_low(judgement.ci_low);
-      confirmation->set_ci_high(judgement.ci_high);
-      confirmation->set_confirmed(judgement.confirmed);
-      if (confirmation->worker().empty() && !workers.empty()) {
-        confirmation->set_worker(workers.front());
-      }
-      // Before stays the search's median at last-good (the reference's frame); after follows
-      // from the confirmed ratio.
-      status_.set_after(status_.before() * judgement.ratio);
-      status_.set_culprit_regression_pct(
-          RegressionPercent(status_.before(), status_.after(), status_.direction()));
-      verdict = ConfirmationVerdictText(judgement, workers, confirmation->fresh_pairs(),
-                                        confirmation->reused_pairs());
-    }
-  }
-  if (confirmation->confirmed()) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(verdict), nullptr, now);
-    FinishWithCandidates(now);
-    return;
-  }
-  // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
-  // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
-  const bool worse_is_up = status_.baseline().bad().median() > status_.baseline().good().median();
-  const bool leaning =
-      judgement.measured && (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
-  const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
-  if (leaning && pairs < status_.spec().max_runs()) {
-    QueueMoreConfirmationPairs(std::min(std::max(1, pairs), status_.spec().max_runs() - pairs), 0,
-                               now);
-    return;
-  }
-  Finish(v1::OUTCOME_INCONCLUSIVE,
-         UnconfirmedText(commits_[search_.first_bad()].sha(), commits_[search_.last_good()].sha(),
-                         verdict),
-         now);
 }
 
 double BisectJob::MedianAt(int index) const {

@@ -277,12 +277,12 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
     }
     if (entry.task.kind() == v1::PROBE_KIND_CONFIRM) {
       if (!entry.active) continue;
-      if (ConfirmationStartedFor(entry.task)) pairs_again.push_back(std::max(1, entry.task.runs()));
+      if (confirmation_.StartedFor(entry.task)) pairs_again.push_back(std::max(1, entry.task.runs()));
     }
     if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
     book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
   }
-  for (int pairs : pairs_again) QueueConfirmationTasks(1, pairs);
+  for (int pairs : pairs_again) confirmation_.QueueTasks(1, pairs, max_round_recorded_ + 1);
   // A calibration cancelled with its worker (an extension it did not measure) is measured again,
   // from the start, if the worker comes back; until then the worker has none.
   if (const Calibration::Worker* found = calibration_.Find(worker);

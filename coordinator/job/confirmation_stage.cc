@@ -1,0 +1,414 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/confirmation_stage.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/job/job_text.h"
+#include "coordinator/job/probe_classifier.h"
+
+namespace kbisect {
+namespace {
+
+// The interleaved pairs of a confirmation task's result; nullopt when it measured none.
+std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worker,
+                                                        const v1::TaskResult& result) {
+  if (result.outcome() != v1::TASK_OUTCOME_SUCCEEDED || result.samples_size() == 0 ||
+      result.paired_samples_size() == 0) {
+    return std::nullopt;
+  }
+  v1::ConfirmationPairs set;
+  set.set_worker(worker);
+  set.set_interleaved(true);
+  *set.mutable_last_good_samples() = result.paired_samples();
+  *set.mutable_culprit_samples() = result.samples();
+  return set;
+}
+
+}  // namespace
+
+ConfirmationStage::ConfirmationStage(v1::JobStatus* status,
+                                     const std::vector<v1::CommitRef>* commits,
+                                     const BisectSearch* search, const Calibration* calibration,
+                                     ProbeBook* book)
+    : status_(status),
+      commits_(commits),
+      search_(search),
+      calibration_(calibration),
+      book_(book) {}
+
+bool ConfirmationStage::HasSpeculationCandidates() const {
+  return !SpeculationCandidates(*search_, speculated_).empty();
+}
+
+std::vector<std::string> ConfirmationStage::CreateSpeculativeTasks(
+    int spare, const ConfirmationContext& context) {
+  std::vector<std::string> created;
+  // Each candidate's confirmation as Start would plan it were it the culprit.
+  std::vector<SpeculationCandidate> candidates;
+  for (int culprit : SpeculationCandidates(*search_, speculated_)) {
+    const ConfirmationPlan plan =
+        PlanNow(ExpectedReusedPairs(culprit - 1, culprit), context.workers);
+    candidates.push_back({culprit, plan.tasks * plan.pairs_per_task});
+  }
+  for (const SpeculationCandidate& candidate : ChooseSpeculation(candidates, spare)) {
+    speculated_.insert(candidate.culprit);
+    for (int pair = 0; pair < candidate.pairs_needed; ++pair) {
+      const std::string id =
+          book_->NewTask(v1::PROBE_KIND_CONFIRM, candidate.culprit, context.round);
+      v1::Task& task = book_->at(id).task;
+      task.set_paired_commit_sha((*commits_)[candidate.culprit - 1].sha());
+      task.set_runs(1);  // One pair a task: the pairs of a confirmation spread over workers.
+      created.push_back(id);
+    }
+  }
+  return created;
+}
+
+int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
+  // Who measures (or measured) each commit, and how many samples: the probe that decided it,
+  // the one in flight, or the reference baseline at an end of the range.
+  auto measurer = [&](int index, v1::Verdict verdict) -> std::pair<std::string, int> {
+    for (const v1::Probe& probe : status_->probes()) {
+      if (probe.kind() != v1::PROBE_KIND_BISECT || probe.index() != index) continue;
+      if (probe.state() == v1::PROBE_STATE_FINISHED && probe.verdict() == verdict) {
+        return {probe.worker(), probe.samples_size()};
+      }
+      if (probe.state() == v1::PROBE_STATE_RUNNING) {
+        return {probe.worker(), std::max(1, status_->spec().runs_per_commit())};
+      }
+    }
+    const int baseline = index == 0                         ? calibration_->good_probe()
+                         : index == status_->commit_count() ? calibration_->bad_probe()
+                                                            : -1;
+    if (baseline >= 0) {
+      const v1::Probe& probe = book_->probe(baseline);
+      return {probe.worker(), probe.samples_size()};
+    }
+    return {"", 0};
+  };
+  const auto [good_worker, good_samples] = measurer(last_good, v1::VERDICT_GOOD);
+  const auto [bad_worker, bad_samples] = measurer(culprit, v1::VERDICT_BAD);
+  if (good_worker.empty() || good_worker != bad_worker) return 0;
+  return std::min(good_samples, bad_samples);
+}
+
+std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
+  // The samples the search has of last-good and culprit, per worker: the probes that decided the
+  // two commits, or the reference baselines at the ends.
+  const int last_good = search_->last_good();
+  const int first_bad = search_->first_bad();
+  std::map<std::string, ConfirmationSet> by_worker;
+  auto add = [&](const v1::Probe& probe, bool culprit_side) {
+    if (probe.state() != v1::PROBE_STATE_FINISHED || probe.samples_size() == 0) return;
+    ConfirmationSet& set = by_worker[probe.worker()];
+    set.worker = probe.worker();
+    std::vector<double>& side = culprit_side ? set.culprit : set.last_good;
+    side.insert(side.end(), probe.samples().begin(), probe.samples().end());
+  };
+  for (const v1::Probe& probe : status_->probes()) {
+    if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == last_good &&
+        probe.verdict() == v1::VERDICT_GOOD) {
+      add(probe, false);
+    } else if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == first_bad &&
+               probe.verdict() == v1::VERDICT_BAD) {
+      add(probe, true);
+    }
+  }
+  if (last_good == 0 && calibration_->good_probe() >= 0) {
+    add(book_->probe(calibration_->good_probe()), false);
+  }
+  if (first_bad == status_->commit_count() && calibration_->bad_probe() >= 0) {
+    add(book_->probe(calibration_->bad_probe()), true);
+  }
+  std::vector<ConfirmationSet> sets;
+  for (auto& [worker, set] : by_worker) {
+    if (set.pairs() > 0) sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
+  const std::vector<double> good = calibration_->PooledSamples(v1::VERDICT_GOOD);
+  const std::vector<double> bad = calibration_->PooledSamples(v1::VERDICT_BAD);
+  const double sigma = calibration_->JobNoise();
+  const double step = MedianOrZero(bad) - MedianOrZero(good);
+  const int needed = ConfirmationPairsNeeded(sigma, step, status_->spec().runs_per_commit(),
+                                             status_->spec().max_runs());
+  return PlanConfirmation(needed, reused, sigma, step, workers);
+}
+
+ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext& context) {
+  ConfirmationStep step;
+  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  confirmation->Clear();
+  int reused = 0;
+  for (const ConfirmationSet& set : ReusableSets()) {
+    v1::ConfirmationPairs* out = confirmation->add_sets();
+    out->set_worker(set.worker);
+    out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
+    out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
+    reused += set.pairs();
+  }
+  confirmation->set_reused_pairs(reused);
+  const ConfirmationPlan plan = PlanNow(reused, context.workers);
+  if (plan.tasks == 0) {
+    // Nothing to measure: judged from the search's samples, once they are final.
+    CancelTasks(SpeculationNotNeededText(), context.now, &step);
+    if (early) {
+      status_->clear_confirmation();
+      return step;
+    }
+    return Judge(context, std::move(step));
+  }
+  // Pairs measured ahead in the last round count; the other commits' are cancelled.
+  const int speculative = AdoptSpeculativePairs(context.now, &step);
+  const ConfirmationPlan rest = LessSpeculativePairs(plan, speculative);
+  if (early) {
+    early_ = true;
+    early_last_good_ = search_->last_good();
+    early_first_bad_ = search_->first_bad();
+  }
+  if (rest.tasks > 0) QueueTasks(rest.tasks, rest.pairs_per_task, context.round);
+  step.warnings.push_back(ConfirmingText((*commits_)[search_->last_good()].sha(),
+                                         (*commits_)[search_->first_bad()].sha(), rest.tasks,
+                                         rest.pairs_per_task, reused, speculative));
+  if (!early && !TasksPending()) return Judge(context, std::move(step));
+  return step;
+}
+
+bool ConfirmationStage::EarlyTargetPossible() const {
+  if (search_->Done()) {
+    return search_->last_good() == early_last_good_ && search_->first_bad() == early_first_bad_;
+  }
+  return search_->last_good() <= early_last_good_ && early_first_bad_ <= search_->first_bad();
+}
+
+ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext& context) {
+  ConfirmationStep step;
+  if (!early_ || EarlyTargetPossible()) return step;
+  // A calibration changed a verdict: the culprit the pairs measure may no longer be it.
+  early_ = false;
+  for (auto& [id, entry] : book_->tasks()) {
+    if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
+    book_->CancelTask(entry, id, ConfirmationRestartText(), context.now, &step.cancelled);
+  }
+  status_->clear_confirmation();
+  failure_.clear();
+  step.warnings.push_back(ConfirmationRestartText());
+  return step;
+}
+
+ConfirmationStep ConfirmationStage::CompleteEarly(const ConfirmationContext& context) {
+  ConfirmationStep step;
+  early_ = false;
+  // Pairs measured ahead for this culprit since (the search reopened meanwhile) count; those
+  // of other commits are cancelled, and none is waited for.
+  AdoptSpeculativePairs(context.now, &step);
+  if (!TasksPending()) return Judge(context, std::move(step));
+  return step;
+}
+
+bool ConfirmationStage::TasksPending() const {
+  for (const auto& [id, entry] : book_->tasks()) {
+    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) return true;
+  }
+  return false;
+}
+
+bool ConfirmationStage::StartedFor(const v1::Task& task) const {
+  if (early_) {
+    // Its pairs count while the search may still close on the two commits they measure.
+    return task.commit_index() == early_first_bad_ &&
+           task.paired_commit_sha() == (*commits_)[early_last_good_].sha() &&
+           EarlyTargetPossible();
+  }
+  return status_->state() == v1::JOB_STATE_CONFIRMING && search_->Done() &&
+         task.commit_index() == search_->first_bad() &&
+         task.paired_commit_sha() == (*commits_)[search_->last_good()].sha();
+}
+
+void ConfirmationStage::QueueTasks(int tasks, int pairs_per_task, int round) {
+  // Re-measure last-good and culprit interleaved (A/B/A/B), each task on whichever worker takes
+  // it: the pairs of one task cancel that worker's offset.
+  for (int i = 0; i < tasks; ++i) {
+    const std::string id = book_->NewTask(v1::PROBE_KIND_CONFIRM, search_->first_bad(), round);
+    v1::Task& task = book_->at(id).task;
+    task.set_paired_commit_sha((*commits_)[search_->last_good()].sha());
+    task.set_runs(pairs_per_task);
+    book_->QueueFront(id);
+  }
+}
+
+int ConfirmationStage::AddInterleavedPairs(const v1::ConfirmationPairs& set) {
+  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  *confirmation->add_sets() = set;
+  for (double v : set.last_good_samples()) confirmation->add_last_good_samples(v);
+  for (double v : set.culprit_samples()) confirmation->add_culprit_samples(v);
+  const int fresh = std::min(set.last_good_samples_size(), set.culprit_samples_size());
+  confirmation->set_fresh_pairs(confirmation->fresh_pairs() + fresh);
+  if (confirmation->worker().empty()) confirmation->set_worker(set.worker());
+  return fresh;
+}
+
+int ConfirmationStage::AdoptSpeculativePairs(absl::Time now, ConfirmationStep* step) {
+  const std::pair<int, std::string> target{search_->first_bad(),
+                                           (*commits_)[search_->last_good()].sha()};
+  int pairs = 0;
+  auto kept = speculative_sets_.find(target);
+  if (kept != speculative_sets_.end()) {
+    for (const v1::ConfirmationPairs& set : kept->second) pairs += AddInterleavedPairs(set);
+    speculative_sets_.erase(kept);
+  }
+  for (auto& [id, entry] : book_->tasks()) {
+    if (entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
+    const bool of_target = entry.task.commit_index() == target.first &&
+                           entry.task.paired_commit_sha() == target.second;
+    if (of_target) {
+      if (!entry.done) pairs += std::max(1, entry.task.runs());  // It will report.
+    } else if (!entry.done) {
+      book_->CancelTask(entry, id, SpeculationNotTheCulpritText(), now, &step->cancelled);
+    } else if (v1::Probe& probe = book_->ProbeOf(entry);
+               probe.state() == v1::PROBE_STATE_FINISHED && probe.message().empty()) {
+      probe.set_message(SpeculationNotTheCulpritText());  // Measured ahead, not counted.
+    }
+  }
+  return pairs;
+}
+
+void ConfirmationStage::CancelTasks(const std::string& why, absl::Time now,
+                                    ConfirmationStep* step) {
+  for (auto& [id, entry] : book_->tasks()) {
+    if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
+    book_->CancelTask(entry, id, why, now, &step->cancelled);
+  }
+}
+
+void ConfirmationStage::QueueMorePairs(int pairs, int reused, const ConfirmationContext& context,
+                                       ConfirmationStep* step) {
+  const ConfirmationPlan plan = PlanConfirmation(pairs, 0, 1, 1, context.workers);
+  QueueTasks(plan.tasks, plan.pairs_per_task, context.round);
+  step->warnings.push_back(ConfirmingText((*commits_)[search_->last_good()].sha(),
+                                          (*commits_)[search_->first_bad()].sha(), plan.tasks,
+                                          plan.pairs_per_task, reused, 0));
+}
+
+bool ConfirmationStage::RemeasureQuarantinedPairs(const ConfirmationContext& context,
+                                                  ConfirmationStep* step) {
+  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
+  int dropped = 0;
+  for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
+    const Calibration::Worker* worker = calibration_->Find(pairs.worker());
+    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
+      dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
+      continue;
+    }
+    *kept.Add() = std::move(pairs);
+  }
+  if (dropped == 0) return false;
+  // Bounded: each time, the pairs came from a GPU now quarantined, which gets no more work.
+  *confirmation->mutable_sets() = std::move(kept);
+  confirmation->set_fresh_pairs(std::max(0, confirmation->fresh_pairs() - dropped));
+  confirmation->clear_worker();
+  QueueMorePairs(dropped, confirmation->reused_pairs(), context, step);
+  return true;
+}
+
+ConfirmationStep ConfirmationStage::OnResult(const v1::Probe& probe, const v1::Task& task,
+                                             const v1::TaskResult& result,
+                                             const ConfirmationContext& context) {
+  ConfirmationStep step;
+  if (!StartedFor(task)) {
+    // Measured ahead, in the search's last round: kept for its culprit's confirmation. A failed
+    // pair is not kept: the confirmation measures the pairs it still needs itself.
+    if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
+      speculative_sets_[{task.commit_index(), task.paired_commit_sha()}].push_back(
+          *std::move(set));
+    }
+    return step;
+  }
+  if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
+    AddInterleavedPairs(*set);
+  } else {
+    failure_ = result.message();
+  }
+  if (TasksPending()) return step;  // More to come.
+  if (status_->state() != v1::JOB_STATE_CONFIRMING) {
+    step.next = ConfirmationStep::Next::kSettleSearch;  // Started early: judged once settled.
+    return step;
+  }
+  return Judge(context, std::move(step));
+}
+
+ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
+                                          ConfirmationStep step) {
+  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  std::vector<ConfirmationSet> sets;
+  bool any_fresh = false;
+  for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
+    // A GPU quarantined since cannot vouch for its pairs.
+    const Calibration::Worker* worker = calibration_->Find(pairs.worker());
+    if (worker != nullptr && worker->quarantined) continue;
+    ConfirmationSet set;
+    set.worker = pairs.worker();
+    set.interleaved = pairs.interleaved();
+    set.last_good.assign(pairs.last_good_samples().begin(), pairs.last_good_samples().end());
+    set.culprit.assign(pairs.culprit_samples().begin(), pairs.culprit_samples().end());
+    any_fresh = any_fresh || set.interleaved;
+    sets.push_back(std::move(set));
+  }
+  const bool fresh_expected = !failure_.empty() || confirmation->fresh_pairs() > 0;
+  if (fresh_expected && !any_fresh && failure_.empty() &&
+      RemeasureQuarantinedPairs(context, &step)) {
+    return step;  // Every fresh pair came from a GPU quarantined since: measured again elsewhere.
+  }
+  const bool worse_is_up =
+      status_->baseline().bad().median() > status_->baseline().good().median();
+  ConfirmationJudgement judgement;
+  if (fresh_expected && !any_fresh) {
+    step.verdict = ConfirmationFailedText(failure_);
+  } else {
+    judgement = JudgeConfirmationSets(sets, worse_is_up);
+    if (judgement.measured) {
+      std::vector<std::string> workers;
+      for (const ConfirmationSet& set : sets) workers.push_back(set.worker);
+      confirmation->set_ratio(judgement.ratio);
+      confirmation->set_ci_low(judgement.ci_low);
+      confirmation->set_ci_high(judgement.ci_high);
+      confirmation->set_confirmed(judgement.confirmed);
+      if (confirmation->worker().empty() && !workers.empty()) {
+        confirmation->set_worker(workers.front());
+      }
+      // Before stays the search's median at last-good (the reference's frame); after follows
+      // from the confirmed ratio.
+      status_->set_after(status_->before() * judgement.ratio);
+      status_->set_culprit_regression_pct(
+          RegressionPercent(status_->before(), status_->after(), status_->direction()));
+      step.verdict = ConfirmationVerdictText(judgement, workers, confirmation->fresh_pairs(),
+                                             confirmation->reused_pairs());
+    }
+  }
+  if (confirmation->confirmed()) {
+    step.next = ConfirmationStep::Next::kConfirmed;
+    return step;
+  }
+  // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
+  // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
+  const bool leaning =
+      judgement.measured && (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
+  const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
+  if (leaning && pairs < status_->spec().max_runs()) {
+    QueueMorePairs(std::min(std::max(1, pairs), status_->spec().max_runs() - pairs), 0, context,
+                   &step);
+    return step;
+  }
+  step.next = ConfirmationStep::Next::kUnconfirmed;
+  return step;
+}
+
+}  // namespace kbisect

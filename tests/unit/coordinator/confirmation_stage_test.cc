@@ -1,0 +1,311 @@
+// Copyright 2026 The kbisect Authors.
+//
+// ConfirmationStage on its own: a probe table with GOOD (100 ms) and BAD (120 ms) baselines on
+// w0, a search over 8 commits, and the stage's calls driven step by step.
+#include "coordinator/job/confirmation_stage.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/coordinator/bisect_job_testing.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::bisect_job_testing::kNow;
+using ::kbisect::bisect_job_testing::MakeCommits;
+using ::kbisect::bisect_job_testing::MakeSpec;
+using ::testing::HasSubstr;
+using Next = ConfirmationStep::Next;
+
+constexpr int kCommits = 8;
+
+class ConfirmationStageTest : public ::testing::Test {
+ protected:
+  ConfirmationStageTest()
+      : commits_(MakeCommits(kCommits)),
+        search_(kCommits),
+        book_(&status_, &commits_),
+        calibration_(&status_, /*pass_fail=*/false),
+        stage_(&status_, &commits_, &search_, &calibration_, &book_) {
+    v1::JobSpec spec = MakeSpec();
+    spec.set_runs_per_commit(3);
+    spec.set_max_runs(12);
+    spec.set_confirm(true);
+    status_.set_job_id("job");
+    *status_.mutable_spec() = spec;
+    status_.set_commit_count(kCommits);
+    status_.set_state(v1::JOB_STATE_BISECTING);
+    const int good = Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0",
+                             {99, 100, 101});
+    const int bad =
+        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0", {119, 120, 121});
+    calibration_.SetReference("w0", good);
+    calibration_.worker("w0").calibration = good;
+    calibration_.SetBadProbe(bad);
+    status_.mutable_baseline()->mutable_good()->set_median(100);
+    status_.mutable_baseline()->mutable_bad()->set_median(120);
+    status_.set_before(100);
+    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+
+  // Hands task `id` to `worker` and finishes its row with `samples`; returns the row.
+  int Measure(const std::string& id, const std::string& worker, std::vector<double> samples) {
+    book_.HandOut(id, worker);
+    ProbeBook::TaskEntry& entry = book_.at(id);
+    v1::Probe& probe = book_.ProbeOf(entry);
+    probe.set_state(v1::PROBE_STATE_FINISHED);
+    probe.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    for (double v : samples) probe.add_samples(v);
+    probe.set_median(samples[samples.size() / 2]);
+    entry.done = true;
+    book_.Deactivate(id);
+    return entry.probe;
+  }
+
+  // Narrows the search to (last_good, first_bad] with both recorded.
+  void SearchEndsAt(int last_good, int first_bad) {
+    search_ = BisectSearch(kCommits);
+    ASSERT_TRUE(search_.Record(last_good, Verdict::kGood).ok());
+    ASSERT_TRUE(search_.Record(first_bad, Verdict::kBad).ok());
+  }
+
+  ConfirmationContext Context() const {
+    ConfirmationContext context;
+    context.now = kNow;
+    context.workers = 3;
+    context.round = 5;
+    return context;
+  }
+
+  // The unfinished confirmation tasks, in id order.
+  std::vector<std::string> ConfirmTasks() const {
+    std::vector<std::string> ids;
+    for (const auto& [id, entry] : book_.tasks()) {
+      if (!entry.done && entry.task.kind() == v1::PROBE_KIND_CONFIRM) ids.push_back(id);
+    }
+    return ids;
+  }
+
+  // Task `id` ran on `worker` and measured `pairs` (last-good, culprit) pairs; returns the
+  // stage's step.
+  ConfirmationStep Report(const std::string& id, const std::string& worker, double last_good,
+                          double culprit, int pairs = 1) {
+    book_.HandOut(id, worker);
+    ProbeBook::TaskEntry& entry = book_.at(id);
+    entry.done = true;
+    book_.Deactivate(id);
+    v1::TaskResult result;
+    result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    for (int i = 0; i < pairs; ++i) {
+      result.add_paired_samples(last_good + 0.1 * i);
+      result.add_samples(culprit + 0.1 * i);
+    }
+    v1::Probe& probe = book_.ProbeOf(entry);
+    probe.set_state(v1::PROBE_STATE_FINISHED);
+    return stage_.OnResult(probe, entry.task, result, Context());
+  }
+
+  // Every unfinished confirmation task reports, the k-th with culprit[k % size]; returns the
+  // last step.
+  ConfirmationStep ReportAll(double last_good, std::vector<double> culprit) {
+    ConfirmationStep step;
+    int worker = 1;
+    for (const std::string& id : ConfirmTasks()) {
+      step = Report(id, "w" + std::to_string(worker), last_good,
+                    culprit[(worker - 1) % culprit.size()], std::max(1, book_.at(id).task.runs()));
+      ++worker;
+    }
+    return step;
+  }
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  BisectSearch search_;
+  ProbeBook book_;
+  Calibration calibration_;
+  ConfirmationStage stage_;
+};
+
+TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfirmed) {
+  SearchEndsAt(4, 5);
+  const std::string probe = book_.NewTask(v1::PROBE_KIND_BISECT, 6, 2);
+  book_.QueueBack(probe);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
+  EXPECT_EQ(start.next, Next::kWait);
+  ASSERT_EQ(start.warnings.size(), 1u);
+  EXPECT_THAT(start.warnings[0], HasSubstr(commits_[5].sha().substr(0, 7)));
+  const std::vector<std::string> tasks = ConfirmTasks();
+  ASSERT_FALSE(tasks.empty());
+  int pairs = 0;
+  for (const std::string& id : tasks) {
+    ASSERT_NE(id, probe);
+    const v1::Task& task = book_.at(id).task;
+    EXPECT_EQ(task.commit_index(), 5);
+    EXPECT_EQ(task.paired_commit_sha(), commits_[4].sha());
+    EXPECT_EQ(book_.probe(book_.at(id).probe).round(), 5);
+    pairs += task.runs();
+  }
+  EXPECT_GE(pairs, 3);  // At least --runs pairs.
+  // Queued at the front: ahead of the bisect probe queued before the confirmation started.
+  EXPECT_EQ(book_.queue().front(), tasks.back());
+  EXPECT_TRUE(stage_.StartedFor(book_.at(tasks[0]).task));
+
+  const ConfirmationStep last = ReportAll(100, {120});
+  EXPECT_EQ(last.next, Next::kConfirmed);
+  EXPECT_THAT(last.verdict, HasSubstr("w1"));
+  EXPECT_TRUE(status_.confirmation().confirmed());
+  EXPECT_EQ(status_.confirmation().fresh_pairs(), pairs);
+  EXPECT_NEAR(status_.confirmation().ratio(), 1.2, 0.01);
+  EXPECT_NEAR(status_.after(), 120, 1);
+  EXPECT_NEAR(status_.culprit_regression_pct(), 20, 1);
+}
+
+TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
+  SearchEndsAt(4, 5);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  stage_.Start(/*early=*/false, Context());
+  // The culprit measures faster than last-good: not the regression's way, nothing to add.
+  const ConfirmationStep last = ReportAll(100, {99});
+  EXPECT_EQ(last.next, Next::kUnconfirmed);
+  EXPECT_FALSE(last.verdict.empty());
+  EXPECT_FALSE(status_.confirmation().confirmed());
+  EXPECT_TRUE(ConfirmTasks().empty());
+}
+
+TEST_F(ConfirmationStageTest, AnUnclearLeaningStepGetsMorePairsUntilTheRunsAreSpent) {
+  SearchEndsAt(4, 5);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  stage_.Start(/*early=*/false, Context());
+  // Pairs 3.4% slower and 2% faster, two to one: the estimate leans the regression's way but
+  // its interval holds "no step". More pairs, then unconfirmed once --max-runs (12) are in.
+  ConfirmationStep step = ReportAll(100, {103.4, 98, 103.4});
+  int rounds = 0;
+  while (step.next == Next::kWait && rounds < 10) {
+    ASSERT_EQ(step.warnings.size(), 1u);  // "confirming ... N more pairs".
+    ASSERT_FALSE(ConfirmTasks().empty());
+    step = ReportAll(100, {103.4, 98, 103.4});
+    ++rounds;
+  }
+  EXPECT_GE(rounds, 1);
+  EXPECT_EQ(step.next, Next::kUnconfirmed);
+  EXPECT_GE(status_.confirmation().fresh_pairs(), 12);
+}
+
+TEST_F(ConfirmationStageTest, PairsThatFailedLeaveItUnconfirmedWithTheReason) {
+  SearchEndsAt(4, 5);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  stage_.Start(/*early=*/false, Context());
+  ConfirmationStep step;
+  for (const std::string& id : ConfirmTasks()) {
+    ProbeBook::TaskEntry& entry = book_.at(id);
+    entry.done = true;
+    v1::TaskResult failed;
+    failed.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
+    failed.set_message("the GPU fell off the bus");
+    step = stage_.OnResult(book_.ProbeOf(entry), entry.task, failed, Context());
+  }
+  EXPECT_EQ(step.next, Next::kUnconfirmed);
+  EXPECT_THAT(step.verdict, HasSubstr("the GPU fell off the bus"));
+}
+
+TEST_F(ConfirmationStageTest, PairsOfAGpuQuarantinedSinceAreMeasuredAgainElsewhere) {
+  SearchEndsAt(4, 5);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  stage_.Start(/*early=*/false, Context());
+  std::vector<std::string> first = ConfirmTasks();
+  ConfirmationStep step;
+  for (size_t i = 0; i + 1 < first.size(); ++i) step = Report(first[i], "odd", 100, 120);
+  calibration_.worker("odd").quarantined = true;
+  step = Report(first.back(), "odd", 100, 120, std::max(1, book_.at(first.back()).task.runs()));
+  EXPECT_EQ(step.next, Next::kWait);
+  ASSERT_EQ(step.warnings.size(), 1u);
+  EXPECT_FALSE(ConfirmTasks().empty());
+  EXPECT_EQ(status_.confirmation().fresh_pairs(), 0);
+  EXPECT_EQ(ReportAll(100, {120}).next, Next::kConfirmed);
+}
+
+TEST_F(ConfirmationStageTest, AnEarlyConfirmationIsSettledByTheJobOrCancelledWhenTheSearchMoves) {
+  SearchEndsAt(4, 5);
+  // Started beside the calibrations still owed: the job stays BISECTING.
+  stage_.Start(/*early=*/true, Context());
+  EXPECT_TRUE(stage_.early());
+  ASSERT_FALSE(ConfirmTasks().empty());
+  // Nothing changes while the search still ends at (4, 5).
+  EXPECT_TRUE(stage_.AbortIfTargetLost(Context()).warnings.empty());
+  EXPECT_TRUE(stage_.early());
+
+  // A calibration moved a verdict: the search now ends at (2, 3); running pairs are killed.
+  const std::string running = ConfirmTasks().front();
+  book_.HandOut(running, "w1");
+  SearchEndsAt(2, 3);
+  EXPECT_FALSE(stage_.StartedFor(book_.at(running).task));
+  const ConfirmationStep abort = stage_.AbortIfTargetLost(Context());
+  EXPECT_FALSE(stage_.early());
+  EXPECT_EQ(abort.cancelled, std::vector<std::string>{running});
+  ASSERT_EQ(abort.warnings.size(), 1u);
+  EXPECT_TRUE(ConfirmTasks().empty());
+  EXPECT_FALSE(status_.has_confirmation());
+
+  // Started early again, its last pair hands the decision back to the job, which completes it.
+  stage_.Start(/*early=*/true, Context());
+  EXPECT_EQ(ReportAll(100, {120}).next, Next::kSettleSearch);
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  EXPECT_EQ(stage_.CompleteEarly(Context()).next, Next::kConfirmed);
+  EXPECT_FALSE(stage_.early());
+}
+
+TEST_F(ConfirmationStageTest, PairsMeasuredAheadCountForTheirCulpritOnly) {
+  // The last round: (3, 6] with 4 and 5 in flight, nothing left to place.
+  SearchEndsAt(3, 6);
+  search_.MarkInFlight(4);
+  search_.MarkInFlight(5);
+  EXPECT_TRUE(stage_.HasSpeculationCandidates());
+  // First-bad (6) first: the culprit if both probes in flight come back GOOD.
+  const std::vector<std::string> ahead = stage_.CreateSpeculativeTasks(3, Context());
+  ASSERT_FALSE(ahead.empty());
+  for (const std::string& id : ahead) {
+    EXPECT_EQ(book_.at(id).task.commit_index(), 6);
+    EXPECT_EQ(book_.at(id).task.paired_commit_sha(), commits_[5].sha());
+  }
+  // 5 and 4 need as many pairs each; two spare tasks cannot cover one, so none is measured.
+  EXPECT_TRUE(stage_.CreateSpeculativeTasks(2, Context()).empty());
+  // Measured before the search ends: kept, nothing judged.
+  for (const std::string& id : ahead) EXPECT_EQ(Report(id, "w2", 100, 120).next, Next::kWait);
+
+  // Both probes came back GOOD: 6 is the culprit, and its pairs ahead are all it needs.
+  ASSERT_TRUE(search_.Record(4, Verdict::kGood).ok());
+  ASSERT_TRUE(search_.Record(5, Verdict::kGood).ok());
+  ASSERT_TRUE(search_.Done());
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
+  EXPECT_EQ(start.next, Next::kConfirmed);
+  EXPECT_EQ(status_.confirmation().fresh_pairs(), static_cast<int>(ahead.size()));
+  EXPECT_TRUE(ConfirmTasks().empty());
+}
+
+TEST_F(ConfirmationStageTest, PairsAheadOfAnotherCommitAreCancelledWhenTheCulpritIsKnown) {
+  SearchEndsAt(3, 6);
+  search_.MarkInFlight(4);
+  search_.MarkInFlight(5);
+  const std::vector<std::string> ahead = stage_.CreateSpeculativeTasks(3, Context());
+  ASSERT_FALSE(ahead.empty());
+  for (const std::string& id : ahead) book_.HandOut(id, "w2");
+  // 5 came back BAD and 4 GOOD: the culprit is 5, not 6.
+  ASSERT_TRUE(search_.Record(4, Verdict::kGood).ok());
+  ASSERT_TRUE(search_.Record(5, Verdict::kBad).ok());
+  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
+  EXPECT_EQ(start.next, Next::kWait);
+  EXPECT_EQ(start.cancelled, ahead);
+  for (const std::string& id : ahead) {
+    EXPECT_EQ(book_.probe(book_.at(id).probe).state(), v1::PROBE_STATE_CANCELLED);
+  }
+  for (const std::string& id : ConfirmTasks()) EXPECT_EQ(book_.at(id).task.commit_index(), 5);
+}
+
+}  // namespace
+}  // namespace kbisect
