@@ -37,6 +37,8 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
                  ? ResultReuse()
                  : ResultReuse(cached, commits_)),
+      endpoints_(&status_, &calibration_, &book_,
+                 spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       confirmation_(&status_, &commits_, &search_, &calibration_, &book_),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
@@ -199,7 +201,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   }
   input.pass_fail = pass_fail_;
   input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES && steps_ == 0 &&
-                     unclassified_.empty() && !BaselinesReady();
+                     unclassified_.empty() && !endpoints_.Ready();
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
   input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
   input.builds = !status_.spec().build_command().empty();
@@ -474,8 +476,8 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
       // verdict is made again (or for the first time) on one GPU.
       if (status_.state() == v1::JOB_STATE_BISECTING) {
-        SettleEndpoint(now);
-      } else if (BaselinesReady()) {
+        FollowEndpoint(endpoints_.Settle(), now);
+      } else if (endpoints_.Ready()) {
         EvaluateBaselines(now);
       }
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
@@ -492,7 +494,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       Finish(v1::OUTCOME_ERROR, BaselineFailedText(good, probe, result), now);
       return std::exchange(to_cancel_, {});
     }
-    if (BaselinesReady()) {
+    if (endpoints_.Ready()) {
       EvaluateBaselines(now);
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
     }
@@ -508,7 +510,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   } else {
     unclassified_.push_back(entry.probe);
   }
-  ReassessBaselinesIfNoisy(now);
+  FollowEndpoint(endpoints_.ReassessIfNoisy(), now);
   ApplyCachedResults(now);
   MaybeFinish(now);
   UpdateProgress();

@@ -15,6 +15,7 @@
 //   flaky_verdicts          the verdict rules of a flaky pass/fail test (--flaky);
 //   confirmation            the confirmation's plan (pairs from the noise) and its judgement;
 //   confirmation_stage      the confirmation as it runs: speculation, start, pairs, judgement;
+//   endpoint_verdict        whether GOOD and BAD differ by a step, deferred, settled, reassessed;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
 //   job_text                every sentence of its events, warnings and errors.
@@ -41,6 +42,7 @@
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation_stage.h"
 #include "coordinator/job/dispatch.h"
+#include "coordinator/job/endpoint_verdict.h"
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/marks.h"
 #include "coordinator/job/probe_book.h"
@@ -205,32 +207,14 @@ class BisectJob {
   // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
   // settled.
   bool WaitsForBaselines(const std::string& worker) const;
-  bool BaselinesReady() const;
-  // The endpoint verdict once the reference GOOD and BAD are measured. With the two on one GPU
-  // it is final; across two GPUs (GOOD measured beside BAD) a step found is provisional until
-  // BAD's worker has calibrated (SettleEndpoint), and no step found waits for that calibration.
+  // The endpoint verdict (EndpointVerdict::Evaluate, or a flaky test's EvaluateFlakyBaselines)
+  // once the baselines are ready.
   void EvaluateBaselines(absl::Time now);
-  // The baselines' assessment in the reference's frame with the noise they were judged with.
-  BaselineAssessment AssessEndpoints() const;
-  // True when the assessment leaves something to bisect.
-  bool StepFound(const BaselineAssessment& assessment) const;
-  // Ends the job when the assessment shows no step, or swapped endpoints; returns true then.
-  bool FinishIfNoStep(const BaselineAssessment& assessment, absl::Time now);
-  // A provisional endpoint verdict, once BAD's worker's GOOD is the reference: judged again on
-  // one GPU; ends the job when the step is gone, measures the baselines again when unclear,
-  // else records the baselines in the new frame and judges every verdict again if the stand-in
-  // GPU had an offset.
-  void SettleEndpoint(absl::Time now);
-  // Warns that the baselines are unclear and queues assessment.more_runs more runs of each.
-  void MeasureBaselinesAgain(const BaselineAssessment& assessment, absl::Time now);
+  // Acts on what the endpoint verdict returned, in EndpointStep's order.
+  void FollowEndpoint(const EndpointStep& step, absl::Time now);
   // Gives both baselines `runs` more runs, on the workers that measured them, or elsewhere
   // when a worker left (see the definition).
   void ExtendBaselines(int runs, absl::Time now);
-  // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
-  void RecordBaselines(const BaselineAssessment& assessment);
-  // Judges the baselines again when the noise the probes show has grown past what they were
-  // judged with (single-run baselines show none); measures them again if they are unclear now.
-  void ReassessBaselinesIfNoisy(absl::Time now);
   // After a baseline or calibration changed: outliers, sharper calibrations, provisional
   // verdicts, then the probes waiting to be classified.
   void RecheckCalibrations(absl::Time now);
@@ -351,6 +335,7 @@ class BisectJob {
   ProbeBook book_;
   Calibration calibration_;
   ResultReuse reuse_;
+  EndpointVerdict endpoints_;
   ConfirmationStage confirmation_;
   bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
   std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
@@ -362,9 +347,6 @@ class BisectJob {
   absl::Time start_time_;
   std::vector<v1::JobEvent> events_;
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
-  double assessed_noise_ = 0;           // The noise floor the baselines were last judged with.
-  // An endpoint verdict across two GPUs found no step: it waits for BAD's worker's GOOD.
-  bool endpoint_deferred_ = false;
 };
 
 }  // namespace kbisect

@@ -166,11 +166,11 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
       (quarantined || !calibration_.CalibrationDone(worker))) {
     RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
   }
-  if (worker != calibration_.reference_worker() || (!quarantined && BaselinesReady())) return;
+  if (worker != calibration_.reference_worker() || (!quarantined && endpoints_.Ready())) return;
   // A reference that left after the baselines settled keeps its measurements; one that was
   // quarantined hands the reference GOOD to another worker, and every verdict judged against
   // it is judged again.
-  const bool settled = BaselinesReady() && status_.state() == v1::JOB_STATE_BISECTING;
+  const bool settled = endpoints_.Ready() && status_.state() == v1::JOB_STATE_BISECTING;
   calibration_.ResetReference();
   if (!settled) return;
   calibration_.set_bad_offset_checked(false);
@@ -178,7 +178,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   status_.set_state(v1::JOB_STATE_BASELINES);
   Emit(v1::JOB_EVENT_KIND_WARNING, ReferenceMovesText(worker, calibration_.reference_worker()),
        nullptr, now);
-  if (!BaselinesReady()) return;
+  if (!endpoints_.Ready()) return;
   EvaluateBaselines(now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
     TopUpCalibrations();

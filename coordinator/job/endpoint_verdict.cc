@@ -1,0 +1,186 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/endpoint_verdict.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/job/job_text.h"
+
+namespace kbisect {
+namespace {
+
+// The baselines are judged again when the noise seen grows past this factor of what they were
+// judged with.
+constexpr double kReassessGrowth = 1.5;
+
+}  // namespace
+
+EndpointVerdict::EndpointVerdict(v1::JobStatus* status, const Calibration* calibration,
+                                 const ProbeBook* book, bool pass_fail)
+    : status_(status), calibration_(calibration), book_(book), pass_fail_(pass_fail) {}
+
+bool EndpointVerdict::Ready() const {
+  // An endpoint verdict across two GPUs that found no step waits for BAD's worker's GOOD.
+  if (deferred_ && !calibration_->EndpointsOnOneGpu()) return false;
+  for (int position : {calibration_->good_probe(), calibration_->bad_probe()}) {
+    if (position < 0) return false;
+    const v1::Probe& probe = book_->probe(position);
+    if (probe.state() != v1::PROBE_STATE_FINISHED || !IsMeasured(probe, pass_fail_)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+EndpointStep EndpointVerdict::EvaluatePassFail() const {
+  const v1::Probe& good = book_->probe(calibration_->good_probe());
+  const v1::Probe& bad = book_->probe(calibration_->bad_probe());
+  EndpointStep step;
+  if (good.outcome() != v1::TASK_OUTCOME_PASSED) {
+    step.finish = EndpointStep::Finish{v1::OUTCOME_ERROR, CheckFailsAtGoodText(good)};
+    return step;
+  }
+  if (bad.outcome() != v1::TASK_OUTCOME_FAILED) {
+    step.finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, CheckPassesAtBadText(bad)};
+    return step;
+  }
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
+                           PassFailBaselineText(good.sha(), bad.sha()));
+  step.state = v1::JOB_STATE_BISECTING;
+  return step;
+}
+
+EndpointStep EndpointVerdict::Evaluate() {
+  if (pass_fail_) return EvaluatePassFail();
+  EndpointStep step;
+  if (status_->direction() == v1::DIRECTION_UNSPECIFIED) {
+    status_->set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+  // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
+  assessed_noise_ = calibration_->ObservedNoise();
+  const BaselineAssessment assessment = Assess();
+  // GOOD and BAD measured on two GPUs (the reference GOOD was measured beside BAD) may differ by
+  // the GPUs' offset: a step between them steers the search provisionally, but only BAD's worker
+  // measuring GOOD too can say there is none, that they look swapped, or that they are unclear.
+  const bool across_gpus = !calibration_->EndpointsOnOneGpu();
+  if (across_gpus && !StepFound(assessment)) {
+    deferred_ = true;
+    return step;
+  }
+  if (assessment.more_runs > 0) {
+    MeasureAgain(assessment, &step);
+    return step;
+  }
+  Record(assessment);
+  for (const std::string& warning : assessment.warnings) status_->add_warnings(warning);
+  const v1::Probe& good = book_->probe(calibration_->good_probe());
+  const v1::Probe& bad = book_->probe(calibration_->bad_probe());
+  std::string text =
+      BaselineText(*status_, good.median(), bad.median(), assessment.regression_pct);
+  if (across_gpus) {
+    absl::StrAppend(&text, "\n", ProvisionalEndpointText(bad.worker(), good.worker()));
+  }
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(text));
+  for (const std::string& warning : assessment.warnings) {
+    step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning));
+  }
+  if (!FinishIfNoStep(assessment, &step)) step.state = v1::JOB_STATE_BISECTING;
+  return step;
+}
+
+EndpointStep EndpointVerdict::Settle() {
+  // BAD's worker's GOOD is the reference now: the step is judged again on one GPU, whose
+  // offset cancels, and every verdict judged in the stand-in's frame is judged in this one.
+  EndpointStep step;
+  const std::string stand_in = status_->baseline().good().worker();
+  assessed_noise_ = calibration_->ObservedNoise();
+  const BaselineAssessment assessment = Assess();
+  if (assessment.more_runs > 0) {
+    MeasureAgain(assessment, &step);
+    step.state = v1::JOB_STATE_BASELINES;
+    step.judge_every_verdict_again = true;
+    return step;
+  }
+  Record(assessment);
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
+                           SettledEndpointText(*status_, stand_in, assessment.regression_pct));
+  if (FinishIfNoStep(assessment, &step)) return step;
+  // Verdicts of the stand-in's frame: with an offset between the two GPUs they are all judged
+  // again; without one, each provisional verdict settles against the new pool as it would
+  // have (BisectJob::SettleProvisional).
+  step.judge_every_verdict_again = calibration_->HasOffset(stand_in);
+  return step;
+}
+
+EndpointStep EndpointVerdict::ReassessIfNoisy() {
+  EndpointStep step;
+  // Also nothing once the job is finished: its state is no longer BISECTING.
+  if (pass_fail_ || status_->state() != v1::JOB_STATE_BISECTING) return step;
+  // Baselines of few runs show little spread; the probes' samples may show more. When the noise
+  // seen has grown by half since the baselines were judged, they are judged again with it, and
+  // if they are no longer clearly apart they are measured again and every verdict waits.
+  const double noise = calibration_->ObservedNoise();
+  if (noise <= kReassessGrowth * assessed_noise_ || noise == 0) return step;
+  assessed_noise_ = noise;
+  const BaselineAssessment assessment = Assess();
+  if (assessment.more_runs <= 0) return step;
+  step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING,
+                           NoisyBaselinesText(noise, status_->metric_unit(), assessment));
+  step.more_runs = assessment.more_runs;
+  step.state = v1::JOB_STATE_BASELINES;
+  step.judge_every_verdict_again = true;
+  return step;
+}
+
+BaselineAssessment EndpointVerdict::Assess() const {
+  return AssessBaselines(calibration_->PooledSamples(v1::VERDICT_GOOD),
+                         calibration_->ReferenceBadSamples(), status_->direction(),
+                         status_->spec().min_effect_fraction(), status_->spec().max_runs(),
+                         assessed_noise_);
+}
+
+bool EndpointVerdict::StepFound(const BaselineAssessment& assessment) const {
+  return assessment.more_runs == 0 &&
+         (assessment.regression ||
+          (assessment.improvement && status_->spec().allow_improvement()));
+}
+
+void EndpointVerdict::Record(const BaselineAssessment& assessment) {
+  const v1::Probe& good = book_->probe(calibration_->good_probe());
+  const v1::Probe& bad = book_->probe(calibration_->bad_probe());
+  v1::Baseline* good_base = status_->mutable_baseline()->mutable_good();
+  good_base->set_sha(good.sha());
+  *good_base->mutable_samples() = good.samples();
+  good_base->set_median(good.median());
+  good_base->set_worker(good.worker());
+  v1::Baseline* bad_base = status_->mutable_baseline()->mutable_bad();
+  bad_base->set_sha(bad.sha());
+  const std::vector<double> bad_samples = calibration_->ReferenceBadSamples();
+  bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
+  bad_base->set_median(MedianOrZero(bad_samples));
+  bad_base->set_worker(bad.worker());
+  status_->mutable_baseline()->set_provisional(!calibration_->EndpointsOnOneGpu());
+  status_->set_regression_pct(assessment.regression_pct);
+}
+
+bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step) {
+  if (assessment.improvement && !status_->spec().allow_improvement()) {
+    step->finish = EndpointStep::Finish{v1::OUTCOME_ERROR, SwappedText(assessment.reason)};
+    return true;
+  }
+  if (!assessment.regression && !assessment.improvement) {
+    status_->set_cause(v1::CAUSE_NOISE);
+    step->finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason};
+    return true;
+  }
+  return false;
+}
+
+void EndpointVerdict::MeasureAgain(const BaselineAssessment& assessment, EndpointStep* step) {
+  step->events.emplace_back(v1::JOB_EVENT_KIND_WARNING,
+                            absl::StrCat("Baselines unclear: ", assessment.reason));
+  step->more_runs = assessment.more_runs;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,98 @@
+// Copyright 2026 The kbisect Authors.
+//
+// EndpointVerdict judges a job's two ends: whether BAD differs from GOOD by a step worth
+// bisecting (a regression, none, or swapped endpoints), from the reference GOOD and the BAD
+// baseline in the reference's frame (the rules are AssessBaselines in probe_classifier.h).
+//
+// It decides when the baselines are ready, defers a verdict measured across two GPUs that
+// found no step until BAD's worker has measured GOOD too, settles a provisional verdict once
+// it has, and judges the baselines again when the probes show more noise than they were judged
+// with. It records the baselines, the warnings and the cause in the job status; it never ends
+// the job, emits an event nor creates a task: each call returns an EndpointStep that the job
+// follows (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints are judged by the
+// job itself (flaky_probes.cc).
+#ifndef KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
+#define KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/job/calibration.h"
+#include "coordinator/job/probe_book.h"
+#include "coordinator/job/probe_classifier.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// What the job does after a call, in this order: emit `events`, give both baselines
+// `more_runs` more runs (BisectJob::ExtendBaselines), enter `state`, judge every verdict again,
+// end the job with `finish`. Each part is optional.
+struct EndpointStep {
+  std::vector<std::pair<v1::JobEventKind, std::string>> events;
+  int more_runs = 0;
+  std::optional<v1::JobState> state;
+  bool judge_every_verdict_again = false;
+  struct Finish {
+    v1::Outcome outcome = v1::OUTCOME_UNSPECIFIED;
+    std::string error;
+  };
+  std::optional<Finish> finish;
+};
+
+class EndpointVerdict {
+ public:
+  // `status` (spec, state, direction, unit; the baselines, warnings and cause are written),
+  // `calibration` and `book` must outlive this. `pass_fail`: the ends are judged by exit codes.
+  EndpointVerdict(v1::JobStatus* status, const Calibration* calibration, const ProbeBook* book,
+                  bool pass_fail);
+
+  EndpointVerdict(const EndpointVerdict&) = delete;
+  EndpointVerdict& operator=(const EndpointVerdict&) = delete;
+
+  // True when the reference GOOD and the BAD baseline are measured (and a deferred verdict's
+  // BAD worker has measured GOOD).
+  bool Ready() const;
+
+  // The endpoint verdict once Ready(): with GOOD and BAD on one GPU it is final; across two
+  // GPUs a step found is provisional (the baselines record it), and no step found waits for
+  // BAD's worker's GOOD (nothing to do yet). Unclear baselines get more runs.
+  EndpointStep Evaluate();
+
+  // A provisional verdict, once BAD's worker's GOOD is the reference and the search runs:
+  // judged again on one GPU. The step gone ends the job; unclear baselines get more runs while
+  // every verdict waits; else the baselines are recorded in the new frame, and every verdict is
+  // judged again when the stand-in GPU had an offset.
+  EndpointStep Settle();
+
+  // While the search runs: when the noise the probes show has grown past what the baselines
+  // were judged with and they are no longer clearly apart, they get more runs, and every
+  // verdict waits for them. Otherwise nothing.
+  EndpointStep ReassessIfNoisy();
+
+ private:
+  // The baselines' assessment in the reference's frame with the noise they are judged with.
+  BaselineAssessment Assess() const;
+  // True when `assessment` leaves something to bisect.
+  bool StepFound(const BaselineAssessment& assessment) const;
+  // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
+  void Record(const BaselineAssessment& assessment);
+  // Ends the job when `assessment` shows no step or swapped endpoints; returns true then.
+  bool FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step);
+  // Unclear baselines: says so and asks for assessment.more_runs more runs of each.
+  static void MeasureAgain(const BaselineAssessment& assessment, EndpointStep* step);
+  EndpointStep EvaluatePassFail() const;
+
+  v1::JobStatus* status_;
+  const Calibration* calibration_;
+  const ProbeBook* book_;
+  bool pass_fail_;
+  double assessed_noise_ = 0;  // The noise floor the baselines were last judged with.
+  // An endpoint verdict across two GPUs found no step: it waits for BAD's worker's GOOD.
+  bool deferred_ = false;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_

@@ -1,0 +1,267 @@
+// Copyright 2026 The kbisect Authors.
+//
+// EndpointVerdict on its own: a probe table with the reference GOOD and the BAD baseline, on
+// one GPU or two, and the steps each call returns.
+#include "coordinator/job/endpoint_verdict.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/coordinator/bisect_job_testing.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::bisect_job_testing::MakeCommits;
+using ::kbisect::bisect_job_testing::MakeSpec;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::StartsWith;
+
+constexpr int kCommits = 8;
+
+class EndpointVerdictTest : public ::testing::Test {
+ protected:
+  explicit EndpointVerdictTest(bool pass_fail = false)
+      : commits_(MakeCommits(kCommits)),
+        book_(&status_, &commits_),
+        calibration_(&status_, pass_fail),
+        verdict_(&status_, &calibration_, &book_, pass_fail) {
+    v1::JobSpec spec = MakeSpec();
+    spec.set_runs_per_commit(5);
+    spec.set_max_runs(20);
+    spec.set_min_effect_fraction(0.02);
+    status_.set_job_id("job");
+    *status_.mutable_spec() = spec;
+    status_.set_commit_count(kCommits);
+    status_.set_state(v1::JOB_STATE_BASELINES);
+    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+
+  // Creates a task of `kind` at `index` on `worker`, finished with `samples`; returns its row.
+  int Measure(v1::ProbeKind kind, int index, const std::string& worker,
+              std::vector<double> samples) {
+    const std::string id = book_.NewTask(kind, index, 0);
+    book_.HandOut(id, worker);
+    ProbeBook::TaskEntry& entry = book_.at(id);
+    v1::Probe& probe = book_.ProbeOf(entry);
+    probe.set_state(v1::PROBE_STATE_FINISHED);
+    probe.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+    for (double v : samples) probe.add_samples(v);
+    probe.set_median(MedianOrZero(samples));
+    entry.done = true;
+    book_.Deactivate(id);
+    return entry.probe;
+  }
+
+  // The reference GOOD on `good_worker` and BAD on `bad_worker`.
+  void Baselines(const std::string& good_worker, std::vector<double> good,
+                 const std::string& bad_worker, std::vector<double> bad) {
+    const int good_row = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, good_worker, std::move(good));
+    calibration_.worker(good_worker).calibration = good_row;
+    calibration_.SetReference(good_worker, good_row);
+    calibration_.SetBadProbe(Measure(v1::PROBE_KIND_BASELINE_BAD, kCommits, bad_worker, bad));
+  }
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  ProbeBook book_;
+  Calibration calibration_;
+  EndpointVerdict verdict_;
+};
+
+const std::vector<double> kGood = {99, 100, 101, 100.5, 99.5};
+const std::vector<double> kBad = {119, 120, 121, 120.5, 119.5};
+
+TEST_F(EndpointVerdictTest, IsReadyOnceBothBaselinesAreMeasured) {
+  EXPECT_FALSE(verdict_.Ready());
+  const int good = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", kGood);
+  calibration_.worker("w0").calibration = good;
+  calibration_.SetReference("w0", good);
+  EXPECT_FALSE(verdict_.Ready());
+  const std::string bad = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0);
+  calibration_.SetBadProbe(book_.at(bad).probe);
+  EXPECT_FALSE(verdict_.Ready()) << "BAD is still pending";
+  book_.mutable_probe(book_.at(bad).probe).set_state(v1::PROBE_STATE_FINISHED);
+  EXPECT_FALSE(verdict_.Ready()) << "BAD finished without a sample";
+  book_.mutable_probe(book_.at(bad).probe).set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  book_.mutable_probe(book_.at(bad).probe).add_samples(120);
+  EXPECT_TRUE(verdict_.Ready());
+}
+
+TEST_F(EndpointVerdictTest, AClearStepOnOneGpuIsRecordedAndTheSearchStarts) {
+  Baselines("w0", kGood, "w0", kBad);
+  ASSERT_TRUE(verdict_.Ready());
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
+  EXPECT_FALSE(step.finish.has_value());
+  EXPECT_EQ(step.more_runs, 0);
+  EXPECT_FALSE(step.judge_every_verdict_again);
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
+  EXPECT_DOUBLE_EQ(status_.baseline().good().median(), 100);
+  EXPECT_DOUBLE_EQ(status_.baseline().bad().median(), 120);
+  EXPECT_EQ(status_.baseline().bad().worker(), "w0");
+  EXPECT_FALSE(status_.baseline().provisional());
+  EXPECT_NEAR(status_.regression_pct(), 20, 0.01);
+}
+
+TEST_F(EndpointVerdictTest, NoStepEndsTheJobAsNoise) {
+  Baselines("w0", kGood, "w0", {99.5, 100.5, 100, 99, 101});
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
+  EXPECT_FALSE(step.state.has_value());
+  EXPECT_EQ(status_.cause(), v1::CAUSE_NOISE);
+}
+
+TEST_F(EndpointVerdictTest, SwappedEndpointsAreAnErrorUnlessImprovementsAreAllowed) {
+  Baselines("w0", kBad, "w0", kGood);
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
+  EXPECT_THAT(step.finish->error, Not(IsEmpty()));
+
+  status_.mutable_spec()->set_allow_improvement(true);
+  const EndpointStep allowed = verdict_.Evaluate();
+  EXPECT_FALSE(allowed.finish.has_value());
+  EXPECT_EQ(allowed.state, v1::JOB_STATE_BISECTING);
+}
+
+TEST_F(EndpointVerdictTest, UnclearBaselinesAskForMoreRunsOfBoth) {
+  // One run each, 1% apart: nothing can be told yet.
+  Baselines("w0", {100}, "w0", {101.5});
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_GT(step.more_runs, 0);
+  EXPECT_FALSE(step.finish.has_value());
+  EXPECT_FALSE(step.state.has_value());
+  EXPECT_THAT(step.events,
+              ElementsAre(Pair(v1::JOB_EVENT_KIND_WARNING, StartsWith("Baselines unclear: "))));
+}
+
+TEST_F(EndpointVerdictTest, NoStepAcrossTwoGpusWaitsForBadsWorkerToMeasureGood) {
+  // GOOD on w1 stood in for BAD's worker w0, and they look the same.
+  Baselines("w1", kGood, "w0", {99.5, 100.5, 100, 99, 101});
+  ASSERT_TRUE(verdict_.Ready());
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_TRUE(step.events.empty());
+  EXPECT_FALSE(step.finish.has_value());
+  EXPECT_FALSE(step.state.has_value());
+  EXPECT_FALSE(verdict_.Ready()) << "deferred until w0 has measured GOOD";
+
+  // On w0 itself GOOD is 17% faster than BAD: measured on one GPU there is a step after all.
+  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {83, 83.5, 84, 82.5, 83.2});
+  calibration_.worker("w0").calibration = own;
+  ASSERT_TRUE(verdict_.Ready());
+  calibration_.SetReference("w0", own);
+  const EndpointStep settled = verdict_.Evaluate();
+  EXPECT_EQ(settled.state, v1::JOB_STATE_BISECTING);
+  EXPECT_FALSE(status_.baseline().provisional());
+  EXPECT_EQ(status_.baseline().good().worker(), "w0");
+}
+
+TEST_F(EndpointVerdictTest, AProvisionalStepIsSettledOnOneGpuAndVerdictsJudgedAgainAfterAnOffset) {
+  // GOOD on w1, BAD on w0: a step, provisional.
+  Baselines("w1", kGood, "w0", kBad);
+  const EndpointStep first = verdict_.Evaluate();
+  EXPECT_EQ(first.state, v1::JOB_STATE_BISECTING);
+  EXPECT_TRUE(status_.baseline().provisional());
+  EXPECT_THAT(first.events[0].second, HasSubstr("w1"));
+  status_.set_state(v1::JOB_STATE_BISECTING);
+
+  // w0's own GOOD is 5% slower than w1's: the stand-in had an offset.
+  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {104, 105, 106, 105.5, 104.5});
+  calibration_.worker("w0").calibration = own;
+  calibration_.SetReference("w0", own);
+  const EndpointStep settled = verdict_.Settle();
+  EXPECT_FALSE(settled.finish.has_value());
+  EXPECT_TRUE(settled.judge_every_verdict_again);
+  ASSERT_EQ(settled.events.size(), 1u);
+  EXPECT_EQ(settled.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
+  EXPECT_FALSE(status_.baseline().provisional());
+  EXPECT_DOUBLE_EQ(status_.baseline().good().median(), 105);
+  EXPECT_NEAR(status_.regression_pct(), 100.0 * (120.0 / 105 - 1), 0.01);
+}
+
+TEST_F(EndpointVerdictTest, AProvisionalStepGoneOnOneGpuEndsTheJob) {
+  Baselines("w1", kGood, "w0", kBad);
+  verdict_.Evaluate();
+  status_.set_state(v1::JOB_STATE_BISECTING);
+  // On w0 GOOD measures as BAD does: the step was w1's offset.
+  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {119.5, 120.5, 120, 119, 121});
+  calibration_.worker("w0").calibration = own;
+  calibration_.SetReference("w0", own);
+  const EndpointStep settled = verdict_.Settle();
+  ASSERT_TRUE(settled.finish.has_value());
+  EXPECT_EQ(settled.finish->outcome, v1::OUTCOME_NO_REGRESSION);
+}
+
+TEST_F(EndpointVerdictTest, MoreNoiseInTheProbesSendsTheSearchBackToTheBaselines) {
+  // Single runs: they show no spread, and a 3% step looks clear.
+  Baselines("w0", {100}, "w0", {103});
+  status_.mutable_spec()->set_runs_per_commit(1);
+  ASSERT_EQ(verdict_.Evaluate().state, v1::JOB_STATE_BISECTING);
+  status_.set_state(v1::JOB_STATE_BISECTING);
+  EXPECT_EQ(verdict_.ReassessIfNoisy().more_runs, 0) << "no probe yet";
+
+  // Probes of w0 spread by 4% around GOOD and BAD.
+  for (int i = 0; i < 3; ++i) {
+    const int good = Measure(v1::PROBE_KIND_BISECT, 1 + i, "w0", {96, 104, 100});
+    book_.mutable_probe(good).set_verdict(v1::VERDICT_GOOD);
+    const int bad = Measure(v1::PROBE_KIND_BISECT, 5 + i, "w0", {99, 107, 103});
+    book_.mutable_probe(bad).set_verdict(v1::VERDICT_BAD);
+  }
+  const EndpointStep step = verdict_.ReassessIfNoisy();
+  EXPECT_GT(step.more_runs, 0);
+  EXPECT_EQ(step.state, v1::JOB_STATE_BASELINES);
+  EXPECT_TRUE(step.judge_every_verdict_again);
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_WARNING);
+  // Judged with that noise now: the same probes ask for nothing more.
+  EXPECT_EQ(verdict_.ReassessIfNoisy().more_runs, 0);
+}
+
+class PassFailEndpointVerdictTest : public EndpointVerdictTest {
+ protected:
+  PassFailEndpointVerdictTest() : EndpointVerdictTest(/*pass_fail=*/true) {}
+
+  void Ends(v1::TaskOutcome good, v1::TaskOutcome bad) {
+    const int good_row = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {});
+    book_.mutable_probe(good_row).set_outcome(good);
+    calibration_.SetReference("w0", good_row);
+    const int bad_row = Measure(v1::PROBE_KIND_BASELINE_BAD, kCommits, "w0", {});
+    book_.mutable_probe(bad_row).set_outcome(bad);
+    calibration_.SetBadProbe(bad_row);
+  }
+};
+
+TEST_F(PassFailEndpointVerdictTest, GoodMustPassAndBadFail) {
+  Ends(v1::TASK_OUTCOME_PASSED, v1::TASK_OUTCOME_FAILED);
+  ASSERT_TRUE(verdict_.Ready());
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
+}
+
+TEST_F(PassFailEndpointVerdictTest, AFailingGoodIsAnError) {
+  Ends(v1::TASK_OUTCOME_FAILED, v1::TASK_OUTCOME_FAILED);
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
+}
+
+TEST_F(PassFailEndpointVerdictTest, APassingBadIsNoRegression) {
+  Ends(v1::TASK_OUTCOME_PASSED, v1::TASK_OUTCOME_PASSED);
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
+}
+
+}  // namespace
+}  // namespace kbisect
