@@ -30,48 +30,6 @@ void BisectJob::MakeReference(const std::string& worker) {
   calibration_.SetReference(worker, state.calibration);
 }
 
-bool BisectJob::AdoptBadWorkersReference(int calibration) {
-  const v1::Probe& probe = book_.probe(calibration);
-  const std::string bad_worker = calibration_.BadWorker();
-  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() != bad_worker ||
-      calibration_.reference_worker() == bad_worker || !Measured(probe) ||
-      calibration_.worker(bad_worker).calibration != calibration) {
-    return false;
-  }
-  calibration_.SetReference(bad_worker, calibration);
-  calibration_.set_bad_offset_checked(true);
-  return true;
-}
-
-bool BisectJob::ReferenceNotStarted() const {
-  const int good = calibration_.good_probe();
-  if (good < 0) return false;
-  const v1::Probe& probe = book_.probe(good);
-  return probe.state() == v1::PROBE_STATE_PENDING && !probe.has_start_time() &&
-         probe.worker().empty();
-}
-
-int BisectJob::CalibrationRunsNeeded() const {
-  // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
-  // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
-  // The step is known once the baselines are settled, while the search runs and while the
-  // confirmation does (the calibrations still owed run beside it).
-  const int floor = status_.spec().runs_per_commit();
-  if (pass_fail_ ||
-      (status_.state() != v1::JOB_STATE_BISECTING && status_.state() != v1::JOB_STATE_CONFIRMING)) {
-    return floor;
-  }
-  const double step =
-      std::fabs(status_.baseline().bad().median() - status_.baseline().good().median());
-  const double noise = calibration_.JobNoise();
-  if (step == 0 || noise == 0) return floor;
-  const double z = 3.0 * noise / (step / 3.0);
-  // Compared before the cast, which an infinite or huge z would make undefined.
-  const double runs = std::ceil(2.0 * z * z);
-  if (!(runs < floor)) return floor;
-  return std::clamp(static_cast<int>(runs), 1, floor);
-}
-
 void BisectJob::EvaluateBaselines(absl::Time now) {
   if (FlakySearch()) {
     EvaluateFlakyBaselines(now);

@@ -203,7 +203,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES && steps_ == 0 &&
                      unclassified_.empty() && !endpoints_.Ready();
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
-  input.calibration_runs = CalibrationRunsForRole(/*reference=*/false);
+  input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
   input.builds = !status_.spec().build_command().empty();
   input.round = RoundOfNewProbes();
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
@@ -301,8 +301,8 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
   }
   if (spare.empty()) return;
   size_t next = 0;
-  for (const std::string& id : confirmation_.CreateSpeculativeTasks(static_cast<int>(spare.size()),
-                                                                    ConfirmationNow(now))) {
+  for (const std::string& id :
+       confirmation_.CreateSpeculativeTasks(static_cast<int>(spare.size()), ConfirmationNow(now))) {
     HandOut(spare[next++], id, out);
   }
 }
@@ -318,16 +318,16 @@ void BisectJob::HandOut(const std::string& worker, const std::string& task_id,
 
 void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* out) {
   const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0, worker);
-  book_.at(id).task.set_runs(CalibrationRunsAtHandOut(worker));
+  book_.at(id).task.set_runs(calibration_.RunsAtHandOut(worker, !reuse_.empty()));
   const int position = book_.at(id).probe;
   calibration_.worker(worker).calibration = position;
   // With --exit-code the first GOOD measured is the reference GOOD (nothing to cancel). With a
   // metric the reference is BAD's worker's GOOD (MakeReference); a GOOD another worker measures
   // before BAD's worker gets to it stands in for it, so that the endpoint verdict comes one
   // measurement span earlier, provisionally (two GPUs), until BAD's worker's own GOOD takes the
-  // role back (AdoptBadWorkersReference, decision 43).
+  // role back (Calibration::AdoptBadWorkersReference, decision 43).
   if (calibration_.good_probe() < 0 && pass_fail_) calibration_.SetReference(worker, position);
-  if (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker()) {
+  if (!pass_fail_ && calibration_.ReferenceNotStarted() && worker != calibration_.BadWorker()) {
     calibration_.SetReference(worker, position);
   }
   HandOut(worker, id, out);
@@ -472,7 +472,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       if (std::optional<QuarantineDecision> drift = calibration_.CheckControl(worker, probe)) {
         Quarantine(*drift, now);
       }
-    } else if (AdoptBadWorkersReference(entry.probe)) {
+    } else if (calibration_.AdoptBadWorkersReference(entry.probe)) {
       // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
       // verdict is made again (or for the first time) on one GPU.
       if (status_.state() == v1::JOB_STATE_BISECTING) {
@@ -703,7 +703,7 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     // and the confirmation re-measures the culprit and its parent anyway.
     // Sized like a calibration: enough runs to tell a move of a third of the step from the noise.
     const std::string control = book_.NewTask(v1::PROBE_KIND_CONTROL, 0, 0, probe.worker());
-    book_.at(control).task.set_runs(CalibrationRunsNeeded());
+    book_.at(control).task.set_runs(calibration_.RunsNeeded());
     book_.QueueFront(control);
   }
   max_round_recorded_ = std::max(max_round_recorded_, probe.round());

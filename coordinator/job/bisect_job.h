@@ -178,32 +178,13 @@ class BisectJob {
   // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and
   // hands it out.
   void Calibrate(const std::string& worker, std::vector<Assignment>* out);
-  // Runs a GOOD calibration needs: --runs before the baselines settle; then (while the search
-  // and the confirmation run) as many as telling a third of the step from the noise seen needs
-  // (at least 1, at most --runs).
-  int CalibrationRunsNeeded() const;
-  // Runs the GOOD calibration that `worker` is handed now takes: CalibrationRunsNeeded(), except
-  // in a job that reuses cached results before its baselines are settled (the step is not known
-  // yet): then one run for a worker that does not stand in as the reference, topped up once the
-  // step is known (TopUpCalibrations). Its anchors take one run, so such calibrations start long
-  // before the baselines end, and the cached probes decide most of the search when they do: a
-  // worker that took --runs would be busy when the last points need it (decision 111).
-  int CalibrationRunsAtHandOut(const std::string& worker) const;
-  // The same for a worker that will (`reference`) or will not hold the reference GOOD.
-  int CalibrationRunsForRole(bool reference) const;
-  // Extends every finished calibration with fewer runs than CalibrationRunsNeeded() (one handed
+  // Extends every finished calibration with fewer runs than Calibration::RunsNeeded() (one handed
   // out before the step was known) to that many; its worker's verdicts wait for the runs.
   void TopUpCalibrations();
   void HandOut(const std::string& worker, const std::string& task_id, std::vector<Assignment>* out);
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
   void MakeReference(const std::string& worker);
-  // True when the reference GOOD is queued and not handed out yet (BAD's worker's, waiting
-  // for BAD to finish): another worker's calibration starting now may take its role.
-  bool ReferenceNotStarted() const;
-  // When `calibration` is BAD's worker's GOOD, measured, and another worker's GOOD stood in as
-  // the reference: makes it the reference (GOOD and BAD on one GPU) and returns true.
-  bool AdoptBadWorkersReference(int calibration);
   // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
   // settled.
   bool WaitsForBaselines(const std::string& worker) const;

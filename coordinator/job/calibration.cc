@@ -34,6 +34,64 @@ void Calibration::SetReference(const std::string& worker, int good_probe) {
   good_probe_ = good_probe;
 }
 
+bool Calibration::AdoptBadWorkersReference(int calibration) {
+  const v1::Probe& probe = this->probe(calibration);
+  const std::string bad_worker = BadWorker();
+  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BASELINE_GOOD || probe.worker() != bad_worker ||
+      reference_worker_ == bad_worker || !Measured(probe) ||
+      workers_[bad_worker].calibration != calibration) {
+    return false;
+  }
+  SetReference(bad_worker, calibration);
+  bad_offset_checked_ = true;
+  return true;
+}
+
+bool Calibration::ReferenceNotStarted() const {
+  if (good_probe_ < 0) return false;
+  const v1::Probe& probe = this->probe(good_probe_);
+  return probe.state() == v1::PROBE_STATE_PENDING && !probe.has_start_time() &&
+         probe.worker().empty();
+}
+
+int Calibration::RunsNeeded() const {
+  // A calibration must tell an offset of a third of the step (an outlier) from noise, by three
+  // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
+  // The step is known once the baselines are settled, while the search runs and while the
+  // confirmation does (the calibrations still owed run beside it).
+  const int floor = status_->spec().runs_per_commit();
+  if (pass_fail_ || (status_->state() != v1::JOB_STATE_BISECTING &&
+                     status_->state() != v1::JOB_STATE_CONFIRMING)) {
+    return floor;
+  }
+  const double step =
+      std::fabs(status_->baseline().bad().median() - status_->baseline().good().median());
+  const double noise = JobNoise();
+  if (step == 0 || noise == 0) return floor;
+  const double z = 3.0 * noise / (step / 3.0);
+  // Compared before the cast, which an infinite or huge z would make undefined.
+  const double runs = std::ceil(2.0 * z * z);
+  if (!(runs < floor)) return floor;
+  return std::clamp(static_cast<int>(runs), 1, floor);
+}
+
+int Calibration::RunsAtHandOut(const std::string& worker, bool reuses_cached) const {
+  // The worker that will hold the reference GOOD (see Calibrate) measures it as sharply as
+  // --runs asks: the endpoint verdict and every other calibration are judged against it.
+  const bool reference = (good_probe_ < 0 && pass_fail_) ||
+                         (!pass_fail_ && ReferenceNotStarted() && worker != BadWorker());
+  return RunsForRole(reference, reuses_cached);
+}
+
+int Calibration::RunsForRole(bool reference, bool reuses_cached) const {
+  const bool settled =
+      status_->state() == v1::JOB_STATE_BISECTING || status_->state() == v1::JOB_STATE_CONFIRMING;
+  if (pass_fail_ || settled || reference || !reuses_cached) {
+    return RunsNeeded();
+  }
+  return 1;
+}
+
 std::string Calibration::BadWorker() const {
   return bad_probe_ < 0 ? "" : probe(bad_probe_).worker();
 }

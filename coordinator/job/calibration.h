@@ -81,6 +81,13 @@ class Calibration {
   // True when GOOD and BAD can be compared without a GPU's offset: BAD's worker is the
   // reference, or it has calibrated (its own GOOD brings BAD into the reference's frame).
   bool EndpointsOnOneGpu() const;
+  // True when the reference GOOD is queued and not handed out yet (BAD's worker's, waiting
+  // for BAD to finish): another worker's calibration starting now may take its role.
+  bool ReferenceNotStarted() const;
+  // When row `calibration` is BAD's worker's GOOD, measured, and another worker's GOOD stood in
+  // as the reference: makes it the reference (GOOD and BAD on one GPU; its offset is checked)
+  // and returns true.
+  bool AdoptBadWorkersReference(int calibration);
   // True once the BAD worker's calibration was compared with the reference.
   bool bad_offset_checked() const { return bad_offset_checked_; }
   void set_bad_offset_checked(bool checked) { bad_offset_checked_ = checked; }
@@ -113,6 +120,23 @@ class Calibration {
   // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset:
   // as many as the reference GOOD has.
   int CalibrationRuns() const;
+
+  // --- Runs of a GOOD calibration. ---
+  // Runs a GOOD calibration needs: --runs before the baselines settle; then (while the search
+  // and the confirmation run) as many as telling a third of the step from the noise seen needs
+  // (at least 1, at most --runs).
+  int RunsNeeded() const;
+  // The same for a calibration that will (`reference`) or will not hold the reference GOOD. In a
+  // job that reuses cached results (`reuses_cached`) before its baselines are settled (the step
+  // is not known yet), one run for a worker that does not stand in as the reference, topped up
+  // once the step is known: its anchors take one run, so such calibrations start long before the
+  // baselines end, and the cached probes decide most of the search when they do; a worker that
+  // took --runs would be busy when the last points need it (decision 111).
+  int RunsForRole(bool reference, bool reuses_cached) const;
+  // RunsForRole for the GOOD calibration `worker` is handed now: it holds the reference when the
+  // job has no reference GOOD yet (pass/fail), or when the reference waits unstarted for BAD's
+  // worker and `worker` is another (it stands in: see BisectJob::Calibrate).
+  int RunsAtHandOut(const std::string& worker, bool reuses_cached) const;
 
   // --- Samples in the reference's frame. ---
   // The workers whose measurements are judged together: the reference and every calibrated

@@ -35,11 +35,7 @@ ConfirmationStage::ConfirmationStage(v1::JobStatus* status,
                                      const std::vector<v1::CommitRef>* commits,
                                      const BisectSearch* search, const Calibration* calibration,
                                      ProbeBook* book)
-    : status_(status),
-      commits_(commits),
-      search_(search),
-      calibration_(calibration),
-      book_(book) {}
+    : status_(status), commits_(commits), search_(search), calibration_(calibration), book_(book) {}
 
 bool ConfirmationStage::HasSpeculationCandidates() const {
   return !SpeculationCandidates(*search_, speculated_).empty();
@@ -224,8 +220,7 @@ bool ConfirmationStage::StartedFor(const v1::Task& task) const {
   if (early_) {
     // Its pairs count while the search may still close on the two commits they measure.
     return task.commit_index() == early_first_bad_ &&
-           task.paired_commit_sha() == (*commits_)[early_last_good_].sha() &&
-           EarlyTargetPossible();
+           task.paired_commit_sha() == (*commits_)[early_last_good_].sha() && EarlyTargetPossible();
   }
   return status_->state() == v1::JOB_STATE_CONFIRMING && search_->Done() &&
          task.commit_index() == search_->first_bad() &&
@@ -327,8 +322,7 @@ ConfirmationStep ConfirmationStage::OnResult(const v1::Probe& probe, const v1::T
     // Measured ahead, in the search's last round: kept for its culprit's confirmation. A failed
     // pair is not kept: the confirmation measures the pairs it still needs itself.
     if (std::optional<v1::ConfirmationPairs> set = InterleavedPairsOf(probe.worker(), result)) {
-      speculative_sets_[{task.commit_index(), task.paired_commit_sha()}].push_back(
-          *std::move(set));
+      speculative_sets_[{task.commit_index(), task.paired_commit_sha()}].push_back(*std::move(set));
     }
     return step;
   }
@@ -367,8 +361,7 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
       RemeasureQuarantinedPairs(context, &step)) {
     return step;  // Every fresh pair came from a GPU quarantined since: measured again elsewhere.
   }
-  const bool worse_is_up =
-      status_->baseline().bad().median() > status_->baseline().good().median();
+  const bool worse_is_up = status_->baseline().bad().median() > status_->baseline().good().median();
   ConfirmationJudgement judgement;
   if (fresh_expected && !any_fresh) {
     step.verdict = ConfirmationFailedText(failure_);

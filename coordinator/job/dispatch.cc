@@ -273,7 +273,7 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
       } else if (input.first_wave && worker != state.bad_worker() && reuses_results &&
                  !HasAnchorInside(self, *input.search)) {
         // The cached results may decide the search within this span; a worker with none of
-        // them here calibrates (one run: CalibrationRunsAtHandOut) rather than probe a point
+        // them here calibrates (one run: Calibration::RunsAtHandOut) rather than probe a point
         // they may make moot, and is ready for the points they leave.
         state.Calibrate(worker, &plan);
       } else {

@@ -76,8 +76,7 @@ EndpointStep EndpointVerdict::Evaluate() {
   for (const std::string& warning : assessment.warnings) status_->add_warnings(warning);
   const v1::Probe& good = book_->probe(calibration_->good_probe());
   const v1::Probe& bad = book_->probe(calibration_->bad_probe());
-  std::string text =
-      BaselineText(*status_, good.median(), bad.median(), assessment.regression_pct);
+  std::string text = BaselineText(*status_, good.median(), bad.median(), assessment.regression_pct);
   if (across_gpus) {
     absl::StrAppend(&text, "\n", ProvisionalEndpointText(bad.worker(), good.worker()));
   }
@@ -142,8 +141,7 @@ BaselineAssessment EndpointVerdict::Assess() const {
 
 bool EndpointVerdict::StepFound(const BaselineAssessment& assessment) const {
   return assessment.more_runs == 0 &&
-         (assessment.regression ||
-          (assessment.improvement && status_->spec().allow_improvement()));
+         (assessment.regression || (assessment.improvement && status_->spec().allow_improvement()));
 }
 
 void EndpointVerdict::Record(const BaselineAssessment& assessment) {

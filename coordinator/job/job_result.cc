@@ -130,9 +130,9 @@ void BisectJob::MaybeFinish(absl::Time now) {
   if (wants_confirmation) {
     status_.set_state(v1::JOB_STATE_CONFIRMING);
     // Started while the calibrations ran, it is judged once its last pairs are in.
-    FollowConfirmation(confirmation_.early() ? confirmation_.CompleteEarly(ConfirmationNow(now))
-                                             : confirmation_.Start(/*early=*/false,
-                                                                   ConfirmationNow(now)),
+    FollowConfirmation(confirmation_.early()
+                           ? confirmation_.CompleteEarly(ConfirmationNow(now))
+                           : confirmation_.Start(/*early=*/false, ConfirmationNow(now)),
                        now);
     return;
   }

@@ -188,27 +188,9 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   }
 }
 
-int BisectJob::CalibrationRunsAtHandOut(const std::string& worker) const {
-  // The worker that will hold the reference GOOD (see Calibrate) measures it as sharply as
-  // --runs asks: the endpoint verdict and every other calibration are judged against it.
-  const bool reference =
-      (calibration_.good_probe() < 0 && pass_fail_) ||
-      (!pass_fail_ && ReferenceNotStarted() && worker != calibration_.BadWorker());
-  return CalibrationRunsForRole(reference);
-}
-
-int BisectJob::CalibrationRunsForRole(bool reference) const {
-  const bool settled =
-      status_.state() == v1::JOB_STATE_BISECTING || status_.state() == v1::JOB_STATE_CONFIRMING;
-  if (pass_fail_ || settled || reference || reuse_.empty()) {
-    return CalibrationRunsNeeded();
-  }
-  return 1;
-}
-
 void BisectJob::TopUpCalibrations() {
   if (pass_fail_) return;
-  const int needed = CalibrationRunsNeeded();
+  const int needed = calibration_.RunsNeeded();
   for (auto& [worker, state] : calibration_.workers()) {
     if (state.quarantined || state.gone || state.calibration < 0) continue;
     if (state.calibration == calibration_.good_probe()) continue;  // The reference: --runs.
@@ -277,7 +259,8 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
     }
     if (entry.task.kind() == v1::PROBE_KIND_CONFIRM) {
       if (!entry.active) continue;
-      if (confirmation_.StartedFor(entry.task)) pairs_again.push_back(std::max(1, entry.task.runs()));
+      if (confirmation_.StartedFor(entry.task))
+        pairs_again.push_back(std::max(1, entry.task.runs()));
     }
     if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
     book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);

@@ -144,5 +144,67 @@ TEST_F(CalibrationTest, WorkerReportShowsCalibrationInTheReferenceFrame) {
   EXPECT_EQ(status_.workers(1).reason(), "slow");
 }
 
+TEST_F(CalibrationTest, CalibrationsTakeTheRunsTheStepAndNoiseNeedOnceTheSearchRuns) {
+  status_.mutable_spec()->set_runs_per_commit(9);
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  // Before the step is known: --runs.
+  EXPECT_EQ(calibration_.RunsNeeded(), 9);
+  EXPECT_EQ(calibration_.RunsForRole(/*reference=*/false, /*reuses_cached=*/false), 9);
+  // A job that reuses cached results: one run for a worker that does not hold the reference.
+  EXPECT_EQ(calibration_.RunsForRole(/*reference=*/false, /*reuses_cached=*/true), 1);
+  EXPECT_EQ(calibration_.RunsForRole(/*reference=*/true, /*reuses_cached=*/true), 9);
+  // The search runs: a 25% step against 1% noise is told from an offset of a third of it by
+  // three standard errors in fewer runs than --runs.
+  status_.set_state(v1::JOB_STATE_BISECTING);
+  status_.mutable_baseline()->mutable_good()->set_median(1.00);
+  status_.mutable_baseline()->mutable_bad()->set_median(1.25);
+  const int needed = calibration_.RunsNeeded();
+  EXPECT_GE(needed, 1);
+  EXPECT_LT(needed, 9);
+  EXPECT_EQ(calibration_.RunsForRole(/*reference=*/false, /*reuses_cached=*/true), needed);
+  // A step lost in the noise: --runs at most.
+  status_.mutable_baseline()->mutable_bad()->set_median(1.001);
+  EXPECT_EQ(calibration_.RunsNeeded(), 9);
+}
+
+TEST_F(CalibrationTest, BadsWorkerTakesTheReferenceBackWithItsOwnGood) {
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  Calibrate("w1", {1.00, 1.01, 0.99});  // Stood in as the reference.
+  ASSERT_EQ(calibration_.reference_worker(), "w1");
+  EXPECT_FALSE(calibration_.ReferenceNotStarted());
+  // w1's own calibration is no BAD worker's GOOD.
+  EXPECT_FALSE(calibration_.AdoptBadWorkersReference(calibration_.good_probe()));
+  const int own = AddProbe(v1::PROBE_KIND_BASELINE_GOOD, "w0", {1.0, 1.0, 1.0});
+  EXPECT_FALSE(calibration_.AdoptBadWorkersReference(own)) << "not w0's calibration yet";
+  calibration_.worker("w0").calibration = own;
+  EXPECT_TRUE(calibration_.AdoptBadWorkersReference(own));
+  EXPECT_EQ(calibration_.reference_worker(), "w0");
+  EXPECT_EQ(calibration_.good_probe(), own);
+  EXPECT_TRUE(calibration_.bad_offset_checked());
+  EXPECT_TRUE(calibration_.EndpointsOnOneGpu());
+}
+
+TEST_F(CalibrationTest, AnUnstartedReferenceGoodMayBeStoodInFor) {
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  status_.mutable_spec()->set_runs_per_commit(5);
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  // BAD's worker's GOOD is queued, not handed out.
+  v1::Probe* queued = status_.add_probes();
+  queued->set_kind(v1::PROBE_KIND_BASELINE_GOOD);
+  queued->set_state(v1::PROBE_STATE_PENDING);
+  calibration_.SetReference("w0", status_.probes_size() - 1);
+  EXPECT_TRUE(calibration_.ReferenceNotStarted());
+  // Another worker calibrating now stands in as the reference: --runs, even in a job that
+  // reuses cached results; BAD's worker itself is not a stand-in.
+  EXPECT_EQ(calibration_.RunsAtHandOut("w1", /*reuses_cached=*/true), 5);
+  EXPECT_EQ(calibration_.RunsAtHandOut("w0", /*reuses_cached=*/true), 1);
+  queued->set_worker("w0");
+  EXPECT_FALSE(calibration_.ReferenceNotStarted());
+  EXPECT_EQ(calibration_.RunsAtHandOut("w1", /*reuses_cached=*/true), 1);
+}
+
 }  // namespace
 }  // namespace kbisect

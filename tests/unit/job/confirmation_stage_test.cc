@@ -38,8 +38,8 @@ class ConfirmationStageTest : public ::testing::Test {
     *status_.mutable_spec() = spec;
     status_.set_commit_count(kCommits);
     status_.set_state(v1::JOB_STATE_BISECTING);
-    const int good = Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0",
-                             {99, 100, 101});
+    const int good =
+        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0", {99, 100, 101});
     const int bad =
         Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0", {119, 120, 121});
     calibration_.SetReference("w0", good);
