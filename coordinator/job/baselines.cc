@@ -30,17 +30,11 @@ void BisectJob::MakeReference(const std::string& worker) {
   calibration_.SetReference(worker, state.calibration);
 }
 
-void BisectJob::EvaluateBaselines(absl::Time now) {
-  if (FlakySearch()) {
-    EvaluateFlakyBaselines(now);
-    return;
-  }
-  FollowEndpoint(endpoints_.Evaluate(), now);
-}
-
 void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   for (const auto& [kind, text] : step.events) Emit(kind, text, nullptr, now);
   if (step.more_runs > 0) ExtendBaselines(step.more_runs, now);
+  if (step.more_good_runs > 0) book_.Extend(calibration_.good_probe(), step.more_good_runs);
+  if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);
   if (step.judge_every_verdict_again) JudgeEveryVerdictAgain(now);
   if (step.finish.has_value()) Finish(step.finish->outcome, step.finish->error, now);

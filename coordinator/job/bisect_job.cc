@@ -1,5 +1,6 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job/flaky_verdicts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -212,7 +213,9 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
       CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
   input.commit_count = status_.commit_count();
   input.search = &search_;
-  if (FlakySearch()) input.chosen_points = FlakyPoints(static_cast<int>(idle.size()));
+  if (FlakySearch())
+    input.chosen_points =
+        FlakyPoints(status_, calibration_, book_, search_, static_cast<int>(idle.size()));
   return input;
 }
 
@@ -478,7 +481,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       if (status_.state() == v1::JOB_STATE_BISECTING) {
         FollowEndpoint(endpoints_.Settle(), now);
       } else if (endpoints_.Ready()) {
-        EvaluateBaselines(now);
+        FollowEndpoint(endpoints_.Evaluate(), now);
       }
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
     } else if (status_.state() == v1::JOB_STATE_BISECTING) {
@@ -495,7 +498,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       return std::exchange(to_cancel_, {});
     }
     if (endpoints_.Ready()) {
-      EvaluateBaselines(now);
+      FollowEndpoint(endpoints_.Evaluate(), now);
       if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
     }
   } else if (!measured && (pass_fail_ || calibration_.CalibrationDone(worker))) {

@@ -188,9 +188,6 @@ class BisectJob {
   // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
   // settled.
   bool WaitsForBaselines(const std::string& worker) const;
-  // The endpoint verdict (EndpointVerdict::Evaluate, or a flaky test's EvaluateFlakyBaselines)
-  // once the baselines are ready.
-  void EvaluateBaselines(absl::Time now);
   // Acts on what the endpoint verdict returned, in EndpointStep's order.
   void FollowEndpoint(const EndpointStep& step, absl::Time now);
   // Gives both baselines `runs` more runs, on the workers that measured them, or elsewhere
@@ -212,14 +209,6 @@ class BisectJob {
   // likeliest culprit reaches the confidence (or the run budget is spent, or nothing may run).
   bool FlakySearch() const { return pass_fail_ && status_.spec().flaky(); }
   void ClassifyFlaky(int probe_position, absl::Time now);
-  // The commits `count` idle workers probe next (NextFlakyProbes).
-  std::vector<int> FlakyPoints(int count) const;
-  // The flaky posterior within the search's interval (marks included); an error only for an
-  // invalid job.
-  absl::StatusOr<CulpritPosterior> FlakyPosterior() const;
-  // The endpoints of a flaky test: BAD runs until it fails once (up to max_runs: else nothing to
-  // bisect); GOOD may fail, but not in most of its runs.
-  void EvaluateFlakyBaselines(absl::Time now);
   // --confidence (confidence_probes.cc, rules in confidence_stop.h): once the search named one
   // culprit, true while its probability is short of the confidence and a boundary commit runs
   // again (queued here) or still runs. Never for a pass/fail test: a flaky search ends on its

@@ -1,10 +1,12 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/endpoint_verdict.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -13,6 +15,11 @@ namespace {
 // The baselines are judged again when the noise seen grows past this factor of what they were
 // judged with.
 constexpr double kReassessGrowth = 1.5;
+
+// Failures BAD runs to before a flaky test's search starts: one shows the test fails there at
+// all (never failing in --max-runs runs: no regression). The fail rates are estimated from every
+// run of the job, the search's included, so the endpoints need no more.
+constexpr int kFlakyBadFailures = 1;
 
 }  // namespace
 
@@ -51,7 +58,50 @@ EndpointStep EndpointVerdict::EvaluatePassFail() const {
   return step;
 }
 
+EndpointStep EndpointVerdict::EvaluateFlaky() const {
+  const v1::Probe& good_probe = book_->probe(calibration_->good_probe());
+  const v1::Probe& bad_probe = book_->probe(calibration_->bad_probe());
+  const RunCounts good = CountRuns(good_probe);
+  const RunCounts bad = CountRuns(bad_probe);
+  const int min_runs = status_->spec().runs_per_commit();
+  const int max_runs = status_->spec().max_runs();
+  EndpointStep step;
+  if (bad.failures < kFlakyBadFailures && bad.runs() < max_runs) {
+    // As many runs again as it had (at least --runs): a rare flake is found in a few tasks.
+    step.more_bad_runs = std::min(std::max(min_runs, bad.runs()), max_runs - bad.runs());
+    return step;
+  }
+  if (bad.failures == 0) {
+    step.finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION,
+                                       FlakyPassesAtBadText(bad_probe, bad.runs())};
+    return step;
+  }
+  if (good.failures > 0 && good.runs() < min_runs) {
+    // The worker stopped at the failure: the rest of --runs says whether GOOD fails often.
+    step.more_good_runs = min_runs - good.runs();
+    return step;
+  }
+  if (2 * good.failures > good.runs() && good.runs() < 2 * min_runs) {
+    // Failing in most of a few runs happens to a GOOD that fails 5% of the time too (once in
+    // two thousand jobs for 3 of 4): one more look before calling GOOD broken.
+    step.more_good_runs = 2 * min_runs - good.runs();
+    return step;
+  }
+  if (2 * good.failures > good.runs()) {
+    step.finish = EndpointStep::Finish{
+        v1::OUTCOME_ERROR, FlakyFailsAtGoodText(good_probe, good.failures, good.runs())};
+    return step;
+  }
+  if (status_->state() == v1::JOB_STATE_BISECTING) return step;
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
+                           FlakyBaselineText(status_->good_sha(), good.failures, good.runs(),
+                                             status_->bad_sha(), bad.failures, bad.runs()));
+  step.state = v1::JOB_STATE_BISECTING;
+  return step;
+}
+
 EndpointStep EndpointVerdict::Evaluate() {
+  if (pass_fail_ && status_->spec().flaky()) return EvaluateFlaky();
   if (pass_fail_) return EvaluatePassFail();
   EndpointStep step;
   if (status_->direction() == v1::DIRECTION_UNSPECIFIED) {

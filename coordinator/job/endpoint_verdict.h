@@ -9,8 +9,8 @@
 // it has, and judges the baselines again when the probes show more noise than they were judged
 // with. It records the baselines, the warnings and the cause in the job status; it never ends
 // the job, emits an event nor creates a task: each call returns an EndpointStep that the job
-// follows (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints are judged by the
-// job itself (flaky_probes.cc).
+// follows (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints (--flaky) are judged
+// by their fail rates (decision 144).
 #ifndef KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
 #define KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
 
@@ -27,11 +27,14 @@
 namespace kbisect {
 
 // What the job does after a call, in this order: emit `events`, give both baselines
-// `more_runs` more runs (BisectJob::ExtendBaselines), enter `state`, judge every verdict again,
-// end the job with `finish`. Each part is optional.
+// `more_runs` more runs (BisectJob::ExtendBaselines), or only one of them more runs on its own
+// worker (a flaky test's), enter `state`, judge every verdict again, end the job with `finish`.
+// Each part is optional.
 struct EndpointStep {
   std::vector<std::pair<v1::JobEventKind, std::string>> events;
   int more_runs = 0;
+  int more_good_runs = 0;
+  int more_bad_runs = 0;
   std::optional<v1::JobState> state;
   bool judge_every_verdict_again = false;
   struct Finish {
@@ -57,7 +60,9 @@ class EndpointVerdict {
 
   // The endpoint verdict once Ready(): with GOOD and BAD on one GPU it is final; across two
   // GPUs a step found is provisional (the baselines record it), and no step found waits for
-  // BAD's worker's GOOD (nothing to do yet). Unclear baselines get more runs.
+  // BAD's worker's GOOD (nothing to do yet). Unclear baselines get more runs. A pass/fail test:
+  // GOOD must pass and BAD fail; a flaky one: BAD runs until it fails once (up to --max-runs,
+  // else nothing to bisect), and GOOD may fail, but not in most of its runs.
   EndpointStep Evaluate();
 
   // A provisional verdict, once BAD's worker's GOOD is the reference and the search runs:
@@ -83,6 +88,7 @@ class EndpointVerdict {
   // Unclear baselines: says so and asks for assessment.more_runs more runs of each.
   static void MeasureAgain(const BaselineAssessment& assessment, EndpointStep* step);
   EndpointStep EvaluatePassFail() const;
+  EndpointStep EvaluateFlaky() const;
 
   v1::JobStatus* status_;
   const Calibration* calibration_;

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "common/search/information_gain.h"
 
@@ -86,8 +88,8 @@ int FlakyRunBudget(int n, int max_runs) {
 
 std::vector<int> NextFlakyProbes(const CulpritPosterior& posterior,
                                  const std::vector<int>& in_flight,
-                                 const std::map<int, int>& runs_by_index, int count,
-                                 int last_good, int first_bad, int max_runs) {
+                                 const std::map<int, int>& runs_by_index, int count, int last_good,
+                                 int first_bad, int max_runs) {
   const PositionRates rates =
       posterior.good_fail_rate_at.empty()
           ? ConstantRates(posterior.n, {posterior.good_fail_rate, posterior.bad_fail_rate})
@@ -115,6 +117,40 @@ FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, in
     step.short_of_confidence = true;
   }
   return step;
+}
+
+absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(const v1::JobStatus& status,
+                                                      const Calibration& calibration,
+                                                      const BisectSearch& search) {
+  absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
+      status.commit_count(), FlakyEvidence(status, calibration), FlakyPosteriorOptions());
+  if (!posterior.ok()) return posterior;
+  return WithinInterval(*std::move(posterior), search.last_good(), search.first_bad());
+}
+
+std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& calibration,
+                             const ProbeBook& book, const BisectSearch& search, int count) {
+  if (count <= 0) return {};
+  const absl::StatusOr<CulpritPosterior> posterior =
+      FlakyPosteriorWithin(status, calibration, search);
+  if (!posterior.ok()) return {};
+  const int max_runs = status.spec().max_runs();
+  std::vector<int> in_flight;
+  std::map<int, int> runs;  // Runs of each commit, those in flight or queued included.
+  for (const auto& [id, entry] : book.tasks()) {
+    if (entry.done || entry.task.kind() != v1::PROBE_KIND_BISECT) continue;
+    in_flight.push_back(entry.task.commit_index());
+    runs[entry.task.commit_index()] += std::max(1, entry.task.runs());
+  }
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED) {
+      continue;
+    }
+    // An untestable commit (exit 125) is not run again.
+    runs[probe.index()] += probe.verdict() == v1::VERDICT_SKIP ? max_runs : CountRuns(probe).runs();
+  }
+  return NextFlakyProbes(*posterior, in_flight, runs, count, search.last_good(), search.first_bad(),
+                         max_runs);
 }
 
 }  // namespace kbisect

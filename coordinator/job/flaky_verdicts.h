@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/search/bisect_search.h"
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -59,8 +62,8 @@ int FlakyRunBudget(int n, int max_runs);
 // flight).
 std::vector<int> NextFlakyProbes(const CulpritPosterior& posterior,
                                  const std::vector<int>& in_flight,
-                                 const std::map<int, int>& runs_by_index, int count,
-                                 int last_good, int first_bad, int max_runs);
+                                 const std::map<int, int>& runs_by_index, int count, int last_good,
+                                 int first_bad, int max_runs);
 
 // What the search does after a result: it ends naming `culprit` when the likeliest position
 // reaches the confidence, or, short of it (`short_of_confidence`), when the search's runs
@@ -72,6 +75,19 @@ struct FlakyStep {
 };
 FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, int search_runs,
                         int run_budget, bool nothing_left);
+
+// The posterior over every run of the job (FlakyEvidence) within the search's interval
+// (WithinInterval); an error only for an invalid job.
+absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(const v1::JobStatus& status,
+                                                      const Calibration& calibration,
+                                                      const BisectSearch& search);
+
+// The commits `count` idle workers run next (NextFlakyProbes): from the posterior within the
+// search's interval, given the bisect tasks of `book` not done (in flight or queued), and the
+// runs every commit has had or will have (an untestable commit counts --max-runs: it is not run
+// again).
+std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& calibration,
+                             const ProbeBook& book, const BisectSearch& search, int count);
 
 }  // namespace kbisect
 

@@ -179,7 +179,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   Emit(v1::JOB_EVENT_KIND_WARNING, ReferenceMovesText(worker, calibration_.reference_worker()),
        nullptr, now);
   if (!endpoints_.Ready()) return;
-  EvaluateBaselines(now);
+  FollowEndpoint(endpoints_.Evaluate(), now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
     TopUpCalibrations();
     SharpenCalibrations(now);

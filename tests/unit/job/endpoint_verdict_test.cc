@@ -263,5 +263,67 @@ TEST_F(PassFailEndpointVerdictTest, APassingBadIsNoRegression) {
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
 }
 
+// A flaky test (--exit-code --flaky, --runs 4, --max-runs 20): the ends by their exit codes.
+class FlakyEndpointVerdictTest : public EndpointVerdictTest {
+ protected:
+  FlakyEndpointVerdictTest() : EndpointVerdictTest(/*pass_fail=*/true) {
+    status_.mutable_spec()->set_flaky(true);
+    status_.mutable_spec()->set_runs_per_commit(4);
+  }
+
+  // GOOD and BAD with these exit codes, one run each.
+  void Ends(std::vector<int> good, std::vector<int> bad) {
+    const int good_row = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {});
+    for (int code : good) book_.mutable_probe(good_row).add_runs()->set_exit_code(code);
+    calibration_.SetReference("w0", good_row);
+    const int bad_row = Measure(v1::PROBE_KIND_BASELINE_BAD, kCommits, "w0", {});
+    for (int code : bad) book_.mutable_probe(bad_row).add_runs()->set_exit_code(code);
+    calibration_.SetBadProbe(bad_row);
+  }
+};
+
+TEST_F(FlakyEndpointVerdictTest, BadRunsAgainUntilItFailsOnce) {
+  Ends({0, 0, 0, 0}, {0, 0, 0, 0});
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_EQ(step.more_bad_runs, 4);  // As many again as it had.
+  EXPECT_EQ(step.more_good_runs, 0);
+  EXPECT_FALSE(step.finish.has_value());
+  EXPECT_FALSE(step.state.has_value());
+}
+
+TEST_F(FlakyEndpointVerdictTest, ABadThatNeverFailsInMaxRunsIsNoRegression) {
+  Ends({0, 0, 0, 0}, std::vector<int>(20, 0));
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
+}
+
+TEST_F(FlakyEndpointVerdictTest, AGoodThatStoppedAtAFailureRunsTheRestOfItsRuns) {
+  Ends({0, 1}, {0, 1, 1, 0});
+  EXPECT_EQ(verdict_.Evaluate().more_good_runs, 2);
+}
+
+TEST_F(FlakyEndpointVerdictTest, AGoodFailingMostRunsGetsOneMoreLookThenIsAnError) {
+  Ends({1, 1, 1, 0}, {1, 1, 1, 1});
+  EXPECT_EQ(verdict_.Evaluate().more_good_runs, 4);
+  for (int code : {1, 1, 1, 1})
+    book_.mutable_probe(calibration_.good_probe()).add_runs()->set_exit_code(code);
+  const EndpointStep step = verdict_.Evaluate();
+  ASSERT_TRUE(step.finish.has_value());
+  EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
+}
+
+TEST_F(FlakyEndpointVerdictTest, AGoodThatRarelyFailsAndABadThatFailsStartTheSearchOnce) {
+  Ends({0, 0, 1, 0}, {0, 1, 0, 0});
+  const EndpointStep step = verdict_.Evaluate();
+  EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
+  status_.set_state(v1::JOB_STATE_BISECTING);
+  const EndpointStep again = verdict_.Evaluate();
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_FALSE(again.state.has_value());
+}
+
 }  // namespace
 }  // namespace kbisect
