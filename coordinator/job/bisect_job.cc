@@ -259,8 +259,9 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     }
   }
   SpeculateConfirmations(plan, now, &out);
+  const std::vector<int> in_flight = out.empty() ? std::vector<int>() : search_.InFlight();
   for (Assignment& a : out) {
-    AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), &a.task);
+    AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), in_flight, &a.task);
     if (!a.task.build_command().empty()) {
       a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(), search_.last_good(),
                                         search_.first_bad()));

@@ -64,20 +64,25 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
   return out;
 }
 
-std::vector<int> BuildsToKeep(int last_good, int first_bad) {
+std::vector<int> BuildsToKeep(int last_good, int first_bad, const std::vector<int>& in_flight) {
   std::vector<int> indices = {0};
-  for (int index : {last_good, first_bad}) {
+  auto add = [&](int index) {
     if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
       indices.push_back(index);
     }
+  };
+  add(last_good);
+  add(first_bad);
+  for (int index : in_flight) {
+    if (index > last_good && index < first_bad) add(index);
   }
   return indices;
 }
 
 void AddBuildsToKeep(const std::vector<v1::CommitRef>& commits, int last_good, int first_bad,
-                     v1::Task* task) {
+                     const std::vector<int>& in_flight, v1::Task* task) {
   if (task->build_command().empty()) return;
-  for (int index : BuildsToKeep(last_good, first_bad)) {
+  for (int index : BuildsToKeep(last_good, first_bad, in_flight)) {
     if (index < 0 || index >= static_cast<int>(commits.size())) continue;
     if (commits[index].sha() != task->commit_sha()) task->add_keep_build_shas(commits[index].sha());
   }

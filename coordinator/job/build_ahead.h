@@ -38,15 +38,19 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
                                 bool reference_good_next);
 
 // The commit indices whose builds the job will use again while it runs, for the host's build
-// cache to keep: GOOD (index 0: calibrations, A/A controls) and the ends of the open interval,
+// cache to keep: GOOD (index 0: calibrations, A/A controls), the ends of the open interval,
 // `last_good` and `first_bad` (the confirmation measures both; BAD is an end until a probe
-// below it is BAD). In that order, without repeats.
-std::vector<int> BuildsToKeep(int last_good, int first_bad);
+// below it is BAD), and the commits `in_flight` inside it: every later end is one of them, and
+// a task carries the list it was handed, so a build that starts after the interval narrowed
+// must not take their entries over (the confirmation would build its commits again). In that
+// order, without repeats.
+std::vector<int> BuildsToKeep(int last_good, int first_bad, const std::vector<int>& in_flight);
 
 // Lists in `task` (Task.keep_build_shas) the shas of `commits` at BuildsToKeep(last_good,
-// first_bad), the task's own commit excepted. Nothing for a task without a build command.
+// first_bad, in_flight), the task's own commit excepted. Nothing for a task without a build
+// command.
 void AddBuildsToKeep(const std::vector<v1::CommitRef>& commits, int last_good, int first_bad,
-                     v1::Task* task);
+                     const std::vector<int>& in_flight, v1::Task* task);
 
 // The build-ahead hint for `commit` at `index` of the job described by `spec` and `job_id`: a
 // Task of kind PROBE_KIND_BUILD with the repository, commit, build command, environment and

@@ -148,19 +148,23 @@ TEST(BisectJobBuildAheadTest, NothingWithoutABuildCommandOrOnceCancelled) {
   EXPECT_THAT(built.BuildAheadTasks(10), IsEmpty());
 }
 
-TEST(BuildsToKeepTest, GoodAndTheEndsOfTheOpenIntervalOnceEach) {
-  EXPECT_THAT(BuildsToKeep(0, 100), ElementsAre(0, 100));
-  EXPECT_THAT(BuildsToKeep(41, 42), ElementsAre(0, 41, 42));
+TEST(BuildsToKeepTest, GoodTheEndsOfTheOpenIntervalAndThePointsInsideItInFlightOnceEach) {
+  EXPECT_THAT(BuildsToKeep(0, 100, {}), ElementsAre(0, 100));
+  EXPECT_THAT(BuildsToKeep(41, 42, {}), ElementsAre(0, 41, 42));
+  // Every later end is one of the points in flight inside the interval; those outside it (a
+  // probe the search no longer needs) are not kept.
+  EXPECT_THAT(BuildsToKeep(10, 50, {20, 5, 30, 60, 20}), ElementsAre(0, 10, 50, 20, 30));
   std::vector<v1::CommitRef> commits(10);
   for (int i = 0; i < 10; ++i) commits[i].set_sha(absl::StrCat("sha", i));
   v1::Task task;
   task.set_build_command("make");
   task.set_commit_sha("sha4");
-  AddBuildsToKeep(commits, 4, 7, &task);
-  EXPECT_THAT(task.keep_build_shas(), ElementsAre("sha0", "sha7")) << "its own commit left out";
+  AddBuildsToKeep(commits, 4, 7, {5}, &task);
+  EXPECT_THAT(task.keep_build_shas(), ElementsAre("sha0", "sha7", "sha5"))
+      << "its own commit left out";
   v1::Task unbuilt;
   unbuilt.set_commit_sha("sha5");
-  AddBuildsToKeep(commits, 4, 7, &unbuilt);
+  AddBuildsToKeep(commits, 4, 7, {5}, &unbuilt);
   EXPECT_THAT(unbuilt.keep_build_shas(), IsEmpty()) << "no build command: no build to keep";
 }
 
@@ -168,9 +172,15 @@ TEST(BisectJobBuildAheadTest, EveryTaskHandedOutNamesTheBuildsTheJobWillUseAgain
   BisectJob job("job", MakeSpec("make"), MakeCommits(100), kNow);
   const std::vector<v1::Task> handed = job.TakeTasks(4, kNow);
   ASSERT_EQ(handed.size(), 4u);
+  // GOOD, BAD, then the probes in flight (the points this round placed).
+  std::vector<std::string> keep = {"sha0", "sha100"};
+  for (const v1::Task& task : handed) {
+    if (task.kind() == v1::PROBE_KIND_BISECT) keep.push_back(task.commit_sha());
+  }
+  ASSERT_GT(keep.size(), 2u);
   for (const v1::Task& task : handed) {
     std::vector<std::string> expected;
-    for (const char* sha : {"sha0", "sha100"}) {
+    for (const std::string& sha : keep) {
       if (task.commit_sha() != sha) expected.push_back(sha);
     }
     EXPECT_EQ(
