@@ -1,6 +1,5 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/bisect_job.h"
-#include "coordinator/job/flaky_verdicts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include "coordinator/job/build_ahead.h"
 #include "coordinator/job/build_capacity.h"
 #include "coordinator/job/confidence_stop.h"
+#include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -63,7 +63,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   if (marks.ok()) {
     for (v1::CommitMark& mark : *marks) *status_.add_marks() = std::move(mark);
   }
-  RecordMarks(&search_);
+  RecordMarks(status_.marks(), &search_);
   status_.set_last_good_index(search_.last_good());
   status_.set_first_bad_index(search_.first_bad());
 
@@ -109,17 +109,6 @@ BisectSearch BisectJob::NewSearch(const v1::JobSpec& spec,
   if (!merges) return BisectSearch(n);
   absl::StatusOr<BisectSearch> graph = BisectSearch::OverGraph(std::move(parents));
   return graph.ok() ? *std::move(graph) : BisectSearch(n);
-}
-
-void BisectJob::RecordMarks(BisectSearch* search) const {
-  for (const v1::CommitMark& mark : status_.marks()) {
-    (void)search->Record(mark.index(), ToSearchVerdict(mark.verdict()));
-  }
-}
-
-bool BisectJob::IsMarked(int index) const {
-  return std::any_of(status_.marks().begin(), status_.marks().end(),
-                     [&](const v1::CommitMark& mark) { return mark.index() == index; });
 }
 
 // --- Dispatch -----------------------------------------------------------------------------------
@@ -601,7 +590,8 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   }
   const int good = calibration_.good_probe();
   const bool good_measured = good >= 0 && book_.probe(good).state() == v1::PROBE_STATE_FINISHED;
-  for (int index : PlanBuildAhead(search_, ActiveWorkers(), limit, bad_running && !good_measured)) {
+  for (int index : PlanBuildAhead(search_, calibration_.ActiveWorkers(status_.spec().max_workers()),
+                                  limit, bad_running && !good_measured)) {
     tasks.push_back(BuildAheadTask(status_.job_id(), status_.spec(), commits_[index], index));
   }
   return tasks;
@@ -694,7 +684,7 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     contradicted_.insert(probe_position);
   }
   probe.set_verdict(verdict);
-  probe.set_provisional(IsProvisional(probe));
+  probe.set_provisional(calibration_.IsProvisional(probe));
   if (verdict == v1::VERDICT_SKIP || verdict == v1::VERDICT_AMBIGUOUS) {
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
@@ -724,7 +714,9 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   const int pending = static_cast<int>(search_.InFlight().size());
   const int after_in_flight = (search_.RemainingCandidates() + pending) / (pending + 1);
   line.steps_estimated =
-      steps_ + line.in_flight + BisectSearch::EstimateProbes(after_in_flight, ActiveWorkers());
+      steps_ + line.in_flight +
+      BisectSearch::EstimateProbes(after_in_flight,
+                                   calibration_.ActiveWorkers(status_.spec().max_workers()));
   // The probe may have moved in the table (NewTask above): read it again.
   const v1::Probe& finished_probe = book_.probe(probe_position);
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
@@ -743,14 +735,6 @@ int BisectJob::RoundOfNewProbes() const {
     if (row >= 0) depth = std::max(depth, status_.probes(row).round());
   }
   return depth + 1;
-}
-
-bool BisectJob::IsProvisional(const v1::Probe& probe) const {
-  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT || !JudgedAgainstBaselines(probe)) {
-    return false;
-  }
-  return !calibration_.CalibrationDone(probe.worker()) ||
-         !calibration_.CalibrationDone(calibration_.BadWorker());
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
@@ -779,15 +763,6 @@ void BisectJob::CancelUseless(absl::Time now) {
 
 // --- Progress and events -----------------------------------------------------------------------
 
-int BisectJob::ActiveWorkers() const {
-  int workers = 0;
-  for (const auto& [name, state] : calibration_.workers()) {
-    workers += !state.quarantined && !state.gone && state.checked_out >= 0 ? 1 : 0;
-  }
-  if (status_.spec().max_workers() > 0) workers = std::min(workers, status_.spec().max_workers());
-  return std::max(workers, 1);
-}
-
 void BisectJob::UpdateProgress() {
   v1::Progress* progress = status_.mutable_progress();
   int finished_probes = 0;
@@ -797,8 +772,8 @@ void BisectJob::UpdateProgress() {
   progress->set_probes_finished(finished_probes);
   progress->set_probes_in_flight(book_.InFlightCount());
   progress->set_remaining_commits(search_.RemainingCandidates());
-  progress->set_estimated_rounds(
-      BisectSearch::EstimateRounds(search_.RemainingCandidates(), ActiveWorkers()));
+  progress->set_estimated_rounds(BisectSearch::EstimateRounds(
+      search_.RemainingCandidates(), calibration_.ActiveWorkers(status_.spec().max_workers())));
 }
 
 void BisectJob::Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,

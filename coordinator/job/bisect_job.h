@@ -227,9 +227,6 @@ class BisectJob {
   // from a piece the interval no longer holds does not delay it. Over a commit graph every
   // verdict may shape the candidates: one more than the highest recorded.
   int RoundOfNewProbes() const;
-  // True when the probe's verdict (GOOD, BAD or ambiguous) was reached before its worker or the
-  // BAD baseline's worker calibrated: it steers the search but does not count yet.
-  bool IsProvisional(const v1::Probe& probe) const;
   // The workers that hold provisional verdicts, or have probes measured or running (BAD's
   // worker owes a calibration too: see DispatchInput). One pass over the probe table.
   std::set<std::string> UnsettledWorkers() const;
@@ -247,14 +244,10 @@ class BisectJob {
   // Rebuilds search_ from the marks, the recorded verdicts and the probes still running or
   // waiting.
   void RebuildSearch();
-  // Records the user's marks (status_.marks) in `search`.
-  void RecordMarks(BisectSearch* search) const;
   // The search with no verdicts yet over `commits`: over their commit graph when `spec` asks for
   // every commit (HISTORY_MODE_ALL_COMMITS) and the commits carry their parent_indices, else over
   // the list (the first-parent path).
   static BisectSearch NewSearch(const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits);
-  // True when the user marked commit `index` (it is never probed nor given a cached verdict).
-  bool IsMarked(int index) const;
   // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
   // verdict until it is measured.
   void RemeasureBad(const std::string& why, absl::Time now);
@@ -289,15 +282,9 @@ class BisectJob {
   // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
   void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
-  // The workers taking part in the job now (worked in it, not quarantined, not gone), capped by
-  // max_workers; at least 1. Progress estimates are for this many.
-  int ActiveWorkers() const;
   void UpdateProgress();
   void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
             absl::Time now);
-  // The median at commit `index` in the reference's frame: the baselines at the ends; inside,
-  // the probe that decided the commit, scaled by the ratio of the GOOD calibrations.
-  double MedianAt(int index) const;
 
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;

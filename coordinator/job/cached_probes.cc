@@ -55,7 +55,8 @@ void BisectJob::ApplyCachedResults(absl::Time now) {
     const int index = entry->index;
     if (index <= search_.last_good() || index >= search_.first_bad()) continue;
     if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
-    if (IsMarked(index)) continue;  // The user's verdict stands (a skip mark is not a gap).
+    if (IsMarked(status_.marks(), index))
+      continue;  // The user's verdict stands (a skip mark is not a gap).
     const bool probed =
         std::any_of(status_.probes().begin(), status_.probes().end(), [&](const v1::Probe& probe) {
           return probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&

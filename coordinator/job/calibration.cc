@@ -92,6 +92,37 @@ int Calibration::RunsForRole(bool reference, bool reuses_cached) const {
   return 1;
 }
 
+int Calibration::ActiveWorkers(int max_workers) const {
+  int workers = 0;
+  for (const auto& [name, state] : workers_) {
+    workers += !state.quarantined && !state.gone && state.checked_out >= 0 ? 1 : 0;
+  }
+  if (max_workers > 0) workers = std::min(workers, max_workers);
+  return std::max(workers, 1);
+}
+
+bool Calibration::IsProvisional(const v1::Probe& probe) const {
+  if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT || !JudgedAgainstBaselines(probe)) {
+    return false;
+  }
+  return !CalibrationDone(probe.worker()) || !CalibrationDone(BadWorker());
+}
+
+double Calibration::MedianAt(int index) const {
+  // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
+  // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
+  if (index == 0 && good_probe_ >= 0) return probe(good_probe_).median();
+  if (index == status_->commit_count() && bad_probe_ >= 0) return ReferenceBadMedian();
+  for (const v1::Probe& row : status_->probes()) {
+    if (row.index() != index || row.kind() != v1::PROBE_KIND_BISECT ||
+        (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
+      continue;
+    }
+    return InReferenceFrame(row.worker(), row.median());
+  }
+  return 0;
+}
+
 std::string Calibration::BadWorker() const {
   return bad_probe_ < 0 ? "" : probe(bad_probe_).worker();
 }

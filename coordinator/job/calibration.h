@@ -120,6 +120,12 @@ class Calibration {
   // Samples a worker's GOOD calibration needs before its verdicts count, when it has an offset:
   // as many as the reference GOOD has.
   int CalibrationRuns() const;
+  // The workers taking part in the job now (checked a commit out, not quarantined, not gone),
+  // capped by `max_workers` (0: no cap); at least 1. Progress estimates are for this many.
+  int ActiveWorkers(int max_workers) const;
+  // True when the bisect probe's verdict (GOOD, BAD or ambiguous) was reached before its worker
+  // or the BAD baseline's worker calibrated: it steers the search but does not count yet.
+  bool IsProvisional(const v1::Probe& probe) const;
 
   // --- Runs of a GOOD calibration. ---
   // Runs a GOOD calibration needs: --runs before the baselines settle; then (while the search
@@ -151,6 +157,10 @@ class Calibration {
   // The BAD baseline's samples in the reference worker's frame.
   std::vector<double> ReferenceBadSamples() const;
   double ReferenceBadMedian() const;
+  // The median at commit `index` in the reference's frame: the baselines at the ends (0 and
+  // the job's commit count); inside, the bisect probe that decided the commit, scaled by the
+  // ratio of the GOOD calibrations (workers' offsets cancel out); 0 when none did.
+  double MedianAt(int index) const;
   // The GOOD and BAD samples a probe of `worker` is judged against: the pool's, or, for a worker
   // with an offset, its own GOOD and the reference BAD scaled to it.
   void BaselinesFor(const std::string& worker, std::vector<double>* good,

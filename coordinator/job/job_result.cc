@@ -103,8 +103,8 @@ void BisectJob::MaybeFinish(absl::Time now) {
   const int first_bad = search_.first_bad();
   *status_.mutable_last_good() = commits_[last_good];
   for (int index : candidates) status_.add_candidates(commits_[index].sha());
-  status_.set_before(MedianAt(last_good));
-  status_.set_after(MedianAt(first_bad));
+  status_.set_before(calibration_.MedianAt(last_good));
+  status_.set_after(calibration_.MedianAt(first_bad));
   status_.set_culprit_regression_pct(
       RegressionPercent(status_.before(), status_.after(), status_.direction()));
   if (candidates.size() == 1 && !pass_fail_) {
@@ -172,7 +172,7 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
 ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
   ConfirmationContext context;
   context.now = now;
-  context.workers = ActiveWorkers();
+  context.workers = calibration_.ActiveWorkers(status_.spec().max_workers());
   context.round = max_round_recorded_ + 1;
   return context;
 }
@@ -199,25 +199,6 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
              now);
       break;
   }
-}
-
-double BisectJob::MedianAt(int index) const {
-  // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
-  // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
-  if (index == 0 && calibration_.good_probe() >= 0) {
-    return book_.probe(calibration_.good_probe()).median();
-  }
-  if (index == status_.commit_count() && calibration_.bad_probe() >= 0) {
-    return calibration_.ReferenceBadMedian();
-  }
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.index() != index || probe.kind() != v1::PROBE_KIND_BISECT ||
-        (probe.verdict() != v1::VERDICT_GOOD && probe.verdict() != v1::VERDICT_BAD)) {
-      continue;
-    }
-    return calibration_.InReferenceFrame(probe.worker(), probe.median());
-  }
-  return 0;
 }
 
 void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time now) {

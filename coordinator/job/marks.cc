@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/enum_label.h"
+#include "coordinator/job/probe_book.h"
 
 namespace kbisect {
 namespace {
@@ -61,9 +62,9 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
     }
     auto [it, inserted] = by_index.try_emplace(found, mark);
     if (!inserted && it->second.verdict() != mark.verdict()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "commit ", Short(commits[found].sha()), " is marked both ",
-          EnumLabel(it->second.verdict()), " and ", EnumLabel(mark.verdict())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("commit ", Short(commits[found].sha()), " is marked both ",
+                       EnumLabel(it->second.verdict()), " and ", EnumLabel(mark.verdict())));
     }
     it->second.set_sha(commits[found].sha());
     it->second.set_index(found);
@@ -83,6 +84,18 @@ absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(
   std::vector<v1::CommitMark> out;
   for (auto& [index, mark] : by_index) out.push_back(std::move(mark));
   return out;
+}
+
+bool IsMarked(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks, int index) {
+  return std::any_of(marks.begin(), marks.end(),
+                     [&](const v1::CommitMark& mark) { return mark.index() == index; });
+}
+
+void RecordMarks(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
+                 BisectSearch* search) {
+  for (const v1::CommitMark& mark : marks) {
+    (void)search->Record(mark.index(), ToSearchVerdict(mark.verdict()));
+  }
 }
 
 }  // namespace kbisect

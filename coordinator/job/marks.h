@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/search/bisect_search.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -28,6 +29,13 @@ inline constexpr int kMinMarkPrefix = 4;
 // one, or one commit marked two ways).
 absl::StatusOr<std::vector<v1::CommitMark>> ResolveMarks(const v1::JobSpec& spec,
                                                          const std::vector<v1::CommitRef>& commits);
+
+// True when the user marked commit `index` (it is never probed nor given a cached verdict).
+bool IsMarked(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks, int index);
+
+// Records the resolved `marks` in `search` as verdicts (a skip mark as a skip).
+void RecordMarks(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
+                 BisectSearch* search);
 
 }  // namespace kbisect
 

@@ -45,7 +45,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
   std::vector<int> judge_again;
   for (int i = 0; i < book_.probe_count(); ++i) {
     v1::Probe& probe = book_.mutable_probe(i);
-    if (!probe.provisional() || IsProvisional(probe)) continue;
+    if (!probe.provisional() || calibration_.IsProvisional(probe)) continue;
     // The verdict counts if it holds now that its worker has calibrated: judged against its own
     // GOOD when that is off the reference's, else against the pool, which has grown sharper
     // since. Otherwise it is judged again, with more runs if the classifier asks for them.
@@ -110,10 +110,10 @@ void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_ag
 
 void BisectJob::RebuildSearch() {
   BisectSearch search = NewSearch(status_.spec(), commits_);
-  RecordMarks(&search);
+  RecordMarks(status_.marks(), &search);
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(probe.index())) {
+        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(status_.marks(), probe.index())) {
       continue;
     }
     if (!search.Record(probe.index(), ToSearchVerdict(probe.verdict())).ok()) {

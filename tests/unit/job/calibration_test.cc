@@ -206,5 +206,46 @@ TEST_F(CalibrationTest, AnUnstartedReferenceGoodMayBeStoodInFor) {
   EXPECT_EQ(calibration_.RunsAtHandOut("w1", /*reuses_cached=*/true), 1);
 }
 
+TEST_F(CalibrationTest, ActiveWorkersCountThoseWithACheckoutUpToTheCap) {
+  EXPECT_EQ(calibration_.ActiveWorkers(0), 1) << "at least one";
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.00, 1.01, 0.99});
+  Calibrate("w2", {1.00, 1.01, 0.99});
+  calibration_.worker("w3");  // Never checked a commit out.
+  EXPECT_EQ(calibration_.ActiveWorkers(0), 3);
+  EXPECT_EQ(calibration_.ActiveWorkers(2), 2);
+  calibration_.worker("w1").quarantined = true;
+  calibration_.worker("w2").gone = true;
+  EXPECT_EQ(calibration_.ActiveWorkers(0), 1);
+}
+
+TEST_F(CalibrationTest, AVerdictIsProvisionalUntilItsWorkerAndBadsWorkerCalibrated) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  MeasureBad("w2", {1.25, 1.26, 1.24});
+  const int row = AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.25});
+  status_.mutable_probes(row)->set_verdict(v1::VERDICT_BAD);
+  EXPECT_TRUE(calibration_.IsProvisional(status_.probes(row))) << "w1 has not calibrated";
+  Calibrate("w1", {1.0, 1.0, 1.0});
+  EXPECT_TRUE(calibration_.IsProvisional(status_.probes(row))) << "BAD's worker w2 has not";
+  Calibrate("w2", {1.0, 1.0, 1.0});
+  EXPECT_FALSE(calibration_.IsProvisional(status_.probes(row)));
+  status_.mutable_probes(row)->set_verdict(v1::VERDICT_SKIP);
+  EXPECT_FALSE(calibration_.IsProvisional(status_.probes(row))) << "a skip is no verdict";
+}
+
+TEST_F(CalibrationTest, MediansAtCommitsAreInTheReferencesFrame) {
+  status_.set_commit_count(10);
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.10, 1.11, 1.09});  // 10% slower.
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  const int row = AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.32, 1.32, 1.32});
+  status_.mutable_probes(row)->set_index(6);
+  status_.mutable_probes(row)->set_verdict(v1::VERDICT_BAD);
+  EXPECT_DOUBLE_EQ(calibration_.MedianAt(0), 1.00);
+  EXPECT_DOUBLE_EQ(calibration_.MedianAt(10), 1.25);
+  EXPECT_NEAR(calibration_.MedianAt(6), 1.32 / 1.10, 1e-9);
+  EXPECT_EQ(calibration_.MedianAt(5), 0) << "no verdict there";
+}
+
 }  // namespace
 }  // namespace kbisect

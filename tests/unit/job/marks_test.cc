@@ -85,5 +85,26 @@ TEST(ResolveMarksTest, BadMarksSayWhatToChange) {
                   .ok());
 }
 
+TEST(MarksTest, MarkedCommitsAreVerdictsOfTheSearch) {
+  google::protobuf::RepeatedPtrField<v1::CommitMark> marks;
+  v1::CommitMark* good = marks.Add();
+  good->set_index(3);
+  good->set_verdict(v1::VERDICT_GOOD);
+  v1::CommitMark* skip = marks.Add();
+  skip->set_index(5);
+  skip->set_verdict(v1::VERDICT_SKIP);
+  v1::CommitMark* bad = marks.Add();
+  bad->set_index(8);
+  bad->set_verdict(v1::VERDICT_BAD);
+  EXPECT_TRUE(IsMarked(marks, 5));
+  EXPECT_FALSE(IsMarked(marks, 4));
+  BisectSearch search(10);
+  RecordMarks(marks, &search);
+  EXPECT_EQ(search.last_good(), 3);
+  EXPECT_EQ(search.first_bad(), 8);
+  EXPECT_EQ(search.VerdictAt(5), Verdict::kSkip);
+  EXPECT_FALSE(search.VerdictAt(6).has_value());
+}
+
 }  // namespace
 }  // namespace kbisect
