@@ -64,6 +64,23 @@ inline v1::TaskResult Failure(v1::TaskOutcome outcome, const std::string& messag
   return result;
 }
 
+// For the job's pieces tested without a job: hands task `id` of `book` to `worker` and finishes
+// it (done, not active) with a successful row holding `samples` and their median. Returns the
+// row.
+inline int FinishWithSamples(ProbeBook* book, const std::string& id, const std::string& worker,
+                             const std::vector<double>& samples) {
+  book->HandOut(id, worker);
+  ProbeBook::TaskEntry& entry = book->at(id);
+  v1::Probe& probe = book->ProbeOf(entry);
+  probe.set_state(v1::PROBE_STATE_FINISHED);
+  probe.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  for (double v : samples) probe.add_samples(v);
+  probe.set_median(MedianOrZero(samples));
+  entry.done = true;
+  book->Deactivate(id);
+  return entry.probe;
+}
+
 // The probe table, one line a probe, for failure messages.
 inline std::string Describe(const v1::JobStatus& status) {
   std::string out =

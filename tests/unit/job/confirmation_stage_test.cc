@@ -14,6 +14,7 @@
 namespace kbisect {
 namespace {
 
+using ::kbisect::bisect_job_testing::FinishWithSamples;
 using ::kbisect::bisect_job_testing::kNow;
 using ::kbisect::bisect_job_testing::MakeCommits;
 using ::kbisect::bisect_job_testing::MakeSpec;
@@ -53,16 +54,7 @@ class ConfirmationStageTest : public ::testing::Test {
 
   // Hands task `id` to `worker` and finishes its row with `samples`; returns the row.
   int Measure(const std::string& id, const std::string& worker, std::vector<double> samples) {
-    book_.HandOut(id, worker);
-    ProbeBook::TaskEntry& entry = book_.at(id);
-    v1::Probe& probe = book_.ProbeOf(entry);
-    probe.set_state(v1::PROBE_STATE_FINISHED);
-    probe.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-    for (double v : samples) probe.add_samples(v);
-    probe.set_median(samples[samples.size() / 2]);
-    entry.done = true;
-    book_.Deactivate(id);
-    return entry.probe;
+    return FinishWithSamples(&book_, id, worker, samples);
   }
 
   // Narrows the search to (last_good, first_bad] with both recorded.

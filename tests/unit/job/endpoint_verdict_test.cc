@@ -14,6 +14,7 @@
 namespace kbisect {
 namespace {
 
+using ::kbisect::bisect_job_testing::FinishWithSamples;
 using ::kbisect::bisect_job_testing::MakeCommits;
 using ::kbisect::bisect_job_testing::MakeSpec;
 using ::testing::ElementsAre;
@@ -46,17 +47,7 @@ class EndpointVerdictTest : public ::testing::Test {
   // Creates a task of `kind` at `index` on `worker`, finished with `samples`; returns its row.
   int Measure(v1::ProbeKind kind, int index, const std::string& worker,
               std::vector<double> samples) {
-    const std::string id = book_.NewTask(kind, index, 0);
-    book_.HandOut(id, worker);
-    ProbeBook::TaskEntry& entry = book_.at(id);
-    v1::Probe& probe = book_.ProbeOf(entry);
-    probe.set_state(v1::PROBE_STATE_FINISHED);
-    probe.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
-    for (double v : samples) probe.add_samples(v);
-    probe.set_median(MedianOrZero(samples));
-    entry.done = true;
-    book_.Deactivate(id);
-    return entry.probe;
+    return FinishWithSamples(&book_, book_.NewTask(kind, index, 0), worker, samples);
   }
 
   // The reference GOOD on `good_worker` and BAD on `bad_worker`.
