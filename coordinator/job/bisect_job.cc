@@ -195,7 +195,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
   input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
   input.builds = !status_.spec().build_command().empty();
-  input.round = RoundOfNewProbes();
+  input.round = RoundOfNewProbes(search_, status_, max_round_recorded_, FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
   input.max_workers =
@@ -221,7 +221,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     auto known = calibration_.workers().find(worker);
     if (known != calibration_.workers().end()) known->second.gone = false;
   }
-  const int round = RoundOfNewProbes();
+  const int round = RoundOfNewProbes(search_, status_, max_round_recorded_, FlakySearch());
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
       case DispatchAssignment::Kind::kQueued:
@@ -635,7 +635,7 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
     ClassifyRemeasured(probe_position, now);  // Measured again for --confidence.
     return;
   }
-  const ProbeClassification c = Judge(probe);
+  const ProbeClassification c = calibration_.Judge(probe);
   probe.set_median(c.median);
   probe.set_p_value_vs_good(c.p_value_vs_good);
   probe.set_p_value_vs_bad(c.p_value_vs_bad);
@@ -654,20 +654,6 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
   }
   if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
   ApplyVerdict(probe_position, ConfidentVerdict(probe_position, c.verdict), now);
-}
-
-ProbeClassification BisectJob::Judge(const v1::Probe& probe) const {
-  std::vector<double> good;
-  std::vector<double> bad;
-  calibration_.BaselinesFor(probe.worker(), &good, &bad);
-  ClassifierOptions options;
-  options.threshold_fraction = status_.spec().threshold_fraction();
-  options.max_runs = status_.spec().max_runs();
-  options.min_runs = status_.spec().runs_per_commit();
-  // The job's noise, brought from the reference's frame to this worker's.
-  const double to_reference = calibration_.InReferenceFrame(probe.worker(), 1.0);
-  options.noise_floor = to_reference > 0 ? calibration_.ObservedNoise() / to_reference : 0;
-  return ClassifyProbe(probe.samples(), good, bad, options);
 }
 
 void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now) {
@@ -721,20 +707,6 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   const v1::Probe& finished_probe = book_.probe(probe_position);
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
        ProbeFinishedText(finished_probe, status_, pass_fail_, line), &finished_probe, now);
-}
-
-int BisectJob::RoundOfNewProbes() const {
-  // A flaky test's search has no verdicts until it ends: a probe's round counts the results
-  // before it, as over a graph.
-  if (search_.graph() != nullptr || FlakySearch()) return max_round_recorded_ + 1;
-  int depth = 0;
-  const int ends[2] = {search_.last_good(), search_.first_bad()};
-  const v1::Verdict sides[2] = {v1::VERDICT_GOOD, v1::VERDICT_BAD};
-  for (int i = 0; i < 2; ++i) {
-    const int row = DecidingProbe(status_, ends[i], sides[i]);
-    if (row >= 0) depth = std::max(depth, status_.probes(row).round());
-  }
-  return depth + 1;
 }
 
 void BisectJob::CancelUseless(absl::Time now) {

@@ -199,9 +199,6 @@ class BisectJob {
   void ClassifyPending(absl::Time now);
   // Classifies a measured probe: a verdict, or more runs (Extend) when the samples cannot tell.
   void Classify(int probe_position, absl::Time now);
-  // Classifies the probe's samples against the baselines its worker is judged by (no side
-  // effects).
-  ProbeClassification Judge(const v1::Probe& probe) const;
   void ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now);
   // A flaky pass/fail test (--flaky; flaky_probes.cc, rules in flaky_verdicts.h) is searched by
   // information (decision 144): its probes carry no verdict; each result updates the posterior
@@ -220,13 +217,6 @@ class BisectJob {
   // The classifier's `verdict` of a probe, or with --confidence, for one it left AMBIGUOUS at
   // --max-runs, the side the posterior puts the commit on (its samples still count there).
   v1::Verdict ConfidentVerdict(int probe_position, v1::Verdict verdict);
-  // The round of a bisect probe handed out now: one more than the rounds of the two verdicts
-  // that bound the open interval (the endpoints and marks are round 0). A probe's place depends
-  // on those two verdicts alone (the points in flight space it but are not waited for), so this
-  // is its depth in the chain of results the search waited for: a verdict that came back first
-  // from a piece the interval no longer holds does not delay it. Over a commit graph every
-  // verdict may shape the candidates: one more than the highest recorded.
-  int RoundOfNewProbes() const;
   // The workers that hold provisional verdicts, or have probes measured or running (BAD's
   // worker owes a calibration too: see DispatchInput). One pass over the probe table.
   std::set<std::string> UnsettledWorkers() const;

@@ -108,6 +108,20 @@ bool Calibration::IsProvisional(const v1::Probe& probe) const {
   return !CalibrationDone(probe.worker()) || !CalibrationDone(BadWorker());
 }
 
+ProbeClassification Calibration::Judge(const v1::Probe& probe) const {
+  std::vector<double> good;
+  std::vector<double> bad;
+  BaselinesFor(probe.worker(), &good, &bad);
+  ClassifierOptions options;
+  options.threshold_fraction = status_->spec().threshold_fraction();
+  options.max_runs = status_->spec().max_runs();
+  options.min_runs = status_->spec().runs_per_commit();
+  // The job's noise, brought from the reference's frame to this worker's.
+  const double to_reference = InReferenceFrame(probe.worker(), 1.0);
+  options.noise_floor = to_reference > 0 ? ObservedNoise() / to_reference : 0;
+  return ClassifyProbe(probe.samples(), good, bad, options);
+}
+
 double Calibration::MedianAt(int index) const {
   // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
   // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).

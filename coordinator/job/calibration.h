@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -157,6 +158,9 @@ class Calibration {
   // The BAD baseline's samples in the reference worker's frame.
   std::vector<double> ReferenceBadSamples() const;
   double ReferenceBadMedian() const;
+  // Classifies `probe`'s samples against the baselines its worker is judged by (BaselinesFor),
+  // with the spec's threshold and runs and the job's noise brought into the worker's frame.
+  ProbeClassification Judge(const v1::Probe& probe) const;
   // The median at commit `index` in the reference's frame: the baselines at the ends (0 and
   // the job's commit count); inside, the bisect probe that decided the commit, scaled by the
   // ratio of the GOOD calibrations (workers' offsets cancel out); 0 when none did.

@@ -52,7 +52,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
     const ProbeClassification c =
         calibration_.HasOffset(probe.worker()) && !calibration_.WorkerReady(probe.worker())
             ? ProbeClassification{}
-            : Judge(probe);
+            : calibration_.Judge(probe);
     if (c.more_runs == 0 && c.verdict == probe.verdict()) {
       probe.set_provisional(false);
     } else {

@@ -247,5 +247,26 @@ TEST_F(CalibrationTest, MediansAtCommitsAreInTheReferencesFrame) {
   EXPECT_EQ(calibration_.MedianAt(5), 0) << "no verdict there";
 }
 
+TEST_F(CalibrationTest, AProbeIsJudgedAgainstItsWorkersBaselines) {
+  status_.mutable_spec()->set_runs_per_commit(3);
+  status_.mutable_spec()->set_max_runs(12);
+  status_.mutable_spec()->set_threshold_fraction(0.5);
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  Calibrate("w1", {1.10, 1.11, 1.09});  // 10% slower: judged in its own frame.
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  v1::Probe probe;
+  probe.set_kind(v1::PROBE_KIND_BISECT);
+  probe.set_worker("w1");
+  for (double v : {1.10, 1.105, 1.095}) probe.add_samples(v);
+  EXPECT_EQ(calibration_.Judge(probe).verdict, v1::VERDICT_GOOD) << "w1's GOOD, not w0's BAD";
+  probe.clear_samples();
+  for (double v : {1.375, 1.38, 1.37}) probe.add_samples(v);
+  EXPECT_EQ(calibration_.Judge(probe).verdict, v1::VERDICT_BAD);
+  probe.set_worker("w0");
+  probe.clear_samples();
+  for (double v : {1.00, 1.01, 0.99}) probe.add_samples(v);
+  EXPECT_EQ(calibration_.Judge(probe).verdict, v1::VERDICT_GOOD);
+}
+
 }  // namespace
 }  // namespace kbisect

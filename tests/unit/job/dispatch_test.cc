@@ -319,5 +319,30 @@ TEST(PairNearestTest, ClosestPairFirstAndUncheckedOutWorkersLast) {
   EXPECT_EQ(pairs[1], std::make_pair(size_t{2}, size_t{0}));
 }
 
+TEST(RoundOfNewProbesTest, OneMoreThanTheVerdictsThatBoundTheInterval) {
+  v1::JobStatus status;
+  status.set_commit_count(100);
+  BisectSearch search(100);
+  EXPECT_EQ(RoundOfNewProbes(search, status, 0, false), 1) << "the endpoints are round 0";
+  auto decide = [&](int index, v1::Verdict verdict, int round) {
+    v1::Probe* probe = status.add_probes();
+    probe->set_kind(v1::PROBE_KIND_BISECT);
+    probe->set_index(index);
+    probe->set_verdict(verdict);
+    probe->set_round(round);
+    probe->set_state(v1::PROBE_STATE_FINISHED);
+    const Verdict side = verdict == v1::VERDICT_GOOD ? Verdict::kGood : Verdict::kBad;
+    ASSERT_TRUE(search.Record(index, side).ok());
+  };
+  decide(50, v1::VERDICT_BAD, 1);
+  decide(25, v1::VERDICT_GOOD, 2);
+  EXPECT_EQ(RoundOfNewProbes(search, status, 2, false), 3);
+  // A verdict of round 4 outside the interval does not delay the next probe.
+  decide(75, v1::VERDICT_BAD, 4);
+  EXPECT_EQ(RoundOfNewProbes(search, status, 4, false), 3);
+  // A flaky test (no verdict until the end): one past every round recorded.
+  EXPECT_EQ(RoundOfNewProbes(search, status, 4, true), 5);
+}
+
 }  // namespace
 }  // namespace kbisect
