@@ -59,6 +59,13 @@ class EndpointVerdictTest : public ::testing::Test {
     calibration_.SetBadProbe(Measure(v1::PROBE_KIND_BASELINE_BAD, kCommits, bad_worker, bad));
   }
 
+  // BAD's worker `worker` measures its own GOOD and takes the reference back.
+  void TakesTheReferenceBack(const std::string& worker, std::vector<double> good) {
+    const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, worker, std::move(good));
+    calibration_.worker(worker).calibration = own;
+    calibration_.SetReference(worker, own);
+  }
+
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;
   ProbeBook book_;
@@ -146,10 +153,8 @@ TEST_F(EndpointVerdictTest, NoStepAcrossTwoGpusWaitsForBadsWorkerToMeasureGood) 
   EXPECT_FALSE(verdict_.Ready()) << "deferred until w0 has measured GOOD";
 
   // On w0 itself GOOD is 17% faster than BAD: measured on one GPU there is a step after all.
-  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {83, 83.5, 84, 82.5, 83.2});
-  calibration_.worker("w0").calibration = own;
+  TakesTheReferenceBack("w0", {83, 83.5, 84, 82.5, 83.2});
   ASSERT_TRUE(verdict_.Ready());
-  calibration_.SetReference("w0", own);
   const EndpointStep settled = verdict_.Evaluate();
   EXPECT_EQ(settled.state, v1::JOB_STATE_BISECTING);
   EXPECT_FALSE(status_.baseline().provisional());
@@ -166,9 +171,7 @@ TEST_F(EndpointVerdictTest, AProvisionalStepIsSettledOnOneGpuAndVerdictsJudgedAg
   status_.set_state(v1::JOB_STATE_BISECTING);
 
   // w0's own GOOD is 5% slower than w1's: the stand-in had an offset.
-  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {104, 105, 106, 105.5, 104.5});
-  calibration_.worker("w0").calibration = own;
-  calibration_.SetReference("w0", own);
+  TakesTheReferenceBack("w0", {104, 105, 106, 105.5, 104.5});
   const EndpointStep settled = verdict_.Settle();
   EXPECT_FALSE(settled.finish.has_value());
   EXPECT_TRUE(settled.judge_every_verdict_again);
@@ -184,9 +187,7 @@ TEST_F(EndpointVerdictTest, AProvisionalStepGoneOnOneGpuEndsTheJob) {
   verdict_.Evaluate();
   status_.set_state(v1::JOB_STATE_BISECTING);
   // On w0 GOOD measures as BAD does: the step was w1's offset.
-  const int own = Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", {119.5, 120.5, 120, 119, 121});
-  calibration_.worker("w0").calibration = own;
-  calibration_.SetReference("w0", own);
+  TakesTheReferenceBack("w0", {119.5, 120.5, 120, 119, 121});
   const EndpointStep settled = verdict_.Settle();
   ASSERT_TRUE(settled.finish.has_value());
   EXPECT_EQ(settled.finish->outcome, v1::OUTCOME_NO_REGRESSION);
