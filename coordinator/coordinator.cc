@@ -132,7 +132,10 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
       !marks.ok()) {
     return marks.status();
   }
-  std::vector<v1::CachedResult> cached = LookUpCachedResults(request.spec(), *commits);
+  std::vector<v1::CachedResult> cached =
+      options_.result_cache == nullptr
+          ? std::vector<v1::CachedResult>()
+          : CachedResultsOfRange(*options_.result_cache, request.spec(), *commits, clock_->Now());
 
   WriteLock lock(this);
   if (!request.request_id().empty() && request_ids_.count(request.request_id()) > 0) {
@@ -155,43 +158,6 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
   response.set_job_id(job_id);
   *response.mutable_job() = jobs_.at(job_id).Status();
   return response;
-}
-
-std::vector<v1::CachedResult> Coordinator::LookUpCachedResults(
-    const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits) {
-  if (options_.result_cache == nullptr || spec.no_cache()) return {};
-  std::vector<std::string> trees;
-  for (const v1::CommitRef& commit : commits) {
-    if (!commit.tree_sha().empty()) trees.push_back(commit.tree_sha());
-  }
-  const absl::Duration max_age =
-      spec.has_cache_max_age() ? FromProto(spec.cache_max_age()) : kDefaultCacheMaxAge;
-  absl::StatusOr<std::vector<v1::CachedResult>> found =
-      options_.result_cache->Lookup(SpecDigest(spec), trees, clock_->Now() - max_age);
-  if (!found.ok()) return {};  // A cache that cannot be read only costs the reuse.
-  // The job is keyed by commit sha; a tree shared by several commits of the range (a revert)
-  // stands for each of them.
-  std::map<std::string, std::vector<std::string>> shas_of_tree;
-  for (const v1::CommitRef& commit : commits)
-    shas_of_tree[commit.tree_sha()].push_back(commit.sha());
-  std::vector<v1::CachedResult> cached;
-  for (const v1::CachedResult& result : *found) {
-    for (const std::string& sha : shas_of_tree[result.tree_sha()]) {
-      v1::CachedResult copy = result;
-      copy.set_commit_sha(sha);
-      cached.push_back(std::move(copy));
-    }
-  }
-  return cached;
-}
-
-void Coordinator::RememberResultLocked(const std::string& job_id, JobEntry& entry,
-                                       const std::string& task_id) {
-  if (options_.result_cache == nullptr || entry.job->status().spec().no_cache()) return;
-  std::optional<v1::CachedResult> record = entry.job->CacheRecordOf(task_id);
-  if (!record.has_value() || record->tree_sha().empty()) return;
-  // A failure costs a later reuse, not this bisect.
-  (void)options_.result_cache->Put(entry.spec_digest, *record);
 }
 
 std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,

@@ -376,13 +376,6 @@ class Coordinator {
   // Cancels the job (if still running) and its follow-ups, recursively.
   void CancelJobLocked(const std::string& job_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Results of earlier jobs for `spec` at `commits` from the result cache (none without one, with
-  // --no-cache, or when the lookup fails: a cache never stops a bisect). Does I/O: no lock.
-  std::vector<v1::CachedResult> LookUpCachedResults(const v1::JobSpec& spec,
-                                                    const std::vector<v1::CommitRef>& commits);
-  // Records the measurement `task_id` of job `job_id` finished with in the result cache.
-  void RememberResultLocked(const std::string& job_id, JobEntry& entry, const std::string& task_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates a job from a resolved spec (journaled, dispatched), reusing `cached` results.
   // Returns its id.
   std::string CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,

@@ -15,6 +15,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
+#include "common/spec/job_spec.h"
 #include "common/status_macros.h"
 #include "common/sync/mutex.h"
 #include "coordinator/sqlite_statement.h"
@@ -387,6 +389,36 @@ std::string DefaultResultCachePath(const std::string& cache_dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (dir == "/") return "/results.sqlite";
   return absl::StrCat(dir, "/results.sqlite");
+}
+
+std::vector<v1::CachedResult> CachedResultsOfRange(ResultCache& cache, const v1::JobSpec& spec,
+                                                   const std::vector<v1::CommitRef>& commits,
+                                                   absl::Time now) {
+  if (spec.no_cache()) return {};
+  std::vector<std::string> trees;
+  for (const v1::CommitRef& commit : commits) {
+    if (!commit.tree_sha().empty()) trees.push_back(commit.tree_sha());
+  }
+  const absl::Duration max_age =
+      spec.has_cache_max_age() ? FromProto(spec.cache_max_age()) : kDefaultCacheMaxAge;
+  absl::StatusOr<std::vector<v1::CachedResult>> found =
+      cache.Lookup(SpecDigest(spec), trees, now - max_age);
+  if (!found.ok()) return {};  // A cache that cannot be read only costs the reuse.
+  // The job is keyed by commit sha; a tree shared by several commits of the range (a revert)
+  // stands for each of them.
+  std::map<std::string, std::vector<std::string>> shas_of_tree;
+  for (const v1::CommitRef& commit : commits) {
+    shas_of_tree[commit.tree_sha()].push_back(commit.sha());
+  }
+  std::vector<v1::CachedResult> cached;
+  for (const v1::CachedResult& result : *found) {
+    for (const std::string& sha : shas_of_tree[result.tree_sha()]) {
+      v1::CachedResult copy = result;
+      copy.set_commit_sha(sha);
+      cached.push_back(std::move(copy));
+    }
+  }
+  return cached;
 }
 
 }  // namespace kbisect

@@ -98,6 +98,15 @@ std::unique_ptr<ResultCache> NewMemoryResultCache();
 // The default file of the cache kept under a cache directory: <cache_dir>/results.sqlite.
 std::string DefaultResultCachePath(const std::string& cache_dir);
 
+// What `cache` holds for a job of `spec` over `commits` at `now`: the results of the spec's
+// digest at the commits' trees, measured within the spec's cache_max_age (kDefaultCacheMaxAge
+// when unset), one per commit of a tree (a tree shared by several commits of the range, a
+// revert, stands for each of them, with `commit_sha` set). None when the spec says no_cache or
+// the cache cannot be read: a cache only saves measurements, it never stops a job.
+std::vector<v1::CachedResult> CachedResultsOfRange(ResultCache& cache, const v1::JobSpec& spec,
+                                                   const std::vector<v1::CommitRef>& commits,
+                                                   absl::Time now);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_COORDINATOR_RESULT_CACHE_H_

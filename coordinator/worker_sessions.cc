@@ -372,7 +372,13 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     call.task_id = lease.task_id;
     call.result = request.result();
     const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
-    RememberResultLocked(lease.job_id, job_it->second, lease.task_id);
+    // The measurement joins the result cache; a failure costs a later reuse, not this bisect.
+    if (options_.result_cache != nullptr && !job_it->second.job->status().spec().no_cache()) {
+      std::optional<v1::CachedResult> record = job_it->second.job->CacheRecordOf(lease.task_id);
+      if (record.has_value() && !record->tree_sha().empty()) {
+        (void)options_.result_cache->Put(job_it->second.spec_digest, *record);
+      }
+    }
     CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
   }
   DispatchLocked();

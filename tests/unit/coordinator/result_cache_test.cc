@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -265,6 +266,39 @@ void ExpectAllWrites(const std::string& path, const std::vector<std::string>& wo
   ASSERT_TRUE(shared.ok()) << shared.status();
   ASSERT_EQ(shared->size(), 1u);
   EXPECT_EQ(shared->front().samples(0), kWritesPerWriter - 1);  // The newest one.
+}
+
+// A job's lookup: by its spec's digest, within its cache_max_age, one result per commit of a
+// tree (a revert's tree stands for both commits), nothing with --no-cache.
+TEST(CachedResultsOfRangeTest, FindsTheSpecsResultsAtTheRangesTreesWithinTheMaxAge) {
+  std::unique_ptr<ResultCache> cache = NewMemoryResultCache();
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.add_bench_command("./bench.sh");
+  v1::JobSpec other = spec;
+  other.add_bench_command("--other");
+  ASSERT_TRUE(cache->Put(SpecDigest(spec), Result(Tree(1), "w0", kT0, 1.0)).ok());
+  ASSERT_TRUE(
+      cache->Put(SpecDigest(spec), Result(Tree(2), "w0", kT0 - absl::Hours(24 * 8), 2.0)).ok());
+  ASSERT_TRUE(cache->Put(SpecDigest(other), Result(Tree(3), "w0", kT0, 3.0)).ok());
+  std::vector<v1::CommitRef> commits(4);
+  const int trees[4] = {0, 1, 2, 1};  // c3 reverts c2 to c1's tree.
+  for (int i = 0; i < 4; ++i) {
+    commits[i].set_sha(absl::StrCat("c", i));
+    commits[i].set_tree_sha(Tree(trees[i]));
+  }
+  const std::vector<v1::CachedResult> found =
+      CachedResultsOfRange(*cache, spec, commits, kT0 + absl::Hours(1));
+  ASSERT_EQ(found.size(), 2u)
+      << "tree 2 is older than the default 7 days; tree 3 is another spec's";
+  EXPECT_EQ(found[0].commit_sha(), "c1");
+  EXPECT_EQ(found[1].commit_sha(), "c3");
+  EXPECT_EQ(found[1].tree_sha(), Tree(1));
+
+  spec.mutable_cache_max_age()->set_seconds(9 * 24 * 3600);
+  EXPECT_EQ(CachedResultsOfRange(*cache, spec, commits, kT0 + absl::Hours(1)).size(), 3u);
+  spec.set_no_cache(true);
+  EXPECT_TRUE(CachedResultsOfRange(*cache, spec, commits, kT0 + absl::Hours(1)).empty());
 }
 
 TEST(SqliteResultCacheTest, TwoConnectionsWritingAtOnceLoseNothing) {
