@@ -189,10 +189,7 @@ ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext&
   if (!early_ || EarlyTargetPossible()) return step;
   // A calibration changed a verdict: the culprit the pairs measure may no longer be it.
   early_ = false;
-  for (auto& [id, entry] : book_->tasks()) {
-    if (entry.done || entry.task.kind() != v1::PROBE_KIND_CONFIRM) continue;
-    book_->CancelTask(entry, id, ConfirmationRestartText(), context.now, &step.cancelled);
-  }
+  CancelTasks(ConfirmationRestartText(), context.now, &step);
   status_->clear_confirmation();
   failure_.clear();
   step.warnings.push_back(ConfirmationRestartText());
