@@ -73,6 +73,7 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
             ReloadLocked();
           }),
       id_salt_(RandomSalt()),
+      workers_(&mailboxes_),
       poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)),
       synchronize_calls_(std::make_unique<PollScheduler>(clock, kSynchronizeThreads)) {}
 
@@ -93,7 +94,7 @@ void Coordinator::Shutdown() {
   changed_.SignalAll();
   // Each long poll waits on its session's mailbox: closed, it asks the coordinator, which is
   // shutting down.
-  for (auto& [id, worker] : workers_) {
+  for (auto& [id, worker] : workers_.entries()) {
     if (worker.mailbox != nullptr) worker.mailbox->Close();
   }
 }
@@ -110,12 +111,11 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
     kbisect::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
     if (!request.request_id().empty()) {
-      auto it = request_ids_.find(request.request_id());
-      if (it != request_ids_.end()) {
+      if (const std::string* known = jobs_.JobOfRequest(request.request_id())) {
         v1::SubmitJobResponse response;
-        response.set_job_id(it->second);
+        response.set_job_id(*known);
         response.set_existing(true);
-        *response.mutable_job() = jobs_.at(it->second).Status();
+        *response.mutable_job() = jobs_.at(*known).Status();
         if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
         return response;
       }
@@ -138,9 +138,10 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
           : CachedResultsOfRange(*options_.result_cache, request.spec(), *commits, clock_->Now());
 
   WriteLock lock(this);
-  if (!request.request_id().empty() && request_ids_.count(request.request_id()) > 0) {
+  if (const std::string* known =
+          request.request_id().empty() ? nullptr : jobs_.JobOfRequest(request.request_id())) {
     // A concurrent submission with the same request id won the race.
-    const std::string& job_id = request_ids_.at(request.request_id());
+    const std::string job_id = *known;
     v1::SubmitJobResponse response;
     response.set_job_id(job_id);
     response.set_existing(true);
@@ -164,7 +165,7 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
                                          std::vector<v1::CommitRef> commits,
                                          std::vector<v1::CachedResult> cached) {
   std::string job_id = NewId("job-");
-  while (jobs_.count(job_id) > 0) job_id = NewId("job-");  // A recovered job has it.
+  while (jobs_.contains(job_id)) job_id = NewId("job-");  // A recovered job has it.
   const absl::Time now = clock_->Now();
   if (store_ != nullptr) {
     StoredJob stored;
@@ -176,25 +177,21 @@ std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::str
     stored.create_time = now;
     journal_.pending(mu_).new_jobs.push_back(std::move(stored));
   }
-  JobEntry& entry = jobs_[job_id];
+  JobEntry& entry = jobs_.Add(job_id, request_id);
   entry.job = std::make_unique<BisectJob>(job_id, spec, std::move(commits), now, std::move(cached));
-  entry.request_id = request_id;
   entry.spec_digest = SpecDigest(spec);
-  entry.position = ++last_position_;
-  job_order_.push_back(job_id);
-  if (!request_id.empty()) request_ids_[request_id] = job_id;
   AfterJobChangeLocked(job_id, entry);
   return job_id;
 }
 
 absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) const {
   kbisect::MutexLock lock(&mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
+  const JobEntry* entry = jobs_.Find(job_id);
+  if (entry == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
   }
-  v1::JobStatus status = it->second.Status();
+  v1::JobStatus status = entry->Status();
   if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
   return status;
 }
@@ -205,67 +202,18 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
   // again from the memory ReloadLocked rebuilt from the store (durable: the second wait returns
   // at once).
   while (true) {
-    v1::ListJobsResponse response = ListJobsLocked(request);
+    v1::ListJobsResponse response = jobs_.List(request);
     if (journal_.AwaitDurable(mu_).ok()) return response;
   }
-}
-
-v1::ListJobsResponse Coordinator::ListJobsLocked(const v1::ListJobsRequest& request) const {
-  v1::ListJobsResponse response;
-  const int page_size =
-      request.page_size() > 0 ? std::min(request.page_size(), kMaxListedJobs) : kDefaultListedJobs;
-  // The token is the creation position the page starts at ("before:N": the jobs created N-th
-  // and before): a job keeps its position (JobEntry::position) when older ones are deleted
-  // (--retain, PruneFinishedJobsLocked), so a walk neither repeats nor skips a job when jobs are
-  // submitted or deleted between its pages, and a page costs the jobs it looks at (and a binary
-  // search), not those before it. A token that does not parse starts from the newest job.
-  size_t end = job_order_.size();
-  if (absl::string_view token = request.page_token(); absl::ConsumePrefix(&token, "before:")) {
-    uint64_t before = 0;
-    if (absl::SimpleAtoi(token, &before)) {
-      // job_order_ is in creation order, so its positions ascend.
-      end = std::upper_bound(job_order_.begin(), job_order_.end(), before,
-                             [&](uint64_t value, const std::string& job_id) {
-                               mu_.AssertHeld();
-                               return value < jobs_.at(job_id).position;
-                             }) -
-            job_order_.begin();
-    }
-  }
-  for (size_t index = end; index > 0; --index) {
-    const JobEntry& entry = jobs_.at(job_order_[index - 1]);
-    const v1::JobStatus& job = entry.Base();
-    const v1::JobState state = entry.State();
-    if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
-                                               state) == request.states().end()) {
-      continue;
-    }
-    if (response.jobs_size() == page_size) {
-      response.set_next_page_token(absl::StrCat("before:", entry.position));
-      break;
-    }
-    v1::JobSummary* summary = response.add_jobs();
-    summary->set_job_id(job.job_id());
-    summary->set_state(state);
-    summary->set_status(job.status());
-    summary->set_repository(job.spec().repository());
-    summary->set_good(job.spec().good());
-    summary->set_bad(job.spec().bad());
-    summary->set_culprit_sha(job.culprit().sha());
-    *summary->mutable_progress() = job.progress();
-    *summary->mutable_create_time() = job.create_time();
-    *summary->mutable_origin() = job.spec().origin();
-  }
-  return response;
 }
 
 absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
                                                      const std::string& reason) {
   ReplyPoint reply(this);
   WriteLock lock(this);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-  if (!journal_.writable(mu_) && !it->second.job->finished()) return journal_.Refusal(mu_, false);
+  const JobEntry* entry = jobs_.Find(job_id);
+  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+  if (!journal_.writable(mu_) && !entry->job->finished()) return journal_.Refusal(mu_, false);
   CancelJobLocked(job_id, reason.empty() ? "requested by a client" : reason);
   DispatchLocked();
   if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return flushed;
@@ -284,7 +232,7 @@ void Coordinator::CancelJobLocked(const std::string& job_id, const std::string& 
   // Its follow-ups go with it (each completes as cancelled, then the job completes).
   const std::vector<std::string> follow_ups = entry.follow_ups;
   for (const std::string& child : follow_ups) {
-    if (jobs_.count(child) > 0) CancelJobLocked(child, reason);
+    if (jobs_.contains(child)) CancelJobLocked(child, reason);
   }
 }
 
@@ -297,20 +245,19 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
     {
       kbisect::MutexLock lock(&mu_);
       // Looked up after every wait: a job may be deleted meanwhile (--retain).
-      auto it = jobs_.find(job_id);
+      const JobEntry* entry = jobs_.Find(job_id);
       auto ready = [&]() {
         mu_.AssertHeld();
-        it = jobs_.find(job_id);
-        return shutdown_ || it == jobs_.end() ||
-               static_cast<int64_t>(it->second.events.size()) > next;
+        entry = jobs_.Find(job_id);
+        return shutdown_ || entry == nullptr ||
+               static_cast<int64_t>(entry->events.size()) > next;
       };
-      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
+      if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
       while (!ready()) {
         if (is_cancelled && is_cancelled()) return absl::CancelledError("the watcher went away");
         changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
       }
-      if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
-      const JobEntry* entry = &it->second;
+      if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
       if (static_cast<int64_t>(entry->events.size()) <= next) {
         return absl::UnavailableError("the coordinator is shutting down");
       }
@@ -378,8 +325,8 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
 void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
   const std::string parent = entry.job->status().spec().parent_job_id();
   if (!parent.empty() && event.kind() != v1::JOB_EVENT_KIND_FINISHED) {
-    auto it = jobs_.find(parent);
-    if (it != jobs_.end() && !it->second.complete) {
+    JobEntry* parent_entry = jobs_.Find(parent);
+    if (parent_entry != nullptr && !parent_entry->complete) {
       v1::JobEvent copy = event;
       copy.clear_job();
       const std::optional<FollowUpKind> kind =
@@ -392,8 +339,8 @@ void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
                                     event.message()));
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
-      AppendEventLocked(it->second, std::move(copy));
-      it->second.published.set_revision(static_cast<int64_t>(it->second.events.size()));
+      AppendEventLocked(*parent_entry, std::move(copy));
+      parent_entry->published.set_revision(static_cast<int64_t>(parent_entry->events.size()));
     }
   }
   event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);

@@ -6,10 +6,15 @@
 // WatchJob. The gRPC services (coordinator/coordinator_server.h) are thin adapters over it, so
 // tests drive it directly with a FakeClock and zero-wait long polls.
 //
-// Its methods live in one file per concern: coordinator.cc (jobs, Watch, events), recovery.cc
-// (journal apply, roll back, Recover), worker_sessions.cc, lease_table.cc (dispatch, leases,
-// expiry), follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and
-// metrics.cc (the metrics snapshot).
+// It is composed of parts that keep their own state: JobTable (the jobs, their order, positions and
+// request ids, and ListJobs' pages; coordinator/job_table.h), WorkerRegistry (workers, sessions and their
+// mailboxes; coordinator/worker_registry.h), LeaseTable (leases, attempts, fencing, expiry;
+// coordinator/lease_table.h), JournalWriter (the group commit), and the pure cross-job lease
+// policy (coordinator/lease_policy.h). Its own methods, which sequence those parts and the jobs,
+// live in coordinator.cc (jobs, Watch, events), recovery.cc (journal apply, roll back, Recover),
+// worker_sessions.cc (the worker RPCs), coordinator_leases.cc (dispatch, leases, expiry),
+// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and metrics.cc
+// (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
 // (see coordinator/job_store.h) and committed before the call that made it returns (so a
@@ -65,15 +70,19 @@
 #include "common/sync/mutex.h"
 #include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
+#include "coordinator/job_entry.h"
+#include "coordinator/job_table.h"
 #include "coordinator/job_store.h"
 #include "coordinator/journal_writer.h"
 #include "coordinator/lease_policy.h"
+#include "coordinator/lease_table.h"
 #include "coordinator/metrics.h"
 #include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/worker_entry.h"
 #include "coordinator/worker_mailbox.h"
+#include "coordinator/worker_registry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -149,8 +158,8 @@ class Coordinator {
   // Jobs newest first, filtered by request.states, paged: page_size jobs (default 50, at most
   // 1,000) and, when more match, a next_page_token that continues below the page's last job,
   // whatever was submitted meanwhile. A page costs the jobs it lists or skips by state.
-  static constexpr int kDefaultListedJobs = 50;
-  static constexpr int kMaxListedJobs = 1000;
+  static constexpr int kDefaultListedJobs = JobTable::kDefaultListedJobs;
+  static constexpr int kMaxListedJobs = JobTable::kMaxListedJobs;
   v1::ListJobsResponse ListJobs(const v1::ListJobsRequest& request) const;
 
   // Cancels a job: its running probes are cancelled on their workers. Cancelling a finished job
@@ -221,61 +230,14 @@ class Coordinator {
   void Shutdown();
 
  private:
-  struct JobEntry {
-    std::unique_ptr<BisectJob> job;
-    // What the coordinator adds to the job's own status (report, follow-ups, revision, the final
-    // status once complete).
-    PublishedStatus published;
-    // The job's status as clients, events and the store see it.
-    v1::JobStatus Status() const { return published.Build(job->status()); }
-    // The frozen final status, else the job's own: the search's fields without a copy.
-    const v1::JobStatus& Base() const { return published.Base(job->status()); }
-    v1::JobState State() const { return published.State(job->status()); }
-    std::vector<v1::JobEvent> events;  // Sequence i+1 at position i.
-    // Its place in creation order, from 1 (ListJobs' page tokens): kept when older jobs are
-    // deleted, renumbered by a restart.
-    uint64_t position = 0;
-    std::string request_id;
-    std::string spec_digest;       // SpecDigest of the job's spec: its results' cache key.
-    bool reported = false;         // Report details (diff, hints) attached.
-    int64_t journal_sequence = 0;  // Of the last journaled call.
-    // During recovery: the status stored when the job finished (report details included).
-    bool has_stored_final = false;
-    v1::JobStatus stored_final;
-    // Follow-up jobs this job started (descend_merges, all_culprits), by id.
-    std::vector<std::string> follow_ups;
-    // Set once the job's own search finished and its follow-ups (if any) were decided.
-    bool follow_ups_decided = false;
-    // The job's FINISHED event, held back while its follow-ups run.
-    std::unique_ptr<v1::JobEvent> held_finish;
-    // The job and all its follow-ups finished: its FINISHED event was released.
-    bool complete = false;
-    // Leases of its tasks that are active now (DispatchLocked's cap check).
-    int live_leases = 0;
-    // What the lease policy remembers of it: the workers that worked in it (journaled
-    // TaskStarted, replay included), those it was offered, its changes and its last decline.
-    JobOffers offers;
-  };
   // What a journaled call returned.
   struct CallResult {
     std::vector<std::string> cancel;
     std::vector<BisectJob::Assignment> assignments;
   };
-  enum class LeaseState { kActive, kCompleted, kDead };
-  struct LeaseEntry {
-    std::string lease_id;
-    std::string job_id;
-    std::string task_id;
-    std::string worker_id;
-    int attempt = 0;
-    absl::Time expire;
-    LeaseState state = LeaseState::kActive;
-  };
+  using JobEntry = ::kbisect::JobEntry;
+  using LeaseEntry = LeaseTable::Lease;
   using WorkerEntry = ::kbisect::WorkerEntry;
-  // The error for a call on `session_id`, which no worker holds: FailedPrecondition when another
-  // process took over its worker's name (the caller should stop), else NotFound (`missing`).
-  absl::Status UnknownSessionLocked(const std::string& session_id, const std::string& missing) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Loses the worker's orphaned probes (OnTaskLost), e.g. when it did not come back.
   void LoseOrphansLocked(WorkerEntry& worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -293,9 +255,6 @@ class Coordinator {
   // Every mutation of a BisectJob goes through here, live and during replay alike, so that
   // replay reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ListJobs' page from what memory holds now.
-  v1::ListJobsResponse ListJobsLocked(const v1::ListJobsRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover's replay of `state` into empty maps.
   RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -316,9 +275,6 @@ class Coordinator {
   // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
   // job hand out a task (a result, a new job, a worker freed or lost, ...).
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the worker's session mailbox (its poll asks the coordinator what to answer) and drops it
-  // from the sessions the lock-free Synchronize looks up.
-  void CloseMailboxLocked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Synchronize's pieces. The call under the lock: heartbeat, lease renewals and losses,
   // dispatch, flush; it begins the poll on the worker's mailbox and says until when it waits.
   absl::Status BeginSynchronizeLocked(const v1::SynchronizeRequest& request,
@@ -349,10 +305,6 @@ class Coordinator {
   // does not hold every poll, far fewer than one per worker. Apart from the answers, which would
   // otherwise queue behind calls waiting for the mutex.
   static constexpr int kSynchronizeThreads = 32;
-  // The hardware class a job runs on: the spec's, or else that of the first worker that took
-  // one of its tasks; empty while any class may.
-  std::string JobHardwareClassLocked(const JobEntry& entry) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The build-ahead hints for `worker`: BisectJob::BuildAheadTasks of the running jobs it may
   // serve (its hardware class), in job order, at most `limit` in all.
   std::vector<v1::Task> BuildAheadLocked(const WorkerEntry& worker, int limit) const
@@ -363,14 +315,12 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes a lease leaving kActive off its job's count, its worker and the task's live lease.
+  // Takes a lease that left kActive (LeaseTable::End) off its job's count and its worker.
   // Returns true when its assignment was still waiting in the worker's mailbox (now withdrawn:
   // the worker never sees it).
   bool DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every running job that the worker left.
   void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  WorkerEntry* WorkerForSessionLocked(const std::string& session_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AttachReportLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cancels the job (if still running) and its follow-ups, recursively.
@@ -413,16 +363,10 @@ class Coordinator {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string id_salt_;  // Makes ids unique across coordinator restarts.
-  std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);  // Creation order.
-  uint64_t last_position_ ABSL_GUARDED_BY(mu_) = 0;          // Of the newest job.
-  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // session -> worker.
-  std::map<std::string, LeaseEntry> leases_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> task_leases_ ABSL_GUARDED_BY(mu_);  // task -> live lease.
-  std::map<std::string, int> task_attempts_ ABSL_GUARDED_BY(mu_);
-  int64_t lease_expiries_ ABSL_GUARDED_BY(mu_) = 0;  // Since this process started.
+  JobTable jobs_ ABSL_GUARDED_BY(mu_);
+  // The workers and their sessions; fills mailboxes_.
+  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
+  LeaseTable leases_ ABSL_GUARDED_BY(mu_);
   // Mutating RPCs since this process started (for the before_reply crash point).
   std::atomic<int64_t> mutating_replies_{0};
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -55,8 +55,8 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
     v1::JobSpec spec = FollowUpSpec(status.spec(), job_id, plan);
     const std::string request_id = FollowUpRequestId(job_id, plan);
     std::string child_id;
-    if (auto known = request_ids_.find(request_id); known != request_ids_.end()) {
-      child_id = known->second;  // Started before a coordinator restart.
+    if (const std::string* known = jobs_.JobOfRequest(request_id); known != nullptr) {
+      child_id = *known;  // Started before a coordinator restart.
     } else if (auto stored = unloaded_follow_ups_.find(request_id);
                stored != unloaded_follow_ups_.end()) {
       // Replaying (Recover): the follow-up was created here; it is loaded here too.
@@ -87,19 +87,20 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
 }
 
 void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return;
-  JobEntry& entry = it->second;
+  JobEntry* found_entry = jobs_.Find(job_id);
+  if (found_entry == nullptr) return;
+  JobEntry& entry = *found_entry;
   if (entry.complete || entry.held_finish == nullptr) return;
   for (const std::string& child : entry.follow_ups) {
-    auto found = jobs_.find(child);
-    if (found != jobs_.end() && !found->second.complete) return;
+    const JobEntry* found = jobs_.Find(child);
+    if (found != nullptr && !found->complete) return;
   }
   v1::JobStatus status = entry.Status();
   std::vector<v1::JobStatus> children;
   for (const std::string& child : entry.follow_ups) {
-    auto found = jobs_.find(child);
-    if (found != jobs_.end()) children.push_back(found->second.Status());
+    if (const JobEntry* found = jobs_.Find(child); found != nullptr) {
+      children.push_back(found->Status());
+    }
   }
   std::vector<std::pair<std::string, const v1::JobStatus*>> done;
   for (const v1::JobStatus& child : children) done.emplace_back(child.job_id(), &child);

@@ -21,8 +21,9 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
   ReportDetails report;
   // Identities of the workers that took part (the job filled in their calibration).
   for (const v1::JobWorker& worker : status.workers()) {
-    auto it = workers_.find(worker.worker());
-    if (it != workers_.end()) report.identities[worker.worker()] = it->second.identity;
+    if (const WorkerEntry* found = workers_.Find(worker.worker()); found != nullptr) {
+      report.identities[worker.worker()] = found->identity;
+    }
   }
   if (status.status() == v1::OUTCOME_CULPRIT_FOUND) {
     // The diff of the culprit: small I/O on a finished job, done once.

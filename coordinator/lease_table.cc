@@ -1,254 +1,98 @@
 // Copyright 2026 The kbisect Authors.
-//
-// Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
-// losing them when a worker dies, and expiring them when heartbeats stop.
-#include <algorithm>
-#include <string>
-#include <utility>
-#include <vector>
+#include "coordinator/lease_table.h"
 
-#include "absl/strings/str_cat.h"
-#include "common/rpc/proto_time.h"
-#include "coordinator/coordinator.h"
-#include "coordinator/lease_policy.h"
-#include "coordinator/write_lock.h"
+#include <algorithm>
+#include <utility>
 
 namespace kbisect {
 
-// --- Leases -------------------------------------------------------------------------------------
-
-std::string Coordinator::JobHardwareClassLocked(const JobEntry& entry) const {
-  // A job is pinned to one hardware class: the spec's, or else that of its first worker.
-  std::string hardware_class = entry.job->status().spec().hardware_class();
-  for (const v1::Probe& probe : entry.job->status().probes()) {
-    if (!hardware_class.empty()) break;
-    if (probe.worker().empty()) continue;
-    auto first = workers_.find(probe.worker());
-    if (first != workers_.end()) hardware_class = first->second.identity.hardware_class();
-    break;
-  }
-  return hardware_class;
-}
-
-std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, int limit) const {
-  std::vector<v1::Task> hints;
-  for (const std::string& job_id : job_order_) {
-    const int left = limit - static_cast<int>(hints.size());
-    if (left <= 0) break;
-    const JobEntry& entry = jobs_.at(job_id);
-    if (entry.job->finished()) continue;
-    const std::string hardware_class = JobHardwareClassLocked(entry);
-    if (!hardware_class.empty() && worker.identity.hardware_class() != hardware_class) continue;
-    for (v1::Task& task : entry.job->BuildAheadTasks(left)) hints.push_back(std::move(task));
-  }
-  return hints;
-}
-
-void Coordinator::DispatchLocked() {
-  const absl::Time now = clock_->Now();
-  last_dispatch_ = now;
-  last_dispatch_ns_.store(absl::ToUnixNanos(now));
-  std::vector<DispatchRound::IdleWorker> idle;
-  std::vector<WorkerEntry*> with_orphans;
-  for (auto& [id, worker] : workers_) {
-    if (!worker.Idle()) continue;
-    idle.push_back({id, worker.identity.hardware_class()});
-    if (!worker.orphans.empty()) with_orphans.push_back(&worker);
-  }
-  if (idle.empty()) return;
-  DispatchRound round(std::move(idle), now);
-  // Probes orphaned by a restart go back to their own worker first.
-  for (WorkerEntry* orphaned : with_orphans) {
-    WorkerEntry& worker = *orphaned;
-    const std::string worker_id = worker.worker_id;
-    while (!worker.orphans.empty()) {
-      auto [job_id, task] = std::move(worker.orphans.front());
-      worker.orphans.erase(worker.orphans.begin());
-      auto job = jobs_.find(job_id);
-      if (job == jobs_.end() || job->second.job->finished()) continue;
-      const std::vector<std::string> active = job->second.job->ActiveTaskIds();
-      if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
-      LeaseTaskLocked(job_id, job->second, worker, std::move(task), now);
-      round.Remove(worker_id);
-      break;
-    }
-  }
-  for (const std::string& job_id : job_order_) {
-    if (round.empty()) break;
-    JobEntry& entry = jobs_.at(job_id);
-    if (entry.job->finished()) continue;
-    DispatchJob job;
-    job.max_workers = entry.job->status().spec().max_workers();
-    job.live_leases = entry.live_leases;
-    job.hardware_class = JobHardwareClassLocked(entry);
-    std::vector<std::string> asked = round.Candidates(job, entry.offers);
-    if (asked.empty()) continue;
-    JournalEntry take;
-    take.kind = JournalEntry::Kind::kTakeTasks;
-    take.time = now;
-    take.workers = asked;
-    std::vector<BisectJob::Assignment> tasks =
-        ApplyLocked(job_id, entry, std::move(take)).assignments;
-    std::vector<std::string> taken;
-    for (BisectJob::Assignment& assignment : tasks) {
-      taken.push_back(assignment.worker);
-      LeaseTaskLocked(job_id, entry, workers_.at(assignment.worker), std::move(assignment.task),
-                      now);
-    }
-    round.Answered(asked, taken, entry.offers);
-  }
-}
-
-void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
-                                  v1::Task task, absl::Time now) {
-  LeaseEntry lease;
-  lease.lease_id = NewId("lease-");
-  lease.job_id = job_id;
-  lease.task_id = task.task_id();
-  lease.worker_id = worker.worker_id;
+const LeaseTable::Lease& LeaseTable::Grant(std::string lease_id, std::string job_id,
+                                           std::string task_id, std::string worker_id,
+                                           absl::Time expire) {
+  Lease lease;
+  lease.lease_id = std::move(lease_id);
+  lease.job_id = std::move(job_id);
+  lease.task_id = std::move(task_id);
+  lease.worker_id = std::move(worker_id);
   lease.attempt = ++task_attempts_[lease.task_id];
-  lease.expire = now + options_.lease_duration;
-  v1::Lease message;
-  message.set_lease_id(lease.lease_id);
-  message.set_attempt(lease.attempt);
-  *message.mutable_task() = std::move(task);
-  *message.mutable_expire_time() = ToProto(lease.expire);
-  JournalEntry started;
-  started.kind = JournalEntry::Kind::kTaskStarted;
-  started.time = now;
-  started.task_id = lease.task_id;
-  started.worker = worker.worker_id;
-  started.attempt = lease.attempt;
-  ApplyLocked(job_id, entry, std::move(started));
-  ++entry.live_leases;
-  worker.leases.push_back(lease.lease_id);
-  worker.state = v1::WORKER_STATE_BUSY;
-  if (worker.mailbox != nullptr) {
-    // The worker sees the lease once its TaskStarted is durable.
-    const uint64_t batch = journal_.BatchOfChanges(mu_);
-    worker.mailbox->Deposit(std::move(message), batch);
-    journal_.NotifyWhenDurable(mu_, worker.mailbox, batch);
-  }
-  worker.StandingChanged();
+  lease.expire = expire;
   task_leases_[lease.task_id] = lease.lease_id;
-  leases_.emplace(lease.lease_id, std::move(lease));
+  active_.insert(lease.lease_id);
+  const std::string id = lease.lease_id;
+  return leases_.insert_or_assign(id, std::move(lease)).first->second;
 }
 
-void Coordinator::CancelTasksLocked(const std::string& job_id,
-                                    const std::vector<std::string>& task_ids,
-                                    const std::string& reason) {
-  for (const std::string& task_id : task_ids) {
-    auto it = task_leases_.find(task_id);
-    if (it == task_leases_.end()) continue;
-    LeaseEntry& lease = leases_.at(it->second);
-    if (lease.state != LeaseState::kActive || lease.job_id != job_id) continue;
-    lease.state = LeaseState::kDead;
-    // An assignment not yet delivered is simply withdrawn.
-    if (DetachLeaseLocked(lease)) continue;
-    auto worker = workers_.find(lease.worker_id);
-    if (worker == workers_.end() || worker->second.mailbox == nullptr) continue;
-    // The worker stops the task when it hears of the cancellation and asks for work again
-    // when it has: until then it is not ready. (A lease handed to it now would reach it in the
-    // heartbeat that carries the cancellation, while its task still winds down, and a worker
-    // takes no lease while busy: the lease would be lost, and a probe's attempt with it.)
-    worker->second.ready = false;
-    worker->second.StandingChanged();
-    v1::LeaseCancellation cancel;
-    cancel.set_lease_id(lease.lease_id);
-    cancel.set_reason(reason);
-    const uint64_t batch = journal_.BatchOfChanges(mu_);
-    worker->second.mailbox->DepositCancellation(std::move(cancel), batch);
-    journal_.NotifyWhenDurable(mu_, worker->second.mailbox, batch);
-  }
-  changed_.SignalAll();
+void LeaseTable::RecordAttempt(const std::string& task_id, int attempt) {
+  int& latest = task_attempts_[task_id];
+  latest = std::max(latest, attempt);
 }
 
-bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
-  // Called once per lease, as it leaves kActive.
-  if (auto job = jobs_.find(lease.job_id); job != jobs_.end()) --job->second.live_leases;
-  bool withdrawn = false;
-  auto worker = workers_.find(lease.worker_id);
-  if (worker != workers_.end()) {
-    // Keeps every assignment in the mailbox one of the worker's leases (WorkerEntry::Idle relies on
-    // it).
-    const std::shared_ptr<WorkerMailbox>& mailbox = worker->second.mailbox;
-    withdrawn = mailbox != nullptr && mailbox->Withdraw(lease.lease_id);
-    auto& leases = worker->second.leases;
-    leases.erase(std::remove(leases.begin(), leases.end(), lease.lease_id), leases.end());
-    if (leases.empty() && worker->second.state == v1::WORKER_STATE_BUSY) {
-      worker->second.state = v1::WORKER_STATE_IDLE;
-    }
-    worker->second.StandingChanged();
-  }
+LeaseTable::Lease* LeaseTable::Find(const std::string& lease_id) {
+  auto it = leases_.find(lease_id);
+  return it == leases_.end() ? nullptr : &it->second;
+}
+
+const LeaseTable::Lease* LeaseTable::Find(const std::string& lease_id) const {
+  auto it = leases_.find(lease_id);
+  return it == leases_.end() ? nullptr : &it->second;
+}
+
+LeaseTable::Lease* LeaseTable::LiveLeaseOf(const std::string& task_id) {
+  auto it = task_leases_.find(task_id);
+  if (it == task_leases_.end()) return nullptr;
+  Lease* lease = Find(it->second);
+  return lease != nullptr && lease->state == State::kActive ? lease : nullptr;
+}
+
+bool LeaseTable::End(Lease& lease, State state) {
+  if (lease.state != State::kActive) return false;
+  lease.state = state;
+  active_.erase(lease.lease_id);
   auto task = task_leases_.find(lease.task_id);
   if (task != task_leases_.end() && task->second == lease.lease_id) task_leases_.erase(task);
-  return withdrawn;
+  return true;
 }
 
-void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
-  if (lease.state != LeaseState::kActive) return;
-  lease.state = LeaseState::kDead;
-  DetachLeaseLocked(lease);
-  auto job_it = jobs_.find(lease.job_id);
-  if (job_it == jobs_.end()) return;
-  JournalEntry call;
-  call.kind = JournalEntry::Kind::kTaskLost;
-  call.time = clock_->Now();
-  call.task_id = lease.task_id;
-  call.reason = absl::StrCat("worker ", lease.worker_id, ": ", why);
-  const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
-  CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
+bool LeaseTable::Renew(const std::string& lease_id, const std::string& worker_id,
+                       absl::Time expire) {
+  Lease* lease = Find(lease_id);
+  if (lease == nullptr || lease->state != State::kActive || lease->worker_id != worker_id) {
+    return false;
+  }
+  lease->expire = expire;
+  return true;
 }
 
-void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
-  for (const std::string& job_id : job_order_) {
-    JobEntry& entry = jobs_.at(job_id);
-    if (entry.job->finished()) continue;
-    JournalEntry call;
-    call.kind = JournalEntry::Kind::kWorkerGone;
-    call.time = clock_->Now();
-    call.worker = worker_id;
-    call.reason = why;
-    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
-                      "its worker left");
+LeaseTable::Fence LeaseTable::CheckResult(const std::string& lease_id,
+                                          const std::string& worker_id, int attempt) const {
+  const Lease* lease = Find(lease_id);
+  if (lease == nullptr) return Fence::kUnknownLease;
+  if (lease->worker_id != worker_id) return Fence::kNotHolder;
+  if (lease->attempt != attempt) return Fence::kWrongAttempt;
+  switch (lease->state) {
+    case State::kCompleted:
+      return Fence::kDuplicate;
+    case State::kDead:
+      return Fence::kEnded;
+    case State::kActive:
+      break;
   }
+  return Fence::kAccept;
 }
 
-void Coordinator::ExpireLeases() {
-  WriteLock lock(this);
-  const absl::Time now = clock_->Now();
-  if (!journal_.writable(mu_)) {
-    // Reads only: nothing expires (that would change jobs) until the store takes writes again.
-    journal_.TryWritingAgain(mu_, now);
-    return;
+std::vector<std::string> LeaseTable::ExpiredBefore(absl::Time now) const {
+  std::vector<std::string> expired;
+  for (const std::string& id : active_) {
+    if (leases_.at(id).expire < now) expired.push_back(id);
   }
-  bool changed = false;
-  for (auto& [id, lease] : leases_) {
-    if (lease.state == LeaseState::kActive && lease.expire < now) {
-      ++lease_expiries_;
-      LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
-      changed = true;
-    }
-  }
-  for (auto& [id, worker] : workers_) {
-    if (!worker.session_id.empty() && worker.LastSeen() + options_.lease_duration < now &&
-        worker.state != v1::WORKER_STATE_LOST) {
-      worker.state = v1::WORKER_STATE_LOST;
-      worker.ready = false;
-      worker.StandingChanged();
-      LoseOrphansLocked(worker, "it stopped heartbeating");
-      WorkerGoneLocked(id, "it stopped heartbeating");
-      changed = true;
-    }
-    if (worker.awaiting_reconnect && worker.last_seen + options_.reconnect_grace < now) {
-      worker.awaiting_reconnect = false;
-      LoseOrphansLocked(worker, "the coordinator restarted and the worker did not come back");
-      WorkerGoneLocked(id, "it did not come back after the coordinator restarted");
-      changed = true;
-    }
-  }
-  if (changed) DispatchLocked();
-  if (now - last_prune_ >= absl::Minutes(1)) PruneFinishedJobsLocked(now);
+  return expired;
+}
+
+void LeaseTable::Clear() {
+  leases_.clear();
+  active_.clear();
+  task_leases_.clear();
+  task_attempts_.clear();
 }
 
 }  // namespace kbisect

@@ -114,7 +114,7 @@ MetricsSnapshot Coordinator::Metrics() const {
     snapshot.probes_by_verdict[EnumLabel(static_cast<v1::Verdict>(verdict))] = 0;
   }
   kbisect::MutexLock lock(&mu_);
-  for (const auto& [id, entry] : jobs_) {
+  for (const auto& [id, entry] : jobs_.entries()) {
     const v1::JobStatus& status = entry.Base();
     ++snapshot.jobs_by_state[EnumLabel(entry.State())];
     for (const v1::Probe& probe : status.probes()) {
@@ -134,10 +134,10 @@ MetricsSnapshot Coordinator::Metrics() const {
       if (event.kind() != "identity_changed") ++snapshot.quarantines;
     }
   }
-  for (const auto& [id, worker] : workers_) {
+  for (const auto& [id, worker] : workers_.entries()) {
     ++snapshot.workers[{worker.identity.hardware_class(), EnumLabel(worker.state)}];
   }
-  snapshot.lease_expiries = lease_expiries_;
+  snapshot.lease_expiries = leases_.expiries();
   snapshot.state_writable = journal_.writable(mu_);
   snapshot.version = kKbisectVersion;
   snapshot.grpc_version = grpc::Version();

@@ -41,7 +41,7 @@ Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobE
       }
       break;
     case JournalEntry::Kind::kTaskStarted:
-      task_attempts_[call.task_id] = std::max(task_attempts_[call.task_id], call.attempt);
+      leases_.RecordAttempt(call.task_id, call.attempt);
       entry.offers.WorkerUsed(call.worker);
       if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
       break;
@@ -74,16 +74,10 @@ void Coordinator::ReloadLocked() {
               << std::flush;
     std::abort();
   }
+  jobs_.Clear();
   // Each long poll waits on its session's mailbox: closed, it finds its session gone.
-  for (auto& [worker_id, worker] : workers_) CloseMailboxLocked(worker);
-  jobs_.clear();
-  job_order_.clear();
-  request_ids_.clear();
-  workers_.clear();
-  sessions_.clear();
-  leases_.clear();
-  task_leases_.clear();
-  task_attempts_.clear();
+  workers_.Clear();
+  leases_.Clear();
   replayed_tasks_.clear();
   unloaded_follow_ups_.clear();
   // What rebuilding journals (probes of unknown workers lost) stays pending: the first commit
@@ -108,8 +102,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   StoredState* state = &stored_state;
   const absl::Time now = clock_->Now();
   for (StoredWorker& stored : state->workers) {
-    WorkerEntry& worker = workers_[stored.worker_id];
-    worker.worker_id = stored.worker_id;
+    WorkerEntry& worker = workers_.FindOrAdd(stored.worker_id);
     worker.name = stored.name;
     worker.identity = std::move(stored.identity);
     worker.state = v1::WORKER_STATE_LOST;
@@ -142,8 +135,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     LoadStoredJobLocked(std::move(stored));
   }
   for (const auto& [job_id, sequence] : state->order) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) {
+    JobEntry* entry = jobs_.Find(job_id);
+    if (entry == nullptr) {
       // A follow-up whose parent's replay did not start it: it begins where its journal does.
       for (auto unloaded = unloaded_follow_ups_.begin(); unloaded != unloaded_follow_ups_.end();
            ++unloaded) {
@@ -153,12 +146,12 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
         LoadStoredJobLocked(std::move(job));
         break;
       }
-      it = jobs_.find(job_id);
-      if (it == jobs_.end()) continue;
+      entry = jobs_.Find(job_id);
+      if (entry == nullptr) continue;
     }
     std::vector<JournalEntry>& journal = journals[job_id];
     if (sequence < 1 || sequence > static_cast<int64_t>(journal.size())) continue;
-    ApplyLocked(job_id, it->second, std::move(journal[sequence - 1]));
+    ApplyLocked(job_id, *entry, std::move(journal[sequence - 1]));
   }
   for (auto& [request_id, stored] : std::exchange(unloaded_follow_ups_, {})) {
     LoadStoredJobLocked(std::move(stored));
@@ -166,24 +159,14 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   replaying_ = false;
   // Creation order, as stored (follow-ups were loaded later than their position); jobs created
   // during the replay (follow-ups that had not started) come last.
-  std::vector<std::string> order;
-  std::set<std::string> ordered;
-  for (const std::string& job_id : stored_order) {
-    if (jobs_.count(job_id) > 0 && ordered.insert(job_id).second) order.push_back(job_id);
-  }
-  for (const std::string& job_id : job_order_) {
-    if (ordered.insert(job_id).second) order.push_back(job_id);
-  }
-  job_order_ = std::move(order);
-  last_position_ = 0;
-  for (const std::string& job_id : job_order_) jobs_.at(job_id).position = ++last_position_;
-  for (auto& [job_id, entry] : jobs_) {
+  jobs_.Renumber(stored_order);
+  for (auto& [job_id, entry] : jobs_.entries()) {
     entry.has_stored_final = false;
     entry.stored_final.Clear();
   }
   // Probes that were running lost their leases with the old process: each waits for its worker
   // to come back (see the header for why), or is lost if that worker is unknown.
-  for (const std::string& job_id : job_order_) {
+  for (const std::string& job_id : jobs_.order()) {
     JobEntry& entry = jobs_.at(job_id);
     if (entry.job->finished()) continue;
     ++report.unfinished;
@@ -191,9 +174,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
       ++report.orphaned_probes;
       auto task = replayed_tasks_.find(task_id);
       if (task != replayed_tasks_.end()) {
-        auto worker = workers_.find(task->second.first);
-        if (worker != workers_.end()) {
-          worker->second.orphans.emplace_back(job_id, std::move(task->second.second));
+        if (WorkerEntry* worker = workers_.Find(task->second.first); worker != nullptr) {
+          worker->orphans.emplace_back(job_id, std::move(task->second.second));
           continue;
         }
       }
@@ -213,23 +195,21 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
 
 std::string Coordinator::LoadStoredJobLocked(StoredJob stored) {
   const std::string job_id = stored.job_id;
-  JobEntry& entry = jobs_[job_id];
+  // Numbered in creation order once every job is loaded (RebuildLocked).
+  JobEntry& entry = jobs_.Add(job_id, stored.request_id);
   entry.spec_digest = SpecDigest(stored.spec);
   entry.job =
       std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec), std::move(stored.commits),
                                   stored.create_time, std::move(stored.cached));
-  entry.request_id = stored.request_id;
   entry.has_stored_final = stored.has_final_status;
   entry.stored_final = std::move(stored.final_status);
-  job_order_.push_back(job_id);
-  if (!stored.request_id.empty()) request_ids_[stored.request_id] = job_id;
   AfterJobChangeLocked(job_id, entry);
   return job_id;
 }
 
 void Coordinator::LoadCompactedJobLocked(StoredJob stored) {
   const std::string job_id = stored.job_id;
-  JobEntry& entry = jobs_[job_id];
+  JobEntry& entry = jobs_.Add(job_id, stored.request_id);
   entry.spec_digest = SpecDigest(stored.spec);
   // Its commit list is gone: the job is only its final status and its events now.
   entry.job =
@@ -237,15 +217,12 @@ void Coordinator::LoadCompactedJobLocked(StoredJob stored) {
   entry.published.Freeze(std::move(stored.final_status));
   entry.events = std::move(stored.events);
   entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
-  entry.request_id = stored.request_id;
   entry.reported = true;
   entry.follow_ups_decided = true;
   entry.complete = true;
   for (const std::string& id : entry.published.frozen()->follow_up_job_ids()) {
     entry.follow_ups.push_back(id);
   }
-  job_order_.push_back(job_id);
-  if (!stored.request_id.empty()) request_ids_[stored.request_id] = job_id;
 }
 
 void Coordinator::CompactFamilyLocked(const std::string& job_id) {
@@ -255,10 +232,10 @@ void Coordinator::CompactFamilyLocked(const std::string& job_id) {
   // The job and its follow-ups, which all completed before it.
   std::vector<std::string> family = {job_id};
   for (size_t i = 0; i < family.size(); ++i) {
-    auto it = jobs_.find(family[i]);
-    if (it == jobs_.end()) continue;
-    journal_.pending(mu_).compacted.emplace_back(family[i], it->second.events);
-    for (const std::string& child : it->second.follow_ups) family.push_back(child);
+    const JobEntry* member = jobs_.Find(family[i]);
+    if (member == nullptr) continue;
+    journal_.pending(mu_).compacted.emplace_back(family[i], member->events);
+    for (const std::string& child : member->follow_ups) family.push_back(child);
   }
 }
 
@@ -266,7 +243,7 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
   if (options_.retain == absl::InfiniteDuration()) return;
   last_prune_ = now;
   std::vector<std::string> doomed;
-  for (const std::string& job_id : job_order_) {
+  for (const std::string& job_id : jobs_.order()) {
     const JobEntry& entry = jobs_.at(job_id);
     const v1::JobStatus& status = entry.Base();
     if (!entry.complete || !status.spec().parent_job_id().empty()) continue;
@@ -277,18 +254,15 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
     const size_t root = doomed.size();
     doomed.push_back(job_id);
     for (size_t i = root; i < doomed.size(); ++i) {
-      auto it = jobs_.find(doomed[i]);
-      if (it == jobs_.end()) continue;
-      for (const std::string& child : it->second.follow_ups) doomed.push_back(child);
+      const JobEntry* member = jobs_.Find(doomed[i]);
+      if (member == nullptr) continue;
+      for (const std::string& child : member->follow_ups) doomed.push_back(child);
     }
   }
   if (doomed.empty()) return;
   for (const std::string& job_id : doomed) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) continue;
-    if (!it->second.request_id.empty()) request_ids_.erase(it->second.request_id);
-    jobs_.erase(it);
-    job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), job_id), job_order_.end());
+    if (!jobs_.contains(job_id)) continue;
+    jobs_.Erase(job_id);
     if (store_ != nullptr) journal_.pending(mu_).deleted.push_back(job_id);
   }
   changed_.SignalAll();
@@ -297,14 +271,14 @@ void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
 void Coordinator::LoseOrphansLocked(WorkerEntry& worker, const std::string& why) {
   const absl::Time now = clock_->Now();
   for (auto& [job_id, task] : std::exchange(worker.orphans, {})) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end() || it->second.job->finished()) continue;
+    JobEntry* entry = jobs_.Find(job_id);
+    if (entry == nullptr || entry->job->finished()) continue;
     JournalEntry lost;
     lost.kind = JournalEntry::Kind::kTaskLost;
     lost.time = now;
     lost.task_id = task.task_id();
     lost.reason = absl::StrCat("worker ", worker.worker_id, ": ", why);
-    CancelTasksLocked(job_id, ApplyLocked(job_id, it->second, std::move(lost)).cancel,
+    CancelTasksLocked(job_id, ApplyLocked(job_id, *entry, std::move(lost)).cancel,
                       "outside the open interval");
   }
 }

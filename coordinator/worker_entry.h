@@ -1,8 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 //
 // WorkerEntry: what the coordinator knows of one worker (its session, identity, leases, and the
-// probes it ran before a coordinator restart), and the three rules read from it: whether it may
-// be handed a task now, what its mailbox must know of it, and when it was last heard of.
+// probes it ran before a coordinator restart), and the rules read from it: whether it may be
+// handed a task now, what its mailbox must know of it, when it was last heard of, and whether it
+// stopped heartbeating or did not come back after a restart.
 // Thread-compatible: the coordinator keeps its entries under its mutex.
 #ifndef KBISECT_COORDINATOR_WORKER_ENTRY_H_
 #define KBISECT_COORDINATOR_WORKER_ENTRY_H_
@@ -66,6 +67,17 @@ struct WorkerEntry {
   absl::Time LastSeen() const {
     if (mailbox == nullptr) return last_seen;
     return std::max(last_seen, mailbox->heartbeat());
+  }
+  // True when it has a session, is not lost yet, and was last heard of more than
+  // `lease_duration` before `now`: it stopped heartbeating.
+  bool HeartbeatOverdue(absl::Time now, absl::Duration lease_duration) const {
+    return !session_id.empty() && LastSeen() + lease_duration < now &&
+           state != v1::WORKER_STATE_LOST;
+  }
+  // True when it is known from before a coordinator restart and did not open a session within
+  // `grace` of the restart.
+  bool ReconnectOverdue(absl::Time now, absl::Duration grace) const {
+    return awaiting_reconnect && last_seen + grace < now;
   }
 };
 

@@ -37,38 +37,27 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   const absl::Time now = clock_->Now();
   const std::string name =
       request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
-  WorkerEntry* worker = nullptr;
-  for (auto& [id, entry] : workers_) {
-    if (entry.name == name) worker = &entry;
-  }
+  WorkerEntry* worker = workers_.FindByName(name);
   if (worker == nullptr) {
-    const std::string worker_id = name;
-    worker = &workers_[worker_id];
-    worker->worker_id = worker_id;
+    worker = &workers_.FindOrAdd(name);
     worker->name = name;
   } else {
-    if (!worker->session_id.empty()) {
-      // A live session replaced: by another process of the same name (or a restarted one).
-      worker->replaced_sessions.push_back(worker->session_id);
-      if (worker->replaced_sessions.size() > WorkerEntry::kReplacedSessionsKept) {
-        worker->replaced_sessions.erase(worker->replaced_sessions.begin());
-      }
-    }
-    sessions_.erase(worker->session_id);
-    CloseMailboxLocked(*worker);  // Its poll under the old session ends.
+    // A live session replaced: by another process of the same name (or a restarted one). Its
+    // poll under the old session ends.
+    workers_.EndSession(*worker, /*superseded=*/true);
     // Leases of the previous session survive only if the worker still holds them.
     std::vector<std::string> keep;
     for (const std::string& lease_id : worker->leases) {
       const bool held =
           std::any_of(request.held_leases().begin(), request.held_leases().end(),
                       [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });
-      auto it = leases_.find(lease_id);
-      if (it == leases_.end() || it->second.state != LeaseState::kActive) continue;
+      LeaseEntry* lease = leases_.Find(lease_id);
+      if (lease == nullptr || lease->state != LeaseTable::State::kActive) continue;
       if (held) {
         keep.push_back(lease_id);
-        it->second.expire = now + options_.lease_duration;
+        lease->expire = now + options_.lease_duration;
       } else {
-        LoseLeaseLocked(it->second, "the worker reconnected without it");
+        LoseLeaseLocked(*lease, "the worker reconnected without it");
       }
     }
     worker->leases = keep;
@@ -77,7 +66,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
       (worker->identity.hardware_class() != request.identity().hardware_class() ||
        IdentityGpuUuids(worker->identity) != IdentityGpuUuids(request.identity()))) {
     LoseOrphansLocked(*worker, "it reconnected with different hardware after a restart");
-    for (const std::string& job_id : job_order_) {
+    for (const std::string& job_id : jobs_.order()) {
       JobEntry& entry = jobs_.at(job_id);
       if (entry.job->finished()) continue;  // ForgetWorker ignores finished jobs.
       JournalEntry call;
@@ -94,15 +83,12 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     journal_.pending(mu_).workers.push_back(
         StoredWorker{worker->worker_id, worker->name, worker->identity});
   }
-  worker->session_id = NewId("session-");
+  workers_.StartSession(*worker, NewId("session-"), journal_.durable_batches());
   worker->state = v1::WORKER_STATE_IDLE;
   worker->ready = false;
   worker->draining = false;
   worker->last_seen = now;
   worker->connect_time = now;
-  sessions_[worker->session_id] = worker->worker_id;
-  worker->mailbox = std::make_shared<WorkerMailbox>(journal_.durable_batches());
-  mailboxes_.Add(worker->session_id, worker->mailbox);
   worker->StandingChanged();
 
   v1::OpenSessionResponse response;
@@ -113,32 +99,6 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   DispatchLocked();
   if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return journal_.Refusal(mu_, true);
   return response;
-}
-
-absl::Status Coordinator::UnknownSessionLocked(const std::string& session_id,
-                                               const std::string& missing) const {
-  for (const auto& [id, worker] : workers_) {
-    if (std::find(worker.replaced_sessions.begin(), worker.replaced_sessions.end(), session_id) !=
-        worker.replaced_sessions.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another process took over the worker name '", worker.name, "' (session ", session_id,
-          " was replaced by a newer one); this one must stop: give each worker its own --name"));
-    }
-  }
-  return absl::NotFoundError(missing);
-}
-
-Coordinator::WorkerEntry* Coordinator::WorkerForSessionLocked(const std::string& session_id) {
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return nullptr;
-  return &workers_.at(it->second);
-}
-
-void Coordinator::CloseMailboxLocked(WorkerEntry& worker) {
-  if (worker.mailbox == nullptr) return;
-  worker.mailbox->Close();
-  mailboxes_.Remove(worker.session_id);  // Its key: called before the session id changes.
-  worker.mailbox = nullptr;
 }
 
 absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
@@ -232,9 +192,9 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
   // been handed was rolled back.
   if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   const std::string& session_id = request.session_id();
-  WorkerEntry* worker = WorkerForSessionLocked(session_id);
+  WorkerEntry* worker = workers_.ForSession(session_id);
   if (worker == nullptr) {
-    return UnknownSessionLocked(session_id, "the session ended while the call waited");
+    return workers_.UnknownSession(session_id, "the session ended while the call waited");
   }
   response = FinishSynchronize(std::move(response), std::move(delivery));
   // What the worker's host could build now, computed after the wait so it is fresh.
@@ -251,12 +211,12 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
                                                  uint64_t* sequence, absl::Time* deadline) {
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
-  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  WorkerEntry* worker = workers_.ForSession(request.session_id());
   if (worker == nullptr) {
-    return UnknownSessionLocked(request.session_id(),
-                                absl::StrCat("unknown session '", request.session_id(),
-                                             "' (the coordinator may have restarted); "
-                                             "open a new session"));
+    return workers_.UnknownSession(request.session_id(),
+                                   absl::StrCat("unknown session '", request.session_id(),
+                                                "' (the coordinator may have restarted); "
+                                                "open a new session"));
   }
   const absl::Time now = clock_->Now();
   const bool was_idle = worker->Idle();
@@ -267,15 +227,11 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
 
   // Renew the leases the worker reports; tell it to drop the ones that are dead.
   for (const v1::LeaseStatus& status : request.leases()) {
-    auto it = leases_.find(status.lease_id());
-    if (it == leases_.end() || it->second.state != LeaseState::kActive ||
-        it->second.worker_id != worker->worker_id) {
+    if (!leases_.Renew(status.lease_id(), worker->worker_id, now + options_.lease_duration)) {
       v1::LeaseCancellation* cancel = response->add_cancellations();
       cancel->set_lease_id(status.lease_id());
       cancel->set_reason("the lease is no longer valid");
-      continue;
     }
-    it->second.expire = now + options_.lease_duration;
   }
   // Active leases the worker no longer reports, although it had them delivered, are lost.
   std::vector<std::string> lost;
@@ -286,7 +242,7 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
     if (!reported && !worker->mailbox->Undelivered(lease_id)) lost.push_back(lease_id);
   }
   for (const std::string& lease_id : lost) {
-    LoseLeaseLocked(leases_.at(lease_id), "the worker no longer holds it");
+    LoseLeaseLocked(*leases_.Find(lease_id), "the worker no longer holds it");
   }
   worker->ready = request.ready_for_work() && !request.draining();
   worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
@@ -329,54 +285,51 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   v1::CompleteLeaseResponse response;
-  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  WorkerEntry* worker = workers_.ForSession(request.session_id());
   if (worker == nullptr) {
-    return UnknownSessionLocked(
+    return workers_.UnknownSession(
         request.session_id(),
         absl::StrCat("unknown session '", request.session_id(), "'; open a new session"));
   }
   worker->last_seen = clock_->Now();
-  auto it = leases_.find(request.lease_id());
-  if (it == leases_.end()) {
-    response.set_reason("unknown lease");
-    return response;
+  switch (leases_.CheckResult(request.lease_id(), worker->worker_id, request.attempt())) {
+    case LeaseTable::Fence::kUnknownLease:
+      response.set_reason("unknown lease");
+      return response;
+    case LeaseTable::Fence::kNotHolder:
+      return absl::PermissionDeniedError(
+          absl::StrCat("lease ", request.lease_id(), " is not held by this worker"));
+    case LeaseTable::Fence::kWrongAttempt:
+      response.set_reason("attempt does not match the lease");
+      return response;
+    case LeaseTable::Fence::kDuplicate:
+      response.set_accepted(true);
+      response.set_duplicate(true);
+      return response;
+    case LeaseTable::Fence::kEnded:
+      response.set_reason("the lease expired or was cancelled; the result is discarded");
+      return response;
+    case LeaseTable::Fence::kAccept:
+      break;
   }
-  LeaseEntry& lease = it->second;
-  if (lease.worker_id != worker->worker_id) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("lease ", request.lease_id(), " is not held by this worker"));
-  }
-  if (lease.attempt != request.attempt()) {
-    response.set_reason("attempt does not match the lease");
-    return response;
-  }
-  if (lease.state == LeaseState::kCompleted) {
-    response.set_accepted(true);
-    response.set_duplicate(true);
-    return response;
-  }
-  if (lease.state == LeaseState::kDead) {
-    response.set_reason("the lease expired or was cancelled; the result is discarded");
-    return response;
-  }
-  lease.state = LeaseState::kCompleted;
+  LeaseEntry& lease = *leases_.Find(request.lease_id());
+  leases_.End(lease, LeaseTable::State::kCompleted);
   DetachLeaseLocked(lease);
   ++worker->tasks_completed;
   response.set_accepted(true);
 
-  auto job_it = jobs_.find(lease.job_id);
-  if (job_it != jobs_.end()) {
+  if (JobEntry* job = jobs_.Find(lease.job_id); job != nullptr) {
     JournalEntry call;
     call.kind = JournalEntry::Kind::kTaskFinished;
     call.time = clock_->Now();
     call.task_id = lease.task_id;
     call.result = request.result();
-    const CallResult result = ApplyLocked(lease.job_id, job_it->second, std::move(call));
+    const CallResult result = ApplyLocked(lease.job_id, *job, std::move(call));
     // The measurement joins the result cache; a failure costs a later reuse, not this bisect.
-    if (options_.result_cache != nullptr && !job_it->second.job->status().spec().no_cache()) {
-      std::optional<v1::CachedResult> record = job_it->second.job->CacheRecordOf(lease.task_id);
+    if (options_.result_cache != nullptr && !job->job->status().spec().no_cache()) {
+      std::optional<v1::CachedResult> record = job->job->CacheRecordOf(lease.task_id);
       if (record.has_value() && !record->tree_sha().empty()) {
-        (void)options_.result_cache->Put(job_it->second.spec_digest, *record);
+        (void)options_.result_cache->Put(job->spec_digest, *record);
       }
     }
     CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
@@ -390,15 +343,13 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
 absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   ReplyPoint reply(this);
   WriteLock lock(this);
-  WorkerEntry* worker = WorkerForSessionLocked(request.session_id());
+  WorkerEntry* worker = workers_.ForSession(request.session_id());
   if (worker == nullptr) return absl::OkStatus();
   for (const std::string& lease_id : std::vector<std::string>(worker->leases)) {
-    LoseLeaseLocked(leases_.at(lease_id), "the worker closed its session");
+    LoseLeaseLocked(*leases_.Find(lease_id), "the worker closed its session");
   }
   LoseOrphansLocked(*worker, "it closed its session");
-  sessions_.erase(request.session_id());
-  CloseMailboxLocked(*worker);
-  worker->session_id.clear();
+  workers_.EndSession(*worker, /*superseded=*/false);
   worker->ready = false;
   worker->state = v1::WORKER_STATE_LOST;
   WorkerGoneLocked(worker->worker_id, "it closed its session");
@@ -410,21 +361,7 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
 
 v1::ListWorkersResponse Coordinator::ListWorkers() const {
   kbisect::MutexLock lock(&mu_);
-  v1::ListWorkersResponse response;
-  for (const auto& [id, entry] : workers_) {
-    v1::Worker* worker = response.add_workers();
-    worker->set_worker_id(id);
-    *worker->mutable_identity() = entry.identity;
-    worker->set_state(entry.state);
-    if (!entry.leases.empty()) {
-      worker->set_current_lease_id(entry.leases.front());
-      worker->set_current_job_id(leases_.at(entry.leases.front()).job_id);
-    }
-    *worker->mutable_last_seen() = ToProto(entry.LastSeen());
-    *worker->mutable_connect_time() = ToProto(entry.connect_time);
-    worker->set_tasks_completed(entry.tasks_completed);
-  }
-  return response;
+  return workers_.List(leases_);
 }
 
 }  // namespace kbisect

@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
-// WorkerEntry's three rules on their own: when a worker may be handed a task, what its mailbox
-// is told of it, and when it was last heard of.
+// WorkerEntry's rules on their own: when a worker may be handed a task, what its mailbox is told
+// of it, when it was last heard of, and when it counts as gone.
 #include "coordinator/worker_entry.h"
 
 #include <atomic>
@@ -62,6 +62,30 @@ TEST(WorkerEntryTest, ItsMailboxLearnsItsStandingAndAPollWithoutChangesIsItsHear
   worker.draining = true;
   worker.StandingChanged();
   EXPECT_EQ(worker.mailbox->BeginPollWithoutChanges(kNow + absl::Seconds(6)), 0u);
+}
+
+TEST(WorkerEntryTest, ItIsOverdueOnceUnheardForALeaseWithASessionAndNotYetLost) {
+  WorkerEntry worker = ReadyWorker();
+  worker.last_seen = kNow;
+  const absl::Duration lease = absl::Seconds(10);
+  EXPECT_FALSE(worker.HeartbeatOverdue(kNow + lease, lease)) << "exactly a lease: not yet";
+  EXPECT_TRUE(worker.HeartbeatOverdue(kNow + lease + absl::Seconds(1), lease));
+  worker.state = v1::WORKER_STATE_LOST;
+  EXPECT_FALSE(worker.HeartbeatOverdue(kNow + absl::Hours(1), lease)) << "lost once only";
+  worker.state = v1::WORKER_STATE_IDLE;
+  worker.session_id.clear();
+  EXPECT_FALSE(worker.HeartbeatOverdue(kNow + absl::Hours(1), lease)) << "no session to lose";
+}
+
+TEST(WorkerEntryTest, AWorkerFromBeforeARestartIsOverdueAfterTheGraceUnlessItReconnected) {
+  WorkerEntry worker;
+  worker.last_seen = kNow;
+  worker.awaiting_reconnect = true;
+  const absl::Duration grace = absl::Seconds(30);
+  EXPECT_FALSE(worker.ReconnectOverdue(kNow + grace, grace));
+  EXPECT_TRUE(worker.ReconnectOverdue(kNow + grace + absl::Seconds(1), grace));
+  worker.awaiting_reconnect = false;
+  EXPECT_FALSE(worker.ReconnectOverdue(kNow + absl::Hours(1), grace));
 }
 
 }  // namespace

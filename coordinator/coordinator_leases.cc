@@ -1,0 +1,229 @@
+// Copyright 2026 The kbisect Authors.
+//
+// Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
+// losing them when a worker dies, and expiring them when heartbeats stop.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc/proto_time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/lease_policy.h"
+#include "coordinator/write_lock.h"
+
+namespace kbisect {
+
+// --- Leases -------------------------------------------------------------------------------------
+
+std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, int limit) const {
+  std::vector<v1::Task> hints;
+  for (const std::string& job_id : jobs_.order()) {
+    const int left = limit - static_cast<int>(hints.size());
+    if (left <= 0) break;
+    const JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    const std::string hardware_class = workers_.HardwareClassOf(entry.job->status());
+    if (!hardware_class.empty() && worker.identity.hardware_class() != hardware_class) continue;
+    for (v1::Task& task : entry.job->BuildAheadTasks(left)) hints.push_back(std::move(task));
+  }
+  return hints;
+}
+
+void Coordinator::DispatchLocked() {
+  const absl::Time now = clock_->Now();
+  last_dispatch_ = now;
+  last_dispatch_ns_.store(absl::ToUnixNanos(now));
+  std::vector<DispatchRound::IdleWorker> idle;
+  std::vector<WorkerEntry*> with_orphans;
+  for (auto& [id, worker] : workers_.entries()) {
+    if (!worker.Idle()) continue;
+    idle.push_back({id, worker.identity.hardware_class()});
+    if (!worker.orphans.empty()) with_orphans.push_back(&worker);
+  }
+  if (idle.empty()) return;
+  DispatchRound round(std::move(idle), now);
+  // Probes orphaned by a restart go back to their own worker first.
+  for (WorkerEntry* orphaned : with_orphans) {
+    WorkerEntry& worker = *orphaned;
+    const std::string worker_id = worker.worker_id;
+    while (!worker.orphans.empty()) {
+      auto [job_id, task] = std::move(worker.orphans.front());
+      worker.orphans.erase(worker.orphans.begin());
+      JobEntry* job = jobs_.Find(job_id);
+      if (job == nullptr || job->job->finished()) continue;
+      const std::vector<std::string> active = job->job->ActiveTaskIds();
+      if (std::find(active.begin(), active.end(), task.task_id()) == active.end()) continue;
+      LeaseTaskLocked(job_id, *job, worker, std::move(task), now);
+      round.Remove(worker_id);
+      break;
+    }
+  }
+  for (const std::string& job_id : jobs_.order()) {
+    if (round.empty()) break;
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    DispatchJob job;
+    job.max_workers = entry.job->status().spec().max_workers();
+    job.live_leases = entry.live_leases;
+    // A job is pinned to one hardware class: the spec's, or else that of its first worker.
+    job.hardware_class = workers_.HardwareClassOf(entry.job->status());
+    std::vector<std::string> asked = round.Candidates(job, entry.offers);
+    if (asked.empty()) continue;
+    JournalEntry take;
+    take.kind = JournalEntry::Kind::kTakeTasks;
+    take.time = now;
+    take.workers = asked;
+    std::vector<BisectJob::Assignment> tasks =
+        ApplyLocked(job_id, entry, std::move(take)).assignments;
+    std::vector<std::string> taken;
+    for (BisectJob::Assignment& assignment : tasks) {
+      taken.push_back(assignment.worker);
+      LeaseTaskLocked(job_id, entry, workers_.entries().at(assignment.worker),
+                      std::move(assignment.task), now);
+    }
+    round.Answered(asked, taken, entry.offers);
+  }
+}
+
+void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
+                                  v1::Task task, absl::Time now) {
+  const LeaseEntry& lease = leases_.Grant(NewId("lease-"), job_id, task.task_id(),
+                                         worker.worker_id, now + options_.lease_duration);
+  v1::Lease message;
+  message.set_lease_id(lease.lease_id);
+  message.set_attempt(lease.attempt);
+  *message.mutable_task() = std::move(task);
+  *message.mutable_expire_time() = ToProto(lease.expire);
+  JournalEntry started;
+  started.kind = JournalEntry::Kind::kTaskStarted;
+  started.time = now;
+  started.task_id = lease.task_id;
+  started.worker = worker.worker_id;
+  started.attempt = lease.attempt;
+  ApplyLocked(job_id, entry, std::move(started));
+  ++entry.live_leases;
+  worker.leases.push_back(lease.lease_id);
+  worker.state = v1::WORKER_STATE_BUSY;
+  if (worker.mailbox != nullptr) {
+    // The worker sees the lease once its TaskStarted is durable.
+    const uint64_t batch = journal_.BatchOfChanges(mu_);
+    worker.mailbox->Deposit(std::move(message), batch);
+    journal_.NotifyWhenDurable(mu_, worker.mailbox, batch);
+  }
+  worker.StandingChanged();
+}
+
+void Coordinator::CancelTasksLocked(const std::string& job_id,
+                                    const std::vector<std::string>& task_ids,
+                                    const std::string& reason) {
+  for (const std::string& task_id : task_ids) {
+    LeaseEntry* live = leases_.LiveLeaseOf(task_id);
+    if (live == nullptr || live->job_id != job_id) continue;
+    LeaseEntry& lease = *live;
+    leases_.End(lease, LeaseTable::State::kDead);
+    // An assignment not yet delivered is simply withdrawn.
+    if (DetachLeaseLocked(lease)) continue;
+    WorkerEntry* worker = workers_.Find(lease.worker_id);
+    if (worker == nullptr || worker->mailbox == nullptr) continue;
+    // The worker stops the task when it hears of the cancellation and asks for work again
+    // when it has: until then it is not ready. (A lease handed to it now would reach it in the
+    // heartbeat that carries the cancellation, while its task still winds down, and a worker
+    // takes no lease while busy: the lease would be lost, and a probe's attempt with it.)
+    worker->ready = false;
+    worker->StandingChanged();
+    v1::LeaseCancellation cancel;
+    cancel.set_lease_id(lease.lease_id);
+    cancel.set_reason(reason);
+    const uint64_t batch = journal_.BatchOfChanges(mu_);
+    worker->mailbox->DepositCancellation(std::move(cancel), batch);
+    journal_.NotifyWhenDurable(mu_, worker->mailbox, batch);
+  }
+  changed_.SignalAll();
+}
+
+bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
+  // Called once per lease, as it leaves kActive.
+  if (JobEntry* job = jobs_.Find(lease.job_id); job != nullptr) --job->live_leases;
+  bool withdrawn = false;
+  if (WorkerEntry* worker = workers_.Find(lease.worker_id); worker != nullptr) {
+    // Keeps every assignment in the mailbox one of the worker's leases (WorkerEntry::Idle relies on
+    // it).
+    withdrawn = worker->mailbox != nullptr && worker->mailbox->Withdraw(lease.lease_id);
+    auto& leases = worker->leases;
+    leases.erase(std::remove(leases.begin(), leases.end(), lease.lease_id), leases.end());
+    if (leases.empty() && worker->state == v1::WORKER_STATE_BUSY) {
+      worker->state = v1::WORKER_STATE_IDLE;
+    }
+    worker->StandingChanged();
+  }
+  return withdrawn;
+}
+
+void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
+  if (!leases_.End(lease, LeaseTable::State::kDead)) return;
+  DetachLeaseLocked(lease);
+  JobEntry* job = jobs_.Find(lease.job_id);
+  if (job == nullptr) return;
+  JournalEntry call;
+  call.kind = JournalEntry::Kind::kTaskLost;
+  call.time = clock_->Now();
+  call.task_id = lease.task_id;
+  call.reason = absl::StrCat("worker ", lease.worker_id, ": ", why);
+  const CallResult result = ApplyLocked(lease.job_id, *job, std::move(call));
+  CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
+}
+
+void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
+  for (const std::string& job_id : jobs_.order()) {
+    JobEntry& entry = jobs_.at(job_id);
+    if (entry.job->finished()) continue;
+    JournalEntry call;
+    call.kind = JournalEntry::Kind::kWorkerGone;
+    call.time = clock_->Now();
+    call.worker = worker_id;
+    call.reason = why;
+    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
+                      "its worker left");
+  }
+}
+
+void Coordinator::ExpireLeases() {
+  WriteLock lock(this);
+  const absl::Time now = clock_->Now();
+  if (!journal_.writable(mu_)) {
+    // Reads only: nothing expires (that would change jobs) until the store takes writes again.
+    journal_.TryWritingAgain(mu_, now);
+    return;
+  }
+  bool changed = false;
+  for (const std::string& lease_id : leases_.ExpiredBefore(now)) {
+    // An earlier loss may have cancelled it meanwhile.
+    LeaseEntry& lease = *leases_.Find(lease_id);
+    if (lease.state != LeaseTable::State::kActive) continue;
+    leases_.CountExpiry();
+    LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
+    changed = true;
+  }
+  for (auto& [id, worker] : workers_.entries()) {
+    if (worker.HeartbeatOverdue(now, options_.lease_duration)) {
+      worker.state = v1::WORKER_STATE_LOST;
+      worker.ready = false;
+      worker.StandingChanged();
+      LoseOrphansLocked(worker, "it stopped heartbeating");
+      WorkerGoneLocked(id, "it stopped heartbeating");
+      changed = true;
+    }
+    if (worker.ReconnectOverdue(now, options_.reconnect_grace)) {
+      worker.awaiting_reconnect = false;
+      LoseOrphansLocked(worker, "the coordinator restarted and the worker did not come back");
+      WorkerGoneLocked(id, "it did not come back after the coordinator restarted");
+      changed = true;
+    }
+  }
+  if (changed) DispatchLocked();
+  if (now - last_prune_ >= absl::Minutes(1)) PruneFinishedJobsLocked(now);
+}
+
+}  // namespace kbisect

@@ -1,0 +1,110 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job_table.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace kbisect {
+
+JobEntry& JobTable::Add(const std::string& job_id, const std::string& request_id) {
+  JobEntry& entry = jobs_[job_id];
+  entry.position = ++last_position_;
+  entry.request_id = request_id;
+  order_.push_back(job_id);
+  if (!request_id.empty()) request_ids_[request_id] = job_id;
+  return entry;
+}
+
+JobEntry* JobTable::Find(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobEntry* JobTable::Find(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const std::string* JobTable::JobOfRequest(const std::string& request_id) const {
+  auto it = request_ids_.find(request_id);
+  return it == request_ids_.end() ? nullptr : &it->second;
+}
+
+void JobTable::Renumber(const std::vector<std::string>& order) {
+  std::vector<std::string> renumbered;
+  std::set<std::string> placed;
+  for (const std::string& job_id : order) {
+    if (jobs_.count(job_id) > 0 && placed.insert(job_id).second) renumbered.push_back(job_id);
+  }
+  for (const std::string& job_id : order_) {
+    if (placed.insert(job_id).second) renumbered.push_back(job_id);
+  }
+  order_ = std::move(renumbered);
+  last_position_ = 0;
+  for (const std::string& job_id : order_) jobs_.at(job_id).position = ++last_position_;
+}
+
+void JobTable::Erase(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  if (!it->second.request_id.empty()) request_ids_.erase(it->second.request_id);
+  jobs_.erase(it);
+  order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
+}
+
+void JobTable::Clear() {
+  jobs_.clear();
+  order_.clear();
+  request_ids_.clear();
+}
+
+v1::ListJobsResponse JobTable::List(const v1::ListJobsRequest& request) const {
+  v1::ListJobsResponse response;
+  const int page_size =
+      request.page_size() > 0 ? std::min(request.page_size(), kMaxListedJobs) : kDefaultListedJobs;
+  // The token is the creation position the page starts at ("before:N": the jobs created N-th
+  // and before): a job keeps its position when older ones are deleted, so a walk neither repeats
+  // nor skips a job when jobs are submitted or deleted between its pages.
+  size_t end = order_.size();
+  if (absl::string_view token = request.page_token(); absl::ConsumePrefix(&token, "before:")) {
+    uint64_t before = 0;
+    if (absl::SimpleAtoi(token, &before)) {
+      end = std::upper_bound(order_.begin(), order_.end(), before,
+                             [&](uint64_t value, const std::string& job_id) {
+                               return value < jobs_.at(job_id).position;
+                             }) -
+            order_.begin();
+    }
+  }
+  for (size_t index = end; index > 0; --index) {
+    const JobEntry& entry = jobs_.at(order_[index - 1]);
+    const v1::JobStatus& job = entry.Base();
+    const v1::JobState state = entry.State();
+    if (request.states_size() > 0 && std::find(request.states().begin(), request.states().end(),
+                                               state) == request.states().end()) {
+      continue;
+    }
+    if (response.jobs_size() == page_size) {
+      response.set_next_page_token(absl::StrCat("before:", entry.position));
+      break;
+    }
+    v1::JobSummary* summary = response.add_jobs();
+    summary->set_job_id(job.job_id());
+    summary->set_state(state);
+    summary->set_status(job.status());
+    summary->set_repository(job.spec().repository());
+    summary->set_good(job.spec().good());
+    summary->set_bad(job.spec().bad());
+    summary->set_culprit_sha(job.culprit().sha());
+    *summary->mutable_progress() = job.progress();
+    *summary->mutable_create_time() = job.create_time();
+    *summary->mutable_origin() = job.spec().origin();
+  }
+  return response;
+}
+
+}  // namespace kbisect

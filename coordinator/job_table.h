@@ -1,0 +1,74 @@
+// Copyright 2026 The kbisect Authors.
+//
+// JobTable: every job the coordinator holds (a JobEntry each, by id), their creation order and
+// positions, and the request ids they were submitted with. It keeps those consistent as jobs are
+// added, deleted (--retain) and renumbered (a restart), and lists them page by page for
+// ListJobs. Thread-compatible: the coordinator keeps it under its mutex.
+#ifndef KBISECT_COORDINATOR_JOB_TABLE_H_
+#define KBISECT_COORDINATOR_JOB_TABLE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coordinator/job_entry.h"
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+class JobTable {
+ public:
+  // ListJobs' page sizes: the default, and the most a page holds whatever is asked.
+  static constexpr int kDefaultListedJobs = 50;
+  static constexpr int kMaxListedJobs = 1000;
+
+  JobTable() = default;
+  JobTable(const JobTable&) = delete;
+  JobTable& operator=(const JobTable&) = delete;
+
+  // Adds the job `job_id`, which must be new, last in creation order at the next position; it is
+  // found by `request_id` when that is not empty. The caller fills in the rest of the entry.
+  JobEntry& Add(const std::string& job_id, const std::string& request_id);
+
+  JobEntry* Find(const std::string& job_id);
+  const JobEntry* Find(const std::string& job_id) const;
+  // The job `job_id`, which must exist.
+  JobEntry& at(const std::string& job_id) { return jobs_.at(job_id); }
+  const JobEntry& at(const std::string& job_id) const { return jobs_.at(job_id); }
+  bool contains(const std::string& job_id) const { return jobs_.count(job_id) > 0; }
+  bool empty() const { return jobs_.empty(); }
+  // The id of the job submitted with `request_id`, or null.
+  const std::string* JobOfRequest(const std::string& request_id) const;
+
+  // Job ids in creation order.
+  const std::vector<std::string>& order() const { return order_; }
+  // Every job by id.
+  const std::map<std::string, JobEntry>& entries() const { return jobs_; }
+  std::map<std::string, JobEntry>& entries() { return jobs_; }
+
+  // Puts the jobs in creation order again after a restart: first those named in `order` (known
+  // ones, once each), then the others as they are now; numbers them from 1.
+  void Renumber(const std::vector<std::string>& order);
+  // Deletes the job and its request id; no later job takes its position.
+  void Erase(const std::string& job_id);
+  // Forgets every job (memory rebuilt from the store).
+  void Clear();
+
+  // A page of ListJobs: the jobs newest first, filtered by request.states, at most page_size
+  // (default kDefaultListedJobs, at most kMaxListedJobs), and when more match a next_page_token,
+  // "before:N", that continues below the page's last job whatever is added or deleted meanwhile.
+  // A token that does not parse starts from the newest job. A page costs the jobs it lists or
+  // skips by state, and a binary search.
+  v1::ListJobsResponse List(const v1::ListJobsRequest& request) const;
+
+ private:
+  std::map<std::string, JobEntry> jobs_;
+  std::vector<std::string> order_;  // Creation order: positions ascend.
+  uint64_t last_position_ = 0;      // Of the newest job.
+  std::map<std::string, std::string> request_ids_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_TABLE_H_

@@ -1,0 +1,122 @@
+// Copyright 2026 The kbisect Authors.
+//
+// JobTable on its own: creation order and positions, request ids, deletion, the renumbering of a
+// restart, and ListJobs' pages with their tokens and state filter.
+#include "coordinator/job_table.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
+
+// Adds a finished job `job_id` whose frozen status says `state`.
+JobEntry& AddJob(JobTable& table, const std::string& job_id, v1::JobState state,
+                 const std::string& request_id = "") {
+  JobEntry& entry = table.Add(job_id, request_id);
+  v1::JobSpec spec;
+  spec.set_repository("/repo");
+  spec.set_good("v1");
+  spec.set_bad("v2");
+  v1::JobStatus status;
+  status.set_job_id(job_id);
+  status.set_state(state);
+  *status.mutable_spec() = spec;
+  entry.job = BisectJob::Finished(job_id, spec, status, kNow);
+  entry.published.Freeze(status);
+  return entry;
+}
+
+std::vector<std::string> Ids(const v1::ListJobsResponse& page) {
+  std::vector<std::string> ids;
+  for (const v1::JobSummary& job : page.jobs()) ids.push_back(job.job_id());
+  return ids;
+}
+
+TEST(JobTableTest, JobsAreNumberedInCreationOrderAndFoundByTheirRequestId) {
+  JobTable table;
+  EXPECT_TRUE(table.empty());
+  EXPECT_EQ(AddJob(table, "job-b", v1::JOB_STATE_DONE, "req-1").position, 1u);
+  EXPECT_EQ(AddJob(table, "job-a", v1::JOB_STATE_DONE).position, 2u);
+  EXPECT_EQ(table.order(), (std::vector<std::string>{"job-b", "job-a"}));
+  ASSERT_NE(table.JobOfRequest("req-1"), nullptr);
+  EXPECT_EQ(*table.JobOfRequest("req-1"), "job-b");
+  EXPECT_EQ(table.JobOfRequest("req-2"), nullptr);
+  EXPECT_TRUE(table.contains("job-a"));
+  EXPECT_EQ(table.Find("job-c"), nullptr);
+}
+
+TEST(JobTableTest, ADeletedJobTakesItsRequestIdAlongAndItsPositionIsNotReused) {
+  JobTable table;
+  AddJob(table, "job-1", v1::JOB_STATE_DONE, "req-1");
+  AddJob(table, "job-2", v1::JOB_STATE_DONE);
+  table.Erase("job-1");
+  table.Erase("job-9");  // Unknown: nothing happens.
+  EXPECT_EQ(table.JobOfRequest("req-1"), nullptr);
+  EXPECT_EQ(table.order(), (std::vector<std::string>{"job-2"}));
+  EXPECT_EQ(AddJob(table, "job-3", v1::JOB_STATE_DONE).position, 3u);
+}
+
+TEST(JobTableTest, RenumberPutsTheStoredOrderFirstThenTheRestAndCountsFromOne) {
+  JobTable table;
+  AddJob(table, "job-c", v1::JOB_STATE_DONE);
+  AddJob(table, "job-a", v1::JOB_STATE_DONE);
+  AddJob(table, "job-b", v1::JOB_STATE_DONE);
+  table.Renumber({"job-b", "job-gone", "job-c", "job-b"});
+  EXPECT_EQ(table.order(), (std::vector<std::string>{"job-b", "job-c", "job-a"}));
+  EXPECT_EQ(table.at("job-b").position, 1u);
+  EXPECT_EQ(table.at("job-c").position, 2u);
+  EXPECT_EQ(table.at("job-a").position, 3u);
+  EXPECT_EQ(AddJob(table, "job-d", v1::JOB_STATE_DONE).position, 4u);
+}
+
+TEST(JobTableTest, PagesWalkNewestFirstWithoutRepeatsOrGapsWhileJobsComeAndGo) {
+  JobTable table;
+  for (int i = 1; i <= 5; ++i) AddJob(table, "job-" + std::to_string(i), v1::JOB_STATE_DONE);
+  v1::ListJobsRequest request;
+  request.set_page_size(2);
+  v1::ListJobsResponse page = table.List(request);
+  EXPECT_EQ(Ids(page), (std::vector<std::string>{"job-5", "job-4"}));
+  EXPECT_EQ(page.next_page_token(), "before:3");
+  // Between pages, a job is submitted and one of the next page's is deleted.
+  AddJob(table, "job-6", v1::JOB_STATE_DONE);
+  table.Erase("job-3");
+  request.set_page_token(page.next_page_token());
+  page = table.List(request);
+  EXPECT_EQ(Ids(page), (std::vector<std::string>{"job-2", "job-1"}));
+  EXPECT_TRUE(page.next_page_token().empty());
+  // A token that does not parse starts from the newest.
+  request.set_page_token("after:2");
+  EXPECT_EQ(Ids(table.List(request)), (std::vector<std::string>{"job-6", "job-5"}));
+}
+
+TEST(JobTableTest, TheStateFilterAndThePageSizeBounds) {
+  JobTable table;
+  AddJob(table, "job-1", v1::JOB_STATE_DONE);
+  AddJob(table, "job-2", v1::JOB_STATE_CANCELLED);
+  AddJob(table, "job-3", v1::JOB_STATE_DONE);
+  v1::ListJobsRequest request;
+  request.add_states(v1::JOB_STATE_CANCELLED);
+  const v1::ListJobsResponse cancelled = table.List(request);
+  EXPECT_EQ(Ids(cancelled), (std::vector<std::string>{"job-2"}));
+  EXPECT_EQ(cancelled.jobs(0).state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled.jobs(0).repository(), "/repo");
+  EXPECT_EQ(cancelled.jobs(0).good(), "v1");
+
+  JobTable many;
+  for (int i = 0; i < JobTable::kMaxListedJobs + 1; ++i) {
+    AddJob(many, "job-" + std::to_string(i), v1::JOB_STATE_DONE);
+  }
+  EXPECT_EQ(many.List(v1::ListJobsRequest()).jobs_size(), JobTable::kDefaultListedJobs);
+  v1::ListJobsRequest huge;
+  huge.set_page_size(1'000'000);
+  EXPECT_EQ(many.List(huge).jobs_size(), JobTable::kMaxListedJobs);
+}
+
+}  // namespace
+}  // namespace kbisect
