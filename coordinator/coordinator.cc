@@ -249,8 +249,7 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
       auto ready = [&]() {
         mu_.AssertHeld();
         entry = jobs_.Find(job_id);
-        return shutdown_ || entry == nullptr ||
-               static_cast<int64_t>(entry->events.size()) > next;
+        return shutdown_ || entry == nullptr || static_cast<int64_t>(entry->events.size()) > next;
       };
       if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
       while (!ready()) {
@@ -312,7 +311,7 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
         journal_.pending(mu_).final_statuses.emplace_back(job_id, event.job());
       }
     }
-    AppendEventLocked(entry, std::move(event));
+    jobs_.AppendEvent(entry, std::move(event));
   }
   if (completed) CompactFamilyLocked(job_id);
   entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
@@ -320,31 +319,6 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
   if (entry.complete && !entry.job->status().spec().parent_job_id().empty()) {
     MaybeCompleteLocked(entry.job->status().spec().parent_job_id());
   }
-}
-
-void Coordinator::AppendEventLocked(JobEntry& entry, v1::JobEvent event) {
-  const std::string parent = entry.job->status().spec().parent_job_id();
-  if (!parent.empty() && event.kind() != v1::JOB_EVENT_KIND_FINISHED) {
-    JobEntry* parent_entry = jobs_.Find(parent);
-    if (parent_entry != nullptr && !parent_entry->complete) {
-      v1::JobEvent copy = event;
-      copy.clear_job();
-      const std::optional<FollowUpKind> kind =
-          ParseFollowUpKind(entry.job->status().spec().follow_up());
-      const std::string& dependency = entry.job->status().spec().dependency().path();
-      copy.set_message(absl::StrCat(kind == FollowUpKind::kDependency
-                                        ? absl::StrCat("[dependency ", dependency, "] ")
-                                    : kind.has_value() ? FollowUpEventPrefix(*kind)
-                                                       : "",
-                                    event.message()));
-      // A follow-up's STARTED line is a progress line in its parent's stream.
-      if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
-      AppendEventLocked(*parent_entry, std::move(copy));
-      parent_entry->published.set_revision(static_cast<int64_t>(parent_entry->events.size()));
-    }
-  }
-  event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
-  entry.events.push_back(std::move(event));
 }
 
 }  // namespace kbisect

@@ -7,8 +7,8 @@
 // tests drive it directly with a FakeClock and zero-wait long polls.
 //
 // It is composed of parts that keep their own state: JobTable (the jobs, their order, positions and
-// request ids, and ListJobs' pages; coordinator/job_table.h), WorkerRegistry (workers, sessions and their
-// mailboxes; coordinator/worker_registry.h), LeaseTable (leases, attempts, fencing, expiry;
+// request ids, and ListJobs' pages; coordinator/job_table.h), WorkerRegistry (workers, sessions and
+// their mailboxes; coordinator/worker_registry.h), LeaseTable (leases, attempts, fencing, expiry;
 // coordinator/lease_table.h), JournalWriter (the group commit), and the pure cross-job lease
 // policy (coordinator/lease_policy.h). Its own methods, which sequence those parts and the jobs,
 // live in coordinator.cc (jobs, Watch, events), recovery.cc (journal apply, roll back, Recover),
@@ -71,8 +71,8 @@
 #include "coordinator/crash_points.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_entry.h"
-#include "coordinator/job_table.h"
 #include "coordinator/job_store.h"
+#include "coordinator/job_table.h"
 #include "coordinator/journal_writer.h"
 #include "coordinator/lease_policy.h"
 #include "coordinator/lease_table.h"
@@ -293,8 +293,6 @@ class Coordinator {
                                                             v1::SynchronizeResponse response,
                                                             WorkerMailbox::Outcome outcome,
                                                             WorkerMailbox::Delivery delivery);
-  v1::SynchronizeResponse FinishSynchronize(v1::SynchronizeResponse response,
-                                            WorkerMailbox::Delivery delivery) const;
   // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
   static constexpr absl::Duration kRedispatchPeriod = DispatchRound::kRedispatchPeriod;
   // The threads that answer the polls that waited without one (poll_scheduler_): an answer is a
@@ -341,9 +339,6 @@ class Coordinator {
   // Once `job_id` and all its follow-ups finished: folds their results into its status and
   // releases its FINISHED event (then tells its own parent, if any).
   void MaybeCompleteLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends `event` to the job's stream (next sequence number) and to its ancestors' streams,
-  // prefixed with what the job follows up, so `kbisect run` shows a follow-up's progress.
-  void AppendEventLocked(JobEntry& entry, v1::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewId(const char* prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;

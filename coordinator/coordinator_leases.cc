@@ -89,8 +89,8 @@ void Coordinator::DispatchLocked() {
 
 void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
                                   v1::Task task, absl::Time now) {
-  const LeaseEntry& lease = leases_.Grant(NewId("lease-"), job_id, task.task_id(),
-                                         worker.worker_id, now + options_.lease_duration);
+  const LeaseEntry& lease = leases_.Grant(NewId("lease-"), job_id, task.task_id(), worker.worker_id,
+                                          now + options_.lease_duration);
   v1::Lease message;
   message.set_lease_id(lease.lease_id);
   message.set_attempt(lease.attempt);

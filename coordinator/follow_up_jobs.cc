@@ -119,7 +119,7 @@ void Coordinator::MaybeCompleteLocked(const std::string& job_id) {
     journal_.pending(mu_).final_statuses.emplace_back(job_id, status);
   const std::string parent = status.spec().parent_job_id();
   entry.published.Freeze(std::move(status));
-  AppendEventLocked(entry, std::move(*finish));
+  jobs_.AppendEvent(entry, std::move(*finish));
   entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
   changed_.SignalAll();
   CompactFamilyLocked(job_id);

@@ -2,11 +2,14 @@
 #include "coordinator/job_table.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "coordinator/follow_ups.h"
 
 namespace kbisect {
 
@@ -32,6 +35,31 @@ const JobEntry* JobTable::Find(const std::string& job_id) const {
 const std::string* JobTable::JobOfRequest(const std::string& request_id) const {
   auto it = request_ids_.find(request_id);
   return it == request_ids_.end() ? nullptr : &it->second;
+}
+
+void JobTable::AppendEvent(JobEntry& entry, v1::JobEvent event) {
+  const std::string parent = entry.job->status().spec().parent_job_id();
+  if (!parent.empty() && event.kind() != v1::JOB_EVENT_KIND_FINISHED) {
+    JobEntry* parent_entry = Find(parent);
+    if (parent_entry != nullptr && !parent_entry->complete) {
+      v1::JobEvent copy = event;
+      copy.clear_job();
+      const std::optional<FollowUpKind> kind =
+          ParseFollowUpKind(entry.job->status().spec().follow_up());
+      const std::string& dependency = entry.job->status().spec().dependency().path();
+      copy.set_message(absl::StrCat(kind == FollowUpKind::kDependency
+                                        ? absl::StrCat("[dependency ", dependency, "] ")
+                                    : kind.has_value() ? FollowUpEventPrefix(*kind)
+                                                       : "",
+                                    event.message()));
+      // A follow-up's STARTED line is a progress line in its parent's stream.
+      if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);
+      AppendEvent(*parent_entry, std::move(copy));
+      parent_entry->published.set_revision(static_cast<int64_t>(parent_entry->events.size()));
+    }
+  }
+  event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
+  entry.events.push_back(std::move(event));
 }
 
 void JobTable::Renumber(const std::vector<std::string>& order) {

@@ -47,6 +47,12 @@ class JobTable {
   const std::map<std::string, JobEntry>& entries() const { return jobs_; }
   std::map<std::string, JobEntry>& entries() { return jobs_; }
 
+  // Appends `event` to the job's stream (the next sequence number) and, but for its FINISHED
+  // event, to the streams of its ancestors that are not complete, prefixed with what the job
+  // follows up (its STARTED line as a progress line there), so `kbisect run` shows a follow-up's
+  // progress. The ancestors' revisions follow their streams (the job's own is the caller's).
+  void AppendEvent(JobEntry& entry, v1::JobEvent event);
+
   // Puts the jobs in creation order again after a restart: first those named in `order` (known
   // ones, once each), then the others as they are now; numbers them from 1.
   void Renumber(const std::vector<std::string>& order);

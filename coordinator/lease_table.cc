@@ -63,8 +63,8 @@ bool LeaseTable::Renew(const std::string& lease_id, const std::string& worker_id
   return true;
 }
 
-LeaseTable::Fence LeaseTable::CheckResult(const std::string& lease_id,
-                                          const std::string& worker_id, int attempt) const {
+LeaseTable::Fence LeaseTable::CheckResult(const std::string& lease_id, const std::string& worker_id,
+                                          int attempt) const {
   const Lease* lease = Find(lease_id);
   if (lease == nullptr) return Fence::kUnknownLease;
   if (lease->worker_id != worker_id) return Fence::kNotHolder;

@@ -62,12 +62,12 @@ class LeaseTable {
 
   // What a result reported by `worker_id` on `lease_id` for attempt `attempt` gets.
   enum class Fence {
-    kUnknownLease,   // Not a lease of this process (e.g. granted before a restart): refused.
-    kNotHolder,      // Another worker's lease: a permission error.
-    kWrongAttempt,   // An older attempt's result: refused.
-    kDuplicate,      // Accepted before: accepted again, changing nothing.
-    kEnded,          // Cancelled, lost or expired: refused, the result is discarded.
-    kAccept,         // The live lease's result: accept it (End it as kCompleted).
+    kUnknownLease,  // Not a lease of this process (e.g. granted before a restart): refused.
+    kNotHolder,     // Another worker's lease: a permission error.
+    kWrongAttempt,  // An older attempt's result: refused.
+    kDuplicate,     // Accepted before: accepted again, changing nothing.
+    kEnded,         // Cancelled, lost or expired: refused, the result is discarded.
+    kAccept,        // The live lease's result: accept it (End it as kCompleted).
   };
   Fence CheckResult(const std::string& lease_id, const std::string& worker_id, int attempt) const;
 
@@ -83,7 +83,7 @@ class LeaseTable {
 
  private:
   std::map<std::string, Lease> leases_;
-  std::set<std::string> active_;                   // Ids of the active leases.
+  std::set<std::string> active_;                    // Ids of the active leases.
   std::map<std::string, std::string> task_leases_;  // Task -> its live lease.
   std::map<std::string, int> task_attempts_;        // Task -> its latest attempt.
   int64_t expiries_ = 0;

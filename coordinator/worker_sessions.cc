@@ -24,6 +24,21 @@ std::string IdentityGpuUuids(const v1::RunnerIdentity& identity) {
   return uuids;
 }
 
+// A Synchronize's answer: what the poll was delivered added to `response` (a cancellation once,
+// though the call under the lock may have named it too), and the leases' new expiry.
+v1::SynchronizeResponse WithDelivery(v1::SynchronizeResponse response,
+                                     WorkerMailbox::Delivery delivery, absl::Time lease_expire) {
+  for (v1::Lease& lease : delivery.assignments) *response.add_assignments() = std::move(lease);
+  for (v1::LeaseCancellation& cancel : delivery.cancellations) {
+    const bool already = std::any_of(
+        response.cancellations().begin(), response.cancellations().end(),
+        [&](const v1::LeaseCancellation& c) { return c.lease_id() == cancel.lease_id(); });
+    if (!already) *response.add_cancellations() = std::move(cancel);
+  }
+  *response.mutable_lease_expire_time() = ToProto(lease_expire);
+  return response;
+}
+
 }  // namespace
 
 // --- Workers ------------------------------------------------------------------------------------
@@ -184,7 +199,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
     WorkerMailbox::Outcome outcome, WorkerMailbox::Delivery delivery) {
   if (outcome == WorkerMailbox::Outcome::kSuperseded) return response;
   if (outcome != WorkerMailbox::Outcome::kClosed && request.build_ahead_slots() == 0) {
-    return FinishSynchronize(std::move(response), std::move(delivery));
+    return WithDelivery(std::move(response), std::move(delivery),
+                        clock_->Now() + options_.lease_duration);
   }
   ReplyPoint reply(this);
   WriteLock lock(this);
@@ -196,7 +212,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
   if (worker == nullptr) {
     return workers_.UnknownSession(session_id, "the session ended while the call waited");
   }
-  response = FinishSynchronize(std::move(response), std::move(delivery));
+  response = WithDelivery(std::move(response), std::move(delivery),
+                          clock_->Now() + options_.lease_duration);
   // What the worker's host could build now, computed after the wait so it is fresh.
   for (v1::Task& task :
        BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
@@ -262,19 +279,6 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
                   ? clock_->Now() + wait
                   : absl::InfinitePast();
   return absl::OkStatus();
-}
-
-v1::SynchronizeResponse Coordinator::FinishSynchronize(v1::SynchronizeResponse response,
-                                                       WorkerMailbox::Delivery delivery) const {
-  for (v1::Lease& lease : delivery.assignments) *response.add_assignments() = std::move(lease);
-  for (v1::LeaseCancellation& cancel : delivery.cancellations) {
-    const bool already = std::any_of(
-        response.cancellations().begin(), response.cancellations().end(),
-        [&](const v1::LeaseCancellation& c) { return c.lease_id() == cancel.lease_id(); });
-    if (!already) *response.add_cancellations() = std::move(cancel);
-  }
-  *response.mutable_lease_expire_time() = ToProto(clock_->Now() + options_.lease_duration);
-  return response;
 }
 
 absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(

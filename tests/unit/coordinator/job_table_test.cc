@@ -15,11 +15,14 @@ namespace {
 
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
-// Adds a finished job `job_id` whose frozen status says `state`.
+// Adds a finished job `job_id` whose frozen status says `state`; a follow-up of `parent` when
+// that is not empty.
 JobEntry& AddJob(JobTable& table, const std::string& job_id, v1::JobState state,
-                 const std::string& request_id = "") {
+                 const std::string& request_id = "", const std::string& parent = "") {
   JobEntry& entry = table.Add(job_id, request_id);
   v1::JobSpec spec;
+  spec.set_parent_job_id(parent);
+  if (!parent.empty()) spec.set_follow_up("merged_branch");
   spec.set_repository("/repo");
   spec.set_good("v1");
   spec.set_bad("v2");
@@ -116,6 +119,43 @@ TEST(JobTableTest, TheStateFilterAndThePageSizeBounds) {
   v1::ListJobsRequest huge;
   huge.set_page_size(1'000'000);
   EXPECT_EQ(many.List(huge).jobs_size(), JobTable::kMaxListedJobs);
+}
+
+v1::JobEvent Event(v1::JobEventKind kind, const std::string& message) {
+  v1::JobEvent event;
+  event.set_kind(kind);
+  event.set_message(message);
+  return event;
+}
+
+TEST(JobTableTest, AFollowUpsEventsAlsoReachItsAncestorsStreamsPrefixedButNotItsEnd) {
+  JobTable table;
+  JobEntry& root = AddJob(table, "job-1", v1::JOB_STATE_BISECTING);
+  JobEntry& child = AddJob(table, "job-2", v1::JOB_STATE_BISECTING, "", "job-1");
+  JobEntry& grandchild = AddJob(table, "job-3", v1::JOB_STATE_BISECTING, "", "job-2");
+  table.AppendEvent(root, Event(v1::JOB_EVENT_KIND_STARTED, "bisecting"));
+  table.AppendEvent(grandchild, Event(v1::JOB_EVENT_KIND_STARTED, "started"));
+  table.AppendEvent(child, Event(v1::JOB_EVENT_KIND_PROBE_FINISHED, "step 1"));
+  table.AppendEvent(child, Event(v1::JOB_EVENT_KIND_FINISHED, "done"));
+
+  ASSERT_EQ(grandchild.events.size(), 1u);
+  EXPECT_EQ(grandchild.events[0].sequence(), 1);
+  ASSERT_EQ(child.events.size(), 3u);
+  EXPECT_EQ(child.events[0].message(), "[merged branch] started");
+  EXPECT_EQ(child.events[0].kind(), v1::JOB_EVENT_KIND_WARNING) << "a progress line there";
+  EXPECT_EQ(child.events[2].kind(), v1::JOB_EVENT_KIND_FINISHED);
+  EXPECT_EQ(child.events[2].sequence(), 3);
+  ASSERT_EQ(root.events.size(), 3u) << "the child's FINISHED stays in its own stream";
+  EXPECT_EQ(root.events[1].message(), "[merged branch] [merged branch] started");
+  EXPECT_EQ(root.events[2].message(), "[merged branch] step 1");
+  EXPECT_EQ(root.events[2].sequence(), 3);
+  EXPECT_EQ(root.published.Build(root.job->status()).revision(), 3);
+
+  // A complete parent's stream is closed: its FINISHED was the last event.
+  root.complete = true;
+  table.AppendEvent(child, Event(v1::JOB_EVENT_KIND_WARNING, "late"));
+  EXPECT_EQ(root.events.size(), 3u);
+  EXPECT_EQ(child.events.size(), 4u);
 }
 
 }  // namespace
