@@ -36,7 +36,7 @@ void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   if (step.more_good_runs > 0) book_.Extend(calibration_.good_probe(), step.more_good_runs);
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);
-  if (step.judge_every_verdict_again) JudgeEveryVerdictAgain(now);
+  if (step.judge_every_verdict_again) ledger_.RetractAll(now);
   if (step.finish.has_value()) Finish(step.finish->outcome, step.finish->error, now);
 }
 

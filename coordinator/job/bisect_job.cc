@@ -32,7 +32,7 @@ int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
 BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
                      absl::Time now, std::vector<v1::CachedResult> cached)
     : commits_(std::move(commits)),
-      search_(NewSearch(spec, commits_)),
+      ledger_(spec, commits_, &status_, &book_, &calibration_),
       book_(&status_, &commits_),
       calibration_(&status_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
@@ -40,7 +40,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
                  : ResultReuse(cached, commits_)),
       endpoints_(&status_, &calibration_, &book_,
                  spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
-      confirmation_(&status_, &commits_, &search_, &calibration_, &book_),
+      confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
@@ -63,9 +63,9 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   if (marks.ok()) {
     for (v1::CommitMark& mark : *marks) *status_.add_marks() = std::move(mark);
   }
-  RecordMarks(status_.marks(), &search_);
-  status_.set_last_good_index(search_.last_good());
-  status_.set_first_bad_index(search_.first_bad());
+  RecordMarks(status_.marks(), &ledger_.search());
+  status_.set_last_good_index(ledger_.search().last_good());
+  status_.set_first_bad_index(ledger_.search().first_bad());
 
   // BAD is measured by the first worker to ask; GOOD by every worker (its calibration), the
   // first of which is the reference GOOD.
@@ -75,7 +75,8 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   UpdateProgress();
   std::string started = StartedText(status_.good_sha(), status_.bad_sha(), n, Log2Ceil(n));
   if (status_.marks_size() > 0) {
-    absl::StrAppend(&started, "\n", MarksText(status_.marks(), search_.RemainingCandidates()));
+    absl::StrAppend(&started, "\n",
+                    MarksText(status_.marks(), ledger_.search().RemainingCandidates()));
   }
   Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
 }
@@ -90,25 +91,6 @@ std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec s
   job->events_.clear();
   job->status_ = std::move(final_status);
   return job;
-}
-
-BisectSearch BisectJob::NewSearch(const v1::JobSpec& spec,
-                                  const std::vector<v1::CommitRef>& commits) {
-  const int n = static_cast<int>(commits.size()) - 1;
-  if (spec.history() != v1::HISTORY_MODE_ALL_COMMITS || n < 1) return BisectSearch(n);
-  // Jobs resolved before the ranges carried their parents (or a range with no merge, whose
-  // graph is its list) keep the search over the list.
-  bool merges = false;
-  std::vector<std::vector<int>> parents;
-  parents.reserve(commits.size());
-  for (size_t i = 0; i < commits.size(); ++i) {
-    if (i > 0 && commits[i].parent_indices().empty()) return BisectSearch(n);
-    merges |= commits[i].parent_indices_size() > 1;
-    parents.emplace_back(commits[i].parent_indices().begin(), commits[i].parent_indices().end());
-  }
-  if (!merges) return BisectSearch(n);
-  absl::StatusOr<BisectSearch> graph = BisectSearch::OverGraph(std::move(parents));
-  return graph.ok() ? *std::move(graph) : BisectSearch(n);
 }
 
 // --- Dispatch -----------------------------------------------------------------------------------
@@ -127,7 +109,7 @@ std::vector<v1::Task> BisectJob::TakeTasks(int max_tasks, absl::Time now) {
 DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle) const {
   DispatchInput input;
   input.idle = idle;
-  const std::set<std::string> unsettled = UnsettledWorkers();
+  const std::set<std::string> unsettled = calibration_.OwingCalibration(ledger_.awaiting());
   // Taking part: not quarantined, not gone (BuildCapacity counts each one never seen building).
   std::vector<std::string> taking_part;
   for (const auto& [name, state] : calibration_.workers()) {
@@ -143,7 +125,11 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     worker.gone = state.gone;
     worker.calibration_started = state.calibration >= 0;
     worker.owes_calibration = unsettled.count(name) > 0;
-    worker.waits_for_baselines = WaitsForBaselines(name);
+    // Before the baselines are settled, a worker probes ahead while BAD's worker measures BAD
+    // and then GOOD: kProbesAheadOfBaselines measured probes wait for them, placed together so
+    // that they split the interval evenly (they are all of the first round).
+    worker.waits_for_baselines = status_.state() != v1::JOB_STATE_BISECTING &&
+                                 ledger_.FreshAwaitingOf(name) >= kProbesAheadOfBaselines;
     worker.must_calibrate = state.must_calibrate;
     worker.checked_out = state.checked_out;
   }
@@ -190,21 +176,21 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     input.bad_worker = calibration_.BadWorker();
   }
   input.pass_fail = pass_fail_;
-  input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES && steps_ == 0 &&
-                     unclassified_.empty() && !endpoints_.Ready();
+  input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES &&
+                     ledger_.steps() == 0 && ledger_.awaiting().empty() && !endpoints_.Ready();
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
   input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
   input.builds = !status_.spec().build_command().empty();
-  input.round = RoundOfNewProbes(search_, status_, max_round_recorded_, FlakySearch());
+  input.round = RoundOfNewProbes(ledger_.search(), status_, ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
   input.max_workers =
       CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
   input.commit_count = status_.commit_count();
-  input.search = &search_;
+  input.search = &ledger_.search();
   if (FlakySearch())
     input.chosen_points =
-        FlakyPoints(status_, calibration_, book_, search_, static_cast<int>(idle.size()));
+        FlakyPoints(status_, calibration_, book_, ledger_.search(), static_cast<int>(idle.size()));
   return input;
 }
 
@@ -221,7 +207,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     auto known = calibration_.workers().find(worker);
     if (known != calibration_.workers().end()) known->second.gone = false;
   }
-  const int round = RoundOfNewProbes(search_, status_, max_round_recorded_, FlakySearch());
+  const int round = RoundOfNewProbes(ledger_.search(), status_, ledger_.max_round(), FlakySearch());
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
       case DispatchAssignment::Kind::kQueued:
@@ -233,9 +219,9 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
       case DispatchAssignment::Kind::kProbe: {
         // A flaky search may run an end of the interval again (its runs pin the fail rates): it
         // is no point of the search.
-        if (assignment.commit_index > search_.last_good() &&
-            assignment.commit_index < search_.first_bad()) {
-          search_.MarkInFlight(assignment.commit_index);
+        if (assignment.commit_index > ledger_.search().last_good() &&
+            assignment.commit_index < ledger_.search().first_bad()) {
+          ledger_.search().MarkInFlight(assignment.commit_index);
         }
         const std::string id = book_.NewTask(v1::PROBE_KIND_BISECT, assignment.commit_index, round);
         // An anchor: one fresh run checks the GPU against its cached samples, which then count
@@ -248,12 +234,14 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
     }
   }
   SpeculateConfirmations(plan, now, &out);
-  const std::vector<int> in_flight = out.empty() ? std::vector<int>() : search_.InFlight();
+  const std::vector<int> in_flight = out.empty() ? std::vector<int>() : ledger_.search().InFlight();
   for (Assignment& a : out) {
-    AddBuildsToKeep(commits_, search_.last_good(), search_.first_bad(), in_flight, &a.task);
+    AddBuildsToKeep(commits_, ledger_.search().last_good(), ledger_.search().first_bad(), in_flight,
+                    &a.task);
     if (!a.task.build_command().empty()) {
-      a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(), search_.last_good(),
-                                        search_.first_bad()));
+      a.task.set_build_order(BuildOrder(a.task.kind(), a.task.commit_index(),
+                                        ledger_.search().last_good(),
+                                        ledger_.search().first_bad()));
     }
   }
   // Queue entries that are done (cancelled) are dropped.
@@ -265,7 +253,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
 void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                                        std::vector<Assignment>* out) {
   if (pass_fail_ || !status_.spec().confirm() || status_.state() != v1::JOB_STATE_BISECTING ||
-      search_.Done()) {
+      ledger_.search().Done()) {
     return;
   }
   // Before the last round (most calls) there is nothing to speculate on: decided first.
@@ -273,7 +261,7 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
   std::set<std::string> busy;
   for (const DispatchAssignment& assignment : plan.assignments) busy.insert(assignment.worker);
   std::vector<std::string> spare;
-  const std::set<std::string> unsettled = UnsettledWorkers();
+  const std::set<std::string> unsettled = calibration_.OwingCalibration(ledger_.awaiting());
   for (const std::string& worker : plan.seen) {
     if (busy.count(worker) > 0) continue;
     const Calibration::Worker* state = calibration_.Find(worker);
@@ -324,36 +312,6 @@ void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* ou
     calibration_.SetReference(worker, position);
   }
   HandOut(worker, id, out);
-}
-
-bool BisectJob::WaitsForBaselines(const std::string& worker) const {
-  // Before the baselines are settled, a worker probes ahead while BAD's worker measures BAD and
-  // then GOOD: kProbesAheadOfBaselines measured probes wait for them, placed together so that
-  // they split the interval evenly (they are all of the first round).
-  if (status_.state() == v1::JOB_STATE_BISECTING) return false;
-  const int waiting =
-      static_cast<int>(std::count_if(unclassified_.begin(), unclassified_.end(), [&](int position) {
-        const v1::Probe& probe = book_.probe(position);
-        return probe.worker() == worker && !probe.cached();
-      }));
-  return waiting >= kProbesAheadOfBaselines;
-}
-
-std::set<std::string> BisectJob::UnsettledWorkers() const {
-  std::set<std::string> workers;
-  if (pass_fail_) return workers;
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
-    // A measurement, even one the search no longer needs, says how this GPU measures: the worker
-    // calibrates before the job ends, so that an odd GPU is named in every report.
-    if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
-        probe.state() == v1::PROBE_STATE_RUNNING ||
-        (probe.state() == v1::PROBE_STATE_FINISHED && Measured(probe))) {
-      workers.insert(probe.worker());
-    }
-  }
-  for (int position : unclassified_) workers.insert(book_.probe(position).worker());
-  return workers;
 }
 
 // --- Journal ------------------------------------------------------------------------------------
@@ -497,11 +455,11 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     // A failure on a GPU not calibrated yet: the commit may be broken, or the GPU. It counts as
     // a skip once the worker has run GOOD (a worker that cannot is quarantined instead).
     calibration_.worker(worker).must_calibrate = true;
-    unclassified_.push_back(entry.probe);
+    ledger_.Await(entry.probe);
   } else if (calibration_.WorkerReady(worker)) {
     Classify(entry.probe, now);
   } else {
-    unclassified_.push_back(entry.probe);
+    ledger_.Await(entry.probe);
   }
   FollowEndpoint(endpoints_.ReassessIfNoisy(), now);
   ApplyCachedResults(now);
@@ -590,8 +548,9 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   }
   const int good = calibration_.good_probe();
   const bool good_measured = good >= 0 && book_.probe(good).state() == v1::PROBE_STATE_FINISHED;
-  for (int index : PlanBuildAhead(search_, calibration_.ActiveWorkers(status_.spec().max_workers()),
-                                  limit, bad_running && !good_measured)) {
+  for (int index :
+       PlanBuildAhead(ledger_.search(), calibration_.ActiveWorkers(status_.spec().max_workers()),
+                      limit, bad_running && !good_measured)) {
     tasks.push_back(BuildAheadTask(status_.job_id(), status_.spec(), commits_[index], index));
   }
   return tasks;
@@ -600,14 +559,16 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
 // --- Verdicts -----------------------------------------------------------------------------------
 
 void BisectJob::ClassifyPending(absl::Time now) {
-  std::vector<int> pending = std::exchange(unclassified_, {});
+  std::vector<int> pending = ledger_.TakeAwaiting();
   for (int position : pending) {
     if (finished()) return;
     const v1::Probe& probe = book_.probe(position);
     if (probe.state() != v1::PROBE_STATE_FINISHED) continue;
-    if (probe.index() <= search_.last_good() || probe.index() >= search_.first_bad()) continue;
+    if (probe.index() <= ledger_.search().last_good() ||
+        probe.index() >= ledger_.search().first_bad())
+      continue;
     if (!calibration_.WorkerReady(probe.worker())) {
-      unclassified_.push_back(position);
+      ledger_.Await(position);
       continue;
     }
     if (!Measured(probe)) {
@@ -644,7 +605,7 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
     // calibrates first, and the probe is judged again then (more runs only if still needed).
     calibration_.worker(probe.worker()).must_calibrate = true;
     probe.set_message(c.reason);
-    unclassified_.push_back(probe_position);
+    ledger_.Await(probe_position);
     return;
   }
   if (c.more_runs > 0) {
@@ -658,26 +619,20 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
 
 void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now) {
   v1::Probe& probe = book_.mutable_probe(probe_position);
-  const int index = probe.index();
-  absl::Status recorded = search_.Record(index, ToSearchVerdict(verdict));
-  if (!recorded.ok()) {
-    // Only possible with non-monotone measurements (noise, or a GPU not calibrated yet); the
-    // commit is treated as untestable until a verdict is taken back (RetractVerdicts).
+  if (!ledger_.Record(probe_position, verdict)) {
+    // It contradicts the verdicts recorded: a skip until a verdict is taken back.
     status_.add_warnings(ContradictionText(probe.sha(), verdict));
     verdict = v1::VERDICT_SKIP;
-    search_.Abandon(index);
-    (void)search_.Record(index, Verdict::kSkip);
-    contradicted_.insert(probe_position);
   }
   probe.set_verdict(verdict);
   probe.set_provisional(calibration_.IsProvisional(probe));
   if (verdict == v1::VERDICT_SKIP || verdict == v1::VERDICT_AMBIGUOUS) {
     status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
   }
-  ++steps_;
+  ledger_.CountStep(probe.round());
   if (!pass_fail_ && calibration_.CalibrationDone(probe.worker()) &&
       ++calibration_.worker(probe.worker()).classified % kControlEvery == 0 &&
-      search_.first_bad() - search_.last_good() - 1 >= kControlMinUntested) {
+      ledger_.search().first_bad() - ledger_.search().last_good() - 1 >= kControlMinUntested) {
     // An A/A control: GOOD again on this worker, to catch a GPU that drifts during the job.
     // Not when only a probe or two are left: the control would cost as much as what it guards,
     // and the confirmation re-measures the culprit and its parent anyway.
@@ -686,21 +641,20 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     book_.at(control).task.set_runs(calibration_.RunsNeeded());
     book_.QueueFront(control);
   }
-  max_round_recorded_ = std::max(max_round_recorded_, probe.round());
   status_.set_rounds(std::max(status_.rounds(), probe.round()));
-  status_.set_last_good_index(search_.last_good());
-  status_.set_first_bad_index(search_.first_bad());
+  status_.set_last_good_index(ledger_.search().last_good());
+  status_.set_first_bad_index(ledger_.search().first_bad());
   CancelUseless(now);
   ProbeLine line;
-  line.commits_left = std::max(0, search_.RemainingCandidates() - 1);
+  line.commits_left = std::max(0, ledger_.search().RemainingCandidates() - 1);
   line.in_flight = book_.InFlightCount();
-  line.step = steps_;
+  line.step = ledger_.steps();
   // Probes still to come after those in flight, with this job's workers: each in-flight point
   // splits the interval once it reports.
-  const int pending = static_cast<int>(search_.InFlight().size());
-  const int after_in_flight = (search_.RemainingCandidates() + pending) / (pending + 1);
+  const int pending = static_cast<int>(ledger_.search().InFlight().size());
+  const int after_in_flight = (ledger_.search().RemainingCandidates() + pending) / (pending + 1);
   line.steps_estimated =
-      steps_ + line.in_flight +
+      ledger_.steps() + line.in_flight +
       BisectSearch::EstimateProbes(after_in_flight,
                                    calibration_.ActiveWorkers(status_.spec().max_workers()));
   // The probe may have moved in the table (NewTask above): read it again.
@@ -710,8 +664,8 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
-  for (int index : search_.UselessInFlight()) {
-    search_.Abandon(index);
+  for (int index : ledger_.search().UselessInFlight()) {
+    ledger_.search().Abandon(index);
     for (auto& [id, entry] : book_.tasks()) {
       if (entry.done || entry.task.kind() != v1::PROBE_KIND_BISECT ||
           entry.task.commit_index() != index) {
@@ -724,13 +678,7 @@ void BisectJob::CancelUseless(absl::Time now) {
     }
   }
   // Measured but unclassified probes outside the interval are no longer needed.
-  unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
-                                     [&](int position) {
-                                       const int index = book_.probe(position).index();
-                                       return index <= search_.last_good() ||
-                                              index >= search_.first_bad();
-                                     }),
-                      unclassified_.end());
+  ledger_.DropAwaitingOutsideInterval();
 }
 
 // --- Progress and events -----------------------------------------------------------------------
@@ -743,9 +691,10 @@ void BisectJob::UpdateProgress() {
   }
   progress->set_probes_finished(finished_probes);
   progress->set_probes_in_flight(book_.InFlightCount());
-  progress->set_remaining_commits(search_.RemainingCandidates());
-  progress->set_estimated_rounds(BisectSearch::EstimateRounds(
-      search_.RemainingCandidates(), calibration_.ActiveWorkers(status_.spec().max_workers())));
+  progress->set_remaining_commits(ledger_.search().RemainingCandidates());
+  progress->set_estimated_rounds(
+      BisectSearch::EstimateRounds(ledger_.search().RemainingCandidates(),
+                                   calibration_.ActiveWorkers(status_.spec().max_workers())));
 }
 
 void BisectJob::Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,

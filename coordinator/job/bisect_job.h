@@ -16,6 +16,8 @@
 //   confirmation            the confirmation's plan (pairs from the noise) and its judgement;
 //   confirmation_stage      the confirmation as it runs: speculation, start, pairs, judgement;
 //   endpoint_verdict        whether GOOD and BAD differ by a step, deferred, settled, reassessed;
+//   verdict_ledger          the search with the verdicts recorded, taken back and contradicted,
+//                           and the probes waiting for one;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
 //   job_text                every sentence of its events, warnings and errors.
@@ -48,6 +50,7 @@
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/result_reuse.h"
+#include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -185,9 +188,6 @@ class BisectJob {
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
   void MakeReference(const std::string& worker);
-  // True when `worker` holds kProbesAheadOfBaselines measured probes and the baselines are not
-  // settled.
-  bool WaitsForBaselines(const std::string& worker) const;
   // Acts on what the endpoint verdict returned, in EndpointStep's order.
   void FollowEndpoint(const EndpointStep& step, absl::Time now);
   // Gives both baselines `runs` more runs, on the workers that measured them, or elsewhere
@@ -217,27 +217,10 @@ class BisectJob {
   // The classifier's `verdict` of a probe, or with --confidence, for one it left AMBIGUOUS at
   // --max-runs, the side the posterior puts the commit on (its samples still count there).
   v1::Verdict ConfidentVerdict(int probe_position, v1::Verdict verdict);
-  // The workers that hold provisional verdicts, or have probes measured or running (BAD's
-  // worker owes a calibration too: see DispatchInput). One pass over the probe table.
-  std::set<std::string> UnsettledWorkers() const;
   // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
   // an offset; judges again those of workers with an offset, and every verdict when the BAD
   // worker has one.
   void SettleProvisional(absl::Time now);
-  // Takes back the verdicts at `positions` (bisect probes JudgedAgainstBaselines; others are
-  // ignored) and rebuilds the search without them. Their samples are judged again
-  // (ClassifyPending), or, with `probe_again`, discarded so that others probe the commits again.
-  void RetractVerdicts(const std::vector<int>& positions, bool probe_again, const std::string& why,
-                       absl::Time now);
-  // Takes back every verdict judged against the baselines; the samples are judged again.
-  void JudgeEveryVerdictAgain(absl::Time now);
-  // Rebuilds search_ from the marks, the recorded verdicts and the probes still running or
-  // waiting.
-  void RebuildSearch();
-  // The search with no verdicts yet over `commits`: over their commit graph when `spec` asks for
-  // every commit (HISTORY_MODE_ALL_COMMITS) and the commits carry their parent_indices, else over
-  // the list (the first-parent path).
-  static BisectSearch NewSearch(const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits);
   // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
   // verdict until it is measured.
   void RemeasureBad(const std::string& why, absl::Time now);
@@ -267,8 +250,6 @@ class BisectJob {
   // pair of each possible culprit (ConfirmationStage::CreateSpeculativeTasks).
   void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                               std::vector<Assignment>* out);
-  // True when no verdict is provisional and no worker still owes its calibration.
-  bool Settled() const;
   // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
   void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
@@ -278,19 +259,14 @@ class BisectJob {
 
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;
-  BisectSearch search_;
+  // The search, the probes waiting for a verdict, contradicted verdicts, steps and rounds.
+  VerdictLedger ledger_;
   ProbeBook book_;
   Calibration calibration_;
   ResultReuse reuse_;
   EndpointVerdict endpoints_;
   ConfirmationStage confirmation_;
-  bool pass_fail_ = false;         // --exit-code: verdicts from exit codes, no metric.
-  std::vector<int> unclassified_;  // Measured bisect probes awaiting the baselines.
-  // Probe rows whose verdict contradicted the search and was recorded as a skip: judged again
-  // whenever verdicts are taken back.
-  std::set<int> contradicted_;
-  int steps_ = 0;  // Finished bisect probes with a verdict.
-  int max_round_recorded_ = 0;
+  bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   std::vector<v1::JobEvent> events_;
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.

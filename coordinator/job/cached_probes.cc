@@ -50,10 +50,11 @@ void BisectJob::CheckCachedResults(int position, absl::Time now) {
 
 void BisectJob::ApplyCachedResults(absl::Time now) {
   if (reuse_.empty() || finished() || pass_fail_) return;
-  const std::vector<int> in_flight = search_.InFlight();
-  for (ResultReuse::Entry* entry : reuse_.Usable(search_.last_good(), search_.first_bad())) {
+  const std::vector<int> in_flight = ledger_.search().InFlight();
+  for (ResultReuse::Entry* entry :
+       reuse_.Usable(ledger_.search().last_good(), ledger_.search().first_bad())) {
     const int index = entry->index;
-    if (index <= search_.last_good() || index >= search_.first_bad()) continue;
+    if (index <= ledger_.search().last_good() || index >= ledger_.search().first_bad()) continue;
     if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
     if (IsMarked(status_.marks(), index))
       continue;  // The user's verdict stands (a skip mark is not a gap).
@@ -64,16 +65,16 @@ void BisectJob::ApplyCachedResults(absl::Time now) {
         });
     entry->used = true;
     if (probed) continue;
-    const int position = book_.AddCachedProbe(index, max_round_recorded_ + 1, entry->result);
+    const int position = book_.AddCachedProbe(index, ledger_.max_round() + 1, entry->result);
     status_.set_cached_probes(status_.cached_probes() + 1);
     v1::Probe& probe = book_.mutable_probe(position);
     probe.set_median(MedianOrZero(probe.samples()));
-    search_.MarkInFlight(index);
+    ledger_.search().MarkInFlight(index);
     if (calibration_.WorkerReady(probe.worker())) {
       Classify(position, now);
       if (finished()) return;
     } else {
-      unclassified_.push_back(position);
+      ledger_.Await(position);
     }
   }
 }

@@ -101,6 +101,34 @@ int Calibration::ActiveWorkers(int max_workers) const {
   return std::max(workers, 1);
 }
 
+std::set<std::string> Calibration::OwingCalibration(const std::vector<int>& awaiting) const {
+  std::set<std::string> workers;
+  if (pass_fail_) return workers;
+  for (const v1::Probe& probe : status_->probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
+        probe.state() == v1::PROBE_STATE_RUNNING ||
+        (probe.state() == v1::PROBE_STATE_FINISHED && IsMeasured(probe, pass_fail_))) {
+      workers.insert(probe.worker());
+    }
+  }
+  for (int position : awaiting) workers.insert(probe(position).worker());
+  return workers;
+}
+
+bool Calibration::Settled(const std::vector<int>& awaiting) const {
+  for (const v1::Probe& probe : status_->probes()) {
+    if (probe.provisional()) return false;
+  }
+  const std::set<std::string> owing = OwingCalibration(awaiting);
+  for (const auto& [name, state] : workers_) {
+    if (!state.quarantined && !state.gone && !CalibrationDone(name) && owing.count(name) > 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Calibration::IsProvisional(const v1::Probe& probe) const {
   if (pass_fail_ || probe.kind() != v1::PROBE_KIND_BISECT || !JudgedAgainstBaselines(probe)) {
     return false;

@@ -127,6 +127,14 @@ class Calibration {
   // True when the bisect probe's verdict (GOOD, BAD or ambiguous) was reached before its worker
   // or the BAD baseline's worker calibrated: it steers the search but does not count yet.
   bool IsProvisional(const v1::Probe& probe) const;
+  // The workers that owe a calibration before the job ends: those holding provisional verdicts,
+  // bisect probes measured (even ones the search no longer needs: each says how its GPU
+  // measures, so an odd GPU is named in every report) or running, or rows in `awaiting` (probe
+  // rows waiting for a verdict). None with --exit-code.
+  std::set<std::string> OwingCalibration(const std::vector<int>& awaiting) const;
+  // True when no verdict is provisional and every worker that owes a calibration
+  // (OwingCalibration) has one, is quarantined or gone.
+  bool Settled(const std::vector<int>& awaiting) const;
 
   // --- Runs of a GOOD calibration. ---
   // Runs a GOOD calibration needs: --runs before the baselines settle; then (while the search

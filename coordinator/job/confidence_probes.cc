@@ -19,15 +19,15 @@ namespace kbisect {
 bool BisectJob::CulpritNeedsRuns(absl::Time now) {
   if (pass_fail_) return false;
   const double confidence = status_.spec().confidence();
-  if (confidence <= 0 || search_.Candidates().size() != 1) return false;
+  if (confidence <= 0 || ledger_.search().Candidates().size() != 1) return false;
   for (const v1::Probe& probe : status_.probes()) {
     if (probe.kind() == v1::PROBE_KIND_BISECT &&
         (probe.state() == v1::PROBE_STATE_PENDING || probe.state() == v1::PROBE_STATE_RUNNING)) {
       return true;  // A boundary commit is measured again.
     }
   }
-  const int last_good = search_.last_good();
-  const int first_bad = search_.first_bad();
+  const int last_good = ledger_.search().last_good();
+  const int first_bad = ledger_.search().first_bad();
   const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
       status_.commit_count(),
       PosteriorEvidence(status_, calibration_, /*pass_fail=*/false, last_good, first_bad));
@@ -57,8 +57,9 @@ bool BisectJob::CulpritNeedsRuns(absl::Time now) {
 
 void BisectJob::ClassifyRemeasured(int probe_position, absl::Time now) {
   const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
-      status_.commit_count(), PosteriorEvidence(status_, calibration_, /*pass_fail=*/false,
-                                                search_.last_good(), search_.first_bad()));
+      status_.commit_count(),
+      PosteriorEvidence(status_, calibration_, /*pass_fail=*/false, ledger_.search().last_good(),
+                        ledger_.search().first_bad()));
   if (!posterior.ok()) return;  // Not for a valid job; the verdict stands.
   const v1::Probe& probe = book_.probe(probe_position);
   const v1::Verdict side = RemeasuredSide(*posterior, probe.index(), probe.verdict());
@@ -66,7 +67,7 @@ void BisectJob::ClassifyRemeasured(int probe_position, absl::Time now) {
   const std::string why = ConfidenceRetractText(probe.sha(), side == v1::VERDICT_BAD,
                                                 BadProbability(*posterior, probe.index()));
   Emit(v1::JOB_EVENT_KIND_WARNING, why, &probe, now);
-  RetractVerdicts({probe_position}, /*probe_again=*/false, why, now);
+  ledger_.Retract({probe_position}, /*probe_again=*/false, why, now);
   // Its samples are the posterior's, not the classifier's (it has run past what the classifier
   // would ask): the side they say is its verdict, and the search goes on from it.
   book_.mutable_probe(probe_position).set_message(why);
@@ -77,8 +78,9 @@ void BisectJob::ClassifyRemeasured(int probe_position, absl::Time now) {
 v1::Verdict BisectJob::ConfidentVerdict(int probe_position, v1::Verdict verdict) {
   if (verdict != v1::VERDICT_AMBIGUOUS || status_.spec().confidence() <= 0) return verdict;
   const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
-      status_.commit_count(), PosteriorEvidence(status_, calibration_, /*pass_fail=*/false,
-                                                search_.last_good(), search_.first_bad()));
+      status_.commit_count(),
+      PosteriorEvidence(status_, calibration_, /*pass_fail=*/false, ledger_.search().last_good(),
+                        ledger_.search().first_bad()));
   if (!posterior.ok()) return verdict;
   v1::Probe& probe = book_.mutable_probe(probe_position);
   const double bad = BadProbability(*posterior, probe.index());

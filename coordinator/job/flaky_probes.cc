@@ -19,13 +19,12 @@ namespace kbisect {
 
 void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   if (book_.probe(probe_position).verdict() != v1::VERDICT_UNSPECIFIED) return;  // Search over.
-  search_.Abandon(book_.probe(probe_position).index());
+  ledger_.search().Abandon(book_.probe(probe_position).index());
   const int round = book_.probe(probe_position).round();
-  max_round_recorded_ = std::max(max_round_recorded_, round);
+  ledger_.CountStep(round);
   status_.set_rounds(std::max(status_.rounds(), round));
-  ++steps_;
   const absl::StatusOr<CulpritPosterior> posterior =
-      FlakyPosteriorWithin(status_, calibration_, search_);
+      FlakyPosteriorWithin(status_, calibration_, ledger_.search());
   if (!posterior.ok()) {  // Not for a valid job: every count comes from its own probes.
     book_.mutable_probe(probe_position).set_message(std::string(posterior.status().message()));
     ApplyVerdict(probe_position, v1::VERDICT_SKIP, now);
@@ -35,8 +34,8 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   const RunCounts counts = CountRuns(probe);
   const int likeliest = posterior->most_likely;
   const std::string text =
-      FlakyRunText(steps_, probe.sha(), counts.failures, counts.runs(), commits_[likeliest].sha(),
-                   posterior->probability[likeliest]);
+      FlakyRunText(ledger_.steps(), probe.sha(), counts.failures, counts.runs(),
+                   commits_[likeliest].sha(), posterior->probability[likeliest]);
   book_.mutable_probe(probe_position).set_message(text);
   Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, text, &book_.probe(probe_position), now);
 
@@ -49,10 +48,11 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
     running = running || (!entry.done && entry.task.kind() == v1::PROBE_KIND_BISECT);
   }
   const int max_runs = status_.spec().max_runs();
-  const FlakyStep step = NextFlakyStep(
-      *posterior, status_.spec().confidence(), search_runs,
-      FlakyRunBudget(status_.commit_count(), max_runs),
-      /*nothing_left=*/!running && FlakyPoints(status_, calibration_, book_, search_, 1).empty());
+  const FlakyStep step =
+      NextFlakyStep(*posterior, status_.spec().confidence(), search_runs,
+                    FlakyRunBudget(status_.commit_count(), max_runs),
+                    /*nothing_left=*/!running &&
+                        FlakyPoints(status_, calibration_, book_, ledger_.search(), 1).empty());
   if (step.culprit < 0) return;
   if (step.short_of_confidence) {
     status_.add_warnings(ShortOfConfidenceText(posterior->probability[step.culprit],
@@ -68,13 +68,14 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
     }
     const bool bad = measured.index() >= step.culprit;
     measured.set_verdict(bad ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
-    (void)search_.Record(measured.index(), bad ? Verdict::kBad : Verdict::kGood);
+    (void)ledger_.search().Record(measured.index(), bad ? Verdict::kBad : Verdict::kGood);
   }
-  if (step.culprit - 1 > search_.last_good())
-    (void)search_.Record(step.culprit - 1, Verdict::kGood);
-  if (step.culprit < search_.first_bad()) (void)search_.Record(step.culprit, Verdict::kBad);
-  status_.set_last_good_index(search_.last_good());
-  status_.set_first_bad_index(search_.first_bad());
+  if (step.culprit - 1 > ledger_.search().last_good())
+    (void)ledger_.search().Record(step.culprit - 1, Verdict::kGood);
+  if (step.culprit < ledger_.search().first_bad())
+    (void)ledger_.search().Record(step.culprit, Verdict::kBad);
+  status_.set_last_good_index(ledger_.search().last_good());
+  status_.set_first_bad_index(ledger_.search().first_bad());
   CancelUseless(now);
 }
 

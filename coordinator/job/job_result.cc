@@ -62,22 +62,6 @@ void SetCulpritProbability(const Calibration& calibration, bool pass_fail,
 
 }  // namespace
 
-bool BisectJob::Settled() const {
-  // Provisional verdicts count once their workers have calibrated; every worker that measured
-  // in the job calibrates before it ends (an odd GPU is quarantined and named).
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.provisional()) return false;
-  }
-  const std::set<std::string> unsettled = UnsettledWorkers();
-  for (const auto& [name, state] : calibration_.workers()) {
-    if (!state.quarantined && !state.gone && !calibration_.CalibrationDone(name) &&
-        unsettled.count(name) > 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
   // A verdict taken back (a worker lost, a calibration) reopens the search: the early
@@ -86,10 +70,10 @@ void BisectJob::MaybeFinish(absl::Time now) {
   if (confirmation_.early()) {
     FollowConfirmation(confirmation_.AbortIfTargetLost(ConfirmationNow(now)), now);
   }
-  if (!search_.Done()) return;
+  if (!ledger_.search().Done()) return;
   const bool wants_confirmation =
-      search_.Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
-  if (!Settled()) {
+      ledger_.search().Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
+  if (!calibration_.Settled(ledger_.awaiting())) {
     // The calibrations still owed run beside the confirmation's pairs: both take a span.
     if (wants_confirmation && !confirmation_.early()) {
       FollowConfirmation(confirmation_.Start(/*early=*/true, ConfirmationNow(now)), now);
@@ -98,9 +82,9 @@ void BisectJob::MaybeFinish(absl::Time now) {
   }
   // The culprit must reach the confidence first (boundary commits run again: --confidence).
   if (CulpritNeedsRuns(now)) return;
-  const std::vector<int> candidates = search_.Candidates();
-  const int last_good = search_.last_good();
-  const int first_bad = search_.first_bad();
+  const std::vector<int> candidates = ledger_.search().Candidates();
+  const int last_good = ledger_.search().last_good();
+  const int first_bad = ledger_.search().first_bad();
   *status_.mutable_last_good() = commits_[last_good];
   for (int index : candidates) status_.add_candidates(commits_[index].sha());
   status_.set_before(calibration_.MedianAt(last_good));
@@ -140,9 +124,9 @@ void BisectJob::MaybeFinish(absl::Time now) {
 }
 
 void BisectJob::FinishWithCandidates(absl::Time now) {
-  const std::vector<int> candidates = search_.Candidates();
-  const int last_good = search_.last_good();
-  const int first_bad = search_.first_bad();
+  const std::vector<int> candidates = ledger_.search().Candidates();
+  const int last_good = ledger_.search().last_good();
+  const int first_bad = ledger_.search().first_bad();
   if (candidates.size() == 1) {
     *status_.mutable_culprit() = commits_[first_bad];
     status_.set_cause(v1::CAUSE_REAL_REGRESSION);
@@ -155,11 +139,11 @@ void BisectJob::FinishWithCandidates(absl::Time now) {
       }
       status_.add_warnings(MethodChangeText(status_.measurement_changes()));
     }
-    SetCulpritProbability(calibration_, pass_fail_, search_, commits_, &status_);
+    SetCulpritProbability(calibration_, pass_fail_, ledger_.search(), commits_, &status_);
     Finish(v1::OUTCOME_CULPRIT_FOUND, "", now);
   } else if (static_cast<int>(candidates.size()) <= kMaxReportedCandidates) {
     status_.set_cause(v1::CAUSE_REAL_REGRESSION);
-    SetCulpritProbability(calibration_, pass_fail_, search_, commits_, &status_);
+    SetCulpritProbability(calibration_, pass_fail_, ledger_.search(), commits_, &status_);
     Finish(v1::OUTCOME_CANDIDATES_FOUND, "", now);
   } else {
     Finish(v1::OUTCOME_INCONCLUSIVE,
@@ -173,7 +157,7 @@ ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
   ConfirmationContext context;
   context.now = now;
   context.workers = calibration_.ActiveWorkers(status_.spec().max_workers());
-  context.round = max_round_recorded_ + 1;
+  context.round = ledger_.max_round() + 1;
   return context;
 }
 
@@ -194,8 +178,8 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       break;
     case ConfirmationStep::Next::kUnconfirmed:
       Finish(v1::OUTCOME_INCONCLUSIVE,
-             UnconfirmedText(commits_[search_.first_bad()].sha(),
-                             commits_[search_.last_good()].sha(), step.verdict),
+             UnconfirmedText(commits_[ledger_.search().first_bad()].sha(),
+                             commits_[ledger_.search().last_good()].sha(), step.verdict),
              now);
       break;
   }

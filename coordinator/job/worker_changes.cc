@@ -14,11 +14,6 @@
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
-void BisectJob::JudgeEveryVerdictAgain(absl::Time now) {
-  RetractVerdicts(book_.ProbePositions([](const v1::Probe&) { return true; }),
-                  /*probe_again=*/false, "", now);
-}
-
 void BisectJob::SettleProvisional(absl::Time now) {
   if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
   const std::string bad_worker = calibration_.BadWorker();
@@ -39,7 +34,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
            BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
                                status_.metric_unit()),
            nullptr, now);
-      JudgeEveryVerdictAgain(now);
+      ledger_.RetractAll(now);
     }
   }
   std::vector<int> judge_again;
@@ -59,76 +54,7 @@ void BisectJob::SettleProvisional(absl::Time now) {
       judge_again.push_back(i);
     }
   }
-  if (!judge_again.empty()) RetractVerdicts(judge_again, /*probe_again=*/false, "", now);
-}
-
-void BisectJob::RetractVerdicts(const std::vector<int>& positions, bool probe_again,
-                                const std::string& why, absl::Time now) {
-  bool changed = false;
-  std::vector<int> retract = positions;
-  if (!positions.empty()) {
-    // A verdict that contradicted one of these was recorded as a skip: it is judged again too.
-    retract.insert(retract.end(), contradicted_.begin(), contradicted_.end());
-  }
-  for (int position : retract) {
-    v1::Probe& probe = book_.mutable_probe(position);
-    const bool contradicted =
-        contradicted_.erase(position) > 0 &&
-        std::find(positions.begin(), positions.end(), position) == positions.end();
-    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        (!JudgedAgainstBaselines(probe) && !contradicted)) {
-      continue;
-    }
-    if (contradicted) {
-      status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
-      probe.set_verdict(v1::VERDICT_UNSPECIFIED);
-      changed = true;
-      if (std::find(unclassified_.begin(), unclassified_.end(), position) == unclassified_.end()) {
-        unclassified_.push_back(position);
-      }
-      continue;
-    }
-    if (probe.verdict() == v1::VERDICT_AMBIGUOUS) {
-      status_.mutable_progress()->set_skips(status_.progress().skips() - 1);
-    }
-    probe.set_verdict(v1::VERDICT_UNSPECIFIED);
-    probe.set_provisional(false);
-    changed = true;
-    // A quarantined worker's samples cannot be judged again.
-    const Calibration::Worker* worker = calibration_.Find(probe.worker());
-    if (probe_again || (worker != nullptr && worker->quarantined)) {
-      probe.set_state(v1::PROBE_STATE_CANCELLED);
-      probe.set_message(DiscardedText(why.empty() ? "its worker was quarantined" : why));
-      *probe.mutable_end_time() = ToProto(now);
-    } else if (std::find(unclassified_.begin(), unclassified_.end(), position) ==
-               unclassified_.end()) {
-      unclassified_.push_back(position);
-    }
-  }
-  if (changed) RebuildSearch();
-}
-
-void BisectJob::RebuildSearch() {
-  BisectSearch search = NewSearch(status_.spec(), commits_);
-  RecordMarks(status_.marks(), &search);
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(status_.marks(), probe.index())) {
-      continue;
-    }
-    if (!search.Record(probe.index(), ToSearchVerdict(probe.verdict())).ok()) {
-      (void)search.Record(probe.index(), Verdict::kSkip);
-    }
-  }
-  for (const auto& [id, entry] : book_.tasks()) {
-    if (!entry.done && entry.task.kind() == v1::PROBE_KIND_BISECT) {
-      search.MarkInFlight(entry.task.commit_index());
-    }
-  }
-  for (int position : unclassified_) search.MarkInFlight(book_.probe(position).index());
-  search_ = std::move(search);
-  status_.set_last_good_index(search_.last_good());
-  status_.set_first_bad_index(search_.first_bad());
+  if (!judge_again.empty()) ledger_.Retract(judge_again, /*probe_again=*/false, "", now);
 }
 
 void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
@@ -153,7 +79,7 @@ void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
   calibration_.set_bad_offset_checked(false);
   book_.QueueFront(id);
   if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
-  JudgeEveryVerdictAgain(now);
+  ledger_.RetractAll(now);
   Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
 }
 
@@ -174,7 +100,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   calibration_.ResetReference();
   if (!settled) return;
   calibration_.set_bad_offset_checked(false);
-  JudgeEveryVerdictAgain(now);
+  ledger_.RetractAll(now);
   status_.set_state(v1::JOB_STATE_BASELINES);
   Emit(v1::JOB_EVENT_KIND_WARNING, ReferenceMovesText(worker, calibration_.reference_worker()),
        nullptr, now);
@@ -237,7 +163,7 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   status_.add_warnings(QuarantinedWarningText(worker, reason));
   Emit(v1::JOB_EVENT_KIND_DRIFT, QuarantinedEventText(worker, reason), nullptr, now);
   // Its verdicts, provisional or not, are not trusted: their commits are probed again.
-  RetractVerdicts(
+  ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
       /*probe_again=*/true, "its worker was quarantined", now);
   DropProbesOf(worker, "its worker was quarantined", now);
@@ -262,10 +188,11 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
       if (confirmation_.StartedFor(entry.task))
         pairs_again.push_back(std::max(1, entry.task.runs()));
     }
-    if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+    if (entry.task.kind() == v1::PROBE_KIND_BISECT)
+      ledger_.search().Abandon(entry.task.commit_index());
     book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
   }
-  for (int pairs : pairs_again) confirmation_.QueueTasks(1, pairs, max_round_recorded_ + 1);
+  for (int pairs : pairs_again) confirmation_.QueueTasks(1, pairs, ledger_.max_round() + 1);
   // A calibration cancelled with its worker (an extension it did not measure) is measured again,
   // from the start, if the worker comes back; until then the worker has none.
   if (const Calibration::Worker* found = calibration_.Find(worker);
@@ -276,20 +203,18 @@ void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, 
   // Finished measurements stay when the worker's calibration can still judge them.
   if (keep_measured && calibration_.CalibrationUsable(worker)) return;
   // Its provisional verdicts will never be confirmed: their commits are probed again.
-  RetractVerdicts(book_.ProbePositions([&](const v1::Probe& probe) {
+  ledger_.Retract(book_.ProbePositions([&](const v1::Probe& probe) {
     return probe.provisional() && probe.worker() == worker;
   }),
                   /*probe_again=*/true, why, now);
-  unclassified_.erase(std::remove_if(unclassified_.begin(), unclassified_.end(),
-                                     [&](int position) {
-                                       v1::Probe& probe = book_.mutable_probe(position);
-                                       if (probe.worker() != worker) return false;
-                                       search_.Abandon(probe.index());
-                                       probe.set_state(v1::PROBE_STATE_CANCELLED);
-                                       probe.set_message(DiscardedText(why));
-                                       return true;
-                                     }),
-                      unclassified_.end());
+  ledger_.DropAwaiting([&](int position) {
+    v1::Probe& probe = book_.mutable_probe(position);
+    if (probe.worker() != worker) return false;
+    ledger_.search().Abandon(probe.index());
+    probe.set_state(v1::PROBE_STATE_CANCELLED);
+    probe.set_message(DiscardedText(why));
+    return true;
+  });
 }
 
 void BisectJob::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now) {
@@ -304,7 +229,8 @@ void BisectJob::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::T
   entry.done = true;
   probe.set_state(v1::PROBE_STATE_CANCELLED);
   probe.set_message(LostWithWorkerText(why));
-  if (entry.task.kind() == v1::PROBE_KIND_BISECT) search_.Abandon(entry.task.commit_index());
+  if (entry.task.kind() == v1::PROBE_KIND_BISECT)
+    ledger_.search().Abandon(entry.task.commit_index());
   Calibration::Worker& state = calibration_.worker(worker);
   if (state.calibration == entry.probe) state.calibration = -1;
   state.gone = true;

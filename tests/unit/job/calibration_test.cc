@@ -268,5 +268,41 @@ TEST_F(CalibrationTest, AProbeIsJudgedAgainstItsWorkersBaselines) {
   EXPECT_EQ(calibration_.Judge(probe).verdict, v1::VERDICT_GOOD);
 }
 
+TEST_F(CalibrationTest, WorkersOweACalibrationForWhatTheyMeasuredAndTheJobSettlesWhenAllHaveOne) {
+  Calibrate("w0", {1.00, 1.01, 0.99});
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  // w1 measured a bisect probe, w2 runs one, w3's row waits for a verdict, w4 only failed.
+  AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.1, 1.1, 1.1});
+  const int running = AddProbe(v1::PROBE_KIND_BISECT, "w2", {1.0});
+  status_.mutable_probes(running)->set_state(v1::PROBE_STATE_RUNNING);
+  const int waiting = AddProbe(v1::PROBE_KIND_BISECT, "w3", {1.2});
+  const int failed = AddProbe(v1::PROBE_KIND_BISECT, "w4", {1.0});
+  status_.mutable_probes(failed)->set_outcome(v1::TASK_OUTCOME_FAILED);
+  for (const char* worker : {"w1", "w2", "w3", "w4"}) calibration_.worker(worker);
+  EXPECT_THAT(calibration_.OwingCalibration({}), UnorderedElementsAre("w1", "w2", "w3"));
+  EXPECT_THAT(calibration_.OwingCalibration({waiting}), UnorderedElementsAre("w1", "w2", "w3"));
+  EXPECT_FALSE(calibration_.Settled({}));
+
+  // Each either calibrates, is quarantined or is gone.
+  Calibrate("w1", {1.00, 1.01, 0.99});
+  calibration_.worker("w2").quarantined = true;
+  EXPECT_FALSE(calibration_.Settled({}));
+  calibration_.worker("w3").gone = true;
+  EXPECT_TRUE(calibration_.Settled({waiting}));
+  // A provisional verdict holds it back whoever owes what.
+  status_.mutable_probes(waiting)->set_provisional(true);
+  EXPECT_FALSE(calibration_.Settled({}));
+}
+
+TEST(CalibrationPassFailTest, NobodyOwesACalibrationWithExitCodes) {
+  v1::JobStatus status;
+  Calibration calibration(&status, /*pass_fail=*/true);
+  v1::Probe* probe = status.add_probes();
+  probe->set_kind(v1::PROBE_KIND_BISECT);
+  probe->set_worker("w0");
+  probe->set_state(v1::PROBE_STATE_RUNNING);
+  EXPECT_TRUE(calibration.OwingCalibration({0}).empty());
+}
+
 }  // namespace
 }  // namespace kbisect
