@@ -128,10 +128,10 @@ MetricsSnapshot Coordinator::Metrics() const {
     }
     snapshot.bench_runs += status.bench_runs();
     snapshot.drift_events += status.drift_events_size();
-    // Every drift event but a lost calibration ("identity_changed") records a quarantine, which
+    // Every drift event but a lost calibration (an identity changed) records a quarantine, which
     // BisectJob makes at most once per worker and job.
     for (const v1::DriftEvent& event : status.drift_events()) {
-      if (event.kind() != "identity_changed") ++snapshot.quarantines;
+      if (event.kind() != v1::DRIFT_KIND_IDENTITY_CHANGED) ++snapshot.quarantines;
     }
   }
   for (const auto& [id, worker] : workers_.entries()) {

@@ -410,7 +410,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     // itself broken (below).
     QuarantineDecision decision;
     decision.worker = worker;
-    decision.kind = DriftKind::kCalibrationFailed;
+    decision.kind = v1::DRIFT_KIND_CALIBRATION_FAILED;
     decision.failure = result.message();
     Quarantine(decision, now);
     MaybeFinish(now);

@@ -10,19 +10,6 @@
 #include "coordinator/job/probe_classifier.h"
 
 namespace kbisect {
-const char* DriftKindName(DriftKind kind) {
-  switch (kind) {
-    case DriftKind::kBaselineOutlier:
-      return "baseline_outlier";
-    case DriftKind::kControlMoved:
-      return "control_moved";
-    case DriftKind::kCalibrationFailed:
-      return "calibration_failed";
-    case DriftKind::kIdentityChanged:
-      return "identity_changed";
-  }
-  return "unknown";
-}
 
 Calibration::Calibration(const v1::JobStatus* status, bool pass_fail)
     : status_(status), pass_fail_(pass_fail) {}
@@ -401,7 +388,7 @@ std::vector<QuarantineDecision> Calibration::FindOutliers() const {
                       std::fabs(step) / 3)) {
       QuarantineDecision decision;
       decision.worker = name;
-      decision.kind = DriftKind::kBaselineOutlier;
+      decision.kind = v1::DRIFT_KIND_BASELINE_OUTLIER;
       decision.offset_fraction = offset / center;
       decision.median = median;
       decision.center = center;
@@ -423,7 +410,7 @@ std::optional<QuarantineDecision> Calibration::CheckControl(const std::string& w
   }
   QuarantineDecision decision;
   decision.worker = worker;
-  decision.kind = DriftKind::kControlMoved;
+  decision.kind = v1::DRIFT_KIND_CONTROL_MOVED;
   decision.offset_fraction = moved / calibration.median();
   return decision;
 }

@@ -25,21 +25,12 @@
 
 namespace kbisect {
 
-// Why a worker was quarantined or must calibrate again (DriftEvent.kind).
-enum class DriftKind {
-  kBaselineOutlier,    // Its GOOD is far off the pool's.
-  kControlMoved,       // Its A/A control of GOOD moved from its calibration.
-  kCalibrationFailed,  // The benchmark fails at GOOD on it.
-  kIdentityChanged,    // It reconnected with another identity.
-};
-
-// "baseline_outlier", "control_moved", "calibration_failed", "identity_changed".
-const char* DriftKindName(DriftKind kind);
-
 // A decision to quarantine a worker, with the facts the report words it from.
 struct QuarantineDecision {
   std::string worker;
-  DriftKind kind = DriftKind::kBaselineOutlier;
+  // Why (v1::DriftKind, the wire's enum): an outlier, a control that moved, a calibration that
+  // failed, an identity that changed.
+  v1::DriftKind kind = v1::DRIFT_KIND_BASELINE_OUTLIER;
   // Relative offset: (its GOOD - the centre) / centre, or the control's move / its calibration.
   double offset_fraction = 0;
   double median = 0;               // kBaselineOutlier: its GOOD median.

@@ -143,7 +143,7 @@ std::string SwappedText(const std::string& reason) {
 
 std::string QuarantineReasonText(const QuarantineDecision& decision, const std::string& unit) {
   switch (decision.kind) {
-    case DriftKind::kBaselineOutlier:
+    case v1::DRIFT_KIND_BASELINE_OUTLIER:
       return absl::StrFormat(
           "its GOOD median %s is %s off the pool's %s, more than a third of the regression "
           "(%s): its probes are re-run elsewhere",
@@ -151,15 +151,17 @@ std::string QuarantineReasonText(const QuarantineDecision& decision, const std::
           FormatSignedPercent(100 * decision.offset_fraction),
           FormatMetricValue(decision.center, unit),
           FormatPercent(100 * decision.regression_fraction));
-    case DriftKind::kControlMoved:
+    case v1::DRIFT_KIND_CONTROL_MOVED:
       return absl::StrFormat(
           "its A/A control of GOOD moved %s from its calibration (more than a third of the "
           "regression): the GPU drifted",
           FormatSignedPercent(100 * decision.offset_fraction));
-    case DriftKind::kCalibrationFailed:
+    case v1::DRIFT_KIND_CALIBRATION_FAILED:
       return absl::StrCat("the benchmark fails at GOOD on this worker: ", decision.failure);
-    case DriftKind::kIdentityChanged:
+    case v1::DRIFT_KIND_IDENTITY_CHANGED:
       return decision.failure;
+    default:  // DRIFT_KIND_UNSPECIFIED: no decision is made without a kind.
+      break;
   }
   return "";
 }

@@ -157,7 +157,7 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
-  event->set_kind(DriftKindName(decision.kind));
+  event->set_kind(decision.kind);
   event->set_detail(reason);
   event->set_offset_fraction(decision.offset_fraction);
   status_.add_warnings(QuarantinedWarningText(worker, reason));
@@ -265,7 +265,7 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
-  event->set_kind(DriftKindName(DriftKind::kIdentityChanged));
+  event->set_kind(v1::DRIFT_KIND_IDENTITY_CHANGED);
   event->set_detail(why);
 }
 

@@ -334,7 +334,7 @@ std::string ChangesSection(const v1::JobStatus& job) {
     absl::StrAppend(&notes, "<li>", Escape(w), "</li>");
   }
   for (const v1::DriftEvent& d : job.drift_events()) {
-    absl::StrAppend(&notes, "<li><b>", Escape(d.worker()), "</b> ", Escape(d.kind()), ": ",
+    absl::StrAppend(&notes, "<li><b>", Escape(d.worker()), "</b> ", Escape(EnumLabel(d.kind())), ": ",
                     Escape(d.detail()), "</li>");
   }
   if (!job.error().empty())

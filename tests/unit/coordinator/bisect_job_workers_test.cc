@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
+#include "common/rpc/enum_label.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -157,7 +158,7 @@ TEST(BisectJobTest, ASlowReferenceIsQuarantinedOnceAThirdWorkerCalibratesAndBoth
   EXPECT_EQ(status.culprit().index(), 41);
   ASSERT_EQ(status.drift_events_size(), 1);
   EXPECT_EQ(status.drift_events(0).worker(), "w0");
-  EXPECT_EQ(status.drift_events(0).kind(), "baseline_outlier");
+  EXPECT_EQ(EnumLabel(status.drift_events(0).kind()), "baseline_outlier");
   EXPECT_NE(status.baseline().good().worker(), "w0");
   EXPECT_EQ(status.baseline().bad().worker(), status.baseline().good().worker())
       << "the new reference measured both endpoints";
@@ -187,7 +188,7 @@ TEST(BisectJobTest, AnOutlierWorkerIsQuarantinedAndTheCulpritIsStillRight) {
   EXPECT_EQ(status.culprit().index(), 23);
   ASSERT_EQ(status.drift_events_size(), 1);
   EXPECT_EQ(status.drift_events(0).worker(), "w2");
-  EXPECT_EQ(status.drift_events(0).kind(), "baseline_outlier");
+  EXPECT_EQ(EnumLabel(status.drift_events(0).kind()), "baseline_outlier");
   EXPECT_NEAR(status.drift_events(0).offset_fraction(), 0.3, 0.01);
   for (const v1::Probe& probe : status.probes()) {
     if (probe.worker() == "w2") {
@@ -228,7 +229,7 @@ TEST(BisectJobTest, AWorkerThatCannotRunGoodIsQuarantinedNotTheJob) {
     EXPECT_EQ(status.culprit().index(), 9);
     ASSERT_EQ(status.drift_events_size(), 1);
     EXPECT_EQ(status.drift_events(0).worker(), "w1");
-    EXPECT_EQ(status.drift_events(0).kind(), "calibration_failed");
+    EXPECT_EQ(EnumLabel(status.drift_events(0).kind()), "calibration_failed");
     int probed_by_w1 = 0;
     for (const v1::Probe& probe : status.probes()) {
       if (probe.worker() != "w1" || probe.kind() != v1::PROBE_KIND_BISECT) continue;
@@ -248,7 +249,7 @@ TEST(BisectJobTest, AWorkerThatCannotRunGoodIsQuarantinedNotTheJob) {
     EXPECT_EQ(status.culprit().index(), 9);
     ASSERT_EQ(status.drift_events_size(), 1);
     EXPECT_EQ(status.drift_events(0).worker(), "w0");
-    EXPECT_EQ(status.drift_events(0).kind(), "calibration_failed");
+    EXPECT_EQ(EnumLabel(status.drift_events(0).kind()), "calibration_failed");
     EXPECT_EQ(status.baseline().bad().worker(), "w1");
     EXPECT_EQ(status.baseline().good().worker(), "w1");
     EXPECT_NEAR(status.regression_pct(), 100, 1e-9);
@@ -272,7 +273,7 @@ TEST(BisectJobTest, AControlThatMovedQuarantinesTheDriftingWorker) {
   }
   bool moved = false;
   for (const v1::DriftEvent& event : job.status().drift_events()) {
-    moved |= event.kind() == "control_moved";
+    moved |= event.kind() == v1::DRIFT_KIND_CONTROL_MOVED;
   }
   EXPECT_TRUE(moved);
   EXPECT_EQ(job.status().status(), v1::OUTCOME_ERROR);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rpc/enum_label.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -87,10 +88,10 @@ TEST_F(CalibrationTest, TwoDisagreeingGpusWaitForAThirdBeforeBlamingEither) {
   const std::vector<QuarantineDecision> outliers = calibration_.FindOutliers();
   ASSERT_EQ(outliers.size(), 1u);
   EXPECT_EQ(outliers[0].worker, "w1");
-  EXPECT_EQ(outliers[0].kind, DriftKind::kBaselineOutlier);
+  EXPECT_EQ(outliers[0].kind, v1::DRIFT_KIND_BASELINE_OUTLIER);
   EXPECT_NEAR(outliers[0].offset_fraction, 0.35, 0.01);
   EXPECT_NEAR(outliers[0].regression_fraction, 0.25, 0.01);
-  EXPECT_STREQ(DriftKindName(outliers[0].kind), "baseline_outlier");
+  EXPECT_EQ(EnumLabel(outliers[0].kind), "baseline_outlier");
 }
 
 TEST_F(CalibrationTest, TheReferenceItselfCanBeTheOutlier) {
@@ -114,7 +115,7 @@ TEST_F(CalibrationTest, AControlThatMovedIsDrift) {
   const std::optional<QuarantineDecision> drift =
       calibration_.CheckControl("w0", status_.probes(moved));
   ASSERT_TRUE(drift.has_value());
-  EXPECT_EQ(drift->kind, DriftKind::kControlMoved);
+  EXPECT_EQ(drift->kind, v1::DRIFT_KIND_CONTROL_MOVED);
   EXPECT_NEAR(drift->offset_fraction, 0.2, 0.01);
 }
 

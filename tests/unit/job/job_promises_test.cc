@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "common/search/bisect_search.h"
 #include "coordinator/job/job_text.h"
@@ -353,7 +354,7 @@ TEST(JobPromisesTest, AGpuThatFailsEveryTaskIsQuarantinedNotTrustedAsUntestableC
     EXPECT_EQ(result.status.culprit().index(), culprit) << where;
     ASSERT_GE(result.status.drift_events_size(), 1) << where;
     EXPECT_EQ(result.status.drift_events(0).worker(), "w1") << where;
-    EXPECT_EQ(result.status.drift_events(0).kind(), "calibration_failed") << where;
+    EXPECT_EQ(EnumLabel(result.status.drift_events(0).kind()), "calibration_failed") << where;
   }
 }
 
