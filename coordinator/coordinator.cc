@@ -21,6 +21,7 @@
 #include "common/spec/job_spec.h"
 #include "coordinator/follow_ups.h"
 #include "coordinator/job/marks.h"
+#include "coordinator/job_report.h"
 #include "coordinator/write_lock.h"
 
 namespace kbisect {
@@ -284,7 +285,9 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
         entry.follow_ups.push_back(id);
       }
     } else {
-      AttachReportLocked(entry);
+      entry.reported = true;
+      entry.published.AttachReport(
+          GatherReportDetails(entry.job->status(), workers_, repositories_));
     }
   }
   if (entry.job->finished() && !entry.follow_ups_decided) {

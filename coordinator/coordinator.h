@@ -13,7 +13,7 @@
 // policy (coordinator/lease_policy.h). Its own methods, which sequence those parts and the jobs,
 // live in coordinator.cc (jobs, Watch, events), recovery.cc (journal apply, roll back, Recover),
 // worker_sessions.cc (the worker RPCs), coordinator_leases.cc (dispatch, leases, expiry),
-// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), job_report.cc, and metrics.cc
+// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), and metrics.cc
 // (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
@@ -320,7 +320,6 @@ class Coordinator {
   // Tells every running job that the worker left.
   void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AttachReportLocked(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cancels the job (if still running) and its follow-ups, recursively.
   void CancelJobLocked(const std::string& job_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

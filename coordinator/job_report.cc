@@ -1,7 +1,6 @@
 // Copyright 2026 The kbisect Authors.
-//
-// Coordinator, the report details of a finished job that need I/O: the workers' identities,
-// the culprit's files changed, its submodule bumps and its root-cause hints.
+#include "coordinator/job_report.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -9,19 +8,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
-#include "coordinator/coordinator.h"
 #include "coordinator/root_cause/root_cause.h"
-#include "coordinator/write_lock.h"
 
 namespace kbisect {
 
-void Coordinator::AttachReportLocked(JobEntry& entry) {
-  entry.reported = true;
-  const v1::JobStatus& status = entry.job->status();
+ReportDetails GatherReportDetails(const v1::JobStatus& status, const WorkerRegistry& workers,
+                                  RepositoryView* repositories) {
   ReportDetails report;
   // Identities of the workers that took part (the job filled in their calibration).
   for (const v1::JobWorker& worker : status.workers()) {
-    if (const WorkerEntry* found = workers_.Find(worker.worker()); found != nullptr) {
+    if (const WorkerEntry* found = workers.Find(worker.worker()); found != nullptr) {
       report.identities[worker.worker()] = found->identity;
     }
   }
@@ -31,7 +27,7 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
     const std::string& from = status.last_good().sha();
     const std::string& to = status.culprit().sha();
     absl::StatusOr<std::vector<v1::FileChange>> files =
-        repositories_->DiffStat(repository, from, to);
+        repositories->DiffStat(repository, from, to);
     if (files.ok()) {
       report.files_changed = *std::move(files);
     } else {
@@ -40,17 +36,17 @@ void Coordinator::AttachReportLocked(JobEntry& entry) {
     }
     // A dependency bump: its own commits, read from the dependency's repository.
     absl::StatusOr<std::vector<v1::SubmoduleBump>> bumps =
-        repositories_->SubmoduleBumps(repository, from, to);
+        repositories->SubmoduleBumps(repository, from, to);
     if (bumps.ok()) {
       report.submodule_bumps = *std::move(bumps);
     } else {
       report.warnings.push_back(
           absl::StrCat("could not list the culprit's submodule bumps: ", bumps.status().message()));
     }
-    absl::StatusOr<std::string> patch = repositories_->DiffPatch(repository, from, to);
+    absl::StatusOr<std::string> patch = repositories->DiffPatch(repository, from, to);
     if (patch.ok()) report.root_cause_hints = FindRootCauseHints(*patch);
   }
-  entry.published.AttachReport(std::move(report));
+  return report;
 }
 
 }  // namespace kbisect

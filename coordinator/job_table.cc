@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/rpc/proto_time.h"
 #include "coordinator/follow_ups.h"
 
 namespace kbisect {
@@ -60,6 +61,32 @@ void JobTable::AppendEvent(JobEntry& entry, v1::JobEvent event) {
   }
   event.set_sequence(static_cast<int64_t>(entry.events.size()) + 1);
   entry.events.push_back(std::move(event));
+}
+
+std::vector<std::string> JobTable::Family(const std::string& job_id) const {
+  std::vector<std::string> family;
+  if (!contains(job_id)) return family;
+  family.push_back(job_id);
+  for (size_t i = 0; i < family.size(); ++i) {
+    for (const std::string& child : jobs_.at(family[i]).follow_ups) {
+      if (contains(child)) family.push_back(child);
+    }
+  }
+  return family;
+}
+
+std::vector<std::string> JobTable::ExpiredFamilies(absl::Time now, absl::Duration retain) const {
+  std::vector<std::string> expired;
+  for (const std::string& job_id : order_) {
+    const JobEntry& entry = jobs_.at(job_id);
+    const v1::JobStatus& status = entry.Base();
+    if (!entry.complete || !status.spec().parent_job_id().empty()) continue;
+    const absl::Time finished = status.has_finish_time() ? FromProto(status.finish_time())
+                                                         : FromProto(status.create_time());
+    if (now - finished <= retain) continue;
+    for (std::string& member : Family(job_id)) expired.push_back(std::move(member));
+  }
+  return expired;
 }
 
 void JobTable::Renumber(const std::vector<std::string>& order) {

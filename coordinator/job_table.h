@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "coordinator/job_entry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -52,6 +53,13 @@ class JobTable {
   // follows up (its STARTED line as a progress line there), so `kbisect run` shows a follow-up's
   // progress. The ancestors' revisions follow their streams (the job's own is the caller's).
   void AppendEvent(JobEntry& entry, v1::JobEvent event);
+
+  // The job `job_id` and, breadth first, its follow-ups (and theirs) that the table holds.
+  std::vector<std::string> Family(const std::string& job_id) const;
+  // The families (Family) of the top-level jobs that completed and finished (or, without a
+  // finish time, were created) more than `retain` before `now`, oldest job first: what --retain
+  // deletes.
+  std::vector<std::string> ExpiredFamilies(absl::Time now, absl::Duration retain) const;
 
   // Puts the jobs in creation order again after a restart: first those named in `order` (known
   // ones, once each), then the others as they are now; numbers them from 1.

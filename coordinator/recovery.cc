@@ -230,38 +230,17 @@ void Coordinator::CompactFamilyLocked(const std::string& job_id) {
   const JobEntry& root = jobs_.at(job_id);
   if (!root.complete || !root.job->status().spec().parent_job_id().empty()) return;
   // The job and its follow-ups, which all completed before it.
-  std::vector<std::string> family = {job_id};
-  for (size_t i = 0; i < family.size(); ++i) {
-    const JobEntry* member = jobs_.Find(family[i]);
-    if (member == nullptr) continue;
-    journal_.pending(mu_).compacted.emplace_back(family[i], member->events);
-    for (const std::string& child : member->follow_ups) family.push_back(child);
+  for (const std::string& member : jobs_.Family(job_id)) {
+    journal_.pending(mu_).compacted.emplace_back(member, jobs_.at(member).events);
   }
 }
 
 void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
   if (options_.retain == absl::InfiniteDuration()) return;
   last_prune_ = now;
-  std::vector<std::string> doomed;
-  for (const std::string& job_id : jobs_.order()) {
-    const JobEntry& entry = jobs_.at(job_id);
-    const v1::JobStatus& status = entry.Base();
-    if (!entry.complete || !status.spec().parent_job_id().empty()) continue;
-    const absl::Time finished = status.has_finish_time() ? FromProto(status.finish_time())
-                                                         : FromProto(status.create_time());
-    if (now - finished <= options_.retain) continue;
-    // The job and, breadth first, its follow-ups.
-    const size_t root = doomed.size();
-    doomed.push_back(job_id);
-    for (size_t i = root; i < doomed.size(); ++i) {
-      const JobEntry* member = jobs_.Find(doomed[i]);
-      if (member == nullptr) continue;
-      for (const std::string& child : member->follow_ups) doomed.push_back(child);
-    }
-  }
+  const std::vector<std::string> doomed = jobs_.ExpiredFamilies(now, options_.retain);
   if (doomed.empty()) return;
   for (const std::string& job_id : doomed) {
-    if (!jobs_.contains(job_id)) continue;
     jobs_.Erase(job_id);
     if (store_ != nullptr) journal_.pending(mu_).deleted.push_back(job_id);
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rpc/proto_time.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -156,6 +157,44 @@ TEST(JobTableTest, AFollowUpsEventsAlsoReachItsAncestorsStreamsPrefixedButNotIts
   table.AppendEvent(child, Event(v1::JOB_EVENT_KIND_WARNING, "late"));
   EXPECT_EQ(root.events.size(), 3u);
   EXPECT_EQ(child.events.size(), 4u);
+}
+
+TEST(JobTableTest, AFamilyIsTheJobThenItsFollowUpsBreadthFirst) {
+  JobTable table;
+  JobEntry& root = AddJob(table, "job-1", v1::JOB_STATE_DONE);
+  JobEntry& merged = AddJob(table, "job-2", v1::JOB_STATE_DONE, "", "job-1");
+  AddJob(table, "job-3", v1::JOB_STATE_DONE, "", "job-1");
+  AddJob(table, "job-4", v1::JOB_STATE_DONE, "", "job-2");
+  root.follow_ups = {"job-2", "job-3", "job-gone"};
+  merged.follow_ups = {"job-4"};
+  EXPECT_EQ(table.Family("job-1"), (std::vector<std::string>{"job-1", "job-2", "job-3", "job-4"}));
+  EXPECT_EQ(table.Family("job-2"), (std::vector<std::string>{"job-2", "job-4"}));
+  EXPECT_TRUE(table.Family("job-9").empty());
+}
+
+TEST(JobTableTest, RetainExpiresCompleteTopLevelJobsWithTheirFollowUps) {
+  const absl::Duration retain = absl::Hours(1);
+  JobTable table;
+  // Finished two hours ago, with a follow-up: both expire.
+  JobEntry& old = AddJob(table, "job-old", v1::JOB_STATE_DONE);
+  v1::JobStatus finished = *old.published.frozen();
+  *finished.mutable_finish_time() = ToProto(kNow - absl::Hours(2));
+  old.published.Freeze(finished);
+  old.complete = true;
+  old.follow_ups = {"job-old-branch"};
+  AddJob(table, "job-old-branch", v1::JOB_STATE_DONE, "", "job-old").complete = true;
+  // Finished ten minutes ago: kept.
+  JobEntry& recent = AddJob(table, "job-recent", v1::JOB_STATE_DONE);
+  finished = *recent.published.frozen();
+  *finished.mutable_finish_time() = ToProto(kNow - absl::Minutes(10));
+  recent.published.Freeze(finished);
+  recent.complete = true;
+  // Not complete (a follow-up of it still runs): kept, however old.
+  AddJob(table, "job-waiting", v1::JOB_STATE_DONE);
+  EXPECT_EQ(table.ExpiredFamilies(kNow + absl::Hours(1), retain).size(), 3u)
+      << "an hour later the recent one expires too";
+  EXPECT_EQ(table.ExpiredFamilies(kNow, retain),
+            (std::vector<std::string>{"job-old", "job-old-branch"}));
 }
 
 }  // namespace
