@@ -23,7 +23,7 @@
 
 namespace kbisect {
 
-// The report details of a finished job that need I/O (Coordinator::AttachReportLocked).
+// The report details of a finished job that need I/O (GatherReportDetails, job_report.h).
 struct ReportDetails {
   // Identity of each worker that took part, by worker id.
   std::map<std::string, v1::RunnerIdentity> identities;
