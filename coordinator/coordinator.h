@@ -303,10 +303,6 @@ class Coordinator {
   // does not hold every poll, far fewer than one per worker. Apart from the answers, which would
   // otherwise queue behind calls waiting for the mutex.
   static constexpr int kSynchronizeThreads = 32;
-  // The build-ahead hints for `worker`: BisectJob::BuildAheadTasks of the running jobs it may
-  // serve (its hardware class), in job order, at most `limit` in all.
-  std::vector<v1::Task> BuildAheadLocked(const WorkerEntry& worker, int limit) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelTasksLocked(const std::string& job_id, const std::vector<std::string>& task_ids,
                          const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterJobChangeLocked(const std::string& job_id, JobEntry& entry)

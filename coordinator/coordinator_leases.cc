@@ -17,20 +17,6 @@ namespace kbisect {
 
 // --- Leases -------------------------------------------------------------------------------------
 
-std::vector<v1::Task> Coordinator::BuildAheadLocked(const WorkerEntry& worker, int limit) const {
-  std::vector<v1::Task> hints;
-  for (const std::string& job_id : jobs_.order()) {
-    const int left = limit - static_cast<int>(hints.size());
-    if (left <= 0) break;
-    const JobEntry& entry = jobs_.at(job_id);
-    if (entry.job->finished()) continue;
-    const std::string hardware_class = workers_.HardwareClassOf(entry.job->status());
-    if (!hardware_class.empty() && worker.identity.hardware_class() != hardware_class) continue;
-    for (v1::Task& task : entry.job->BuildAheadTasks(left)) hints.push_back(std::move(task));
-  }
-  return hints;
-}
-
 void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
   last_dispatch_ = now;

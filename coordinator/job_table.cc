@@ -162,4 +162,19 @@ v1::ListJobsResponse JobTable::List(const v1::ListJobsRequest& request) const {
   return response;
 }
 
+std::vector<v1::Task> BuildAheadHints(const JobTable& jobs, const WorkerRegistry& workers,
+                                      const std::string& hardware_class, int limit) {
+  std::vector<v1::Task> hints;
+  for (const std::string& job_id : jobs.order()) {
+    const int left = limit - static_cast<int>(hints.size());
+    if (left <= 0) break;
+    const JobEntry& entry = jobs.at(job_id);
+    if (entry.job->finished()) continue;
+    const std::string job_class = workers.HardwareClassOf(entry.job->status());
+    if (!job_class.empty() && job_class != hardware_class) continue;
+    for (v1::Task& task : entry.job->BuildAheadTasks(left)) hints.push_back(std::move(task));
+  }
+  return hints;
+}
+
 }  // namespace kbisect

@@ -14,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/job_entry.h"
+#include "coordinator/worker_registry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -82,6 +83,12 @@ class JobTable {
   uint64_t last_position_ = 0;      // Of the newest job.
   std::map<std::string, std::string> request_ids_;
 };
+
+// The build-ahead hints for a worker of `hardware_class`: BisectJob::BuildAheadTasks of the
+// running jobs it may serve (those on its class, by their spec or their first worker in
+// `workers`, and those on none yet), in creation order, at most `limit` in all.
+std::vector<v1::Task> BuildAheadHints(const JobTable& jobs, const WorkerRegistry& workers,
+                                      const std::string& hardware_class, int limit);
 
 }  // namespace kbisect
 

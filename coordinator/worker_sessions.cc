@@ -215,8 +215,8 @@ absl::StatusOr<v1::SynchronizeResponse> Coordinator::AnswerSynchronize(
   response = WithDelivery(std::move(response), std::move(delivery),
                           clock_->Now() + options_.lease_duration);
   // What the worker's host could build now, computed after the wait so it is fresh.
-  for (v1::Task& task :
-       BuildAheadLocked(*worker, kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
+  for (v1::Task& task : BuildAheadHints(jobs_, workers_, worker->identity.hardware_class(),
+                                        kBuildAheadHintsPerSlot * request.build_ahead_slots())) {
     *response.add_build_ahead() = std::move(task);
   }
   return response;

@@ -5,11 +5,13 @@
 #include "coordinator/job_table.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/rpc/proto_time.h"
 #include "gtest/gtest.h"
+#include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
 namespace {
@@ -195,6 +197,45 @@ TEST(JobTableTest, RetainExpiresCompleteTopLevelJobsWithTheirFollowUps) {
       << "an hour later the recent one expires too";
   EXPECT_EQ(table.ExpiredFamilies(kNow, retain),
             (std::vector<std::string>{"job-old", "job-old-branch"}));
+}
+
+// A running job `job_id` over 16 commits that builds with `make`, on `hardware_class` ("": any).
+JobEntry& AddRunningJob(JobTable& table, const std::string& job_id,
+                        const std::string& hardware_class) {
+  JobEntry& entry = table.Add(job_id, "");
+  v1::JobSpec spec = bisect_job_testing::MakeSpec();
+  spec.set_build_command("make");
+  spec.set_hardware_class(hardware_class);
+  entry.job = std::make_unique<BisectJob>(job_id, spec, bisect_job_testing::MakeCommits(16), kNow);
+  return entry;
+}
+
+std::set<std::string> JobsOf(const std::vector<v1::Task>& hints) {
+  std::set<std::string> jobs;
+  for (const v1::Task& task : hints) {
+    EXPECT_EQ(task.kind(), v1::PROBE_KIND_BUILD);
+    EXPECT_EQ(task.build_command(), "make");
+    jobs.insert(task.job_id());
+  }
+  return jobs;
+}
+
+TEST(JobTableTest, BuildAheadHintsComeFromTheRunningJobsOfTheWorkersClass) {
+  SessionMailboxes mailboxes;
+  WorkerRegistry workers(&mailboxes);
+  JobTable table;
+  AddRunningJob(table, "job-b200", "b200");
+  AddRunningJob(table, "job-any", "");
+  AddRunningJob(table, "job-cancelled", "").job->Cancel("by a test", kNow);
+  EXPECT_EQ(JobsOf(BuildAheadHints(table, workers, "h100", 100)),
+            (std::set<std::string>{"job-any"}));
+  EXPECT_EQ(JobsOf(BuildAheadHints(table, workers, "b200", 100)),
+            (std::set<std::string>{"job-b200", "job-any"}));
+  // At most `limit`, the older job first.
+  const std::vector<v1::Task> one = BuildAheadHints(table, workers, "b200", 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].job_id(), "job-b200");
+  EXPECT_TRUE(BuildAheadHints(table, workers, "b200", 0).empty());
 }
 
 }  // namespace
