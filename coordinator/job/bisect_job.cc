@@ -469,8 +469,11 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
 }
 
 void BisectJob::RecheckCalibrations(absl::Time now) {
-  TopUpCalibrations();
-  CheckOutliers(now);
+  for (const Calibration::TopUp& top_up : calibration_.TopUps()) {
+    book_.Extend(top_up.row, top_up.runs);
+  }
+  // Quarantining may change the reference and add probes: decided first, applied after.
+  for (const QuarantineDecision& outlier : calibration_.FindOutliers()) Quarantine(outlier, now);
   SharpenCalibrations(now);
   SettleProvisional(now);
   ClassifyPending(now);

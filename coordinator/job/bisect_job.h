@@ -181,9 +181,6 @@ class BisectJob {
   // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and
   // hands it out.
   void Calibrate(const std::string& worker, std::vector<Assignment>* out);
-  // Extends every finished calibration with fewer runs than Calibration::RunsNeeded() (one handed
-  // out before the step was known) to that many; its worker's verdicts wait for the runs.
-  void TopUpCalibrations();
   void HandOut(const std::string& worker, const std::string& task_id, std::vector<Assignment>* out);
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
@@ -229,8 +226,6 @@ class BisectJob {
   void OnRoleHolderLost(const std::string& worker, const std::string& why, absl::Time now);
   // Re-measures calibrations that have fewer samples than CalibrationRuns().
   void SharpenCalibrations(absl::Time now);
-  // Applies Calibration::FindOutliers.
-  void CheckOutliers(absl::Time now);
   void Quarantine(const QuarantineDecision& decision, absl::Time now);
   // Discards `worker`'s queued and running work and, unless `keep_measured` and its calibration
   // can still judge them, its measured but unclassified probes: their commits are probed again.

@@ -88,6 +88,21 @@ int Calibration::ActiveWorkers(int max_workers) const {
   return std::max(workers, 1);
 }
 
+std::vector<Calibration::TopUp> Calibration::TopUps() const {
+  std::vector<TopUp> top_ups;
+  if (pass_fail_) return top_ups;
+  const int needed = RunsNeeded();
+  for (const auto& [worker, state] : workers_) {
+    if (state.quarantined || state.gone || state.calibration < 0) continue;
+    if (state.calibration == good_probe_) continue;  // The reference: --runs.
+    const v1::Probe& calibration = probe(state.calibration);
+    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
+    const int missing = needed - calibration.samples_size();
+    if (missing > 0) top_ups.push_back({state.calibration, missing});
+  }
+  return top_ups;
+}
+
 std::set<std::string> Calibration::OwingCalibration(const std::vector<int>& awaiting) const {
   std::set<std::string> workers;
   if (pass_fail_) return workers;

@@ -128,6 +128,15 @@ class Calibration {
   bool Settled(const std::vector<int>& awaiting) const;
 
   // --- Runs of a GOOD calibration. ---
+  // More runs for a finished GOOD calibration: its probe row and how many.
+  struct TopUp {
+    int row = -1;
+    int runs = 0;
+  };
+  // The finished calibrations (not the reference GOOD, which has --runs; not of a quarantined or
+  // gone worker) with fewer runs than RunsNeeded(), one handed out before the step was known,
+  // each with the runs it lacks; their workers' verdicts wait for them. None with --exit-code.
+  std::vector<TopUp> TopUps() const;
   // Runs a GOOD calibration needs: --runs before the baselines settle; then (while the search
   // and the confirmation run) as many as telling a third of the step from the noise seen needs
   // (at least 1, at most --runs).

@@ -107,23 +107,12 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   if (!endpoints_.Ready()) return;
   FollowEndpoint(endpoints_.Evaluate(), now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
-    TopUpCalibrations();
+    for (const Calibration::TopUp& top_up : calibration_.TopUps()) {
+      book_.Extend(top_up.row, top_up.runs);
+    }
     SharpenCalibrations(now);
     SettleProvisional(now);
     ClassifyPending(now);
-  }
-}
-
-void BisectJob::TopUpCalibrations() {
-  if (pass_fail_) return;
-  const int needed = calibration_.RunsNeeded();
-  for (auto& [worker, state] : calibration_.workers()) {
-    if (state.quarantined || state.gone || state.calibration < 0) continue;
-    if (state.calibration == calibration_.good_probe()) continue;  // The reference: --runs.
-    const v1::Probe& calibration = book_.probe(state.calibration);
-    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
-    const int missing = needed - calibration.samples_size();
-    if (missing > 0) book_.Extend(state.calibration, missing);
   }
 }
 
@@ -141,11 +130,6 @@ void BisectJob::SharpenCalibrations(absl::Time now) {
       book_.Extend(state.calibration, missing);
     }
   }
-}
-
-void BisectJob::CheckOutliers(absl::Time now) {
-  // Quarantining may change the reference and add probes: decided first, applied after.
-  for (const QuarantineDecision& outlier : calibration_.FindOutliers()) Quarantine(outlier, now);
 }
 
 void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {

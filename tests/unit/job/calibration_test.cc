@@ -295,6 +295,27 @@ TEST_F(CalibrationTest, WorkersOweACalibrationForWhatTheyMeasuredAndTheJobSettle
   EXPECT_FALSE(calibration_.Settled({}));
 }
 
+TEST_F(CalibrationTest, ShortCalibrationsAreToppedUpToTheRunsNeededButNotTheReference) {
+  status_.mutable_spec()->set_runs_per_commit(9);
+  status_.set_state(v1::JOB_STATE_BASELINES);
+  Calibrate("w0", {1.00, 1.01, 0.99});  // The reference GOOD: --runs, never topped up.
+  MeasureBad("w0", {1.25, 1.26, 1.24});
+  Calibrate("w1", {1.00});  // One run, handed out before the step was known.
+  Calibrate("w2", {1.00, 1.01, 0.99, 1.00, 1.01, 0.99, 1.00, 1.01, 0.99});
+  Calibrate("w3", {1.00});
+  calibration_.worker("w3").gone = true;
+  const int w1_row = calibration_.worker("w1").calibration;
+  // Before the step is known every calibration needs --runs (9).
+  ASSERT_EQ(calibration_.RunsNeeded(), 9);
+  const std::vector<Calibration::TopUp> top_ups = calibration_.TopUps();
+  ASSERT_EQ(top_ups.size(), 1u) << "w0 is the reference, w2 has enough, w3 is gone";
+  EXPECT_EQ(top_ups[0].row, w1_row);
+  EXPECT_EQ(top_ups[0].runs, 8);
+  // A calibration still running is not topped up.
+  status_.mutable_probes(w1_row)->set_state(v1::PROBE_STATE_RUNNING);
+  EXPECT_TRUE(calibration_.TopUps().empty());
+}
+
 TEST(CalibrationPassFailTest, NobodyOwesACalibrationWithExitCodes) {
   v1::JobStatus status;
   Calibration calibration(&status, /*pass_fail=*/true);
