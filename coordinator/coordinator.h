@@ -309,10 +309,12 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseLeaseLocked(LeaseEntry& lease, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes a lease that left kActive (LeaseTable::End) off its job's count and its worker.
-  // Returns true when its assignment was still waiting in the worker's mailbox (now withdrawn:
-  // the worker never sees it).
-  bool DetachLeaseLocked(const LeaseEntry& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends an active lease with `state` (LeaseTable::End) and takes it off its job's count and its
+  // worker, once: a lease that had ended changes nothing and returns false. Returns true when
+  // its assignment was still waiting in the worker's mailbox (now withdrawn: the worker never
+  // sees it).
+  bool EndLeaseLocked(LeaseEntry& lease, LeaseTable::State state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every running job that the worker left.
   void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

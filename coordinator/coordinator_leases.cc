@@ -108,9 +108,8 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     LeaseEntry* live = leases_.LiveLeaseOf(task_id);
     if (live == nullptr || live->job_id != job_id) continue;
     LeaseEntry& lease = *live;
-    leases_.End(lease, LeaseTable::State::kDead);
     // An assignment not yet delivered is simply withdrawn.
-    if (DetachLeaseLocked(lease)) continue;
+    if (EndLeaseLocked(lease, LeaseTable::State::kDead)) continue;
     WorkerEntry* worker = workers_.Find(lease.worker_id);
     if (worker == nullptr || worker->mailbox == nullptr) continue;
     // The worker stops the task when it hears of the cancellation and asks for work again
@@ -129,8 +128,8 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
   changed_.SignalAll();
 }
 
-bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
-  // Called once per lease, as it leaves kActive.
+bool Coordinator::EndLeaseLocked(LeaseEntry& lease, LeaseTable::State state) {
+  if (!leases_.End(lease, state)) return false;  // Ended before: taken off everything then.
   if (JobEntry* job = jobs_.Find(lease.job_id); job != nullptr) --job->live_leases;
   bool withdrawn = false;
   if (WorkerEntry* worker = workers_.Find(lease.worker_id); worker != nullptr) {
@@ -148,8 +147,8 @@ bool Coordinator::DetachLeaseLocked(const LeaseEntry& lease) {
 }
 
 void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
-  if (!leases_.End(lease, LeaseTable::State::kDead)) return;
-  DetachLeaseLocked(lease);
+  if (lease.state != LeaseTable::State::kActive) return;
+  EndLeaseLocked(lease, LeaseTable::State::kDead);
   JobEntry* job = jobs_.Find(lease.job_id);
   if (job == nullptr) return;
   JournalEntry call;

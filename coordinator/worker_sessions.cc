@@ -317,8 +317,7 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
       break;
   }
   LeaseEntry& lease = *leases_.Find(request.lease_id());
-  leases_.End(lease, LeaseTable::State::kCompleted);
-  DetachLeaseLocked(lease);
+  EndLeaseLocked(lease, LeaseTable::State::kCompleted);
   ++worker->tasks_completed;
   response.set_accepted(true);
 
