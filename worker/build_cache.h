@@ -34,7 +34,8 @@
 // when every such entry is kept or in use) a new entry starts as a copy of the nearest entry's
 // checkout, build outputs and file times included (`cp -a --reflink=auto`: a reflink copy where
 // the file system has them), then checks the difference out; CMake build trees in the copy,
-// which name the other entry's directory, are removed first and configured again. Only a miss
+// which name the other entry's directory, are moved to this one (their paths rewritten, file
+// times kept: cmake_relocation.h), or removed and configured again where they cannot be. Only a miss
 // with no such entry starts from a fresh checkout, i.e. a clean build.
 //
 // Builds run through the host's compiler cache (compiler_cache.h) unless it is turned off, and

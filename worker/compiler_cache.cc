@@ -99,6 +99,11 @@ std::map<std::string, std::string> CompilerCache::Variables(
   // A checkout writes the headers a moment before they are compiled; their contents are
   // hashed either way.
   vars["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime";
+  // Depend mode (decision 179): a compile that writes its own dependency file (-MD, as CMake's
+  // and most makefiles' do) is looked up by its sources and headers alone, and on a miss the
+  // compiler is run once, not the preprocessor first. A compile without -MD is cached as
+  // before (ccache turns the mode off for it).
+  vars["CCACHE_DEPEND"] = "1";
   return vars;
 }
 

@@ -421,23 +421,30 @@ TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {
   if (!CompilerCache::Find(tmp_.Join("probe"), {}).has_value()) {
     GTEST_SKIP() << "ccache is not installed";
   }
-  // Each build compiles the same source in another entry: the second is served by ccache.
+  // Each build compiles the same source in another entry: the second is served by ccache. The
+  // compile writes its dependency file (-MD, as CMake's do), so it runs in depend mode: the third
+  // commit changes only the header, which must be a miss, with a dependency file naming it.
   GitFixture project(tmp_.Join("c-project"));
   project.Init();
-  const std::string one = project.Commit(
-      "one", {{"lib.c", "int twice(int x) { return 2 * x; }\n"}, {"notes.txt", "1\n"}});
+  const std::string one =
+      project.Commit("one", {{"lib.c", "#include \"lib.h\"\nint scaled(int x) { return K * x; }\n"},
+                             {"lib.h", "#define K 2\n"},
+                             {"notes.txt", "1\n"}});
   const std::string two = project.Commit("two", {{"notes.txt", "2\n"}});
+  const std::string three = project.Commit("three", {{"lib.h", "#define K 3\n"}});
   BuildCache cache(CacheDir(), 16, runner_.get());
-  for (const std::string& sha : {one, two}) {
-    BuildCache::Request r = Request(sha, "cc -c lib.c -o lib.o");
+  const std::string compile = "cc -MD -c lib.c -o lib.o";
+  for (const std::string& sha : {one, two, three}) {
+    BuildCache::Request r = Request(sha, compile);
     r.repository = project.path();
     BuildCache::Acquired built = cache.Acquire(r, nullptr, nullptr);
     ASSERT_TRUE(built.step.ok()) << built.step.message << built.step.log_tail;
+    EXPECT_THAT(ReadFile(built.dir + "/lib.d"), ::testing::HasSubstr("lib.h")) << sha;
   }
   absl::StatusOr<CompilerCacheStats> stats = CompilerCache::Stats(CacheDir(), runner_.get());
   ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->misses, 1);
-  EXPECT_EQ(stats->hits, 1);
+  EXPECT_EQ(stats->misses, 2) << "one, and three's changed header";
+  EXPECT_EQ(stats->hits, 1) << "two";
   EXPECT_GT(stats->size_bytes, 0);
 
   // Turned off: no compile goes through it.

@@ -39,6 +39,7 @@ TEST(CompilerCacheTest, LinksTheCompilersOnPathAndSetsItsVariables) {
   EXPECT_EQ(vars["CCACHE_DIR"], tmp.Join("cache") + "/compiler-cache/store");
   EXPECT_EQ(vars["CCACHE_BASEDIR"], "/builds/e3/src");
   EXPECT_EQ(vars["CCACHE_NOHASHDIR"], "1");
+  EXPECT_EQ(vars["CCACHE_DEPEND"], "1");
   std::map<std::string, std::string> own = env;
   own["CCACHE_DIR"] = "/mine";
   EXPECT_EQ(cache->Variables("/x", own).count("CCACHE_DIR"), 0u) << "the user's store is kept";
