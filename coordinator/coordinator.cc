@@ -6,14 +6,12 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <random>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
@@ -25,14 +23,6 @@
 #include "coordinator/write_lock.h"
 
 namespace kbisect {
-namespace {
-
-std::string RandomSalt() {
-  std::random_device device;
-  return absl::StrFormat("%06x", device() & 0xffffff);
-}
-
-}  // namespace
 
 class Coordinator::Housekeeper {
  public:
@@ -73,7 +63,6 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
             mu_.AssertHeld();
             ReloadLocked();
           }),
-      id_salt_(RandomSalt()),
       workers_(&mailboxes_),
       poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)),
       synchronize_calls_(std::make_unique<PollScheduler>(clock, kSynchronizeThreads)) {}
@@ -98,10 +87,6 @@ void Coordinator::Shutdown() {
   for (auto& [id, worker] : workers_.entries()) {
     if (worker.mailbox != nullptr) worker.mailbox->Close();
   }
-}
-
-std::string Coordinator::NewId(const char* prefix) {
-  return absl::StrCat(prefix, id_salt_, "-", ++next_id_);
 }
 
 // --- Jobs ---------------------------------------------------------------------------------------
@@ -165,8 +150,8 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
 std::string Coordinator::CreateJobLocked(const v1::JobSpec& spec, const std::string& request_id,
                                          std::vector<v1::CommitRef> commits,
                                          std::vector<v1::CachedResult> cached) {
-  std::string job_id = NewId("job-");
-  while (jobs_.contains(job_id)) job_id = NewId("job-");  // A recovered job has it.
+  std::string job_id = ids_.Next("job-");
+  while (jobs_.contains(job_id)) job_id = ids_.Next("job-");  // A recovered job has it.
   const absl::Time now = clock_->Now();
   if (store_ != nullptr) {
     StoredJob stored;

@@ -69,6 +69,7 @@
 #include "common/clock/clock.h"
 #include "common/sync/mutex.h"
 #include "coordinator/crash_points.h"
+#include "coordinator/id_minter.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_entry.h"
 #include "coordinator/job_store.h"
@@ -238,9 +239,6 @@ class Coordinator {
   using JobEntry = ::kbisect::JobEntry;
   using LeaseEntry = LeaseTable::Lease;
   using WorkerEntry = ::kbisect::WorkerEntry;
-  // Loses the worker's orphaned probes (OnTaskLost), e.g. when it did not come back.
-  void LoseOrphansLocked(WorkerEntry& worker, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Leases a task of `job_id` to `worker` (OnTaskStarted with the next attempt) and queues the
   // assignment for its next Synchronize.
   void LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
@@ -260,17 +258,9 @@ class Coordinator {
   RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every job, worker, session and lease and rebuilds them from the store.
   void ReloadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Recover's pieces: a job rebuilt from its constructor's arguments (its journal is applied
-  // by the caller; returns its id), and a compacted job restored from its final status and
-  // events.
-  std::string LoadStoredJobLocked(StoredJob stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LoadCompactedJobLocked(StoredJob stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once a top-level job completed (its follow-ups before it): has the store keep it and its
   // follow-ups as final statuses and event logs, dropping their journals (StoreChanges).
   void CompactFamilyLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes the top-level jobs (with their follow-ups) that completed more than
-  // options_.retain before `now`.
-  void PruneFinishedJobsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
   // job hand out a task (a result, a new job, a worker freed or lost, ...).
@@ -315,8 +305,12 @@ class Coordinator {
   // sees it).
   bool EndLeaseLocked(LeaseEntry& lease, LeaseTable::State state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tells every running job that the worker left.
-  void WorkerGoneLocked(const std::string& worker_id, const std::string& why)
+  // The worker left (`kind` kWorkerGone: it closed its session, stopped heartbeating or did not
+  // come back after a restart) or came back as other hardware (kForgetWorker): the probes a
+  // restart orphaned for it are lost (`orphans_why`), then every running job is told with
+  // `why`, and what that made useless is cancelled.
+  void WorkerLeftLocked(WorkerEntry& worker, JournalEntry::Kind kind,
+                        const std::string& orphans_why, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cancels the job (if still running) and its follow-ups, recursively.
   void CancelJobLocked(const std::string& job_id, const std::string& reason)
@@ -336,7 +330,6 @@ class Coordinator {
   // Once `job_id` and all its follow-ups finished: folds their results into its status and
   // releases its FINISHED event (then tells its own parent, if any).
   void MaybeCompleteLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string NewId(const char* prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   RepositoryView* const repositories_;
@@ -353,8 +346,7 @@ class Coordinator {
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string id_salt_;  // Makes ids unique across coordinator restarts.
+  IdMinter ids_ ABSL_GUARDED_BY(mu_);
   JobTable jobs_ ABSL_GUARDED_BY(mu_);
   // The workers and their sessions; fills mailboxes_.
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
@@ -369,7 +361,7 @@ class Coordinator {
   // During Recover: follow-up jobs (by request id) not loaded yet; their parent's replay loads
   // each where it started it (StartFollowUpsLocked).
   std::map<std::string, StoredJob> unloaded_follow_ups_ ABSL_GUARDED_BY(mu_);
-  // When PruneFinishedJobsLocked last ran.
+  // When ExpireLeases last deleted what --retain expires (JobTable::EraseExpired).
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   class Housekeeper;

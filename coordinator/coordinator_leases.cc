@@ -75,8 +75,8 @@ void Coordinator::DispatchLocked() {
 
 void Coordinator::LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
                                   v1::Task task, absl::Time now) {
-  const LeaseEntry& lease = leases_.Grant(NewId("lease-"), job_id, task.task_id(), worker.worker_id,
-                                          now + options_.lease_duration);
+  const LeaseEntry& lease = leases_.Grant(ids_.Next("lease-"), job_id, task.task_id(),
+                                          worker.worker_id, now + options_.lease_duration);
   v1::Lease message;
   message.set_lease_id(lease.lease_id);
   message.set_attempt(lease.attempt);
@@ -160,16 +160,31 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
   CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
 }
 
-void Coordinator::WorkerGoneLocked(const std::string& worker_id, const std::string& why) {
-  for (const std::string& job_id : jobs_.order()) {
-    JobEntry& entry = jobs_.at(job_id);
-    if (entry.job->finished()) continue;
+void Coordinator::WorkerLeftLocked(WorkerEntry& worker, JournalEntry::Kind kind,
+                                   const std::string& orphans_why, const std::string& why) {
+  const absl::Time now = clock_->Now();
+  for (auto& [job_id, task] : std::exchange(worker.orphans, {})) {
+    JobEntry* entry = jobs_.Find(job_id);
+    if (entry == nullptr || entry->job->finished()) continue;
+    JournalEntry lost;
+    lost.kind = JournalEntry::Kind::kTaskLost;
+    lost.time = now;
+    lost.task_id = task.task_id();
+    lost.reason = absl::StrCat("worker ", worker.worker_id, ": ", orphans_why);
+    CancelTasksLocked(job_id, ApplyLocked(job_id, *entry, std::move(lost)).cancel,
+                      "outside the open interval");
+  }
+  // A copy: a job that finishes here may start follow-ups, which join the table.
+  const std::vector<std::string> jobs = jobs_.order();
+  for (const std::string& job_id : jobs) {
+    JobEntry* entry = jobs_.Find(job_id);
+    if (entry == nullptr || entry->job->finished()) continue;
     JournalEntry call;
-    call.kind = JournalEntry::Kind::kWorkerGone;
-    call.time = clock_->Now();
-    call.worker = worker_id;
+    call.kind = kind;
+    call.time = now;
+    call.worker = worker.worker_id;
     call.reason = why;
-    CancelTasksLocked(job_id, ApplyLocked(job_id, entry, std::move(call)).cancel,
+    CancelTasksLocked(job_id, ApplyLocked(job_id, *entry, std::move(call)).cancel,
                       "its worker left");
   }
 }
@@ -196,19 +211,28 @@ void Coordinator::ExpireLeases() {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;
       worker.StandingChanged();
-      LoseOrphansLocked(worker, "it stopped heartbeating");
-      WorkerGoneLocked(id, "it stopped heartbeating");
+      WorkerLeftLocked(worker, JournalEntry::Kind::kWorkerGone, "it stopped heartbeating",
+                       "it stopped heartbeating");
       changed = true;
     }
     if (worker.ReconnectOverdue(now, options_.reconnect_grace)) {
       worker.awaiting_reconnect = false;
-      LoseOrphansLocked(worker, "the coordinator restarted and the worker did not come back");
-      WorkerGoneLocked(id, "it did not come back after the coordinator restarted");
+      WorkerLeftLocked(worker, JournalEntry::Kind::kWorkerGone,
+                       "the coordinator restarted and the worker did not come back",
+                       "it did not come back after the coordinator restarted");
       changed = true;
     }
   }
   if (changed) DispatchLocked();
-  if (now - last_prune_ >= absl::Minutes(1)) PruneFinishedJobsLocked(now);
+  if (now - last_prune_ >= absl::Minutes(1)) {
+    // --retain: finished families older than it go, from memory and from the store.
+    last_prune_ = now;
+    const std::vector<std::string> deleted = jobs_.EraseExpired(now, options_.retain);
+    if (store_ != nullptr) {
+      for (const std::string& job_id : deleted) journal_.pending(mu_).deleted.push_back(job_id);
+    }
+    if (!deleted.empty()) changed_.SignalAll();
+  }
 }
 
 }  // namespace kbisect

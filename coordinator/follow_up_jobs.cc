@@ -62,7 +62,8 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
       // Replaying (Recover): the follow-up was created here; it is loaded here too.
       StoredJob job = std::move(stored->second);
       unloaded_follow_ups_.erase(stored);
-      child_id = LoadStoredJobLocked(std::move(job));
+      child_id = job.job_id;
+      AfterJobChangeLocked(child_id, jobs_.AddStored(std::move(job)));
     } else {
       // Resolving is a little git I/O on a finished job, like the report's diff.
       absl::StatusOr<std::vector<v1::CommitRef>> commits = repositories_->ResolveRange(spec);

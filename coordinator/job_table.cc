@@ -2,6 +2,7 @@
 #include "coordinator/job_table.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/rpc/proto_time.h"
+#include "common/spec/action_digest.h"
 #include "coordinator/follow_ups.h"
 
 namespace kbisect {
@@ -20,6 +22,35 @@ JobEntry& JobTable::Add(const std::string& job_id, const std::string& request_id
   entry.request_id = request_id;
   order_.push_back(job_id);
   if (!request_id.empty()) request_ids_[request_id] = job_id;
+  return entry;
+}
+
+JobEntry& JobTable::AddStored(StoredJob stored) {
+  // Numbered in creation order once every job is loaded (Renumber).
+  JobEntry& entry = Add(stored.job_id, stored.request_id);
+  entry.spec_digest = SpecDigest(stored.spec);
+  entry.job =
+      std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec), std::move(stored.commits),
+                                  stored.create_time, std::move(stored.cached));
+  entry.has_stored_final = stored.has_final_status;
+  entry.stored_final = std::move(stored.final_status);
+  return entry;
+}
+
+JobEntry& JobTable::AddCompacted(StoredJob stored) {
+  JobEntry& entry = Add(stored.job_id, stored.request_id);
+  entry.spec_digest = SpecDigest(stored.spec);
+  entry.job = BisectJob::Finished(stored.job_id, std::move(stored.spec), stored.final_status,
+                                  stored.create_time);
+  entry.published.Freeze(std::move(stored.final_status));
+  entry.events = std::move(stored.events);
+  entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
+  entry.reported = true;
+  entry.follow_ups_decided = true;
+  entry.complete = true;
+  for (const std::string& id : entry.published.frozen()->follow_up_job_ids()) {
+    entry.follow_ups.push_back(id);
+  }
   return entry;
 }
 
@@ -109,6 +140,13 @@ void JobTable::Erase(const std::string& job_id) {
   if (!it->second.request_id.empty()) request_ids_.erase(it->second.request_id);
   jobs_.erase(it);
   order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
+}
+
+std::vector<std::string> JobTable::EraseExpired(absl::Time now, absl::Duration retain) {
+  if (retain == absl::InfiniteDuration()) return {};
+  std::vector<std::string> doomed = ExpiredFamilies(now, retain);
+  for (const std::string& job_id : doomed) Erase(job_id);
+  return doomed;
 }
 
 void JobTable::Clear() {

@@ -14,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/job_entry.h"
+#include "coordinator/job_store.h"
 #include "coordinator/worker_registry.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -32,6 +33,14 @@ class JobTable {
   // Adds the job `job_id`, which must be new, last in creation order at the next position; it is
   // found by `request_id` when that is not empty. The caller fills in the rest of the entry.
   JobEntry& Add(const std::string& job_id, const std::string& request_id);
+
+  // Adds a job to the table as it was stored and not compacted: its state machine made again from
+  // its constructor's arguments (its journal is the caller's to apply), and its final status,
+  // when it was stored with one, kept for the replay (JobEntry::stored_final).
+  JobEntry& AddStored(StoredJob stored);
+  // Adds a compacted job (its commit list and journal are gone): finished and complete, its
+  // status frozen as stored, its events and follow-ups as they were.
+  JobEntry& AddCompacted(StoredJob stored);
 
   JobEntry* Find(const std::string& job_id);
   const JobEntry* Find(const std::string& job_id) const;
@@ -67,6 +76,9 @@ class JobTable {
   void Renumber(const std::vector<std::string>& order);
   // Deletes the job and its request id; no later job takes its position.
   void Erase(const std::string& job_id);
+  // Deletes what --retain expires at `now` (ExpiredFamilies) and returns their ids, oldest job
+  // first.
+  std::vector<std::string> EraseExpired(absl::Time now, absl::Duration retain);
   // Forgets every job (memory rebuilt from the store).
   void Clear();
 

@@ -121,7 +121,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     ++report.jobs;
     stored_order.push_back(stored.job_id);
     if (stored.compacted) {
-      LoadCompactedJobLocked(std::move(stored));
+      jobs_.AddCompacted(std::move(stored));
       continue;
     }
     const std::string& parent = stored.spec.parent_job_id();
@@ -132,7 +132,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
       unloaded_follow_ups_.emplace(request_id, std::move(stored));
       continue;
     }
-    LoadStoredJobLocked(std::move(stored));
+    const std::string job_id = stored.job_id;
+    AfterJobChangeLocked(job_id, jobs_.AddStored(std::move(stored)));
   }
   for (const auto& [job_id, sequence] : state->order) {
     JobEntry* entry = jobs_.Find(job_id);
@@ -143,7 +144,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
         if (unloaded->second.job_id != job_id) continue;
         StoredJob job = std::move(unloaded->second);
         unloaded_follow_ups_.erase(unloaded);
-        LoadStoredJobLocked(std::move(job));
+        AfterJobChangeLocked(job_id, jobs_.AddStored(std::move(job)));
         break;
       }
       entry = jobs_.Find(job_id);
@@ -154,7 +155,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     ApplyLocked(job_id, *entry, std::move(journal[sequence - 1]));
   }
   for (auto& [request_id, stored] : std::exchange(unloaded_follow_ups_, {})) {
-    LoadStoredJobLocked(std::move(stored));
+    const std::string job_id = stored.job_id;
+    AfterJobChangeLocked(job_id, jobs_.AddStored(std::move(stored)));
   }
   replaying_ = false;
   // Creation order, as stored (follow-ups were loaded later than their position); jobs created
@@ -189,40 +191,10 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     }
   }
   replayed_tasks_.clear();
-  PruneFinishedJobsLocked(now);
-  return report;
-}
-
-std::string Coordinator::LoadStoredJobLocked(StoredJob stored) {
-  const std::string job_id = stored.job_id;
-  // Numbered in creation order once every job is loaded (RebuildLocked).
-  JobEntry& entry = jobs_.Add(job_id, stored.request_id);
-  entry.spec_digest = SpecDigest(stored.spec);
-  entry.job =
-      std::make_unique<BisectJob>(stored.job_id, std::move(stored.spec), std::move(stored.commits),
-                                  stored.create_time, std::move(stored.cached));
-  entry.has_stored_final = stored.has_final_status;
-  entry.stored_final = std::move(stored.final_status);
-  AfterJobChangeLocked(job_id, entry);
-  return job_id;
-}
-
-void Coordinator::LoadCompactedJobLocked(StoredJob stored) {
-  const std::string job_id = stored.job_id;
-  JobEntry& entry = jobs_.Add(job_id, stored.request_id);
-  entry.spec_digest = SpecDigest(stored.spec);
-  // Its commit list is gone: the job is only its final status and its events now.
-  entry.job =
-      BisectJob::Finished(job_id, std::move(stored.spec), stored.final_status, stored.create_time);
-  entry.published.Freeze(std::move(stored.final_status));
-  entry.events = std::move(stored.events);
-  entry.published.set_revision(static_cast<int64_t>(entry.events.size()));
-  entry.reported = true;
-  entry.follow_ups_decided = true;
-  entry.complete = true;
-  for (const std::string& id : entry.published.frozen()->follow_up_job_ids()) {
-    entry.follow_ups.push_back(id);
+  for (std::string& job_id : jobs_.EraseExpired(now, options_.retain)) {
+    journal_.pending(mu_).deleted.push_back(std::move(job_id));
   }
+  return report;
 }
 
 void Coordinator::CompactFamilyLocked(const std::string& job_id) {
@@ -232,33 +204,6 @@ void Coordinator::CompactFamilyLocked(const std::string& job_id) {
   // The job and its follow-ups, which all completed before it.
   for (const std::string& member : jobs_.Family(job_id)) {
     journal_.pending(mu_).compacted.emplace_back(member, jobs_.at(member).events);
-  }
-}
-
-void Coordinator::PruneFinishedJobsLocked(absl::Time now) {
-  if (options_.retain == absl::InfiniteDuration()) return;
-  last_prune_ = now;
-  const std::vector<std::string> doomed = jobs_.ExpiredFamilies(now, options_.retain);
-  if (doomed.empty()) return;
-  for (const std::string& job_id : doomed) {
-    jobs_.Erase(job_id);
-    if (store_ != nullptr) journal_.pending(mu_).deleted.push_back(job_id);
-  }
-  changed_.SignalAll();
-}
-
-void Coordinator::LoseOrphansLocked(WorkerEntry& worker, const std::string& why) {
-  const absl::Time now = clock_->Now();
-  for (auto& [job_id, task] : std::exchange(worker.orphans, {})) {
-    JobEntry* entry = jobs_.Find(job_id);
-    if (entry == nullptr || entry->job->finished()) continue;
-    JournalEntry lost;
-    lost.kind = JournalEntry::Kind::kTaskLost;
-    lost.time = now;
-    lost.task_id = task.task_id();
-    lost.reason = absl::StrCat("worker ", worker.worker_id, ": ", why);
-    CancelTasksLocked(job_id, ApplyLocked(job_id, *entry, std::move(lost)).cancel,
-                      "outside the open interval");
   }
 }
 

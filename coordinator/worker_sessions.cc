@@ -51,7 +51,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   const absl::Time now = clock_->Now();
   const std::string name =
-      request.worker_name().empty() ? NewId("anonymous-") : request.worker_name();
+      request.worker_name().empty() ? ids_.Next("anonymous-") : request.worker_name();
   WorkerEntry* worker = workers_.FindByName(name);
   if (worker == nullptr) {
     worker = &workers_.FindOrAdd(name);
@@ -80,17 +80,9 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
   if (!worker->identity.hardware_class().empty() &&
       (worker->identity.hardware_class() != request.identity().hardware_class() ||
        IdentityGpuUuids(worker->identity) != IdentityGpuUuids(request.identity()))) {
-    LoseOrphansLocked(*worker, "it reconnected with different hardware after a restart");
-    for (const std::string& job_id : jobs_.order()) {
-      JobEntry& entry = jobs_.at(job_id);
-      if (entry.job->finished()) continue;  // ForgetWorker ignores finished jobs.
-      JournalEntry call;
-      call.kind = JournalEntry::Kind::kForgetWorker;
-      call.time = now;
-      call.worker = worker->worker_id;
-      call.reason = "it reconnected with a different GPU, driver or toolkit";
-      ApplyLocked(job_id, entry, std::move(call));
-    }
+    WorkerLeftLocked(*worker, JournalEntry::Kind::kForgetWorker,
+                     "it reconnected with different hardware after a restart",
+                     "it reconnected with a different GPU, driver or toolkit");
   }
   worker->identity = request.identity();
   worker->awaiting_reconnect = false;
@@ -98,7 +90,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
     journal_.pending(mu_).workers.push_back(
         StoredWorker{worker->worker_id, worker->name, worker->identity});
   }
-  workers_.StartSession(*worker, NewId("session-"), journal_.durable_batches());
+  workers_.StartSession(*worker, ids_.Next("session-"), journal_.durable_batches());
   worker->state = v1::WORKER_STATE_IDLE;
   worker->ready = false;
   worker->draining = false;
@@ -351,11 +343,11 @@ absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
   for (const std::string& lease_id : std::vector<std::string>(worker->leases)) {
     LoseLeaseLocked(*leases_.Find(lease_id), "the worker closed its session");
   }
-  LoseOrphansLocked(*worker, "it closed its session");
   workers_.EndSession(*worker, /*superseded=*/false);
   worker->ready = false;
   worker->state = v1::WORKER_STATE_LOST;
-  WorkerGoneLocked(worker->worker_id, "it closed its session");
+  WorkerLeftLocked(*worker, JournalEntry::Kind::kWorkerGone, "it closed its session",
+                   "it closed its session");
   DispatchLocked();
   changed_.SignalAll();
   if (absl::Status flushed = journal_.Flush(mu_); !flushed.ok()) return journal_.Refusal(mu_, true);

@@ -197,6 +197,54 @@ TEST(JobTableTest, RetainExpiresCompleteTopLevelJobsWithTheirFollowUps) {
       << "an hour later the recent one expires too";
   EXPECT_EQ(table.ExpiredFamilies(kNow, retain),
             (std::vector<std::string>{"job-old", "job-old-branch"}));
+
+  EXPECT_TRUE(table.EraseExpired(kNow, absl::InfiniteDuration()).empty()) << "kept forever";
+  EXPECT_EQ(table.EraseExpired(kNow, retain),
+            (std::vector<std::string>{"job-old", "job-old-branch"}));
+  EXPECT_EQ(table.order(), (std::vector<std::string>{"job-recent", "job-waiting"}));
+  EXPECT_TRUE(table.EraseExpired(kNow, retain).empty()) << "gone already";
+}
+
+TEST(JobTableTest, StoredJobsComeBackRunningOrCompacted) {
+  JobTable table;
+  // A job stored while it ran: its state machine starts again from its arguments, and the final
+  // status it was stored with waits for its replay.
+  StoredJob running;
+  running.job_id = "job-running";
+  running.request_id = "request-1";
+  running.spec = bisect_job_testing::MakeSpec();
+  running.commits = bisect_job_testing::MakeCommits(16);
+  running.create_time = kNow;
+  running.has_final_status = true;
+  running.final_status.set_job_id("job-running");
+  JobEntry& replayed = table.AddStored(running);
+  EXPECT_FALSE(replayed.job->finished());
+  EXPECT_EQ(replayed.job->status().job_id(), "job-running");
+  EXPECT_TRUE(replayed.has_stored_final);
+  EXPECT_FALSE(replayed.spec_digest.empty());
+  EXPECT_FALSE(replayed.complete);
+  ASSERT_NE(table.JobOfRequest("request-1"), nullptr);
+  EXPECT_EQ(*table.JobOfRequest("request-1"), "job-running");
+
+  // A compacted job: its final status and events as stored, complete, its follow-ups known.
+  StoredJob compacted;
+  compacted.job_id = "job-compacted";
+  compacted.spec = bisect_job_testing::MakeSpec();
+  compacted.compacted = true;
+  compacted.create_time = kNow;
+  compacted.final_status.set_job_id("job-compacted");
+  compacted.final_status.set_state(v1::JOB_STATE_DONE);
+  compacted.final_status.add_follow_up_job_ids("job-child");
+  compacted.events.resize(3);
+  JobEntry& restored = table.AddCompacted(compacted);
+  EXPECT_TRUE(restored.job->finished());
+  EXPECT_TRUE(restored.complete);
+  EXPECT_TRUE(restored.reported);
+  EXPECT_EQ(restored.State(), v1::JOB_STATE_DONE);
+  EXPECT_EQ(restored.events.size(), 3u);
+  EXPECT_EQ(restored.Status().revision(), 3);
+  EXPECT_EQ(restored.follow_ups, (std::vector<std::string>{"job-child"}));
+  EXPECT_EQ(table.order(), (std::vector<std::string>{"job-running", "job-compacted"}));
 }
 
 // A running job `job_id` over 16 commits that builds with `make`, on `hardware_class` ("": any).
