@@ -206,7 +206,7 @@ Outcome RunFixed(int n, int culprit, double effect, int workers, int runs, const
       const std::vector<double> samples = measure(index);
       out.bench_runs += runs;
       const v1::Verdict verdict = ClassifyByThreshold(samples, g, b, 0.3);
-      (void)search.Record(index, verdict == v1::VERDICT_BAD ? Verdict::kBad : Verdict::kGood);
+      (void)search.Record(index, verdict == v1::VERDICT_BAD ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
     }
   }
   const std::vector<int> candidates = search.Candidates();
@@ -447,7 +447,7 @@ Outcome RunPlainBisect(int n, int culprit, double bad_rate, double good_rate, in
     for (int index : probes) {
       ++out.bench_runs;
       const bool fails = std::bernoulli_distribution(index >= culprit ? bad_rate : good_rate)(rng);
-      (void)search.Record(index, fails ? Verdict::kBad : Verdict::kGood);
+      (void)search.Record(index, fails ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
     }
   }
   const std::vector<int> candidates = search.Candidates();

@@ -43,7 +43,7 @@ Rounds Measure(const CommitGraphSearch& start, int workers) {
          probes = search.NextProbes(workers)) {
       ++round;
       for (int p : probes) {
-        (void)search.Record(p, search.IsAncestor(culprit, p) ? Verdict::kBad : Verdict::kGood);
+        (void)search.Record(p, search.IsAncestor(culprit, p) ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
       }
     }
     if (search.Candidates() != std::vector<int>{culprit}) {

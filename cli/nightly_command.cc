@@ -218,8 +218,8 @@ std::string Trigger(const NightlyFlags& f, const triage::NightlyDecision& d) {
   const triage::KernelTriage& k = d.triage;
   std::string text = absl::StrCat("kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ",
                                   f.date, f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "",
-                                  ": ", triage::CauseName(k.verdict.cause),
-                                  absl::StrFormat(" (confidence %.2f)", k.verdict.confidence));
+                                  ": ", triage::CauseName(k.diagnosis.cause),
+                                  absl::StrFormat(" (confidence %.2f)", k.diagnosis.confidence));
   if (k.evidence.primary.present && k.last_good.has_value() && k.first_bad.has_value()) {
     absl::StrAppend(
         &text,
@@ -454,10 +454,10 @@ int NightlyCommand(int argc, char** argv) {
       {"unit", tonight.unit},
       {"action", triage::NightlyActionName(decision->action)},
       {"exit_code", triage::NightlyExitCode(decision->action)},
-      {"cause", triage::CauseName(decision->triage.verdict.cause)},
-      {"confidence", decision->triage.verdict.confidence},
+      {"cause", triage::CauseName(decision->triage.diagnosis.cause)},
+      {"confidence", decision->triage.diagnosis.confidence},
       {"summary", decision->summary},
-      {"reasons", decision->triage.verdict.reasons},
+      {"reasons", decision->triage.diagnosis.reasons},
       {"request_id", decision->request_id},
       {"job_id", decision->existing.has_value() ? decision->existing->job_id : ""}};
   auto ref_json = [](const std::optional<triage::NightlyRef>& r) -> nlohmann::json {

@@ -245,7 +245,7 @@ int TriageCommand(int argc, char** argv) {
 
   // The bisect over the window.
   std::vector<std::string> bisect;
-  if (head.verdict.cause == v1::CAUSE_REAL_REGRESSION && head.last_good.has_value()) {
+  if (head.diagnosis.cause == v1::CAUSE_REAL_REGRESSION && head.last_good.has_value()) {
     const std::string verb = f.submit ? "submit" : "run";
     bisect = {"kbisect", verb, commit_of(*head.last_good), commit_of(*head.first_bad)};
     std::string repo = f.submit && !f.repo_url.empty() ? f.repo_url : f.repo;
@@ -326,7 +326,7 @@ int TriageCommand(int argc, char** argv) {
   }
   if ((f.run || f.submit) && bisect.empty()) {
     std::cerr << "kbisect triage: not bisecting: the cause is "
-              << triage::CauseName(head.verdict.cause)
+              << triage::CauseName(head.diagnosis.cause)
               << ", so the data does not point at a commit\n";
   }
   return kTriageOk;

@@ -27,7 +27,7 @@ TrueValue ComputeTrueValue(const KernelTriage& k) {
   t.after = e.primary.after;
   const std::string name = k.primary_metric;
   auto fmt = [](double v) { return absl::StrFormat("%.4g", v); };
-  switch (k.verdict.cause) {
+  switch (k.diagnosis.cause) {
     case v1::CAUSE_REAL_REGRESSION:
       t.honest = "after";
       t.note = absl::StrCat("The kernel really changed: ", name, " is now ", fmt(t.after), " (was ",
@@ -81,8 +81,8 @@ TrueValue ComputeTrueValue(const KernelTriage& k) {
 
 }  // namespace
 
-Verdict Classify(const Evidence& e) {
-  Verdict v;
+Diagnosis Classify(const Evidence& e) {
+  Diagnosis v;
   auto add = [&](std::string reason) { v.reasons.push_back(std::move(reason)); };
   const std::string size = Pct(e.primary.relative_change);
   switch (e.shape) {
@@ -238,7 +238,7 @@ Verdict Classify(const Evidence& e) {
 }
 
 void Reclassify(KernelTriage* kernel) {
-  kernel->verdict = Classify(kernel->evidence);
+  kernel->diagnosis = Classify(kernel->evidence);
   kernel->true_value = ComputeTrueValue(*kernel);
 }
 

@@ -373,7 +373,7 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
   NightlyDecision d;
   if (series.size() < 6) {
     d.triage.kernel = std::string(benchmark);
-    d.triage.verdict.cause = v1::CAUSE_NOISE;
+    d.triage.diagnosis.cause = v1::CAUSE_NOISE;
     d.summary = absl::StrCat("Nothing to do: ", series.size(),
                              " nightlies recorded; a step needs 3 nightlies on each side.");
     return d;
@@ -417,7 +417,7 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
           (manifest_step->after - manifest_step->before) / std::fabs(manifest_step->before);
       k.true_value.before = manifest_step->before;
       k.true_value.after = manifest_step->after;
-      k.verdict.reasons.clear();
+      k.diagnosis.reasons.clear();
     }
   }
   const bool split = k.evidence.shape == Shape::kStep || k.evidence.shape == Shape::kDrift ||
@@ -465,14 +465,14 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
   }
   std::vector<std::string> reasons;
   if (split && !hardware.empty()) {
-    k.verdict.cause = v1::CAUSE_HARDWARE_ISSUE;
-    k.verdict.confidence = 0.9;
+    k.diagnosis.cause = v1::CAUSE_HARDWARE_ISSUE;
+    k.diagnosis.confidence = 0.9;
     reasons.push_back(
         absl::StrCat("The measurement manifest shows another machine across the step: ",
                      absl::StrJoin(hardware, "; "), "."));
   } else if (split && !method.empty()) {
-    k.verdict.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
-    k.verdict.confidence = code_in_window ? 0.7 : 0.95;
+    k.diagnosis.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
+    k.diagnosis.confidence = code_in_window ? 0.7 : 0.95;
     reasons.push_back(absl::StrCat(
         "The measurement changed across the step: ", absl::StrJoin(method, "; "), "."));
     reasons.push_back(
@@ -488,10 +488,10 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
         "the new baseline, not a regression.";
   }
   if (!reasons.empty()) {
-    k.verdict.reasons.insert(k.verdict.reasons.begin(), reasons.begin(), reasons.end());
+    k.diagnosis.reasons.insert(k.diagnosis.reasons.begin(), reasons.begin(), reasons.end());
   }
 
-  const v1::Cause cause = k.verdict.cause;
+  const v1::Cause cause = k.diagnosis.cause;
   if (k.evidence.shape == Shape::kNone) {
     d.action = NightlyAction::kNothing;
     d.summary = "Nothing to do: no move beyond the noise.";
@@ -499,12 +499,12 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
     d.action = NightlyAction::kMethodChange;
     d.summary =
         absl::StrCat("Method change, not bisected: ",
-                     method.empty() ? k.verdict.reasons.front() : absl::StrJoin(method, "; "), ".");
+                     method.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(method, "; "), ".");
   } else if (cause == v1::CAUSE_HARDWARE_ISSUE) {
     d.action = NightlyAction::kHardware;
     d.summary = absl::StrCat(
         "Hardware issue, not bisected: ",
-        hardware.empty() ? k.verdict.reasons.front() : absl::StrJoin(hardware, "; "), ".");
+        hardware.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(hardware, "; "), ".");
   } else if (cause == v1::CAUSE_NOISE && k.evidence.shape == Shape::kSpike && k.focus_spike >= 0 &&
              k.analysis.spikes[k.focus_spike].index + 2 >= static_cast<int>(k.nightlies.size())) {
     d.action = NightlyAction::kNothing;
@@ -546,8 +546,8 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
 std::string FormatNightlyDecision(const NightlyDecision& d) {
   const KernelTriage& k = d.triage;
   std::string out = absl::StrCat("Decision: ", NightlyActionName(d.action), " — ", d.summary, "\n");
-  absl::StrAppend(&out, "Cause: ", CauseName(k.verdict.cause),
-                  absl::StrFormat(" (confidence %.2f)", k.verdict.confidence), "\n");
+  absl::StrAppend(&out, "Cause: ", CauseName(k.diagnosis.cause),
+                  absl::StrFormat(" (confidence %.2f)", k.diagnosis.confidence), "\n");
   if (k.last_good.has_value() && k.first_bad.has_value()) {
     absl::StrAppend(&out, "Window: ", k.last_good->sha, " (", k.last_good->date, ") .. ",
                     k.first_bad->sha, " (", k.first_bad->date, ")");
@@ -572,9 +572,9 @@ std::string FormatNightlyDecision(const NightlyDecision& d) {
   } else if (k.last_good.has_value()) {
     absl::StrAppend(&out, "Manifest changes across the step: none\n");
   }
-  if (!k.verdict.reasons.empty()) {
+  if (!k.diagnosis.reasons.empty()) {
     absl::StrAppend(&out, "Why:\n");
-    for (const std::string& r : k.verdict.reasons) absl::StrAppend(&out, "  - ", r, "\n");
+    for (const std::string& r : k.diagnosis.reasons) absl::StrAppend(&out, "  - ", r, "\n");
   }
   if (!k.true_value.honest.empty() && k.last_good.has_value()) {
     absl::StrAppend(&out, "Honest value: ", k.true_value.honest, ". ", k.true_value.note, "\n");

@@ -103,8 +103,8 @@ Json ToJson(const TriageResult& result, const ReportExtras& extras) {
   Json kernels = Json::array();
   for (const KernelTriage& k : result.kernels) {
     kernels.push_back(Json{{"kernel", k.kernel},
-                           {"cause", CauseName(k.verdict.cause)},
-                           {"confidence", k.verdict.confidence},
+                           {"cause", CauseName(k.diagnosis.cause)},
+                           {"confidence", k.diagnosis.confidence},
                            {"shape", ShapeName(k.evidence.shape)},
                            {"move", MoveName(k)},
                            {"relative_change", k.evidence.primary.relative_change},
@@ -119,8 +119,8 @@ Json ToJson(const TriageResult& result, const ReportExtras& extras) {
   root["kernel"] = k.kernel;
   root["metric"] = k.primary_metric;
   root["direction"] = DirectionName(k.direction);
-  root["cause"] = CauseName(k.verdict.cause);
-  root["confidence"] = k.verdict.confidence;
+  root["cause"] = CauseName(k.diagnosis.cause);
+  root["confidence"] = k.diagnosis.confidence;
   root["shape"] = ShapeName(e.shape);
   root["move"] = MoveName(k);
   root["last_good"] = RefJson(k.last_good);
@@ -162,7 +162,7 @@ Json ToJson(const TriageResult& result, const ReportExtras& extras) {
   evidence["harness_only_commit_in_window"] = TriName(e.harness_only_commit);
   evidence["slice_commit_in_window"] = TriName(e.slice_commit);
   root["evidence"] = evidence;
-  root["reasons"] = k.verdict.reasons;
+  root["reasons"] = k.diagnosis.reasons;
   root["true_value"] = Json{{"metric", k.primary_metric},
                             {"before", k.true_value.before},
                             {"after", k.true_value.after},
@@ -220,8 +220,8 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
                     k.nightlies.front().date, " .. ", k.nightlies.back().date, ", from ",
                     result.source, "\n");
   }
-  absl::StrAppend(&out, "\nCause:      ", CauseWords(k.verdict.cause),
-                  absl::StrFormat(" (confidence %.2f)\n", k.verdict.confidence));
+  absl::StrAppend(&out, "\nCause:      ", CauseWords(k.diagnosis.cause),
+                  absl::StrFormat(" (confidence %.2f)\n", k.diagnosis.confidence));
   switch (e.shape) {
     case Shape::kNone:
       absl::StrAppend(&out, "Move:       none beyond the noise (sigma ",
@@ -249,7 +249,7 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
       break;
   }
   absl::StrAppend(&out, "\nWhy:\n");
-  for (const std::string& r : k.verdict.reasons) absl::StrAppend(&out, "  - ", r, "\n");
+  for (const std::string& r : k.diagnosis.reasons) absl::StrAppend(&out, "  - ", r, "\n");
   if (e.shape == Shape::kStep || e.shape == Shape::kDrift || e.shape == Shape::kExcursion) {
     absl::StrAppend(&out, "\nCross-checks at the step (medians before -> after):\n");
     absl::StrAppend(&out, MoveLine(e.primary, e.primary.metric));
@@ -305,7 +305,7 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
     }
   } else if (!extras.window_error.empty()) {
     absl::StrAppend(&out, "\nCommit window: ", extras.window_error, "\n");
-  } else if (k.verdict.cause == v1::CAUSE_REAL_REGRESSION && k.last_good.has_value()) {
+  } else if (k.diagnosis.cause == v1::CAUSE_REAL_REGRESSION && k.last_good.has_value()) {
     absl::StrAppend(&out, "\nCommit window: ",
                     k.last_good->full_sha.empty() ? k.last_good->sha : k.last_good->full_sha, "..",
                     k.first_bad->full_sha.empty() ? k.first_bad->sha : k.first_bad->full_sha,
@@ -313,7 +313,7 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
   }
   if (!extras.bisect_command.empty()) {
     absl::StrAppend(&out, "\nNext: ", extras.bisect_command, "\n");
-  } else if (k.verdict.cause != v1::CAUSE_REAL_REGRESSION) {
+  } else if (k.diagnosis.cause != v1::CAUSE_REAL_REGRESSION) {
     absl::StrAppend(&out, "\nNext: no bisect; the data does not point at a commit.\n");
   }
   std::vector<std::string> notes = result.notes;
@@ -327,8 +327,8 @@ std::string FormatReport(const TriageResult& result, const ReportExtras& extras)
     for (size_t i = 1; i < result.kernels.size(); ++i) {
       const KernelTriage& o = result.kernels[i];
       absl::StrAppendFormat(
-          &out, "  %-24s %-24s %.2f  %s %s%s\n", o.kernel, CauseWords(o.verdict.cause),
-          o.verdict.confidence, ShapeName(o.evidence.shape),
+          &out, "  %-24s %-24s %.2f  %s %s%s\n", o.kernel, CauseWords(o.diagnosis.cause),
+          o.diagnosis.confidence, ShapeName(o.evidence.shape),
           o.evidence.shape == Shape::kNone ? "" : Pct(o.evidence.primary.relative_change),
           o.first_bad.has_value() ? " at " + o.first_bad->date : "");
     }

@@ -20,7 +20,7 @@
 //   request.platform = "b200_cute";
 //   request.kernel = "layer_norm";
 //   ASSIGN_OR_RETURN(TriageResult result, Triage(dataset, request));
-//   if (result.kernels[0].verdict.cause == v1::CAUSE_REAL_REGRESSION) ...
+//   if (result.kernels[0].diagnosis.cause == v1::CAUSE_REAL_REGRESSION) ...
 #ifndef KBISECT_TRIAGE_TRIAGE_H_
 #define KBISECT_TRIAGE_TRIAGE_H_
 
@@ -187,8 +187,8 @@ struct Evidence {
   Tri slice_commit = Tri::kUnknown;
 };
 
-// The answer.
-struct Verdict {
+// The answer: why the number moved.
+struct Diagnosis {
   v1::Cause cause = v1::CAUSE_UNSPECIFIED;
   // In [0, 1].
   double confidence = 0;
@@ -204,7 +204,7 @@ struct Verdict {
 //                                                 window makes it a method change)
 //   the independent timer disagrees            -> benchmark method change
 //   otherwise (Helion-only, timers agree)      -> real regression (a drift: low confidence)
-Verdict Classify(const Evidence& evidence);
+Diagnosis Classify(const Evidence& evidence);
 
 // The honest value of the primary metric.
 struct TrueValue {
@@ -247,7 +247,7 @@ struct KernelTriage {
   std::optional<NightlyRef> last_good;
   std::optional<NightlyRef> first_bad;
   Evidence evidence;
-  Verdict verdict;
+  Diagnosis diagnosis;
   TrueValue true_value;
   // Sentences about the data (too few nightlies, a move too recent to judge, ...).
   std::vector<std::string> notes;

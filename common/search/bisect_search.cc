@@ -12,8 +12,8 @@
 namespace kbisect {
 
 BisectSearch::BisectSearch(int n) : n_(std::max(n, 1)), last_good_(0), first_bad_(n_) {
-  verdicts_[0] = Verdict::kGood;
-  verdicts_[n_] = Verdict::kBad;
+  verdicts_[0] = v1::VERDICT_GOOD;
+  verdicts_[n_] = v1::VERDICT_BAD;
 }
 
 absl::StatusOr<BisectSearch> BisectSearch::OverGraph(std::vector<std::vector<int>> parents) {
@@ -164,7 +164,8 @@ void BisectSearch::MarkInFlight(int index) {
   in_flight_.insert(index);
 }
 
-absl::Status BisectSearch::Record(int index, Verdict verdict) {
+absl::Status BisectSearch::Record(int index, v1::Verdict verdict) {
+  verdict = SkipUnlessGoodOrBad(verdict);
   if (graph_) {
     absl::Status recorded = graph_->Record(index, verdict);
     if (recorded.ok()) SyncGraphBounds();
@@ -174,27 +175,23 @@ absl::Status BisectSearch::Record(int index, Verdict verdict) {
     return absl::InvalidArgumentError(
         absl::StrCat("index ", index, " is outside the range [0, ", n_, "]"));
   }
-  if (verdict == Verdict::kGood && index >= first_bad_) {
+  if (verdict == v1::VERDICT_GOOD && index >= first_bad_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "good verdict at index ", index, " contradicts the bad verdict at index ", first_bad_));
   }
-  if (verdict == Verdict::kBad && index <= last_good_) {
+  if (verdict == v1::VERDICT_BAD && index <= last_good_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "bad verdict at index ", index, " contradicts the good verdict at index ", last_good_));
   }
   in_flight_.erase(index);
-  switch (verdict) {
-    case Verdict::kSkip:
-      verdicts_.try_emplace(index, Verdict::kSkip);
-      break;
-    case Verdict::kGood:
-      verdicts_[index] = Verdict::kGood;
-      last_good_ = std::max(last_good_, index);
-      break;
-    case Verdict::kBad:
-      verdicts_[index] = Verdict::kBad;
-      first_bad_ = std::min(first_bad_, index);
-      break;
+  if (verdict == v1::VERDICT_GOOD) {
+    verdicts_[index] = v1::VERDICT_GOOD;
+    last_good_ = std::max(last_good_, index);
+  } else if (verdict == v1::VERDICT_BAD) {
+    verdicts_[index] = v1::VERDICT_BAD;
+    first_bad_ = std::min(first_bad_, index);
+  } else {
+    verdicts_.try_emplace(index, v1::VERDICT_SKIP);
   }
   return absl::OkStatus();
 }
@@ -252,7 +249,7 @@ int BisectSearch::EstimateProbes(int n, int workers) {
   return probes;
 }
 
-std::optional<Verdict> BisectSearch::VerdictAt(int index) const {
+std::optional<v1::Verdict> BisectSearch::VerdictAt(int index) const {
   if (graph_) return graph_->VerdictAt(index);
   auto it = verdicts_.find(index);
   if (it == verdicts_.end()) return std::nullopt;

@@ -111,7 +111,7 @@ class BisectSearch {
   // Returns InvalidArgument if `index` is outside [0, n], and FailedPrecondition on a
   // contradiction: a good verdict at or above first_bad, or a bad verdict at or below last_good.
   // On error the state is left unchanged.
-  absl::Status Record(int index, Verdict verdict);
+  absl::Status Record(int index, v1::Verdict verdict);
 
   // Stops tracking the in-flight probe `index` without a verdict (its worker died or it was
   // cancelled); the index becomes eligible for NextProbes again. No-op if it is not in flight.
@@ -159,7 +159,7 @@ class BisectSearch {
 
   // Returns the verdict recorded for `index` (index 0 is good and index n is bad from the start),
   // or nullopt if none was recorded. Verdicts merely implied by the interval are not reported.
-  std::optional<Verdict> VerdictAt(int index) const;
+  std::optional<v1::Verdict> VerdictAt(int index) const;
 
  private:
   // Returns the number of indices strictly inside (a, b) that carry a recorded verdict.
@@ -173,7 +173,7 @@ class BisectSearch {
   int n_;
   int last_good_;
   int first_bad_;
-  absl::btree_map<int, Verdict> verdicts_;
+  absl::btree_map<int, v1::Verdict> verdicts_;
   absl::btree_set<int> in_flight_;
   // Set over a commit graph: it then holds the verdicts and in-flight probes, and the members
   // above only the bounds.

@@ -86,8 +86,8 @@ absl::StatusOr<CommitGraphSearch> CommitGraphSearch::Create(std::vector<std::vec
   for (int w = 0; w < search.words_; ++w) search.candidates_[w] &= ~graph->ancestors[0][w];
   search.graph_ = std::move(graph);
   search.Recount();
-  search.verdicts_[0] = Verdict::kGood;
-  search.verdicts_[search.n_] = Verdict::kBad;
+  search.verdicts_[0] = v1::VERDICT_GOOD;
+  search.verdicts_[search.n_] = v1::VERDICT_BAD;
   return search;
 }
 
@@ -178,7 +178,7 @@ int CommitGraphSearch::LastGoodAncestor(int index) const {
   if (index < 0 || index > n_) return 0;
   int best = 0;
   for (const auto& [probe, verdict] : verdicts_) {
-    if (verdict == Verdict::kGood && HasBit(AncestorsOf(index), probe))
+    if (verdict == v1::VERDICT_GOOD && HasBit(AncestorsOf(index), probe))
       best = std::max(best, probe);
   }
   return best;
@@ -195,29 +195,30 @@ void CommitGraphSearch::MarkInFlight(int index) {
   in_flight_.insert(index);
 }
 
-absl::Status CommitGraphSearch::Record(int index, Verdict verdict) {
+absl::Status CommitGraphSearch::Record(int index, v1::Verdict verdict) {
+  verdict = SkipUnlessGoodOrBad(verdict);
   if (index < 0 || index > n_) {
     return absl::InvalidArgumentError(
         absl::StrCat("index ", index, " is outside the range [0, ", n_, "]"));
   }
   Bits next = candidates_;
   const Bits& ancestors = AncestorsOf(index);
-  if (verdict == Verdict::kGood) {
+  if (verdict == v1::VERDICT_GOOD) {
     for (int w = 0; w < words_; ++w) next[w] &= ~ancestors[w];
-  } else if (verdict == Verdict::kBad) {
+  } else if (verdict == v1::VERDICT_BAD) {
     for (int w = 0; w < words_; ++w) next[w] &= ancestors[w];
   }
-  if (verdict != Verdict::kSkip && CountBits(next) == 0) {
+  if (verdict != v1::VERDICT_SKIP && CountBits(next) == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        VerdictName(verdict), " verdict at index ", index,
-        verdict == Verdict::kGood ? " contradicts the bad verdicts: every commit that may be the "
-                                    "first bad one is an ancestor of it"
-                                  : " contradicts the good verdicts: no commit that may be the "
-                                    "first bad one is an ancestor of it"));
+        verdict == v1::VERDICT_GOOD ? "good" : "bad", " verdict at index ", index,
+        verdict == v1::VERDICT_GOOD ? " contradicts the bad verdicts: every commit that may be the "
+                                      "first bad one is an ancestor of it"
+                                    : " contradicts the good verdicts: no commit that may be the "
+                                      "first bad one is an ancestor of it"));
   }
   in_flight_.erase(index);
-  if (verdict == Verdict::kSkip) {
-    verdicts_.try_emplace(index, Verdict::kSkip);
+  if (verdict == v1::VERDICT_SKIP) {
+    verdicts_.try_emplace(index, v1::VERDICT_SKIP);
     return absl::OkStatus();
   }
   verdicts_[index] = verdict;
@@ -259,7 +260,7 @@ std::vector<int> CommitGraphSearch::Candidates() const {
   return result;
 }
 
-std::optional<Verdict> CommitGraphSearch::VerdictAt(int index) const {
+std::optional<v1::Verdict> CommitGraphSearch::VerdictAt(int index) const {
   auto it = verdicts_.find(index);
   if (it == verdicts_.end()) return std::nullopt;
   return it->second;

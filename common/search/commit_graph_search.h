@@ -105,7 +105,7 @@ class CommitGraphSearch {
   // contradiction: a verdict that would leave no candidate (a good verdict at a commit every
   // candidate is an ancestor of, a bad one at a commit none of them is an ancestor of). On error
   // the state is left unchanged.
-  absl::Status Record(int index, Verdict verdict);
+  absl::Status Record(int index, v1::Verdict verdict);
 
   // Stops tracking the in-flight probe `index` without a verdict. No-op if it is not in flight.
   void Abandon(int index);
@@ -146,7 +146,7 @@ class CommitGraphSearch {
 
   // Returns the verdict recorded for `index` (index 0 is good and index n is bad from the start),
   // or nullopt if none was recorded. Verdicts merely implied by others are not reported.
-  std::optional<Verdict> VerdictAt(int index) const;
+  std::optional<v1::Verdict> VerdictAt(int index) const;
 
  private:
   using Bits = std::vector<uint64_t>;
@@ -172,7 +172,7 @@ class CommitGraphSearch {
   std::shared_ptr<const Graph> graph_;
   Bits candidates_;
   int candidate_count_ = 0;
-  absl::btree_map<int, Verdict> verdicts_;
+  absl::btree_map<int, v1::Verdict> verdicts_;
   absl::btree_set<int> in_flight_;
 };
 

@@ -41,6 +41,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
       endpoints_(&status_, &calibration_, &book_,
                  spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
+      confidence_(&status_, &commits_, &calibration_, &ledger_, &book_),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
@@ -72,13 +73,13 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   const std::string bad_task = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, n, 0);
   calibration_.SetBadProbe(book_.at(bad_task).probe);
   book_.QueueBack(bad_task);
-  UpdateProgress();
+  ledger_.UpdateProgress();
   std::string started = StartedText(status_.good_sha(), status_.bad_sha(), n, Log2Ceil(n));
   if (status_.marks_size() > 0) {
     absl::StrAppend(&started, "\n",
                     MarksText(status_.marks(), ledger_.search().RemainingCandidates()));
   }
-  Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
+  events_.Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
 }
 
 std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec spec,
@@ -88,7 +89,7 @@ std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec s
   ends[1].set_sha(final_status.bad_sha());
   auto job =
       std::make_unique<BisectJob>(std::move(job_id), std::move(spec), std::move(ends), create_time);
-  job->events_.clear();
+  job->events_.Take();  // Its STARTED event: a compacted job emits none.
   job->status_ = std::move(final_status);
   return job;
 }
@@ -246,7 +247,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::s
   }
   // Queue entries that are done (cancelled) are dropped.
   book_.DropDoneFromQueue();
-  if (!out.empty()) UpdateProgress();
+  if (!out.empty()) ledger_.UpdateProgress();
   return out;
 }
 
@@ -414,7 +415,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     decision.failure = result.message();
     Quarantine(decision, now);
     MaybeFinish(now);
-    UpdateProgress();
+    ledger_.UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
   if (!baseline && of_good) {
@@ -436,7 +437,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
       RecheckCalibrations(now);
     }
     MaybeFinish(now);
-    UpdateProgress();
+    ledger_.UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
   if (baseline) {
@@ -464,7 +465,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   FollowEndpoint(endpoints_.ReassessIfNoisy(), now);
   ApplyCachedResults(now);
   MaybeFinish(now);
-  UpdateProgress();
+  ledger_.UpdateProgress();
   return std::exchange(to_cancel_, {});
 }
 
@@ -494,7 +495,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     probe.set_state(v1::PROBE_STATE_PENDING);
     probe.set_message(AttemptLostText(probe.attempt(), why));
     book_.QueueFront(task_id);
-    UpdateProgress();
+    ledger_.UpdateProgress();
     return {};
   }
   entry.done = true;
@@ -512,12 +513,12 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
     failed.set_message(probe.message());
     FollowConfirmation(confirmation_.OnResult(probe, entry.task, failed, ConfirmationNow(now)),
                        now);
-    UpdateProgress();
+    ledger_.UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
   ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
   MaybeFinish(now);
-  UpdateProgress();
+  ledger_.UpdateProgress();
   return std::exchange(to_cancel_, {});
 }
 
@@ -532,7 +533,7 @@ bool BisectJob::finished() const {
          status_.state() == v1::JOB_STATE_CANCELLED;
 }
 
-std::vector<v1::JobEvent> BisectJob::TakeEvents() { return std::exchange(events_, {}); }
+std::vector<v1::JobEvent> BisectJob::TakeEvents() { return events_.Take(); }
 
 std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveTaskIds(); }
 
@@ -596,7 +597,16 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
   }
   if (status_.spec().confidence() > 0 &&
       (probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD)) {
-    ClassifyRemeasured(probe_position, now);  // Measured again for --confidence.
+    // Measured again for --confidence: the verdict stands, or the other side is recorded.
+    if (std::optional<CulpritConfidence::Reversal> reversal = confidence_.Reverse(probe_position)) {
+      events_.Emit(v1::JOB_EVENT_KIND_WARNING, reversal->why, &probe, now);
+      ledger_.Retract({probe_position}, /*probe_again=*/false, reversal->why, now);
+      // Its samples are the posterior's, not the classifier's (it has run past what the
+      // classifier would ask): the side they say is its verdict, and the search goes on from it.
+      book_.mutable_probe(probe_position).set_message(reversal->why);
+      ApplyVerdict(probe_position, reversal->side, now);
+      ClassifyPending(now);
+    }
     return;
   }
   const ProbeClassification c = calibration_.Judge(probe);
@@ -617,7 +627,9 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
     return;
   }
   if (c.verdict == v1::VERDICT_AMBIGUOUS) probe.set_message(c.reason);
-  ApplyVerdict(probe_position, ConfidentVerdict(probe_position, c.verdict), now);
+  const CulpritConfidence::Side side = confidence_.Resolve(probe_position, c.verdict);
+  if (!side.note.empty()) probe.set_message(absl::StrCat(probe.message(), side.note));
+  ApplyVerdict(probe_position, side.verdict, now);
 }
 
 void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time now) {
@@ -662,8 +674,8 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
                                    calibration_.ActiveWorkers(status_.spec().max_workers()));
   // The probe may have moved in the table (NewTask above): read it again.
   const v1::Probe& finished_probe = book_.probe(probe_position);
-  Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
-       ProbeFinishedText(finished_probe, status_, pass_fail_, line), &finished_probe, now);
+  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
+               ProbeFinishedText(finished_probe, status_, pass_fail_, line), &finished_probe, now);
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
@@ -677,7 +689,8 @@ void BisectJob::CancelUseless(absl::Time now) {
       book_.CancelTask(entry, id, OutsideIntervalText(), now, &to_cancel_);
       status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
       const v1::Probe& probe = ProbeOf(entry);
-      Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, ProbeCancelledText(probe.sha()), &probe, now);
+      events_.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, ProbeCancelledText(probe.sha()), &probe,
+                   now);
     }
   }
   // Measured but unclassified probes outside the interval are no longer needed.
@@ -685,31 +698,5 @@ void BisectJob::CancelUseless(absl::Time now) {
 }
 
 // --- Progress and events -----------------------------------------------------------------------
-
-void BisectJob::UpdateProgress() {
-  v1::Progress* progress = status_.mutable_progress();
-  int finished_probes = 0;
-  for (const v1::Probe& probe : status_.probes()) {
-    if (probe.state() == v1::PROBE_STATE_FINISHED) ++finished_probes;
-  }
-  progress->set_probes_finished(finished_probes);
-  progress->set_probes_in_flight(book_.InFlightCount());
-  progress->set_remaining_commits(ledger_.search().RemainingCandidates());
-  progress->set_estimated_rounds(
-      BisectSearch::EstimateRounds(ledger_.search().RemainingCandidates(),
-                                   calibration_.ActiveWorkers(status_.spec().max_workers())));
-}
-
-void BisectJob::Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
-                     absl::Time now) {
-  v1::JobEvent event;
-  event.set_kind(kind);
-  event.set_message(message);
-  *event.mutable_time() = ToProto(now);
-  if (probe != nullptr) *event.mutable_probe() = *probe;
-  *event.mutable_progress() = status_.progress();
-  if (kind == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = status_;
-  events_.push_back(std::move(event));
-}
 
 }  // namespace kbisect

@@ -17,7 +17,10 @@
 //   confirmation_stage      the confirmation as it runs: speculation, start, pairs, judgement;
 //   endpoint_verdict        whether GOOD and BAD differ by a step, deferred, settled, reassessed;
 //   verdict_ledger          the search with the verdicts recorded, taken back and contradicted,
-//                           and the probes waiting for one;
+//                           the probes waiting for one, and the progress;
+//   culprit_confidence      --confidence with a metric: the end check, verdicts taken back,
+//                           AMBIGUOUS put on the posterior's side;
+//   job_event_log           the events since the coordinator last took them;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
 //   job_text                every sentence of its events, warnings and errors.
@@ -43,8 +46,10 @@
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation_stage.h"
+#include "coordinator/job/culprit_confidence.h"
 #include "coordinator/job/dispatch.h"
 #include "coordinator/job/endpoint_verdict.h"
+#include "coordinator/job/job_event_log.h"
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/marks.h"
 #include "coordinator/job/probe_book.h"
@@ -203,17 +208,6 @@ class BisectJob {
   // likeliest culprit reaches the confidence (or the run budget is spent, or nothing may run).
   bool FlakySearch() const { return pass_fail_ && status_.spec().flaky(); }
   void ClassifyFlaky(int probe_position, absl::Time now);
-  // --confidence (confidence_probes.cc, rules in confidence_stop.h): once the search named one
-  // culprit, true while its probability is short of the confidence and a boundary commit runs
-  // again (queued here) or still runs. Never for a pass/fail test: a flaky search ends on its
-  // posterior in ClassifyFlaky, a plain one is certain.
-  bool CulpritNeedsRuns(absl::Time now);
-  // A metric's probe that the end check measured again: its verdict stands, or is taken back
-  // and the other side recorded when the posterior now puts the commit there.
-  void ClassifyRemeasured(int probe_position, absl::Time now);
-  // The classifier's `verdict` of a probe, or with --confidence, for one it left AMBIGUOUS at
-  // --max-runs, the side the posterior puts the commit on (its samples still count there).
-  v1::Verdict ConfidentVerdict(int probe_position, v1::Verdict verdict);
   // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
   // an offset; judges again those of workers with an offset, and every verdict when the BAD
   // worker has one.
@@ -248,9 +242,6 @@ class BisectJob {
   // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
   void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
-  void UpdateProgress();
-  void Emit(v1::JobEventKind kind, const std::string& message, const v1::Probe* probe,
-            absl::Time now);
 
   v1::JobStatus status_;
   std::vector<v1::CommitRef> commits_;
@@ -261,9 +252,11 @@ class BisectJob {
   ResultReuse reuse_;
   EndpointVerdict endpoints_;
   ConfirmationStage confirmation_;
+  // --confidence with a metric: the end check, verdicts taken back, AMBIGUOUS put on a side.
+  CulpritConfidence confidence_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
-  std::vector<v1::JobEvent> events_;
+  JobEventLog events_{&status_};
   std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
 };
 

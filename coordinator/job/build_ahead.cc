@@ -38,8 +38,8 @@ std::vector<int> PlanBuildAhead(const BisectSearch& search, int workers, int lim
     for (int probe : in_flight) {
       if (probe != low && probe != high) child.Abandon(probe);
     }
-    if (low != search.last_good() && !child.Record(low, Verdict::kGood).ok()) continue;
-    if (high != search.first_bad() && !child.Record(high, Verdict::kBad).ok()) continue;
+    if (low != search.last_good() && !child.Record(low, v1::VERDICT_GOOD).ok()) continue;
+    if (high != search.first_bad() && !child.Record(high, v1::VERDICT_BAD).ok()) continue;
     std::vector<int> points = child.PlanProbes(std::max(1, workers));
     std::stable_sort(points.begin(), points.end(), [low, high](int a, int b) {
       return std::min(a - low, high - a) < std::min(b - low, high - b);

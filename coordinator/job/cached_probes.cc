@@ -44,8 +44,9 @@ void BisectJob::CheckCachedResults(int position, absl::Time now) {
     for (double sample : check->cached_samples) row.add_samples(sample);
     row.set_median(MedianOrZero(row.samples()));
   }
-  Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
-       CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr, now);
+  events_.Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
+               CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr,
+               now);
 }
 
 void BisectJob::ApplyCachedResults(absl::Time now) {

@@ -2,8 +2,9 @@
 //
 // `--confidence P`: the search does not end before the culprit posterior (culprit_posterior.h)
 // puts at least P on the culprit it named, or its boundary commits have run all they may. The
-// rules are pure (no I/O, no clock); BisectJob applies them (confidence_probes.cc, and
-// flaky_probes.cc for a flaky pass/fail test, whose re-run sizes are its own).
+// rules are pure (no I/O, no clock); CulpritConfidence (culprit_confidence.h) applies them to a
+// metric's job, BisectJob to a flaky pass/fail test (flaky_probes.cc, whose re-run sizes are its
+// own).
 //
 // Once the search has narrowed to one culprit c (its parent in the range: last good l), the doubt
 // 1 - P(c) splits into "the first bad commit is below c" (l is BAD after all: l's samples are the

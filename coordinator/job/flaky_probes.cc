@@ -37,7 +37,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
       FlakyRunText(ledger_.steps(), probe.sha(), counts.failures, counts.runs(),
                    commits_[likeliest].sha(), posterior->probability[likeliest]);
   book_.mutable_probe(probe_position).set_message(text);
-  Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, text, &book_.probe(probe_position), now);
+  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, text, &book_.probe(probe_position), now);
 
   int search_runs = 0;
   for (const v1::Probe& row : status_.probes()) {
@@ -68,12 +68,12 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
     }
     const bool bad = measured.index() >= step.culprit;
     measured.set_verdict(bad ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
-    (void)ledger_.search().Record(measured.index(), bad ? Verdict::kBad : Verdict::kGood);
+    (void)ledger_.search().Record(measured.index(), bad ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
   }
   if (step.culprit - 1 > ledger_.search().last_good())
-    (void)ledger_.search().Record(step.culprit - 1, Verdict::kGood);
+    (void)ledger_.search().Record(step.culprit - 1, v1::VERDICT_GOOD);
   if (step.culprit < ledger_.search().first_bad())
-    (void)ledger_.search().Record(step.culprit, Verdict::kBad);
+    (void)ledger_.search().Record(step.culprit, v1::VERDICT_BAD);
   status_.set_last_good_index(ledger_.search().last_good());
   status_.set_first_bad_index(ledger_.search().first_bad());
   CancelUseless(now);

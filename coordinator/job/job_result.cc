@@ -81,7 +81,13 @@ void BisectJob::MaybeFinish(absl::Time now) {
     return;
   }
   // The culprit must reach the confidence first (boundary commits run again: --confidence).
-  if (CulpritNeedsRuns(now)) return;
+  const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
+  if (!check.warning.empty()) status_.add_warnings(check.warning);
+  if (check.extend_row >= 0) {
+    events_.Emit(v1::JOB_EVENT_KIND_WARNING, check.event, nullptr, now);
+    book_.Extend(check.extend_row, check.more_runs);
+  }
+  if (check.wait) return;
   const std::vector<int> candidates = ledger_.search().Candidates();
   const int last_good = ledger_.search().last_good();
   const int first_bad = ledger_.search().first_bad();
@@ -164,7 +170,7 @@ ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
 void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
   to_cancel_.insert(to_cancel_.end(), step.cancelled.begin(), step.cancelled.end());
   for (const std::string& warning : step.warnings) {
-    Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
+    events_.Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
   }
   switch (step.next) {
     case ConfirmationStep::Next::kWait:
@@ -173,7 +179,7 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       MaybeFinish(now);
       break;
     case ConfirmationStep::Next::kConfirmed:
-      Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(step.verdict), nullptr, now);
+      events_.Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(step.verdict), nullptr, now);
       FinishWithCandidates(now);
       break;
     case ConfirmationStep::Next::kUnconfirmed:
@@ -223,8 +229,8 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   }
   if (throttled > 0) status_.add_warnings(ThrottledText(throttled, discarded));
   *status_.mutable_finish_time() = ToProto(now);
-  UpdateProgress();
-  Emit(v1::JOB_EVENT_KIND_FINISHED, FinishedText(status_, error), nullptr, now);
+  ledger_.UpdateProgress();
+  events_.Emit(v1::JOB_EVENT_KIND_FINISHED, FinishedText(status_, error), nullptr, now);
 }
 
 }  // namespace kbisect

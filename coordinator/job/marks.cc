@@ -94,7 +94,7 @@ bool IsMarked(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks, i
 void RecordMarks(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
                  BisectSearch* search) {
   for (const v1::CommitMark& mark : marks) {
-    (void)search->Record(mark.index(), ToSearchVerdict(mark.verdict()));
+    (void)search->Record(mark.index(), mark.verdict());
   }
 }
 

@@ -23,12 +23,6 @@ bool JudgedAgainstBaselines(const v1::Probe& probe) {
          probe.verdict() == v1::VERDICT_AMBIGUOUS;
 }
 
-Verdict ToSearchVerdict(v1::Verdict verdict) {
-  if (verdict == v1::VERDICT_GOOD) return Verdict::kGood;
-  if (verdict == v1::VERDICT_BAD) return Verdict::kBad;
-  return Verdict::kSkip;
-}
-
 void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) {
   if (first) {
     *total = add;

@@ -31,9 +31,6 @@ bool IsMeasured(const v1::Probe& probe, bool pass_fail);
 // or ambiguous), not from a failure (skip) or not yet.
 bool JudgedAgainstBaselines(const v1::Probe& probe);
 
-// The search's verdict for a probe verdict: GOOD and BAD as they are, anything else a skip.
-Verdict ToSearchVerdict(v1::Verdict verdict);
-
 // Adds `add` to `total` phase by phase; the first result of a probe replaces it. The sum's
 // build_reused holds only when it holds for every result.
 void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first);

@@ -70,11 +70,11 @@ void VerdictLedger::DropAwaitingOutsideInterval() {
 
 bool VerdictLedger::Record(int position, v1::Verdict verdict) {
   const int index = book_->probe(position).index();
-  if (search_.Record(index, ToSearchVerdict(verdict)).ok()) return true;
+  if (search_.Record(index, verdict).ok()) return true;
   // Only possible with non-monotone measurements (noise, or a GPU not calibrated yet): the
   // commit is untestable until a verdict is taken back.
   search_.Abandon(index);
-  (void)search_.Record(index, Verdict::kSkip);
+  (void)search_.Record(index, v1::VERDICT_SKIP);
   contradicted_.insert(position);
   return false;
 }
@@ -139,8 +139,8 @@ void VerdictLedger::Rebuild() {
         probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(status_->marks(), probe.index())) {
       continue;
     }
-    if (!search.Record(probe.index(), ToSearchVerdict(probe.verdict())).ok()) {
-      (void)search.Record(probe.index(), Verdict::kSkip);
+    if (!search.Record(probe.index(), probe.verdict()).ok()) {
+      (void)search.Record(probe.index(), v1::VERDICT_SKIP);
     }
   }
   for (const auto& [id, entry] : book_->tasks()) {
@@ -152,6 +152,19 @@ void VerdictLedger::Rebuild() {
   search_ = std::move(search);
   status_->set_last_good_index(search_.last_good());
   status_->set_first_bad_index(search_.first_bad());
+}
+
+void VerdictLedger::UpdateProgress() {
+  v1::Progress* progress = status_->mutable_progress();
+  int finished_probes = 0;
+  for (const v1::Probe& probe : status_->probes()) {
+    if (probe.state() == v1::PROBE_STATE_FINISHED) ++finished_probes;
+  }
+  progress->set_probes_finished(finished_probes);
+  progress->set_probes_in_flight(book_->InFlightCount());
+  progress->set_remaining_commits(search_.RemainingCandidates());
+  progress->set_estimated_rounds(BisectSearch::EstimateRounds(
+      search_.RemainingCandidates(), calibration_->ActiveWorkers(status_->spec().max_workers())));
 }
 
 }  // namespace kbisect

@@ -65,6 +65,9 @@ class VerdictLedger {
   void CountStep(int round);
   // Probes that got a verdict (steps of the progress lines), and the latest round among them.
   int steps() const { return steps_; }
+  // Writes the status' progress: probes finished and in flight, the commits left, and the rounds
+  // the search still needs with the job's active workers.
+  void UpdateProgress();
   int max_round() const { return max_round_; }
 
   // Takes back the verdicts of the rows at `positions` that were judged against the baselines

@@ -30,10 +30,10 @@ void BisectJob::SettleProvisional(absl::Time now) {
                                                    base->median(), status_.direction()));
       const double own = book_.probe(calibration_.worker(bad_worker).calibration).median();
       const double reference = book_.probe(calibration_.good_probe()).median();
-      Emit(v1::JOB_EVENT_KIND_WARNING,
-           BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
-                               status_.metric_unit()),
-           nullptr, now);
+      events_.Emit(v1::JOB_EVENT_KIND_WARNING,
+                   BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
+                                       status_.metric_unit()),
+                   nullptr, now);
       ledger_.RetractAll(now);
     }
   }
@@ -80,7 +80,7 @@ void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
   book_.QueueFront(id);
   if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
   ledger_.RetractAll(now);
-  Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
+  events_.Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
 }
 
 void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& why,
@@ -102,8 +102,8 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   calibration_.set_bad_offset_checked(false);
   ledger_.RetractAll(now);
   status_.set_state(v1::JOB_STATE_BASELINES);
-  Emit(v1::JOB_EVENT_KIND_WARNING, ReferenceMovesText(worker, calibration_.reference_worker()),
-       nullptr, now);
+  events_.Emit(v1::JOB_EVENT_KIND_WARNING,
+               ReferenceMovesText(worker, calibration_.reference_worker()), nullptr, now);
   if (!endpoints_.Ready()) return;
   FollowEndpoint(endpoints_.Evaluate(), now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
@@ -145,7 +145,7 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   event->set_detail(reason);
   event->set_offset_fraction(decision.offset_fraction);
   status_.add_warnings(QuarantinedWarningText(worker, reason));
-  Emit(v1::JOB_EVENT_KIND_DRIFT, QuarantinedEventText(worker, reason), nullptr, now);
+  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, QuarantinedEventText(worker, reason), nullptr, now);
   // Its verdicts, provisional or not, are not trusted: their commits are probed again.
   ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
@@ -222,7 +222,7 @@ void BisectJob::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::T
   if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
   OnRoleHolderLost(worker, "was lost", now);
   MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
-  UpdateProgress();
+  ledger_.UpdateProgress();
 }
 
 std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
@@ -233,7 +233,7 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
   OnRoleHolderLost(worker, "left", now);
   // What waited for this worker (its calibration) is no longer owed: the search may be over.
   MaybeFinish(now);
-  UpdateProgress();
+  ledger_.UpdateProgress();
   return std::exchange(to_cancel_, {});
 }
 
@@ -245,7 +245,7 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   state.calibration = -1;
   state.classified = 0;
   state.must_calibrate = false;
-  Emit(v1::JOB_EVENT_KIND_DRIFT, MustCalibrateAgainText(worker, why), nullptr, now);
+  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, MustCalibrateAgainText(worker, why), nullptr, now);
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);

@@ -396,8 +396,8 @@ std::string OthersSection(const triage::TriageResult& result) {
   std::string rows;
   for (size_t i = 1; i < result.kernels.size(); ++i) {
     const KernelTriage& o = result.kernels[i];
-    absl::StrAppend(&rows, "<tr>", Cell(o.kernel, "mono"), Cell(CauseWords(o.verdict.cause)),
-                    Cell(absl::StrFormat("%.2f", o.verdict.confidence), "num"),
+    absl::StrAppend(&rows, "<tr>", Cell(o.kernel, "mono"), Cell(CauseWords(o.diagnosis.cause)),
+                    Cell(absl::StrFormat("%.2f", o.diagnosis.confidence), "num"),
                     Cell(triage::ShapeName(o.evidence.shape)),
                     Cell(o.evidence.shape == triage::Shape::kNone
                              ? ""
@@ -434,8 +434,8 @@ absl::StatusOr<std::string> RenderTriagePage(const triage::TriageResult& result,
   const std::string subject =
       absl::StrCat(k.kernel.empty() ? "" : k.kernel + " on ",
                    k.platform_short.empty() ? k.platform : k.platform_short);
-  const std::string headline = absl::StrCat(CauseWords(k.verdict.cause), " (confidence ",
-                                            absl::StrFormat("%.2f", k.verdict.confidence), ")");
+  const std::string headline = absl::StrCat(CauseWords(k.diagnosis.cause), " (confidence ",
+                                            absl::StrFormat("%.2f", k.diagnosis.confidence), ")");
   ASSIGN_OR_RETURN(std::string head,
                    PageHead(absl::StrCat("kbisect triage ", subject, ": ", headline), 0));
   std::string facts;
@@ -460,7 +460,7 @@ absl::StatusOr<std::string> RenderTriagePage(const triage::TriageResult& result,
     absl::StrAppend(&charts, chart);
   }
   std::string reasons;
-  for (const std::string& r : k.verdict.reasons)
+  for (const std::string& r : k.diagnosis.reasons)
     absl::StrAppend(&reasons, "<li>", Escape(r), "</li>");
   std::string notes;
   for (const std::string& n : result.notes) absl::StrAppend(&notes, "<li>", Escape(n), "</li>");
@@ -475,7 +475,7 @@ absl::StatusOr<std::string> RenderTriagePage(const triage::TriageResult& result,
 {{{evidence}}}{{{window}}}{{{next}}}{{{notes}}}{{{others}}}{{{nightlies}}}
 )html",
           {{"subject", subject},
-           {"cause", triage::CauseName(k.verdict.cause)},
+           {"cause", triage::CauseName(k.diagnosis.cause)},
            {"headline", headline},
            {"facts", facts},
            {"reasons", reasons},
@@ -483,7 +483,7 @@ absl::StatusOr<std::string> RenderTriagePage(const triage::TriageResult& result,
            {"evidence", EvidenceSection(k)},
            {"window", WindowSection(k, extras)},
            {"next", extras.bisect_command.empty()
-                        ? (k.verdict.cause == v1::CAUSE_REAL_REGRESSION
+                        ? (k.diagnosis.cause == v1::CAUSE_REAL_REGRESSION
                                ? ""
                                : "<section id=\"next\"><h2>Next</h2><p>No bisect: the data does "
                                  "not point at a commit.</p></section>")

@@ -398,13 +398,13 @@ v1::Cause ClassifyLabelled(const LabelledHistory& h) {
   if (h.history.has_value()) {
     absl::StatusOr<triage::NightlyDecision> d =
         triage::DecideNightly(*h.history, "bench", "gpu", triage::TriageRequest{}, nullptr, {});
-    return d.ok() ? d->triage.verdict.cause : v1::CAUSE_UNSPECIFIED;
+    return d.ok() ? d->triage.diagnosis.cause : v1::CAUSE_UNSPECIFIED;
   }
   triage::TriageRequest request;
   request.platform = "b200_cute";
   request.kernel = "k";
   absl::StatusOr<triage::TriageResult> r = triage::Triage(*h.dashboard, request);
-  return r.ok() ? r->kernels.front().verdict.cause : v1::CAUSE_UNSPECIFIED;
+  return r.ok() ? r->kernels.front().diagnosis.cause : v1::CAUSE_UNSPECIFIED;
 }
 
 SetFigures Evaluate(const std::vector<LabelledHistory>& set) {

@@ -51,7 +51,7 @@ TEST(PlanBuildAheadTest, TheLimitKeepsTheMostUsefulFirstAndZeroGivesNothing) {
 TEST(PlanBuildAheadTest, InFlightAndRecordedIndicesAreNeverHinted) {
   BisectSearch search(12);
   search.MarkInFlight(6);
-  ASSERT_TRUE(search.Record(9, Verdict::kSkip).ok());
+  ASSERT_TRUE(search.Record(9, v1::VERDICT_SKIP).ok());
   search.MarkInFlight(3);
   const std::vector<int> hints = PlanBuildAhead(search, 2, 20, false);
   EXPECT_FALSE(hints.empty());
@@ -111,10 +111,10 @@ TEST(BisectJobBuildAheadTest, HintsAreTheReferenceGoodAndThePointsOfThePiecesLef
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
     BisectSearch child(100);
     if (bounds[i] > 0) {
-      ASSERT_TRUE(child.Record(bounds[i], Verdict::kGood).ok());
+      ASSERT_TRUE(child.Record(bounds[i], v1::VERDICT_GOOD).ok());
     }
     if (bounds[i + 1] < 100) {
-      ASSERT_TRUE(child.Record(bounds[i + 1], Verdict::kBad).ok());
+      ASSERT_TRUE(child.Record(bounds[i + 1], v1::VERDICT_BAD).ok());
     }
     for (int index : child.PlanProbes(4)) expected.insert(index);
   }

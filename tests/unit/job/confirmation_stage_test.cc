@@ -60,8 +60,8 @@ class ConfirmationStageTest : public ::testing::Test {
   // Narrows the search to (last_good, first_bad] with both recorded.
   void SearchEndsAt(int last_good, int first_bad) {
     search_ = BisectSearch(kCommits);
-    ASSERT_TRUE(search_.Record(last_good, Verdict::kGood).ok());
-    ASSERT_TRUE(search_.Record(first_bad, Verdict::kBad).ok());
+    ASSERT_TRUE(search_.Record(last_good, v1::VERDICT_GOOD).ok());
+    ASSERT_TRUE(search_.Record(first_bad, v1::VERDICT_BAD).ok());
   }
 
   ConfirmationContext Context() const {
@@ -269,8 +269,8 @@ TEST_F(ConfirmationStageTest, PairsMeasuredAheadCountForTheirCulpritOnly) {
   for (const std::string& id : ahead) EXPECT_EQ(Report(id, "w2", 100, 120).next, Next::kWait);
 
   // Both probes came back GOOD: 6 is the culprit, and its pairs ahead are all it needs.
-  ASSERT_TRUE(search_.Record(4, Verdict::kGood).ok());
-  ASSERT_TRUE(search_.Record(5, Verdict::kGood).ok());
+  ASSERT_TRUE(search_.Record(4, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search_.Record(5, v1::VERDICT_GOOD).ok());
   ASSERT_TRUE(search_.Done());
   status_.set_state(v1::JOB_STATE_CONFIRMING);
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
@@ -287,8 +287,8 @@ TEST_F(ConfirmationStageTest, PairsAheadOfAnotherCommitAreCancelledWhenTheCulpri
   ASSERT_FALSE(ahead.empty());
   for (const std::string& id : ahead) book_.HandOut(id, "w2");
   // 5 came back BAD and 4 GOOD: the culprit is 5, not 6.
-  ASSERT_TRUE(search_.Record(4, Verdict::kGood).ok());
-  ASSERT_TRUE(search_.Record(5, Verdict::kBad).ok());
+  ASSERT_TRUE(search_.Record(4, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search_.Record(5, v1::VERDICT_BAD).ok());
   status_.set_state(v1::JOB_STATE_CONFIRMING);
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kWait);

@@ -13,8 +13,8 @@ namespace {
 
 TEST(SpeculationTest, OnlyInTheLastRoundEveryPossibleCulpritFromFirstBadDown) {
   BisectSearch search(100);
-  ASSERT_TRUE(search.Record(40, Verdict::kGood).ok());
-  ASSERT_TRUE(search.Record(44, Verdict::kBad).ok());
+  ASSERT_TRUE(search.Record(40, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search.Record(44, v1::VERDICT_BAD).ok());
   // 41, 42, 43 are left: nothing is in flight, so it is not the last round yet.
   EXPECT_TRUE(SpeculationCandidates(search, {}).empty());
   search.MarkInFlight(41);
@@ -23,9 +23,9 @@ TEST(SpeculationTest, OnlyInTheLastRoundEveryPossibleCulpritFromFirstBadDown) {
   search.MarkInFlight(43);
   EXPECT_THAT(SpeculationCandidates(search, {}), ::testing::ElementsAre(44, 43, 42, 41));
   EXPECT_THAT(SpeculationCandidates(search, {44, 42}), ::testing::ElementsAre(43, 41));
-  ASSERT_TRUE(search.Record(41, Verdict::kGood).ok());
-  ASSERT_TRUE(search.Record(42, Verdict::kGood).ok());
-  ASSERT_TRUE(search.Record(43, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(41, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search.Record(42, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search.Record(43, v1::VERDICT_GOOD).ok());
   ASSERT_TRUE(search.Done());
   EXPECT_TRUE(SpeculationCandidates(search, {}).empty());  // Done: the confirmation proper.
 }

@@ -281,8 +281,8 @@ TEST(PlanDispatchTest, NoCalibrationInPlaceOfAPointThatWouldFinishTheSearch) {
   for (const int idle : {3, 4}) {
     SCOPED_TRACE(idle);
     Fixture f(1000);
-    ASSERT_TRUE(f.search.Record(362, Verdict::kGood).ok());
-    ASSERT_TRUE(f.search.Record(366, Verdict::kBad).ok());
+    ASSERT_TRUE(f.search.Record(362, v1::VERDICT_GOOD).ok());
+    ASSERT_TRUE(f.search.Record(366, v1::VERDICT_BAD).ok());
     f.input.round = 2;
     f.input.workers["w0"] = Calibrated(362);
     f.input.idle = {"w0"};
@@ -331,7 +331,7 @@ TEST(RoundOfNewProbesTest, OneMoreThanTheVerdictsThatBoundTheInterval) {
     probe->set_verdict(verdict);
     probe->set_round(round);
     probe->set_state(v1::PROBE_STATE_FINISHED);
-    const Verdict side = verdict == v1::VERDICT_GOOD ? Verdict::kGood : Verdict::kBad;
+    const v1::Verdict side = verdict == v1::VERDICT_GOOD ? v1::VERDICT_GOOD : v1::VERDICT_BAD;
     ASSERT_TRUE(search.Record(index, side).ok());
   };
   decide(50, v1::VERDICT_BAD, 1);

@@ -365,7 +365,7 @@ int GitBisectSteps(int n, int culprit) {
   while (!search.Done()) {
     const std::vector<int> next = search.NextProbes(1);
     if (next.empty()) break;
-    (void)search.Record(next[0], next[0] >= culprit ? Verdict::kBad : Verdict::kGood);
+    (void)search.Record(next[0], next[0] >= culprit ? v1::VERDICT_BAD : v1::VERDICT_GOOD);
     ++steps;
   }
   return steps;

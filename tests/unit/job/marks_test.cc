@@ -102,7 +102,7 @@ TEST(MarksTest, MarkedCommitsAreVerdictsOfTheSearch) {
   RecordMarks(marks, &search);
   EXPECT_EQ(search.last_good(), 3);
   EXPECT_EQ(search.first_bad(), 8);
-  EXPECT_EQ(search.VerdictAt(5), Verdict::kSkip);
+  EXPECT_EQ(search.VerdictAt(5), v1::VERDICT_SKIP);
   EXPECT_FALSE(search.VerdictAt(6).has_value());
 }
 

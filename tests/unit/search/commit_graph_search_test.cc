@@ -180,9 +180,9 @@ Outcome Search(const GraphRepo& repo, int culprit, const std::set<int>& skipped,
        probes = search.NextProbes(workers)) {
     ++outcome.rounds;
     for (int p : probes) {
-      const Verdict verdict = skipped.count(p) != 0          ? Verdict::kSkip
-                              : repo.is_ancestor[culprit][p] ? Verdict::kBad
-                                                             : Verdict::kGood;
+      const v1::Verdict verdict = skipped.count(p) != 0          ? v1::VERDICT_SKIP
+                              : repo.is_ancestor[culprit][p] ? v1::VERDICT_BAD
+                                                             : v1::VERDICT_GOOD;
       EXPECT_TRUE(search.Record(p, verdict).ok());
     }
     EXPECT_THAT(search.UselessInFlight(), ::testing::IsEmpty());
@@ -335,14 +335,14 @@ TEST(CommitGraphSearchTest, VerdictsNarrowToAncestorsAndAwayFromThem) {
   absl::StatusOr<CommitGraphSearch> search =
       CommitGraphSearch::Create({{}, {0}, {1}, {2}, {3}, {0}, {5}, {4, 6}});
   ASSERT_TRUE(search.ok());
-  ASSERT_TRUE(search->Record(6, Verdict::kBad).ok());
+  ASSERT_TRUE(search->Record(6, v1::VERDICT_BAD).ok());
   EXPECT_THAT(search->Candidates(), ElementsAre(5, 6));
   EXPECT_FALSE(search->Splits(3));  // Not an ancestor of 6, and none of 5, 6 is its ancestor.
-  ASSERT_TRUE(search->Record(5, Verdict::kGood).ok());
+  ASSERT_TRUE(search->Record(5, v1::VERDICT_GOOD).ok());
   EXPECT_THAT(search->Candidates(), ElementsAre(6));
   EXPECT_TRUE(search->Done());
   // A good verdict at 7 would leave nothing: a contradiction, and the state stays as it was.
-  absl::Status contradiction = search->Record(7, Verdict::kGood);
+  absl::Status contradiction = search->Record(7, v1::VERDICT_GOOD);
   EXPECT_EQ(contradiction.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(contradiction.message(), HasSubstr("contradicts"));
   EXPECT_THAT(search->Candidates(), ElementsAre(6));
@@ -354,7 +354,7 @@ TEST(CommitGraphSearchTest, InFlightProbesThatNoLongerSplitAreUseless) {
   ASSERT_TRUE(search.ok());
   search->MarkInFlight(2);
   search->MarkInFlight(5);
-  ASSERT_TRUE(search->Record(6, Verdict::kBad).ok());
+  ASSERT_TRUE(search->Record(6, v1::VERDICT_BAD).ok());
   EXPECT_THAT(search->UselessInFlight(), ElementsAre(2));
   EXPECT_FALSE(search->Done());
   search->Abandon(2);
@@ -365,8 +365,8 @@ TEST(CommitGraphSearchTest, SkippedCandidatesAreListedAsGitListsThem) {
   // A chain 0 - 1 - 2 - 3 with 1 and 2 skipped and 3 bad: "could be any of 1, 2, 3".
   absl::StatusOr<CommitGraphSearch> search = CommitGraphSearch::Create({{}, {0}, {1}, {2}});
   ASSERT_TRUE(search.ok());
-  ASSERT_TRUE(search->Record(2, Verdict::kSkip).ok());
-  ASSERT_TRUE(search->Record(1, Verdict::kSkip).ok());
+  ASSERT_TRUE(search->Record(2, v1::VERDICT_SKIP).ok());
+  ASSERT_TRUE(search->Record(1, v1::VERDICT_SKIP).ok());
   EXPECT_TRUE(search->Done());
   EXPECT_THAT(search->Candidates(), ElementsAre(1, 2, 3));
 }

@@ -32,16 +32,16 @@ int ExpectedRounds(int n, int w) {
 struct Oracle {
   int culprit;
   std::set<int> skipped;
-  Verdict operator()(int index) const {
-    if (skipped.count(index) > 0) return Verdict::kSkip;
-    return index < culprit ? Verdict::kGood : Verdict::kBad;
+  v1::Verdict operator()(int index) const {
+    if (skipped.count(index) > 0) return v1::VERDICT_SKIP;
+    return index < culprit ? v1::VERDICT_GOOD : v1::VERDICT_BAD;
   }
 };
 
 // The culprit by linear scan: the first index whose verdict is bad.
 int BruteForceCulprit(int n, const Oracle& oracle) {
   for (int i = 1; i <= n; ++i) {
-    if (oracle(i) == Verdict::kBad) return i;
+    if (oracle(i) == v1::VERDICT_BAD) return i;
   }
   return n;
 }
@@ -51,11 +51,11 @@ int BruteForceCulprit(int n, const Oracle& oracle) {
 std::vector<int> BruteForceCandidates(int n, const Oracle& oracle) {
   int lo = 0;
   for (int i = 1; i < n; ++i) {
-    if (oracle(i) == Verdict::kGood) lo = i;
+    if (oracle(i) == v1::VERDICT_GOOD) lo = i;
   }
   int hi = n;
   for (int i = n - 1; i >= 1; --i) {
-    if (oracle(i) == Verdict::kBad) hi = i;
+    if (oracle(i) == v1::VERDICT_BAD) hi = i;
   }
   std::vector<int> result;
   for (int i = lo + 1; i <= hi; ++i) result.push_back(i);
@@ -115,8 +115,8 @@ TEST(BisectSearchTest, InitialState) {
   EXPECT_EQ(search.first_bad(), 10);
   EXPECT_EQ(search.RemainingCandidates(), 10);
   EXPECT_FALSE(search.Done());
-  EXPECT_EQ(search.VerdictAt(0), Verdict::kGood);
-  EXPECT_EQ(search.VerdictAt(10), Verdict::kBad);
+  EXPECT_EQ(search.VerdictAt(0), v1::VERDICT_GOOD);
+  EXPECT_EQ(search.VerdictAt(10), v1::VERDICT_BAD);
   EXPECT_EQ(search.VerdictAt(5), std::nullopt);
   EXPECT_EQ(search.VerdictAt(11), std::nullopt);
 }
@@ -140,10 +140,10 @@ TEST(BisectSearchTest, SplitsEvenly) {
 TEST(BisectSearchTest, FreedWorkerSplitsLargestGap) {
   BisectSearch search(100);
   EXPECT_THAT(search.NextProbes(3), ElementsAre(25, 50, 75));
-  ASSERT_TRUE(search.Record(25, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(25, v1::VERDICT_GOOD).ok());
   // Open interval (25, 100) with probes at 50 and 75: gaps 25, 25, 25; ties go to the lowest.
   EXPECT_THAT(search.NextProbes(1), ElementsAre(37));
-  ASSERT_TRUE(search.Record(75, Verdict::kBad).ok());
+  ASSERT_TRUE(search.Record(75, v1::VERDICT_BAD).ok());
   EXPECT_THAT(search.InFlight(), ElementsAre(37, 50));
   // Gaps (25,37)=12, (37,50)=13, (50,75)=25: the first new point halves the largest gap
   // (pieces of 12.5), the second then goes to the 13-gap rather than thirding the 25-gap.
@@ -166,7 +166,7 @@ TEST(BisectSearchTest, MarkInFlightIsRespected) {
 
 TEST(BisectSearchTest, CountLargerThanEligibleReturnsAll) {
   BisectSearch search(6);
-  ASSERT_TRUE(search.Record(3, Verdict::kSkip).ok());
+  ASSERT_TRUE(search.Record(3, v1::VERDICT_SKIP).ok());
   EXPECT_THAT(search.NextProbes(100), ElementsAre(1, 2, 4, 5));
   EXPECT_THAT(search.NextProbes(100), IsEmpty());
   EXPECT_FALSE(search.Done());
@@ -176,48 +176,48 @@ TEST(BisectSearchTest, CountLargerThanEligibleReturnsAll) {
 
 TEST(BisectSearchTest, ContradictionsRejectedAndStateUnchanged) {
   BisectSearch search(20);
-  ASSERT_TRUE(search.Record(5, Verdict::kGood).ok());
-  ASSERT_TRUE(search.Record(15, Verdict::kBad).ok());
+  ASSERT_TRUE(search.Record(5, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search.Record(15, v1::VERDICT_BAD).ok());
   search.MarkInFlight(10);
   const std::vector<int> in_flight = search.InFlight();
 
-  absl::Status status = search.Record(15, Verdict::kGood);
+  absl::Status status = search.Record(15, v1::VERDICT_GOOD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  status = search.Record(17, Verdict::kGood);
+  status = search.Record(17, v1::VERDICT_GOOD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  status = search.Record(5, Verdict::kBad);
+  status = search.Record(5, v1::VERDICT_BAD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  status = search.Record(0, Verdict::kBad);
+  status = search.Record(0, v1::VERDICT_BAD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  status = search.Record(20, Verdict::kGood);
+  status = search.Record(20, v1::VERDICT_GOOD);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  status = search.Record(21, Verdict::kGood);
+  status = search.Record(21, v1::VERDICT_GOOD);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  status = search.Record(-1, Verdict::kSkip);
+  status = search.Record(-1, v1::VERDICT_SKIP);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
 
   EXPECT_EQ(search.last_good(), 5);
   EXPECT_EQ(search.first_bad(), 15);
   EXPECT_EQ(search.VerdictAt(17), std::nullopt);
-  EXPECT_EQ(search.VerdictAt(15), Verdict::kBad);
-  EXPECT_EQ(search.VerdictAt(5), Verdict::kGood);
+  EXPECT_EQ(search.VerdictAt(15), v1::VERDICT_BAD);
+  EXPECT_EQ(search.VerdictAt(5), v1::VERDICT_GOOD);
   EXPECT_EQ(search.InFlight(), in_flight);
 }
 
 TEST(BisectSearchTest, OutsideVerdictsRecordedButNeverWiden) {
   BisectSearch search(20);
-  ASSERT_TRUE(search.Record(10, Verdict::kGood).ok());
-  ASSERT_TRUE(search.Record(4, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(10, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search.Record(4, v1::VERDICT_GOOD).ok());
   EXPECT_EQ(search.last_good(), 10);
-  EXPECT_EQ(search.VerdictAt(4), Verdict::kGood);
-  ASSERT_TRUE(search.Record(15, Verdict::kBad).ok());
-  ASSERT_TRUE(search.Record(18, Verdict::kBad).ok());
+  EXPECT_EQ(search.VerdictAt(4), v1::VERDICT_GOOD);
+  ASSERT_TRUE(search.Record(15, v1::VERDICT_BAD).ok());
+  ASSERT_TRUE(search.Record(18, v1::VERDICT_BAD).ok());
   EXPECT_EQ(search.first_bad(), 15);
-  ASSERT_TRUE(search.Record(18, Verdict::kSkip).ok());
-  EXPECT_EQ(search.VerdictAt(18), Verdict::kBad);  // A skip never replaces a verdict.
-  ASSERT_TRUE(search.Record(12, Verdict::kSkip).ok());
-  ASSERT_TRUE(search.Record(12, Verdict::kGood).ok());  // A verdict replaces a skip.
-  EXPECT_EQ(search.VerdictAt(12), Verdict::kGood);
+  ASSERT_TRUE(search.Record(18, v1::VERDICT_SKIP).ok());
+  EXPECT_EQ(search.VerdictAt(18), v1::VERDICT_BAD);  // A skip never replaces a verdict.
+  ASSERT_TRUE(search.Record(12, v1::VERDICT_SKIP).ok());
+  ASSERT_TRUE(search.Record(12, v1::VERDICT_GOOD).ok());  // A verdict replaces a skip.
+  EXPECT_EQ(search.VerdictAt(12), v1::VERDICT_GOOD);
   EXPECT_EQ(search.last_good(), 12);
   EXPECT_EQ(search.RemainingCandidates(), 3);
 }
@@ -225,18 +225,18 @@ TEST(BisectSearchTest, OutsideVerdictsRecordedButNeverWiden) {
 TEST(BisectSearchTest, UselessInFlightAfterNarrowing) {
   BisectSearch search(100);
   EXPECT_THAT(search.NextProbes(4), ElementsAre(20, 40, 60, 80));
-  ASSERT_TRUE(search.Record(40, Verdict::kBad).ok());
+  ASSERT_TRUE(search.Record(40, v1::VERDICT_BAD).ok());
   EXPECT_THAT(search.UselessInFlight(), ElementsAre(60, 80));
   EXPECT_THAT(search.UselessInFlight(), ElementsAre(60, 80));  // Calling it changes nothing.
   EXPECT_THAT(search.InFlight(), ElementsAre(20, 60, 80));
   search.Abandon(60);
-  ASSERT_TRUE(search.Record(80, Verdict::kBad).ok());  // A late result outside the interval.
+  ASSERT_TRUE(search.Record(80, v1::VERDICT_BAD).ok());  // A late result outside the interval.
   EXPECT_EQ(search.first_bad(), 40);
   EXPECT_THAT(search.UselessInFlight(), IsEmpty());
   EXPECT_THAT(search.InFlight(), ElementsAre(20));
-  ASSERT_TRUE(search.Record(20, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(20, v1::VERDICT_GOOD).ok());
   EXPECT_THAT(search.NextProbes(1), ElementsAre(30));
-  ASSERT_TRUE(search.Record(30, Verdict::kSkip).ok());
+  ASSERT_TRUE(search.Record(30, v1::VERDICT_SKIP).ok());
   // A late probe of an already-good index counts as useless.
   search.MarkInFlight(10);
   EXPECT_THAT(search.UselessInFlight(), ElementsAre(10));
@@ -250,7 +250,7 @@ TEST(BisectSearchTest, NotDoneWhileUsefulProbeInFlight) {
   search.Abandon(1);
   EXPECT_FALSE(search.Done());
   EXPECT_THAT(search.NextProbes(1), ElementsAre(1));
-  ASSERT_TRUE(search.Record(1, Verdict::kGood).ok());
+  ASSERT_TRUE(search.Record(1, v1::VERDICT_GOOD).ok());
   EXPECT_TRUE(search.Done());
   EXPECT_THAT(search.Candidates(), ElementsAre(2));
 }
@@ -258,22 +258,22 @@ TEST(BisectSearchTest, NotDoneWhileUsefulProbeInFlight) {
 TEST(BisectSearchTest, SkippedIndexIsReplacedByNeighbour) {
   BisectSearch search(10);
   EXPECT_THAT(search.NextProbes(1), ElementsAre(5));
-  ASSERT_TRUE(search.Record(5, Verdict::kSkip).ok());
+  ASSERT_TRUE(search.Record(5, v1::VERDICT_SKIP).ok());
   std::vector<int> next = search.NextProbes(1);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_TRUE(next[0] == 4 || next[0] == 6) << next[0];
 
   BisectSearch wide(100);
   EXPECT_THAT(wide.NextProbes(3), ElementsAre(25, 50, 75));
-  for (int p : {25, 50, 75}) ASSERT_TRUE(wide.Record(p, Verdict::kSkip).ok());
-  for (int p : {24, 26, 49, 51}) ASSERT_TRUE(wide.Record(p, Verdict::kSkip).ok());
+  for (int p : {25, 50, 75}) ASSERT_TRUE(wide.Record(p, v1::VERDICT_SKIP).ok());
+  for (int p : {24, 26, 49, 51}) ASSERT_TRUE(wide.Record(p, v1::VERDICT_SKIP).ok());
   std::vector<int> probes = wide.NextProbes(3);
   EXPECT_THAT(probes, ElementsAre(23, 48, 74));
 }
 
 TEST(BisectSearchTest, AllInteriorSkippedIsDone) {
   BisectSearch search(6);
-  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(search.Record(i, Verdict::kSkip).ok());
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(search.Record(i, v1::VERDICT_SKIP).ok());
   EXPECT_TRUE(search.Done());
   EXPECT_THAT(search.NextProbes(2), IsEmpty());
   EXPECT_THAT(search.Candidates(), ElementsAre(1, 2, 3, 4, 5, 6));
@@ -397,7 +397,7 @@ TEST(BisectSearchTest, RandomSkipSetsMatchBruteForce) {
           ASSERT_EQ(search.Candidates(), expected) << "n=" << n << " c=" << c << " w=" << w;
           ASSERT_EQ(search.RemainingCandidates(), static_cast<int>(expected.size()));
           for (int i = search.last_good() + 1; i < search.first_bad(); ++i) {
-            ASSERT_EQ(search.VerdictAt(i), Verdict::kSkip);
+            ASSERT_EQ(search.VerdictAt(i), v1::VERDICT_SKIP);
           }
           // The culprit is always among the candidates.
           ASSERT_NE(std::find(expected.begin(), expected.end(), c), expected.end());
@@ -413,7 +413,7 @@ TEST(BisectSearchTest, CopyIsIndependent) {
   BisectSearch a(50);
   a.NextProbes(1);
   BisectSearch b = a;
-  ASSERT_TRUE(b.Record(25, Verdict::kGood).ok());
+  ASSERT_TRUE(b.Record(25, v1::VERDICT_GOOD).ok());
   EXPECT_EQ(a.last_good(), 0);
   EXPECT_THAT(a.InFlight(), ElementsAre(25));
   EXPECT_EQ(b.last_good(), 25);
@@ -434,10 +434,18 @@ TEST(EstimateProbesTest, CountsThePointsOfEveryRound) {
   }
 }
 
-TEST(VerdictNameTest, Names) {
-  EXPECT_STREQ(VerdictName(Verdict::kGood), "good");
-  EXPECT_STREQ(VerdictName(Verdict::kBad), "bad");
-  EXPECT_STREQ(VerdictName(Verdict::kSkip), "skip");
+TEST(SearchVerdictTest, AnythingButGoodOrBadCountsAsASkip) {
+  BisectSearch search(8);
+  ASSERT_TRUE(search.Record(3, v1::VERDICT_AMBIGUOUS).ok());
+  ASSERT_TRUE(search.Record(5, v1::VERDICT_UNSPECIFIED).ok());
+  EXPECT_EQ(search.VerdictAt(3), v1::VERDICT_SKIP);
+  EXPECT_EQ(search.VerdictAt(5), v1::VERDICT_SKIP);
+  EXPECT_EQ(search.last_good(), 0);
+  EXPECT_EQ(search.first_bad(), 8);
+  // A good verdict replaces the skip.
+  ASSERT_TRUE(search.Record(3, v1::VERDICT_GOOD).ok());
+  EXPECT_EQ(search.VerdictAt(3), v1::VERDICT_GOOD);
+  EXPECT_EQ(search.last_good(), 3);
 }
 
 }  // namespace

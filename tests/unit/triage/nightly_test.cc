@@ -105,7 +105,7 @@ TEST(DecideNightlyTest, ARealRegressionIsBisectedOnce) {
   absl::StatusOr<NightlyDecision> d = DecideNightly(h, "attn", "h100", {}, nullptr, {});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->action, NightlyAction::kSubmitBisect) << FormatNightlyDecision(*d);
-  EXPECT_EQ(d->triage.verdict.cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_EQ(d->triage.diagnosis.cause, v1::CAUSE_REAL_REGRESSION);
   EXPECT_EQ(d->triage.last_good->date, "2026-11-10");
   EXPECT_EQ(d->triage.first_bad->date, "2026-11-11");
   EXPECT_EQ(d->request_id, NightlyRequestId("attn", "h100", absl::StrFormat("%040x", 10),
@@ -132,7 +132,7 @@ TEST(DecideNightlyTest, AHarnessChangeIsAMethodChangeNamingTheFile) {
       DecideNightly(Steps(1.2, "bbbb"), "attn", "h100", {}, nullptr, {});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->action, NightlyAction::kMethodChange) << FormatNightlyDecision(*d);
-  EXPECT_EQ(d->triage.verdict.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+  EXPECT_EQ(d->triage.diagnosis.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
   EXPECT_THAT(d->summary, HasSubstr("benchmarks/run.py changed"));
   EXPECT_EQ(d->triage.true_value.honest, "before");
   EXPECT_TRUE(d->request_id.empty());

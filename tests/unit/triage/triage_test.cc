@@ -40,8 +40,8 @@ TEST(TriageTest, SharedFixtureIsARealHelionOnlyRegression) {
     TriageResult r = RunTriage(data, "b200_cute", "layer_norm", date);
     ASSERT_EQ(r.kernels.size(), 1u);
     const KernelTriage& k = r.kernels[0];
-    EXPECT_EQ(k.verdict.cause, v1::CAUSE_REAL_REGRESSION) << date;
-    EXPECT_GE(k.verdict.confidence, 0.8);
+    EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_REAL_REGRESSION) << date;
+    EXPECT_GE(k.diagnosis.confidence, 0.8);
     EXPECT_EQ(k.evidence.shape, Shape::kStep);
     ASSERT_TRUE(k.last_good.has_value() && k.first_bad.has_value());
     EXPECT_EQ(k.last_good->date, "2026-09-21");
@@ -72,9 +72,9 @@ TEST(TriageTest, WholePlatformPutsTheMoveFirst) {
   TriageResult r = RunTriage(Load("helion-dashboard-sample.json"), "b200_cute", "");
   ASSERT_EQ(r.kernels.size(), 3u);
   EXPECT_EQ(r.kernels[0].kernel, "layer_norm");
-  EXPECT_EQ(r.kernels[0].verdict.cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_EQ(r.kernels[0].diagnosis.cause, v1::CAUSE_REAL_REGRESSION);
   for (size_t i = 1; i < r.kernels.size(); ++i) {
-    EXPECT_EQ(r.kernels[i].verdict.cause, v1::CAUSE_NOISE) << r.kernels[i].kernel;
+    EXPECT_EQ(r.kernels[i].diagnosis.cause, v1::CAUSE_NOISE) << r.kernels[i].kernel;
   }
 }
 
@@ -82,7 +82,7 @@ TEST(TriageTest, FlatSeriesIsNoise) {
   TriageResult r =
       RunTriage(Load("helion-dashboard-sample.json"), "b200", "layer_norm", "2026-09-22");
   const KernelTriage& k = r.kernels[0];
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_NOISE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_NOISE);
   EXPECT_EQ(k.evidence.shape, Shape::kNone);
   EXPECT_FALSE(k.first_bad.has_value());
   EXPECT_FALSE(k.IsRegression());
@@ -91,18 +91,18 @@ TEST(TriageTest, FlatSeriesIsNoise) {
 TEST(TriageTest, SharedWithBaselinesIsHardware) {
   TriageResult r = RunTriage(Load("hardware_shared.json"), "h100", "softmax");
   const KernelTriage& k = r.kernels[0];
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_HARDWARE_ISSUE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_HARDWARE_ISSUE);
   EXPECT_EQ(k.evidence.baselines_moved, Tri::kYes);
   EXPECT_EQ(k.first_bad->date, "2026-09-18");
   EXPECT_EQ(k.true_value.honest, "before");
   EXPECT_THAT(k.true_value.note, HasSubstr("Relative to triton_speedup_geomean"));
-  EXPECT_THAT(k.verdict.reasons[1], HasSubstr("shared with the baselines"));
+  EXPECT_THAT(k.diagnosis.reasons[1], HasSubstr("shared with the baselines"));
 }
 
 TEST(TriageTest, OneTimerMovingAloneIsAMethodChange) {
   TriageResult r = RunTriage(Load("method_change.json"), "b200", "matmul");
   const KernelTriage& k = r.kernels[0];
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
   EXPECT_EQ(k.evidence.timer_agrees, Tri::kNo);
   EXPECT_EQ(k.evidence.baselines_moved, Tri::kNo);
   EXPECT_EQ(k.first_bad->date, "2026-09-16");
@@ -115,7 +115,7 @@ TEST(TriageTest, ASpikeThatRevertsIsNoise) {
   for (const std::string date : {"2026-09-20", ""}) {
     TriageResult r = RunTriage(data, "b200", "softmax", date);
     const KernelTriage& k = r.kernels[0];
-    EXPECT_EQ(k.verdict.cause, v1::CAUSE_NOISE) << date;
+    EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_NOISE) << date;
     EXPECT_EQ(k.evidence.shape, Shape::kSpike);
     EXPECT_TRUE(k.analysis.change_points.empty());
     ASSERT_TRUE(k.first_bad.has_value());
@@ -130,14 +130,14 @@ TEST(TriageTest, GradualDriftBlamesNoSingleCommit) {
   TriageResult r = RunTriage(Load("drift.json"), "b200", "rms_norm");
   const KernelTriage& k = r.kernels[0];
   EXPECT_EQ(k.evidence.shape, Shape::kDrift);
-  EXPECT_LE(k.verdict.confidence, 0.45);
-  EXPECT_THAT(absl::StrJoin(k.verdict.reasons, " "), HasSubstr("gradual"));
+  EXPECT_LE(k.diagnosis.confidence, 0.45);
+  EXPECT_THAT(absl::StrJoin(k.diagnosis.reasons, " "), HasSubstr("gradual"));
 }
 
 TEST(TriageTest, SchemaDriftStillTriages) {
   TriageResult r = RunTriage(Load("schema_drift.json"), "b200", "layer_norm");
   const KernelTriage& k = r.kernels[0];
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_REAL_REGRESSION);
   EXPECT_EQ(k.first_bad->date, "2026-09-21");
   // Only triton is a baseline before entry 12; both are after.
   EXPECT_EQ(k.evidence.baselines_moved, Tri::kNo);
@@ -148,7 +148,7 @@ TEST(TriageTest, PretunedCudagraphFlipIsAMethodChange) {
   TriageResult r = RunTriage(Load("pretuned.json"), "b200", "");
   const KernelTriage& k = r.kernels[0];
   EXPECT_EQ(k.primary_metric, "geomean");
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_BENCHMARK_METHOD_CHANGE);
   EXPECT_EQ(k.evidence.method_changed, Tri::kYes);
   EXPECT_EQ(k.first_bad->date, "2026-09-17");
   ASSERT_EQ(r.roles.baselines.size(), 1u);
@@ -158,7 +158,7 @@ TEST(TriageTest, PretunedCudagraphFlipIsAMethodChange) {
 TEST(TriageTest, GenericCsvRunnerSwapIsHardware) {
   TriageResult r = RunTriage(Load("generic_runner.csv"), "a100", "gemm", "", "tflops");
   const KernelTriage& k = r.kernels[0];
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_HARDWARE_ISSUE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_HARDWARE_ISSUE);
   EXPECT_EQ(k.evidence.runner_changed, Tri::kYes);
   ASSERT_EQ(k.evidence.identity.size(), 1u);
   EXPECT_EQ(k.evidence.identity[0].before, "gpu-node-1");
@@ -170,10 +170,10 @@ TEST(TriageTest, GenericJsonLinesLowerIsBetter) {
   TriageResult r = RunTriage(Load("generic_real.jsonl"), "", "", "", "latency_ms");
   const KernelTriage& k = r.kernels[0];
   EXPECT_EQ(k.direction, Direction::kLowerIsBetter);
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_REAL_REGRESSION);
   EXPECT_TRUE(k.IsRegression());
   EXPECT_EQ(k.evidence.baselines_moved, Tri::kUnknown);
-  EXPECT_LT(k.verdict.confidence, 0.8);  // Nothing to cross-check with.
+  EXPECT_LT(k.diagnosis.confidence, 0.8);  // Nothing to cross-check with.
   EXPECT_EQ(k.first_bad->date, "2026-09-11");
   EXPECT_EQ(k.first_bad->full_sha.size(), 40u);
 }
@@ -189,7 +189,7 @@ TEST(TriageTest, ExcursionThatRevertsIsNoise) {
   TriageResult r = RunTriage(*d, "", "", "2026-09-13");
   const KernelTriage& k = r.kernels[0];
   EXPECT_EQ(k.evidence.shape, Shape::kExcursion);
-  EXPECT_EQ(k.verdict.cause, v1::CAUSE_NOISE);
+  EXPECT_EQ(k.diagnosis.cause, v1::CAUSE_NOISE);
   ASSERT_TRUE(k.evidence.reverted_at.has_value());
   EXPECT_EQ(k.evidence.reverted_at->date, "2026-09-18");
   // Without a date the latest change point is the recovery: the excursion is explained.
@@ -231,7 +231,7 @@ TEST(ClassifyTest, Rules) {
   e.baselines_moved = Tri::kNo;
   e.timer_agrees = Tri::kYes;
   e.timer = MetricMove();
-  Verdict v = Classify(e);
+  Diagnosis v = Classify(e);
   EXPECT_EQ(v.cause, v1::CAUSE_REAL_REGRESSION);
   EXPECT_NEAR(v.confidence, 0.9, 1e-9);
   e.timer_agrees = Tri::kNo;
