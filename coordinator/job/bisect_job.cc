@@ -42,6 +42,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
                  spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
       confidence_(&status_, &commits_, &calibration_, &ledger_, &book_),
+      result_(&status_, &commits_, &calibration_, &ledger_),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);

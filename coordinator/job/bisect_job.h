@@ -20,6 +20,7 @@
 //                           the probes waiting for one, and the progress;
 //   culprit_confidence      --confidence with a metric: the end check, verdicts taken back,
 //                           AMBIGUOUS put on the posterior's side;
+//   search_result           what the finished search says: interval, culprit, cause, outcome;
 //   job_event_log           the events since the coordinator last took them;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
@@ -55,6 +56,7 @@
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/result_reuse.h"
+#include "coordinator/job/search_result.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -64,8 +66,6 @@ class BisectJob {
  public:
   // How often a task may be handed out before a lost worker turns it into a skip.
   static constexpr int kMaxAttempts = 3;
-  // Skipped candidates above this count make the result inconclusive rather than a range.
-  static constexpr int kMaxReportedCandidates = 10;
   // Measured probes a worker may hold while the baselines are not settled.
   static constexpr int kProbesAheadOfBaselines = 2;
 
@@ -227,8 +227,6 @@ class BisectJob {
                     bool keep_measured = false);
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
-  // Ends the job with the search's answer: the culprit, a candidate range or inconclusive.
-  void FinishWithCandidates(absl::Time now);
   // The confirmation (coordinator/job/confirmation_stage.h) at this moment: the time, the
   // workers its fresh pairs spread over, and the round of the tasks it creates.
   ConfirmationContext ConfirmationNow(absl::Time now) const;
@@ -254,6 +252,8 @@ class BisectJob {
   ConfirmationStage confirmation_;
   // --confidence with a metric: the end check, verdicts taken back, AMBIGUOUS put on a side.
   CulpritConfidence confidence_;
+  // What the finished search says: interval, culprit or candidates, cause, probability.
+  SearchResult result_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_{&status_};

@@ -1,66 +1,16 @@
 // Copyright 2026 The kbisect Authors.
 //
-// BisectJob, composing the result: the culprit (or candidates) once the search is done, acting
-// on the confirmation's steps (ConfirmationStage), the medians before and after, warnings about
-// several steps and merges, and the terminal state with the worker report.
-#include <algorithm>
-#include <map>
-#include <optional>
+// BisectJob, ending: whether the search is done and settled (calibrations, --confidence), the
+// result written (SearchResult), acting on the confirmation's steps (ConfirmationStage), and the
+// terminal state with the worker report.
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
-#include "common/search/culprit_posterior.h"
 #include "coordinator/job/bisect_job.h"
-#include "coordinator/job/confidence_stop.h"
-#include "coordinator/job/flaky_verdicts.h"
 #include "coordinator/job/job_text.h"
-#include "coordinator/job/measurement_changes.h"
 
 namespace kbisect {
-namespace {
-
-// A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
-constexpr double kSingleStepShare = 0.6;
-
-// The culprit posterior reports at most this many positions, each at least this probable.
-constexpr int kPosteriorPositions = 5;
-constexpr double kPosteriorMinProbability = 0.001;
-
-// Sets the status's culprit_probability (the posterior mass of the search's candidates) and
-// culprit_posterior from every measurement of the job.
-void SetCulpritProbability(const Calibration& calibration, bool pass_fail,
-                           const BisectSearch& search, const std::vector<v1::CommitRef>& commits,
-                           v1::JobStatus* status) {
-  // The posterior's model is a first-parent path, where bad is monotone; over a commit graph it
-  // would misplace the mass, so a graph search reports no probability (docs/decisions.md 151).
-  if (search.graph() != nullptr) return;
-  // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
-  const bool flaky = pass_fail && status->spec().flaky();
-  const absl::StatusOr<CulpritPosterior> posterior =
-      flaky ? ComputeCulpritPosterior(status->commit_count(), FlakyEvidence(*status, calibration),
-                                      FlakyPosteriorOptions())
-            : ComputeCulpritPosterior(status->commit_count(),
-                                      PosteriorEvidence(*status, calibration, pass_fail,
-                                                        search.last_good(), search.first_bad()));
-  if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
-  if (flaky) {
-    status->set_good_fail_rate(posterior->good_fail_rate);
-    status->set_bad_fail_rate(posterior->bad_fail_rate);
-  }
-  status->set_culprit_probability(posterior->MassOf(search.Candidates()));
-  status->clear_culprit_posterior();
-  for (int k : posterior->Top(kPosteriorPositions, kPosteriorMinProbability)) {
-    v1::PositionProbability* position = status->add_culprit_posterior();
-    position->set_sha(commits[k].sha());
-    position->set_index(k);
-    position->set_probability(posterior->probability[k]);
-  }
-}
-
-}  // namespace
 
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
@@ -88,35 +38,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
     book_.Extend(check.extend_row, check.more_runs);
   }
   if (check.wait) return;
-  const std::vector<int> candidates = ledger_.search().Candidates();
-  const int last_good = ledger_.search().last_good();
-  const int first_bad = ledger_.search().first_bad();
-  *status_.mutable_last_good() = commits_[last_good];
-  for (int index : candidates) status_.add_candidates(commits_[index].sha());
-  status_.set_before(calibration_.MedianAt(last_good));
-  status_.set_after(calibration_.MedianAt(first_bad));
-  status_.set_culprit_regression_pct(
-      RegressionPercent(status_.before(), status_.after(), status_.direction()));
-  if (candidates.size() == 1 && !pass_fail_) {
-    const double total = status_.baseline().bad().median() - status_.baseline().good().median();
-    const double share = total == 0 ? 1 : (status_.after() - status_.before()) / total;
-    v1::Culprit* step = status_.add_culprits();
-    *step->mutable_commit() = commits_[first_bad];
-    step->set_before(status_.before());
-    step->set_after(status_.after());
-    step->set_regression_pct(status_.culprit_regression_pct());
-    step->set_share_of_total(share);
-    if (share < kSingleStepShare) {
-      status_.set_multiple_steps(true);
-      status_.add_warnings(MultipleStepsText(share, status_.spec().all_culprits(),
-                                             commits_[first_bad].sha(), status_.bad_sha(),
-                                             status_.good_sha(), commits_[last_good].sha()));
-    }
-  }
-  if (candidates.size() == 1 && commits_[first_bad].is_merge()) {
-    status_.add_warnings(
-        MergeCulpritText(commits_[first_bad].sha(), status_.spec().descend_merges()));
-  }
+  result_.RecordInterval();
   if (wants_confirmation) {
     status_.set_state(v1::JOB_STATE_CONFIRMING);
     // Started while the calibrations ran, it is judged once its last pairs are in.
@@ -126,37 +48,8 @@ void BisectJob::MaybeFinish(absl::Time now) {
                        now);
     return;
   }
-  FinishWithCandidates(now);
-}
-
-void BisectJob::FinishWithCandidates(absl::Time now) {
-  const std::vector<int> candidates = ledger_.search().Candidates();
-  const int last_good = ledger_.search().last_good();
-  const int first_bad = ledger_.search().first_bad();
-  if (candidates.size() == 1) {
-    *status_.mutable_culprit() = commits_[first_bad];
-    status_.set_cause(v1::CAUSE_REAL_REGRESSION);
-    // A culprit that changed how the benchmark measures is a method change, named.
-    const std::vector<ManifestChange> changes = MethodChangesAt(status_, last_good, first_bad);
-    if (!changes.empty()) {
-      status_.set_cause(v1::CAUSE_BENCHMARK_METHOD_CHANGE);
-      for (const ManifestChange& change : changes) {
-        status_.add_measurement_changes(change.Describe());
-      }
-      status_.add_warnings(MethodChangeText(status_.measurement_changes()));
-    }
-    SetCulpritProbability(calibration_, pass_fail_, ledger_.search(), commits_, &status_);
-    Finish(v1::OUTCOME_CULPRIT_FOUND, "", now);
-  } else if (static_cast<int>(candidates.size()) <= kMaxReportedCandidates) {
-    status_.set_cause(v1::CAUSE_REAL_REGRESSION);
-    SetCulpritProbability(calibration_, pass_fail_, ledger_.search(), commits_, &status_);
-    Finish(v1::OUTCOME_CANDIDATES_FOUND, "", now);
-  } else {
-    Finish(v1::OUTCOME_INCONCLUSIVE,
-           InconclusiveText(static_cast<int>(candidates.size()) - 1, commits_[last_good].sha(),
-                            commits_[first_bad].sha()),
-           now);
-  }
+  const SearchResult::Conclusion conclusion = result_.Conclude();
+  Finish(conclusion.outcome, conclusion.error, now);
 }
 
 ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
@@ -178,10 +71,12 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
     case ConfirmationStep::Next::kSettleSearch:
       MaybeFinish(now);
       break;
-    case ConfirmationStep::Next::kConfirmed:
+    case ConfirmationStep::Next::kConfirmed: {
       events_.Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(step.verdict), nullptr, now);
-      FinishWithCandidates(now);
+      const SearchResult::Conclusion conclusion = result_.Conclude();
+      Finish(conclusion.outcome, conclusion.error, now);
       break;
+    }
     case ConfirmationStep::Next::kUnconfirmed:
       Finish(v1::OUTCOME_INCONCLUSIVE,
              UnconfirmedText(commits_[ledger_.search().first_bad()].sha(),

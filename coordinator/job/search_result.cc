@@ -1,0 +1,120 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/search_result.h"
+
+#include "absl/status/statusor.h"
+#include "common/search/culprit_posterior.h"
+#include "coordinator/job/confidence_stop.h"
+#include "coordinator/job/flaky_verdicts.h"
+#include "coordinator/job/job_text.h"
+#include "coordinator/job/measurement_changes.h"
+#include "coordinator/job/probe_classifier.h"
+
+namespace kbisect {
+namespace {
+
+// The culprit posterior reports at most this many positions, each at least this probable.
+constexpr int kPosteriorPositions = 5;
+constexpr double kPosteriorMinProbability = 0.001;
+
+bool PassFail(const v1::JobStatus& status) {
+  return status.spec().metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+}
+
+}  // namespace
+
+void SearchResult::RecordInterval() {
+  const std::vector<v1::CommitRef>& commits = *commits_;
+  const std::vector<int> candidates = ledger_->search().Candidates();
+  const int last_good = ledger_->search().last_good();
+  const int first_bad = ledger_->search().first_bad();
+  *status_->mutable_last_good() = commits[last_good];
+  for (int index : candidates) status_->add_candidates(commits[index].sha());
+  status_->set_before(calibration_->MedianAt(last_good));
+  status_->set_after(calibration_->MedianAt(first_bad));
+  status_->set_culprit_regression_pct(
+      RegressionPercent(status_->before(), status_->after(), status_->direction()));
+  if (candidates.size() == 1 && !PassFail(*status_)) {
+    const double total = status_->baseline().bad().median() - status_->baseline().good().median();
+    const double share = total == 0 ? 1 : (status_->after() - status_->before()) / total;
+    v1::Culprit* step = status_->add_culprits();
+    *step->mutable_commit() = commits[first_bad];
+    step->set_before(status_->before());
+    step->set_after(status_->after());
+    step->set_regression_pct(status_->culprit_regression_pct());
+    step->set_share_of_total(share);
+    if (share < kSingleStepShare) {
+      status_->set_multiple_steps(true);
+      status_->add_warnings(MultipleStepsText(share, status_->spec().all_culprits(),
+                                              commits[first_bad].sha(), status_->bad_sha(),
+                                              status_->good_sha(), commits[last_good].sha()));
+    }
+  }
+  if (candidates.size() == 1 && commits[first_bad].is_merge()) {
+    status_->add_warnings(
+        MergeCulpritText(commits[first_bad].sha(), status_->spec().descend_merges()));
+  }
+}
+
+SearchResult::Conclusion SearchResult::Conclude() {
+  const std::vector<v1::CommitRef>& commits = *commits_;
+  const std::vector<int> candidates = ledger_->search().Candidates();
+  const int last_good = ledger_->search().last_good();
+  const int first_bad = ledger_->search().first_bad();
+  Conclusion out;
+  if (candidates.size() == 1) {
+    *status_->mutable_culprit() = commits[first_bad];
+    status_->set_cause(v1::CAUSE_REAL_REGRESSION);
+    // A culprit that changed how the benchmark measures is a method change, named.
+    const std::vector<ManifestChange> changes = MethodChangesAt(*status_, last_good, first_bad);
+    if (!changes.empty()) {
+      status_->set_cause(v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+      for (const ManifestChange& change : changes) {
+        status_->add_measurement_changes(change.Describe());
+      }
+      status_->add_warnings(MethodChangeText(status_->measurement_changes()));
+    }
+    SetCulpritProbability();
+    out.outcome = v1::OUTCOME_CULPRIT_FOUND;
+  } else if (static_cast<int>(candidates.size()) <= kMaxReportedCandidates) {
+    status_->set_cause(v1::CAUSE_REAL_REGRESSION);
+    SetCulpritProbability();
+    out.outcome = v1::OUTCOME_CANDIDATES_FOUND;
+  } else {
+    out.outcome = v1::OUTCOME_INCONCLUSIVE;
+    out.error = InconclusiveText(static_cast<int>(candidates.size()) - 1, commits[last_good].sha(),
+                                 commits[first_bad].sha());
+  }
+  return out;
+}
+
+void SearchResult::SetCulpritProbability() {
+  const BisectSearch& search = ledger_->search();
+  // The posterior's model is a first-parent path, where bad is monotone; over a commit graph it
+  // would misplace the mass, so a graph search reports no probability (docs/decisions.md 151).
+  if (search.graph() != nullptr) return;
+  const bool pass_fail = PassFail(*status_);
+  // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
+  const bool flaky = pass_fail && status_->spec().flaky();
+  const absl::StatusOr<CulpritPosterior> posterior =
+      flaky
+          ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*status_, *calibration_),
+                                    FlakyPosteriorOptions())
+          : ComputeCulpritPosterior(status_->commit_count(),
+                                    PosteriorEvidence(*status_, *calibration_, pass_fail,
+                                                      search.last_good(), search.first_bad()));
+  if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
+  if (flaky) {
+    status_->set_good_fail_rate(posterior->good_fail_rate);
+    status_->set_bad_fail_rate(posterior->bad_fail_rate);
+  }
+  status_->set_culprit_probability(posterior->MassOf(search.Candidates()));
+  status_->clear_culprit_posterior();
+  for (int k : posterior->Top(kPosteriorPositions, kPosteriorMinProbability)) {
+    v1::PositionProbability* position = status_->add_culprit_posterior();
+    position->set_sha((*commits_)[k].sha());
+    position->set_index(k);
+    position->set_probability(posterior->probability[k]);
+  }
+}
+
+}  // namespace kbisect

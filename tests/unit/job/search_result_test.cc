@@ -1,0 +1,128 @@
+// Copyright 2026 The kbisect Authors.
+//
+// SearchResult on its own: a probe table, a calibration and a ledger built by hand, no job. The
+// interval and the step's share of the whole move, a culprit with its cause and probability, a
+// range of candidates, and an answer left inconclusive by too many skips.
+#include "coordinator/job/search_result.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/unit/coordinator/bisect_job_testing.h"
+
+namespace kbisect {
+namespace {
+
+using ::kbisect::bisect_job_testing::FinishWithSamples;
+using ::kbisect::bisect_job_testing::MakeCommits;
+using ::kbisect::bisect_job_testing::MakeSpec;
+
+constexpr int kCommits = 16;
+
+class SearchResultTest : public ::testing::Test {
+ protected:
+  SearchResultTest()
+      : commits_(MakeCommits(kCommits)),
+        ledger_(MakeSpec(), commits_, &status_, &book_, &calibration_),
+        book_(&status_, &commits_),
+        calibration_(&status_, /*pass_fail=*/false),
+        result_(&status_, &commits_, &calibration_, &ledger_) {
+    *status_.mutable_spec() = MakeSpec();
+    status_.set_commit_count(kCommits);
+    status_.set_first_bad_index(kCommits);
+    status_.set_state(v1::JOB_STATE_BISECTING);
+    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+    status_.set_good_sha(commits_.front().sha());
+    status_.set_bad_sha(commits_.back().sha());
+    // The baselines on worker w0: GOOD 100, BAD 130.
+    const int good = FinishWithSamples(&book_, book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0),
+                                       "w0", {100, 100.5, 99.5});
+    calibration_.worker("w0").calibration = good;
+    calibration_.worker("w0").checked_out = 0;
+    calibration_.SetReference("w0", good);
+    calibration_.SetBadProbe(
+        FinishWithSamples(&book_, book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0",
+                          {130, 130.5, 129.5}));
+    status_.mutable_baseline()->mutable_good()->set_median(100);
+    status_.mutable_baseline()->mutable_bad()->set_median(130);
+  }
+
+  // A bisect probe of commit `index` on w0 at `value`, judged `verdict`.
+  void Judged(int index, double value, v1::Verdict verdict) {
+    const int row = FinishWithSamples(&book_, book_.NewTask(v1::PROBE_KIND_BISECT, index, 1), "w0",
+                                      {value, value + 0.2, value - 0.2});
+    ASSERT_TRUE(ledger_.Record(row, verdict));
+    book_.mutable_probe(row).set_verdict(verdict);
+  }
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  VerdictLedger ledger_;
+  ProbeBook book_;
+  Calibration calibration_;
+  SearchResult result_;
+};
+
+TEST_F(SearchResultTest, OneStepIsTheCulpritWithItsShareCauseAndProbability) {
+  Judged(7, 100, v1::VERDICT_GOOD);
+  Judged(8, 130, v1::VERDICT_BAD);
+  ASSERT_TRUE(ledger_.search().Done());
+  result_.RecordInterval();
+  EXPECT_EQ(status_.last_good().index(), 7);
+  ASSERT_EQ(status_.candidates_size(), 1);
+  EXPECT_EQ(status_.candidates(0), commits_[8].sha());
+  EXPECT_NEAR(status_.before(), 100, 1e-9);
+  EXPECT_NEAR(status_.after(), 130, 1e-9);
+  EXPECT_NEAR(status_.culprit_regression_pct(), 30, 1e-9);
+  ASSERT_EQ(status_.culprits_size(), 1);
+  EXPECT_NEAR(status_.culprits(0).share_of_total(), 1, 1e-9);
+  EXPECT_FALSE(status_.multiple_steps());
+
+  const SearchResult::Conclusion conclusion = result_.Conclude();
+  EXPECT_EQ(conclusion.outcome, v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_TRUE(conclusion.error.empty());
+  EXPECT_EQ(status_.culprit().sha(), commits_[8].sha());
+  EXPECT_EQ(status_.cause(), v1::CAUSE_REAL_REGRESSION);
+  EXPECT_GT(status_.culprit_probability(), 0.5);
+  EXPECT_GT(status_.culprit_posterior_size(), 0);
+}
+
+TEST_F(SearchResultTest, AStepThatExplainsTooLittleSuggestsSeveral) {
+  Judged(7, 100, v1::VERDICT_GOOD);
+  Judged(8, 110, v1::VERDICT_BAD);
+  result_.RecordInterval();
+  ASSERT_EQ(status_.culprits_size(), 1);
+  EXPECT_NEAR(status_.culprits(0).share_of_total(), 1.0 / 3, 1e-9);
+  EXPECT_TRUE(status_.multiple_steps());
+  EXPECT_EQ(status_.warnings_size(), 1);
+}
+
+TEST_F(SearchResultTest, SkipsLeaveARangeAndTooManyAnInconclusiveAnswer) {
+  Judged(4, 100, v1::VERDICT_GOOD);
+  Judged(7, 130, v1::VERDICT_BAD);
+  Judged(5, 0, v1::VERDICT_SKIP);
+  Judged(6, 0, v1::VERDICT_SKIP);
+  ASSERT_TRUE(ledger_.search().Done());
+  result_.RecordInterval();
+  EXPECT_EQ(status_.candidates_size(), 3);
+  EXPECT_EQ(status_.culprits_size(), 0) << "no single step";
+  EXPECT_EQ(result_.Conclude().outcome, v1::OUTCOME_CANDIDATES_FOUND);
+  EXPECT_EQ(status_.cause(), v1::CAUSE_REAL_REGRESSION);
+  EXPECT_FALSE(status_.has_culprit());
+}
+
+TEST_F(SearchResultTest, MoreCandidatesThanReportedAreInconclusive) {
+  for (int index = 1; index < kCommits; ++index) Judged(index, 0, v1::VERDICT_SKIP);
+  ASSERT_TRUE(ledger_.search().Done());
+  ASSERT_GT(static_cast<int>(ledger_.search().Candidates().size()),
+            SearchResult::kMaxReportedCandidates);
+  const SearchResult::Conclusion conclusion = result_.Conclude();
+  EXPECT_EQ(conclusion.outcome, v1::OUTCOME_INCONCLUSIVE);
+  EXPECT_FALSE(conclusion.error.empty());
+  EXPECT_FALSE(status_.has_culprit());
+}
+
+}  // namespace
+}  // namespace kbisect
