@@ -81,6 +81,28 @@ inline int FinishWithSamples(ProbeBook* book, const std::string& id, const std::
   return entry.probe;
 }
 
+// A job's parts without the job, wired as BisectJob wires them: the status, the commits 0..n,
+// the ledger with its search, the probe table and a calibration with a metric. The tests of a
+// part that reads them derive from it (with ::testing::Test).
+class JobPartsFixture {
+ protected:
+  explicit JobPartsFixture(int n, const v1::JobSpec& spec = MakeSpec())
+      : commits_(MakeCommits(n)),
+        ledger_(spec, commits_, &status_, &book_, &calibration_),
+        book_(&status_, &commits_),
+        calibration_(&status_, /*pass_fail=*/false) {
+    *status_.mutable_spec() = spec;
+    status_.set_commit_count(n);
+    status_.set_first_bad_index(n);
+  }
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  VerdictLedger ledger_;
+  ProbeBook book_;
+  Calibration calibration_;
+};
+
 // The probe table, one line a probe, for failure messages.
 inline std::string Describe(const v1::JobStatus& status) {
   std::string out =

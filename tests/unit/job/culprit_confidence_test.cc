@@ -17,22 +17,16 @@ namespace kbisect {
 namespace {
 
 using ::kbisect::bisect_job_testing::FinishWithSamples;
-using ::kbisect::bisect_job_testing::MakeCommits;
 using ::kbisect::bisect_job_testing::MakeSpec;
 
 constexpr int kCommits = 8;
 
-class CulpritConfidenceTest : public ::testing::Test {
+class CulpritConfidenceTest : public ::testing::Test,
+                              protected bisect_job_testing::JobPartsFixture {
  protected:
   CulpritConfidenceTest()
-      : commits_(MakeCommits(kCommits)),
-        ledger_(Spec(), commits_, &status_, &book_, &calibration_),
-        book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false),
+      : JobPartsFixture(kCommits, Spec()),
         confidence_(&status_, &commits_, &calibration_, &ledger_, &book_) {
-    *status_.mutable_spec() = Spec();
-    status_.set_commit_count(kCommits);
-    status_.set_first_bad_index(kCommits);
     status_.set_state(v1::JOB_STATE_BISECTING);
   }
 
@@ -64,11 +58,6 @@ class CulpritConfidenceTest : public ::testing::Test {
     return row;
   }
 
-  v1::JobStatus status_;
-  std::vector<v1::CommitRef> commits_;
-  VerdictLedger ledger_;
-  ProbeBook book_;
-  Calibration calibration_;
   CulpritConfidence confidence_;
 };
 

@@ -16,22 +16,13 @@ namespace kbisect {
 namespace {
 
 using ::kbisect::bisect_job_testing::FinishWithSamples;
-using ::kbisect::bisect_job_testing::MakeCommits;
-using ::kbisect::bisect_job_testing::MakeSpec;
 
 constexpr int kCommits = 16;
 
-class SearchResultTest : public ::testing::Test {
+class SearchResultTest : public ::testing::Test, protected bisect_job_testing::JobPartsFixture {
  protected:
   SearchResultTest()
-      : commits_(MakeCommits(kCommits)),
-        ledger_(MakeSpec(), commits_, &status_, &book_, &calibration_),
-        book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false),
-        result_(&status_, &commits_, &calibration_, &ledger_) {
-    *status_.mutable_spec() = MakeSpec();
-    status_.set_commit_count(kCommits);
-    status_.set_first_bad_index(kCommits);
+      : JobPartsFixture(kCommits), result_(&status_, &commits_, &calibration_, &ledger_) {
     status_.set_state(v1::JOB_STATE_BISECTING);
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
     status_.set_good_sha(commits_.front().sha());
@@ -57,11 +48,6 @@ class SearchResultTest : public ::testing::Test {
     book_.mutable_probe(row).set_verdict(verdict);
   }
 
-  v1::JobStatus status_;
-  std::vector<v1::CommitRef> commits_;
-  VerdictLedger ledger_;
-  ProbeBook book_;
-  Calibration calibration_;
   SearchResult result_;
 };
 

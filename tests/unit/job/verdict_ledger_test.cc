@@ -17,25 +17,15 @@ namespace {
 
 using ::kbisect::bisect_job_testing::FinishWithSamples;
 using ::kbisect::bisect_job_testing::kNow;
-using ::kbisect::bisect_job_testing::MakeCommits;
-using ::kbisect::bisect_job_testing::MakeSpec;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
 constexpr int kCommits = 8;
 
-class VerdictLedgerTest : public ::testing::Test {
+class VerdictLedgerTest : public ::testing::Test, protected bisect_job_testing::JobPartsFixture {
  protected:
-  VerdictLedgerTest()
-      : commits_(MakeCommits(kCommits)),
-        ledger_(MakeSpec(), commits_, &status_, &book_, &calibration_),
-        book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false) {
-    *status_.mutable_spec() = MakeSpec();
-    status_.set_commit_count(kCommits);
-    status_.set_first_bad_index(kCommits);
-  }
+  VerdictLedgerTest() : JobPartsFixture(kCommits) {}
 
   // A bisect probe of commit `index` measured on `worker`; returns its row.
   int Measured(int index, const std::string& worker = "w0") {
@@ -53,12 +43,6 @@ class VerdictLedgerTest : public ::testing::Test {
     book_.mutable_probe(row).set_verdict(verdict);
     return row;
   }
-
-  v1::JobStatus status_;
-  std::vector<v1::CommitRef> commits_;
-  VerdictLedger ledger_;
-  ProbeBook book_;
-  Calibration calibration_;
 };
 
 TEST_F(VerdictLedgerTest, VerdictsNarrowTheSearchAndAContradictionStandsAsASkip) {
