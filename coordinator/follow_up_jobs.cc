@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/enum_label.h"
 #include "common/rpc/proto_time.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/follow_ups.h"
@@ -74,7 +75,7 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
         commits = repositories_->ResolveRange(spec);
       }
       if (!commits.ok()) {
-        problems.push_back(absl::StrCat("cannot start the ", FollowUpKindName(plan.kind),
+        problems.push_back(absl::StrCat("cannot start the ", EnumLabel(plan.kind),
                                         " follow-up: ", commits.status().message()));
         continue;
       }

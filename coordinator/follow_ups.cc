@@ -11,40 +11,19 @@
 
 namespace kbisect {
 
-const char* FollowUpKindName(FollowUpKind kind) {
+const char* FollowUpEventPrefix(v1::FollowUpKind kind) {
   switch (kind) {
-    case FollowUpKind::kMergedBranch:
-      return "merged_branch";
-    case FollowUpKind::kStepsBefore:
-      return "steps_before";
-    case FollowUpKind::kStepsAfter:
-      return "steps_after";
-    case FollowUpKind::kDependency:
-      return "dependency";
-  }
-  return "";
-}
-
-std::optional<FollowUpKind> ParseFollowUpKind(std::string_view name) {
-  for (FollowUpKind kind : {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore,
-                            FollowUpKind::kStepsAfter, FollowUpKind::kDependency}) {
-    if (name == FollowUpKindName(kind)) return kind;
-  }
-  return std::nullopt;
-}
-
-const char* FollowUpEventPrefix(FollowUpKind kind) {
-  switch (kind) {
-    case FollowUpKind::kMergedBranch:
+    case v1::FOLLOW_UP_KIND_MERGED_BRANCH:
       return "[merged branch] ";
-    case FollowUpKind::kStepsBefore:
+    case v1::FOLLOW_UP_KIND_STEPS_BEFORE:
       return "[before the culprit] ";
-    case FollowUpKind::kStepsAfter:
+    case v1::FOLLOW_UP_KIND_STEPS_AFTER:
       return "[after the culprit] ";
-    case FollowUpKind::kDependency:
+    case v1::FOLLOW_UP_KIND_DEPENDENCY:
       return "[dependency] ";
+    default:
+      return "";
   }
-  return "";
 }
 
 namespace {
@@ -60,7 +39,7 @@ bool IsFullCommitSha(std::string_view text) {
          });
 }
 
-PlannedFollowUp PlannedRange(FollowUpKind kind, std::string good, std::string bad) {
+PlannedFollowUp PlannedRange(v1::FollowUpKind kind, std::string good, std::string bad) {
   PlannedFollowUp plan;
   plan.kind = kind;
   plan.good = std::move(good);
@@ -71,7 +50,7 @@ PlannedFollowUp PlannedRange(FollowUpKind kind, std::string good, std::string ba
 PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKind kind,
                                   const std::string& path, const std::string& repository,
                                   const std::string& old_sha, const std::string& new_sha) {
-  PlannedFollowUp plan = PlannedRange(FollowUpKind::kDependency, old_sha, new_sha);
+  PlannedFollowUp plan = PlannedRange(v1::FOLLOW_UP_KIND_DEPENDENCY, old_sha, new_sha);
   plan.repository = repository;
   plan.dependency.set_kind(kind);
   plan.dependency.set_superproject(status.spec().repository());
@@ -115,32 +94,33 @@ std::vector<PlannedFollowUp> PlanFollowUps(
     if (warnings != nullptr) warnings->push_back(std::move(text));
   };
   if (WantsMergedBranch(status) && merged_branch.has_value()) {
-    planned.push_back(
-        PlannedRange(FollowUpKind::kMergedBranch, merged_branch->first, merged_branch->second));
+    planned.push_back(PlannedRange(v1::FOLLOW_UP_KIND_MERGED_BRANCH, merged_branch->first,
+                                   merged_branch->second));
   }
   if (status.spec().all_culprits() && status.multiple_steps()) {
     if (status.last_good().sha() != status.good_sha()) {
-      planned.push_back(
-          PlannedRange(FollowUpKind::kStepsBefore, status.good_sha(), status.last_good().sha()));
+      planned.push_back(PlannedRange(v1::FOLLOW_UP_KIND_STEPS_BEFORE, status.good_sha(),
+                                     status.last_good().sha()));
     }
     if (status.culprit().sha() != status.bad_sha()) {
       planned.push_back(
-          PlannedRange(FollowUpKind::kStepsAfter, status.culprit().sha(), status.bad_sha()));
+          PlannedRange(v1::FOLLOW_UP_KIND_STEPS_AFTER, status.culprit().sha(), status.bad_sha()));
     }
   }
   // A dependency follow-up descends into its own submodules (nested, its descent as their
   // `outer`), never into pin files: those are the top superproject's (WantsPinFiles).
   if (status.spec().descend_submodules()) {
     for (const v1::SubmoduleBump& bump : status.submodule_bumps()) {
-      const std::string cannot = absl::StrCat("cannot descend into submodule '", bump.path(), "': ");
+      const std::string cannot =
+          absl::StrCat("cannot descend into submodule '", bump.path(), "': ");
       if (!bump.error().empty()) {
         warn(absl::StrCat(cannot, bump.error()));
       } else if (bump.old_sha().empty() || bump.new_sha().empty()) {
         warn(absl::StrCat(cannot, "the culprit ", bump.old_sha().empty() ? "added" : "removed",
                           " it, so there is no range of its own to bisect"));
       } else if (bump.backwards()) {
-        warn(absl::StrCat(cannot, "the culprit moved it back (", bump.new_sha().substr(0, 7), " is ",
-                          "older than ", bump.old_sha().substr(0, 7), ")"));
+        warn(absl::StrCat(cannot, "the culprit moved it back (", bump.new_sha().substr(0, 7),
+                          " is ", "older than ", bump.old_sha().substr(0, 7), ")"));
       } else if (bump.commit_count() > 0) {
         planned.push_back(PlannedDependency(status, v1::DEPENDENCY_KIND_SUBMODULE, bump.path(),
                                             bump.url(), bump.old_sha(), bump.new_sha()));
@@ -148,7 +128,7 @@ std::vector<PlannedFollowUp> PlanFollowUps(
     }
   }
   for (const PinMove& move : pins) {
-    if (status.spec().has_dependency()) break;  // Pins are the top superproject's.
+    if (status.spec().has_dependency()) break;   // Pins are the top superproject's.
     if (move.old_sha == move.new_sha) continue;  // The file changed, the pinned commit did not.
     if (move.old_sha.empty() || move.new_sha.empty()) {
       warn(absl::StrCat("cannot descend into the commit pinned in ", move.pin.file(), ": it names ",
@@ -168,26 +148,25 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
   spec.set_good(plan.good);
   spec.set_bad(plan.bad);
   spec.set_parent_job_id(parent_id);
-  spec.set_follow_up(FollowUpKindName(plan.kind));
+  spec.set_follow_up(plan.kind);
   spec.set_follow_up_depth(parent.follow_up_depth() + 1);
-  spec.set_description(absl::StrCat(FollowUpKindName(plan.kind), " of ", parent_id));
-  if (plan.kind == FollowUpKind::kDependency) {
+  spec.set_description(absl::StrCat(EnumLabel(plan.kind), " of ", parent_id));
+  if (plan.kind == v1::FOLLOW_UP_KIND_DEPENDENCY) {
     spec.set_repository(plan.repository);
     *spec.mutable_dependency() = plan.dependency;
     spec.clear_descend_pins();
     spec.clear_marks();
-    spec.set_description(
-        absl::StrCat("dependency ", plan.dependency.path(), " of ", parent_id));
+    spec.set_description(absl::StrCat("dependency ", plan.dependency.path(), " of ", parent_id));
   }
   return spec;
 }
 
-std::string FollowUpRequestId(const std::string& parent_id, FollowUpKind kind) {
-  return absl::StrCat(parent_id, "/", FollowUpKindName(kind));
+std::string FollowUpRequestId(const std::string& parent_id, v1::FollowUpKind kind) {
+  return absl::StrCat(parent_id, "/", EnumLabel(kind));
 }
 
 std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan) {
-  if (plan.kind != FollowUpKind::kDependency) return FollowUpRequestId(parent_id, plan.kind);
+  if (plan.kind != v1::FOLLOW_UP_KIND_DEPENDENCY) return FollowUpRequestId(parent_id, plan.kind);
   return absl::StrCat(FollowUpRequestId(parent_id, plan.kind), ":", plan.dependency.path());
 }
 
@@ -195,15 +174,15 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
                          v1::JobStatus* status) {
   const double total = status->baseline().bad().median() - status->baseline().good().median();
   for (const auto& [child, result] : done) {
-    const std::optional<FollowUpKind> kind = ParseFollowUpKind(result->spec().follow_up());
-    const bool merged = kind == FollowUpKind::kMergedBranch;
-    const bool dependency = kind == FollowUpKind::kDependency;
+    const v1::FollowUpKind kind = result->spec().follow_up();
+    const bool merged = kind == v1::FOLLOW_UP_KIND_MERGED_BRANCH;
+    const bool dependency = kind == v1::FOLLOW_UP_KIND_DEPENDENCY;
     status->set_bench_runs(status->bench_runs() + result->bench_runs());
     const std::string what =
-        merged ? "the merged branch "
-               : (dependency ? absl::StrCat("the dependency ", result->spec().dependency().path(),
-                                            " ")
-                             : std::string());
+        merged
+            ? "the merged branch "
+            : (dependency ? absl::StrCat("the dependency ", result->spec().dependency().path(), " ")
+                          : std::string());
     const std::string range = absl::StrCat(what, result->good_sha().substr(0, 7), "..",
                                            result->bad_sha().substr(0, 7), " (job ", child, ")");
     if (result->status() == v1::OUTCOME_NO_REGRESSION) {

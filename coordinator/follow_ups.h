@@ -28,18 +28,13 @@ namespace kbisect {
 // Follow-ups of follow-ups are started up to this depth (a merge inside a merged branch...).
 inline constexpr int kMaxFollowUpDepth = 3;
 
-enum class FollowUpKind { kMergedBranch, kStepsBefore, kStepsAfter, kDependency };
-
-// "merged_branch", "steps_before", "steps_after", "dependency": JobSpec.follow_up and the
-// request id suffix.
-const char* FollowUpKindName(FollowUpKind kind);
-// The kind named by JobSpec.follow_up; nullopt for "" or an unknown name.
-std::optional<FollowUpKind> ParseFollowUpKind(std::string_view name);
-// The prefix of a follow-up's lines in its parent's event stream ("[merged branch] ").
-const char* FollowUpEventPrefix(FollowUpKind kind);
+// The prefix of a follow-up's lines in its parent's event stream ("[merged branch] "); "" for
+// FOLLOW_UP_KIND_UNSPECIFIED. A follow-up's kind is named elsewhere as EnumLabel names it
+// ("merged_branch", ...): in its request id and its description.
+const char* FollowUpEventPrefix(v1::FollowUpKind kind);
 
 struct PlannedFollowUp {
-  FollowUpKind kind = FollowUpKind::kMergedBranch;
+  v1::FollowUpKind kind = v1::FOLLOW_UP_KIND_MERGED_BRANCH;
   std::string good;
   std::string bad;
   // kDependency only: the dependency's repository (the follow-up's JobSpec.repository) and how
@@ -75,8 +70,8 @@ std::optional<std::string> PinnedCommit(std::string_view content);
 // JobSpec.descend_submodules, each of status.submodule_bumps that moved forward (both commits
 // known, read without error) gets a dependency follow-up (from a dependency follow-up, with its
 // descent as the new one's `outer`); `pins` (read by the caller when WantsPinFiles; ignored
-// from a dependency follow-up) each get one when both of their commits are known and differ. A bump or pin
-// that cannot be descended into adds a sentence saying why to `warnings` (may be null).
+// from a dependency follow-up) each get one when both of their commits are known and differ. A bump
+// or pin that cannot be descended into adds a sentence saying why to `warnings` (may be null).
 std::vector<PlannedFollowUp> PlanFollowUps(
     const v1::JobStatus& status,
     const std::optional<std::pair<std::string, std::string>>& merged_branch,
@@ -91,7 +86,7 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
 
 // The request id of a follow-up ("<parent>/<kind>", "<parent>/dependency:<path>" for a
 // dependency's): a restarted coordinator finds it again.
-std::string FollowUpRequestId(const std::string& parent_id, FollowUpKind kind);
+std::string FollowUpRequestId(const std::string& parent_id, v1::FollowUpKind kind);
 std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan);
 
 // Folds the finished follow-ups (job id, status) into their parent's `status`: their bench runs

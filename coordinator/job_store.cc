@@ -14,8 +14,10 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/enum_label.h"
 #include "common/status_macros.h"
 #include "coordinator/sqlite_statement.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace kbisect {
 namespace {
@@ -112,6 +114,29 @@ std::string EventsBlob(const std::vector<v1::JobEvent>& events) {
     }
   }
   return blob;
+}
+
+// Before decision 184 JobSpec.follow_up was a string, field 26 (now reserved). A spec stored
+// then carries it as an unknown field, whose text (EnumLabel's form, "merged_branch") names the
+// kind: it is read back into the enum, so a follow-up keeps its kind across the upgrade.
+constexpr int kStringFollowUpField = 26;
+
+void UpgradeFollowUp(v1::JobSpec* spec) {
+  google::protobuf::UnknownFieldSet* unknown = spec->GetReflection()->MutableUnknownFields(spec);
+  for (int i = unknown->field_count() - 1; i >= 0; --i) {
+    const google::protobuf::UnknownField& field = unknown->field(i);
+    if (field.number() != kStringFollowUpField ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      continue;
+    }
+    const google::protobuf::EnumDescriptor* kinds = v1::FollowUpKind_descriptor();
+    for (int k = 0; k < kinds->value_count(); ++k) {
+      if (EnumValueJsonName(*kinds->value(k)) == field.length_delimited()) {
+        spec->set_follow_up(static_cast<v1::FollowUpKind>(kinds->value(k)->number()));
+      }
+    }
+    unknown->DeleteSubrange(i, 1);
+  }
 }
 
 bool ParseEvents(const std::string& blob, const v1::JobStatus& final_status,
@@ -379,6 +404,7 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
         return absl::DataLossError(
             absl::StrCat("job database ", path_, ": job ", job.job_id, " cannot be parsed"));
       }
+      UpgradeFollowUp(&job.spec);
       for (const std::string& commit : commits) {
         if (!job.commits.emplace_back().ParseFromString(commit)) {
           return absl::DataLossError(absl::StrCat("job database ", path_, ": a commit of job ",
@@ -392,6 +418,7 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
           return absl::DataLossError(absl::StrCat("job database ", path_, ": the final status of ",
                                                   job.job_id, " cannot be parsed"));
         }
+        UpgradeFollowUp(job.final_status.mutable_spec());
       }
       if (!jobs.IsNull(6)) {
         job.compacted = true;

@@ -76,13 +76,11 @@ void JobTable::AppendEvent(JobEntry& entry, v1::JobEvent event) {
     if (parent_entry != nullptr && !parent_entry->complete) {
       v1::JobEvent copy = event;
       copy.clear_job();
-      const std::optional<FollowUpKind> kind =
-          ParseFollowUpKind(entry.job->status().spec().follow_up());
+      const v1::FollowUpKind kind = entry.job->status().spec().follow_up();
       const std::string& dependency = entry.job->status().spec().dependency().path();
-      copy.set_message(absl::StrCat(kind == FollowUpKind::kDependency
+      copy.set_message(absl::StrCat(kind == v1::FOLLOW_UP_KIND_DEPENDENCY
                                         ? absl::StrCat("[dependency ", dependency, "] ")
-                                    : kind.has_value() ? FollowUpEventPrefix(*kind)
-                                                       : "",
+                                        : FollowUpEventPrefix(kind),
                                     event.message()));
       // A follow-up's STARTED line is a progress line in its parent's stream.
       if (copy.kind() == v1::JOB_EVENT_KIND_STARTED) copy.set_kind(v1::JOB_EVENT_KIND_WARNING);

@@ -182,7 +182,7 @@ TEST_F(CoordinatorTest, AMergeCulpritIsFollowedIntoItsBranch) {
   absl::StatusOr<v1::JobStatus> branch = coordinator_.GetJob(job->follow_up_job_ids(0));
   ASSERT_TRUE(branch.ok());
   EXPECT_EQ(branch->spec().parent_job_id(), job_id);
-  EXPECT_EQ(branch->spec().follow_up(), "merged_branch");
+  EXPECT_EQ(branch->spec().follow_up(), v1::FOLLOW_UP_KIND_MERGED_BRANCH);
   EXPECT_EQ(branch->spec().good(), FakeRepositoryView::MainSha(31));
   EXPECT_EQ(branch->spec().bad(), FakeRepositoryView::BranchSha(12));
   EXPECT_EQ(branch->culprit().sha(), FakeRepositoryView::BranchSha(7));

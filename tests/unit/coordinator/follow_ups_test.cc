@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -30,15 +30,15 @@ v1::JobStatus Found(bool merge, bool multiple_steps) {
   return status;
 }
 
-TEST(FollowUpsTest, KindsRoundTripThroughTheirNames) {
-  for (FollowUpKind kind :
-       {FollowUpKind::kMergedBranch, FollowUpKind::kStepsBefore, FollowUpKind::kStepsAfter,
-        FollowUpKind::kDependency}) {
-    EXPECT_EQ(ParseFollowUpKind(FollowUpKindName(kind)), kind);
-  }
-  EXPECT_EQ(ParseFollowUpKind(""), std::nullopt);
-  EXPECT_EQ(ParseFollowUpKind("steps"), std::nullopt);
-  EXPECT_STREQ(FollowUpEventPrefix(FollowUpKind::kMergedBranch), "[merged branch] ");
+TEST(FollowUpsTest, KindsAreNamedInRequestIdsAsBeforeAndPrefixTheirLines) {
+  // The request ids of follow-ups started before decision 184 named the kind the same way: a
+  // restarted coordinator finds them.
+  EXPECT_EQ(FollowUpRequestId("job-1", v1::FOLLOW_UP_KIND_MERGED_BRANCH), "job-1/merged_branch");
+  EXPECT_EQ(FollowUpRequestId("job-1", v1::FOLLOW_UP_KIND_STEPS_BEFORE), "job-1/steps_before");
+  EXPECT_EQ(FollowUpRequestId("job-1", v1::FOLLOW_UP_KIND_STEPS_AFTER), "job-1/steps_after");
+  EXPECT_EQ(FollowUpRequestId("job-1", v1::FOLLOW_UP_KIND_DEPENDENCY), "job-1/dependency");
+  EXPECT_STREQ(FollowUpEventPrefix(v1::FOLLOW_UP_KIND_MERGED_BRANCH), "[merged branch] ");
+  EXPECT_STREQ(FollowUpEventPrefix(v1::FOLLOW_UP_KIND_UNSPECIFIED), "");
 }
 
 TEST(FollowUpsTest, PlansTheMergedBranchAndBothSidesOfAPartialStep) {
@@ -47,17 +47,17 @@ TEST(FollowUpsTest, PlansTheMergedBranchAndBothSidesOfAPartialStep) {
   const std::vector<PlannedFollowUp> plan =
       PlanFollowUps(status, std::make_pair(std::string("base"), std::string("tip")));
   ASSERT_EQ(plan.size(), 3u);
-  EXPECT_EQ(plan[0].kind, FollowUpKind::kMergedBranch);
+  EXPECT_EQ(plan[0].kind, v1::FOLLOW_UP_KIND_MERGED_BRANCH);
   EXPECT_EQ(plan[0].good, "base");
-  EXPECT_EQ(plan[1].kind, FollowUpKind::kStepsBefore);
+  EXPECT_EQ(plan[1].kind, v1::FOLLOW_UP_KIND_STEPS_BEFORE);
   EXPECT_EQ(plan[1].bad, "lastgood");
-  EXPECT_EQ(plan[2].kind, FollowUpKind::kStepsAfter);
+  EXPECT_EQ(plan[2].kind, v1::FOLLOW_UP_KIND_STEPS_AFTER);
   EXPECT_EQ(plan[2].good, "culprit");
   // An unresolved merged branch plans only the steps.
   EXPECT_EQ(PlanFollowUps(status, std::nullopt).size(), 2u);
   const v1::JobSpec spec = FollowUpSpec(status.spec(), "job-1", plan[1]);
   EXPECT_EQ(spec.parent_job_id(), "job-1");
-  EXPECT_EQ(spec.follow_up(), "steps_before");
+  EXPECT_EQ(spec.follow_up(), v1::FOLLOW_UP_KIND_STEPS_BEFORE);
   EXPECT_EQ(spec.follow_up_depth(), 1);
   EXPECT_EQ(FollowUpRequestId("job-1", plan[1].kind), "job-1/steps_before");
 }
@@ -79,18 +79,18 @@ TEST(FollowUpsTest, FoldRanksTheStepsAndNamesTheMergedCulprit) {
   own->set_before(1.0);
   own->set_after(1.3);
   v1::JobStatus before;
-  before.mutable_spec()->set_follow_up("steps_before");
+  before.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_STEPS_BEFORE);
   before.set_status(v1::OUTCOME_CULPRIT_FOUND);
   before.set_bench_runs(7);
   v1::Culprit* bigger = before.add_culprits();
   bigger->set_before(1.3);
   bigger->set_after(2.0);
   v1::JobStatus merged;
-  merged.mutable_spec()->set_follow_up("merged_branch");
+  merged.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_MERGED_BRANCH);
   merged.set_status(v1::OUTCOME_CULPRIT_FOUND);
   merged.mutable_culprit()->set_sha("inside");
   v1::JobStatus after;
-  after.mutable_spec()->set_follow_up("steps_after");
+  after.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_STEPS_AFTER);
   after.set_status(v1::OUTCOME_NO_REGRESSION);
   after.set_error("GOOD and BAD differ by 0.1%");
   FoldFollowUpResults({{"c1", &before}, {"c2", &merged}, {"c3", &after}}, &parent);
@@ -143,7 +143,7 @@ TEST(FollowUpsTest, ASubmoduleBumpIsDescendedIntoWithTheSuperprojectAtTheCulprit
   std::vector<std::string> warnings;
   const std::vector<PlannedFollowUp> plan = PlanFollowUps(status, std::nullopt, {}, &warnings);
   ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].kind, FollowUpKind::kDependency);
+  EXPECT_EQ(plan[0].kind, v1::FOLLOW_UP_KIND_DEPENDENCY);
   EXPECT_EQ(plan[0].good, kOldDep);
   EXPECT_EQ(plan[0].bad, kNewDep);
   EXPECT_EQ(plan[0].repository, "file:///srv/dep.git");
@@ -162,7 +162,7 @@ TEST(FollowUpsTest, ASubmoduleBumpIsDescendedIntoWithTheSuperprojectAtTheCulprit
   const v1::JobSpec spec = FollowUpSpec(parent.spec(), "job-1", plan[0]);
   EXPECT_EQ(spec.repository(), "file:///srv/dep.git");
   EXPECT_EQ(spec.good(), kOldDep);
-  EXPECT_EQ(spec.follow_up(), "dependency");
+  EXPECT_EQ(spec.follow_up(), v1::FOLLOW_UP_KIND_DEPENDENCY);
   EXPECT_EQ(spec.dependency().path(), "third_party/dep");
   // It descends into its own submodules in turn; the superproject's marks are not its own.
   EXPECT_TRUE(spec.descend_submodules());
@@ -220,7 +220,7 @@ TEST(FollowUpsTest, AChangedPinIsDescendedIntoFromItsRepository) {
   const std::vector<PlannedFollowUp> plan =
       PlanFollowUps(status, std::nullopt, {moved, same, unreadable}, &warnings);
   ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].kind, FollowUpKind::kDependency);
+  EXPECT_EQ(plan[0].kind, v1::FOLLOW_UP_KIND_DEPENDENCY);
   EXPECT_EQ(plan[0].repository, "https://example.com/llvm.git");
   EXPECT_EQ(plan[0].good, kOldDep);
   EXPECT_EQ(plan[0].bad, kNewDep);
@@ -236,7 +236,7 @@ TEST(FollowUpsTest, AChangedPinIsDescendedIntoFromItsRepository) {
 TEST(FollowUpsTest, FoldNamesTheDependencysCulprit) {
   v1::JobStatus parent = Found(/*merge=*/false, /*multiple_steps=*/false);
   v1::JobStatus found;
-  found.mutable_spec()->set_follow_up("dependency");
+  found.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_DEPENDENCY);
   found.mutable_spec()->set_repository("file:///srv/dep.git");
   found.mutable_spec()->mutable_dependency()->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
   found.mutable_spec()->mutable_dependency()->set_path("third_party/dep");

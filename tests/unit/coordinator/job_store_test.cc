@@ -141,6 +141,54 @@ TEST(SqliteJobStoreTest, RoundTripsJobsJournalsWorkersAndFinalStatuses) {
   EXPECT_EQ(state->workers[0].identity.hardware_class(), "hc-1");
 }
 
+TEST(SqliteJobStoreTest, AFollowUpStoredWithItsKindAsAStringKeepsItsKind) {
+  TempDir tmp;
+  const std::string path = tmp.Join("kbisect.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Commit(SomeChanges()).ok());
+  }
+  // As a coordinator before decision 184 stored a follow-up: JobSpec.follow_up a string in field
+  // 26 (tag 0xd2 0x01, length-delimited), in the spec and in the spec of its final status
+  // (JobStatus.spec, field 2).
+  const std::string old_kind("\xd2\x01\x0dmerged_branch", 16);
+  const std::string spec = Spec().SerializeAsString() + old_kind;
+  v1::JobStatus final_status;
+  final_status.set_job_id("job-1");
+  final_status.set_state(v1::JOB_STATE_DONE);
+  const std::string status = final_status.SerializeAsString() + "\x12\x10" + old_kind;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* update = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(db, "UPDATE jobs SET spec = ?, final_status = ? WHERE job_id = 'job-1'",
+                         -1, &update, nullptr),
+      SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_bind_blob(update, 1, spec.data(), static_cast<int>(spec.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_blob(update, 2, status.data(), static_cast<int>(status.size()), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(update), SQLITE_DONE) << sqlite3_errmsg(db);
+  sqlite3_finalize(update);
+  sqlite3_close(db);
+
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<StoredState> state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->jobs.size(), 1u);
+  const StoredJob& job = state->jobs[0];
+  EXPECT_EQ(job.spec.follow_up(), v1::FOLLOW_UP_KIND_MERGED_BRANCH);
+  EXPECT_TRUE(job.spec.GetReflection()->GetUnknownFields(job.spec).empty());
+  ASSERT_TRUE(job.has_final_status);
+  EXPECT_EQ(job.final_status.state(), v1::JOB_STATE_DONE);
+  EXPECT_EQ(job.final_status.spec().follow_up(), v1::FOLLOW_UP_KIND_MERGED_BRANCH);
+  // The rest of the spec is as it was.
+  v1::JobSpec without = job.spec;
+  without.clear_follow_up();
+  EXPECT_TRUE(MessageDifferencer::Equals(without, Spec()));
+}
+
 TEST(SqliteJobStoreTest, ACommitIsAllOrNothing) {
   TempDir tmp;
   absl::StatusOr<std::unique_ptr<SqliteJobStore>> store =
@@ -435,7 +483,7 @@ TEST_F(RecoveryTest, ADependencyFollowUpSurvivesACoordinatorRestart) {
   const std::string dependency_job = Job().follow_up_job_ids(0);
   absl::StatusOr<v1::JobStatus> child = coordinator_->GetJob(dependency_job);
   ASSERT_TRUE(child.ok()) << child.status();
-  EXPECT_EQ(child->spec().follow_up(), "dependency");
+  EXPECT_EQ(child->spec().follow_up(), v1::FOLLOW_UP_KIND_DEPENDENCY);
   EXPECT_EQ(child->spec().repository(), "https://example.com/llvm.git");
   EXPECT_EQ(child->spec().good(), old_pin);
   EXPECT_EQ(child->spec().bad(), new_pin);
@@ -466,7 +514,8 @@ TEST_F(RecoveryTest, ADependencyFollowUpSurvivesACoordinatorRestart) {
   EXPECT_EQ(done.status(), v1::OUTCOME_CULPRIT_FOUND) << done.error();
   EXPECT_EQ(done.culprit().sha(), FakeRepositoryView::MainSha(kCulprit));
   ASSERT_EQ(done.dependency_culprits_size(), 1);
-  EXPECT_EQ(done.dependency_culprits(0).commit().sha(), FakeRepositoryView::DependencySha(kCulprit));
+  EXPECT_EQ(done.dependency_culprits(0).commit().sha(),
+            FakeRepositoryView::DependencySha(kCulprit));
   EXPECT_EQ(done.dependency_culprits(0).path(), "cmake/llvm-hash.txt");
   EXPECT_EQ(done.dependency_culprits(0).old_sha(), old_pin);
   EXPECT_EQ(done.dependency_culprits(0).new_sha(), new_pin);

@@ -25,7 +25,7 @@ JobEntry& AddJob(JobTable& table, const std::string& job_id, v1::JobState state,
   JobEntry& entry = table.Add(job_id, request_id);
   v1::JobSpec spec;
   spec.set_parent_job_id(parent);
-  if (!parent.empty()) spec.set_follow_up("merged_branch");
+  if (!parent.empty()) spec.set_follow_up(v1::FOLLOW_UP_KIND_MERGED_BRANCH);
   spec.set_repository("/repo");
   spec.set_good("v1");
   spec.set_bad("v2");

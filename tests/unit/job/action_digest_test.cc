@@ -135,7 +135,7 @@ TEST(SpecDigestTest, IgnoresWhatDoesNotChangeAMeasurement) {
   other.set_description("nightly");
   other.mutable_origin()->set_kind(v1::ORIGIN_KIND_NIGHTLY);
   other.set_parent_job_id("job-1");
-  other.set_follow_up("merged_branch");
+  other.set_follow_up(v1::FOLLOW_UP_KIND_MERGED_BRANCH);
   other.set_follow_up_depth(1);
   other.set_descend_submodules(true);
   other.add_descend_pins()->set_file("pins/llvm.txt");
