@@ -58,6 +58,10 @@ class Calibration {
   // come from exit codes and nothing is calibrated.
   Calibration(const v1::JobStatus* status, bool pass_fail);
 
+  // True for a pass/fail test (--exit-code): the job's one record of its mode, which the parts
+  // that read the calibration ask here.
+  bool pass_fail() const { return pass_fail_; }
+
   // --- Roles. ---
   // Probe rows of the reference GOOD and the BAD baseline, -1 until created.
   int good_probe() const { return good_probe_; }

@@ -17,7 +17,7 @@ absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
 
 CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   EndCheck out;
-  if (status_->spec().metric().kind() == v1::METRIC_KIND_EXIT_CODE) return out;
+  if (calibration_->pass_fail()) return out;
   const double confidence = status_->spec().confidence();
   if (confidence <= 0 || ledger_->search().Candidates().size() != 1) return out;
   for (const v1::Probe& probe : status_->probes()) {

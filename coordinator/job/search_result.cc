@@ -16,10 +16,6 @@ namespace {
 constexpr int kPosteriorPositions = 5;
 constexpr double kPosteriorMinProbability = 0.001;
 
-bool PassFail(const v1::JobStatus& status) {
-  return status.spec().metric().kind() == v1::METRIC_KIND_EXIT_CODE;
-}
-
 }  // namespace
 
 void SearchResult::RecordInterval() {
@@ -33,7 +29,7 @@ void SearchResult::RecordInterval() {
   status_->set_after(calibration_->MedianAt(first_bad));
   status_->set_culprit_regression_pct(
       RegressionPercent(status_->before(), status_->after(), status_->direction()));
-  if (candidates.size() == 1 && !PassFail(*status_)) {
+  if (candidates.size() == 1 && !calibration_->pass_fail()) {
     const double total = status_->baseline().bad().median() - status_->baseline().good().median();
     const double share = total == 0 ? 1 : (status_->after() - status_->before()) / total;
     v1::Culprit* step = status_->add_culprits();
@@ -92,7 +88,7 @@ void SearchResult::SetCulpritProbability() {
   // The posterior's model is a first-parent path, where bad is monotone; over a commit graph it
   // would misplace the mass, so a graph search reports no probability (docs/decisions.md 151).
   if (search.graph() != nullptr) return;
-  const bool pass_fail = PassFail(*status_);
+  const bool pass_fail = calibration_->pass_fail();
   // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
   const bool flaky = pass_fail && status_->spec().flaky();
   const absl::StatusOr<CulpritPosterior> posterior =
