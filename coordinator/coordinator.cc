@@ -72,6 +72,7 @@ Coordinator::~Coordinator() {
   housekeeper_.reset();
   synchronize_calls_.reset();  // The calls begun finish (their polls may wait).
   poll_scheduler_.reset();     // Every poll still waiting ends (its deadline is brought forward).
+  journal_.Stop();  // What is sealed is committed while what a failed commit rebuilds is alive.
 }
 
 void Coordinator::StartHousekeeping(absl::Duration period) {

@@ -246,7 +246,8 @@ class Coordinator {
   // Locks mu_; on unlocking, first commits the journal entries collected meanwhile.
   class ABSL_SCOPED_LOCKABLE WriteLock;
   // Marks a mutating RPC: on leaving it, after the WriteLock's release, it counts the RPC as
-  // mutating if the calling thread committed meanwhile, and fires the before_reply crash point.
+  // mutating if the calling thread sealed changes for commit meanwhile, and fires the
+  // before_reply crash point.
   class ReplyPoint;
 
   // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.

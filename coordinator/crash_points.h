@@ -9,8 +9,10 @@
 //                                      (a commit that stores a new job, journal entries or a
 //                                      final status; commits of worker rows alone do not count)
 //   KBISECT_TEST_CRASH_BEFORE_REPLY=N  exit right before the reply of the N-th mutating RPC of
-//                                      this process (an RPC that committed anything, worker rows
-//                                      included), after its commit and after the lock's release
+//                                      this process (an RPC that changed anything, worker rows
+//                                      included), after the lock's release and, unless it
+//                                      replies without waiting for its changes (a Synchronize),
+//                                      after their commit
 //
 // Counts start at 1 with each process; 0 or unset disarms a point. The process prints one line
 // naming the point to stderr and exits with kCrashPointExitCode.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -182,6 +183,18 @@ const char* JournalKindName(JournalEntry::Kind kind) {
 }
 
 // --- MemoryJobStore -----------------------------------------------------------------------------
+
+void StoreChanges::Append(StoreChanges&& later) {
+  auto append = [](auto& to, auto& from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  };
+  append(new_jobs, later.new_jobs);
+  append(entries, later.entries);
+  append(final_statuses, later.final_statuses);
+  append(workers, later.workers);
+  append(compacted, later.compacted);
+  append(deleted, later.deleted);
+}
 
 absl::StatusOr<StoredState> MemoryJobStore::Load() {
   kbisect::MutexLock lock(&mu_);

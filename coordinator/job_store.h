@@ -101,6 +101,9 @@ struct StoreChanges {
     return new_jobs.empty() && entries.empty() && final_statuses.empty() && workers.empty() &&
            compacted.empty() && deleted.empty();
   }
+  // Appends `later`'s changes after these, as if they had been collected into one batch (Commit
+  // applies them in one transaction, kind by kind, each in the order given).
+  void Append(StoreChanges&& later);
   // Whether it changes any job (not only worker rows).
   bool changes_jobs() const {
     return !new_jobs.empty() || !entries.empty() || !final_statuses.empty() || !compacted.empty() ||

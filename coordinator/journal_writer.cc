@@ -12,13 +12,26 @@
 namespace kbisect {
 namespace {
 
-thread_local int64_t commits_led_by_this_thread = 0;
+thread_local int64_t batches_sealed_by_this_thread = 0;
 
 }  // namespace
 
 JournalWriter::JournalWriter(JobStore* store, kbisect::Mutex* mu, Clock* clock, Options options,
                              RollBack roll_back)
-    : store_(store), mu_(mu), clock_(clock), options_(options), roll_back_(std::move(roll_back)) {}
+    : store_(store), mu_(mu), clock_(clock), options_(options), roll_back_(std::move(roll_back)) {
+  if (store_ != nullptr) committer_ = std::thread([this] { CommitLoop(); });
+}
+
+JournalWriter::~JournalWriter() { Stop(); }
+
+void JournalWriter::Stop() {
+  {
+    kbisect::MutexLock lock(&queue_mu_);
+    stopping_ = true;
+    sealed_or_stopping_.Signal();
+  }
+  if (committer_.joinable()) committer_.join();
+}
 
 void JournalWriter::Held(const kbisect::Mutex& mu) const {
   if (&mu != mu_) {
@@ -29,155 +42,166 @@ void JournalWriter::Held(const kbisect::Mutex& mu) const {
   mu_->AssertHeld();
 }
 
-int64_t JournalWriter::CommitsLedByThisThread() { return commits_led_by_this_thread; }
+int64_t JournalWriter::BatchesSealedByThisThread() { return batches_sealed_by_this_thread; }
 
 StoreChanges& JournalWriter::pending(kbisect::Mutex& mu) {
   Held(mu);
   return pending_;
 }
 
+bool JournalWriter::Seal(kbisect::Mutex& mu) {
+  Held(mu);
+  if (pending_.empty()) return true;
+  kbisect::MutexLock lock(&queue_mu_);
+  if (stopping_) return false;
+  sealed_.push_back(SealedBatch{++batches_sealed_, std::exchange(pending_, StoreChanges())});
+  ++batches_sealed_by_this_thread;
+  sealed_or_stopping_.Signal();
+  return true;
+}
+
+void JournalWriter::AwaitBatch(kbisect::Mutex& mu, uint64_t target) const {
+  Held(mu);
+  {
+    kbisect::MutexLock lock(&queue_mu_);
+    if (batches_durable_ >= target) return;
+  }
+  mu.Unlock();
+  {
+    kbisect::MutexLock lock(&queue_mu_);
+    // A failed commit marks every batch sealed before it durable (they were dropped), so every
+    // wait ends; Stop commits what is sealed first.
+    while (batches_durable_ < target) durable_changed_.Wait(&queue_mu_);
+  }
+  mu.Lock();
+}
+
 absl::Status JournalWriter::Flush(kbisect::Mutex& mu) {
   if (store_ == nullptr) return absl::OkStatus();
   Held(mu);
   // Read-only: memory is what the store has (the owner rolled back), and what is pending
-  // (rolling back may journal) waits for TryWritingAgain. No commit is in flight then.
+  // (rolling back may journal) waits for TryWritingAgain.
   if (!store_failure_.ok()) return pending_.empty() ? absl::OkStatus() : Refusal(mu, false);
   const uint64_t failures = failed_commits_;
-  // Everything this call may have seen or changed: the pending batch, else the one in flight.
-  const uint64_t target = BatchOfChanges(mu);
-  while (batches_durable_ < target) {
-    // The batch this call waited on (or one before it) failed: its changes were rolled back.
-    if (failed_commits_ != failures) return Refusal(mu, false);
-    if (committing_) {
-      durable_changed_.Wait(&mu);
-      continue;
-    }
-    if (pending_.empty()) break;  // Cannot happen: what was taken is durable once none commits.
-    if (!CommitBatch(mu)) return Refusal(mu, false);
+  if (!Seal(mu)) {
+    return absl::UnavailableError("the coordinator is shutting down: its journal is closed");
   }
-  CommitUnwaited(mu);
+  AwaitBatch(mu, batches_sealed_);
+  // The batch this call waited on (or one before it) failed: its changes were rolled back.
+  if (failed_commits_ != failures) return Refusal(mu, false);
   return absl::OkStatus();
 }
 
 void JournalWriter::Kick(kbisect::Mutex& mu) {
   if (store_ == nullptr) return;
   Held(mu);
-  if (!store_failure_.ok() || pending_.empty()) return;
-  if (committing_) {
-    // The leader of the batch in flight commits this one too once it is done.
-    unwaited_changes_ = true;
-    return;
-  }
-  if (CommitBatch(mu)) CommitUnwaited(mu);
+  if (store_failure_.ok()) (void)Seal(mu);
 }
 
-void JournalWriter::CommitUnwaited(kbisect::Mutex& mu) {
+absl::Status JournalWriter::AwaitDurable(kbisect::Mutex& mu) const {
+  if (store_ == nullptr) return absl::OkStatus();
   Held(mu);
-  // Until none is left: every pending change is then one that a call in Flush waits for (and one
-  // of those leads its commit), which AwaitDurable relies on. It ends once the Kick calls leave no
-  // change during a commit.
-  while (unwaited_changes_ && !pending_.empty() && !committing_ && store_failure_.ok()) {
-    if (!CommitBatch(mu)) return;
+  // Read-only: memory is what the store has, and nothing commits.
+  if (!store_failure_.ok()) return absl::OkStatus();
+  const uint64_t failures = failed_commits_;
+  // Every change a reader may see is sealed: the calls that change something seal before they
+  // let the mutex go.
+  AwaitBatch(mu, batches_sealed_);
+  // What this call saw was rolled back by a failed commit: it must not be shown.
+  if (failed_commits_ != failures) return Refusal(mu, false);
+  return absl::OkStatus();
+}
+
+void JournalWriter::CommitLoop() {
+  while (true) {
+    std::deque<SealedBatch> taken;
+    {
+      kbisect::MutexLock lock(&queue_mu_);
+      while (sealed_.empty() && !stopping_) sealed_or_stopping_.Wait(&queue_mu_);
+      if (sealed_.empty()) return;  // Stopping, and everything sealed is committed.
+      taken = std::exchange(sealed_, {});
+    }
+    // Every batch waiting, in one transaction: as if their calls had collected one batch.
+    const uint64_t last = taken.back().number;
+    StoreChanges batch = std::move(taken.front().changes);
+    for (size_t i = 1; i < taken.size(); ++i) batch.Append(std::move(taken[i].changes));
+    const absl::Status committed = store_->Commit(batch);
+    if (!committed.ok()) {
+      FailCommit(committed);
+      continue;
+    }
+    MarkDurable(last);
+    // A commit is one journal commit, however many batches it holds.
+    if (batch.changes_jobs() && options_.crash_after_commit > 0 &&
+        ++journal_commits_ == options_.crash_after_commit) {
+      CrashAtPoint("after journal commit", journal_commits_);
+    }
   }
 }
 
-bool JournalWriter::CommitBatch(kbisect::Mutex& mu) {
-  Held(mu);
-  // Lead: commit the changes of every call waiting here, in one transaction, outside the lock
-  // (the calls that run meanwhile collect the next batch).
-  const StoreChanges batch = std::exchange(pending_, StoreChanges());
-  unwaited_changes_ = false;
-  const bool journal = batch.changes_jobs();
-  const uint64_t number = ++batches_taken_;
-  // The mailboxes waiting for this batch are notified as soon as it is durable, before the lock
-  // is taken again: a woken poll answers without the lock, whose queue is long under load. Those
-  // that deposit into this batch while it commits are notified below.
-  std::vector<std::shared_ptr<WorkerMailbox>> waiting = std::exchange(notify_pending_, {});
-  committing_ = true;
-  mu.Unlock();
-  const absl::Status committed = store_->Commit(batch);
-  if (committed.ok()) {
-    durable_batches_.store(number);  // Batches commit one at a time, in order.
-    for (const std::shared_ptr<WorkerMailbox>& mailbox : waiting) mailbox->Notify();
+void JournalWriter::MarkDurable(uint64_t last) {
+  std::vector<std::shared_ptr<WorkerMailbox>> wake;
+  {
+    kbisect::MutexLock lock(&queue_mu_);
+    batches_durable_ = last;
+    durable_batches_.store(last);
+    const auto end = to_notify_.upper_bound(last);
+    for (auto it = to_notify_.begin(); it != end; ++it) wake.push_back(std::move(it->second));
+    to_notify_.erase(to_notify_.begin(), end);
+    durable_changed_.SignalAll();
   }
-  mu.Lock();
-  committing_ = false;
-  if (!committed.ok() && options_.abort_on_failure) {
-    std::cerr << "kbisect: cannot persist the job state: " << committed.message()
+  for (const std::shared_ptr<WorkerMailbox>& mailbox : wake) mailbox->Notify();
+}
+
+void JournalWriter::FailCommit(const absl::Status& failure) {
+  if (options_.abort_on_failure) {
+    std::cerr << "kbisect: cannot persist the job state: " << failure.message()
               << "; stopping so that running the same command again resumes from the last "
                  "committed state\n"
               << std::flush;
     std::abort();
   }
-  if (!committed.ok()) {
-    // Memory is now ahead of the disk, by this batch and the next one collected meanwhile: the
-    // owner goes back to what the disk has, once (the calls waiting on either batch see
-    // failed_commits_ change and refuse), and reads only until a write succeeds.
-    store_failure_ = committed;
-    last_write_check_ = clock_->Now();
-    ++failed_commits_;
-    std::cerr << "kbisect-coordinator: cannot persist the job state: " << committed.message()
-              << "; serving reads only (no new jobs) until a write succeeds again\n"
-              << std::flush;
-    pending_ = StoreChanges();
-    notify_pending_.clear();
-    notify_in_flight_.clear();
-    unwaited_changes_ = false;
-    roll_back_();
-    // Nothing taken is in flight any more: a later batch starts from a clean count.
-    SetDurable(batches_taken_);
+  kbisect::MutexLock lock(mu_);
+  // Memory is now ahead of the disk, by this commit and what was sealed or collected since: the
+  // owner goes back to what the disk has, once (the calls waiting on any of it see
+  // failed_commits_ change and refuse), and reads only until a write succeeds.
+  store_failure_ = failure;
+  last_write_check_ = clock_->Now();
+  ++failed_commits_;
+  std::cerr << "kbisect-coordinator: cannot persist the job state: " << failure.message()
+            << "; serving reads only (no new jobs) until a write succeeds again\n"
+            << std::flush;
+  pending_ = StoreChanges();
+  {
+    kbisect::MutexLock queue_lock(&queue_mu_);
+    sealed_.clear();
+    to_notify_.clear();
+    // Nothing sealed is waiting any more: the waits end (and refuse).
+    batches_durable_ = batches_sealed_;
+    durable_batches_.store(batches_sealed_);
     durable_changed_.SignalAll();
-    return false;
   }
-  SetDurable(number);
-  for (const std::shared_ptr<WorkerMailbox>& mailbox : std::exchange(notify_in_flight_, {})) {
-    mailbox->Notify();
-  }
-  durable_changed_.SignalAll();
-  ++commits_led_by_this_thread;
-  // A batch is one journal commit, whichever call led it.
-  if (journal && options_.crash_after_commit > 0 &&
-      ++journal_commits_ == options_.crash_after_commit) {
-    CrashAtPoint("after journal commit", journal_commits_);
-  }
-  return true;
+  roll_back_();
 }
 
 uint64_t JournalWriter::BatchOfChanges(kbisect::Mutex& mu) const {
   Held(mu);
-  return pending_.empty() ? batches_taken_ : batches_taken_ + 1;
+  return pending_.empty() ? batches_sealed_ : batches_sealed_ + 1;
 }
 
 void JournalWriter::NotifyWhenDurable(kbisect::Mutex& mu,
                                       const std::shared_ptr<WorkerMailbox>& mailbox,
                                       uint64_t batch) {
   Held(mu);
-  if (batch <= batches_durable_) return;  // The deposit woke the poll itself.
-  (batch > batches_taken_ ? notify_pending_ : notify_in_flight_).push_back(mailbox);
-}
-
-void JournalWriter::SetDurable(uint64_t batch) {
-  batches_durable_ = batch;
-  durable_batches_.store(batch);
-}
-
-absl::Status JournalWriter::AwaitDurable(kbisect::Mutex& mu) const {
-  if (store_ == nullptr) return absl::OkStatus();
-  Held(mu);
-  const uint64_t failures = failed_commits_;
-  // The calls whose changes are pending are in Flush (they hold the lock until then), and one of
-  // them leads the next commit once the one in flight is done.
-  const uint64_t target = BatchOfChanges(mu);
-  while (true) {
-    // What this call saw was rolled back by a failed commit: it must not be shown.
-    if (failed_commits_ != failures) return Refusal(mu, false);
-    // Read-only: memory is what the store has, and nothing commits.
-    if (!store_failure_.ok()) return absl::OkStatus();
-    if (batches_durable_ >= target || (!committing_ && pending_.empty())) {
-      return absl::OkStatus();
+  {
+    kbisect::MutexLock lock(&queue_mu_);
+    if (batch > batches_durable_) {
+      to_notify_.emplace(batch, mailbox);
+      return;
     }
-    durable_changed_.Wait(&mu);
   }
+  // Durable already: the deposit may have looked just before it was marked so.
+  mailbox->Notify();
 }
 
 bool JournalWriter::writable(kbisect::Mutex& mu) const {

@@ -148,9 +148,8 @@ void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, Synchr
       }
     }
   }
-  // The rest takes the coordinator's mutex and may lead a journal commit: it runs on a thread
-  // of its own, not on gRPC's few callback threads, which would queue every poll behind one
-  // commit.
+  // The rest takes the coordinator's mutex, whose queue is long under load: it runs on a thread
+  // of its own, not on gRPC's few callback threads, which would queue every poll behind it.
   synchronize_calls_->Run([this, request, done = std::move(done)]() mutable {
     ReplyPoint reply(this);
     v1::SynchronizeResponse response;
@@ -158,8 +157,10 @@ void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, Synchr
     uint64_t sequence = 0;
     absl::Time deadline;
     {
-      // Its reply shows only what the mailbox holds, each item once its batch is durable, so it
-      // does not wait for the commit in flight (under load, a wait for the lock once more).
+      // Its reply shows only what the mailbox holds, each item once its batch is durable, so a
+      // poll that waits does not wait for the commit: the mailbox is told when it is done. One
+      // that answers at once (no wait asked, or cancellations to carry) waits for its own
+      // changes, so that its reply carries what it was handed.
       WriteLock lock(this, /*wait=*/false);
       if (absl::Status begun =
               BeginSynchronizeLocked(request, &response, &mailbox, &sequence, &deadline);
@@ -167,6 +168,7 @@ void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, Synchr
         done(begun);
         return;
       }
+      if (deadline == absl::InfinitePast()) (void)journal_.Flush(mu_);
     }
     AwaitSynchronize(request, std::move(response), mailbox, sequence, deadline, std::move(done));
   });

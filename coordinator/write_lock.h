@@ -46,10 +46,10 @@ class ABSL_SCOPED_LOCKABLE Coordinator::WriteLock {
 class Coordinator::ReplyPoint {
  public:
   explicit ReplyPoint(Coordinator* coordinator)
-      : coordinator_(coordinator), commits_(JournalWriter::CommitsLedByThisThread()) {}
+      : coordinator_(coordinator), commits_(JournalWriter::BatchesSealedByThisThread()) {}
   ~ReplyPoint() {
     const int64_t armed = coordinator_->options_.crash_points.before_reply;
-    if (armed <= 0 || JournalWriter::CommitsLedByThisThread() == commits_) return;
+    if (armed <= 0 || JournalWriter::BatchesSealedByThisThread() == commits_) return;
     const int64_t n = ++coordinator_->mutating_replies_;
     if (n == armed) CrashAtPoint("before the reply of mutating RPC", n);
   }

@@ -1,9 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 //
 // JournalWriter alone, on a store whose commits the test holds open or fails: what a batch holds,
-// who leads it, what a failed commit refuses and rolls back, and when writes resume. The threads
-// that wait are made to wait deterministically (the test sees their changes pending, or their
-// commit entered, before it lets the store go on).
+// that the committer needs no owner's mutex, what a failed commit refuses and rolls back, and when
+// writes resume. The threads that wait are made to wait deterministically (the test sees their
+// batches sealed, or their commit entered, before it lets the store go on).
 #include "coordinator/journal_writer.h"
 
 #include <string>
@@ -82,14 +82,17 @@ class JournalWriterTest : public ::testing::Test {
   void Change(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writer_.pending(mu_).workers.push_back(StoredWorker{id, id, {}});
   }
-  size_t PendingRows() {
+  uint64_t BatchOfChanges() {
     kbisect::MutexLock lock(&mu_);
-    return writer_.pending(mu_).workers.size();
+    return writer_.BatchOfChanges(mu_);
   }
-  // Waits until the pending batch holds `n` rows (changes made by other threads, which then wait
-  // in Flush with the mutex released).
-  void AwaitPending(size_t n) {
-    while (PendingRows() < n) std::this_thread::yield();
+  // Waits until `n` batches were sealed (changes made by other threads, which then wait in Flush
+  // with the mutex released).
+  void AwaitSealed(uint64_t n) {
+    while (BatchOfChanges() < n) std::this_thread::yield();
+  }
+  void AwaitDurable(uint64_t n) {
+    while (writer_.durable_batches()->load() < n) std::this_thread::yield();
   }
   // A thread that makes a change and flushes it; its result lands in `*result`.
   std::thread ChangeAndFlush(const std::string& id, absl::Status* result) {
@@ -139,21 +142,17 @@ TEST_F(JournalWriterTest, AFlushCommitsThePendingBatchAndNumbersIt) {
   EXPECT_EQ(store_.commits().size(), 1u);
 }
 
-TEST_F(JournalWriterTest, CallsThatFlushDuringACommitShareTheNextOne) {
+TEST_F(JournalWriterTest, BatchesSealedDuringACommitShareTheNextOne) {
   store_.Hold(true);
   absl::Status first, second, third;
-  std::thread leader = ChangeAndFlush("a", &first);
-  store_.AwaitEntered(1);  // "a" commits, held; the mutex is free.
+  std::thread a = ChangeAndFlush("a", &first);
+  store_.AwaitEntered(1);  // "a" commits, held.
   std::thread b = ChangeAndFlush("b", &second);
   std::thread c = ChangeAndFlush("c", &third);
-  AwaitPending(2);  // Both wait in Flush for the commit in flight.
-  {
-    kbisect::MutexLock lock(&mu_);
-    EXPECT_EQ(writer_.BatchOfChanges(mu_), 2u);
-    EXPECT_EQ(writer_.durable_batches()->load(), 0u);
-  }
+  AwaitSealed(3);  // Both sealed their batch and wait in Flush for it.
+  EXPECT_EQ(writer_.durable_batches()->load(), 0u);
   store_.Hold(false);
-  leader.join();
+  a.join();
   b.join();
   c.join();
   EXPECT_TRUE(first.ok());
@@ -162,11 +161,28 @@ TEST_F(JournalWriterTest, CallsThatFlushDuringACommitShareTheNextOne) {
   const std::vector<std::vector<std::string>> commits = store_.commits();
   ASSERT_EQ(commits.size(), 2u);
   EXPECT_THAT(commits[0], ElementsAre("a"));
+  // One transaction, in the order the calls sealed.
   EXPECT_THAT(commits[1], testing::UnorderedElementsAre("b", "c"));
-  EXPECT_EQ(writer_.durable_batches()->load(), 2u);
+  EXPECT_EQ(writer_.durable_batches()->load(), 3u);
 }
 
-TEST_F(JournalWriterTest, AKickDuringACommitLeavesItsChangesToTheLeader) {
+TEST_F(JournalWriterTest, ACommitNeedsNoOwnersMutex) {
+  // The owner's mutex stays held by this thread: the committer commits anyway, batch after
+  // batch, and marks them durable (decision 185).
+  kbisect::MutexLock lock(&mu_);
+  Change("a");
+  writer_.Kick(mu_);  // Returns at once, its batch sealed.
+  EXPECT_EQ(writer_.BatchOfChanges(mu_), 1u);
+  EXPECT_TRUE(writer_.pending(mu_).empty());
+  AwaitDurable(1);
+  Change("b");
+  EXPECT_EQ(writer_.BatchOfChanges(mu_), 2u);
+  writer_.Kick(mu_);
+  AwaitDurable(2);
+  EXPECT_THAT(store_.commits(), ElementsAre(ElementsAre("a"), ElementsAre("b")));
+}
+
+TEST_F(JournalWriterTest, AKickDuringACommitIsCommittedAfterIt) {
   store_.Hold(true);
   absl::Status first;
   std::thread leader = ChangeAndFlush("a", &first);
@@ -175,13 +191,57 @@ TEST_F(JournalWriterTest, AKickDuringACommitLeavesItsChangesToTheLeader) {
     kbisect::MutexLock lock(&mu_);
     Change("polled");
     writer_.Kick(mu_);  // Returns at once: a commit is in flight.
-    EXPECT_EQ(writer_.pending(mu_).workers.size(), 1u);
+    EXPECT_TRUE(writer_.pending(mu_).empty());
+    EXPECT_EQ(writer_.BatchOfChanges(mu_), 2u);
   }
   store_.Hold(false);
-  leader.join();  // The leader commits its batch, then the one Kick left.
+  leader.join();
   EXPECT_TRUE(first.ok());
+  AwaitDurable(2);
   EXPECT_THAT(store_.commits(), ElementsAre(ElementsAre("a"), ElementsAre("polled")));
-  EXPECT_EQ(PendingRows(), 0u);
+}
+
+TEST_F(JournalWriterTest, AMailboxIsNotifiedOnceItsBatchIsDurable) {
+  store_.Hold(true);
+  auto mailbox = std::make_shared<WorkerMailbox>(writer_.durable_batches());
+  const uint64_t sequence = mailbox->BeginPoll();
+  {
+    kbisect::MutexLock lock(&mu_);
+    Change("leased");
+    const uint64_t batch = writer_.BatchOfChanges(mu_);
+    v1::Lease lease;
+    lease.set_lease_id("lease-1");
+    mailbox->Deposit(lease, batch);
+    writer_.NotifyWhenDurable(mu_, mailbox, batch);
+    writer_.Kick(mu_);
+  }
+  store_.AwaitEntered(1);
+  WorkerMailbox::Delivery early;
+  EXPECT_EQ(mailbox->Await(sequence, &clock_, clock_.Now(), &early),
+            WorkerMailbox::Outcome::kTimedOut);  // Not durable: not delivered.
+  store_.Hold(false);
+  WorkerMailbox::Delivery delivery;
+  EXPECT_EQ(mailbox->Await(sequence, &clock_, absl::InfiniteFuture(), &delivery),
+            WorkerMailbox::Outcome::kDelivered);
+  ASSERT_EQ(delivery.assignments.size(), 1u);
+  EXPECT_EQ(delivery.assignments[0].lease_id(), "lease-1");
+}
+
+TEST_F(JournalWriterTest, StopCommitsWhatIsSealedAndThenRefuses) {
+  store_.Hold(true);
+  {
+    kbisect::MutexLock lock(&mu_);
+    Change("a");
+    writer_.Kick(mu_);
+  }
+  store_.AwaitEntered(1);
+  std::thread stop([this] { writer_.Stop(); });
+  store_.Hold(false);
+  stop.join();
+  EXPECT_THAT(store_.commits(), ElementsAre(ElementsAre("a")));
+  kbisect::MutexLock lock(&mu_);
+  Change("late");
+  EXPECT_EQ(writer_.Flush(mu_).code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(JournalWriterTest, AFailedCommitRefusesEveryCallThatWaitedOnItAndRollsBackOnce) {
@@ -191,7 +251,7 @@ TEST_F(JournalWriterTest, AFailedCommitRefusesEveryCallThatWaitedOnItAndRollsBac
   std::thread leader = ChangeAndFlush("a", &first);
   store_.AwaitEntered(1);
   std::thread waiter = ChangeAndFlush("b", &second);
-  AwaitPending(1);
+  AwaitSealed(2);
   store_.Hold(false);
   leader.join();
   waiter.join();
