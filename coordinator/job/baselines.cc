@@ -32,29 +32,12 @@ void BisectJob::MakeReference(const std::string& worker) {
 
 void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   for (const auto& [kind, text] : step.events) events_.Emit(kind, text, nullptr, now);
-  if (step.more_runs > 0) ExtendBaselines(step.more_runs, now);
+  if (step.more_runs > 0) standing_.ExtendBaselines(step.more_runs, now);
   if (step.more_good_runs > 0) book_.Extend(calibration_.good_probe(), step.more_good_runs);
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);
   if (step.judge_every_verdict_again) ledger_.RetractAll(now);
   if (step.finish.has_value()) Finish(step.finish->outcome, step.finish->error, now);
-}
-
-void BisectJob::ExtendBaselines(int runs, absl::Time now) {
-  // A baseline whose worker left cannot get more runs there (a task pinned to it would wait for
-  // ever): the reference moves to another calibrated worker, whose GOOD gets them, and BAD is
-  // measured again by any worker.
-  const Calibration::Worker* reference = calibration_.Find(calibration_.reference_worker());
-  if (reference != nullptr && reference->gone) calibration_.ResetReference();
-  if (calibration_.good_probe() >= 0) book_.Extend(calibration_.good_probe(), runs);
-  const std::string bad_worker = calibration_.BadWorker();
-  const Calibration::Worker* bad = calibration_.Find(bad_worker);
-  if (bad != nullptr && bad->gone) {
-    RemeasureBad(absl::StrCat("its worker ", bad_worker, " left before it could measure more"),
-                 now);
-  } else {
-    book_.Extend(calibration_.bad_probe(), runs);
-  }
 }
 
 }  // namespace kbisect

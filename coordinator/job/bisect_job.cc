@@ -43,6 +43,8 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
       confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
       confidence_(&status_, &commits_, &calibration_, &ledger_, &book_),
       result_(&status_, &commits_, &calibration_, &ledger_),
+      standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, &events_, &to_cancel_,
+                spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
@@ -476,8 +478,8 @@ void BisectJob::RecheckCalibrations(absl::Time now) {
   }
   // Quarantining may change the reference and add probes: decided first, applied after.
   for (const QuarantineDecision& outlier : calibration_.FindOutliers()) Quarantine(outlier, now);
-  SharpenCalibrations(now);
-  SettleProvisional(now);
+  standing_.SharpenCalibrations(now);
+  standing_.SettleProvisional(now);
   ClassifyPending(now);
 }
 
@@ -489,7 +491,12 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   book_.Deactivate(task_id);
   v1::Probe& probe = ProbeOf(entry);
   if (!entry.pinned_worker.empty()) {
-    LosePinnedTask(entry, why, now);
+    // Work only its worker could do: the worker is gone (see WorkerStanding::LosePinnedTask).
+    const std::string worker = entry.pinned_worker;
+    standing_.LosePinnedTask(entry, why, now);
+    OnRoleHolderLost(worker, "was lost", now);
+    MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
+    ledger_.UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
   if (probe.attempt() < kMaxAttempts) {

@@ -21,6 +21,9 @@
 //   culprit_confidence      --confidence with a metric: the end check, verdicts taken back,
 //                           AMBIGUOUS put on the posterior's side;
 //   search_result           what the finished search says: interval, culprit, cause, outcome;
+//   worker_standing         what a worker's changed standing does to the measurements and work:
+//                           provisional verdicts settle, calibrations sharpen, a departed
+//                           worker's work is dropped, BAD is measured again;
 //   job_event_log           the events since the coordinator last took them;
 //   result_reuse            which cached results of earlier jobs may be used, and when;
 //   build_ahead             which commits to build before a slot is handed them;
@@ -28,7 +31,8 @@
 // BisectJob itself sequences them: it applies dispatch plans, routes results to the
 // classifier, applies quarantine decisions and composes the result. Its methods live in
 // bisect_job.cc (dispatch, results, verdicts), baselines.cc, cached_probes.cc,
-// worker_changes.cc, flaky_probes.cc and job_result.cc.
+// worker_changes.cc (roles when a worker leaves or is quarantined), flaky_probes.cc and
+// job_result.cc.
 #ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 #define KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 
@@ -58,6 +62,7 @@
 #include "coordinator/job/result_reuse.h"
 #include "coordinator/job/search_result.h"
 #include "coordinator/job/verdict_ledger.h"
+#include "coordinator/job/worker_standing.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -192,9 +197,6 @@ class BisectJob {
   void MakeReference(const std::string& worker);
   // Acts on what the endpoint verdict returned, in EndpointStep's order.
   void FollowEndpoint(const EndpointStep& step, absl::Time now);
-  // Gives both baselines `runs` more runs, on the workers that measured them, or elsewhere
-  // when a worker left (see the definition).
-  void ExtendBaselines(int runs, absl::Time now);
   // After a baseline or calibration changed: outliers, sharper calibrations, provisional
   // verdicts, then the probes waiting to be classified.
   void RecheckCalibrations(absl::Time now);
@@ -208,23 +210,10 @@ class BisectJob {
   // likeliest culprit reaches the confidence (or the run budget is spent, or nothing may run).
   bool FlakySearch() const { return pass_fail_ && status_.spec().flaky(); }
   void ClassifyFlaky(int probe_position, absl::Time now);
-  // Confirms the provisional verdicts whose workers (and the BAD worker) have calibrated without
-  // an offset; judges again those of workers with an offset, and every verdict when the BAD
-  // worker has one.
-  void SettleProvisional(absl::Time now);
-  // Queues a new BAD baseline (the old one's worker cannot vouch for it) and takes back every
-  // verdict until it is measured.
-  void RemeasureBad(const std::string& why, absl::Time now);
   // The worker left or was quarantined: a reference GOOD not yet settled goes to another
   // worker; a BAD its worker can no longer calibrate for is measured again.
   void OnRoleHolderLost(const std::string& worker, const std::string& why, absl::Time now);
-  // Re-measures calibrations that have fewer samples than CalibrationRuns().
-  void SharpenCalibrations(absl::Time now);
   void Quarantine(const QuarantineDecision& decision, absl::Time now);
-  // Discards `worker`'s queued and running work and, unless `keep_measured` and its calibration
-  // can still judge them, its measured but unclassified probes: their commits are probed again.
-  void DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
-                    bool keep_measured = false);
   void CancelUseless(absl::Time now);
   void MaybeFinish(absl::Time now);
   // The confirmation (coordinator/job/confirmation_stage.h) at this moment: the time, the
@@ -237,8 +226,6 @@ class BisectJob {
   // pair of each possible culprit (ConfirmationStage::CreateSpeculativeTasks).
   void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                               std::vector<Assignment>* out);
-  // OnTaskLost of work only its worker could do (see the definition): the worker is gone.
-  void LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
 
   v1::JobStatus status_;
@@ -254,6 +241,8 @@ class BisectJob {
   CulpritConfidence confidence_;
   // What the finished search says: interval, culprit or candidates, cause, probability.
   SearchResult result_;
+  // What a worker's changed standing does to the measurements and the work (worker_standing.h).
+  WorkerStanding standing_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_{&status_};

@@ -27,7 +27,7 @@
 namespace kbisect {
 
 // What the job does after a call, in this order: emit `events`, give both baselines
-// `more_runs` more runs (BisectJob::ExtendBaselines), or only one of them more runs on its own
+// `more_runs` more runs (WorkerStanding::ExtendBaselines), or only one of them more runs on its own
 // worker (a flaky test's), enter `state`, judge every verdict again, end the job with `finish`.
 // Each part is optional.
 struct EndpointStep {

@@ -1,9 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 //
-// BisectJob, when a worker's standing changes: it calibrates (provisional verdicts settle or
-// are judged again, an offset BAD is moved into the reference's frame), it is quarantined, it
-// leaves, or it must calibrate again. Verdicts are taken back and the search rebuilt without
-// them; roles (reference GOOD, BAD) move to other workers.
+// BisectJob, when a worker's standing changes: it is quarantined, it leaves or is lost, or it
+// must calibrate again. What that does to the measurements and the work is WorkerStanding's
+// (worker_standing.h); the job follows up: roles (reference GOOD, BAD) move to other workers,
+// the endpoint verdict is evaluated again, and the job may end.
 #include <algorithm>
 #include <utility>
 
@@ -14,75 +14,6 @@
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
-void BisectJob::SettleProvisional(absl::Time now) {
-  if (pass_fail_ || finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
-  const std::string bad_worker = calibration_.BadWorker();
-  if (!calibration_.bad_offset_checked() && calibration_.CalibrationDone(bad_worker)) {
-    calibration_.set_bad_offset_checked(true);
-    if (calibration_.HasOffset(bad_worker)) {
-      // BAD was measured on a GPU with an offset: in the reference's frame it is another
-      // value, and every verdict judged against it is judged again.
-      const std::vector<double> bad = calibration_.ReferenceBadSamples();
-      v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
-      base->mutable_samples()->Assign(bad.begin(), bad.end());
-      base->set_median(MedianOrZero(bad));
-      status_.set_regression_pct(RegressionPercent(status_.baseline().good().median(),
-                                                   base->median(), status_.direction()));
-      const double own = book_.probe(calibration_.worker(bad_worker).calibration).median();
-      const double reference = book_.probe(calibration_.good_probe()).median();
-      events_.Emit(v1::JOB_EVENT_KIND_WARNING,
-                   BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
-                                       status_.metric_unit()),
-                   nullptr, now);
-      ledger_.RetractAll(now);
-    }
-  }
-  std::vector<int> judge_again;
-  for (int i = 0; i < book_.probe_count(); ++i) {
-    v1::Probe& probe = book_.mutable_probe(i);
-    if (!probe.provisional() || calibration_.IsProvisional(probe)) continue;
-    // The verdict counts if it holds now that its worker has calibrated: judged against its own
-    // GOOD when that is off the reference's, else against the pool, which has grown sharper
-    // since. Otherwise it is judged again, with more runs if the classifier asks for them.
-    const ProbeClassification c =
-        calibration_.HasOffset(probe.worker()) && !calibration_.WorkerReady(probe.worker())
-            ? ProbeClassification{}
-            : calibration_.Judge(probe);
-    if (c.more_runs == 0 && c.verdict == probe.verdict()) {
-      probe.set_provisional(false);
-    } else {
-      judge_again.push_back(i);
-    }
-  }
-  if (!judge_again.empty()) ledger_.Retract(judge_again, /*probe_again=*/false, "", now);
-}
-
-void BisectJob::RemeasureBad(const std::string& why, absl::Time now) {
-  const int bad_probe = calibration_.bad_probe();
-  if (bad_probe < 0) return;
-  // BAD not measured yet: its queued or retried task is still to come, for any worker. More runs
-  // of it (an extension, pinned to the worker that lost its standing) are cancelled instead,
-  // and BAD is measured again from the start.
-  if (std::any_of(book_.tasks().begin(), book_.tasks().end(), [&](const auto& task) {
-        const TaskEntry& entry = task.second;
-        return !entry.done && entry.probe == bad_probe && entry.pinned_worker.empty();
-      })) {
-    return;
-  }
-  for (auto& [id, entry] : book_.tasks()) {
-    if (!entry.done && entry.probe == bad_probe) {
-      book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
-    }
-  }
-  const std::string id = book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, status_.commit_count(), 0);
-  calibration_.SetBadProbe(book_.at(id).probe);
-  calibration_.set_bad_offset_checked(false);
-  book_.QueueFront(id);
-  if (status_.state() == v1::JOB_STATE_BISECTING) status_.set_state(v1::JOB_STATE_BASELINES);
-  ledger_.RetractAll(now);
-  events_.Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
-}
-
 void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& why,
                                  absl::Time now) {
   const bool quarantined = calibration_.worker(worker).quarantined;
@@ -90,7 +21,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   // reference's frame.
   if (!pass_fail_ && worker == calibration_.BadWorker() &&
       (quarantined || !calibration_.CalibrationDone(worker))) {
-    RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
+    standing_.RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
   }
   if (worker != calibration_.reference_worker() || (!quarantined && endpoints_.Ready())) return;
   // A reference that left after the baselines settled keeps its measurements; one that was
@@ -110,25 +41,9 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
     for (const Calibration::TopUp& top_up : calibration_.TopUps()) {
       book_.Extend(top_up.row, top_up.runs);
     }
-    SharpenCalibrations(now);
-    SettleProvisional(now);
+    standing_.SharpenCalibrations(now);
+    standing_.SettleProvisional(now);
     ClassifyPending(now);
-  }
-}
-
-void BisectJob::SharpenCalibrations(absl::Time now) {
-  for (auto& [worker, state] : calibration_.workers()) {
-    if (state.quarantined || state.calibration < 0) continue;
-    const v1::Probe& calibration = book_.probe(state.calibration);
-    if (calibration.state() != v1::PROBE_STATE_FINISHED || !Measured(calibration)) continue;
-    const int missing = calibration_.CalibrationRuns() - calibration.samples_size();
-    if (missing <= 0 || !calibration_.HasOffset(worker)) continue;
-    if (state.gone) {
-      // It cannot re-measure: what it measured cannot be judged; others probe it again.
-      DropProbesOf(worker, "its worker left before its calibration was complete", now);
-    } else {
-      book_.Extend(state.calibration, missing);
-    }
   }
 }
 
@@ -150,86 +65,17 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
       /*probe_again=*/true, "its worker was quarantined", now);
-  DropProbesOf(worker, "its worker was quarantined", now);
+  standing_.DropWorkOf(worker, "its worker was quarantined", now);
   // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
   OnRoleHolderLost(worker, "was quarantined", now);
   if (!calibration_.AnyoneLeft()) Finish(v1::OUTCOME_ERROR, EveryWorkerQuarantinedText(), now);
-}
-
-void BisectJob::DropProbesOf(const std::string& worker, const std::string& why, absl::Time now,
-                             bool keep_measured) {
-  // Confirmation pairs belong to no worker: one waiting in the queue (a retry whose row still
-  // names the worker that lost it) stays for any other, and one the worker was measuring is
-  // queued again, so the confirmation still gets its pairs and is judged when they are in.
-  std::vector<int> pairs_again;
-  for (auto& [id, entry] : book_.tasks()) {
-    v1::Probe& probe = ProbeOf(entry);
-    if (entry.done || probe.worker() != worker || entry.probe == calibration_.bad_probe()) {
-      continue;
-    }
-    if (entry.task.kind() == v1::PROBE_KIND_CONFIRM) {
-      if (!entry.active) continue;
-      if (confirmation_.StartedFor(entry.task))
-        pairs_again.push_back(std::max(1, entry.task.runs()));
-    }
-    if (entry.task.kind() == v1::PROBE_KIND_BISECT)
-      ledger_.search().Abandon(entry.task.commit_index());
-    book_.CancelTask(entry, id, DiscardedText(why), now, &to_cancel_);
-  }
-  for (int pairs : pairs_again) confirmation_.QueueTasks(1, pairs, ledger_.max_round() + 1);
-  // A calibration cancelled with its worker (an extension it did not measure) is measured again,
-  // from the start, if the worker comes back; until then the worker has none.
-  if (const Calibration::Worker* found = calibration_.Find(worker);
-      found != nullptr && !found->quarantined && found->calibration >= 0 &&
-      book_.probe(found->calibration).state() == v1::PROBE_STATE_CANCELLED) {
-    calibration_.worker(worker).calibration = -1;
-  }
-  // Finished measurements stay when the worker's calibration can still judge them.
-  if (keep_measured && calibration_.CalibrationUsable(worker)) return;
-  // Its provisional verdicts will never be confirmed: their commits are probed again.
-  ledger_.Retract(book_.ProbePositions([&](const v1::Probe& probe) {
-    return probe.provisional() && probe.worker() == worker;
-  }),
-                  /*probe_again=*/true, why, now);
-  ledger_.DropAwaiting([&](int position) {
-    v1::Probe& probe = book_.mutable_probe(position);
-    if (probe.worker() != worker) return false;
-    ledger_.search().Abandon(probe.index());
-    probe.set_state(v1::PROBE_STATE_CANCELLED);
-    probe.set_message(DiscardedText(why));
-    return true;
-  });
-}
-
-void BisectJob::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now) {
-  v1::Probe& probe = ProbeOf(entry);
-  // Work that only its worker could do (a calibration, a control, a re-measurement against
-  // its calibration): the worker is gone, so is what depended on it. Its commits are probed
-  // again by others; it calibrates again if it comes back.
-  const std::string worker = entry.pinned_worker;
-  // An extension of BAD went with its worker, and BAD's samples with it: BAD is measured
-  // again, by any worker (nothing else would ever queue it).
-  const bool bad_lost = entry.probe == calibration_.bad_probe();
-  entry.done = true;
-  probe.set_state(v1::PROBE_STATE_CANCELLED);
-  probe.set_message(LostWithWorkerText(why));
-  if (entry.task.kind() == v1::PROBE_KIND_BISECT)
-    ledger_.search().Abandon(entry.task.commit_index());
-  Calibration::Worker& state = calibration_.worker(worker);
-  if (state.calibration == entry.probe) state.calibration = -1;
-  state.gone = true;
-  DropProbesOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
-  if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
-  OnRoleHolderLost(worker, "was lost", now);
-  MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
-  ledger_.UpdateProgress();
 }
 
 std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
                                                  absl::Time now) {
   if (calibration_.Find(worker) == nullptr || finished()) return {};
   calibration_.worker(worker).gone = true;
-  DropProbesOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
+  standing_.DropWorkOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
   OnRoleHolderLost(worker, "left", now);
   // What waited for this worker (its calibration) is no longer owed: the search may be over.
   MaybeFinish(now);
@@ -239,7 +85,7 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
 
 void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
   if (calibration_.Find(worker) == nullptr || finished()) return;
-  DropProbesOf(worker, why, now);
+  standing_.DropWorkOf(worker, why, now);
   if (worker == calibration_.reference_worker()) return;  // The reference baselines stay.
   Calibration::Worker& state = calibration_.worker(worker);
   state.calibration = -1;
