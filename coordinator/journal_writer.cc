@@ -165,7 +165,8 @@ void JournalWriter::FailCommit(const absl::Status& failure) {
   // Memory is now ahead of the disk, by this commit and what was sealed or collected since: the
   // owner goes back to what the disk has, once (the calls waiting on any of it see
   // failed_commits_ change and refuse), and reads only until a write succeeds.
-  store_failure_ = failure;
+  // A status of its own: `failure` shares its text with copies that die on this thread.
+  store_failure_ = absl::Status(failure.code(), failure.message());
   last_write_check_ = clock_->Now();
   ++failed_commits_;
   std::cerr << "kbisect-coordinator: cannot persist the job state: " << failure.message()
