@@ -21,8 +21,8 @@
 // CompleteLease is answered only once its result is durable), and nothing is shown to a client
 // (GetJob, ListJobs, WatchJob) before it is durable. Calls that finish while a commit is in flight
 // are committed together, in one transaction, by the next (group commit: JournalWriter, in
-// coordinator/journal_writer.h, which shares the coordinator's mutex and releases it while it
-// commits). After a
+// coordinator/journal_writer.h, whose committer thread commits without the coordinator's mutex;
+// a call seals its changes before it lets the mutex go). After a
 // restart, Recover() rebuilds every job by replaying its journal; probes that were running are
 // re-dispatched (their old leases are unknown, so late results on them are rejected).
 //
@@ -35,8 +35,8 @@
 // what to do, worker calls with UNAVAILABLE (workers back off and retry). Every
 // kWriteCheckPeriod ExpireLeases tries the store again (JobStore::CheckWritable) and, once that
 // succeeds, the coordinator accepts changes again. With group commit a failed batch holds the
-// changes of every call that waited on it (and of the next batch collected meanwhile): the call
-// that led the commit rebuilds memory once, and every call waiting on either batch, readers
+// changes of every call that waited on it (and of the batches sealed meanwhile): the committer
+// rebuilds memory once, and every call waiting on either batch, readers
 // included, gets the refusal instead of what it saw (JournalWriter counts the failures), so nothing
 // rolled back is acknowledged or shown. With abort_on_store_failure (`kbisect run`) a failed commit
 // aborts.
