@@ -26,15 +26,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-const char* JsonTypeName(const Json& j) {
-  if (j.is_null()) return "null";
-  if (j.is_boolean()) return "boolean";
-  if (j.is_string()) return "string";
-  if (j.is_array()) return "array";
-  if (j.is_object()) return "object";
-  return "number";
-}
-
 }  // namespace
 
 std::optional<JsonObject> FindLastJsonObject(absl::string_view output) {

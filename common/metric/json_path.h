@@ -34,6 +34,18 @@ struct JsonObject {
 // last-ending one backwards; an enclosing object always ends after what it encloses.
 std::optional<JsonObject> FindLastJsonObject(absl::string_view output);
 
+// What `j` is, in the words of an error message ("null", "boolean", "string", "array", "object",
+// "number"); for nlohmann::json and nlohmann::ordered_json alike.
+template <typename JsonValue>
+const char* JsonTypeName(const JsonValue& j) {
+  if (j.is_null()) return "null";
+  if (j.is_boolean()) return "boolean";
+  if (j.is_string()) return "string";
+  if (j.is_array()) return "array";
+  if (j.is_object()) return "object";
+  return "number";
+}
+
 // Returns the unit named by a "unit" member of `object`, if any.
 std::optional<UnitInfo> SiblingUnit(const nlohmann::json& object);
 

@@ -43,6 +43,7 @@ namespace {
 using metric_internal::AnalyzeName;
 using metric_internal::FindLastJsonObject;
 using metric_internal::JsonObject;
+using metric_internal::JsonTypeName;
 using metric_internal::LabelBefore;
 using metric_internal::LookupUnit;
 using metric_internal::MakeMetric;
@@ -63,15 +64,6 @@ constexpr char kNameGroup[] = "name";
 
 // Debian's abseil keeps its own absl::string_view; the public API uses std::string_view.
 absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-const char* JsonTypeName(const Json& j) {
-  if (j.is_null()) return "null";
-  if (j.is_boolean()) return "boolean";
-  if (j.is_string()) return "string";
-  if (j.is_array()) return "array";
-  if (j.is_object()) return "object";
-  return "number";
-}
 
 // Returns the line of `text` that contains offset `pos`, without its line end.
 absl::string_view LineAt(absl::string_view text, size_t pos) {
