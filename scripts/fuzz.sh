@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-all=(metric_fuzz triage_fuzz root_cause_fuzz smi_fuzz submit_job_fuzz task_result_fuzz)
+all=(metric_fuzz metric_suite_fuzz triage_fuzz root_cause_fuzz smi_fuzz submit_job_fuzz task_result_fuzz)
 targets=("$@")
 if [ $# -eq 0 ]; then targets=("${all[@]}"); fi
 scripts/install-deps.sh
@@ -32,6 +32,7 @@ seed() {
   mkdir -p "$out"
   case "$target" in
     metric_fuzz) cp tests/fuzz/seeds/metric/* "$out/" ;;
+    metric_suite_fuzz) cp tests/fuzz/seeds/metric_suite/* "$out/" ;;
     triage_fuzz)
       # The first byte picks the format: 0 = auto-detect.
       for f in tests/fixtures/triage/*.json tests/fixtures/triage/*.jsonl tests/fixtures/triage/*.csv; do
