@@ -6,6 +6,7 @@
 
 #include "cli/cache_command.h"
 #include "cli/client_commands.h"
+#include "cli/metrics_command.h"
 #include "cli/nightly_command.h"
 #include "cli/run_command.h"
 #include "cli/triage_command.h"
@@ -29,6 +30,8 @@ Usage:
                                                            record tonight, bisect a real regression
   kbisect cache stats [--cache-dir DIR]                     what the result cache holds
   kbisect cache prune --older-than AGE [--cache-dir DIR]    remove cached results older than AGE
+  kbisect metrics [--suite SPEC | --metric REGEX] [FILE]    the metrics kbisect reads from a
+                                                           benchmark's output (default: stdin)
   kbisect log [JOB]                                         a job's log (default: the last run's)
   kbisect version
 
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   if (command == "triage") return kbisect::TriageCommand(argc - 1, argv + 1);
   if (command == "nightly") return kbisect::NightlyCommand(argc - 1, argv + 1);
   if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);
+  if (command == "metrics") return kbisect::MetricsCommand(argc - 1, argv + 1);
   if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {
     std::cout << "kbisect " << kbisect::kKbisectVersion << "\n";
