@@ -6,11 +6,15 @@
 // batches sealed, or their commit entered, before it lets the store go on).
 #include "coordinator/journal_writer.h"
 
+#include <atomic>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/clock/clock.h"
 #include "common/sync/mutex.h"
 #include "gmock/gmock.h"
@@ -242,6 +246,47 @@ TEST_F(JournalWriterTest, StopCommitsWhatIsSealedAndThenRefuses) {
   kbisect::MutexLock lock(&mu_);
   Change("late");
   EXPECT_EQ(writer_.Flush(mu_).code(), absl::StatusCode::kUnavailable);
+}
+
+// Many threads change, flush and kick at once against a store that commits at once: every
+// flush returns with its own change durable, and the store holds every change once, each
+// thread's in the order it made them (the journal's order is the order of the calls).
+TEST(JournalWriterStressTest, ConcurrentCallsLoseNothingAndKeepTheirOrder) {
+  MemoryJobStore store;
+  FakeClock clock;
+  kbisect::Mutex mu;
+  JournalWriter writer(&store, &mu, &clock, JournalWriter::Options{}, [] {});
+  constexpr int kThreads = 8;
+  constexpr int kCalls = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        kbisect::MutexLock lock(&mu);
+        const std::string id = absl::StrCat("t", t, "-", i);
+        writer.pending(mu).workers.push_back(StoredWorker{id, id, {}});
+        if (i % 3 == 0) {
+          writer.Kick(mu);  // A Synchronize's: no wait.
+          continue;
+        }
+        const uint64_t batch = writer.BatchOfChanges(mu);
+        if (!writer.Flush(mu).ok() || writer.durable_batches()->load() < batch) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  writer.Stop();  // What the last kicks sealed is committed.
+  EXPECT_EQ(failures.load(), 0);
+  absl::StatusOr<StoredState> stored = store.Load();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->workers.size(), static_cast<size_t>(kThreads * kCalls));
+  std::map<std::string, int> next;  // Thread -> the call it should show next.
+  for (const StoredWorker& worker : stored->workers) {
+    const std::vector<std::string> parts = absl::StrSplit(worker.worker_id, '-');
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(std::to_string(next[parts[0]]++), parts[1]) << worker.worker_id;
+  }
 }
 
 TEST_F(JournalWriterTest, AFailedCommitRefusesEveryCallThatWaitedOnItAndRollsBackOnce) {
