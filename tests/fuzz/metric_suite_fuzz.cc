@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/metric/metric_suite.h"
+#include "tests/fuzz/spec_input.h"
 
 namespace {
 
@@ -28,15 +29,7 @@ void Check(bool condition) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  std::string spec_text = "auto";
-  std::string_view output = input;
-  if (data[0] % 3 != 0) {
-    const size_t newline = input.find('\n');
-    const std::string_view pattern = input.substr(0, newline);
-    output = newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
-    spec_text = (data[0] % 3 == 1 ? "regex:" : "json:") + std::string(pattern);
-  }
+  const auto [spec_text, output] = kbisect_fuzz::SplitSpecInput(data, size);
   absl::StatusOr<kbisect::MetricSuiteSpec> spec = kbisect::ParseMetricSuiteSpec(spec_text);
   if (!spec.ok()) return 0;
   absl::StatusOr<kbisect::MetricSuiteSpec> again =

@@ -56,6 +56,19 @@ std::string TempDir::Join(std::string_view relative) const {
   return absl::StrCat(path_, "/", std::string(relative));
 }
 
+CommandResult RunCommandInProcess(int (*command)(int argc, char** argv),
+                                  std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  CommandResult result;
+  result.exit_code = command(static_cast<int>(argv.size()), argv.data());
+  result.out = ::testing::internal::GetCapturedStdout();
+  result.err = ::testing::internal::GetCapturedStderr();
+  return result;
+}
+
 CommandResult RunShell(const std::string& command) {
   CommandResult result;
   std::string err_path = absl::StrCat(TempRoot(), "/kbisect-stderr-XXXXXX");

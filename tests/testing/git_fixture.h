@@ -61,6 +61,11 @@ struct CommandResult {
 // Runs `command` with /bin/sh and captures its stdout and stderr. Never fails the test by itself.
 CommandResult RunShell(const std::string& command);
 
+// Calls a command's entry point (`kbisect`'s CacheCommand, MetricsCommand, ...) in this process
+// with argv `words` (words[0] the subcommand's name) and captures what it prints.
+CommandResult RunCommandInProcess(int (*command)(int argc, char** argv),
+                                  std::vector<std::string> words);
+
 // Quotes `arg` for /bin/sh so that it is passed as one literal word.
 std::string ShellQuote(std::string_view arg);
 

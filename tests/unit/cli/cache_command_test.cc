@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,25 +31,13 @@ using ::kbisect::testing::WriteFile;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Output = CommandResult;
 
 // Runs CacheCommand on `args` (after "cache") and captures what it prints.
 Output Cache(const std::vector<std::string>& args) {
   std::vector<std::string> words = {"cache"};
   words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Output output;
-  output.exit_code = CacheCommand(static_cast<int>(argv.size()), argv.data());
-  output.out = ::testing::internal::GetCapturedStdout();
-  output.err = ::testing::internal::GetCapturedStderr();
-  return output;
+  return ::kbisect::testing::RunCommandInProcess(CacheCommand, std::move(words));
 }
 
 // Stores `count` results of spec `spec` measured `age` ago, on worker `worker`, trees t<i>.

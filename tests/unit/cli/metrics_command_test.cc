@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,24 +26,13 @@ using ::kbisect::testing::TempDir;
 using ::kbisect::testing::WriteFile;
 using ::testing::HasSubstr;
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Output = CommandResult;
 
+// Runs MetricsCommand on `args` (after "metrics") and captures what it prints.
 Output Metrics(const std::vector<std::string>& args) {
   std::vector<std::string> words = {"metrics"};
   words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Output output;
-  output.exit_code = MetricsCommand(static_cast<int>(argv.size()), argv.data());
-  output.out = ::testing::internal::GetCapturedStdout();
-  output.err = ::testing::internal::GetCapturedStderr();
-  return output;
+  return ::kbisect::testing::RunCommandInProcess(MetricsCommand, std::move(words));
 }
 
 constexpr char kSuiteLog[] = R"(compiling 3 kernels...
