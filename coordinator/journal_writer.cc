@@ -62,16 +62,13 @@ bool JournalWriter::Seal(kbisect::Mutex& mu) {
 
 void JournalWriter::AwaitBatch(kbisect::Mutex& mu, uint64_t target) const {
   Held(mu);
-  {
-    kbisect::MutexLock lock(&queue_mu_);
-    if (batches_durable_ >= target) return;
-  }
+  if (durable_batches_.load() >= target) return;
   mu.Unlock();
   {
     kbisect::MutexLock lock(&queue_mu_);
     // A failed commit marks every batch sealed before it durable (they were dropped), so every
     // wait ends; Stop commits what is sealed first.
-    while (batches_durable_ < target) durable_changed_.Wait(&queue_mu_);
+    while (durable_batches_.load() < target) durable_changed_.Wait(&queue_mu_);
   }
   mu.Lock();
 }
@@ -143,7 +140,6 @@ void JournalWriter::MarkDurable(uint64_t last) {
   std::vector<std::shared_ptr<WorkerMailbox>> wake;
   {
     kbisect::MutexLock lock(&queue_mu_);
-    batches_durable_ = last;
     durable_batches_.store(last);
     const auto end = to_notify_.upper_bound(last);
     for (auto it = to_notify_.begin(); it != end; ++it) wake.push_back(std::move(it->second));
@@ -178,7 +174,6 @@ void JournalWriter::FailCommit(const absl::Status& failure) {
     sealed_.clear();
     to_notify_.clear();
     // Nothing sealed is waiting any more: the waits end (and refuse).
-    batches_durable_ = batches_sealed_;
     durable_batches_.store(batches_sealed_);
     durable_changed_.SignalAll();
   }
@@ -196,7 +191,7 @@ void JournalWriter::NotifyWhenDurable(kbisect::Mutex& mu,
   Held(mu);
   {
     kbisect::MutexLock lock(&queue_mu_);
-    if (batch > batches_durable_) {
+    if (batch > durable_batches_.load()) {
       to_notify_.emplace(batch, mailbox);
       return;
     }

@@ -172,13 +172,13 @@ class JournalWriter {
   // The committer's queue and what it made durable.
   mutable kbisect::Mutex queue_mu_;
   std::deque<SealedBatch> sealed_ ABSL_GUARDED_BY(queue_mu_);
-  uint64_t batches_durable_ ABSL_GUARDED_BY(queue_mu_) = 0;
   // Mailboxes holding a deposit of a batch not durable yet, by batch.
   std::multimap<uint64_t, std::shared_ptr<WorkerMailbox>> to_notify_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   kbisect::CondVar sealed_or_stopping_;       // The committer waits on it.
   mutable kbisect::CondVar durable_changed_;  // Signalled when batches become durable.
-  // batches_durable_ for the mailboxes (written under queue_mu_).
+  // The last durable batch: written under queue_mu_ (so a wait on durable_changed_ or a
+  // NotifyWhenDurable cannot miss a change), read without it by the mailboxes.
   std::atomic<uint64_t> durable_batches_{0};
   // Journal commits (of batches that change jobs) since this process started; the committer's.
   int64_t journal_commits_ = 0;
