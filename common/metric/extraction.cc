@@ -51,6 +51,16 @@ std::string OutputTail(absl::string_view output) {
 
 }  // namespace
 
+absl::string_view LineAt(absl::string_view text, size_t pos) {
+  const size_t nl = pos == 0 ? absl::string_view::npos : text.rfind('\n', pos - 1);
+  const size_t begin = nl == absl::string_view::npos ? 0 : nl + 1;
+  size_t end = text.find('\n', pos);
+  if (end == absl::string_view::npos) end = text.size();
+  absl::string_view line = text.substr(begin, end - begin);
+  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
 absl::Status NotFoundWithTail(absl::string_view message, absl::string_view output) {
   return absl::NotFoundError(absl::StrCat(message, OutputTail(output)));
 }

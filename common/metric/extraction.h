@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,14 @@
 
 namespace kbisect {
 namespace metric_internal {
+
+// Debian's abseil keeps its own absl::string_view; the public API uses std::string_view.
+inline absl::string_view ToAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+// Returns the line of `text` that contains offset `pos`, without its line end.
+absl::string_view LineAt(absl::string_view text, size_t pos);
 
 // Returns `s` as the StringPiece RE2 takes.
 inline re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }

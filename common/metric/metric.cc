@@ -36,6 +36,7 @@ using metric_internal::DirectionOfUnit;
 using metric_internal::ExtractAuto;
 using metric_internal::ExtractWithJsonPath;
 using metric_internal::LabelBefore;
+using metric_internal::LineAt;
 using metric_internal::LookupUnit;
 using metric_internal::MakeMetric;
 using metric_internal::NotFoundWithTail;
@@ -43,25 +44,12 @@ using metric_internal::ParseFinite;
 using metric_internal::Piece;
 using metric_internal::ReadUnitAfter;
 using metric_internal::SplitJsonPath;
+using metric_internal::ToAbsl;
 using metric_internal::UnitInfo;
 using metric_internal::UnitKind;
 
 constexpr char kRegexPrefix[] = "regex:";
 constexpr char kJsonPrefix[] = "json:";
-
-// Debian's abseil keeps its own absl::string_view; the public API uses std::string_view.
-absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// Returns the line of `text` that contains offset `pos`.
-absl::string_view LineAt(absl::string_view text, size_t pos) {
-  const size_t nl = pos == 0 ? absl::string_view::npos : text.rfind('\n', pos - 1);
-  size_t begin = nl == absl::string_view::npos ? 0 : nl + 1;
-  size_t end = text.find('\n', pos);
-  if (end == absl::string_view::npos) end = text.size();
-  absl::string_view line = text.substr(begin, end - begin);
-  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Regex mode.

@@ -45,12 +45,14 @@ using metric_internal::FindLastJsonObject;
 using metric_internal::JsonObject;
 using metric_internal::JsonTypeName;
 using metric_internal::LabelBefore;
+using metric_internal::LineAt;
 using metric_internal::LookupUnit;
 using metric_internal::MakeMetric;
 using metric_internal::NotFoundWithTail;
 using metric_internal::Piece;
 using metric_internal::ReadUnitAfter;
 using metric_internal::SplitJsonPath;
+using metric_internal::ToAbsl;
 using metric_internal::UnitInfo;
 using metric_internal::UnitKind;
 
@@ -61,20 +63,6 @@ constexpr char kRegexPrefix[] = "regex:";
 constexpr char kJsonPrefix[] = "json:";
 constexpr char kWildcard[] = "*";
 constexpr char kNameGroup[] = "name";
-
-// Debian's abseil keeps its own absl::string_view; the public API uses std::string_view.
-absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// Returns the line of `text` that contains offset `pos`, without its line end.
-absl::string_view LineAt(absl::string_view text, size_t pos) {
-  const size_t nl = pos == 0 ? absl::string_view::npos : text.rfind('\n', pos - 1);
-  const size_t begin = nl == absl::string_view::npos ? 0 : nl + 1;
-  size_t end = text.find('\n', pos);
-  if (end == absl::string_view::npos) end = text.size();
-  absl::string_view line = text.substr(begin, end - begin);
-  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
 
 // Returns the value of `text` if it is a finite number (surrounding whitespace allowed).
 std::optional<double> FiniteNumber(absl::string_view text) {
@@ -638,7 +626,7 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteAuto(absl::string_view outp
 }  // namespace metric_suite_internal
 
 absl::StatusOr<MetricSuiteSpec> ParseMetricSuiteSpec(std::string_view text_in) {
-  const absl::string_view text = metric_suite_internal::ToAbsl(text_in);
+  const absl::string_view text = metric_internal::ToAbsl(text_in);
   const absl::string_view form = absl::StripLeadingAsciiWhitespace(text);
   MetricSuiteSpec spec;
   if (absl::StripTrailingAsciiWhitespace(form).empty() ||
