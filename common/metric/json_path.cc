@@ -86,13 +86,6 @@ std::optional<JsonObject> FindLastJsonObject(absl::string_view output) {
   return std::nullopt;
 }
 
-std::optional<UnitInfo> SiblingUnit(const Json& object) {
-  if (!object.is_object()) return std::nullopt;
-  const auto it = object.find("unit");
-  if (it == object.end() || !it->is_string()) return std::nullopt;
-  return LookupUnit(it->get<std::string>());
-}
-
 absl::StatusOr<std::vector<std::string>> SplitJsonPath(absl::string_view path) {
   absl::string_view p = absl::StripAsciiWhitespace(path);
   if (!absl::ConsumePrefix(&p, "$.")) absl::ConsumePrefix(&p, "$");

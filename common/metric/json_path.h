@@ -47,7 +47,14 @@ const char* JsonTypeName(const JsonValue& j) {
 }
 
 // Returns the unit named by a "unit" member of `object`, if any.
-std::optional<UnitInfo> SiblingUnit(const nlohmann::json& object);
+// For nlohmann::json and nlohmann::ordered_json alike.
+template <typename JsonValue>
+std::optional<UnitInfo> SiblingUnit(const JsonValue& object) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find("unit");
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return LookupUnit(it->template get<std::string>());
+}
 
 // Splits a JSON path into its components: an optional leading "$." (or "$") is dropped, the rest
 // is split at '.'. Errors: InvalidArgument naming the path if it is empty or has an empty

@@ -51,6 +51,7 @@ using metric_internal::MakeMetric;
 using metric_internal::NotFoundWithTail;
 using metric_internal::Piece;
 using metric_internal::ReadUnitAfter;
+using metric_internal::SiblingUnit;
 using metric_internal::SplitJsonPath;
 using metric_internal::ToAbsl;
 using metric_internal::UnitInfo;
@@ -97,13 +98,6 @@ std::string StringMember(const Json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return "";
   return it->get<std::string>();
-}
-
-// Returns the unit named by a "unit" member of `object`, if any.
-std::optional<UnitInfo> SiblingUnit(const Json& object) {
-  const std::string unit = StringMember(object, "unit");
-  if (unit.empty()) return std::nullopt;
-  return LookupUnit(unit);
 }
 
 // Builds the metric `name` from a value and the label it was found with (see "Each value is
