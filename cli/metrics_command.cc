@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/metrics_command.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
