@@ -41,8 +41,19 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
   auto* exit_code = app->add_flag("--exit-code", o->exit_code,
                                   "Pass/fail mode: the command's exit code is the verdict "
                                   "(0 good, 1-127 bad, 125 skip), as with git bisect run");
-  regex->excludes(json)->excludes(exit_code);
-  json->excludes(exit_code);
+  auto* suite = app->add_option(
+      "--suite", o->suite,
+      "Bisect every metric the benchmark prints, sharing the runs: auto (Google Benchmark or "
+      "pytest-benchmark JSON, a 'name: value unit' table), regex:PATTERN with a (?P<name>...) "
+      "group, or json:PATH with one * (e.g. json:results.*.latency_ms). Metrics that moved "
+      "are grouped by culprit; try it on a saved output with `kbisect metrics --suite`");
+  app->add_option("--lead", o->lead,
+                  "With --suite: the metric whose values lead the search (default: the first "
+                  "one printed; another that moved is searched after it if it did not)")
+      ->needs(suite);
+  regex->excludes(json)->excludes(exit_code)->excludes(suite);
+  json->excludes(exit_code)->excludes(suite);
+  exit_code->excludes(suite);
   auto* flaky = app->add_flag("--flaky", o->flaky,
                               "With --exit-code: the test fails only sometimes at bad commits "
                               "(and rarely at good ones). Runs repeat where one result can't be "
@@ -207,6 +218,8 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
     spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   } else {
     spec.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+    spec.mutable_metric()->set_suite(o.suite);
+    spec.mutable_metric()->set_lead(o.lead);
   }
   if (o.lower_is_better) spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
   if (o.higher_is_better) spec.set_direction(v1::DIRECTION_HIGHER_IS_BETTER);

@@ -28,6 +28,8 @@ struct JobOptions {
   std::string build;
   std::string metric_regex;
   std::string metric_json;
+  std::string suite;  // --suite SPEC: every metric of the output (metric_suite.h).
+  std::string lead;   // --lead NAME: the suite's metric that leads the search.
   bool exit_code = false;
   bool flaky = false;       // --flaky (with --exit-code).
   double confidence = 0;    // --confidence P; 0: the default (NormalizeSpec).

@@ -89,7 +89,7 @@ int ReportFinalStatus(const v1::JobStatus& job, const JobOutputs& outputs) {
     std::cerr << "kbisect: " << written.message() << "\n";
     return kExitError;
   }
-  return ExitCodeFor(job.status());
+  return ExitCodeForJob(job);
 }
 
 JobFollower::JobFollower(v1::CoordinatorService::StubInterface* stub, std::string job_id)

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
+#include "coordinator/job/suite_ledger.h"
 
 namespace kbisect {
 
@@ -21,6 +22,8 @@ const char* FollowUpEventPrefix(v1::FollowUpKind kind) {
       return "[after the culprit] ";
     case v1::FOLLOW_UP_KIND_DEPENDENCY:
       return "[dependency] ";
+    case v1::FOLLOW_UP_KIND_SUITE:
+      return "[suite] ";
     default:
       return "";
   }
@@ -61,6 +64,85 @@ PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKin
   return plan;
 }
 
+// A suite's ranges (SUITE_METRIC_SEARCHING rows), once each, in the order of their first row:
+// led by the metric of the range that moved most.
+void PlanSuiteFollowUps(const v1::JobStatus& status, std::vector<PlannedFollowUp>* planned) {
+  if (!SuiteFollowsUp(status)) return;
+  std::vector<PlannedFollowUp> ranges;
+  std::vector<double> moved;  // The lead's move, by range.
+  for (const v1::SuiteMetricResult& row : status.suite()) {
+    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
+    auto range = std::find_if(ranges.begin(), ranges.end(), [&](const PlannedFollowUp& plan) {
+      return plan.good == row.last_good().sha() && plan.bad == row.first_bad().sha();
+    });
+    if (range == ranges.end()) {
+      ranges.push_back(PlannedRange(v1::FOLLOW_UP_KIND_SUITE, row.last_good().sha(),
+                                    row.first_bad().sha()));
+      moved.push_back(-1);
+      range = ranges.end() - 1;
+    }
+    range->members.push_back(row.name());
+    double& most = moved[range - ranges.begin()];
+    if (std::fabs(row.regression_pct()) > most) {
+      most = std::fabs(row.regression_pct());
+      range->lead = row.name();
+    }
+  }
+  for (PlannedFollowUp& range : ranges) planned->push_back(std::move(range));
+}
+
+// The index in the parent's range of a follow-up's `commit` whose GOOD is the parent's `base`.
+v1::CommitRef InParentRange(v1::CommitRef commit, const v1::CommitRef& base) {
+  commit.set_index(commit.index() + base.index());
+  return commit;
+}
+
+// Fills the parent's SEARCHING suite rows from a finished suite follow-up's rows.
+void FoldSuiteRows(const std::string& child, const v1::JobStatus& result, const std::string& range,
+                   v1::JobStatus* status) {
+  for (const v1::SuiteMetricResult& found : result.suite()) {
+    auto row = std::find_if(status->mutable_suite()->begin(), status->mutable_suite()->end(),
+                            [&](const v1::SuiteMetricResult& r) {
+                              return r.name() == found.name() &&
+                                     r.state() == v1::SUITE_METRIC_SEARCHING;
+                            });
+    if (row == status->mutable_suite()->end()) continue;
+    const v1::CommitRef base = row->last_good();
+    if (found.state() == v1::SUITE_METRIC_CULPRIT) {
+      row->set_state(v1::SUITE_METRIC_CULPRIT);
+      *row->mutable_culprit() = InParentRange(found.culprit(), base);
+      *row->mutable_last_good() = InParentRange(found.last_good(), base);
+      row->clear_first_bad();
+      row->set_before(found.before());
+      row->set_after(found.after());
+      row->set_culprit_regression_pct(found.culprit_regression_pct());
+      row->set_job_id(found.job_id());
+      continue;
+    }
+    row->set_state(v1::SUITE_METRIC_UNRESOLVED);
+    row->set_job_id(child);
+    const std::string why =
+        !found.reason().empty()
+            ? found.reason()
+            : (result.error().empty() ? EnumLabel(result.status()) : result.error());
+    row->set_reason(absl::StrCat(range, " gave no culprit: ",
+                                 found.state() == v1::SUITE_METRIC_UNCHANGED
+                                     ? absl::StrCat("its endpoints measured the same (", why, ")")
+                                     : why));
+  }
+}
+
+// The suite rows whose follow-up did not start or did not answer for them.
+void EndSearchingRows(v1::JobStatus* status) {
+  for (v1::SuiteMetricResult& row : *status->mutable_suite()) {
+    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
+    row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+    row.set_reason(absl::StrCat("its step lies after ", row.last_good().short_sha(),
+                                ", at or before ", row.first_bad().short_sha(),
+                                ", and no follow-up answered for it (see the warnings)"));
+  }
+}
+
 }  // namespace
 
 bool WantsMergedBranch(const v1::JobStatus& status) {
@@ -89,7 +171,10 @@ std::vector<PlannedFollowUp> PlanFollowUps(
     const std::optional<std::pair<std::string, std::string>>& merged_branch,
     const std::vector<PinMove>& pins, std::vector<std::string>* warnings) {
   std::vector<PlannedFollowUp> planned;
-  if (!MayFollowUp(status)) return planned;
+  if (!MayFollowUp(status)) {
+    PlanSuiteFollowUps(status, &planned);
+    return planned;
+  }
   auto warn = [&](std::string text) {
     if (warnings != nullptr) warnings->push_back(std::move(text));
   };
@@ -139,6 +224,7 @@ std::vector<PlannedFollowUp> PlanFollowUps(
     planned.push_back(PlannedDependency(status, v1::DEPENDENCY_KIND_PIN_FILE, move.pin.file(),
                                         move.pin.repository(), move.old_sha, move.new_sha));
   }
+  PlanSuiteFollowUps(status, &planned);
   return planned;
 }
 
@@ -158,6 +244,15 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
     spec.clear_marks();
     spec.set_description(absl::StrCat("dependency ", plan.dependency.path(), " of ", parent_id));
   }
+  if (plan.kind == v1::FOLLOW_UP_KIND_SUITE) {
+    spec.mutable_metric()->set_lead(plan.lead);
+    spec.mutable_metric()->clear_members();
+    for (const std::string& member : plan.members) spec.mutable_metric()->add_members(member);
+    // The parent's direction and marks were its lead's.
+    spec.clear_direction();
+    spec.clear_marks();
+    spec.set_description(absl::StrCat("suite metrics led by ", plan.lead, " of ", parent_id));
+  }
   return spec;
 }
 
@@ -166,6 +261,9 @@ std::string FollowUpRequestId(const std::string& parent_id, v1::FollowUpKind kin
 }
 
 std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan) {
+  if (plan.kind == v1::FOLLOW_UP_KIND_SUITE) {
+    return absl::StrCat(FollowUpRequestId(parent_id, plan.kind), ":", plan.lead);
+  }
   if (plan.kind != v1::FOLLOW_UP_KIND_DEPENDENCY) return FollowUpRequestId(parent_id, plan.kind);
   return absl::StrCat(FollowUpRequestId(parent_id, plan.kind), ":", plan.dependency.path());
 }
@@ -185,6 +283,10 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
                           : std::string());
     const std::string range = absl::StrCat(what, result->good_sha().substr(0, 7), "..",
                                            result->bad_sha().substr(0, 7), " (job ", child, ")");
+    if (kind == v1::FOLLOW_UP_KIND_SUITE) {
+      FoldSuiteRows(child, *result, range, status);
+      continue;
+    }
     if (result->status() == v1::OUTCOME_NO_REGRESSION) {
       status->add_warnings(absl::StrCat("no further step in ", range, ": ", result->error()));
       continue;
@@ -223,6 +325,7 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
       added->set_share_of_total(total == 0 ? 0 : (step.after() - step.before()) / total);
     }
   }
+  EndSearchingRows(status);
   if (status->culprits_size() > 1) {
     std::stable_sort(status->mutable_culprits()->begin(), status->mutable_culprits()->end(),
                      [](const v1::Culprit& a, const v1::Culprit& b) {

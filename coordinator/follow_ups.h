@@ -12,6 +12,10 @@
 //     old..new with the superproject pinned at the culprit (JobSpec.dependency); its culprit
 //     joins the parent's dependency_culprits. A dependency follow-up descends into its own
 //     submodules in turn (nested: DependencyDescent.outer), never into pin files.
+//   * kSuite: metrics of a suite (JobSpec.metric.suite) whose step the job's shared probes
+//     placed in a range of their own (SuiteLedger: SUITE_METRIC_SEARCHING): bisect each such
+//     range once, for the metrics whose step lies there, led by the one that moved most; their
+//     culprits fill the parent's suite rows.
 #ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_
 #define KBISECT_COORDINATOR_FOLLOW_UPS_H_
 
@@ -41,6 +45,10 @@ struct PlannedFollowUp {
   // its probes check the superproject out (JobSpec.dependency).
   std::string repository;
   v1::DependencyDescent dependency;
+  // kSuite only: the metric that leads the follow-up's search and the metrics it answers for
+  // (MetricSpec.lead and members).
+  std::string lead;
+  std::vector<std::string> members;
 };
 
 // A pin file (JobSpec.descend_pins) the culprit changed: the commits it pins at last-good and
@@ -64,7 +72,10 @@ bool WantsPinFiles(const v1::JobStatus& status);
 // digits) once surrounding whitespace is trimmed, lower-cased; nullopt when no line is. Pure.
 std::optional<std::string> PinnedCommit(std::string_view content);
 
-// The follow-ups the finished job `status` calls for, in start order. `merged_branch` is the
+// The follow-ups the finished job `status` calls for, in start order. A suite's ranges come
+// last, one per range of its SEARCHING rows (in the order of the rows), when the job found its
+// culprit or its lead did not move (then its whole range is searched again for the metrics that
+// did). `merged_branch` is the
 // range (base, tip) of the culprit's merged branch when WantsMergedBranch, resolved by the
 // caller; nullopt when it could not be resolved (no merged-branch follow-up then). With
 // JobSpec.descend_submodules, each of status.submodule_bumps that moved forward (both commits
@@ -89,7 +100,10 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
 std::string FollowUpRequestId(const std::string& parent_id, v1::FollowUpKind kind);
 std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowUp& plan);
 
-// Folds the finished follow-ups (job id, status) into their parent's `status`: their bench runs
+// Folds the finished follow-ups (job id, status) into their parent's `status`: a suite
+// follow-up's rows fill the parent's SEARCHING rows of the same metrics (a culprit, with its
+// index in the parent's range, or why there is none), and the suite rows still SEARCHING after
+// that are unresolved; their bench runs
 // count, a merged branch's culprit becomes merged_culprit, the steps' culprits join the parent's
 // with their share of the whole move, ranked by size, a dependency's culprit joins
 // dependency_culprits (with the path, the repository and the dependency's two commits), and so

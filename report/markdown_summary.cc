@@ -1,8 +1,12 @@
 // Copyright 2026 The kbisect Authors.
 #include "report/markdown_summary.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "common/metric/percent.h"
@@ -11,6 +15,7 @@
 #include "report/html/page_format.h"
 #include "report/reproduce.h"
 #include "report/submodule_bump.h"
+#include "report/suite_groups.h"
 
 namespace kbisect {
 namespace {
@@ -20,6 +25,43 @@ std::string Cell(absl::string_view text) {
 }
 
 std::string Code(absl::string_view text) { return absl::StrCat("`", Cell(text), "`"); }
+
+// "`softmax_fwd` +18.0% (1.2ms -> 1.416ms), `layernorm` +12.1% (...)".
+std::string MetricList(const std::vector<const v1::SuiteMetricResult*>& rows) {
+  std::vector<std::string> items;
+  for (const v1::SuiteMetricResult* row : rows) {
+    items.push_back(absl::StrCat(Code(row->name()), " ", Cell(SuiteMetricChange(*row))));
+  }
+  return absl::StrJoin(items, ", ");
+}
+
+// The suite grouped by culprit (report/suite_groups.h).
+std::string SuiteSection(const v1::JobStatus& job) {
+  const SuiteGroups groups = GroupSuite(job);
+  std::string out = absl::StrCat("\n**Suite (", Count(groups.metrics, "metric"),
+                                 "):** ", Cell(SuiteHeadline(groups)), "\n\n");
+  for (const SuiteCulpritGroup& group : groups.culprits) {
+    absl::StrAppend(&out, "- ", Count(static_cast<int>(group.metrics.size()), "metric"),
+                    " regressed at ", Code(group.culprit.short_sha()), " ",
+                    Cell(group.culprit.subject()), ": ", MetricList(group.metrics), "\n");
+  }
+  for (const v1::SuiteMetricResult* row : groups.unresolved) {
+    absl::StrAppend(&out, "- no culprit for ", Code(row->name()), " ",
+                    Cell(SuiteMetricChange(*row)), ": ", Cell(row->reason()), "\n");
+  }
+  if (!groups.searching.empty()) {
+    absl::StrAppend(&out, "- still searched: ", MetricList(groups.searching), "\n");
+  }
+  if (!groups.improved.empty()) {
+    absl::StrAppend(&out, "- improved: ", MetricList(groups.improved), "\n");
+  }
+  if (!groups.unchanged.empty()) {
+    std::vector<std::string> names;
+    for (const v1::SuiteMetricResult* row : groups.unchanged) names.push_back(Code(row->name()));
+    absl::StrAppend(&out, "- unchanged: ", absl::StrJoin(names, ", "), "\n");
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -82,6 +124,7 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
       absl::StrAppend(&out, "\n");
     }
   }
+  if (job.suite_size() > 0) absl::StrAppend(&out, SuiteSection(job));
   absl::StrAppend(&out, "\nRange ", Code(html::ShortSha(job.good_sha())), "..",
                   Code(html::ShortSha(job.bad_sha())), " (", Count(job.commit_count(), "commit"),
                   "): ", Count(job.rounds(), "round"), ", ", Count(job.bench_runs(), "bench run"),

@@ -1,7 +1,10 @@
 // Copyright 2026 The kbisect Authors.
 #include "worker/task_runner.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -9,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/git/submodules.h"
 #include "common/metric/metric.h"
+#include "common/metric/metric_suite.h"
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
 #include "google/protobuf/util/time_util.h"
@@ -39,6 +43,24 @@ v1::Direction ToProto(Direction direction) {
       return v1::DIRECTION_HIGHER_IS_BETTER;
     default:
       return v1::DIRECTION_UNSPECIFIED;
+  }
+}
+
+// Records every metric of a suite's run in `record`, and each metric's unit and direction in
+// `result` the first time the task sees it.
+void RecordSuiteRun(const SuiteReading& suite, v1::RunRecord* record, v1::TaskResult* result) {
+  for (const NamedMetric& named : suite.metrics) {
+    v1::SuiteValue* value = record->add_suite_values();
+    value->set_name(named.name);
+    value->set_value(named.metric.value);
+    const bool known = std::any_of(
+        result->suite_metrics().begin(), result->suite_metrics().end(),
+        [&](const v1::SuiteMetricInfo& info) { return info.name() == named.name; });
+    if (known) continue;
+    v1::SuiteMetricInfo* info = result->add_suite_metrics();
+    info->set_name(named.name);
+    info->set_unit(named.metric.unit);
+    info->set_direction(ToProto(named.metric.direction));
   }
 }
 
@@ -214,6 +236,19 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   // 3. Benchmark runs.
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   const MetricSpec metric_spec = ToMetricSpec(task.metric());
+  // A suite (MetricSpec.suite): every metric of each run, the lead's value its sample.
+  std::optional<MetricSuiteSpec> suite_spec;
+  if (!task.metric().suite().empty()) {
+    absl::StatusOr<MetricSuiteSpec> parsed = ParseMetricSuiteSpec(task.metric().suite());
+    if (!parsed.ok()) {
+      return finish(v1::TASK_OUTCOME_METRIC_MISSING,
+                    absl::StrCat("the job's --suite is not valid: ", parsed.status().message()),
+                    "");
+    }
+    suite_spec = *std::move(parsed);
+  }
+  const std::vector<std::string> suite_members(task.metric().members().begin(),
+                                               task.metric().members().end());
   std::vector<std::string> argv(task.bench_command().begin(), task.bench_command().end());
   absl::Duration bench_total;
   int throttle_retries = 0;
@@ -274,7 +309,19 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       return finish(v1::TASK_OUTCOME_BENCH_FAILED, absl::StrCat(where, " ", ran->Describe()),
                     ran->Tail(kTailLines));
     }
-    absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, ran->output);
+    std::optional<SuiteReading> suite;
+    if (suite_spec) {
+      absl::StatusOr<SuiteReading> read =
+          ReadSuite(*suite_spec, ran->output, task.metric().lead(), suite_members);
+      if (!read.ok()) {
+        return finish(v1::TASK_OUTCOME_METRIC_MISSING,
+                      absl::StrCat(where, ": ", read.status().message()), ran->Tail(kTailLines));
+      }
+      suite = *std::move(read);
+    }
+    absl::StatusOr<Metric> metric =
+        suite ? absl::StatusOr<Metric>(suite->metrics[suite->lead].metric)
+              : ExtractMetric(metric_spec, ran->output);
     if (!metric.ok()) {
       return finish(v1::TASK_OUTCOME_METRIC_MISSING,
                     absl::StrCat(where, ": ", metric.status().message()), ran->Tail(kTailLines));
@@ -291,6 +338,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     }
     record->set_value(metric->value);
     record->set_has_value(true);
+    if (suite) RecordSuiteRun(*suite, record, &result);
     if (sha == task.commit_sha()) {
       result.add_samples(metric->value);
     } else {

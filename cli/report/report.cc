@@ -20,6 +20,7 @@
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 #include "report/submodule_bump.h"
+#include "report/suite_groups.h"
 
 namespace kbisect {
 namespace {
@@ -222,6 +223,7 @@ class ReportWriter {
         Running();
         break;
     }
+    Suite();
     Marks();
     Baselines();
     Confirmation();
@@ -409,6 +411,35 @@ class ReportWriter {
     if (job_.submodule_bumps_size() > 0) SubmoduleBumps();
     BisectLog();
     RootCauseHints();
+  }
+
+  // A suite's metrics grouped by culprit (report/suite_groups.h).
+  void Suite() {
+    if (job_.suite_size() == 0) return;
+    const SuiteGroups groups = GroupSuite(job_);
+    auto names = [](const std::vector<const v1::SuiteMetricResult*>& rows, bool change) {
+      std::vector<std::string> items;
+      for (const v1::SuiteMetricResult* row : rows) {
+        items.push_back(change ? absl::StrCat(row->name(), " ", SuiteMetricChange(*row))
+                               : row->name());
+      }
+      return absl::StrJoin(items, ", ");
+    };
+    Line();
+    Wrapped("Suite: ", absl::StrCat(Count(groups.metrics, "metric"), " (led by ",
+                                    MetricName(job_), "): ", SuiteHeadline(groups)));
+    for (const SuiteCulpritGroup& group : groups.culprits) {
+      Wrapped(absl::StrCat("  ", group.metrics.size(), " at ", short_(group.culprit.sha()), " "),
+              absl::StrCat("\"", group.culprit.subject(), "\": ", names(group.metrics, true)));
+    }
+    for (const v1::SuiteMetricResult* row : groups.unresolved) {
+      Wrapped("  no culprit: ",
+              absl::StrCat(row->name(), " ", SuiteMetricChange(*row), ": ", row->reason()));
+    }
+    if (!groups.searching.empty()) Wrapped("  still searched: ", names(groups.searching, true));
+    if (!groups.improved.empty()) Wrapped("  improved: ", names(groups.improved, true));
+    if (!groups.unchanged.empty()) Wrapped("  unchanged: ", names(groups.unchanged, false));
+    if (!groups.pending.empty()) Wrapped("  not judged yet: ", names(groups.pending, false));
   }
 
   // How sure the answer is (JobStatus.culprit_probability), with the next most likely commits.
@@ -674,6 +705,18 @@ int ExitCodeFor(v1::Outcome outcome) {
     default:
       return 1;
   }
+}
+
+int ExitCodeForJob(const v1::JobStatus& job) {
+  const bool answered = job.status() != v1::OUTCOME_ERROR &&
+                        job.status() != v1::OUTCOME_CANCELLED &&
+                        job.status() != v1::OUTCOME_RUNNING &&
+                        job.status() != v1::OUTCOME_UNSPECIFIED;
+  if (!answered) return ExitCodeFor(job.status());
+  const SuiteGroups groups = GroupSuite(job);
+  if (!groups.culprits.empty()) return 0;
+  if (!groups.unresolved.empty()) return ExitCodeFor(v1::OUTCOME_INCONCLUSIVE);
+  return ExitCodeFor(job.status());
 }
 
 std::string FormatReport(const v1::JobStatus& job) { return ReportWriter(job).Write(); }

@@ -58,6 +58,12 @@ std::string TaskOutcomeName(v1::TaskOutcome outcome);
 // unspecified) 1.
 int ExitCodeFor(v1::Outcome outcome);
 
+// The exit code for a finished job: ExitCodeFor its outcome, except for a suite
+// (JobStatus.suite) that was not cancelled and did not fail, whose outcome is its lead's: 0 when
+// any metric has a culprit, else 4 when one moved without a culprit, else ExitCodeFor the
+// outcome.
+int ExitCodeForJob(const v1::JobStatus& job);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_CLI_REPORT_REPORT_H_

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -192,7 +193,7 @@ absl::Status NothingFound(std::string message, const SuiteBuilder& builder,
                     absl::StrJoin(non_finite, ", "),
                     non_finite.size() == 1 ? " is not a finite number" : " are not finite numbers");
   }
-  return NotFoundWithTail(message, output);
+  return metric_internal::NotFoundWithTail(message, output);
 }
 
 // Parses the last JSON object of `output` keeping the order of its members, or nullopt.
@@ -344,7 +345,7 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
       static_cast<size_t>(std::find(parts.begin(), parts.end(), kWildcard) - parts.begin());
   const std::optional<Json> root = LastJsonObject(output);
   if (!root.has_value()) {
-    return NotFoundWithTail(absl::StrCat("no JSON object in the benchmark output (looking for "
+    return metric_internal::NotFoundWithTail(absl::StrCat("no JSON object in the benchmark output (looking for "
                                          "metric suite JSON path '",
                                          path, "')"),
                             output);
@@ -359,7 +360,7 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
       if (it == node->end()) {
         std::vector<std::string> keys;
         for (auto k = node->begin(); k != node->end(); ++k) keys.push_back(k.key());
-        return NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': no key '", part,
+        return metric_internal::NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': no key '", part,
                                              "' in the object at '", walked,
                                              "' (keys: ", absl::StrJoin(keys, ", "), ")"),
                                 output);
@@ -374,7 +375,7 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
             output);
       }
       if (index >= node->size()) {
-        return NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': index ", index,
+        return metric_internal::NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': index ", index,
                                              " is out of range of the array at '", walked,
                                              "' (size ", node->size(), ")"),
                                 output);
@@ -678,6 +679,39 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractMetricSuite(const MetricSuiteSpe
       break;
   }
   return metric_suite_internal::ExtractSuiteAuto(output);
+}
+
+absl::StatusOr<SuiteReading> ReadSuite(const MetricSuiteSpec& spec, std::string_view output,
+                                       std::string_view lead,
+                                       const std::vector<std::string>& members) {
+  ASSIGN_OR_RETURN(std::vector<NamedMetric> all, ExtractMetricSuite(spec, output));
+  const absl::flat_hash_set<std::string> wanted(members.begin(), members.end());
+  std::vector<std::string> found;
+  SuiteReading reading;
+  for (NamedMetric& metric : all) {
+    if (found.size() < 10) found.push_back(metric.name);
+    if (!wanted.empty() && !wanted.contains(metric.name)) continue;
+    reading.metrics.push_back(std::move(metric));
+  }
+  const std::string printed =
+      absl::StrCat(absl::StrJoin(found, ", "), all.size() > found.size() ? ", ..." : "");
+  const absl::string_view text = metric_internal::ToAbsl(output);
+  if (reading.metrics.empty()) {
+    return metric_internal::NotFoundWithTail(absl::StrCat("the suite's output has none of its metrics (",
+                                         absl::StrJoin(members, ", "), "); it printed ", printed),
+                            text);
+  }
+  if (lead.empty()) return reading;
+  for (size_t i = 0; i < reading.metrics.size(); ++i) {
+    if (std::string_view(reading.metrics[i].name) == lead) {
+      reading.lead = i;
+      return reading;
+    }
+  }
+  return metric_internal::NotFoundWithTail(absl::StrCat("the suite's output has no metric '",
+                                                        metric_internal::ToAbsl(lead),
+                                       "' (the lead); it printed ", printed),
+                          text);
 }
 
 }  // namespace kbisect

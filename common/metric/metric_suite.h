@@ -138,6 +138,24 @@ struct NamedMetric {
 absl::StatusOr<std::vector<NamedMetric>> ExtractMetricSuite(const MetricSuiteSpec& spec,
                                                             std::string_view output);
 
+// What a job keeps of one run of a suite: the metrics it answers for and the one that leads its
+// search (MetricSpec.lead in kbisect.proto).
+struct SuiteReading {
+  // The metrics named in `members` (every metric when `members` is empty), in output order. A
+  // member the run did not print is absent: that metric has no sample of this run.
+  std::vector<NamedMetric> metrics;
+  // The lead's index in `metrics`: the metric named `lead`, else the first one.
+  size_t lead = 0;
+};
+
+// Extracts the suite (ExtractMetricSuite) and keeps what a job answers for. Errors: those of
+// ExtractMetricSuite; NotFound when `lead` is not among the metrics the output printed, or when
+// none of `members` is, each naming what was looked for and listing (up to 10) what was found,
+// with the output's last lines.
+absl::StatusOr<SuiteReading> ReadSuite(const MetricSuiteSpec& spec, std::string_view output,
+                                       std::string_view lead,
+                                       const std::vector<std::string>& members);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_COMMON_METRIC_METRIC_SUITE_H_

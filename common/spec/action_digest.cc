@@ -40,6 +40,14 @@ std::string SpecDigest(const v1::JobSpec& spec) {
   AppendField(absl::StrCat(static_cast<int>(kind)), &encoding);
   AppendField("metric_pattern", &encoding);
   AppendField(spec.metric().pattern(), &encoding);
+  // Only with a suite, so that every other digest stays what it was.
+  if (!spec.metric().suite().empty()) {
+    AppendField("metric_suite", &encoding);
+    AppendField(spec.metric().suite(), &encoding);
+    AppendField(spec.metric().lead(), &encoding);
+    AppendField(absl::StrCat(spec.metric().members_size()), &encoding);
+    for (const std::string& member : spec.metric().members()) AppendField(member, &encoding);
+  }
   AppendField("discard_throttled", &encoding);
   AppendField(spec.discard_throttled() ? "1" : "0", &encoding);
   // Only when chosen: digests of the default (automatic) isolation stay those of earlier

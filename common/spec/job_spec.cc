@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/metric/metric_suite.h"
 
 namespace kbisect {
 
@@ -87,6 +89,24 @@ absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
           "--descend-pin needs FILE=REPOSITORY, both given, not '", pin.file(), "=",
           pin.repository(), "'"));
     }
+  }
+  if (!spec.metric().suite().empty()) {
+    if (spec.metric().kind() != v1::METRIC_KIND_AUTO &&
+        spec.metric().kind() != v1::METRIC_KIND_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          "--suite reads every metric of the output: give it alone, without --metric, "
+          "--metric-json or --exit-code (name the metric that leads the search with --lead)");
+    }
+    if (absl::StatusOr<MetricSuiteSpec> suite = ParseMetricSuiteSpec(spec.metric().suite());
+        !suite.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--suite: ", suite.status().message(),
+          ". Give auto, regex:PATTERN with a (?P<name>...) group and one value group, or "
+          "json:PATH with one * component (e.g. json:results.*.latency_ms)"));
+    }
+  } else if (!spec.metric().lead().empty() || spec.metric().members_size() > 0) {
+    return absl::InvalidArgumentError(
+        "--lead names a metric of a suite: add --suite (auto, regex:... or json:...)");
   }
   if (spec.metric().kind() == v1::METRIC_KIND_REGEX ||
       spec.metric().kind() == v1::METRIC_KIND_JSON_PATH) {

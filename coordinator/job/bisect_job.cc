@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
@@ -371,6 +372,9 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   }
   book_.Deactivate(task_id);
   entry.done = true;
+  // Every metric of a suite is judged on the rows as this result leaves them.
+  suite_.Learn(result);
+  absl::Cleanup judge_suite = [this] { suite_.Judge(); };
   v1::Probe& probe = ProbeOf(entry);
   const bool first_result = probe.runs_size() == 0;
   probe.set_state(v1::PROBE_STATE_FINISHED);

@@ -21,6 +21,7 @@
 //   culprit_confidence      --confidence with a metric: the end check, verdicts taken back,
 //                           AMBIGUOUS put on the posterior's side;
 //   search_result           what the finished search says: interval, culprit, cause, outcome;
+//   suite_ledger            every metric of a suite judged on the job's shared runs;
 //   worker_standing         what a worker's changed standing does to the measurements and work:
 //                           provisional verdicts settle, calibrations sharpen, a departed
 //                           worker's work is dropped, BAD is measured again;
@@ -61,6 +62,7 @@
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/result_reuse.h"
 #include "coordinator/job/search_result.h"
+#include "coordinator/job/suite_ledger.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "coordinator/job/worker_standing.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -243,6 +245,8 @@ class BisectJob {
   SearchResult result_;
   // What a worker's changed standing does to the measurements and the work (worker_standing.h).
   WorkerStanding standing_;
+  // Every metric of a suite, judged on the job's shared runs (suite_ledger.h).
+  SuiteLedger suite_{&status_, &commits_};
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_{&status_};

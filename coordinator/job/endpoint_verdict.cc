@@ -214,6 +214,12 @@ void EndpointVerdict::Record(const BaselineAssessment& assessment) {
 
 bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step) {
   if (assessment.improvement && !status_->spec().allow_improvement()) {
+    if (!status_->spec().metric().suite().empty()) {
+      // A suite's lead that got better is one of its metrics that did not regress: the others
+      // are judged on the baselines (SuiteLedger), and those that moved are followed up.
+      step->finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason};
+      return true;
+    }
     step->finish = EndpointStep::Finish{v1::OUTCOME_ERROR, SwappedText(assessment.reason)};
     return true;
   }

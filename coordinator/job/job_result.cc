@@ -113,6 +113,7 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   }
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
   calibration_.FillWorkerReport(&status_);
+  suite_.Judge();
   int throttled = 0;
   int discarded = 0;
   for (const v1::Probe& probe : status_.probes()) {

@@ -1,0 +1,244 @@
+// Copyright 2026 The kbisect Authors.
+#include "coordinator/job/suite_ledger.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/spec/job_spec.h"
+#include "coordinator/job/probe_classifier.h"
+
+namespace kbisect {
+namespace {
+
+// The samples of `metric` in `probe`'s runs.
+std::vector<double> SamplesOf(const v1::Probe& probe, const std::string& metric) {
+  std::vector<double> samples;
+  for (const v1::RunRecord& run : probe.runs()) {
+    if (!run.has_value()) continue;
+    for (const v1::SuiteValue& value : run.suite_values()) {
+      if (value.name() == metric) samples.push_back(value.value());
+    }
+  }
+  return samples;
+}
+
+// A probe row that measured one commit of the range (a confirmation's interleaved runs mix two).
+bool MeasuresOneCommit(const v1::Probe& probe) {
+  return probe.kind() != v1::PROBE_KIND_CONFIRM && probe.kind() != v1::PROBE_KIND_BUILD &&
+         probe.runs_size() > 0;
+}
+
+// The commit as a suite row names it (without its message body: the job's own culprit has it).
+v1::CommitRef RowCommit(const v1::CommitRef& commit) {
+  v1::CommitRef row = commit;
+  row.clear_body();
+  row.clear_parent_indices();
+  return row;
+}
+
+// The direction of `info`: the spec's for the lead when it gives one, else the one the worker
+// inferred, else lower is better (as for the job's own metric).
+v1::Direction DirectionOf(const v1::JobStatus& status, const v1::SuiteMetricInfo& info,
+                          bool lead) {
+  if (lead && status.spec().direction() != v1::DIRECTION_UNSPECIFIED) {
+    return status.spec().direction();
+  }
+  return info.direction() == v1::DIRECTION_UNSPECIFIED ? v1::DIRECTION_LOWER_IS_BETTER
+                                                       : info.direction();
+}
+
+class MetricJudge {
+ public:
+  MetricJudge(const v1::JobStatus& status, const std::vector<v1::CommitRef>& commits,
+              const std::string& metric, const std::string& reference)
+      : status_(status), commits_(commits), metric_(metric), reference_(reference) {
+    const int last = static_cast<int>(commits.size()) - 1;
+    for (const v1::Probe& probe : status.probes()) {
+      if (!MeasuresOneCommit(probe)) continue;
+      std::vector<double> samples = SamplesOf(probe, metric);
+      if (samples.empty()) continue;
+      if (probe.index() == 0) {
+        auto& good = good_[probe.worker()];
+        good.insert(good.end(), samples.begin(), samples.end());
+      } else if (probe.index() == last && probe.worker() == reference) {
+        bad_.insert(bad_.end(), samples.begin(), samples.end());
+      }
+    }
+  }
+
+  const std::vector<double>* ReferenceGood() const {
+    auto it = good_.find(reference_);
+    return it == good_.end() ? nullptr : &it->second;
+  }
+  const std::vector<double>& Bad() const { return bad_; }
+
+  // The verdicts of the rows inside the range, by commit index: GOOD or BAD where every row
+  // that decided agrees; rows that cannot tell, and workers without their own GOOD, give none.
+  std::map<int, v1::Verdict> Verdicts(const ClassifierOptions& options,
+                                      std::map<int, std::vector<double>>* shifted) const {
+    const std::vector<double>& good = *ReferenceGood();
+    const double reference_good = MedianOrZero(good);
+    const int last = static_cast<int>(commits_.size()) - 1;
+    std::map<int, v1::Verdict> verdicts;
+    absl::flat_hash_set<int> disagreed;
+    for (const v1::Probe& probe : status_.probes()) {
+      if (!MeasuresOneCommit(probe) || probe.index() <= 0 || probe.index() >= last) continue;
+      auto own_good = good_.find(probe.worker());
+      if (own_good == good_.end()) continue;
+      std::vector<double> samples = SamplesOf(probe, metric_);
+      if (samples.empty()) continue;
+      const double offset = MedianOrZero(own_good->second) - reference_good;
+      for (double& sample : samples) sample -= offset;
+      const ProbeClassification judged = ClassifyProbe(samples, good, bad_, options);
+      if (judged.more_runs > 0 || (judged.verdict != v1::VERDICT_GOOD &&
+                                   judged.verdict != v1::VERDICT_BAD)) {
+        continue;
+      }
+      auto& at = (*shifted)[probe.index()];
+      at.insert(at.end(), samples.begin(), samples.end());
+      auto [it, added] = verdicts.emplace(probe.index(), judged.verdict);
+      if (!added && it->second != judged.verdict) disagreed.insert(probe.index());
+    }
+    for (int index : disagreed) verdicts.erase(index);
+    return verdicts;
+  }
+
+ private:
+  const v1::JobStatus& status_;
+  const std::vector<v1::CommitRef>& commits_;
+  const std::string& metric_;
+  const std::string& reference_;
+  std::map<std::string, std::vector<double>> good_;  // By worker.
+  std::vector<double> bad_;                          // The reference worker's.
+};
+
+v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
+                                  const std::vector<v1::CommitRef>& commits,
+                                  const v1::SuiteMetricInfo& info, const std::string& reference) {
+  const v1::JobSpec& spec = status.spec();
+  v1::SuiteMetricResult row;
+  row.set_name(info.name());
+  row.set_unit(info.unit());
+  row.set_lead(info.name() == status.metric_name());
+  const v1::Direction direction = DirectionOf(status, info, row.lead());
+  row.set_direction(direction);
+  const MetricJudge judge(status, commits, info.name(), reference);
+  const std::vector<double>* good = judge.ReferenceGood();
+  if (good == nullptr || judge.Bad().empty()) return row;  // Not judged yet.
+  const BaselineAssessment baselines = AssessBaselines(
+      *good, judge.Bad(), direction, spec.min_effect_fraction(), spec.max_runs());
+  row.set_good_median(baselines.good_median);
+  row.set_bad_median(baselines.bad_median);
+  row.set_regression_pct(baselines.regression_pct);
+  const bool step = baselines.regression || (baselines.improvement && spec.allow_improvement());
+  if (!step) {
+    if (baselines.improvement) {
+      row.set_state(v1::SUITE_METRIC_IMPROVED);
+    } else if (baselines.more_runs > 0) {
+      row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+      row.set_reason(absl::StrCat("GOOD and BAD are too close to tell on ", good->size(), " and ",
+                                  judge.Bad().size(), " runs (", baselines.reason,
+                                  "): bisect it alone with --lead ", info.name(),
+                                  " and more --runs"));
+    } else {
+      row.set_state(v1::SUITE_METRIC_UNCHANGED);
+      row.set_reason(baselines.reason);
+    }
+    return row;
+  }
+
+  ClassifierOptions options;
+  options.threshold_fraction = spec.threshold_fraction();
+  options.max_runs = spec.max_runs();
+  options.min_runs = spec.runs_per_commit();
+  std::map<int, std::vector<double>> shifted;
+  const std::map<int, v1::Verdict> verdicts = judge.Verdicts(options, &shifted);
+  const int last = static_cast<int>(commits.size()) - 1;
+  int first_bad = last;
+  for (const auto& [index, verdict] : verdicts) {
+    if (verdict == v1::VERDICT_BAD) {
+      first_bad = index;
+      break;
+    }
+  }
+  int last_good = 0;
+  for (const auto& [index, verdict] : verdicts) {
+    if (index < first_bad && verdict == v1::VERDICT_GOOD) last_good = index;
+  }
+  *row.mutable_last_good() = RowCommit(commits[last_good]);
+  *row.mutable_first_bad() = RowCommit(commits[first_bad]);
+  if (first_bad > last_good + 1) {
+    row.set_state(v1::SUITE_METRIC_SEARCHING);
+    return row;
+  }
+  row.set_state(v1::SUITE_METRIC_CULPRIT);
+  *row.mutable_culprit() = RowCommit(commits[first_bad]);
+  row.set_before(last_good == 0 ? baselines.good_median : MedianOrZero(shifted[last_good]));
+  row.set_after(first_bad == last ? baselines.bad_median : MedianOrZero(shifted[first_bad]));
+  row.set_culprit_regression_pct(RegressionPercent(row.before(), row.after(), direction));
+  row.set_job_id(status.job_id());
+  return row;
+}
+
+}  // namespace
+
+bool SuiteFollowsUp(const v1::JobStatus& status) {
+  return (status.status() == v1::OUTCOME_CULPRIT_FOUND ||
+          status.status() == v1::OUTCOME_NO_REGRESSION) &&
+         status.spec().follow_up_depth() < kMaxSuiteFollowUpDepth;
+}
+
+std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
+                                              const std::vector<v1::CommitRef>& commits,
+                                              const std::vector<v1::SuiteMetricInfo>& metrics) {
+  std::vector<v1::SuiteMetricResult> rows;
+  if (commits.size() < 2) return rows;
+  const absl::flat_hash_set<std::string> members(status.spec().metric().members().begin(),
+                                                 status.spec().metric().members().end());
+  // The reference worker measured BAD; before BAD is measured nothing is judged.
+  const std::string& reference = status.baseline().bad().worker();
+  for (const v1::SuiteMetricInfo& info : metrics) {
+    if (!members.empty() && !members.contains(info.name())) continue;
+    rows.push_back(JudgeMetric(status, commits, info, reference));
+  }
+  const bool finished = status.status() != v1::OUTCOME_UNSPECIFIED &&
+                        status.status() != v1::OUTCOME_RUNNING;
+  if (!finished || SuiteFollowsUp(status)) return rows;
+  for (v1::SuiteMetricResult& row : rows) {
+    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
+    row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+    row.set_reason(absl::StrCat(
+        "its step lies after ", row.last_good().short_sha(), ", at or before ",
+        row.first_bad().short_sha(),
+        status.spec().follow_up_depth() >= kMaxSuiteFollowUpDepth
+            ? absl::StrCat(", deeper than ", kMaxSuiteFollowUpDepth,
+                           " follow-ups search: bisect that range with --lead ", row.name())
+            : "; the job ended before it was searched"));
+  }
+  return rows;
+}
+
+void SuiteLedger::Learn(const v1::TaskResult& result) {
+  if (!active()) return;
+  for (const v1::SuiteMetricInfo& info : result.suite_metrics()) {
+    const bool known = std::any_of(metrics_.begin(), metrics_.end(),
+                                   [&](const v1::SuiteMetricInfo& seen) {
+                                     return seen.name() == info.name();
+                                   });
+    if (!known) metrics_.push_back(info);
+  }
+}
+
+void SuiteLedger::Judge() {
+  if (!active()) return;
+  status_->clear_suite();
+  for (v1::SuiteMetricResult& row : JudgeSuite(*status_, *commits_, metrics_)) {
+    *status_->add_suite() = std::move(row);
+  }
+}
+
+}  // namespace kbisect

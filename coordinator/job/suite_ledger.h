@@ -1,0 +1,69 @@
+// Copyright 2026 The kbisect Authors.
+//
+// SuiteLedger: every metric of a suite (JobSpec.metric.suite) judged on the runs the job shares.
+// The job's own search follows one metric, the lead; each of its runs records every metric of
+// the suite (RunRecord.suite_values), so each probe row the search measured is also a
+// measurement of every other metric. For each metric the ledger
+//   * compares GOOD and BAD on the reference worker (the one that measured BAD) as the job
+//     compares its own baselines (AssessBaselines): a metric that did not move is UNCHANGED, one
+//     that got better is IMPROVED, and both cost nothing more;
+//   * classifies every probe row of the range as the job classifies its own (ClassifyProbe,
+//     against that metric's GOOD and BAD, a worker's samples shifted by its GOOD's offset from
+//     the reference's; a worker without its own GOOD, and a row whose samples cannot tell,
+//     narrow nothing);
+//   * keeps the interval its verdicts leave: one step wide, the metric has its CULPRIT (found
+//     by this job's probes); wider, it is SEARCHING, and once the job is finished a suite
+//     follow-up (coordinator/follow_ups.h) searches it with a metric of its own as the lead.
+// Pure: it reads the job's status and commits and writes status.suite. Thread-compatible.
+#ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
+#define KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
+
+#include <vector>
+
+#include "kbisect/v1/kbisect.pb.h"
+
+namespace kbisect {
+
+// A suite's follow-ups (coordinator/follow_ups.h) are started up to this depth. Each one's range
+// is narrower than its parent's, or its metrics fewer, so the chain ends anyway.
+inline constexpr int kMaxSuiteFollowUpDepth = 8;
+
+// True when the finished job `status` hands its suite's SEARCHING rows to follow-ups: its search
+// found its culprit, or its lead did not move; and the depth allows another level.
+bool SuiteFollowsUp(const v1::JobStatus& status);
+
+// The metrics of a suite judged on `status`'s probe rows over `commits` (index 0 = GOOD, last =
+// BAD), one row per metric of `metrics` in their order (only those of the spec's members, when
+// it names some). A metric whose GOOD or BAD the reference worker has not measured yet is
+// UNSPECIFIED. Once the job is finished, a row still SEARCHING that no follow-up will search
+// (SuiteFollowsUp) is UNRESOLVED, saying where its step lies. Pure.
+std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
+                                              const std::vector<v1::CommitRef>& commits,
+                                              const std::vector<v1::SuiteMetricInfo>& metrics);
+
+class SuiteLedger {
+ public:
+  // Both must outlive the ledger.
+  SuiteLedger(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
+      : status_(status), commits_(commits) {}
+
+  // True when the job bisects a suite.
+  bool active() const { return !status_->spec().metric().suite().empty(); }
+
+  // Records the metrics `result`'s runs carry (TaskResult.suite_metrics), in the order first
+  // seen. Does nothing without a suite.
+  void Learn(const v1::TaskResult& result);
+
+  // Judges every metric again on the job's probe rows (JudgeSuite) into status.suite. Does
+  // nothing without a suite.
+  void Judge();
+
+ private:
+  v1::JobStatus* const status_;
+  const std::vector<v1::CommitRef>* const commits_;
+  std::vector<v1::SuiteMetricInfo> metrics_;
+};
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
