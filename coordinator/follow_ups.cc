@@ -64,14 +64,14 @@ PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKin
   return plan;
 }
 
-// A suite's ranges (SUITE_METRIC_SEARCHING rows), once each, in the order of their first row:
+// A suite's ranges (SUITE_METRIC_STATE_SEARCHING rows), once each, in the order of their first row:
 // led by the metric of the range that moved most.
 void PlanSuiteFollowUps(const v1::JobStatus& status, std::vector<PlannedFollowUp>* planned) {
   if (!SuiteFollowsUp(status)) return;
   std::vector<PlannedFollowUp> ranges;
   std::vector<double> moved;  // The lead's move, by range.
   for (const v1::SuiteMetricResult& row : status.suite()) {
-    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
+    if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
     auto range = std::find_if(ranges.begin(), ranges.end(), [&](const PlannedFollowUp& plan) {
       return plan.good == row.last_good().sha() && plan.bad == row.first_bad().sha();
     });
@@ -104,12 +104,12 @@ void FoldSuiteRows(const std::string& child, const v1::JobStatus& result, const 
     auto row = std::find_if(status->mutable_suite()->begin(), status->mutable_suite()->end(),
                             [&](const v1::SuiteMetricResult& r) {
                               return r.name() == found.name() &&
-                                     r.state() == v1::SUITE_METRIC_SEARCHING;
+                                     r.state() == v1::SUITE_METRIC_STATE_SEARCHING;
                             });
     if (row == status->mutable_suite()->end()) continue;
     const v1::CommitRef base = row->last_good();
-    if (found.state() == v1::SUITE_METRIC_CULPRIT) {
-      row->set_state(v1::SUITE_METRIC_CULPRIT);
+    if (found.state() == v1::SUITE_METRIC_STATE_CULPRIT) {
+      row->set_state(v1::SUITE_METRIC_STATE_CULPRIT);
       *row->mutable_culprit() = InParentRange(found.culprit(), base);
       *row->mutable_last_good() = InParentRange(found.last_good(), base);
       row->clear_first_bad();
@@ -119,14 +119,14 @@ void FoldSuiteRows(const std::string& child, const v1::JobStatus& result, const 
       row->set_job_id(found.job_id());
       continue;
     }
-    row->set_state(v1::SUITE_METRIC_UNRESOLVED);
+    row->set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
     row->set_job_id(child);
     const std::string why =
         !found.reason().empty()
             ? found.reason()
             : (result.error().empty() ? EnumLabel(result.status()) : result.error());
     row->set_reason(absl::StrCat(range, " gave no culprit: ",
-                                 found.state() == v1::SUITE_METRIC_UNCHANGED
+                                 found.state() == v1::SUITE_METRIC_STATE_UNCHANGED
                                      ? absl::StrCat("its endpoints measured the same (", why, ")")
                                      : why));
   }
@@ -135,8 +135,8 @@ void FoldSuiteRows(const std::string& child, const v1::JobStatus& result, const 
 // The suite rows whose follow-up did not start or did not answer for them.
 void EndSearchingRows(v1::JobStatus* status) {
   for (v1::SuiteMetricResult& row : *status->mutable_suite()) {
-    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
-    row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+    if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
+    row.set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
     row.set_reason(absl::StrCat("its step lies after ", row.last_good().short_sha(),
                                 ", at or before ", row.first_bad().short_sha(),
                                 ", and no follow-up answered for it (see the warnings)"));

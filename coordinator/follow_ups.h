@@ -13,7 +13,7 @@
 //     joins the parent's dependency_culprits. A dependency follow-up descends into its own
 //     submodules in turn (nested: DependencyDescent.outer), never into pin files.
 //   * kSuite: metrics of a suite (JobSpec.metric.suite) whose step the job's shared probes
-//     placed in a range of their own (SuiteLedger: SUITE_METRIC_SEARCHING): bisect each such
+//     placed in a range of their own (SuiteLedger: SUITE_METRIC_STATE_SEARCHING): bisect each such
 //     range once, for the metrics whose step lies there, led by the one that moved most; their
 //     culprits fill the parent's suite rows.
 #ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_

@@ -15,7 +15,7 @@ SuiteGroups GroupSuite(const v1::JobStatus& job) {
   for (const v1::SuiteMetricResult& row : job.suite()) {
     ++groups.metrics;
     switch (row.state()) {
-      case v1::SUITE_METRIC_CULPRIT: {
+      case v1::SUITE_METRIC_STATE_CULPRIT: {
         auto group = std::find_if(groups.culprits.begin(), groups.culprits.end(),
                                   [&](const SuiteCulpritGroup& g) {
                                     return g.culprit.sha() == row.culprit().sha();
@@ -27,16 +27,16 @@ SuiteGroups GroupSuite(const v1::JobStatus& job) {
         group->metrics.push_back(&row);
         break;
       }
-      case v1::SUITE_METRIC_UNRESOLVED:
+      case v1::SUITE_METRIC_STATE_UNRESOLVED:
         groups.unresolved.push_back(&row);
         break;
-      case v1::SUITE_METRIC_SEARCHING:
+      case v1::SUITE_METRIC_STATE_SEARCHING:
         groups.searching.push_back(&row);
         break;
-      case v1::SUITE_METRIC_IMPROVED:
+      case v1::SUITE_METRIC_STATE_IMPROVED:
         groups.improved.push_back(&row);
         break;
-      case v1::SUITE_METRIC_UNCHANGED:
+      case v1::SUITE_METRIC_STATE_UNCHANGED:
         groups.unchanged.push_back(&row);
         break;
       default:
@@ -54,7 +54,7 @@ SuiteGroups GroupSuite(const v1::JobStatus& job) {
 }
 
 std::string SuiteMetricChange(const v1::SuiteMetricResult& row) {
-  const bool step = row.state() == v1::SUITE_METRIC_CULPRIT;
+  const bool step = row.state() == v1::SUITE_METRIC_STATE_CULPRIT;
   const double pct = step ? row.culprit_regression_pct() : row.regression_pct();
   const double before = step ? row.before() : row.good_median();
   const double after = step ? row.after() : row.bad_median();

@@ -519,6 +519,14 @@ class ReportWriter {
 
   void NoRegression() {
     Line();
+    if (job_.suite_size() > 0) {
+      // The outcome is the lead's; the suite's other metrics follow (Suite).
+      Line(absl::StrCat("No regression of the lead metric ", MetricName(job_),
+                        ": GOOD and BAD do not differ."));
+      if (!job_.error().empty()) Wrapped("  Reason: ", job_.error());
+      Line("  The suite's other metrics are below.");
+      return;
+    }
     Line("No regression: GOOD and BAD do not differ.");
     if (!job_.error().empty()) Wrapped("  Reason: ", job_.error());
     Line("  Nothing blamed.");

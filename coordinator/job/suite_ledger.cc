@@ -91,8 +91,10 @@ class MetricJudge {
       if (own_good == good_.end()) continue;
       std::vector<double> samples = SamplesOf(probe, metric_);
       if (samples.empty()) continue;
-      const double offset = MedianOrZero(own_good->second) - reference_good;
-      for (double& sample : samples) sample -= offset;
+      // As the job's calibration does: a worker's samples scale with its GOOD's.
+      const double own = MedianOrZero(own_good->second);
+      if (own == 0) continue;
+      for (double& sample : samples) sample *= reference_good / own;
       const ProbeClassification judged = ClassifyProbe(samples, good, bad_, options);
       if (judged.more_runs > 0 || (judged.verdict != v1::VERDICT_GOOD &&
                                    judged.verdict != v1::VERDICT_BAD)) {
@@ -137,15 +139,15 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
   const bool step = baselines.regression || (baselines.improvement && spec.allow_improvement());
   if (!step) {
     if (baselines.improvement) {
-      row.set_state(v1::SUITE_METRIC_IMPROVED);
+      row.set_state(v1::SUITE_METRIC_STATE_IMPROVED);
     } else if (baselines.more_runs > 0) {
-      row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+      row.set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
       row.set_reason(absl::StrCat("GOOD and BAD are too close to tell on ", good->size(), " and ",
                                   judge.Bad().size(), " runs (", baselines.reason,
                                   "): bisect it alone with --lead ", info.name(),
                                   " and more --runs"));
     } else {
-      row.set_state(v1::SUITE_METRIC_UNCHANGED);
+      row.set_state(v1::SUITE_METRIC_STATE_UNCHANGED);
       row.set_reason(baselines.reason);
     }
     return row;
@@ -172,10 +174,10 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
   *row.mutable_last_good() = RowCommit(commits[last_good]);
   *row.mutable_first_bad() = RowCommit(commits[first_bad]);
   if (first_bad > last_good + 1) {
-    row.set_state(v1::SUITE_METRIC_SEARCHING);
+    row.set_state(v1::SUITE_METRIC_STATE_SEARCHING);
     return row;
   }
-  row.set_state(v1::SUITE_METRIC_CULPRIT);
+  row.set_state(v1::SUITE_METRIC_STATE_CULPRIT);
   *row.mutable_culprit() = RowCommit(commits[first_bad]);
   row.set_before(last_good == 0 ? baselines.good_median : MedianOrZero(shifted[last_good]));
   row.set_after(first_bad == last ? baselines.bad_median : MedianOrZero(shifted[first_bad]));
@@ -209,8 +211,8 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
                         status.status() != v1::OUTCOME_RUNNING;
   if (!finished || SuiteFollowsUp(status)) return rows;
   for (v1::SuiteMetricResult& row : rows) {
-    if (row.state() != v1::SUITE_METRIC_SEARCHING) continue;
-    row.set_state(v1::SUITE_METRIC_UNRESOLVED);
+    if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
+    row.set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
     row.set_reason(absl::StrCat(
         "its step lies after ", row.last_good().short_sha(), ", at or before ",
         row.first_bad().short_sha(),

@@ -8,9 +8,9 @@
 //     compares its own baselines (AssessBaselines): a metric that did not move is UNCHANGED, one
 //     that got better is IMPROVED, and both cost nothing more;
 //   * classifies every probe row of the range as the job classifies its own (ClassifyProbe,
-//     against that metric's GOOD and BAD, a worker's samples shifted by its GOOD's offset from
-//     the reference's; a worker without its own GOOD, and a row whose samples cannot tell,
-//     narrow nothing);
+//     against that metric's GOOD and BAD, a worker's samples scaled by the ratio of the
+//     reference's GOOD median to its own, as the job's calibration does; a worker without its
+//     own GOOD, and a row whose samples cannot tell, narrow nothing);
 //   * keeps the interval its verdicts leave: one step wide, the metric has its CULPRIT (found
 //     by this job's probes); wider, it is SEARCHING, and once the job is finished a suite
 //     follow-up (coordinator/follow_ups.h) searches it with a metric of its own as the lead.

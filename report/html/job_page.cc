@@ -22,6 +22,7 @@
 #include "report/html/timeline.h"
 #include "report/reproduce.h"
 #include "report/submodule_bump.h"
+#include "report/suite_groups.h"
 
 namespace kbisect::html {
 namespace {
@@ -268,6 +269,53 @@ std::string ProbesSection(const v1::JobStatus& job) {
       rows, "</table></section>");
 }
 
+// A suite's metrics, a panel per culprit (report/suite_groups.h), then those without one.
+std::string SuiteSection(const v1::JobStatus& job) {
+  if (job.suite_size() == 0) return "";
+  const SuiteGroups groups = GroupSuite(job);
+  auto table = [](const std::vector<const v1::SuiteMetricResult*>& rows) {
+    std::string out = "<table class=\"suite\"><tr><th>metric</th><th>change</th><th>job</th></tr>";
+    for (const v1::SuiteMetricResult* row : rows) {
+      absl::StrAppend(&out, "<tr><td class=\"mono\">", Escape(row->name()),
+                      row->lead() ? " <span class=\"badge\">lead</span>" : "", "</td><td>",
+                      Escape(SuiteMetricChange(*row)), "</td><td class=\"mono\">",
+                      Escape(row->job_id()), "</td></tr>");
+    }
+    return absl::StrCat(out, "</table>");
+  };
+  std::string panels;
+  for (const SuiteCulpritGroup& group : groups.culprits) {
+    absl::StrAppend(&panels, "<div class=\"suite-culprit\"><h3>", group.metrics.size(),
+                    " at <span class=\"mono\">", Escape(ShortSha(group.culprit.sha())),
+                    "</span> ", Escape(group.culprit.subject()), "</h3>", table(group.metrics),
+                    "</div>");
+  }
+  if (!groups.unresolved.empty()) {
+    std::string items;
+    for (const v1::SuiteMetricResult* row : groups.unresolved) {
+      absl::StrAppend(&items, "<li><span class=\"mono\">", Escape(row->name()), "</span> ",
+                      Escape(SuiteMetricChange(*row)), ": ", Escape(row->reason()), "</li>");
+    }
+    absl::StrAppend(&panels, "<h3>No culprit</h3><ul>", items, "</ul>");
+  }
+  auto names = [](const std::vector<const v1::SuiteMetricResult*>& rows) {
+    std::vector<std::string> out;
+    for (const v1::SuiteMetricResult* row : rows) out.push_back(Escape(row->name()));
+    return absl::StrJoin(out, ", ");
+  };
+  if (!groups.searching.empty()) {
+    absl::StrAppend(&panels, "<p>Still searched: ", names(groups.searching), "</p>");
+  }
+  if (!groups.improved.empty()) {
+    absl::StrAppend(&panels, "<p>Improved: ", names(groups.improved), "</p>");
+  }
+  if (!groups.unchanged.empty()) {
+    absl::StrAppend(&panels, "<p class=\"muted\">Unchanged: ", names(groups.unchanged), "</p>");
+  }
+  return absl::StrCat("<section id=\"suite\"><h2>Suite: ", Escape(SuiteHeadline(groups)),
+                      "</h2>", panels, "</section>");
+}
+
 std::string WorkersSection(const v1::JobStatus& job) {
   if (job.workers_size() == 0) return "";
   std::string rows;
@@ -380,7 +428,7 @@ absl::StatusOr<std::string> RenderJobPage(const v1::JobStatus& job, const PageOp
       std::string body,
       Fill(
           R"html({{{nav}}}<h1>kbisect job {{id}}</h1><p class="headline outcome-{{outcome}}">{{headline}}</p>
-{{{facts}}}{{{culprit}}}{{{plot}}}{{{timeline}}}{{{probes}}}{{{workers}}}{{{changes}}}
+{{{facts}}}{{{culprit}}}{{{suite}}}{{{plot}}}{{{timeline}}}{{{probes}}}{{{workers}}}{{{changes}}}
 <section id="reproduce"><h2>Reproduce</h2><pre class="reproduce">{{command}}</pre></section>
 )html",
           {{"nav",
@@ -393,6 +441,7 @@ absl::StatusOr<std::string> RenderJobPage(const v1::JobStatus& job, const PageOp
            {"headline", Headline(job)},
            {"facts", facts},
            {"culprit", culprit},
+           {"suite", SuiteSection(job)},
            {"plot", plot},
            {"timeline", timeline},
            {"probes", ProbesSection(job)},

@@ -1,0 +1,262 @@
+// Copyright 2026 The kbisect Authors.
+//
+// JudgeSuite on probe tables built by hand: each run carries every metric of a suite, and each
+// metric is judged on its own from the same rows. A metric that did not move is unchanged and
+// one that got better is improved; a regressed one's verdicts come from the rows the lead's
+// search measured, so its culprit is known when its GOOD and BAD rows are neighbours, and its
+// range is left to a follow-up otherwise. A worker's offset is taken out with its own GOOD; a
+// worker without one, and rows too noisy to tell, narrow nothing. A finished job that will not
+// follow up says so for every metric it leaves unsearched.
+#include "coordinator/job/suite_ledger.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace kbisect {
+namespace {
+
+constexpr int kLast = 10;  // Commits 0 (GOOD) .. 10 (BAD).
+
+// Values of every metric in one run, by name.
+using RunValues = std::map<std::string, double>;
+
+class SuiteLedgerTest : public ::testing::Test {
+ protected:
+  SuiteLedgerTest() {
+    for (int i = 0; i <= kLast; ++i) {
+      v1::CommitRef commit;
+      commit.set_sha(absl::StrCat(std::string(39, 'a' + i % 6), i % 10));
+      commit.set_short_sha(commit.sha().substr(0, 7));
+      commit.set_index(i);
+      commit.set_subject(absl::StrCat("change ", i));
+      commit.set_body("long message body");
+      commits_.push_back(commit);
+    }
+    status_.set_job_id("job-1");
+    status_.mutable_spec()->mutable_metric()->set_suite("auto");
+    status_.mutable_spec()->set_threshold_fraction(0.3);
+    status_.mutable_spec()->set_max_runs(30);
+    status_.mutable_spec()->set_runs_per_commit(3);
+    status_.set_metric_name("lead_ms");
+    status_.mutable_baseline()->mutable_bad()->set_worker("w0");
+    AddInfo("lead_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
+    AddInfo("flat_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
+    AddInfo("early_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
+    AddInfo("faster_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
+    AddInfo("bw_gbs", "GB/s", v1::DIRECTION_HIGHER_IS_BETTER);
+  }
+
+  void AddInfo(const std::string& name, const std::string& unit, v1::Direction direction) {
+    v1::SuiteMetricInfo info;
+    info.set_name(name);
+    info.set_unit(unit);
+    info.set_direction(direction);
+    metrics_.push_back(info);
+  }
+
+  // The values every metric has at commit `index` on a worker without offset: lead_ms steps at
+  // 6, early_ms at 3 (both +30%), faster_ms gets 20% faster at 5, bw_gbs drops 25% at 6,
+  // flat_ms never moves. `jitter` spreads the runs a little.
+  static RunValues ValuesAt(int index, double jitter) {
+    return RunValues{{"lead_ms", (index >= 6 ? 13.0 : 10.0) + jitter},
+               {"flat_ms", 5.0 + jitter / 4},
+               {"early_ms", (index >= 3 ? 2.6 : 2.0) + jitter / 10},
+               {"faster_ms", (index >= 5 ? 8.0 : 10.0) + jitter},
+               {"bw_gbs", (index >= 6 ? 600.0 : 800.0) + 10 * jitter}};
+  }
+
+  // A probe row of commit `index` on `worker` with `runs`.
+  void AddRow(v1::ProbeKind kind, int index, const std::string& worker,
+              const std::vector<RunValues>& runs) {
+    v1::Probe* probe = status_.add_probes();
+    probe->set_kind(kind);
+    probe->set_index(index);
+    probe->set_sha(commits_[index].sha());
+    probe->set_worker(worker);
+    probe->set_state(v1::PROBE_STATE_FINISHED);
+    for (const RunValues& values : runs) {
+      v1::RunRecord* run = probe->add_runs();
+      run->set_has_value(true);
+      for (const auto& [name, value] : values) {
+        v1::SuiteValue* entry = run->add_suite_values();
+        entry->set_name(name);
+        entry->set_value(value);
+      }
+    }
+  }
+
+  // Three runs of commit `index` on `worker`, every value shifted by `offset` (a slower GPU).
+  void Measure(v1::ProbeKind kind, int index, const std::string& worker, double offset = 0) {
+    std::vector<RunValues> runs;
+    for (double jitter : {-0.02, 0.0, 0.02}) {
+      RunValues values = ValuesAt(index, jitter);
+      for (auto& [name, value] : values) value *= 1 + offset;
+      runs.push_back(values);
+    }
+    AddRow(kind, index, worker, runs);
+  }
+
+  void Baselines() {
+    Measure(v1::PROBE_KIND_BASELINE_BAD, kLast, "w0");
+    Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0");
+  }
+
+  std::map<std::string, v1::SuiteMetricResult> Judge() const {
+    std::map<std::string, v1::SuiteMetricResult> rows;
+    for (const v1::SuiteMetricResult& row : JudgeSuite(status_, commits_, metrics_)) {
+      rows[row.name()] = row;
+    }
+    return rows;
+  }
+
+  v1::JobStatus status_;
+  std::vector<v1::CommitRef> commits_;
+  std::vector<v1::SuiteMetricInfo> metrics_;
+};
+
+TEST_F(SuiteLedgerTest, NothingIsJudgedBeforeTheReferenceMeasuredBothEnds) {
+  status_.mutable_baseline()->clear_bad();
+  Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0");
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(status_, commits_, metrics_);
+  ASSERT_EQ(rows.size(), metrics_.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].name(), metrics_[i].name()) << "in the order the output prints them";
+    EXPECT_EQ(rows[i].state(), v1::SUITE_METRIC_STATE_UNSPECIFIED) << rows[i].name();
+  }
+  EXPECT_TRUE(rows[0].lead());
+  EXPECT_FALSE(rows[1].lead());
+}
+
+TEST_F(SuiteLedgerTest, TheBaselinesTellUnchangedImprovedAndRegressedMetricsApart) {
+  Baselines();
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  EXPECT_EQ(rows["flat_ms"].state(), v1::SUITE_METRIC_STATE_UNCHANGED);
+  EXPECT_EQ(rows["faster_ms"].state(), v1::SUITE_METRIC_STATE_IMPROVED);
+  EXPECT_NEAR(rows["faster_ms"].regression_pct(), -20, 0.5);
+  // Higher is better: a drop in bandwidth is a regression.
+  EXPECT_EQ(rows["bw_gbs"].state(), v1::SUITE_METRIC_STATE_SEARCHING);
+  EXPECT_NEAR(rows["bw_gbs"].regression_pct(), 25, 0.5);
+  // No probe yet: the whole range is open.
+  EXPECT_EQ(rows["early_ms"].last_good().index(), 0);
+  EXPECT_EQ(rows["early_ms"].first_bad().index(), kLast);
+  EXPECT_TRUE(rows["early_ms"].first_bad().body().empty()) << "rows carry no message bodies";
+}
+
+TEST_F(SuiteLedgerTest, TheLeadsProbesPlaceEveryOtherMetric) {
+  Baselines();
+  // The lead's search: 5 GOOD, 8 BAD, 6 BAD, then the culprit 6 (5 GOOD).
+  for (int index : {5, 8, 6}) Measure(v1::PROBE_KIND_BISECT, index, "w0");
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  const v1::SuiteMetricResult& lead = rows["lead_ms"];
+  EXPECT_EQ(lead.state(), v1::SUITE_METRIC_STATE_CULPRIT);
+  EXPECT_EQ(lead.culprit().index(), 6);
+  EXPECT_EQ(lead.last_good().index(), 5);
+  EXPECT_NEAR(lead.before(), 10.0, 0.05);
+  EXPECT_NEAR(lead.after(), 13.0, 0.05);
+  EXPECT_NEAR(lead.culprit_regression_pct(), 30, 0.5);
+  EXPECT_EQ(lead.job_id(), "job-1");
+  // The bandwidth moved at the same commit: found on the same rows, for free.
+  EXPECT_EQ(rows["bw_gbs"].state(), v1::SUITE_METRIC_STATE_CULPRIT);
+  EXPECT_EQ(rows["bw_gbs"].culprit().index(), 6);
+  // early_ms moved before 5: its step lies in (0, 5], for a follow-up.
+  EXPECT_EQ(rows["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING);
+  EXPECT_EQ(rows["early_ms"].last_good().index(), 0);
+  EXPECT_EQ(rows["early_ms"].first_bad().index(), 5);
+  EXPECT_FALSE(rows["early_ms"].has_culprit());
+}
+
+TEST_F(SuiteLedgerTest, AWorkersOffsetIsTakenOutWithItsOwnGood) {
+  Baselines();
+  // w1 measures everything 20% higher: its GOOD says so, and its rows are judged in w0's frame.
+  Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w1", 0.2);
+  Measure(v1::PROBE_KIND_BISECT, 2, "w1", 0.2);
+  Measure(v1::PROBE_KIND_BISECT, 3, "w1", 0.2);
+  // w2 has no GOOD of its own: its row (which would look BAD for everything) is not used.
+  Measure(v1::PROBE_KIND_BISECT, 1, "w2", 0.4);
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  EXPECT_EQ(rows["early_ms"].state(), v1::SUITE_METRIC_STATE_CULPRIT);
+  EXPECT_EQ(rows["early_ms"].culprit().index(), 3);
+  EXPECT_NEAR(rows["early_ms"].before(), 2.0, 0.01);
+  EXPECT_NEAR(rows["early_ms"].after(), 2.6, 0.01);
+  EXPECT_EQ(rows["lead_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING);
+  EXPECT_EQ(rows["lead_ms"].last_good().index(), 3);
+  EXPECT_EQ(rows["lead_ms"].first_bad().index(), kLast);
+}
+
+TEST_F(SuiteLedgerTest, RowsThatCannotTellNarrowNothing) {
+  Baselines();
+  // Halfway between GOOD and BAD with a wide spread: neither side.
+  AddRow(v1::PROBE_KIND_BISECT, 4, "w0",
+         {RunValues{{"early_ms", 2.1}}, RunValues{{"early_ms", 2.5}}, RunValues{{"early_ms", 2.3}}});
+  // A confirmation's runs mix two commits: never used.
+  AddRow(v1::PROBE_KIND_CONFIRM, 1, "w0",
+         {RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}});
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  EXPECT_EQ(rows["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING);
+  EXPECT_EQ(rows["early_ms"].last_good().index(), 0);
+  EXPECT_EQ(rows["early_ms"].first_bad().index(), kLast);
+}
+
+TEST_F(SuiteLedgerTest, OnlyTheSpecsMembersAreJudged) {
+  status_.mutable_spec()->mutable_metric()->add_members("early_ms");
+  status_.mutable_spec()->mutable_metric()->add_members("flat_ms");
+  Baselines();
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(status_, commits_, metrics_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name(), "flat_ms");
+  EXPECT_EQ(rows[1].name(), "early_ms");
+}
+
+TEST_F(SuiteLedgerTest, AFinishedJobThatWillNotFollowUpSaysWhereEachStepLies) {
+  Baselines();
+  Measure(v1::PROBE_KIND_BISECT, 5, "w0");
+  status_.set_status(v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_TRUE(SuiteFollowsUp(status_));
+  EXPECT_EQ(Judge()["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING)
+      << "left to a follow-up";
+
+  status_.set_status(v1::OUTCOME_ERROR);
+  EXPECT_FALSE(SuiteFollowsUp(status_));
+  v1::SuiteMetricResult early = Judge()["early_ms"];
+  EXPECT_EQ(early.state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
+  EXPECT_TRUE(absl::StrContains(early.reason(), commits_[5].short_sha())) << early.reason();
+  EXPECT_TRUE(absl::StrContains(early.reason(), "ended before")) << early.reason();
+
+  status_.set_status(v1::OUTCOME_NO_REGRESSION);
+  status_.mutable_spec()->set_follow_up_depth(kMaxSuiteFollowUpDepth);
+  early = Judge()["early_ms"];
+  EXPECT_EQ(early.state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
+  EXPECT_TRUE(absl::StrContains(early.reason(), "--lead early_ms")) << early.reason();
+}
+
+TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
+  v1::JobStatus status;
+  std::vector<v1::CommitRef> commits(3);
+  SuiteLedger ledger(&status, &commits);
+  v1::TaskResult result;
+  result.add_suite_metrics()->set_name("a");
+  result.add_suite_metrics()->set_name("b");
+  ledger.Learn(result);
+  ledger.Judge();
+  EXPECT_EQ(status.suite_size(), 0) << "no suite, no rows";
+
+  status.mutable_spec()->mutable_metric()->set_suite("auto");
+  ledger.Learn(result);
+  result.clear_suite_metrics();
+  result.add_suite_metrics()->set_name("c");
+  result.add_suite_metrics()->set_name("a");
+  ledger.Learn(result);
+  ledger.Judge();
+  ASSERT_EQ(status.suite_size(), 3);
+  EXPECT_EQ(status.suite(0).name(), "a");
+  EXPECT_EQ(status.suite(1).name(), "b");
+  EXPECT_EQ(status.suite(2).name(), "c");
+}
+
+}  // namespace
+}  // namespace kbisect
