@@ -57,7 +57,8 @@ std::optional<v1::JobStatus> InterruptedJob(const Coordinator& coordinator) {
       continue;
     }
     absl::StatusOr<v1::JobStatus> status = coordinator.GetJob(job.job_id());
-    if (status.ok()) return *std::move(status);
+    // A follow-up is resumed with the job that started it (which waits for it).
+    if (status.ok() && status->spec().parent_job_id().empty()) return *std::move(status);
   }
   return std::nullopt;
 }

@@ -36,7 +36,8 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> OpenRunJournal(const std::string
 // file (.lock); missing ones are fine. Only while no store has it open.
 void RemoveRunJournal(const std::string& path);
 
-// The newest job of `coordinator` that has not finished: the interrupted bisect to resume.
+// The newest job of `coordinator` that has not finished and is not a follow-up (its parent
+// waits for it): the interrupted bisect to resume.
 std::optional<v1::JobStatus> InterruptedJob(const Coordinator& coordinator);
 
 // "Resuming the interrupted bisect from 10:42 (job-…): 14 probes kept; --fresh starts over",

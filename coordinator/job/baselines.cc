@@ -37,7 +37,31 @@ void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);
   if (step.judge_every_verdict_again) ledger_.RetractAll(now);
-  if (step.finish.has_value()) Finish(step.finish->outcome, step.finish->error, now);
+  // A suite whose lead did not move still judges its other metrics on the baselines: those too
+  // close to tell get their runs first.
+  const bool suite_unclear =
+      step.finish.has_value() && step.finish->outcome == v1::OUTCOME_NO_REGRESSION &&
+      ExtendSuiteBaselines();
+  if (step.finish.has_value() && !suite_unclear) {
+    Finish(step.finish->outcome, step.finish->error, now);
+  }
+}
+
+bool BisectJob::ExtendSuiteBaselines() {
+  suite_.Judge();
+  const int good = calibration_.good_probe();
+  const int bad = calibration_.bad_probe();
+  if (finished() || suite_.more_baseline_runs() <= 0 || good < 0 || bad < 0) return false;
+  const v1::Probe& good_row = book_.probe(good);
+  const v1::Probe& bad_row = book_.probe(bad);
+  // Once per extension, and only on the reference worker (SuiteLedger judges there).
+  if (good_row.state() != v1::PROBE_STATE_FINISHED ||
+      bad_row.state() != v1::PROBE_STATE_FINISHED || good_row.worker() != bad_row.worker()) {
+    return false;
+  }
+  book_.Extend(good, suite_.more_baseline_runs());
+  book_.Extend(bad, suite_.more_baseline_runs());
+  return true;
 }
 
 }  // namespace kbisect

@@ -374,7 +374,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   entry.done = true;
   // Every metric of a suite is judged on the rows as this result leaves them.
   suite_.Learn(result);
-  absl::Cleanup judge_suite = [this] { suite_.Judge(); };
+  absl::Cleanup judge_suite = [this] { ExtendSuiteBaselines(); };
   v1::Probe& probe = ProbeOf(entry);
   const bool first_result = probe.runs_size() == 0;
   probe.set_state(v1::PROBE_STATE_FINISHED);

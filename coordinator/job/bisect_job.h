@@ -199,6 +199,10 @@ class BisectJob {
   void MakeReference(const std::string& worker);
   // Acts on what the endpoint verdict returned, in EndpointStep's order.
   void FollowEndpoint(const EndpointStep& step, absl::Time now);
+  // Judges a suite's metrics again (SuiteLedger) and, when some are too close to tell at the
+  // baselines and both reference baselines are measured, queues the runs they ask for of both.
+  // Returns true when it queued them.
+  bool ExtendSuiteBaselines();
   // After a baseline or calibration changed: outliers, sharper calibrations, provisional
   // verdicts, then the probes waiting to be classified.
   void RecheckCalibrations(absl::Time now);

@@ -118,9 +118,13 @@ class MetricJudge {
   std::vector<double> bad_;                          // The reference worker's.
 };
 
+// `more_runs`: set to the runs of each baseline AssessBaselines asks for when the metric is too
+// close to tell (0 otherwise).
 v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
                                   const std::vector<v1::CommitRef>& commits,
-                                  const v1::SuiteMetricInfo& info, const std::string& reference) {
+                                  const v1::SuiteMetricInfo& info, const std::string& reference,
+                                  int* more_runs) {
+  *more_runs = 0;
   const v1::JobSpec& spec = status.spec();
   v1::SuiteMetricResult row;
   row.set_name(info.name());
@@ -141,6 +145,7 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
     if (baselines.improvement) {
       row.set_state(v1::SUITE_METRIC_STATE_IMPROVED);
     } else if (baselines.more_runs > 0) {
+      *more_runs = baselines.more_runs;
       row.set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
       row.set_reason(absl::StrCat("GOOD and BAD are too close to tell on ", good->size(), " and ",
                                   judge.Bad().size(), " runs (", baselines.reason,
@@ -196,7 +201,11 @@ bool SuiteFollowsUp(const v1::JobStatus& status) {
 
 std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
                                               const std::vector<v1::CommitRef>& commits,
-                                              const std::vector<v1::SuiteMetricInfo>& metrics) {
+                                              const std::vector<v1::SuiteMetricInfo>& metrics,
+                                              int* more_baseline_runs) {
+  int unused = 0;
+  if (more_baseline_runs == nullptr) more_baseline_runs = &unused;
+  *more_baseline_runs = 0;
   std::vector<v1::SuiteMetricResult> rows;
   if (commits.size() < 2) return rows;
   const absl::flat_hash_set<std::string> members(status.spec().metric().members().begin(),
@@ -205,7 +214,9 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
   const std::string& reference = status.baseline().bad().worker();
   for (const v1::SuiteMetricInfo& info : metrics) {
     if (!members.empty() && !members.contains(info.name())) continue;
-    rows.push_back(JudgeMetric(status, commits, info, reference));
+    int more_runs = 0;
+    rows.push_back(JudgeMetric(status, commits, info, reference, &more_runs));
+    *more_baseline_runs = std::max(*more_baseline_runs, more_runs);
   }
   const bool finished = status.status() != v1::OUTCOME_UNSPECIFIED &&
                         status.status() != v1::OUTCOME_RUNNING;
@@ -238,7 +249,8 @@ void SuiteLedger::Learn(const v1::TaskResult& result) {
 void SuiteLedger::Judge() {
   if (!active()) return;
   status_->clear_suite();
-  for (v1::SuiteMetricResult& row : JudgeSuite(*status_, *commits_, metrics_)) {
+  for (v1::SuiteMetricResult& row :
+       JudgeSuite(*status_, *commits_, metrics_, &more_baseline_runs_)) {
     *status_->add_suite() = std::move(row);
   }
 }

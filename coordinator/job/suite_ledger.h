@@ -35,11 +35,14 @@ bool SuiteFollowsUp(const v1::JobStatus& status);
 // The metrics of a suite judged on `status`'s probe rows over `commits` (index 0 = GOOD, last =
 // BAD), one row per metric of `metrics` in their order (only those of the spec's members, when
 // it names some). A metric whose GOOD or BAD the reference worker has not measured yet is
-// UNSPECIFIED. Once the job is finished, a row still SEARCHING that no follow-up will search
-// (SuiteFollowsUp) is UNRESOLVED, saying where its step lies. Pure.
+// UNSPECIFIED; one whose GOOD and BAD are too close to tell is UNRESOLVED, and
+// `more_baseline_runs` (when not null) is set to the most runs of each baseline such a metric
+// asks for (AssessBaselines; 0 when none does). Once the job is finished, a row still SEARCHING
+// that no follow-up will search (SuiteFollowsUp) is UNRESOLVED, saying where its step lies. Pure.
 std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
                                               const std::vector<v1::CommitRef>& commits,
-                                              const std::vector<v1::SuiteMetricInfo>& metrics);
+                                              const std::vector<v1::SuiteMetricInfo>& metrics,
+                                              int* more_baseline_runs = nullptr);
 
 class SuiteLedger {
  public:
@@ -58,10 +61,16 @@ class SuiteLedger {
   // nothing without a suite.
   void Judge();
 
+  // After Judge: the runs of each baseline (on the reference worker) that would tell the metrics
+  // too close to tell at the baselines apart, 0 when none is (the adaptive repeats, per metric,
+  // on the runs every metric shares).
+  int more_baseline_runs() const { return more_baseline_runs_; }
+
  private:
   v1::JobStatus* const status_;
   const std::vector<v1::CommitRef>* const commits_;
   std::vector<v1::SuiteMetricInfo> metrics_;
+  int more_baseline_runs_ = 0;
 };
 
 }  // namespace kbisect

@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/follow_ups.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,6 +274,114 @@ TEST(FollowUpsTest, FoldNamesTheDependencysCulprit) {
   EXPECT_EQ(top.dependency_culprits(0).commit().sha(), "inside-dep");
   EXPECT_EQ(top.dependency_culprits(1).path(), "third_party/dep/nested");
   EXPECT_EQ(top.dependency_culprits(1).commit().sha(), "inside-nested");
+}
+
+// A suite job's rows: `name` in `state`, moved by `pct`, its step in (good, bad] when searching.
+v1::SuiteMetricResult SuiteRow(const std::string& name, v1::SuiteMetricState state, double pct,
+                               int good = 0, int bad = 0) {
+  v1::SuiteMetricResult row;
+  row.set_name(name);
+  row.set_state(state);
+  row.set_regression_pct(pct);
+  if (state == v1::SUITE_METRIC_STATE_SEARCHING) {
+    row.mutable_last_good()->set_sha(absl::StrCat("sha", good));
+    row.mutable_last_good()->set_short_sha(absl::StrCat("sha", good));
+    row.mutable_last_good()->set_index(good);
+    row.mutable_first_bad()->set_sha(absl::StrCat("sha", bad));
+    row.mutable_first_bad()->set_short_sha(absl::StrCat("sha", bad));
+    row.mutable_first_bad()->set_index(bad);
+  }
+  return row;
+}
+
+v1::JobStatus Suite() {
+  v1::JobStatus status = Found(/*merge=*/false, /*multiple_steps=*/false);
+  status.mutable_spec()->set_all_culprits(false);
+  status.mutable_spec()->set_descend_merges(false);
+  status.mutable_spec()->mutable_metric()->set_suite("auto");
+  status.mutable_spec()->set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  status.mutable_spec()->add_marks()->set_commit("sha3");
+  *status.add_suite() = SuiteRow("lead", v1::SUITE_METRIC_STATE_CULPRIT, 30);
+  *status.add_suite() = SuiteRow("small", v1::SUITE_METRIC_STATE_SEARCHING, 12, 2, 9);
+  *status.add_suite() = SuiteRow("flat", v1::SUITE_METRIC_STATE_UNCHANGED, 0.1);
+  *status.add_suite() = SuiteRow("large", v1::SUITE_METRIC_STATE_SEARCHING, 40, 2, 9);
+  *status.add_suite() = SuiteRow("late", v1::SUITE_METRIC_STATE_SEARCHING, 20, 12, 14);
+  return status;
+}
+
+TEST(FollowUpsTest, ASuiteSearchesEachRangeOnceLedByTheMetricThatMovedMost) {
+  const v1::JobStatus status = Suite();
+  const std::vector<PlannedFollowUp> plans = PlanFollowUps(status, std::nullopt);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].kind, v1::FOLLOW_UP_KIND_SUITE);
+  EXPECT_EQ(plans[0].good, "sha2");
+  EXPECT_EQ(plans[0].bad, "sha9");
+  EXPECT_EQ(plans[0].lead, "large");
+  EXPECT_EQ(plans[0].members, (std::vector<std::string>{"small", "large"}));
+  EXPECT_EQ(plans[1].good, "sha12");
+  EXPECT_EQ(plans[1].lead, "late");
+  EXPECT_EQ(FollowUpRequestId("job-1", plans[0]), "job-1/suite:large");
+
+  const v1::JobSpec spec = FollowUpSpec(status.spec(), "job-1", plans[0]);
+  EXPECT_EQ(spec.metric().suite(), "auto");
+  EXPECT_EQ(spec.metric().lead(), "large");
+  EXPECT_EQ(spec.metric().members_size(), 2);
+  EXPECT_EQ(spec.direction(), v1::DIRECTION_UNSPECIFIED) << "the parent's was its lead's";
+  EXPECT_EQ(spec.marks_size(), 0);
+  EXPECT_EQ(spec.follow_up_depth(), 1);
+  EXPECT_EQ(spec.follow_up(), v1::FOLLOW_UP_KIND_SUITE);
+
+  // A lead that did not move hands the others on; a failed job hands nothing on.
+  v1::JobStatus unmoved = Suite();
+  unmoved.set_status(v1::OUTCOME_NO_REGRESSION);
+  EXPECT_EQ(PlanFollowUps(unmoved, std::nullopt).size(), 2u);
+  v1::JobStatus failed = Suite();
+  failed.set_status(v1::OUTCOME_ERROR);
+  EXPECT_TRUE(PlanFollowUps(failed, std::nullopt).empty());
+}
+
+TEST(FollowUpsTest, FoldPutsASuiteFollowUpsCulpritsInTheParentsRange) {
+  v1::JobStatus parent = Suite();
+  v1::JobStatus child;
+  child.set_job_id("job-2");
+  child.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_SUITE);
+  child.set_status(v1::OUTCOME_CULPRIT_FOUND);
+  child.set_good_sha("sha2");
+  child.set_bad_sha("sha9");
+  child.set_bench_runs(21);
+  v1::SuiteMetricResult large = SuiteRow("large", v1::SUITE_METRIC_STATE_CULPRIT, 40);
+  large.mutable_culprit()->set_sha("sha5");
+  large.mutable_culprit()->set_index(3);  // In the child's range 2..9.
+  large.mutable_last_good()->set_index(2);
+  large.set_before(1.0);
+  large.set_after(1.4);
+  large.set_culprit_regression_pct(40);
+  large.set_job_id("job-2");
+  *child.add_suite() = large;
+  v1::SuiteMetricResult small = SuiteRow("small", v1::SUITE_METRIC_STATE_UNCHANGED, 0.2);
+  small.set_reason("GOOD and BAD differ by 0.2%");
+  *child.add_suite() = small;
+  const int runs = parent.bench_runs();
+
+  FoldFollowUpResults({{"job-2", &child}}, &parent);
+  EXPECT_EQ(parent.bench_runs(), runs + 21);
+  const v1::SuiteMetricResult& found = parent.suite(3);
+  ASSERT_EQ(found.name(), "large");
+  EXPECT_EQ(found.state(), v1::SUITE_METRIC_STATE_CULPRIT);
+  EXPECT_EQ(found.culprit().sha(), "sha5");
+  EXPECT_EQ(found.culprit().index(), 5) << "2 + 3";
+  EXPECT_EQ(found.last_good().index(), 4);
+  EXPECT_FALSE(found.has_first_bad());
+  EXPECT_DOUBLE_EQ(found.culprit_regression_pct(), 40);
+  EXPECT_EQ(found.job_id(), "job-2");
+  const v1::SuiteMetricResult& unresolved = parent.suite(1);
+  EXPECT_EQ(unresolved.state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
+  EXPECT_THAT(unresolved.reason(), HasSubstr("job-2"));
+  EXPECT_THAT(unresolved.reason(), HasSubstr("endpoints measured the same"));
+  // The range no follow-up answered for (it did not start) is unresolved too, saying where.
+  EXPECT_EQ(parent.suite(4).state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
+  EXPECT_THAT(parent.suite(4).reason(), HasSubstr("sha12"));
+  EXPECT_EQ(parent.suite(0).state(), v1::SUITE_METRIC_STATE_CULPRIT) << "untouched";
 }
 
 }  // namespace

@@ -192,5 +192,21 @@ TEST(ValidateSpecTest, MessagesNameRealFlags) {
   EXPECT_THAT(ValidateSpec(empty).message(), HasSubstr("--metric-json is empty"));
 }
 
+TEST(ValidateSpecTest, ASuiteStandsAloneAndParses) {
+  v1::JobSpec spec;
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_AUTO);
+  spec.mutable_metric()->set_suite("json:results.*.latency_ms");
+  spec.mutable_metric()->set_lead("softmax");
+  EXPECT_TRUE(ValidateJobSettings(spec).ok());
+  spec.mutable_metric()->set_suite("regex:([0-9.]+) ms");
+  EXPECT_THAT(std::string(ValidateJobSettings(spec).message()), HasSubstr("--suite"));
+  spec.mutable_metric()->set_suite("auto");
+  spec.mutable_metric()->set_kind(v1::METRIC_KIND_REGEX);
+  spec.mutable_metric()->set_pattern("([0-9.]+) ms");
+  EXPECT_THAT(std::string(ValidateJobSettings(spec).message()), HasSubstr("give it alone"));
+  spec.mutable_metric()->clear_suite();
+  EXPECT_THAT(std::string(ValidateJobSettings(spec).message()), HasSubstr("add --suite"));
+}
+
 }  // namespace
 }  // namespace kbisect

@@ -948,5 +948,37 @@ TEST(MetricSuiteSpecTest, BadForms) {
   }
 }
 
+TEST(ReadSuiteTest, KeepsTheMembersAndFindsTheLead) {
+  const std::string output =
+      "softmax_fwd: 1.20 ms\nlayernorm_fwd: 0.80 ms\nmatmul_bf16: 2.50 ms\n";
+  const MetricSuiteSpec spec;
+  absl::StatusOr<SuiteReading> all = ReadSuite(spec, output, "", {});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->metrics.size(), 3u);
+  EXPECT_EQ(all->lead, 0u) << "the first printed leads by default";
+
+  absl::StatusOr<SuiteReading> some =
+      ReadSuite(spec, output, "matmul_bf16", {"matmul_bf16", "softmax_fwd", "gone"});
+  ASSERT_TRUE(some.ok()) << some.status();
+  ASSERT_EQ(some->metrics.size(), 2u);
+  EXPECT_EQ(some->metrics[0].name, "softmax_fwd") << "output order";
+  EXPECT_EQ(some->metrics[some->lead].name, "matmul_bf16");
+  EXPECT_DOUBLE_EQ(some->metrics[some->lead].metric.value, 2.5);
+}
+
+TEST(ReadSuiteTest, AMissingLeadOrNoMemberSaysWhatWasPrinted) {
+  const std::string output = "softmax_fwd: 1.20 ms\nlayernorm_fwd: 0.80 ms\n";
+  absl::StatusOr<SuiteReading> no_lead = ReadSuite(MetricSuiteSpec(), output, "matmul", {});
+  ASSERT_EQ(no_lead.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(no_lead.status().message()),
+              AllOf(HasSubstr("no metric 'matmul'"), HasSubstr("softmax_fwd, layernorm_fwd")));
+  absl::StatusOr<SuiteReading> none = ReadSuite(MetricSuiteSpec(), output, "", {"a", "b"});
+  ASSERT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("none of its metrics (a, b)"));
+  // The suite's own errors come through.
+  EXPECT_EQ(ReadSuite(MetricSuiteSpec(), "nothing here\n", "", {}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace kbisect
