@@ -31,10 +31,10 @@ struct JobOptions {
   std::string suite;  // --suite SPEC: every metric of the output (metric_suite.h).
   std::string lead;   // --lead NAME: the suite's metric that leads the search.
   bool exit_code = false;
-  bool flaky = false;       // --flaky (with --exit-code).
-  double confidence = 0;    // --confidence P; 0: the default (NormalizeSpec).
+  bool flaky = false;           // --flaky (with --exit-code).
+  double confidence = 0;        // --confidence P; 0: the default (NormalizeSpec).
   bool confidence_off = false;  // --confidence off.
-  bool runs_given = false;  // --runs or --max-runs was given (--flaky has its own defaults).
+  bool runs_given = false;      // --runs or --max-runs was given (--flaky has its own defaults).
   bool max_runs_given = false;
   bool lower_is_better = false;
   bool higher_is_better = false;

@@ -76,8 +76,8 @@ void PlanSuiteFollowUps(const v1::JobStatus& status, std::vector<PlannedFollowUp
       return plan.good == row.last_good().sha() && plan.bad == row.first_bad().sha();
     });
     if (range == ranges.end()) {
-      ranges.push_back(PlannedRange(v1::FOLLOW_UP_KIND_SUITE, row.last_good().sha(),
-                                    row.first_bad().sha()));
+      ranges.push_back(
+          PlannedRange(v1::FOLLOW_UP_KIND_SUITE, row.last_good().sha(), row.first_bad().sha()));
       moved.push_back(-1);
       range = ranges.end() - 1;
     }

@@ -38,8 +38,8 @@ std::string MetricList(const std::vector<const v1::SuiteMetricResult*>& rows) {
 // The suite grouped by culprit (report/suite_groups.h).
 std::string SuiteSection(const v1::JobStatus& job) {
   const SuiteGroups groups = GroupSuite(job);
-  std::string out = absl::StrCat("\n**Suite (", Count(groups.metrics, "metric"),
-                                 "):** ", Cell(SuiteHeadline(groups)), "\n\n");
+  std::string out = absl::StrCat("\n**Suite (", Count(groups.metrics, "metric"), "):** ",
+                                 Cell(SuiteHeadline(groups)), "\n\n");
   for (const SuiteCulpritGroup& group : groups.culprits) {
     absl::StrAppend(&out, "- ", Count(static_cast<int>(group.metrics.size()), "metric"),
                     " regressed at ", Code(group.culprit.short_sha()), " ",
@@ -100,9 +100,9 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
     }
     for (const v1::DependencyCulprit& found : job.dependency_culprits()) {
       absl::StrAppend(&out, "\n**Inside the dependency ", Code(found.path()), ":** ",
-                      Code(found.commit().short_sha()), " ", Cell(found.commit().subject()),
-                      " (", Cell(found.repository()), ", ", Code(found.old_sha().substr(0, 7)),
-                      "..", Code(found.new_sha().substr(0, 7)), ")\n");
+                      Code(found.commit().short_sha()), " ", Cell(found.commit().subject()), " (",
+                      Cell(found.repository()), ", ", Code(found.old_sha().substr(0, 7)), "..",
+                      Code(found.new_sha().substr(0, 7)), ")\n");
     }
     if (job.culprits_size() > 1) {
       absl::StrAppend(&out, "\n**Every step:** ");

@@ -16,10 +16,9 @@ SuiteGroups GroupSuite(const v1::JobStatus& job) {
     ++groups.metrics;
     switch (row.state()) {
       case v1::SUITE_METRIC_STATE_CULPRIT: {
-        auto group = std::find_if(groups.culprits.begin(), groups.culprits.end(),
-                                  [&](const SuiteCulpritGroup& g) {
-                                    return g.culprit.sha() == row.culprit().sha();
-                                  });
+        auto group = std::find_if(
+            groups.culprits.begin(), groups.culprits.end(),
+            [&](const SuiteCulpritGroup& g) { return g.culprit.sha() == row.culprit().sha(); });
         if (group == groups.culprits.end()) {
           groups.culprits.push_back(SuiteCulpritGroup{row.culprit(), {}});
           group = groups.culprits.end() - 1;
@@ -59,22 +58,19 @@ std::string SuiteMetricChange(const v1::SuiteMetricResult& row) {
   const double before = step ? row.before() : row.good_median();
   const double after = step ? row.after() : row.bad_median();
   return absl::StrCat(pct >= 0 ? "+" : "-", FormatPercent(std::abs(pct)), " (",
-                      FormatValue(before, row.unit()), " -> ",
-                      FormatValue(after, row.unit()), ")");
+                      FormatValue(before, row.unit()), " -> ", FormatValue(after, row.unit()), ")");
 }
 
 std::string SuiteHeadline(const SuiteGroups& groups) {
   std::vector<std::string> parts;
   for (const SuiteCulpritGroup& group : groups.culprits) {
-    parts.push_back(absl::StrCat(parts.empty() ? absl::StrCat(group.metrics.size(),
-                                                              group.metrics.size() == 1
-                                                                  ? " metric"
-                                                                  : " metrics",
-                                                              " regressed at ")
-                                               : absl::StrCat(group.metrics.size(), " at "),
-                                 group.culprit.short_sha().empty()
-                                     ? group.culprit.sha().substr(0, 7)
-                                     : group.culprit.short_sha()));
+    parts.push_back(absl::StrCat(
+        parts.empty()
+            ? absl::StrCat(group.metrics.size(), group.metrics.size() == 1 ? " metric" : " metrics",
+                           " regressed at ")
+            : absl::StrCat(group.metrics.size(), " at "),
+        group.culprit.short_sha().empty() ? group.culprit.sha().substr(0, 7)
+                                          : group.culprit.short_sha()));
   }
   if (!groups.unresolved.empty()) {
     parts.push_back(absl::StrCat(groups.unresolved.size(), " moved without a culprit"));

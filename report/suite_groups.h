@@ -28,7 +28,7 @@ struct SuiteGroups {
   std::vector<const v1::SuiteMetricResult*> improved;
   std::vector<const v1::SuiteMetricResult*> unchanged;
   std::vector<const v1::SuiteMetricResult*> pending;  // Not judged yet.
-  int metrics = 0;  // Every row.
+  int metrics = 0;                                    // Every row.
 };
 
 // Groups `job`'s suite rows; the pointers point into `job`, which must outlive the result.

@@ -53,9 +53,9 @@ void RecordSuiteRun(const SuiteReading& suite, v1::RunRecord* record, v1::TaskRe
     v1::SuiteValue* value = record->add_suite_values();
     value->set_name(named.name);
     value->set_value(named.metric.value);
-    const bool known = std::any_of(
-        result->suite_metrics().begin(), result->suite_metrics().end(),
-        [&](const v1::SuiteMetricInfo& info) { return info.name() == named.name; });
+    const bool known =
+        std::any_of(result->suite_metrics().begin(), result->suite_metrics().end(),
+                    [&](const v1::SuiteMetricInfo& info) { return info.name() == named.name; });
     if (known) continue;
     v1::SuiteMetricInfo* info = result->add_suite_metrics();
     info->set_name(named.name);
@@ -108,8 +108,7 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   // keys a build by one repository's commit, and this one is two repositories' commits.
   const bool dependency = task.has_dependency();
   if (dependency) env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
-  const bool cached_build =
-      !task.build_command().empty() && build_cache_ != nullptr && !dependency;
+  const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr && !dependency;
   std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
   std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
@@ -319,9 +318,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
       }
       suite = *std::move(read);
     }
-    absl::StatusOr<Metric> metric =
-        suite ? absl::StatusOr<Metric>(suite->metrics[suite->lead].metric)
-              : ExtractMetric(metric_spec, ran->output);
+    absl::StatusOr<Metric> metric = suite
+                                        ? absl::StatusOr<Metric>(suite->metrics[suite->lead].metric)
+                                        : ExtractMetric(metric_spec, ran->output);
     if (!metric.ok()) {
       return finish(v1::TASK_OUTCOME_METRIC_MISSING,
                     absl::StrCat(where, ": ", metric.status().message()), ran->Tail(kTailLines));

@@ -426,8 +426,8 @@ class ReportWriter {
       return absl::StrJoin(items, ", ");
     };
     Line();
-    Wrapped("Suite: ", absl::StrCat(Count(groups.metrics, "metric"), " (led by ",
-                                    MetricName(job_), "): ", SuiteHeadline(groups)));
+    Wrapped("Suite: ", absl::StrCat(Count(groups.metrics, "metric"), " (led by ", MetricName(job_),
+                                    "): ", SuiteHeadline(groups)));
     for (const SuiteCulpritGroup& group : groups.culprits) {
       Wrapped(absl::StrCat("  ", group.metrics.size(), " at ", short_(group.culprit.sha()), " "),
               absl::StrCat("\"", group.culprit.subject(), "\": ", names(group.metrics, true)));
@@ -716,10 +716,9 @@ int ExitCodeFor(v1::Outcome outcome) {
 }
 
 int ExitCodeForJob(const v1::JobStatus& job) {
-  const bool answered = job.status() != v1::OUTCOME_ERROR &&
-                        job.status() != v1::OUTCOME_CANCELLED &&
-                        job.status() != v1::OUTCOME_RUNNING &&
-                        job.status() != v1::OUTCOME_UNSPECIFIED;
+  const bool answered =
+      job.status() != v1::OUTCOME_ERROR && job.status() != v1::OUTCOME_CANCELLED &&
+      job.status() != v1::OUTCOME_RUNNING && job.status() != v1::OUTCOME_UNSPECIFIED;
   if (!answered) return ExitCodeFor(job.status());
   const SuiteGroups groups = GroupSuite(job);
   if (!groups.culprits.empty()) return 0;

@@ -345,10 +345,11 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
       static_cast<size_t>(std::find(parts.begin(), parts.end(), kWildcard) - parts.begin());
   const std::optional<Json> root = LastJsonObject(output);
   if (!root.has_value()) {
-    return metric_internal::NotFoundWithTail(absl::StrCat("no JSON object in the benchmark output (looking for "
-                                         "metric suite JSON path '",
-                                         path, "')"),
-                            output);
+    return metric_internal::NotFoundWithTail(
+        absl::StrCat("no JSON object in the benchmark output (looking for "
+                     "metric suite JSON path '",
+                     path, "')"),
+        output);
   }
   // The components before the wildcard, with the errors of ExtractMetric's JSON path mode.
   const Json* node = &*root;
@@ -360,10 +361,11 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
       if (it == node->end()) {
         std::vector<std::string> keys;
         for (auto k = node->begin(); k != node->end(); ++k) keys.push_back(k.key());
-        return metric_internal::NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': no key '", part,
-                                             "' in the object at '", walked,
-                                             "' (keys: ", absl::StrJoin(keys, ", "), ")"),
-                                output);
+        return metric_internal::NotFoundWithTail(
+            absl::StrCat("metric suite JSON path '", path, "': no key '", part,
+                         "' in the object at '", walked, "' (keys: ", absl::StrJoin(keys, ", "),
+                         ")"),
+            output);
       }
       node = &*it;
     } else if (node->is_array()) {
@@ -375,10 +377,11 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
             output);
       }
       if (index >= node->size()) {
-        return metric_internal::NotFoundWithTail(absl::StrCat("metric suite JSON path '", path, "': index ", index,
-                                             " is out of range of the array at '", walked,
-                                             "' (size ", node->size(), ")"),
-                                output);
+        return metric_internal::NotFoundWithTail(
+            absl::StrCat("metric suite JSON path '", path, "': index ", index,
+                         " is out of range of the array at '", walked, "' (size ", node->size(),
+                         ")"),
+            output);
       }
       node = &(*node)[index];
     } else {
@@ -697,9 +700,10 @@ absl::StatusOr<SuiteReading> ReadSuite(const MetricSuiteSpec& spec, std::string_
       absl::StrCat(absl::StrJoin(found, ", "), all.size() > found.size() ? ", ..." : "");
   const absl::string_view text = metric_internal::ToAbsl(output);
   if (reading.metrics.empty()) {
-    return metric_internal::NotFoundWithTail(absl::StrCat("the suite's output has none of its metrics (",
-                                         absl::StrJoin(members, ", "), "); it printed ", printed),
-                            text);
+    return metric_internal::NotFoundWithTail(
+        absl::StrCat("the suite's output has none of its metrics (", absl::StrJoin(members, ", "),
+                     "); it printed ", printed),
+        text);
   }
   if (lead.empty()) return reading;
   for (size_t i = 0; i < reading.metrics.size(); ++i) {
@@ -708,10 +712,10 @@ absl::StatusOr<SuiteReading> ReadSuite(const MetricSuiteSpec& spec, std::string_
       return reading;
     }
   }
-  return metric_internal::NotFoundWithTail(absl::StrCat("the suite's output has no metric '",
-                                                        metric_internal::ToAbsl(lead),
-                                       "' (the lead); it printed ", printed),
-                          text);
+  return metric_internal::NotFoundWithTail(
+      absl::StrCat("the suite's output has no metric '", metric_internal::ToAbsl(lead),
+                   "' (the lead); it printed ", printed),
+      text);
 }
 
 }  // namespace kbisect

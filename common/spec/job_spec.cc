@@ -85,9 +85,9 @@ absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
   }
   for (const v1::DependencyPin& pin : spec.descend_pins()) {
     if (pin.file().empty() || pin.repository().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--descend-pin needs FILE=REPOSITORY, both given, not '", pin.file(), "=",
-          pin.repository(), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--descend-pin needs FILE=REPOSITORY, both given, not '", pin.file(), "=",
+                       pin.repository(), "'"));
     }
   }
   if (!spec.metric().suite().empty()) {

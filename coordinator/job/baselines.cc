@@ -39,9 +39,9 @@ void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   if (step.judge_every_verdict_again) ledger_.RetractAll(now);
   // A suite whose lead did not move still judges its other metrics on the baselines: those too
   // close to tell get their runs first.
-  const bool suite_unclear =
-      step.finish.has_value() && step.finish->outcome == v1::OUTCOME_NO_REGRESSION &&
-      ExtendSuiteBaselines();
+  const bool suite_unclear = step.finish.has_value() &&
+                             step.finish->outcome == v1::OUTCOME_NO_REGRESSION &&
+                             ExtendSuiteBaselines();
   if (step.finish.has_value() && !suite_unclear) {
     Finish(step.finish->outcome, step.finish->error, now);
   }
@@ -55,8 +55,8 @@ bool BisectJob::ExtendSuiteBaselines() {
   const v1::Probe& good_row = book_.probe(good);
   const v1::Probe& bad_row = book_.probe(bad);
   // Once per extension, and only on the reference worker (SuiteLedger judges there).
-  if (good_row.state() != v1::PROBE_STATE_FINISHED ||
-      bad_row.state() != v1::PROBE_STATE_FINISHED || good_row.worker() != bad_row.worker()) {
+  if (good_row.state() != v1::PROBE_STATE_FINISHED || bad_row.state() != v1::PROBE_STATE_FINISHED ||
+      good_row.worker() != bad_row.worker()) {
     return false;
   }
   book_.Extend(good, suite_.more_baseline_runs());

@@ -42,8 +42,7 @@ v1::CommitRef RowCommit(const v1::CommitRef& commit) {
 
 // The direction of `info`: the spec's for the lead when it gives one, else the one the worker
 // inferred, else lower is better (as for the job's own metric).
-v1::Direction DirectionOf(const v1::JobStatus& status, const v1::SuiteMetricInfo& info,
-                          bool lead) {
+v1::Direction DirectionOf(const v1::JobStatus& status, const v1::SuiteMetricInfo& info, bool lead) {
   if (lead && status.spec().direction() != v1::DIRECTION_UNSPECIFIED) {
     return status.spec().direction();
   }
@@ -96,8 +95,8 @@ class MetricJudge {
       if (own == 0) continue;
       for (double& sample : samples) sample *= reference_good / own;
       const ProbeClassification judged = ClassifyProbe(samples, good, bad_, options);
-      if (judged.more_runs > 0 || (judged.verdict != v1::VERDICT_GOOD &&
-                                   judged.verdict != v1::VERDICT_BAD)) {
+      if (judged.more_runs > 0 ||
+          (judged.verdict != v1::VERDICT_GOOD && judged.verdict != v1::VERDICT_BAD)) {
         continue;
       }
       auto& at = (*shifted)[probe.index()];
@@ -135,8 +134,8 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
   const MetricJudge judge(status, commits, info.name(), reference);
   const std::vector<double>* good = judge.ReferenceGood();
   if (good == nullptr || judge.Bad().empty()) return row;  // Not judged yet.
-  const BaselineAssessment baselines = AssessBaselines(
-      *good, judge.Bad(), direction, spec.min_effect_fraction(), spec.max_runs());
+  const BaselineAssessment baselines =
+      AssessBaselines(*good, judge.Bad(), direction, spec.min_effect_fraction(), spec.max_runs());
   row.set_good_median(baselines.good_median);
   row.set_bad_median(baselines.bad_median);
   row.set_regression_pct(baselines.regression_pct);
@@ -218,8 +217,8 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
     rows.push_back(JudgeMetric(status, commits, info, reference, &more_runs));
     *more_baseline_runs = std::max(*more_baseline_runs, more_runs);
   }
-  const bool finished = status.status() != v1::OUTCOME_UNSPECIFIED &&
-                        status.status() != v1::OUTCOME_RUNNING;
+  const bool finished =
+      status.status() != v1::OUTCOME_UNSPECIFIED && status.status() != v1::OUTCOME_RUNNING;
   if (!finished || SuiteFollowsUp(status)) return rows;
   for (v1::SuiteMetricResult& row : rows) {
     if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
@@ -238,10 +237,9 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
 void SuiteLedger::Learn(const v1::TaskResult& result) {
   if (!active()) return;
   for (const v1::SuiteMetricInfo& info : result.suite_metrics()) {
-    const bool known = std::any_of(metrics_.begin(), metrics_.end(),
-                                   [&](const v1::SuiteMetricInfo& seen) {
-                                     return seen.name() == info.name();
-                                   });
+    const bool known =
+        std::any_of(metrics_.begin(), metrics_.end(),
+                    [&](const v1::SuiteMetricInfo& seen) { return seen.name() == info.name(); });
     if (!known) metrics_.push_back(info);
   }
 }

@@ -47,14 +47,13 @@ absl::StatusOr<std::string> Facts(const v1::JobStatus& job, const PageOptions& o
   if (job.spec().has_dependency()) {
     // A dependency follow-up: where its commits are checked out.
     const v1::DependencyDescent& descent = job.spec().dependency();
-    absl::StrAppend(
-        &facts, Fact("Dependency of",
-                     absl::StrCat(descent.superproject(), " at ",
-                                  ShortSha(descent.superproject_sha()),
-                                  descent.kind() == v1::DEPENDENCY_KIND_PIN_FILE
-                                      ? absl::StrCat(", pinned in ", descent.path(),
-                                                     " ($KBISECT_DEPENDENCY_DIR)")
-                                      : absl::StrCat(", submodule ", descent.path()))));
+    absl::StrAppend(&facts, Fact("Dependency of",
+                                 absl::StrCat(descent.superproject(), " at ",
+                                              ShortSha(descent.superproject_sha()),
+                                              descent.kind() == v1::DEPENDENCY_KIND_PIN_FILE
+                                                  ? absl::StrCat(", pinned in ", descent.path(),
+                                                                 " ($KBISECT_DEPENDENCY_DIR)")
+                                                  : absl::StrCat(", submodule ", descent.path()))));
   }
   absl::StrAppend(&facts, Fact("Benchmark", absl::StrJoin(job.spec().bench_command(), " ")));
   if (!job.spec().build_command().empty()) {
@@ -151,13 +150,11 @@ absl::StatusOr<std::string> CulpritSection(const v1::JobStatus& job) {
                     CommitRows(job.merged_culprit()), "</table>");
   }
   for (const v1::DependencyCulprit& found : job.dependency_culprits()) {
-    absl::StrAppend(&extra, "<h3>Inside the dependency <span class=\"mono\">",
-                    Escape(found.path()), "</span></h3><table><tr><th>Dependency</th><td>",
-                    Escape(found.repository()), " <span class=\"mono\">",
-                    Escape(found.old_sha().substr(0, 7)), "..",
-                    Escape(found.new_sha().substr(0, 7)), "</span> (job ",
-                    Escape(found.job_id()), ")</td></tr>", CommitRows(found.commit()),
-                    "</table>");
+    absl::StrAppend(&extra, "<h3>Inside the dependency <span class=\"mono\">", Escape(found.path()),
+                    "</span></h3><table><tr><th>Dependency</th><td>", Escape(found.repository()),
+                    " <span class=\"mono\">", Escape(found.old_sha().substr(0, 7)), "..",
+                    Escape(found.new_sha().substr(0, 7)), "</span> (job ", Escape(found.job_id()),
+                    ")</td></tr>", CommitRows(found.commit()), "</table>");
   }
   if (job.culprits_size() > 1) {
     std::string steps;
@@ -286,9 +283,8 @@ std::string SuiteSection(const v1::JobStatus& job) {
   std::string panels;
   for (const SuiteCulpritGroup& group : groups.culprits) {
     absl::StrAppend(&panels, "<div class=\"suite-culprit\"><h3>", group.metrics.size(),
-                    " at <span class=\"mono\">", Escape(ShortSha(group.culprit.sha())),
-                    "</span> ", Escape(group.culprit.subject()), "</h3>", table(group.metrics),
-                    "</div>");
+                    " at <span class=\"mono\">", Escape(ShortSha(group.culprit.sha())), "</span> ",
+                    Escape(group.culprit.subject()), "</h3>", table(group.metrics), "</div>");
   }
   if (!groups.unresolved.empty()) {
     std::string items;
@@ -312,8 +308,8 @@ std::string SuiteSection(const v1::JobStatus& job) {
   if (!groups.unchanged.empty()) {
     absl::StrAppend(&panels, "<p class=\"muted\">Unchanged: ", names(groups.unchanged), "</p>");
   }
-  return absl::StrCat("<section id=\"suite\"><h2>Suite: ", Escape(SuiteHeadline(groups)),
-                      "</h2>", panels, "</section>");
+  return absl::StrCat("<section id=\"suite\"><h2>Suite: ", Escape(SuiteHeadline(groups)), "</h2>",
+                      panels, "</section>");
 }
 
 std::string WorkersSection(const v1::JobStatus& job) {
@@ -382,8 +378,8 @@ std::string ChangesSection(const v1::JobStatus& job) {
     absl::StrAppend(&notes, "<li>", Escape(w), "</li>");
   }
   for (const v1::DriftEvent& d : job.drift_events()) {
-    absl::StrAppend(&notes, "<li><b>", Escape(d.worker()), "</b> ", Escape(EnumLabel(d.kind())), ": ",
-                    Escape(d.detail()), "</li>");
+    absl::StrAppend(&notes, "<li><b>", Escape(d.worker()), "</b> ", Escape(EnumLabel(d.kind())),
+                    ": ", Escape(d.detail()), "</li>");
   }
   if (!job.error().empty())
     absl::StrAppend(&notes, "<li><b>Error:</b> ", Escape(job.error()), "</li>");

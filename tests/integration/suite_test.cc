@@ -32,9 +32,9 @@ class SuiteTest : public ::kbisect::testing::KbisectRunTest {
   // Makes the suite repository (40 commits, 20 kernels, the script's default steps) and
   // returns what each kernel should come out as: a culprit sha, "improved" or "unchanged".
   std::map<std::string, std::string> MakeSuiteRepo() {
-    CommandResult made = RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"),
-                                               "/scripts/make-suite-repo.sh ", ShellQuote(repo_),
-                                               " --commits 40"));
+    CommandResult made =
+        RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"), "/scripts/make-suite-repo.sh ",
+                              ShellQuote(repo_), " --commits 40"));
     EXPECT_EQ(made.exit_code, 0) << made.err;
     std::map<std::string, std::string> expected;
     for (absl::string_view line : absl::StrSplit(made.out, '\n', absl::SkipEmpty())) {
@@ -84,8 +84,8 @@ TEST_F(SuiteTest, OneJobFindsEveryRegressedKernelAndGroupsThemByCulprit) {
 
   const std::string first = expected.at("kernel_00").substr(0, 7);
   const std::string second = expected.at("kernel_07").substr(0, 7);
-  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("7 metrics regressed at ", first, ", 2 at ",
-                                              second)));
+  EXPECT_THAT(run.out,
+              HasSubstr(absl::StrCat("7 metrics regressed at ", first, ", 2 at ", second)));
   EXPECT_THAT(run.out, HasSubstr("  improved: kernel_10 -"));
   EXPECT_THAT(run.out, HasSubstr("  unchanged: kernel_11, kernel_12"));
   EXPECT_THAT(run.out, ContainsRegex(absl::StrCat("2 at ", second,
@@ -131,10 +131,11 @@ TEST_F(SuiteTest, ALeadTheOutputDoesNotPrintIsAClearError) {
 TEST_F(SuiteTest, AKilledSuiteRunResumesWithTheSameAnswer) {
   const std::map<std::string, std::string> expected = MakeSuiteRepo();
   const std::string json = tmp_.Join("resume.json");
-  const std::string command = absl::StrCat(
-      "cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.1 KBISECT_CACHE_DIR=",
-      ShellQuote(tmp_.Join("cache")), " ", ::kbisect::testing::Kbisect(), " run v1.0 HEAD --repo ",
-      repo_, " --workers 2 --no-cache --suite auto --json ", json, " -- ./bench.sh");
+  const std::string command =
+      absl::StrCat("cd ", ShellQuote(tmp_.path()),
+                   " && KBISECT_DEMO_SLEEP=0.1 KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")),
+                   " ", ::kbisect::testing::Kbisect(), " run v1.0 HEAD --repo ", repo_,
+                   " --workers 2 --no-cache --suite auto --json ", json, " -- ./bench.sh");
   const std::string started = tmp_.Join("first.out");
   ASSERT_EQ(RunShell(absl::StrCat("(", command, " > ", started, " 2>&1 & echo $! > ",
                                   tmp_.Join("pid"), ")"))

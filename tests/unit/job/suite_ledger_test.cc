@@ -64,10 +64,10 @@ class SuiteLedgerTest : public ::testing::Test {
   // flat_ms never moves. `jitter` spreads the runs a little.
   static RunValues ValuesAt(int index, double jitter) {
     return RunValues{{"lead_ms", (index >= 6 ? 13.0 : 10.0) + jitter},
-               {"flat_ms", 5.0 + jitter / 4},
-               {"early_ms", (index >= 3 ? 2.6 : 2.0) + jitter / 10},
-               {"faster_ms", (index >= 5 ? 8.0 : 10.0) + jitter},
-               {"bw_gbs", (index >= 6 ? 600.0 : 800.0) + 10 * jitter}};
+                     {"flat_ms", 5.0 + jitter / 4},
+                     {"early_ms", (index >= 3 ? 2.6 : 2.0) + jitter / 10},
+                     {"faster_ms", (index >= 5 ? 8.0 : 10.0) + jitter},
+                     {"bw_gbs", (index >= 6 ? 600.0 : 800.0) + 10 * jitter}};
   }
 
   // A probe row of commit `index` on `worker` with `runs`.
@@ -191,11 +191,13 @@ TEST_F(SuiteLedgerTest, AWorkersOffsetIsTakenOutWithItsOwnGood) {
 TEST_F(SuiteLedgerTest, RowsThatCannotTellNarrowNothing) {
   Baselines();
   // Halfway between GOOD and BAD with a wide spread: neither side.
-  AddRow(v1::PROBE_KIND_BISECT, 4, "w0",
-         {RunValues{{"early_ms", 2.1}}, RunValues{{"early_ms", 2.5}}, RunValues{{"early_ms", 2.3}}});
+  AddRow(
+      v1::PROBE_KIND_BISECT, 4, "w0",
+      {RunValues{{"early_ms", 2.1}}, RunValues{{"early_ms", 2.5}}, RunValues{{"early_ms", 2.3}}});
   // A confirmation's runs mix two commits: never used.
-  AddRow(v1::PROBE_KIND_CONFIRM, 1, "w0",
-         {RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}});
+  AddRow(
+      v1::PROBE_KIND_CONFIRM, 1, "w0",
+      {RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}, RunValues{{"early_ms", 2.6}}});
   std::map<std::string, v1::SuiteMetricResult> rows = Judge();
   EXPECT_EQ(rows["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING);
   EXPECT_EQ(rows["early_ms"].last_good().index(), 0);
@@ -217,8 +219,7 @@ TEST_F(SuiteLedgerTest, AFinishedJobThatWillNotFollowUpSaysWhereEachStepLies) {
   Measure(v1::PROBE_KIND_BISECT, 5, "w0");
   status_.set_status(v1::OUTCOME_CULPRIT_FOUND);
   EXPECT_TRUE(SuiteFollowsUp(status_));
-  EXPECT_EQ(Judge()["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING)
-      << "left to a follow-up";
+  EXPECT_EQ(Judge()["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING) << "left to a follow-up";
 
   status_.set_status(v1::OUTCOME_ERROR);
   EXPECT_FALSE(SuiteFollowsUp(status_));

@@ -949,8 +949,7 @@ TEST(MetricSuiteSpecTest, BadForms) {
 }
 
 TEST(ReadSuiteTest, KeepsTheMembersAndFindsTheLead) {
-  const std::string output =
-      "softmax_fwd: 1.20 ms\nlayernorm_fwd: 0.80 ms\nmatmul_bf16: 2.50 ms\n";
+  const std::string output = "softmax_fwd: 1.20 ms\nlayernorm_fwd: 0.80 ms\nmatmul_bf16: 2.50 ms\n";
   const MetricSuiteSpec spec;
   absl::StatusOr<SuiteReading> all = ReadSuite(spec, output, "", {});
   ASSERT_TRUE(all.ok()) << all.status();
