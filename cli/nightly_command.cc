@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "common/identity/identity.h"
 #include "common/manifest/manifest.h"
 #include "common/metric/metric.h"
+#include "common/metric/metric_suite.h"
 #include "common/metric/percent.h"
 #include "common/spec/job_spec.h"
 #include "common/status_macros.h"
@@ -98,6 +100,7 @@ struct NightlyFlags {
   std::string unit;
   std::string metric;
   std::string metric_json;
+  std::string suite;  // --suite SPEC: every metric of the output, one series each.
   bool lower = false;
   bool higher = false;
   std::vector<std::string> harness;
@@ -232,6 +235,252 @@ std::string Trigger(const NightlyFlags& f, const triage::NightlyDecision& d) {
   return text;
 }
 
+// What `kbisect submit` answered.
+struct Submitted {
+  std::string job_id;
+  bool existed = false;  // The request id was submitted before: its job.
+};
+
+// Submits the bisect of last_good..first_bad through `kbisect submit` with the nightly's
+// options, `metric_args` (how the bisect reads its metric) and the trigger text. Errors say what
+// failed; the night is recorded already, and a rerun submits again safely (the request id).
+absl::StatusOr<Submitted> SubmitBisect(CommandRunner* runner, const NightlyFlags& f,
+                                       const std::vector<std::string>& bench,
+                                       const std::string& last_good, const std::string& first_bad,
+                                       const std::string& request_id, const std::string& trigger,
+                                       const std::vector<std::string>& metric_args) {
+  std::vector<std::string> submit = {SelfPath(), "submit",
+                                     last_good,  first_bad,
+                                     "--repo",   f.repo_url.empty() ? f.repo : f.repo_url};
+  submit.insert(submit.end(),
+                {"--request-id", request_id, "--origin", "nightly", "--trigger", trigger});
+  if (!f.coordinator.empty()) submit.insert(submit.end(), {"--coordinator", f.coordinator});
+  if (!f.build.empty()) submit.insert(submit.end(), {"--build", f.build});
+  if (f.runs > 0) submit.insert(submit.end(), {"--runs", absl::StrCat(f.runs)});
+  submit.insert(submit.end(), metric_args.begin(), metric_args.end());
+  // The bisect's probes record the same manifest (worker/task_manifest.h).
+  if (!f.harness.empty()) {
+    submit.insert(submit.end(),
+                  {"--env", absl::StrCat(kManifestHarnessEnv, "=", absl::StrJoin(f.harness, ","))});
+  }
+  if (!f.record_env.empty()) {
+    submit.insert(submit.end(),
+                  {"--env", absl::StrCat(kManifestEnvEnv, "=", absl::StrJoin(f.record_env, ","))});
+  }
+  for (const std::string& a : f.submit_args) submit.push_back(a);
+  submit.push_back("--");
+  submit.insert(submit.end(), bench.begin(), bench.end());
+  ExecRequest request_submit;
+  request_submit.argv = submit;
+  request_submit.timeout = absl::Minutes(2);
+  absl::StatusOr<ExecResult> ran = runner->Run(request_submit);
+  if (!ran.ok() || !ran->ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "`kbisect submit` ",
+        ran.ok() ? ran->Describe() + ":\n" + ran->Tail(10) : std::string(ran.status().message()),
+        "\nThe night is recorded; rerun to submit again (the request id makes that safe)."));
+  }
+  Submitted submitted;
+  for (absl::string_view line : absl::StrSplit(ran->output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty() && !absl::StartsWith(line, "kbisect")) {
+      submitted.job_id = std::string(line);
+      break;
+    }
+  }
+  submitted.existed = absl::StrContains(ran->output, "was submitted before");
+  return submitted;
+}
+
+// Follows job `job_id` to its end and posts its result to --notify-url (`kbisect watch
+// --notify-url`), printing what watch printed. Errors say why.
+absl::Status NotifyWhenDone(CommandRunner* runner, const NightlyFlags& f,
+                            const std::string& job_id) {
+  ExecRequest watch;
+  watch.argv = {SelfPath(), "watch", job_id, "-q", "--notify-url", f.notify_url};
+  if (!f.coordinator.empty()) watch.argv.insert(watch.argv.end(), {"--coordinator", f.coordinator});
+  absl::StatusOr<ExecResult> watched = runner->Run(watch);
+  if (watched.ok()) std::cout << watched->output;
+  if (!watched.ok() || watched->exit_code == kExitError || watched->signal != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("following job ", job_id, " to notify ", f.notify_url, " failed",
+                     watched.ok() ? absl::StrCat(" (", watched->Describe(), ")")
+                                  : absl::StrCat(": ", watched.status().message())));
+  }
+  return absl::OkStatus();
+}
+
+// A suite's series: one per metric, "<benchmark>/<metric>".
+std::string SuiteSeries(const std::string& benchmark, const std::string& metric) {
+  return absl::StrCat(benchmark, "/", metric);
+}
+
+// The exit code of a suite's night: that of a submission when a metric's step was (or had been)
+// submitted, else the first of a method change, a hardware issue, a drift and noise that a
+// metric shows, else nothing's.
+int SuiteExitCode(const std::vector<triage::NightlyDecision>& decisions) {
+  using triage::NightlyAction;
+  for (NightlyAction action : {NightlyAction::kSubmitBisect, NightlyAction::kAlreadySubmitted,
+                               NightlyAction::kMethodChange, NightlyAction::kHardware,
+                               NightlyAction::kDrift, NightlyAction::kNoise}) {
+    for (const triage::NightlyDecision& d : decisions) {
+      if (d.action == action) return triage::NightlyExitCode(action);
+    }
+  }
+  return triage::NightlyExitCode(NightlyAction::kNothing);
+}
+
+// A night of a suite (--suite): every metric of tonight's output is its own series
+// ("<benchmark>/<metric>") in the history, each is triaged, and the metrics with a real
+// regression step are bisected by ONE suite job over the window that covers all their steps,
+// led by the metric that moved most.
+int SuiteNight(const NightlyFlags& f, const std::vector<std::string>& bench,
+               const std::string& output, const triage::NightlyRecord& base,
+               const triage::TriageRequest& request, const GitRepo* repo,
+               const std::vector<std::string>& harness_globs, CommandRunner* runner) {
+  const absl::StatusOr<MetricSuiteSpec> spec = ParseMetricSuiteSpec(f.suite);
+  absl::StatusOr<SuiteReading> reading =
+      spec.ok() ? ReadSuite(*spec, output, "", {}) : absl::StatusOr<SuiteReading>(spec.status());
+  if (!reading.ok()) {
+    std::cerr << "kbisect nightly: tonight's suite: " << reading.status().message() << "\n";
+    return kExitError;
+  }
+  absl::StatusOr<triage::History> history = triage::ReadHistoryFile(f.history);
+  if (!history.ok()) {
+    std::cerr << "kbisect nightly: " << history.status().message() << "\n";
+    return kExitError;
+  }
+  for (const NamedMetric& named : reading->metrics) {
+    triage::NightlyRecord record = base;
+    record.benchmark = SuiteSeries(f.benchmark, named.name);
+    record.metric = named.name;
+    record.unit = named.metric.unit;
+    record.value = named.metric.value;
+    triage::AddNightly(&*history, std::move(record));
+  }
+  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
+    std::cerr << "kbisect nightly: " << written.message() << "\n";
+    return kExitError;
+  }
+  std::cout << "Night " << f.date << ": " << f.benchmark << " on " << f.hardware_class << " at "
+            << base.sha << ": " << Count(static_cast<int>(reading->metrics.size()), "metric")
+            << " of the suite\n";
+
+  nlohmann::json metrics = nlohmann::json::array();
+  std::vector<triage::NightlyDecision> decisions;
+  const NamedMetric* lead = nullptr;
+  double lead_move = -1;
+  // The window covering every regressed metric's step (copies: `decisions` grows).
+  std::optional<triage::NightlyRef> last_good;
+  std::optional<triage::NightlyRef> first_bad;
+  std::vector<std::string> moved;
+  for (const NamedMetric& named : reading->metrics) {
+    triage::TriageRequest metric_request = request;
+    if (metric_request.roles.primary_direction == Direction::kUnknown) {
+      metric_request.roles.primary_direction = named.metric.direction;
+    }
+    absl::StatusOr<triage::NightlyDecision> decision =
+        triage::DecideNightly(*history, SuiteSeries(f.benchmark, named.name), f.hardware_class,
+                              metric_request, repo, harness_globs);
+    if (!decision.ok()) {
+      std::cerr << "kbisect nightly: " << named.name << ": " << decision.status().message() << "\n";
+      return kExitError;
+    }
+    decisions.push_back(*std::move(decision));
+    const triage::NightlyDecision& d = decisions.back();
+    std::cout << "  " << named.name << " = " << FormatValue(named.metric.value, named.metric.unit)
+              << ": " << triage::NightlyActionName(d.action) << " (" << d.summary << ")\n";
+    metrics.push_back({{"metric", named.name},
+                       {"series", SuiteSeries(f.benchmark, named.name)},
+                       {"value", named.metric.value},
+                       {"unit", named.metric.unit},
+                       {"action", triage::NightlyActionName(d.action)},
+                       {"cause", triage::CauseName(d.triage.diagnosis.cause)},
+                       {"summary", d.summary}});
+    if (d.action != triage::NightlyAction::kSubmitBisect) continue;
+    const triage::KernelTriage& k = d.triage;
+    const double move = std::fabs(k.evidence.primary.relative_change);
+    moved.push_back(absl::StrCat(named.name, " ",
+                                 FormatSignedPercent(100 * k.evidence.primary.relative_change)));
+    if (move > lead_move) {
+      lead_move = move;
+      lead = &named;
+    }
+    if (!last_good.has_value() || k.last_good->date < last_good->date) last_good = k.last_good;
+    if (!first_bad.has_value() || k.first_bad->date > first_bad->date) first_bad = k.first_bad;
+  }
+  nlohmann::json out = {{"schema", "kbisect.nightly.v1"},
+                        {"date", f.date},
+                        {"benchmark", f.benchmark},
+                        {"hardware_class", f.hardware_class},
+                        {"sha", base.full_sha},
+                        {"suite", f.suite},
+                        {"metrics", metrics},
+                        {"exit_code", SuiteExitCode(decisions)}};
+  auto write_json = [&]() {
+    if (f.json_file.empty()) return true;
+    std::ofstream file(f.json_file);
+    file << out.dump(2) << "\n";
+    if (!file) std::cerr << "kbisect nightly: cannot write " << f.json_file << "\n";
+    return static_cast<bool>(file);
+  };
+  if (lead == nullptr) return write_json() ? SuiteExitCode(decisions) : kExitError;
+
+  const std::string request_id = triage::NightlyRequestId(f.benchmark, f.hardware_class,
+                                                          last_good->full_sha, first_bad->full_sha);
+  std::cout << "Regressed: " << absl::StrJoin(moved, ", ") << "; one bisect of " << last_good->sha
+            << ".." << first_bad->sha << " led by " << lead->name << "\n";
+  out["request_id"] = request_id;
+  out["lead"] = lead->name;
+  if (f.no_submit) {
+    std::cout << "Not submitted (--no-submit).\n";
+    return write_json() ? SuiteExitCode(decisions) : kExitError;
+  }
+  const std::string trigger = absl::StrCat(
+      "kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ", f.date,
+      f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "", ": ", Count(moved.size(), "metric"),
+      " of the suite regressed between the nightlies of ", last_good->date, " and ",
+      first_bad->date, ": ", absl::StrJoin(moved, ", "));
+  absl::StatusOr<Submitted> submitted =
+      SubmitBisect(runner, f, bench, last_good->full_sha, first_bad->full_sha, request_id, trigger,
+                   {"--suite", f.suite, "--lead", lead->name});
+  if (!submitted.ok()) {
+    std::cerr << "kbisect nightly: " << submitted.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << (submitted->existed ? "Already submitted: job " : "Submitted: job ")
+            << submitted->job_id << " (request " << request_id << ")\n";
+  // Each regressed series remembers the bisect, so later nights do not submit its step again.
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    if (decisions[i].action != triage::NightlyAction::kSubmitBisect) continue;
+    triage::BisectRecord record;
+    record.benchmark = SuiteSeries(f.benchmark, reading->metrics[i].name);
+    record.hardware_class = f.hardware_class;
+    record.last_good = last_good->full_sha;
+    record.last_good_date = last_good->date;
+    record.first_bad = first_bad->full_sha;
+    record.first_bad_date = first_bad->date;
+    record.request_id = request_id;
+    record.job_id = submitted->job_id;
+    record.date = f.date;
+    history->bisects.push_back(record);
+  }
+  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
+    std::cerr << "kbisect nightly: " << written.message() << "\n";
+    return kExitError;
+  }
+  out["job_id"] = submitted->job_id;
+  out["submitted"] = !submitted->existed;
+  if (!f.notify_url.empty() && !submitted->job_id.empty() && !submitted->existed) {
+    if (absl::Status notified = NotifyWhenDone(runner, f, submitted->job_id); !notified.ok()) {
+      std::cerr << "kbisect nightly: " << notified.message() << "\n";
+      write_json();
+      return kExitError;
+    }
+  }
+  return write_json() ? SuiteExitCode(decisions) : kExitError;
+}
+
 }  // namespace
 
 int NightlyCommand(int argc, char** argv) {
@@ -262,8 +511,17 @@ int NightlyCommand(int argc, char** argv) {
   value->excludes(output);
   app.add_option("--metric-name", f.metric_name, "Name of the --value metric (default: value)");
   app.add_option("--unit", f.unit, "Unit of the --value metric (ms, GB/s, x, ...)");
-  app.add_option("--metric", f.metric, "RE2 regex with one group: the metric in the output");
-  app.add_option("--metric-json", f.metric_json, "Dotted JSON path of the metric in the output");
+  auto* metric =
+      app.add_option("--metric", f.metric, "RE2 regex with one group: the metric in the output");
+  auto* metric_json = app.add_option("--metric-json", f.metric_json,
+                                     "Dotted JSON path of the metric in the output");
+  app.add_option("--suite", f.suite,
+                 "Every metric of the output (auto, regex:PATTERN with a (?P<name>...) group, "
+                 "json:PATH with one *): one series each, BENCHMARK/METRIC; the metrics that "
+                 "regressed are bisected by one `--suite` job")
+      ->excludes(metric)
+      ->excludes(metric_json)
+      ->excludes(value);
   auto* lower = app.add_flag("--lower-is-better", f.lower, "The metric improves down");
   auto* higher = app.add_flag("--higher-is-better", f.higher, "The metric improves up");
   lower->excludes(higher);
@@ -317,6 +575,13 @@ int NightlyCommand(int argc, char** argv) {
     std::cerr << "kbisect nightly: " << valid.message() << "\n"
               << "Run `kbisect nightly --help` for usage.\n";
     return kExitUsage;
+  }
+  if (!f.suite.empty()) {
+    if (absl::StatusOr<MetricSuiteSpec> suite = ParseMetricSuiteSpec(f.suite); !suite.ok()) {
+      std::cerr << "kbisect nightly: --suite: " << suite.status().message() << "\n"
+                << "Run `kbisect nightly --help` for usage.\n";
+      return kExitUsage;
+    }
   }
   if (f.date.empty()) f.date = Today();
   if (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-') {
@@ -404,6 +669,14 @@ int NightlyCommand(int argc, char** argv) {
         return kExitError;
       }
       text = ran->output;
+    }
+    if (!f.suite.empty()) {
+      triage::TriageRequest request;
+      if (f.lower) request.roles.primary_direction = Direction::kLowerIsBetter;
+      if (f.higher) request.roles.primary_direction = Direction::kHigherIsBetter;
+      request.change_point.min_relative_change = f.min_change_pct / 100;
+      return SuiteNight(f, bench, text, tonight, request, repo->get(), spec.harness_globs,
+                        runner.get());
     }
     absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, text);
     if (!metric.ok()) {
@@ -517,54 +790,22 @@ int NightlyCommand(int argc, char** argv) {
 
   if (decision->action == triage::NightlyAction::kSubmitBisect && !f.no_submit) {
     const triage::KernelTriage& k = decision->triage;
-    std::vector<std::string> submit = {SelfPath(),
-                                       "submit",
-                                       k.last_good->full_sha,
-                                       k.first_bad->full_sha,
-                                       "--repo",
-                                       f.repo_url.empty() ? f.repo : f.repo_url};
-    submit.insert(submit.end(), {"--request-id", decision->request_id, "--origin", "nightly",
-                                 "--trigger", Trigger(f, *decision)});
-    if (!f.coordinator.empty()) submit.insert(submit.end(), {"--coordinator", f.coordinator});
-    if (!f.build.empty()) submit.insert(submit.end(), {"--build", f.build});
-    if (f.runs > 0) submit.insert(submit.end(), {"--runs", absl::StrCat(f.runs)});
-    if (!f.metric.empty()) submit.insert(submit.end(), {"--metric", f.metric});
-    if (!f.metric_json.empty()) submit.insert(submit.end(), {"--metric-json", f.metric_json});
-    submit.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
-                                                               : "--lower-is-better");
-    // The bisect's probes record the same manifest (worker/task_manifest.h).
-    if (!f.harness.empty()) {
-      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestHarnessEnv, "=",
-                                                         absl::StrJoin(f.harness, ","))});
+    std::vector<std::string> metric_args;
+    if (!f.metric.empty()) metric_args.insert(metric_args.end(), {"--metric", f.metric});
+    if (!f.metric_json.empty()) {
+      metric_args.insert(metric_args.end(), {"--metric-json", f.metric_json});
     }
-    if (!f.record_env.empty()) {
-      submit.insert(submit.end(), {"--env", absl::StrCat(kManifestEnvEnv, "=",
-                                                         absl::StrJoin(f.record_env, ","))});
-    }
-    for (const std::string& a : f.submit_args) submit.push_back(a);
-    submit.push_back("--");
-    submit.insert(submit.end(), bench.begin(), bench.end());
-    ExecRequest request_submit;
-    request_submit.argv = submit;
-    request_submit.timeout = absl::Minutes(2);
-    absl::StatusOr<ExecResult> ran = runner->Run(request_submit);
-    if (!ran.ok() || !ran->ok()) {
-      std::cerr << "kbisect nightly: `kbisect submit` "
-                << (ran.ok() ? ran->Describe() + ":\n" + ran->Tail(10)
-                             : std::string(ran.status().message()))
-                << "\nThe night is recorded; rerun to submit again (the request id makes that "
-                   "safe).\n";
+    metric_args.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
+                                                                    : "--lower-is-better");
+    absl::StatusOr<Submitted> submitted =
+        SubmitBisect(runner.get(), f, bench, k.last_good->full_sha, k.first_bad->full_sha,
+                     decision->request_id, Trigger(f, *decision), metric_args);
+    if (!submitted.ok()) {
+      std::cerr << "kbisect nightly: " << submitted.status().message() << "\n";
       return kExitError;
     }
-    std::string job_id;
-    for (absl::string_view line : absl::StrSplit(ran->output, '\n')) {
-      line = absl::StripAsciiWhitespace(line);
-      if (!line.empty() && !absl::StartsWith(line, "kbisect")) {
-        job_id = std::string(line);
-        break;
-      }
-    }
-    const bool existed = absl::StrContains(ran->output, "was submitted before");
+    const std::string job_id = submitted->job_id;
+    const bool existed = submitted->existed;
     std::cout << (existed ? "Already submitted: job " : "Submitted: job ") << job_id << " (request "
               << decision->request_id << ")\n";
     triage::BisectRecord record;
@@ -587,18 +828,8 @@ int NightlyCommand(int argc, char** argv) {
     // The notification when the bisect ends: `kbisect watch --notify-url` posts the job's
     // result, whose spec.origin.trigger carries the triage evidence (Trigger above).
     if (!f.notify_url.empty() && !job_id.empty() && !existed) {
-      ExecRequest watch;
-      watch.argv = {SelfPath(), "watch", job_id, "-q", "--notify-url", f.notify_url};
-      if (!f.coordinator.empty())
-        watch.argv.insert(watch.argv.end(), {"--coordinator", f.coordinator});
-      absl::StatusOr<ExecResult> watched = runner->Run(watch);
-      if (watched.ok()) std::cout << watched->output;
-      if (!watched.ok() || watched->exit_code == kExitError || watched->signal != 0) {
-        std::cerr << "kbisect nightly: following job " << job_id << " to notify " << f.notify_url
-                  << " failed"
-                  << (watched.ok() ? absl::StrCat(" (", watched->Describe(), ")")
-                                   : absl::StrCat(": ", watched.status().message()))
-                  << "\n";
+      if (absl::Status notified = NotifyWhenDone(runner.get(), f, job_id); !notified.ok()) {
+        std::cerr << "kbisect nightly: " << notified.message() << "\n";
         write_json();
         return kExitError;
       }

@@ -231,6 +231,77 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
   EXPECT_EQ(job["bad_sha"], shas[kRegressionNight]);
 }
 
+// A suite's nightly (--suite): 16 nights of scripts/make-suite-repo.sh's 20 kernels, four commits
+// a night. Each kernel is its own series; each step is submitted once, as one suite job for the
+// kernels that moved at it, and each job names their culprit.
+TEST_F(NightlyTest, ASuitesKernelsAreTriagedOneByOneAndEachStepBisectedOnce) {
+  const std::string repo = tmp_.Join("repo");
+  CommandResult made =
+      RunShell(absl::StrCat(::kbisect::testing::Env("KBISECT_SOURCE_DIR"),
+                            "/scripts/make-suite-repo.sh ", repo, " --commits 60"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::map<std::string, std::string> expected;
+  for (absl::string_view line : absl::StrSplit(made.out, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> parts = absl::StrSplit(line, '=');
+    expected[parts[0]] = parts[1];
+  }
+  const std::vector<std::string> commits = absl::StrSplit(
+      Trim(RunShell(absl::StrCat("git -C ", repo, " rev-list --first-parent --reverse HEAD")).out),
+      '\n');
+  ASSERT_EQ(commits.size(), 61u);
+  ASSERT_EQ(RunShell(absl::StrCat("git clone -q ", repo, " ", tmp_.Join("ci"))).exit_code, 0);
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
+      << w0->log() << w1->log();
+
+  const std::string history = tmp_.Join("suite.jsonl");
+  std::vector<std::string> jobs;
+  for (int night = 0; night <= 15; ++night) {
+    const std::string& sha = commits[4 * night];
+    RunShell(absl::StrCat("git -C ", tmp_.Join("ci"), " checkout -q ", sha));
+    CommandResult r = RunShell(absl::StrFormat(
+        "cd %s && KBISECT_COORDINATOR=%s %s nightly --history %s --benchmark kernels "
+        "--hardware-class ci-gpu --sha %s --repo %s --repo-url %s --date 2026-11-%02d --suite auto "
+        "--json %s -- ./bench.sh",
+        tmp_.path(), address_, ::kbisect::testing::Bin("kbisect"), history, sha, tmp_.Join("ci"),
+        repo, night + 1, tmp_.Join(absl::StrCat("suite-night-", night, ".json"))));
+    SCOPED_TRACE(absl::StrCat("night ", night, ":\n", r.out, r.err));
+    ASSERT_THAT(r.exit_code, ::testing::AnyOf(0, 3, 6)) << coordinator->log();
+    EXPECT_THAT(r.out, HasSubstr("20 metrics of the suite"));
+    if (absl::StrContains(r.out, "Submitted: job ")) {
+      std::string id = r.out.substr(r.out.find("Submitted: job ") + 15);
+      jobs.push_back(id.substr(0, id.find(' ')));
+      nlohmann::json decision =
+          nlohmann::json::parse(ReadFile(tmp_.Join(absl::StrCat("suite-night-", night, ".json"))));
+      EXPECT_EQ(decision["exit_code"], 3);
+      EXPECT_EQ(decision["metrics"].size(), 20u);
+      EXPECT_FALSE(decision["lead"].get<std::string>().empty());
+    }
+  }
+  // One job per step: kernels 0-6, 7-8 and 9 moved at three commits on three nights.
+  ASSERT_EQ(jobs.size(), 3u) << ReadFile(history);
+  std::map<std::string, std::string> found;
+  for (const std::string& job_id : jobs) {
+    CommandResult watched = Kbisect(absl::StrCat("watch ", job_id, " -q"));
+    EXPECT_EQ(watched.exit_code, 0) << watched.out << watched.err << coordinator->log();
+    nlohmann::json job = Json(absl::StrCat("status ", job_id, " --json"));
+    EXPECT_EQ(job["spec"]["origin"]["kind"], "nightly");
+    EXPECT_EQ(job["suite"].size(), 20u) << job.dump(1);
+    for (const auto& row : job["suite"]) {
+      if (row["state"] == "culprit") found[row["name"]] = row["culprit"]["sha"];
+    }
+  }
+  for (const auto& [kernel, want] : expected) {
+    if (want == "unchanged" || want == "improved") {
+      EXPECT_EQ(found.count(kernel), 0u) << kernel;
+    } else {
+      EXPECT_EQ(found[kernel], want) << kernel;
+    }
+  }
+}
+
 TEST_F(NightlyTest, UsageAndErrorsHaveTheirExitCodes) {
   EXPECT_EQ(Kbisect("nightly --history h --benchmark b --sha HEAD --repo .").exit_code, 2);
   CommandResult not_repo =
