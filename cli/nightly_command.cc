@@ -310,6 +310,16 @@ absl::Status NotifyWhenDone(CommandRunner* runner, const NightlyFlags& f,
   return absl::OkStatus();
 }
 
+// Writes the night's decision `out` to `path` (--json; nothing when empty). False, having said
+// so, when it cannot be written.
+bool WriteDecisionJson(const std::string& path, const nlohmann::json& out) {
+  if (path.empty()) return true;
+  std::ofstream file(path);
+  file << out.dump(2) << "\n";
+  if (!file) std::cerr << "kbisect nightly: cannot write " << path << "\n";
+  return static_cast<bool>(file);
+}
+
 // A suite's series: one per metric, "<benchmark>/<metric>".
 std::string SuiteSeries(const std::string& benchmark, const std::string& metric) {
   return absl::StrCat(benchmark, "/", metric);
@@ -417,13 +427,7 @@ int SuiteNight(const NightlyFlags& f, const std::vector<std::string>& bench,
                         {"suite", f.suite},
                         {"metrics", metrics},
                         {"exit_code", SuiteExitCode(decisions)}};
-  auto write_json = [&]() {
-    if (f.json_file.empty()) return true;
-    std::ofstream file(f.json_file);
-    file << out.dump(2) << "\n";
-    if (!file) std::cerr << "kbisect nightly: cannot write " << f.json_file << "\n";
-    return static_cast<bool>(file);
-  };
+  auto write_json = [&]() { return WriteDecisionJson(f.json_file, out); };
   if (lead == nullptr) return write_json() ? SuiteExitCode(decisions) : kExitError;
 
   const std::string request_id = triage::NightlyRequestId(f.benchmark, f.hardware_class,
@@ -747,13 +751,7 @@ int NightlyCommand(int argc, char** argv) {
                                        {"after", c.after},
                                        {"hardware", c.IsHardware()}});
   }
-  auto write_json = [&]() {
-    if (f.json_file.empty()) return true;
-    std::ofstream file(f.json_file);
-    file << out.dump(2) << "\n";
-    if (!file) std::cerr << "kbisect nightly: cannot write " << f.json_file << "\n";
-    return static_cast<bool>(file);
-  };
+  auto write_json = [&]() { return WriteDecisionJson(f.json_file, out); };
 
   // A method change: the kernel's true change under one harness.
   if (decision->action == triage::NightlyAction::kMethodChange && f.pin_harness &&

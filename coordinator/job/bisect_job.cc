@@ -362,10 +362,21 @@ void BisectJob::OnTaskStarted(const std::string& task_id, const std::string& wor
 }
 
 std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
-                                                   const v1::TaskResult& result, absl::Time now) {
+                                                   const v1::TaskResult& reported, absl::Time now) {
   TaskEntry* found = book_.Find(task_id);
   if (found == nullptr || !found->active || found->done || finished()) return {};
   TaskEntry& entry = *found;
+  // A suite's task handed out before the job knew its lead measured the same runs; its samples
+  // are the lead's from them.
+  v1::TaskResult projected;
+  const bool project = suite_.active() && !status_.metric_name().empty() &&
+                       entry.task.kind() != v1::PROBE_KIND_CONFIRM &&
+                       reported.metric_name() != status_.metric_name();
+  if (project) {
+    projected = reported;
+    ProjectOnLead(status_.metric_name(), &projected);
+  }
+  const v1::TaskResult& result = project ? projected : reported;
   if (result.outcome() == v1::TASK_OUTCOME_INFRA_ERROR ||
       result.outcome() == v1::TASK_OUTCOME_CANCELLED) {
     return OnTaskLost(task_id, result.message(), now);

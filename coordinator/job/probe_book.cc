@@ -68,6 +68,11 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   *task.mutable_bench_command() = spec.bench_command();
   *task.mutable_env() = spec.env();
   *task.mutable_metric() = spec.metric();
+  // A suite's lead, once the job knows it (the first result's), travels in every later task:
+  // every run's sample is then the same metric's, whatever else a run prints.
+  if (!spec.metric().suite().empty() && spec.metric().lead().empty()) {
+    task.mutable_metric()->set_lead(status_->metric_name());
+  }
   task.set_runs(spec.runs_per_commit());
   task.set_discard_throttled(spec.discard_throttled());
   // The key under which this measurement is interchangeable (the result cache's): the spec's

@@ -234,6 +234,31 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
   return rows;
 }
 
+void ProjectOnLead(const std::string& lead, v1::TaskResult* result) {
+  if (result->outcome() != v1::TASK_OUTCOME_SUCCEEDED || result->metric_name() == lead) return;
+  result->clear_samples();
+  for (v1::RunRecord& run : *result->mutable_runs()) {
+    const auto value = std::find_if(run.suite_values().begin(), run.suite_values().end(),
+                                    [&](const v1::SuiteValue& v) { return v.name() == lead; });
+    const bool has = run.has_value() && value != run.suite_values().end();
+    run.set_has_value(has);
+    run.set_value(has ? value->value() : 0);
+    if (has) result->add_samples(value->value());
+  }
+  for (const v1::SuiteMetricInfo& info : result->suite_metrics()) {
+    if (info.name() != lead) continue;
+    result->set_metric_name(info.name());
+    result->set_metric_unit(info.unit());
+    result->set_metric_direction(info.direction());
+  }
+  if (result->samples_size() == 0) {
+    result->set_outcome(v1::TASK_OUTCOME_METRIC_MISSING);
+    result->set_message(absl::StrCat("the suite's output has no metric '", lead,
+                                     "' (the lead); its runs led with '", result->metric_name(),
+                                     "'"));
+  }
+}
+
 void SuiteLedger::Learn(const v1::TaskResult& result) {
   if (!active()) return;
   for (const v1::SuiteMetricInfo& info : result.suite_metrics()) {

@@ -18,6 +18,7 @@
 #ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 #define KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 
+#include <string>
 #include <vector>
 
 #include "kbisect/v1/kbisect.pb.h"
@@ -43,6 +44,14 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs = nullptr);
+
+// Makes `result` (of a task that measured one commit) a measurement of the suite's metric
+// `lead`: each run's value becomes the lead's from its suite values (a run without one has none),
+// the samples and the metric's name, unit and direction follow. A task handed out before the job
+// knew its lead may have led with another metric (the first its runs printed). No run with the
+// lead's value: TASK_OUTCOME_METRIC_MISSING, saying so. Does nothing when the result already
+// leads with `lead`, or is not a success.
+void ProjectOnLead(const std::string& lead, v1::TaskResult* result);
 
 class SuiteLedger {
  public:

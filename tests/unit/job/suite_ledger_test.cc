@@ -259,5 +259,57 @@ TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   EXPECT_EQ(status.suite(2).name(), "c");
 }
 
+TEST(ProjectOnLeadTest, ARunsSampleBecomesTheLeadsValue) {
+  v1::TaskResult result;
+  result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  result.set_metric_name("a");
+  for (const v1::SuiteMetricInfo& info : {[] {
+                                            v1::SuiteMetricInfo a;
+                                            a.set_name("a");
+                                            a.set_unit("ms");
+                                            return a;
+                                          }(),
+                                          [] {
+                                            v1::SuiteMetricInfo b;
+                                            b.set_name("b");
+                                            b.set_unit("GB/s");
+                                            b.set_direction(v1::DIRECTION_HIGHER_IS_BETTER);
+                                            return b;
+                                          }()}) {
+    *result.add_suite_metrics() = info;
+  }
+  for (double b : {10.0, -1.0, 12.0}) {  // The second run printed no `b`.
+    v1::RunRecord* run = result.add_runs();
+    run->set_has_value(true);
+    run->set_value(1.0);
+    result.add_samples(1.0);
+    v1::SuiteValue* a = run->add_suite_values();
+    a->set_name("a");
+    a->set_value(1.0);
+    if (b < 0) continue;
+    v1::SuiteValue* value = run->add_suite_values();
+    value->set_name("b");
+    value->set_value(b);
+  }
+  v1::TaskResult same = result;
+  ProjectOnLead("a", &same);
+  EXPECT_EQ(same.SerializeAsString(), result.SerializeAsString()) << "already the lead's";
+
+  ProjectOnLead("b", &result);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED);
+  EXPECT_EQ(result.metric_name(), "b");
+  EXPECT_EQ(result.metric_unit(), "GB/s");
+  EXPECT_EQ(result.metric_direction(), v1::DIRECTION_HIGHER_IS_BETTER);
+  ASSERT_EQ(result.samples_size(), 2);
+  EXPECT_DOUBLE_EQ(result.samples(0), 10.0);
+  EXPECT_DOUBLE_EQ(result.samples(1), 12.0);
+  EXPECT_FALSE(result.runs(1).has_value());
+  EXPECT_DOUBLE_EQ(result.runs(2).value(), 12.0);
+
+  ProjectOnLead("c", &result);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_METRIC_MISSING);
+  EXPECT_TRUE(absl::StrContains(result.message(), "no metric 'c' (the lead)")) << result.message();
+}
+
 }  // namespace
 }  // namespace kbisect
