@@ -2,17 +2,24 @@
 #include "coordinator/job/suite_ledger.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/metric/percent.h"
 #include "common/spec/job_spec.h"
 #include "coordinator/job/probe_classifier.h"
 
 namespace kbisect {
 namespace {
+
+// The significance AssessBaselines asks of one metric at max_runs; a suite's metric other than
+// its lead needs it divided by the metrics judged.
+constexpr double kSuiteAlpha = 0.05;
 
 // The samples of `metric` in `probe`'s runs.
 std::vector<double> SamplesOf(const v1::Probe& probe, const std::string& metric) {
@@ -119,10 +126,12 @@ class MetricJudge {
 
 // `more_runs`: set to the runs of each baseline AssessBaselines asks for when the metric is too
 // close to tell (0 otherwise).
+// `suite_size`: the metrics judged, for the significance a move of a metric other than the lead
+// needs when the baselines reached max_runs (AssessBaselines then decides by a p-value).
 v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
                                   const std::vector<v1::CommitRef>& commits,
                                   const v1::SuiteMetricInfo& info, const std::string& reference,
-                                  int* more_runs) {
+                                  int suite_size, int* more_runs) {
   *more_runs = 0;
   const v1::JobSpec& spec = status.spec();
   v1::SuiteMetricResult row;
@@ -139,6 +148,20 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
   row.set_good_median(baselines.good_median);
   row.set_bad_median(baselines.bad_median);
   row.set_regression_pct(baselines.regression_pct);
+  // At max_runs AssessBaselines takes p < 0.05 as a move: one metric in twenty that never moved
+  // would. A metric the user did not point at must stand out among the suite's (Bonferroni).
+  const bool moved = baselines.regression || baselines.improvement;
+  const int runs = static_cast<int>(std::min(good->size(), judge.Bad().size()));
+  const double alpha = kSuiteAlpha / std::max(1, suite_size);
+  if (moved && !row.lead() && runs >= spec.max_runs() && baselines.p_value >= alpha) {
+    row.set_state(v1::SUITE_METRIC_STATE_UNCHANGED);
+    row.set_reason(absl::StrFormat(
+        "GOOD and BAD differ by %s, which after %d runs each does not stand out among the "
+        "suite's %d metrics (p=%.3g, %.3g needed)",
+        FormatPercent(std::fabs(baselines.regression_pct)), runs, suite_size, baselines.p_value,
+        alpha));
+    return row;
+  }
   const bool step = baselines.regression || (baselines.improvement && spec.allow_improvement());
   if (!step) {
     if (baselines.improvement) {
@@ -214,7 +237,10 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
   for (const v1::SuiteMetricInfo& info : metrics) {
     if (!members.empty() && !members.contains(info.name())) continue;
     int more_runs = 0;
-    rows.push_back(JudgeMetric(status, commits, info, reference, &more_runs));
+    rows.push_back(JudgeMetric(
+        status, commits, info, reference,
+        members.empty() ? static_cast<int>(metrics.size()) : static_cast<int>(members.size()),
+        &more_runs));
     *more_baseline_runs = std::max(*more_baseline_runs, more_runs);
   }
   const bool finished =

@@ -235,6 +235,28 @@ TEST_F(SuiteLedgerTest, AFinishedJobThatWillNotFollowUpSaysWhereEachStepLies) {
   EXPECT_TRUE(absl::StrContains(early.reason(), "--lead early_ms")) << early.reason();
 }
 
+TEST_F(SuiteLedgerTest, AtMaxRunsAMetricOtherThanTheLeadMustStandOutAmongTheSuites) {
+  // 30 runs of each baseline (max_runs) where flat_ms and lead_ms differ by about 1.5% with
+  // some overlap: significant for one metric (p < 0.05), not among five (p < 0.01).
+  std::vector<RunValues> good;
+  std::vector<RunValues> bad;
+  for (int i = 0; i < 30; ++i) {
+    const double jitter = ((i * 7) % 30 - 14.5) / 14.5 * 0.04;  // +-4%, spread evenly.
+    const double shifted = ((i * 11) % 30 - 14.5) / 14.5 * 0.04;
+    good.push_back(RunValues{{"lead_ms", 10.0 * (1 + jitter)}, {"flat_ms", 5.0 * (1 + jitter)}});
+    bad.push_back(
+        RunValues{{"lead_ms", 10.0 * (1.015 + shifted)}, {"flat_ms", 5.0 * (1.015 + shifted)}});
+  }
+  AddRow(v1::PROBE_KIND_BASELINE_BAD, kLast, "w0", bad);
+  AddRow(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0", good);
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  EXPECT_EQ(rows["flat_ms"].state(), v1::SUITE_METRIC_STATE_UNCHANGED);
+  EXPECT_TRUE(absl::StrContains(rows["flat_ms"].reason(), "does not stand out among the suite's 5"))
+      << rows["flat_ms"].reason();
+  // The lead is judged as a single metric is (the user pointed at it).
+  EXPECT_NE(rows["lead_ms"].state(), v1::SUITE_METRIC_STATE_UNCHANGED) << rows["lead_ms"].reason();
+}
+
 TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   v1::JobStatus status;
   std::vector<v1::CommitRef> commits(3);
