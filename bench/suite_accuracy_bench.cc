@@ -152,6 +152,11 @@ void RunTrial(int n, double effect, int workers, const Noise& noise, std::mt1993
       } else if (culprit || (range && !Contains(row, c)) ||
                  row.state() == v1::SUITE_METRIC_STATE_UNCHANGED) {
         ++tally->same_wrong;
+        if (std::getenv("SUITE_DEBUG") != nullptr) {
+          std::fprintf(stderr, "same wrong: c=%d state=%d lg=%d fb=%d culprit=%d reason=%s\n", c,
+                       row.state(), row.last_good().index(), row.first_bad().index(),
+                       row.culprit().index(), row.reason().c_str());
+        }
       }
     } else if (row.name().rfind("other", 0) == 0) {
       ++tally->other;
@@ -159,6 +164,11 @@ void RunTrial(int n, double effect, int workers, const Noise& noise, std::mt1993
         ++tally->other_placed;
       } else {
         ++tally->other_wrong;
+        if (std::getenv("SUITE_DEBUG") != nullptr) {
+          std::fprintf(stderr, "other wrong: d=%d state=%d lg=%d fb=%d culprit=%d reason=%s\n", d,
+                       row.state(), row.last_good().index(), row.first_bad().index(),
+                       row.culprit().index(), row.reason().c_str());
+        }
       }
     } else if (row.name().rfind("flat", 0) == 0) {
       ++tally->flat;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/metric/percent.h"
+#include "common/search/culprit_posterior.h"
 #include "common/spec/job_spec.h"
 #include "coordinator/job/probe_classifier.h"
 
@@ -20,6 +22,9 @@ namespace {
 // The significance AssessBaselines asks of one metric at max_runs; a suite's metric other than
 // its lead needs it divided by the metrics judged.
 constexpr double kSuiteAlpha = 0.05;
+// The posterior probability a metric's range (for a follow-up) may leave out on either side:
+// a range without the step would make its follow-up answer wrong, a wider one costs a probe.
+constexpr double kRangeTail = 0.00001;
 
 // The samples of `metric` in `probe`'s runs.
 std::vector<double> SamplesOf(const v1::Probe& probe, const std::string& metric) {
@@ -82,37 +87,30 @@ class MetricJudge {
   }
   const std::vector<double>& Bad() const { return bad_; }
 
-  // The verdicts of the rows inside the range, by commit index: GOOD or BAD where every row
-  // that decided agrees; rows that cannot tell, and workers without their own GOOD, give none.
-  std::map<int, v1::Verdict> Verdicts(const ClassifierOptions& options,
-                                      std::map<int, std::vector<double>>* shifted) const {
+  // The metric's samples by commit index in the reference worker's frame: its GOOD and BAD at
+  // the range's ends, and every row inside the range whose worker measured its own GOOD. As the
+  // job's calibration does, a worker whose GOOD differs from the reference's by more than noise
+  // (OffsetIsSignificant) has its samples scaled by the ratio of the GOOD medians; the others
+  // share the reference's frame (scaling by a noisy GOOD of a few runs would add its noise).
+  std::map<int, std::vector<double>> Samples() const {
     const std::vector<double>& good = *ReferenceGood();
     const double reference_good = MedianOrZero(good);
     const int last = static_cast<int>(commits_.size()) - 1;
-    std::map<int, v1::Verdict> verdicts;
-    absl::flat_hash_set<int> disagreed;
+    std::map<int, std::vector<double>> samples_at = {{0, good}, {last, bad_}};
     for (const v1::Probe& probe : status_.probes()) {
       if (!MeasuresOneCommit(probe) || probe.index() <= 0 || probe.index() >= last) continue;
       auto own_good = good_.find(probe.worker());
       if (own_good == good_.end()) continue;
       std::vector<double> samples = SamplesOf(probe, metric_);
-      if (samples.empty()) continue;
-      // As the job's calibration does: a worker's samples scale with its GOOD's.
       const double own = MedianOrZero(own_good->second);
-      if (own == 0) continue;
-      for (double& sample : samples) sample *= reference_good / own;
-      const ProbeClassification judged = ClassifyProbe(samples, good, bad_, options);
-      if (judged.more_runs > 0 ||
-          (judged.verdict != v1::VERDICT_GOOD && judged.verdict != v1::VERDICT_BAD)) {
-        continue;
+      if (samples.empty() || own == 0) continue;
+      if (probe.worker() != reference_ && OffsetIsSignificant(own_good->second, good)) {
+        for (double& sample : samples) sample *= reference_good / own;
       }
-      auto& at = (*shifted)[probe.index()];
+      auto& at = samples_at[probe.index()];
       at.insert(at.end(), samples.begin(), samples.end());
-      auto [it, added] = verdicts.emplace(probe.index(), judged.verdict);
-      if (!added && it->second != judged.verdict) disagreed.insert(probe.index());
     }
-    for (int index : disagreed) verdicts.erase(index);
-    return verdicts;
+    return samples_at;
   }
 
  private:
@@ -180,34 +178,44 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
     return row;
   }
 
-  ClassifierOptions options;
-  options.threshold_fraction = spec.threshold_fraction();
-  options.max_runs = spec.max_runs();
-  options.min_runs = spec.runs_per_commit();
-  std::map<int, std::vector<double>> shifted;
-  const std::map<int, v1::Verdict> verdicts = judge.Verdicts(options, &shifted);
+  // Where its step lies: the posterior over the first-bad positions given every sample of it
+  // (the one-step model the job's own answer is judged by, culprit_posterior.h).
+  const std::map<int, std::vector<double>> samples_at = judge.Samples();
+  std::vector<CommitEvidence> evidence;
+  for (const auto& [index, samples] : samples_at) evidence.push_back({index, samples, 0, 0});
   const int last = static_cast<int>(commits.size()) - 1;
-  int first_bad = last;
-  for (const auto& [index, verdict] : verdicts) {
-    if (verdict == v1::VERDICT_BAD) {
-      first_bad = index;
-      break;
-    }
-  }
+  const absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(last, evidence);
   int last_good = 0;
-  for (const auto& [index, verdict] : verdicts) {
-    if (index < first_bad && verdict == v1::VERDICT_GOOD) last_good = index;
+  int first_bad = last;
+  if (posterior.ok()) {
+    // The smallest range holding all but kRangeTail of the probability on either side.
+    double below = 0;
+    while (last_good + 1 < last && below + posterior->probability[last_good + 1] <= kRangeTail) {
+      below += posterior->probability[++last_good];
+    }
+    double above = 0;
+    while (first_bad - 1 > last_good && above + posterior->probability[first_bad] <= kRangeTail) {
+      above += posterior->probability[first_bad--];
+    }
   }
   *row.mutable_last_good() = RowCommit(commits[last_good]);
   *row.mutable_first_bad() = RowCommit(commits[first_bad]);
-  if (first_bad > last_good + 1) {
+  const double confidence = spec.confidence() > 0 ? spec.confidence() : kDefaultMetricConfidence;
+  if (!posterior.ok() || posterior->probability[posterior->most_likely] < confidence) {
     row.set_state(v1::SUITE_METRIC_STATE_SEARCHING);
     return row;
   }
+  // Its culprit: the medians of the nearest measured commits on either side.
+  const int culprit = posterior->most_likely;
+  auto below = samples_at.lower_bound(culprit);
+  const std::vector<double>& before = std::prev(below)->second;
+  const std::vector<double>& after = below->second;
   row.set_state(v1::SUITE_METRIC_STATE_CULPRIT);
-  *row.mutable_culprit() = RowCommit(commits[first_bad]);
-  row.set_before(last_good == 0 ? baselines.good_median : MedianOrZero(shifted[last_good]));
-  row.set_after(first_bad == last ? baselines.bad_median : MedianOrZero(shifted[first_bad]));
+  *row.mutable_culprit() = RowCommit(commits[culprit]);
+  *row.mutable_last_good() = RowCommit(commits[std::prev(below)->first]);
+  row.clear_first_bad();
+  row.set_before(MedianOrZero(before));
+  row.set_after(MedianOrZero(after));
   row.set_culprit_regression_pct(RegressionPercent(row.before(), row.after(), direction));
   row.set_job_id(status.job_id());
   return row;

@@ -7,13 +7,17 @@
 //   * compares GOOD and BAD on the reference worker (the one that measured BAD) as the job
 //     compares its own baselines (AssessBaselines): a metric that did not move is UNCHANGED, one
 //     that got better is IMPROVED, and both cost nothing more;
-//   * classifies every probe row of the range as the job classifies its own (ClassifyProbe,
-//     against that metric's GOOD and BAD, a worker's samples scaled by the ratio of the
-//     reference's GOOD median to its own, as the job's calibration does; a worker without its
-//     own GOOD, and a row whose samples cannot tell, narrow nothing);
-//   * keeps the interval its verdicts leave: one step wide, the metric has its CULPRIT (found
-//     by this job's probes); wider, it is SEARCHING, and once the job is finished a suite
-//     follow-up (coordinator/follow_ups.h) searches it with a metric of its own as the lead.
+//   * places its step with the posterior over the first-bad positions given every sample of it
+//     (ComputeCulpritPosterior, the one-step model the job's own answer is judged by): its
+//     GOOD and BAD, and every row of the range in the reference's frame (as the job's
+//     calibration does, a worker whose GOOD differs from the reference's by more than noise
+//     has its samples scaled by the ratio of the GOOD medians; the others share the frame; a
+//     worker without its own GOOD gives nothing);
+//   * with the job's confidence (0.99 by default) on one commit, the metric has its CULPRIT
+//     (found by this job's probes); otherwise it is SEARCHING over the smallest range that
+//     leaves out at most 1e-5 of the probability on either side, and once the job is finished
+//     a suite follow-up (coordinator/follow_ups.h) searches that range with a metric of its
+//     own as the lead.
 // Pure: it reads the job's status and commits and writes status.suite. Thread-compatible.
 #ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 #define KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
