@@ -22,12 +22,14 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "bench/noise_models.h"
 #include "coordinator/job/bisect_job.h"
 
 namespace kbisect {
@@ -35,23 +37,14 @@ namespace {
 
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
-struct Noise {
-  std::string name;
-  std::function<double(double value, std::mt19937_64& rng)> sample;
-};
-
-std::vector<Noise> Noises() {
-  std::vector<Noise> noises;
-  for (double cv : {0.01, 0.03, 0.05}) {
-    noises.push_back(
-        {absl::StrFormat("gauss cv=%g%%", cv * 100), [cv](double v, std::mt19937_64& rng) {
-           return v * (1 + std::normal_distribution<double>(0, cv)(rng));
-         }});
+// The shared models but the 10% CV and the bimodal one (the accuracy tables' extremes).
+std::vector<NoiseModel> Noises() {
+  std::vector<NoiseModel> noises;
+  for (NoiseModel& model : NoiseModels()) {
+    if (model.name != "gauss cv=10%" && model.name.rfind("bimodal", 0) != 0) {
+      noises.push_back(std::move(model));
+    }
   }
-  noises.push_back({"heavy-tail t3 5%", [](double v, std::mt19937_64& rng) {
-                      const double t = std::student_t_distribution<double>(3)(rng);
-                      return v * (1 + 0.05 * t / std::sqrt(3.0));
-                    }});
   return noises;
 }
 
@@ -73,7 +66,7 @@ bool Contains(const v1::SuiteMetricResult& row, int commit) {
   return row.last_good().index() < commit && commit <= row.first_bad().index();
 }
 
-void RunTrial(int n, double effect, int workers, const Noise& noise, std::mt19937_64& rng,
+void RunTrial(int n, double effect, int workers, const NoiseModel& noise, std::mt19937_64& rng,
               Tally* tally) {
   std::uniform_int_distribution<int> position(1, n);
   const int c = position(rng);
@@ -216,7 +209,7 @@ int main(int argc, char** argv) {
       "| noise | effect | W | lead exact | same: culprit | same: wrong | other: placed | "
       "other: wrong | flat: right | flat: wrong | runs/job |\n");
   std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
-  for (const Noise& noise : Noises()) {
+  for (const NoiseModel& noise : Noises()) {
     for (double effect : effects) {
       for (int workers : worker_counts) {
         std::mt19937_64 rng(seed);
