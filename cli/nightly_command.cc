@@ -398,15 +398,22 @@ int SuiteNight(const NightlyFlags& f, const std::vector<std::string>& bench,
     }
     decisions.push_back(*std::move(decision));
     const triage::NightlyDecision& d = decisions.back();
+    // A step to bisect is bisected by the suite's one job (below), not under the series' own
+    // request id that the decision's summary names.
+    const std::string summary =
+        d.action == triage::NightlyAction::kSubmitBisect
+            ? absl::StrCat("a real regression step between the nightlies of ",
+                           d.triage.last_good->date, " and ", d.triage.first_bad->date)
+            : d.summary;
     std::cout << "  " << named.name << " = " << FormatValue(named.metric.value, named.metric.unit)
-              << ": " << triage::NightlyActionName(d.action) << " (" << d.summary << ")\n";
+              << ": " << triage::NightlyActionName(d.action) << " (" << summary << ")\n";
     metrics.push_back({{"metric", named.name},
                        {"series", SuiteSeries(f.benchmark, named.name)},
                        {"value", named.metric.value},
                        {"unit", named.metric.unit},
                        {"action", triage::NightlyActionName(d.action)},
                        {"cause", triage::CauseName(d.triage.diagnosis.cause)},
-                       {"summary", d.summary}});
+                       {"summary", summary}});
     if (d.action != triage::NightlyAction::kSubmitBisect) continue;
     const triage::KernelTriage& k = d.triage;
     const double move = std::fabs(k.evidence.primary.relative_change);
