@@ -2,11 +2,16 @@
 #include "report/suite_groups.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metric/metric.h"
 #include "common/metric/percent.h"
+#include "common/text/count.h"
+#include "report/html/page_format.h"
 
 namespace kbisect {
 
@@ -64,26 +69,19 @@ std::string SuiteMetricChange(const v1::SuiteMetricResult& row) {
 std::string SuiteHeadline(const SuiteGroups& groups) {
   std::vector<std::string> parts;
   for (const SuiteCulpritGroup& group : groups.culprits) {
-    parts.push_back(absl::StrCat(
-        parts.empty()
-            ? absl::StrCat(group.metrics.size(), group.metrics.size() == 1 ? " metric" : " metrics",
-                           " regressed at ")
-            : absl::StrCat(group.metrics.size(), " at "),
-        group.culprit.short_sha().empty() ? group.culprit.sha().substr(0, 7)
-                                          : group.culprit.short_sha()));
+    const int size = static_cast<int>(group.metrics.size());
+    parts.push_back(
+        absl::StrCat(parts.empty() ? Count(size, "metric") + " regressed" : std::to_string(size),
+                     " at ", html::ShortSha(group.culprit.sha())));
   }
-  if (!groups.unresolved.empty()) {
-    parts.push_back(absl::StrCat(groups.unresolved.size(), " moved without a culprit"));
-  }
-  if (!groups.searching.empty()) {
-    parts.push_back(absl::StrCat(groups.searching.size(), " still searched"));
-  }
-  if (!groups.improved.empty()) parts.push_back(absl::StrCat(groups.improved.size(), " improved"));
-  if (!groups.unchanged.empty()) {
-    parts.push_back(absl::StrCat(groups.unchanged.size(), " unchanged"));
-  }
-  if (!groups.pending.empty()) {
-    parts.push_back(absl::StrCat(groups.pending.size(), " not judged yet"));
+  const std::pair<const std::vector<const v1::SuiteMetricResult*>*, const char*> rest[] = {
+      {&groups.unresolved, " moved without a culprit"},
+      {&groups.searching, " still searched"},
+      {&groups.improved, " improved"},
+      {&groups.unchanged, " unchanged"},
+      {&groups.pending, " not judged yet"}};
+  for (const auto& [rows, words] : rest) {
+    if (!rows->empty()) parts.push_back(absl::StrCat(rows->size(), words));
   }
   if (parts.empty()) return "no metric measured yet";
   return absl::StrJoin(parts, ", ");
