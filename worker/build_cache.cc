@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "common/git/worktree.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/build_inputs.h"
 #include "worker/build_key.h"
 #include "worker/cmake_relocation.h"
 #include "worker/workspace.h"
@@ -40,6 +42,7 @@ constexpr char kClaim[] = "claim";
 constexpr char kEntryPrefix[] = "e";
 constexpr char kSource[] = "src";
 constexpr char kLayer[] = "layer";
+constexpr char kReadStamp[] = "read-stamp";
 constexpr char kTrashPrefix[] = ".trash-";
 constexpr char kLockHolder[] = "another kbisect worker using this build";
 // How often a slot waiting for another slot's build of the same key looks again.
@@ -53,6 +56,9 @@ struct Marker {
   std::string sha;  // The commit built (empty in markers written before it was recorded).
   std::string tree;
   BuildCost cost;
+  // What the builds of this entry's lineage read (unknown in markers written before it was
+  // recorded, or where the file system records no reads).
+  BuildInputs inputs;
 };
 
 std::optional<Marker> ReadMarker(const fs::path& entry) {
@@ -70,7 +76,15 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
                 json["command"].get<std::string>(),
                 json["sha"].is_string() ? json["sha"].get<std::string>() : "",
                 json["tree"].is_string() ? json["tree"].get<std::string>() : "",
-                BuildCost{}};
+                BuildCost{},
+                BuildInputs()};
+  if (json["read_dirs"].is_array()) {
+    std::set<std::string> dirs;
+    for (const nlohmann::json& dir : json["read_dirs"]) {
+      if (dir.is_string()) dirs.insert(dir.get<std::string>());
+    }
+    marker.inputs = BuildInputs::Read(std::move(dirs));
+  }
   if (json["build_seconds"].is_number() && json["cpu_seconds"].is_number()) {
     marker.cost.wall = absl::Seconds(json["build_seconds"].get<double>());
     marker.cost.cpu = absl::Seconds(json["cpu_seconds"].get<double>());
@@ -389,6 +403,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
       acquired.started_from = claim.copy_from_sha;
     } else {
       fs::remove_all(src, ec);  // A fresh checkout instead.
+      claim.start_inputs = BuildInputs::Read({});
     }
   } else {
     acquired.started_from = claim.took_over_sha;
@@ -417,10 +432,19 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   // Builds this one shares the cores with, at its start and its end (its own slot excluded).
   const int slots_seen = std::max(slot_limit, build_slots_.cores());
   int overlapping = std::max(0, build_slots_.Held(slots_seen) - 1);
+  // What the build reads, where what its start read is known (a fresh checkout reads nothing).
+  const ReadWatch reads = claim.start_inputs.known()
+                              ? ReadWatch::Start(src.string(), (entry / kReadStamp).string())
+                              : ReadWatch();
   acquired.step = layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(),
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
   overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
+  BuildInputs inputs;
+  if (std::optional<std::set<std::string>> read = reads.DirsRead()) {
+    inputs = claim.start_inputs;
+    inputs.Merge(BuildInputs::Read(*std::move(read)));
+  }
 
   nlohmann::json marker;
   marker["key"] = key->Text();
@@ -433,6 +457,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
   marker["overlapping_builds"] = overlapping;
   marker["started_from"] = acquired.started_from;
+  if (inputs.known()) marker["read_dirs"] = inputs.dirs();
   marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
   absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");
   if (!marked.ok()) return infra("recording the build", marked);
@@ -512,16 +537,14 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
     return claim;
   }
   // A new build. The built entries of the same repository, command, environment and isolation,
-  // nearest first (fewest paths changed between their commit and this one).
+  // nearest first: fewest changed paths that the builds read (build_inputs.h: every path while
+  // nothing is known), then fewest changed paths, between their commit and this one.
   std::unique_ptr<GitRepo> repo;
   if (absl::StatusOr<std::unique_ptr<GitRepo>> opened = GitRepo::Open(mirror_dir); opened.ok()) {
     repo = *std::move(opened);
   }
-  struct Near {
-    const EntryState* entry;
-    int distance;
-  };
-  std::vector<Near> near;
+  std::vector<const EntryState*> same_build;
+  BuildInputs inputs;
   // Most recently used first, so that the stable sort gives ties to the most recently used.
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     const EntryState& entry = *it;
@@ -532,11 +555,25 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
     BuildKey same = key;
     same.tree = entry.marker->tree;
     if (entry.marker->key != same.Text()) continue;
-    absl::StatusOr<int> distance = repo->ChangedPathCount(entry.marker->sha, request.sha);
-    if (distance.ok()) near.push_back({&entry, *distance});
+    same_build.push_back(&entry);
+    inputs.Merge(entry.marker->inputs);
   }
-  std::stable_sort(near.begin(), near.end(),
-                   [](const Near& a, const Near& b) { return a.distance < b.distance; });
+  struct Near {
+    const EntryState* entry;
+    int inputs_changed;
+    int paths_changed;
+  };
+  std::vector<Near> near;
+  for (const EntryState* entry : same_build) {
+    absl::StatusOr<std::vector<std::string>> changed =
+        repo->ChangedPaths(entry->marker->sha, request.sha);
+    if (!changed.ok()) continue;
+    near.push_back({entry, inputs.CountInputs(*changed), static_cast<int>(changed->size())});
+  }
+  std::stable_sort(near.begin(), near.end(), [](const Near& a, const Near& b) {
+    return std::make_pair(a.inputs_changed, a.paths_changed) <
+           std::make_pair(b.inputs_changed, b.paths_changed);
+  });
 
   // When the cache is full, drop idle unbuilt entries (failed or crashed builds) first.
   int count = static_cast<int>(entries.size());
@@ -570,6 +607,7 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
       claim.building = std::move(lock);
       claim.name = candidate.entry->name;
       claim.took_over_sha = marker.sha;
+      claim.start_inputs = marker.inputs;
       return claim;
     }
   }
@@ -582,8 +620,10 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
     claim.copy_from = candidate.entry->name;
     claim.copy_from_sha = candidate.entry->marker->sha;
     claim.copy_from_lock = *std::move(shared);
+    claim.start_inputs = candidate.entry->marker->inputs;
     break;
   }
+  if (claim.copy_from.empty()) claim.start_inputs = BuildInputs::Read({});  // A fresh checkout.
   for (const EntryState& candidate : entries) {
     if (count < max_entries_) break;
     if (!candidate.marker.has_value()) continue;  // Already dropped, or in use.

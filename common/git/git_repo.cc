@@ -347,7 +347,8 @@ absl::StatusOr<std::vector<FileChange>> GitRepo::DiffStat(std::string_view from,
   return changes;
 }
 
-absl::StatusOr<int> GitRepo::ChangedPathCount(std::string_view from, std::string_view to) const {
+absl::StatusOr<std::vector<std::string>> GitRepo::ChangedPaths(std::string_view from,
+                                                               std::string_view to) const {
   kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));
   ASSIGN_OR_RETURN(std::string to_sha, ResolveLocked(to));
@@ -358,7 +359,16 @@ absl::StatusOr<int> GitRepo::ChangedPathCount(std::string_view from, std::string
   const int rc = git_diff_tree_to_tree(&raw, repo_.get(), old_tree.get(), new_tree.get(), &options);
   if (rc != 0) return Git2Error(rc, absl::StrCat("cannot diff ", from_sha, " against ", to_sha));
   DiffPtr diff(raw);
-  return static_cast<int>(git_diff_num_deltas(diff.get()));
+  std::vector<std::string> paths;
+  const size_t count = git_diff_num_deltas(diff.get());
+  paths.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    const char* path =
+        delta->new_file.path != nullptr ? delta->new_file.path : delta->old_file.path;
+    if (path != nullptr) paths.emplace_back(path);
+  }
+  return paths;
 }
 
 absl::StatusOr<std::string> GitRepo::DiffPatch(std::string_view from, std::string_view to) const {

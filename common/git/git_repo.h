@@ -148,10 +148,12 @@ class GitRepo {
   absl::StatusOr<std::vector<FileChange>> DiffStat(std::string_view from,
                                                    std::string_view to) const;
 
-  // Returns the number of paths whose content differs between the trees of commits `from` and
-  // `to` (no rename detection: a rename counts twice), reading only the trees that differ. Cheap
-  // enough to compare one commit with many: how far apart two builds' sources are.
-  absl::StatusOr<int> ChangedPathCount(std::string_view from, std::string_view to) const;
+  // Returns the paths whose content differs between the trees of commits `from` and `to`, ordered
+  // by path like git (no rename detection: a rename gives both of its paths; a submodule's
+  // gitlink is one path), reading only the trees that differ. Cheap enough to compare one commit
+  // with many: how far apart two builds' sources are.
+  absl::StatusOr<std::vector<std::string>> ChangedPaths(std::string_view from,
+                                                        std::string_view to) const;
 
   // Returns the unified patch from commit `from` to commit `to`, like `git diff -M from to`
   // (3 lines of context, "diff --git a/... b/..." headers, "Binary files ... differ" for binary

@@ -412,14 +412,14 @@ TEST_F(DiffTest, DiffStatMatchesNumstat) {
   EXPECT_TRUE(git_->DiffStat(to_, to_)->empty());
 }
 
-TEST_F(DiffTest, ChangedPathCountMatchesGitWithoutRenames) {
+TEST_F(DiffTest, ChangedPathsMatchGitWithoutRenames) {
   const std::vector<std::string> names =
       Lines(repo_.Git({"diff", "--name-only", "--no-renames", from_, to_}));
-  EXPECT_EQ(*git_->ChangedPathCount(from_, to_), static_cast<int>(names.size()));
-  EXPECT_EQ(names.size(), 6u) << "the rename counts twice";
-  EXPECT_EQ(*git_->ChangedPathCount(to_, from_), 6);
-  EXPECT_EQ(*git_->ChangedPathCount(to_, to_), 0);
-  EXPECT_FALSE(git_->ChangedPathCount(to_, "0123456789abcdef0123456789abcdef01234567").ok());
+  EXPECT_EQ(*git_->ChangedPaths(from_, to_), names);
+  EXPECT_EQ(names.size(), 6u) << "the rename gives both of its paths";
+  EXPECT_EQ(git_->ChangedPaths(to_, from_)->size(), 6u);
+  EXPECT_TRUE(git_->ChangedPaths(to_, to_)->empty());
+  EXPECT_FALSE(git_->ChangedPaths(to_, "0123456789abcdef0123456789abcdef01234567").ok());
 }
 
 TEST_F(DiffTest, DiffPatchMatchesGitDiff) {

@@ -344,6 +344,47 @@ TEST_F(BuildCacheTest, AMissCopiesTheNearestBuildWithItsFileTimesAndRebuildsWhat
   EXPECT_EQ(other.started_from, "");
 }
 
+TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast) {
+  if (!ReadWatch::Start(tmp_.path(), tmp_.Join("stamp")).on()) {
+    GTEST_SKIP() << "this file system records no reads (noatime): every path counts";
+  }
+  // A build that reads lib/ only (lz4's `make -C lib`): a change of the documentation costs it
+  // nothing, one of the library a compile.
+  GitFixture repo(tmp_.Join("lib-repo"));
+  repo.Init();
+  const std::string v1 = repo.Commit(
+      "v1", {{"lib/a.c", "1\n"}, {"doc/1.md", "1"}, {"doc/2.md", "1"}, {"doc/3.md", "1"}});
+  const std::string docs =
+      repo.Commit("docs", {{"doc/1.md", "2"}, {"doc/2.md", "2"}, {"doc/3.md", "2"}});
+  const std::string lib = repo.Commit("lib", {{"lib/a.c", "2\n"}});
+  const std::string command =
+      absl::StrCat("echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_), " && cat lib/a.c > built.txt");
+  auto request = [&](const std::string& sha) {
+    BuildCache::Request r = Request(sha, command);
+    r.repository = repo.path();
+    return r;
+  };
+  BuildCache cache(CacheDir(), 16, runner_.get());
+  BuildCache::Acquired first = cache.Acquire(request(v1), nullptr, nullptr);
+  ASSERT_TRUE(first.step.ok()) << first.step.message;
+  const std::string marker = ReadFile((fs::path(first.dir).parent_path() / "built").string());
+  EXPECT_THAT(marker, HasSubstr("\"read_dirs\": [\n    \"lib\"\n  ]"))
+      << "a fresh checkout's build read lib/a.c only (built.txt is its own output)";
+  BuildCache::Acquired third = cache.Acquire(request(lib), nullptr, nullptr);
+  ASSERT_TRUE(third.step.ok()) << third.step.message;
+  EXPECT_EQ(third.started_from, v1);
+
+  // `docs` is one path (lib/a.c) from `lib` and three (doc/) from v1: by paths `lib` is nearer,
+  // by what the build reads v1 is (nothing to compile).
+  BuildCache::Acquired second = cache.Acquire(request(docs), nullptr, nullptr);
+  ASSERT_TRUE(second.step.ok()) << second.step.message;
+  EXPECT_EQ(second.started_from, v1);
+  EXPECT_EQ(ReadFile(second.dir + "/built.txt"), "1\n");
+  EXPECT_THAT(ReadFile((fs::path(second.dir).parent_path() / "built").string()),
+              HasSubstr("\"read_dirs\""))
+      << "what its start read is carried on";
+}
+
 TEST_F(BuildCacheTest, ACopiedCMakeTreeMovesToItsOwnEntryAndRebuildsOnlyWhatChanged) {
   // A real CMake project with two sources: a copied build tree names the entry it came from
   // (built as it is, it would write there). Relocated, it rebuilds only the file the checkout
