@@ -78,12 +78,16 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
                 json["tree"].is_string() ? json["tree"].get<std::string>() : "",
                 BuildCost{},
                 BuildInputs()};
-  if (json["read_dirs"].is_array()) {
-    std::set<std::string> dirs;
-    for (const nlohmann::json& dir : json["read_dirs"]) {
-      if (dir.is_string()) dirs.insert(dir.get<std::string>());
-    }
-    marker.inputs = BuildInputs::Read(std::move(dirs));
+  if (const nlohmann::json& inputs = json["inputs"];
+      inputs.is_object() && inputs["read"].is_array() && inputs["unread"].is_array()) {
+    auto paths = [](const nlohmann::json& list) {
+      std::set<std::string> out;
+      for (const nlohmann::json& path : list) {
+        if (path.is_string()) out.insert(path.get<std::string>());
+      }
+      return out;
+    };
+    marker.inputs = BuildInputs::Read(paths(inputs["read"]), paths(inputs["unread"]));
   }
   if (json["build_seconds"].is_number() && json["cpu_seconds"].is_number()) {
     marker.cost.wall = absl::Seconds(json["build_seconds"].get<double>());
@@ -403,7 +407,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
       acquired.started_from = claim.copy_from_sha;
     } else {
       fs::remove_all(src, ec);  // A fresh checkout instead.
-      claim.start_inputs = BuildInputs::Read({});
+      claim.start_inputs = BuildInputs::Read({}, {});
     }
   } else {
     acquired.started_from = claim.took_over_sha;
@@ -441,9 +445,9 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
   BuildInputs inputs;
-  if (std::optional<std::set<std::string>> read = reads.DirsRead()) {
+  if (std::optional<BuildInputs> read = reads.Reads()) {
     inputs = claim.start_inputs;
-    inputs.Merge(BuildInputs::Read(*std::move(read)));
+    inputs.Merge(*read);
   }
 
   nlohmann::json marker;
@@ -457,7 +461,10 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
   marker["overlapping_builds"] = overlapping;
   marker["started_from"] = acquired.started_from;
-  if (inputs.known()) marker["read_dirs"] = inputs.dirs();
+  if (inputs.known()) {
+    marker["inputs"]["read"] = inputs.read();
+    marker["inputs"]["unread"] = inputs.unread();
+  }
   marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
   absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");
   if (!marked.ok()) return infra("recording the build", marked);
@@ -623,7 +630,7 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
     claim.start_inputs = candidate.entry->marker->inputs;
     break;
   }
-  if (claim.copy_from.empty()) claim.start_inputs = BuildInputs::Read({});  // A fresh checkout.
+  if (claim.copy_from.empty()) claim.start_inputs = BuildInputs::Read({}, {});  // Fresh.
   for (const EntryState& candidate : entries) {
     if (count < max_entries_) break;
     if (!candidate.marker.has_value()) continue;  // Already dropped, or in use.

@@ -19,8 +19,8 @@
 //   e<N>/layer/     the environment the build installs into (build_layer.h), made afresh for
 //                   each build of the entry; its build and benchmarks run with it
 //   e<N>/built      written atomically (and fsynced) after the build succeeded: the key, the
-//                   commit, the repository, the build's wall and CPU time, the directories
-//                   its lineage's builds read (JSON). An entry without it holds no usable
+//                   commit, the repository, the build's wall and CPU time, the files its
+//                   lineage's builds read (JSON). An entry without it holds no usable
 //                   build (in progress, failed, or its worker crashed) and is never served; the
 //                   next request of its key builds it again in place.
 //   e<N>/read-stamp the file whose access time marks the start of the entry's latest build
@@ -29,7 +29,7 @@
 // A miss builds incrementally from the nearest build: among the built entries of the same
 // repository, command and environment, the one whose commit's tree differs from the new one in
 // the fewest paths that the builds read (build_inputs.h: learned from the files' access times
-// and kept in the markers as `read_dirs`), then in the fewest paths. When the cache is full, or the job named the builds it will use again
+// and kept in the markers as `inputs`), then in the fewest paths. When the cache is full, or the job named the builds it will use again
 // (Request::keep_shas), the nearest idle entry the job does not keep is taken over in place: its
 // checkout moves to the new commit (only changed files are rewritten, file times and ignored
 // build outputs stay), so make, ninja, CMake and setuptools rebuild what changed. Otherwise (or

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -44,20 +45,31 @@ void ForEachFile(const fs::path& top, const Visit& visit) {
 
 }  // namespace
 
-BuildInputs BuildInputs::Read(std::set<std::string> dirs) {
+BuildInputs BuildInputs::Read(const std::set<std::string>& read,
+                              const std::set<std::string>& unread) {
   BuildInputs inputs;
   inputs.known_ = true;
-  inputs.dirs_ = std::move(dirs);
+  for (const std::string& path : read) {
+    inputs.read_.insert(path);
+    inputs.read_dirs_.emplace(DirOf(path));
+  }
+  for (const std::string& path : unread) {
+    if (inputs.read_.count(path) == 0 && inputs.read_dirs_.count(std::string(DirOf(path))) > 0) {
+      inputs.unread_.insert(path);
+    }
+  }
   return inputs;
 }
 
 bool BuildInputs::IsInput(std::string_view path) const {
   if (!known_) return true;
-  if (dirs_.count(std::string(DirOf(path))) > 0) return true;
-  // A directory above a read one: the first read directory at or after "path/" in order.
-  const std::string below = std::string(path) + "/";
-  auto it = dirs_.lower_bound(below);
-  return it != dirs_.end() && absl::StartsWith(*it, below);
+  const std::string file(path);
+  if (read_.count(file) > 0) return true;
+  // A directory above a file read: the first file read at or after "path/" in order.
+  const std::string below = file + "/";
+  auto it = read_.lower_bound(below);
+  if (it != read_.end() && absl::StartsWith(*it, below)) return true;
+  return read_dirs_.count(std::string(DirOf(path))) > 0 && unread_.count(file) == 0;
 }
 
 int BuildInputs::CountInputs(const std::vector<std::string>& paths) const {
@@ -69,7 +81,12 @@ int BuildInputs::CountInputs(const std::vector<std::string>& paths) const {
 void BuildInputs::Merge(const BuildInputs& other) {
   if (!other.known_) return;
   known_ = true;
-  dirs_.insert(other.dirs_.begin(), other.dirs_.end());
+  read_.insert(other.read_.begin(), other.read_.end());
+  read_dirs_.insert(other.read_dirs_.begin(), other.read_dirs_.end());
+  for (const std::string& path : other.unread_) unread_.insert(path);
+  for (auto it = unread_.begin(); it != unread_.end();) {
+    it = read_.count(*it) > 0 ? unread_.erase(it) : std::next(it);
+  }
 }
 
 ReadWatch ReadWatch::Start(const std::string& checkout, const std::string& stamp) {
@@ -120,16 +137,21 @@ ReadWatch ReadWatch::Start(const std::string& checkout, const std::string& stamp
   return watch;
 }
 
-std::optional<std::set<std::string>> ReadWatch::DirsRead() const {
+std::optional<BuildInputs> ReadWatch::Reads() const {
   if (!on_) return std::nullopt;
-  std::set<std::string> dirs;
+  std::set<std::string> read;
+  std::set<std::string> unread;
   const fs::path top(checkout_);
   ForEachFile(top, [&](const fs::path& path, const struct stat& st) {
-    // Read during the build, not written by it (its own outputs).
-    if (Nanoseconds(st.st_atim) <= since_ns_ || Nanoseconds(st.st_mtim) > since_ns_) return;
-    dirs.emplace(DirOf(path.lexically_relative(top).generic_string()));
+    if (Nanoseconds(st.st_mtim) > since_ns_) return;  // Written by the build: its own output.
+    std::string relative = path.lexically_relative(top).generic_string();
+    if (Nanoseconds(st.st_atim) > since_ns_) {
+      read.insert(std::move(relative));
+    } else {
+      unread.insert(std::move(relative));
+    }
   });
-  return dirs;
+  return BuildInputs::Read(read, unread);
 }
 
 }  // namespace kbisect

@@ -368,7 +368,7 @@ TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast
   BuildCache::Acquired first = cache.Acquire(request(v1), nullptr, nullptr);
   ASSERT_TRUE(first.step.ok()) << first.step.message;
   const std::string marker = ReadFile((fs::path(first.dir).parent_path() / "built").string());
-  EXPECT_THAT(marker, HasSubstr("\"read_dirs\": [\n    \"lib\"\n  ]"))
+  EXPECT_THAT(marker, HasSubstr("\"read\": [\n      \"lib/a.c\"\n    ]"))
       << "a fresh checkout's build read lib/a.c only (built.txt is its own output)";
   BuildCache::Acquired third = cache.Acquire(request(lib), nullptr, nullptr);
   ASSERT_TRUE(third.step.ok()) << third.step.message;
@@ -381,7 +381,7 @@ TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast
   EXPECT_EQ(second.started_from, v1);
   EXPECT_EQ(ReadFile(second.dir + "/built.txt"), "1\n");
   EXPECT_THAT(ReadFile((fs::path(second.dir).parent_path() / "built").string()),
-              HasSubstr("\"read_dirs\""))
+              HasSubstr("\"lib/a.c\""))
       << "what its start read is carried on";
 }
 

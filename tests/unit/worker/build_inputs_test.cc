@@ -30,31 +30,40 @@ TEST(BuildInputsTest, NothingKnownMakesEveryPathAnInput) {
   EXPECT_EQ(unknown.CountInputs({"a", "b/c"}), 2);
 }
 
-TEST(BuildInputsTest, APathIsAnInputWhenItsDirectoryHoldsAFileTheBuildRead) {
-  const BuildInputs inputs = BuildInputs::Read({"lib", "third_party/cutlass/include"});
+TEST(BuildInputsTest, APathIsAnInputWhenABuildReadItOrItAppearedBesideTheFilesRead) {
+  const BuildInputs inputs = BuildInputs::Read(
+      {"Makefile.inc", "lib/lz4.c", "lib/lz4.h", "third_party/cutlass/include/a.h"},
+      {"README.md", "lib/README.md", "doc/manual.md", "third_party/x.txt"});
   EXPECT_TRUE(inputs.known());
   EXPECT_TRUE(inputs.IsInput("lib/lz4.c"));
-  EXPECT_TRUE(inputs.IsInput("lib/new_file.c")) << "a file added beside the ones read";
+  EXPECT_TRUE(inputs.IsInput("Makefile.inc")) << "read at the top";
+  EXPECT_FALSE(inputs.IsInput("README.md")) << "seen beside it, never read";
+  EXPECT_FALSE(inputs.IsInput("lib/README.md"));
+  EXPECT_TRUE(inputs.IsInput("lib/new_file.c")) << "a file no build saw, beside the files read";
+  EXPECT_TRUE(inputs.IsInput("NEWS")) << "so is one at the top";
   EXPECT_FALSE(inputs.IsInput("lib/dll/example.c")) << "a directory below is its own";
-  EXPECT_FALSE(inputs.IsInput("libx/a.c"));
-  EXPECT_FALSE(inputs.IsInput("README.md")) << "nothing at the top was read";
-  EXPECT_FALSE(inputs.IsInput("tests/fuzz.c"));
+  EXPECT_FALSE(inputs.IsInput("tests/fuzz.c")) << "no file read in tests/";
+  EXPECT_FALSE(inputs.IsInput("doc/manual.md"));
   EXPECT_TRUE(inputs.IsInput("third_party/cutlass")) << "a submodule's gitlink above a read file";
   EXPECT_FALSE(inputs.IsInput("third_party/other"));
-  EXPECT_EQ(inputs.CountInputs({"lib/a.c", "doc/x.md", "programs/lz4cli.c", "lib/b.h"}), 2);
-  EXPECT_TRUE(BuildInputs::Read({""}).IsInput("Makefile")) << "\"\" is the top";
-  EXPECT_FALSE(BuildInputs::Read({}).IsInput("lib/a.c")) << "known, and nothing read";
+  EXPECT_EQ(inputs.CountInputs({"lib/lz4.c", "doc/x.md", "programs/lz4cli.c", "lib/lz4.h"}), 2);
+  EXPECT_THAT(inputs.unread(), ElementsAre("README.md", "lib/README.md"))
+      << "only what lies beside the files read is kept";
+  EXPECT_FALSE(BuildInputs::Read({}, {}).IsInput("lib/a.c")) << "known, and nothing read";
 }
 
-TEST(BuildInputsTest, MergingAddsWhatIsKnown) {
+TEST(BuildInputsTest, MergingAddsWhatIsKnownAndAFileEitherReadIsRead) {
   BuildInputs inputs;
   inputs.Merge(BuildInputs());
   EXPECT_FALSE(inputs.known());
-  inputs.Merge(BuildInputs::Read({"src"}));
-  inputs.Merge(BuildInputs::Read({"include"}));
+  // A fresh build read lib/a.c and lib/b.c; an incremental one after it only lib/b.c.
+  inputs.Merge(BuildInputs::Read({"lib/a.c", "lib/b.c"}, {"lib/README"}));
+  inputs.Merge(BuildInputs::Read({"lib/b.c"}, {"lib/a.c", "lib/README"}));
   inputs.Merge(BuildInputs());
   EXPECT_TRUE(inputs.known());
-  EXPECT_THAT(inputs.dirs(), ElementsAre("include", "src"));
+  EXPECT_THAT(inputs.read(), ElementsAre("lib/a.c", "lib/b.c"));
+  EXPECT_THAT(inputs.unread(), ElementsAre("lib/README"));
+  EXPECT_TRUE(inputs.IsInput("lib/a.c"));
 }
 
 void Write(const fs::path& path, const std::string& contents) {
@@ -87,12 +96,13 @@ TEST(ReadWatchTest, SeesTheFilesReadSinceItStartedButNotTheOnesWritten) {
   Read(top / "lib/lz4.o");
   Write(top / "out/liblz4.a", "archive");
   Read(top / "out/liblz4.a");
-  const std::optional<std::set<std::string>> read = watch.DirsRead();
-  ASSERT_TRUE(read.has_value());
-  EXPECT_THAT(*read, ElementsAre("lib"))
-      << "lib/lz4.c was read; .git is git's; out/ holds the build's own outputs";
+  const std::optional<BuildInputs> reads = watch.Reads();
+  ASSERT_TRUE(reads.has_value());
+  EXPECT_THAT(reads->read(), ElementsAre("lib/lz4.c"))
+      << ".git is git's; lib/lz4.o and out/ are the build's own outputs";
+  EXPECT_THAT(reads->unread(), ElementsAre("lib/lz4.h")) << "doc/ and the top hold no file read";
   EXPECT_FALSE(ReadWatch().on()) << "a watch never started records nothing";
-  EXPECT_FALSE(ReadWatch().DirsRead().has_value());
+  EXPECT_FALSE(ReadWatch().Reads().has_value());
 }
 
 TEST(ReadWatchTest, IsOffWhereItsStampCannotBeWritten) {
