@@ -594,10 +594,15 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
   auto write_claim = [&](const std::string& name) -> absl::Status {
     return WriteFileDurably(entry_path(name) / kClaim, key_text);
   };
-  // Take the nearest idle entry the job does not keep over, in place.
+  // Take the nearest idle entry the job does not keep over, in place, unless it differs in more
+  // of what the builds read than a nearer entry (one the job keeps, or in use): that one is copied
+  // instead, a copy costing less than a compile. While nothing is known of what the builds read,
+  // an entry is taken over rather than copied: a copy of every file costs more than a few paths.
   const bool job_names_its_builds = !request.keep_shas.empty();
+  const int fewest_inputs_changed = near.empty() ? 0 : near.front().inputs_changed;
   if (count >= max_entries_ || job_names_its_builds) {
     for (const Near& candidate : near) {
+      if (inputs.known() && candidate.inputs_changed > fewest_inputs_changed) break;
       const Marker& marker = *candidate.entry->marker;
       if (job_names_its_builds && std::find(request.keep_shas.begin(), request.keep_shas.end(),
                                             marker.sha) != request.keep_shas.end()) {

@@ -383,6 +383,21 @@ TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast
   EXPECT_THAT(ReadFile((fs::path(second.dir).parent_path() / "built").string()),
               HasSubstr("\"lib/a.c\""))
       << "what its start read is carried on";
+
+  // A job that keeps v1 and `docs` (GOOD, the interval's end): `lib` is the only entry it lets
+  // go, but a build from it compiles lib/a.c again; a copy of `docs` compiles nothing.
+  first.in_use.reset();
+  second.in_use.reset();
+  third.in_use.reset();
+  const std::string docs_again =
+      repo.Commit("lib back, docs again", {{"lib/a.c", "1\n"}, {"doc/1.md", "3"}});
+  BuildCache::Request keeping = request(docs_again);
+  keeping.keep_shas = {v1, docs};
+  BuildCache::Acquired fourth = cache.Acquire(keeping, nullptr, nullptr);
+  ASSERT_TRUE(fourth.step.ok()) << fourth.step.message;
+  EXPECT_EQ(fourth.started_from, docs) << "copied from the entry that differs in doc/1.md only";
+  EXPECT_EQ(cache.EntryCount(), 4) << "nothing taken over";
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(v1, lib, docs, docs_again));
 }
 
 TEST_F(BuildCacheTest, ACopiedCMakeTreeMovesToItsOwnEntryAndRebuildsOnlyWhatChanged) {
