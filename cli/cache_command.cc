@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -15,12 +16,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cli/run_command.h"
 #include "common/clock/age.h"
 #include "common/flags/flag_checks.h"
 #include "common/text/count.h"
 #include "coordinator/result_cache.h"
+#include "worker/build_cache.h"
 #include "worker/compiler_cache.h"
 #include "worker/worker_slot.h"
 
@@ -95,6 +98,18 @@ void PrintBuildCaches(const std::string& cache_dir) {
     if (it->path().filename().string()[0] != '.' && it->is_directory(ec)) ++kept;
   }
   std::cout << "Builds:   " << Count(kept, "build") << " kept in " << builds << "\n";
+  // What each build command reads (learned from access times): where its files are.
+  for (const auto& [command, inputs] : BuildCache::InputsByCommand(cache_dir)) {
+    std::map<std::string, int> by_dir;
+    for (const std::string& file : inputs.read()) {
+      const size_t slash = file.rfind('/');
+      ++by_dir[slash == std::string::npos ? "the top" : file.substr(0, slash) + "/"];
+    }
+    std::vector<std::string> where;
+    for (const auto& [dir, files] : by_dir) where.push_back(absl::StrCat(dir, " ", files));
+    std::cout << "Reads:    " << Count(static_cast<int>(inputs.read().size()), "file") << " ("
+              << absl::StrJoin(where, ", ") << ") for `" << command << "`\n";
+  }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   absl::StatusOr<CompilerCacheStats> compiled = CompilerCache::Stats(cache_dir, runner.get());
   if (!compiled.ok()) {

@@ -290,6 +290,16 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
+std::map<std::string, BuildInputs> BuildCache::InputsByCommand(const std::string& cache_dir) {
+  std::map<std::string, BuildInputs> inputs;
+  for (const EntryState& entry : ListEntries(fs::path(cache_dir) / "builds")) {
+    if (entry.marker.has_value() && entry.marker->inputs.known()) {
+      inputs[entry.marker->command].Merge(entry.marker->inputs);
+    }
+  }
+  return inputs;
+}
+
 bool BuildCache::MarkUsed(const Request& request) {
   const std::string mirror_dir =
       absl::StrCat(cache_dir_, "/mirrors/", MirrorKey(request.repository), ".git");
@@ -398,6 +408,11 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
     const fs::path from = fs::path(builds_dir_) / claim.copy_from / kSource;
     fs::remove_all(src, ec);
     absl::Status copied = CopyCheckout(runner_, from, src);
+    // Its layer too, where its builds installed nothing: no virtual environment to make.
+    if (copied.ok()) {
+      layers_.CopyPristine((fs::path(builds_dir_) / claim.copy_from / kLayer).string(),
+                           (entry / kLayer).string());
+    }
     claim.copy_from_lock.reset();
     if (copied.ok()) {
       // The copied CMake trees name the entry they came from: moved here, they rebuild only what

@@ -29,16 +29,17 @@
 // A miss builds incrementally from the nearest build: among the built entries of the same
 // repository, command and environment, the one whose commit's tree differs from the new one in
 // the fewest paths that the builds read (build_inputs.h: learned from the files' access times
-// and kept in the markers as `inputs`), then in the fewest paths. When the cache is full, or the job named the builds it will use again
-// (Request::keep_shas), the nearest idle entry the job does not keep is taken over in place: its
-// checkout moves to the new commit (only changed files are rewritten, file times and ignored
-// build outputs stay), so make, ninja, CMake and setuptools rebuild what changed. Otherwise (or
-// when every such entry is kept or in use) a new entry starts as a copy of the nearest entry's
-// checkout, build outputs and file times included (`cp -a --reflink=auto`: a reflink copy where
-// the file system has them), then checks the difference out; CMake build trees in the copy,
-// which name the other entry's directory, are moved to this one (their paths rewritten, file
-// times kept: cmake_relocation.h), or removed and configured again where they cannot be. Only a miss
-// with no such entry starts from a fresh checkout, i.e. a clean build.
+// and kept in the markers as `inputs`), then in the fewest paths. When the cache is full, or the
+// job named the builds it will use again (Request::keep_shas), the nearest idle entry the job does
+// not keep is taken over in place: its checkout moves to the new commit (only changed files are
+// rewritten, file times and ignored build outputs stay), so make, ninja, CMake and setuptools
+// rebuild what changed. Otherwise (or when every such entry is kept or in use) a new entry starts
+// as a copy of the nearest entry's checkout, build outputs and file times included (`cp -a
+// --reflink=auto`: a reflink copy where the file system has them), then checks the difference out;
+// CMake build trees in the copy, which name the other entry's directory, are moved to this one
+// (their paths rewritten, file times kept: cmake_relocation.h), or removed and configured again
+// where they cannot be. Only a miss with no such entry starts from a fresh checkout, i.e. a clean
+// build.
 //
 // Builds run through the host's compiler cache (compiler_cache.h) unless it is turned off, and
 // take one of the host's build slots (build_slots.h) first: no more builds at once than the
@@ -182,6 +183,11 @@ class BuildCache {
 
   // The number of entry directories (built or not), for tests and operators.
   int EntryCount() const;
+
+  // What the builds under `cache_dir` read (build_inputs.h), by build command: what the built
+  // entries of each command know, together. Commands whose builds learned nothing are absent.
+  // For operators (`kbisect cache stats`).
+  static std::map<std::string, BuildInputs> InputsByCommand(const std::string& cache_dir);
 
  private:
   // What the lookup under the cache lock found for a key.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -338,6 +339,39 @@ BuildLayer BuildLayers::Open(const std::string& dir, v1::BuildIsolation isolatio
   for (const auto& [name, value] : command_env) env[name] = value;
   layer.variables = LayerVariables(dir, layer.isolation == v1::BUILD_ISOLATION_PYTHON, env);
   return layer;
+}
+
+bool BuildLayers::CopyPristine(const std::string& from, const std::string& to) {
+  const std::optional<PythonBase> base = Base();
+  if (!base.has_value() || !PristinePythonLayer(from, base->description)) return false;
+  std::error_code ec;
+  fs::remove_all(to, ec);
+  auto give_up = [&] {
+    fs::remove_all(to, ec);
+    return false;
+  };
+  fs::create_directories(fs::path(to).parent_path(), ec);
+  if (!ec) fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) return give_up();
+  // The activation scripts, pyvenv.cfg and the pip shims name the layer's directory.
+  constexpr uintmax_t kLargestText = 1 << 20;
+  for (fs::recursive_directory_iterator it(to, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->is_symlink(ec) || it->file_size(ec) > kLargestText) {
+      continue;
+    }
+    std::ifstream in(it->path(), std::ios::binary);
+    std::stringstream contents;
+    contents << in.rdbuf();
+    std::string text = contents.str();
+    if (text.find(from) == std::string::npos) continue;
+    text = absl::StrReplaceAll(text, {{from, to}});
+    std::ofstream out(it->path(), std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return give_up();
+  }
+  if (ec) return give_up();
+  if (!WriteText(fs::path(to) / kPristineListing, LayerListing(to), false).ok()) return give_up();
+  return true;
 }
 
 absl::StatusOr<BuildLayer> BuildLayers::Create(

@@ -127,6 +127,13 @@ class BuildLayers {
   absl::StatusOr<BuildLayer> Create(const std::string& dir, v1::BuildIsolation isolation,
                                     const std::map<std::string, std::string>& command_env);
 
+  // Makes the layer at `to` a copy of the Python layer at `from` when that one holds what it held
+  // when it was made (its builds installed nothing): the paths of `from` in its files become
+  // `to`, so Create then keeps it instead of making a virtual environment again (0.1-0.35 s), as
+  // for a new build-cache entry copied from another one. Returns false, leaving no `to`, when
+  // `from` is no such layer or the copy fails.
+  bool CopyPristine(const std::string& from, const std::string& to);
+
   // The layer that Create made at `dir` with `isolation`, for a build that is reused: its
   // variables, without touching the directory.
   BuildLayer Open(const std::string& dir, v1::BuildIsolation isolation,

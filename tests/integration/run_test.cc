@@ -305,11 +305,14 @@ TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
   const std::string repo = tmp_.Join("repo");
   const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");
   const std::string json = tmp_.Join("built.json");
-  // The build counts itself outside the repository: one line per build, naming the commit.
+  // The build counts itself outside the repository: one line per build, naming the commit. It
+  // reads one file of the checkout.
   const std::string builds = tmp_.Join("builds.log");
   CommandResult run = Run(absl::StrCat(
       "run v1.0 --repo ", repo, " --workers 2 --json ", json, " --build ",
-      ShellQuote(absl::StrCat("echo $KBISECT_COMMIT >> ", ShellQuote(builds))), " -- ./bench.sh"));
+      ShellQuote(absl::StrCat("cat kernels/attention.py > /dev/null && echo $KBISECT_COMMIT >> ",
+                              ShellQuote(builds))),
+      " -- ./bench.sh"));
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["culprit"]["sha"], culprit);
@@ -333,6 +336,20 @@ TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
   EXPECT_EQ(distinct.size(), built.size()) << "a commit was built twice:\n" << ReadFile(builds);
   EXPECT_LE(built.size(), probed.size());
   EXPECT_TRUE(distinct.count(culprit));
+
+  // What the builds read was learned (where the file system records reads: relatime, the
+  // default) and `kbisect cache stats` says so.
+  const std::string probe = tmp_.Join("atime-probe");
+  const bool reads_recorded =
+      RunShell(absl::StrCat("echo x > ", probe, " && touch -a -d 2000-01-01 ", probe, " && cat ",
+                            probe, " > /dev/null && test $(stat -c %X ", probe, ") -gt 946771200"))
+          .exit_code == 0;
+  CommandResult stats = Run("cache stats");
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  if (reads_recorded) {
+    EXPECT_THAT(stats.out, HasSubstr("Reads:    1 file (kernels/ 1) for `cat kernels/attention.py"))
+        << stats.out;
+  }
 }
 
 TEST_F(RunTest, ASecondNightlyOverAnOverlappingRangeReusesTheFirstsMeasurements) {

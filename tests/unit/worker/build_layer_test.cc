@@ -31,6 +31,7 @@ using ::kbisect::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 
@@ -216,6 +217,34 @@ TEST_F(BuildLayersTest, ALayerIsKeptWhileUnchangedAndMadeAgainOnceSomethingWasIn
   WriteFile(tmp_.Join("layer/bin/extra-tool"), "#!/bin/sh\n");
   ASSERT_TRUE(layers.Create(tmp_.Join("layer"), v1::BUILD_ISOLATION_PYTHON, {}).ok());
   EXPECT_FALSE(std::filesystem::exists(tmp_.Join("layer/bin/extra-tool")));
+}
+
+TEST_F(BuildLayersTest, AnUnchangedLayerIsCopiedToAnotherEntryAsItsOwn) {
+  BuildLayers layers(runner_.get(), env_);
+  absl::StatusOr<BuildLayer> first =
+      layers.Create(tmp_.Join("e0/layer"), v1::BUILD_ISOLATION_PYTHON, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(layers.CopyPristine(tmp_.Join("e0/layer"), tmp_.Join("e1/layer")));
+  const std::string config = tmp_.Join("e1/layer/pyvenv.cfg");
+  struct stat copied;
+  ASSERT_EQ(lstat(config.c_str(), &copied), 0);
+  absl::StatusOr<BuildLayer> second =
+      layers.Create(tmp_.Join("e1/layer"), v1::BUILD_ISOLATION_PYTHON, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  struct stat kept;
+  ASSERT_EQ(lstat(config.c_str(), &kept), 0);
+  EXPECT_EQ(kept.st_ino, copied.st_ino) << "the copy was made again: not taken as unchanged";
+  // It is the new entry's own: pip installs into it, and the first layer does not see it.
+  const CommandResult where = InLayer(*second, "python -c 'import sys; print(sys.prefix)'");
+  EXPECT_EQ(where.out, tmp_.Join("e1/layer") + "\n");
+  EXPECT_THAT(ReadFile(tmp_.Join("e1/layer/bin/pip")), Not(HasSubstr(tmp_.Join("e0/"))));
+  ASSERT_EQ(InLayer(*second, "pip install -e . 2>&1").exit_code, 0);
+  EXPECT_EQ(InLayer(*second, "cd / && python -c 'import kern'").exit_code, 0);
+  EXPECT_NE(InLayer(*first, "cd / && python -c 'import kern'").exit_code, 0)
+      << "the install reached the layer the copy came from";
+  // A layer something was installed into is not copied.
+  EXPECT_FALSE(layers.CopyPristine(tmp_.Join("e1/layer"), tmp_.Join("e2/layer")));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.Join("e2/layer")));
 }
 
 TEST_F(BuildLayersTest, ACopyInstalledWithPipInstallDotIsTheLayersOwn) {
