@@ -61,6 +61,10 @@ void Coordinator::DispatchLocked() {
     take.kind = JournalEntry::Kind::kTakeTasks;
     take.time = now;
     take.workers = asked;
+    for (const std::string& worker : asked) {
+      const BuildPool& pool = workers_.entries().at(worker).build_pool;
+      if (!pool.name.empty()) take.pools[worker] = pool;
+    }
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;
     std::vector<std::string> taken;

@@ -14,7 +14,9 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
 #include "common/status_macros.h"
 #include "coordinator/sqlite_statement.h"
@@ -90,11 +92,22 @@ bool KindFromName(const std::string& name, JournalEntry::Kind* kind) {
   return false;
 }
 
-// The kind-specific payload: the worker list of TakeTasks, the result of TaskFinished.
+// The kind-specific payload: the worker list of TakeTasks (a worker that announced a build pool
+// as "<worker>\0<pool>\0<slots>": names hold no NUL, and entries written before pools were
+// announced read back as they were), the result of TaskFinished.
 std::string Payload(const JournalEntry& entry) {
   std::string payload;
   if (entry.kind == JournalEntry::Kind::kTakeTasks) {
-    for (const std::string& worker : entry.workers) AppendChunk(worker, &payload);
+    for (const std::string& worker : entry.workers) {
+      auto pool = entry.pools.find(worker);
+      if (pool == entry.pools.end()) {
+        AppendChunk(worker, &payload);
+      } else {
+        AppendChunk(absl::StrCat(worker, std::string(1, '\0'), pool->second.name,
+                                 std::string(1, '\0'), pool->second.slots),
+                    &payload);
+      }
+    }
   } else if (entry.kind == JournalEntry::Kind::kTaskFinished) {
     payload = entry.result.SerializeAsString();
   }
@@ -153,7 +166,19 @@ bool ParseEvents(const std::string& blob, const v1::JobStatus& final_status,
 }
 
 bool ParsePayload(const std::string& payload, JournalEntry* entry) {
-  if (entry->kind == JournalEntry::Kind::kTakeTasks) return SplitChunks(payload, &entry->workers);
+  if (entry->kind == JournalEntry::Kind::kTakeTasks) {
+    std::vector<std::string> chunks;
+    if (!SplitChunks(payload, &chunks)) return false;
+    for (const std::string& chunk : chunks) {
+      const std::vector<std::string> parts = absl::StrSplit(chunk, '\0');
+      entry->workers.push_back(parts[0]);
+      int slots = 0;
+      if (parts.size() == 3 && absl::SimpleAtoi(parts[2], &slots)) {
+        entry->pools[parts[0]] = BuildPool{parts[1], slots};
+      }
+    }
+    return true;
+  }
   if (entry->kind == JournalEntry::Kind::kTaskFinished) {
     return entry->result.ParseFromString(payload);
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "coordinator/job/build_capacity.h"
 #include "coordinator/worker_mailbox.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -25,6 +26,9 @@ struct WorkerEntry {
   std::string name;
   std::string session_id;
   v1::RunnerIdentity identity;
+  // The host's build slots its builds take, as it announced them when it connected
+  // (OpenSessionRequest.build_pool): unnamed without a build cache.
+  BuildPool build_pool;
   v1::WorkerState state = v1::WORKER_STATE_IDLE;
   bool ready = false;
   bool draining = false;

@@ -85,6 +85,7 @@ absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
                      "it reconnected with a different GPU, driver or toolkit");
   }
   worker->identity = request.identity();
+  worker->build_pool = BuildPool{request.build_pool(), request.build_pool_slots()};
   worker->awaiting_reconnect = false;
   if (store_ != nullptr) {
     journal_.pending(mu_).workers.push_back(

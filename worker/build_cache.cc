@@ -290,6 +290,8 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
+std::pair<std::string, int> BuildCache::Pool() const { return {build_pool_, BuildSlotLimit()}; }
+
 std::map<std::string, BuildInputs> BuildCache::InputsByCommand(const std::string& cache_dir) {
   std::map<std::string, BuildInputs> inputs;
   for (const EntryState& entry : ListEntries(fs::path(cache_dir) / "builds")) {

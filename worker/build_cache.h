@@ -62,6 +62,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -183,6 +184,10 @@ class BuildCache {
 
   // The number of entry directories (built or not), for tests and operators.
   int EntryCount() const;
+
+  // The host's build slots this cache's builds take ("<host>:<cache dir>") and how many builds
+  // they run at once now (OpenSessionRequest.build_pool).
+  std::pair<std::string, int> Pool() const;
 
   // What the builds under `cache_dir` read (build_inputs.h), by build command: what the built
   // entries of each command know, together. Commands whose builds learned nothing are absent.

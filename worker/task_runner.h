@@ -56,6 +56,8 @@ class TaskRunner {
   // outlive this object), keeping it in use while their benchmark runs. Null (the default) builds
   // in the workspace's checkouts instead.
   void set_build_cache(BuildCache* cache) { build_cache_ = cache; }
+  // The host's build cache its builds use, or null.
+  const BuildCache* build_cache() const { return build_cache_; }
 
  private:
   GpuStateProbe gpu_state_probe_;

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "common/rpc/proto_time.h"
+#include "worker/build_cache.h"
 #include "worker/grpc_coordinator_client.h"
 
 namespace kbisect {
@@ -90,6 +91,11 @@ bool WorkerAgent::OpenSession() {
   v1::OpenSessionRequest request;
   *request.mutable_identity() = options_.identity;
   request.set_worker_name(options_.name);
+  if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
+    const auto [pool, slots] = cache->Pool();
+    request.set_build_pool(pool);
+    request.set_build_pool_slots(slots);
+  }
   {
     kbisect::MutexLock lock(&mu_);
     if (task_ != nullptr && !task_->finished) {

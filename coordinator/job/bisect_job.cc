@@ -189,8 +189,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.round = RoundOfNewProbes(ledger_.search(), status_, ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round.
-  input.max_workers =
-      CapTasksInFlight(status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes()));
+  input.max_workers = CapTasksInFlight(
+      status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes(), announced_pools_));
   input.commit_count = status_.commit_count();
   input.search = &ledger_.search();
   if (FlakySearch())
@@ -199,10 +199,12 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   return input;
 }
 
-std::vector<BisectJob::Assignment> BisectJob::TakeTasks(const std::vector<std::string>& workers,
-                                                        absl::Time now) {
+std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
+    const std::vector<std::string>& workers, absl::Time now,
+    const std::map<std::string, BuildPool>& pools) {
   std::vector<Assignment> out;
   if (finished()) return out;
+  for (const auto& [worker, pool] : pools) announced_pools_[worker] = pool;
   ApplyCachedResults(now);
   if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
@@ -325,7 +327,7 @@ BisectJob::Applied BisectJob::Apply(const JournalEntry& entry) {
   Applied out;
   switch (entry.kind) {
     case JournalEntry::Kind::kTakeTasks:
-      out.assignments = TakeTasks(entry.workers, entry.time);
+      out.assignments = TakeTasks(entry.workers, entry.time, entry.pools);
       break;
     case JournalEntry::Kind::kTaskStarted:
       OnTaskStarted(entry.task_id, entry.worker, entry.attempt, entry.time);

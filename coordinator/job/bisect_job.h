@@ -106,9 +106,11 @@ class BisectJob {
   // verdicts, which count once it has calibrated), and bisect probes that split the open
   // interval as evenly as possible together with the probes in flight (moved onto a worker's
   // cached commit when one is close). Cached results that became usable join the search first.
-  // Quarantined workers get nothing. Respects the spec's max_workers. Returns none once
-  // finished.
-  std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now);
+  // Quarantined workers get nothing. Respects the spec's max_workers, and the builds the hosts
+  // can run (build_capacity.h), judged from the results and, before those, from the build pools
+  // the workers announced (`pools`, remembered). Returns none once finished.
+  std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now,
+                                    const std::map<std::string, BuildPool>& pools = {});
 
   // What Apply returned: tasks handed out (kTakeTasks) and tasks to cancel.
   struct Applied {
@@ -251,6 +253,8 @@ class BisectJob {
   WorkerStanding standing_;
   // Every metric of a suite, judged on the job's shared runs (suite_ledger.h).
   SuiteLedger suite_{&status_, &commits_};
+  // The build pools the workers announced (TakeTasks), for the build capacity.
+  std::map<std::string, BuildPool> announced_pools_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_{&status_};

@@ -27,7 +27,8 @@ double Median(std::vector<double> values) {
 }  // namespace
 
 int BuildCapacity(const std::vector<std::string>& workers,
-                  const google::protobuf::RepeatedPtrField<v1::Probe>& probes) {
+                  const google::protobuf::RepeatedPtrField<v1::Probe>& probes,
+                  const std::map<std::string, BuildPool>& announced) {
   std::map<std::string, std::string> pool_of_worker;
   std::map<std::string, int> slots_of_pool;  // The latest each pool reported.
   std::vector<double> builds;
@@ -46,21 +47,32 @@ int BuildCapacity(const std::vector<std::string>& workers,
     builds.push_back(build);
     benches.push_back(std::max(0.0, Seconds(timings.bench())));
   }
-  if (builds.empty()) return 0;
-  const double busy_per_slot = 1 + Median(benches) / Median(builds);
+  // A worker none of whose probes built yet is in the pool it announced.
+  for (const std::string& worker : workers) {
+    auto it = announced.find(worker);
+    if (pool_of_worker.count(worker) > 0 || it == announced.end() || it->second.name.empty()) {
+      continue;
+    }
+    pool_of_worker[worker] = it->second.name;
+    slots_of_pool.emplace(it->second.name, std::max(1, it->second.slots));
+  }
+  if (builds.empty() && pool_of_worker.empty()) return 0;
+  // Nothing measured yet: one task builds while another benchmarks.
+  const double busy_per_slot = builds.empty() ? 2 : 1 + Median(benches) / Median(builds);
   std::set<std::string> pools;
   int capacity = 0;
   for (const std::string& worker : workers) {
     auto it = pool_of_worker.find(worker);
     if (it == pool_of_worker.end()) {
-      ++capacity;  // Not seen building: its own pool, as far as the job knows.
+      ++capacity;  // Not seen building, no pool announced: its own pool, as far as the job knows.
     } else {
       pools.insert(it->second);
     }
   }
   for (const std::string& pool : pools) {
     // Rounded to the nearest: a benchmark of 5% of a build's time keeps no second task busy.
-    capacity += std::max(1, static_cast<int>(std::floor(slots_of_pool[pool] * busy_per_slot + 0.5)));
+    capacity +=
+        std::max(1, static_cast<int>(std::floor(slots_of_pool[pool] * busy_per_slot + 0.5)));
   }
   return std::max(1, capacity);
 }

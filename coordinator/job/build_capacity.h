@@ -16,6 +16,7 @@
 #ifndef KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_
 #define KBISECT_COORDINATOR_JOB_BUILD_CAPACITY_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,24 @@
 
 namespace kbisect {
 
+// A host's build slots as a worker announced them when it connected
+// (OpenSessionRequest.build_pool): `name` is "<host>:<cache dir>", as in TaskTimings.build_pool,
+// and `slots` the builds they ran at once then (1 before a build was measured there).
+struct BuildPool {
+  std::string name;
+  int slots = 0;
+};
+
 // The tasks the job's `workers` (those taking part: not quarantined, not gone) can keep busy,
 // judged from `probes` (their TaskTimings: the pool and slots of each build, and the median
-// build and benchmark times of the most recent 8 probes that built). 0 (no cap) before any
-// build through a build cache was measured.
+// build and benchmark times of the most recent 8 probes that built) and, for a worker none of
+// whose probes built yet, from the pool it announced (`announced`). Before any build was
+// measured a pool counts twice its announced slots (one task builds while one benchmarks: on a
+// 2-core host BAD builds alone, as the host runs the first build alone anyway, beside one point
+// at the interval's middle, as git bisect would build it); with no pool known, 0 (no cap).
 int BuildCapacity(const std::vector<std::string>& workers,
-                  const google::protobuf::RepeatedPtrField<v1::Probe>& probes);
+                  const google::protobuf::RepeatedPtrField<v1::Probe>& probes,
+                  const std::map<std::string, BuildPool>& announced = {});
 
 // `max_workers` (the spec's cap, <= 0 for none) combined with a build capacity (0 for none).
 int CapTasksInFlight(int max_workers, int build_capacity);

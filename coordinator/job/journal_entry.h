@@ -8,10 +8,12 @@
 #define KBISECT_COORDINATOR_JOB_JOURNAL_ENTRY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "coordinator/job/build_capacity.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -20,7 +22,7 @@ namespace kbisect {
 // the kind; the others stay empty.
 struct JournalEntry {
   enum class Kind {
-    kTakeTasks = 1,     // TakeTasks(workers, time)
+    kTakeTasks = 1,     // TakeTasks(workers, time, pools)
     kTaskStarted = 2,   // OnTaskStarted(task_id, worker, attempt, time)
     kTaskFinished = 3,  // OnTaskFinished(task_id, result, time)
     kTaskLost = 4,      // OnTaskLost(task_id, reason, time)
@@ -34,6 +36,8 @@ struct JournalEntry {
   Kind kind = Kind::kTakeTasks;
   absl::Time time;
   std::vector<std::string> workers;
+  // The build pools the workers of a TakeTasks announced (those that announced one).
+  std::map<std::string, BuildPool> pools;
   std::string task_id;
   std::string worker;
   int attempt = 0;

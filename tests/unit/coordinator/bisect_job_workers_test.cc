@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "coordinator/job/bisect_job.h"
 #include "common/rpc/enum_label.h"
+#include "coordinator/job/bisect_job.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -574,6 +574,31 @@ TEST(BisectJobTest, ASmallHostsBuildSlotsCapTheTasksInFlight) {
   ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
   EXPECT_EQ(status.culprit().index(), 137);
   EXPECT_EQ(most_after_first_wave, 1u) << Describe(status);
+}
+
+TEST(BisectJobTest, WorkersThatAnnounceOneSmallHostGetTheFirstWaveItCanBuild) {
+  // Four workers of one 2-core host (one build at a time, nothing measured yet): BAD and GOOD,
+  // the builds git bisect makes first; not BAD, GOOD and points at a third and two thirds of the
+  // range, which the host would build before the first verdict.
+  v1::JobSpec spec = MakeSpec();
+  spec.set_build_command("make -j2");
+  BisectJob job("job-1", spec, MakeCommits(200), kNow);
+  const std::vector<std::string> workers = {"a", "b", "c", "d"};
+  std::map<std::string, BuildPool> pools;
+  for (const std::string& worker : workers) pools[worker] = BuildPool{"host:/cache", 1};
+  std::vector<BisectJob::Assignment> tasks = job.TakeTasks(workers, kNow, pools);
+  std::vector<std::pair<v1::ProbeKind, int>> handed;
+  for (const BisectJob::Assignment& a : tasks)
+    handed.emplace_back(a.task.kind(), a.task.commit_index());
+  EXPECT_THAT(handed,
+              ::testing::UnorderedElementsAre(std::make_pair(v1::PROBE_KIND_BASELINE_BAD, 200),
+                                              std::make_pair(v1::PROBE_KIND_BASELINE_GOOD, 0)));
+  // The announcements are remembered: asked again (without them), nothing more is handed out.
+  for (const auto& a : tasks) job.OnTaskStarted(a.task.task_id(), a.worker, 1, kNow);
+  EXPECT_THAT(job.TakeTasks({"c", "d"}, kNow), ::testing::IsEmpty());
+  // Without announcements every worker may be a host of its own: the whole first wave.
+  BisectJob unknown("job-2", spec, MakeCommits(200), kNow);
+  EXPECT_GE(unknown.TakeTasks(workers, kNow).size(), 4u);
 }
 
 TEST(BisectJobTest, TasksWithABuildCarryTheirBuildOrder) {

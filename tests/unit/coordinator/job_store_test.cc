@@ -54,7 +54,9 @@ StoreChanges SomeChanges() {
   take.sequence = 1;
   take.kind = JournalEntry::Kind::kTakeTasks;
   take.time = job.create_time + absl::Seconds(1);
-  take.workers = {"node/gpu0", "", "name with\nnewline"};
+  take.workers = {"node/gpu0", "", "name with\nnewline", "node/gpu1"};
+  // The build pools two of them announced (a worker without one is written as before).
+  take.pools = {{"node/gpu0", {"node:/cache", 1}}, {"node/gpu1", {"node:/cache", 4}}};
   changes.entries.emplace_back("job-1", take);
   JournalEntry finished;
   finished.sequence = 2;
@@ -130,6 +132,11 @@ TEST(SqliteJobStoreTest, RoundTripsJobsJournalsWorkersAndFinalStatuses) {
     EXPECT_EQ(got.kind, want.kind);
     EXPECT_EQ(got.time, want.time);
     EXPECT_EQ(got.workers, want.workers);
+    ASSERT_EQ(got.pools.size(), want.pools.size());
+    for (const auto& [worker, pool] : want.pools) {
+      EXPECT_EQ(got.pools.at(worker).name, pool.name);
+      EXPECT_EQ(got.pools.at(worker).slots, pool.slots);
+    }
     EXPECT_EQ(got.task_id, want.task_id);
     EXPECT_EQ(got.worker, want.worker);
     EXPECT_EQ(got.attempt, want.attempt);

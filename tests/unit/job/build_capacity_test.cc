@@ -3,6 +3,7 @@
 // How many tasks a job keeps in flight when its hosts' build slots are the bottleneck.
 #include "coordinator/job/build_capacity.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,28 @@ TEST(BuildCapacityTest, PoolsAddUpAndWorkersNotSeenBuildingCountOne) {
   EXPECT_EQ(BuildCapacity(kFour, probes), 1 + 4 + 1);
   // Only the workers taking part count.
   EXPECT_EQ(BuildCapacity({"w0", "w1"}, probes), 1);
+}
+
+TEST(BuildCapacityTest, AnnouncedPoolsPlaceWorkersBeforeTheyBuild) {
+  // Four workers of one 2-core host, nothing built yet: one build at a time (the host builds its
+  // first alone), so one task builds while one benchmarks (BAD, and a point at the middle).
+  const std::map<std::string, BuildPool> one_host = {
+      {"w0", {"h:/c", 1}}, {"w1", {"h:/c", 1}}, {"w2", {"h:/c", 1}}, {"w3", {"h:/c", 1}}};
+  EXPECT_EQ(BuildCapacity(kFour, Probes({}), one_host), 2);
+  // Two hosts of two workers each, one with 4 slots already measured there.
+  EXPECT_EQ(
+      BuildCapacity(
+          kFour, Probes({}),
+          {{"w0", {"a:/c", 1}}, {"w1", {"a:/c", 1}}, {"w2", {"b:/c", 4}}, {"w3", {"b:/c", 4}}}),
+      2 + 8);
+  // A worker that announced nothing (no build cache, an older worker) is a pool of its own.
+  EXPECT_EQ(BuildCapacity(kFour, Probes({}), {{"w0", {"h:/c", 1}}, {"w1", {"h:/c", 1}}}), 2 + 2);
+  EXPECT_EQ(BuildCapacity(kFour, Probes({}), {{"w0", {"", 0}}}), 0) << "nothing known";
+  // Once builds are measured, a worker whose tasks were all cancelled before they built (seven
+  // workers on a 2-core host) still counts in its host's pool, not as one of its own.
+  const auto probes = Probes({Built("w0", "h:/c", 1, 6, 0.3), Built("w1", "h:/c", 1, 6, 0.3)});
+  EXPECT_EQ(BuildCapacity(kFour, probes, one_host), 1);
+  EXPECT_EQ(BuildCapacity(kFour, probes), 1 + 2) << "without the announcements";
 }
 
 TEST(BuildCapacityTest, ReusedBuildsDoNotSizeItButStillPlaceTheirWorker) {
