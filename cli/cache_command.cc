@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -105,8 +106,20 @@ void PrintBuildCaches(const std::string& cache_dir) {
       const size_t slash = file.rfind('/');
       ++by_dir[slash == std::string::npos ? "the top" : file.substr(0, slash) + "/"];
     }
+    // The directories with the most files read first (a CMake build also reads its own tree).
+    std::vector<std::pair<int, std::string>> most(by_dir.size());
+    std::transform(by_dir.begin(), by_dir.end(), most.begin(),
+                   [](const auto& dir) { return std::make_pair(-dir.second, dir.first); });
+    std::sort(most.begin(), most.end());
+    constexpr size_t kShown = 4;
     std::vector<std::string> where;
-    for (const auto& [dir, files] : by_dir) where.push_back(absl::StrCat(dir, " ", files));
+    for (size_t i = 0; i < most.size() && i < kShown; ++i) {
+      where.push_back(absl::StrCat(most[i].second, " ", -most[i].first));
+    }
+    if (most.size() > kShown) {
+      where.push_back(absl::StrCat("and ", Count(static_cast<int>(most.size() - kShown),
+                                                 "more directory", "more directories")));
+    }
     std::cout << "Reads:    " << Count(static_cast<int>(inputs.read().size()), "file") << " ("
               << absl::StrJoin(where, ", ") << ") for `" << command << "`\n";
   }
