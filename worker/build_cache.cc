@@ -461,8 +461,28 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
   overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
+  // Only the commit's own files (and its submodules') matter: a diff names nothing else, and a
+  // CMake build also reads thousands of files of its own tree.
+  std::set<std::string> tracked_files;
+  std::vector<std::string> submodules;
+  if (reads.on()) {
+    absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(*mirror);
+    absl::StatusOr<GitRepo::TreePaths> tree =
+        repo.ok() ? (*repo)->ListTree(request.sha) : repo.status();
+    if (tree.ok()) {
+      tracked_files.insert(tree->files.begin(), tree->files.end());
+      submodules = std::move(tree->submodules);
+    }
+  }
+  auto tracked = [&](const std::string& path) {
+    if (tracked_files.count(path) > 0) return true;
+    return std::any_of(submodules.begin(), submodules.end(), [&](const std::string& submodule) {
+      return absl::StartsWith(path, submodule + "/");
+    });
+  };
   BuildInputs inputs;
-  if (std::optional<BuildInputs> read = reads.Reads()) {
+  if (std::optional<BuildInputs> read =
+          tracked_files.empty() ? std::nullopt : reads.Reads(tracked)) {
     inputs = claim.start_inputs;
     inputs.Merge(*read);
   }

@@ -137,7 +137,8 @@ ReadWatch ReadWatch::Start(const std::string& checkout, const std::string& stamp
   return watch;
 }
 
-std::optional<BuildInputs> ReadWatch::Reads() const {
+std::optional<BuildInputs> ReadWatch::Reads(
+    const std::function<bool(const std::string&)>& tracked) const {
   if (!on_) return std::nullopt;
   std::set<std::string> read;
   std::set<std::string> unread;
@@ -145,6 +146,7 @@ std::optional<BuildInputs> ReadWatch::Reads() const {
   ForEachFile(top, [&](const fs::path& path, const struct stat& st) {
     if (Nanoseconds(st.st_mtim) > since_ns_) return;  // Written by the build: its own output.
     std::string relative = path.lexically_relative(top).generic_string();
+    if (tracked != nullptr && !tracked(relative)) return;
     if (Nanoseconds(st.st_atim) > since_ns_) {
       read.insert(std::move(relative));
     } else {

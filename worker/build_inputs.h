@@ -21,6 +21,7 @@
 #ifndef KBISECT_WORKER_BUILD_INPUTS_H_
 #define KBISECT_WORKER_BUILD_INPUTS_H_
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -83,9 +84,10 @@ class ReadWatch {
   bool on() const { return on_; }
 
   // What the build read: the regular files under the checkout (none under a `.git`) read since
-  // Start and not written since, and the files beside them it did not read nor write. nullopt
-  // when the watch is off.
-  std::optional<BuildInputs> Reads() const;
+  // Start and not written since, and the files beside them it did not read nor write, of those
+  // that `tracked` accepts (a relative path; null: every file). nullopt when the watch is off.
+  std::optional<BuildInputs> Reads(
+      const std::function<bool(const std::string&)>& tracked = nullptr) const;
 
  private:
   std::string checkout_;

@@ -371,6 +371,26 @@ absl::StatusOr<std::vector<std::string>> GitRepo::ChangedPaths(std::string_view 
   return paths;
 }
 
+absl::StatusOr<GitRepo::TreePaths> GitRepo::ListTree(std::string_view rev) const {
+  kbisect::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::string sha, ResolveLocked(rev));
+  ASSIGN_OR_RETURN(TreePtr tree, CommitTree(repo_.get(), sha));
+  TreePaths paths;
+  auto visit = [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+    auto* out = static_cast<TreePaths*>(payload);
+    const git_object_t type = git_tree_entry_type(entry);
+    if (type == GIT_OBJECT_BLOB) {
+      out->files.push_back(absl::StrCat(root, git_tree_entry_name(entry)));
+    } else if (type == GIT_OBJECT_COMMIT) {
+      out->submodules.push_back(absl::StrCat(root, git_tree_entry_name(entry)));
+    }
+    return 0;
+  };
+  const int rc = git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &paths);
+  if (rc != 0) return Git2Error(rc, absl::StrCat("cannot list the tree of ", sha));
+  return paths;
+}
+
 absl::StatusOr<std::string> GitRepo::DiffPatch(std::string_view from, std::string_view to) const {
   kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string from_sha, ResolveLocked(from));

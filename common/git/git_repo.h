@@ -155,6 +155,14 @@ class GitRepo {
   absl::StatusOr<std::vector<std::string>> ChangedPaths(std::string_view from,
                                                         std::string_view to) const;
 
+  // The paths commit `rev`'s tree holds: its files (blobs and symbolic links) and its
+  // submodules (gitlinks), each ordered like git.
+  struct TreePaths {
+    std::vector<std::string> files;
+    std::vector<std::string> submodules;
+  };
+  absl::StatusOr<TreePaths> ListTree(std::string_view rev) const;
+
   // Returns the unified patch from commit `from` to commit `to`, like `git diff -M from to`
   // (3 lines of context, "diff --git a/... b/..." headers, "Binary files ... differ" for binary
   // files). Identical trees give "".

@@ -188,9 +188,12 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.builds = !status_.spec().build_command().empty();
   input.round = RoundOfNewProbes(ledger_.search(), status_, ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
-  // (build_capacity.h): the round plan then places fewer points per round.
+  // (build_capacity.h): the round plan then places fewer points per round. The pools the
+  // workers announced count only for a job that builds.
   input.max_workers = CapTasksInFlight(
-      status_.spec().max_workers(), BuildCapacity(taking_part, status_.probes(), announced_pools_));
+      status_.spec().max_workers(),
+      BuildCapacity(taking_part, status_.probes(),
+                    input.builds ? announced_pools_ : std::map<std::string, BuildPool>()));
   input.commit_count = status_.commit_count();
   input.search = &ledger_.search();
   if (FlakySearch())

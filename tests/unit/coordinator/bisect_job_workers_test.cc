@@ -599,6 +599,9 @@ TEST(BisectJobTest, WorkersThatAnnounceOneSmallHostGetTheFirstWaveItCanBuild) {
   // Without announcements every worker may be a host of its own: the whole first wave.
   BisectJob unknown("job-2", spec, MakeCommits(200), kNow);
   EXPECT_GE(unknown.TakeTasks(workers, kNow).size(), 4u);
+  // A job that builds nothing is not held back by the hosts' build slots.
+  BisectJob unbuilt("job-3", MakeSpec(), MakeCommits(200), kNow);
+  EXPECT_GE(unbuilt.TakeTasks(workers, kNow, pools).size(), 4u);
 }
 
 TEST(BisectJobTest, TasksWithABuildCarryTheirBuildOrder) {

@@ -422,6 +422,14 @@ TEST_F(DiffTest, ChangedPathsMatchGitWithoutRenames) {
   EXPECT_FALSE(git_->ChangedPaths(to_, "0123456789abcdef0123456789abcdef01234567").ok());
 }
 
+TEST_F(DiffTest, ListTreeMatchesGitLsTree) {
+  absl::StatusOr<GitRepo::TreePaths> paths = git_->ListTree(to_);
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  EXPECT_EQ(paths->files, Lines(repo_.Git({"ls-tree", "-r", "--name-only", to_})));
+  EXPECT_TRUE(paths->submodules.empty());
+  EXPECT_FALSE(git_->ListTree("0123456789abcdef0123456789abcdef01234567").ok());
+}
+
 TEST_F(DiffTest, DiffPatchMatchesGitDiff) {
   auto patch = git_->DiffPatch(from_, to_);
   ASSERT_TRUE(patch.ok()) << patch.status();

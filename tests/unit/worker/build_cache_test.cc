@@ -357,8 +357,11 @@ TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast
   const std::string docs =
       repo.Commit("docs", {{"doc/1.md", "2"}, {"doc/2.md", "2"}, {"doc/3.md", "2"}});
   const std::string lib = repo.Commit("lib", {{"lib/a.c", "2\n"}});
-  const std::string command =
-      absl::StrCat("echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_), " && cat lib/a.c > built.txt");
+  // It also keeps a file of its own in the checkout, read by its later builds (as CMake reads
+  // its build tree): not one of the commit's files, so not an input.
+  const std::string command = absl::StrCat(
+      "echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_),
+      " && cat lib/a.c > built.txt && { test -e own.txt || echo x > own.txt; } && cat own.txt");
   auto request = [&](const std::string& sha) {
     BuildCache::Request r = Request(sha, command);
     r.repository = repo.path();
@@ -380,9 +383,11 @@ TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast
   ASSERT_TRUE(second.step.ok()) << second.step.message;
   EXPECT_EQ(second.started_from, v1);
   EXPECT_EQ(ReadFile(second.dir + "/built.txt"), "1\n");
-  EXPECT_THAT(ReadFile((fs::path(second.dir).parent_path() / "built").string()),
-              HasSubstr("\"lib/a.c\""))
-      << "what its start read is carried on";
+  const std::string second_marker =
+      ReadFile((fs::path(second.dir).parent_path() / "built").string());
+  EXPECT_THAT(second_marker, HasSubstr("\"lib/a.c\"")) << "what its start read is carried on";
+  EXPECT_THAT(second_marker, HasSubstr("\"read\": [\n      \"lib/a.c\"\n    ]"))
+      << "own.txt, read too, is not one of the commit's files";
 
   // A job that keeps v1 and `docs` (GOOD, the interval's end): `lib` is the only entry it lets
   // go, but a build from it compiles lib/a.c again; a copy of `docs` compiles nothing.
