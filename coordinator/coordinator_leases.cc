@@ -3,6 +3,7 @@
 // Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
 // losing them when a worker dies, and expiring them when heartbeats stop.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,14 @@ void Coordinator::DispatchLocked() {
   last_dispatch_ns_.store(absl::ToUnixNanos(now));
   std::vector<DispatchRound::IdleWorker> idle;
   std::vector<WorkerEntry*> with_orphans;
+  // Each host's build slots as the worker that built there last announced them (the most any
+  // of its workers announced): an idle worker carries its host's news to the jobs.
+  std::map<std::string, int> pool_slots;
+  for (const auto& [id, worker] : workers_.entries()) {
+    if (worker.build_pool.name.empty()) continue;
+    int& slots = pool_slots[worker.build_pool.name];
+    slots = std::max(slots, worker.build_pool.slots);
+  }
   for (auto& [id, worker] : workers_.entries()) {
     if (!worker.Idle()) continue;
     idle.push_back({id, worker.identity.hardware_class()});
@@ -63,7 +72,7 @@ void Coordinator::DispatchLocked() {
     take.workers = asked;
     for (const std::string& worker : asked) {
       const BuildPool& pool = workers_.entries().at(worker).build_pool;
-      if (!pool.name.empty()) take.pools[worker] = pool;
+      if (!pool.name.empty()) take.pools[worker] = BuildPool{pool.name, pool_slots[pool.name]};
     }
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;

@@ -257,6 +257,14 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
     LoseLeaseLocked(*leases_.Find(lease_id), "the worker no longer holds it");
   }
   worker->ready = request.ready_for_work() && !request.draining();
+  // Its host measured a build: the jobs plan for the builds the host runs now (decision 190).
+  const bool pool_changed = !worker->build_pool.name.empty() && request.build_pool_slots() > 0 &&
+                            request.build_pool_slots() != worker->build_pool.slots;
+  if (pool_changed) {
+    worker->build_pool.slots = request.build_pool_slots();
+    // A job that declined the idle workers may take them now.
+    for (const std::string& job_id : jobs_.order()) jobs_.at(job_id).offers.Changed();
+  }
   worker->state = request.draining()       ? v1::WORKER_STATE_DRAINING
                   : worker->leases.empty() ? v1::WORKER_STATE_IDLE
                                            : v1::WORKER_STATE_BUSY;
@@ -264,7 +272,8 @@ absl::Status Coordinator::BeginSynchronizeLocked(const v1::SynchronizeRequest& r
   // Every other change dispatched when it was made, so a heartbeat that frees no worker and
   // loses no lease finds nothing new to hand out, except what time alone changed (a result
   // overdue, see PlanDispatch): that is looked at again every kRedispatchPeriod.
-  if (!lost.empty() || (!was_idle && worker->Idle()) || now - last_dispatch_ >= kRedispatchPeriod) {
+  if (!lost.empty() || (!was_idle && worker->Idle()) || pool_changed ||
+      now - last_dispatch_ >= kRedispatchPeriod) {
     DispatchLocked();
   }
   const absl::Duration wait = request.has_wait()

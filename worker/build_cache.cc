@@ -290,7 +290,10 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
-std::pair<std::string, int> BuildCache::Pool() const { return {build_pool_, BuildSlotLimit()}; }
+std::pair<std::string, int> BuildCache::Pool() const {
+  if (pool_slots_.load() == 0) pool_slots_.store(BuildSlotLimit());
+  return {build_pool_, pool_slots_.load()};
+}
 
 std::map<std::string, BuildInputs> BuildCache::InputsByCommand(const std::string& cache_dir) {
   std::map<std::string, BuildInputs> inputs;
@@ -523,6 +526,7 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   acquired.dir = src.string();
   acquired.build_pool = build_pool_;
   acquired.build_pool_slots = BuildSlotLimit();
+  pool_slots_.store(acquired.build_pool_slots);
   return acquired;
 }
 

@@ -58,6 +58,7 @@
 #ifndef KBISECT_WORKER_BUILD_CACHE_H_
 #define KBISECT_WORKER_BUILD_CACHE_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -186,7 +187,8 @@ class BuildCache {
   int EntryCount() const;
 
   // The host's build slots this cache's builds take ("<host>:<cache dir>") and how many builds
-  // they run at once now (OpenSessionRequest.build_pool).
+  // they ran at once after this process's latest build (before one, as the cache's recorded
+  // builds say): OpenSessionRequest.build_pool, SynchronizeRequest.build_pool_slots. Cheap.
   std::pair<std::string, int> Pool() const;
 
   // What the builds under `cache_dir` read (build_inputs.h), by build command: what the built
@@ -255,6 +257,8 @@ class BuildCache {
   HostBuildSlots build_slots_;
   const std::map<std::string, std::string> process_env_;
   const std::string build_pool_;
+  // BuildSlotLimit() after the latest build (0: not asked yet), for Pool().
+  mutable std::atomic<int> pool_slots_{0};
 };
 
 }  // namespace kbisect

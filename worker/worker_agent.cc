@@ -119,6 +119,12 @@ void WorkerAgent::StartTask(const v1::Lease& lease) {
     v1::TaskResult result = task_runner_->Run(
         task->lease.task(), &task->cancel, [this, task](v1::TaskPhase phase, int runs_done, int) {
           kbisect::MutexLock lock(&mu_);
+          // A build measured: when the host now runs more (or fewer) builds at once, the
+          // coordinator hears it now rather than after the benchmark (decision 190).
+          if (phase == v1::TASK_PHASE_BENCH && task->phase != v1::TASK_PHASE_BENCH) {
+            const BuildCache* cache = task_runner_->build_cache();
+            if (cache != nullptr && cache->Pool().second != announced_slots_) WakePollLocked();
+          }
           task->phase = phase;
           task->runs_done = runs_done;
         });
@@ -227,6 +233,10 @@ void WorkerAgent::Run() {
         request.set_ready_for_work(task_ == nullptr && !drain_);
         if (options_.build_ahead != nullptr) {
           request.set_build_ahead_slots(options_.build_ahead->max_builds());
+        }
+        if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
+          announced_slots_ = cache->Pool().second;
+          request.set_build_pool_slots(announced_slots_);
         }
         request.set_draining(drain_);
         const absl::Duration wait = task_ != nullptr ? kBusyPoll : options_.idle_poll;

@@ -118,6 +118,8 @@ class WorkerAgent {
   std::unique_ptr<RunningTask> task_ ABSL_GUARDED_BY(mu_);
   // Between preparing a Synchronize request and its return: TryCancel() wakes it.
   bool polling_ ABSL_GUARDED_BY(mu_) = false;
+  // The build pool slots the latest Synchronize announced.
+  int announced_slots_ ABSL_GUARDED_BY(mu_) = 0;
   int tasks_reported_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status stop_reason_ ABSL_GUARDED_BY(mu_);
 };

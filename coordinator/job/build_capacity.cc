@@ -47,15 +47,17 @@ int BuildCapacity(const std::vector<std::string>& workers,
     builds.push_back(build);
     benches.push_back(std::max(0.0, Seconds(timings.bench())));
   }
-  // A worker none of whose probes built yet is in the pool it announced.
+  // A worker none of whose probes built yet is in the pool it announced; a pool no probe sized
+  // has the most slots any of its workers announced (the one that built there last knows).
+  std::map<std::string, int> announced_slots;
   for (const std::string& worker : workers) {
     auto it = announced.find(worker);
-    if (pool_of_worker.count(worker) > 0 || it == announced.end() || it->second.name.empty()) {
-      continue;
-    }
-    pool_of_worker[worker] = it->second.name;
-    slots_of_pool.emplace(it->second.name, std::max(1, it->second.slots));
+    if (it == announced.end() || it->second.name.empty()) continue;
+    int& slots = announced_slots[it->second.name];
+    slots = std::max({slots, 1, it->second.slots});
+    pool_of_worker.emplace(worker, it->second.name);
   }
+  for (const auto& [pool, slots] : announced_slots) slots_of_pool.emplace(pool, slots);
   if (builds.empty() && pool_of_worker.empty()) return 0;
   // Nothing measured yet: one task builds while another benchmarks.
   const double busy_per_slot = builds.empty() ? 2 : 1 + Median(benches) / Median(builds);

@@ -560,6 +560,41 @@ TEST_F(CoordinatorTest, SynchronizeHintsTheNextRoundsBuildsToWorkersThatCanBuild
   EXPECT_EQ(coordinator_.Synchronize(none)->build_ahead_size(), 0);
 }
 
+TEST_F(CoordinatorTest, WorkersOfOneSmallHostGetTheFirstWaveItCanBuildUntilItBuildsMore) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = Spec();
+  submit.mutable_spec()->set_build_command("make -j2");
+  ASSERT_TRUE(coordinator_.SubmitJob(submit).ok());
+  // Four workers announce one host's build slots, one build at a time (nothing measured yet).
+  std::vector<std::string> sessions;
+  for (int i = 0; i < 4; ++i) {
+    v1::OpenSessionRequest open;
+    open.set_worker_name(absl::StrCat("w", i));
+    open.mutable_identity()->set_hardware_class("hc-1");
+    open.set_build_pool("host:/cache");
+    open.set_build_pool_slots(1);
+    absl::StatusOr<v1::OpenSessionResponse> opened = coordinator_.OpenSession(open);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    sessions.push_back(opened->session_id());
+  }
+  std::vector<v1::Lease> leases;
+  for (const std::string& session : sessions) {
+    const v1::SynchronizeResponse response = Sync(session, /*ready=*/true);
+    leases.insert(leases.end(), response.assignments().begin(), response.assignments().end());
+  }
+  ASSERT_EQ(leases.size(), 2u) << "BAD and GOOD: the builds the host runs first";
+  // BAD's build was measured and the host now runs 8 builds at once: its worker says so while
+  // it benchmarks, and the idle workers get points at once.
+  v1::SynchronizeRequest grown;
+  grown.set_session_id(sessions[0]);
+  grown.add_leases()->set_lease_id(leases[0].lease_id());
+  grown.set_build_pool_slots(8);
+  ASSERT_TRUE(coordinator_.Synchronize(grown).ok());
+  int more = 0;
+  for (size_t i = 2; i < sessions.size(); ++i) more += Sync(sessions[i], true).assignments_size();
+  EXPECT_EQ(more, 2) << "the two idle workers probe";
+}
+
 TEST_F(CoordinatorTest, NoBuildCommandMeansNoBuildAhead) {
   ASSERT_FALSE(Submit().empty());
   const std::string worker = Open("w0");

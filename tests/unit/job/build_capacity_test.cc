@@ -92,6 +92,12 @@ TEST(BuildCapacityTest, AnnouncedPoolsPlaceWorkersBeforeTheyBuild) {
   // A worker that announced nothing (no build cache, an older worker) is a pool of its own.
   EXPECT_EQ(BuildCapacity(kFour, Probes({}), {{"w0", {"h:/c", 1}}, {"w1", {"h:/c", 1}}}), 2 + 2);
   EXPECT_EQ(BuildCapacity(kFour, Probes({}), {{"w0", {"", 0}}}), 0) << "nothing known";
+  // The worker that built there last says the host now runs 8 builds: the most announced counts.
+  EXPECT_EQ(
+      BuildCapacity(
+          kFour, Probes({}),
+          {{"w0", {"h:/c", 8}}, {"w1", {"h:/c", 1}}, {"w2", {"h:/c", 1}}, {"w3", {"h:/c", 1}}}),
+      16);
   // Once builds are measured, a worker whose tasks were all cancelled before they built (seven
   // workers on a 2-core host) still counts in its host's pool, not as one of its own.
   const auto probes = Probes({Built("w0", "h:/c", 1, 6, 0.3), Built("w1", "h:/c", 1, 6, 0.3)});
