@@ -255,6 +255,25 @@ std::vector<BuildCost> RecentBuildCosts(const fs::path& builds_dir, size_t count
   return costs;
 }
 
+// What a build of commit `sha` read (`reads`), of the commit's own files and its submodules':
+// a diff names nothing else, and a CMake build also reads thousands of files of its own tree.
+// nullopt when the watch was off or the commit's tree cannot be read from `mirror_dir`.
+std::optional<BuildInputs> CommitFilesRead(const ReadWatch& reads, const std::string& mirror_dir,
+                                           const std::string& sha) {
+  if (!reads.on()) return std::nullopt;
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(mirror_dir);
+  if (!repo.ok()) return std::nullopt;
+  absl::StatusOr<GitRepo::TreePaths> tree = (*repo)->ListTree(sha);
+  if (!tree.ok()) return std::nullopt;
+  const std::set<std::string> files(tree->files.begin(), tree->files.end());
+  return reads.Reads([&](const std::string& path) {
+    if (files.count(path) > 0) return true;
+    return std::any_of(
+        tree->submodules.begin(), tree->submodules.end(),
+        [&](const std::string& submodule) { return absl::StartsWith(path, submodule + "/"); });
+  });
+}
+
 // This host's name ("" when it cannot be read).
 std::string HostName() {
   char name[256] = {};
@@ -464,28 +483,8 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
                                        request.isolation, request.sha, cancel, &acquired.layer_env);
   overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acquired.step.ok()) return acquired;  // Not marked: never served.
-  // Only the commit's own files (and its submodules') matter: a diff names nothing else, and a
-  // CMake build also reads thousands of files of its own tree.
-  std::set<std::string> tracked_files;
-  std::vector<std::string> submodules;
-  if (reads.on()) {
-    absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(*mirror);
-    absl::StatusOr<GitRepo::TreePaths> tree =
-        repo.ok() ? (*repo)->ListTree(request.sha) : repo.status();
-    if (tree.ok()) {
-      tracked_files.insert(tree->files.begin(), tree->files.end());
-      submodules = std::move(tree->submodules);
-    }
-  }
-  auto tracked = [&](const std::string& path) {
-    if (tracked_files.count(path) > 0) return true;
-    return std::any_of(submodules.begin(), submodules.end(), [&](const std::string& submodule) {
-      return absl::StartsWith(path, submodule + "/");
-    });
-  };
   BuildInputs inputs;
-  if (std::optional<BuildInputs> read =
-          tracked_files.empty() ? std::nullopt : reads.Reads(tracked)) {
+  if (std::optional<BuildInputs> read = CommitFilesRead(reads, *mirror, request.sha)) {
     inputs = claim.start_inputs;
     inputs.Merge(*read);
   }
