@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
 #include "common/status_macros.h"
@@ -103,8 +104,8 @@ std::string Payload(const JournalEntry& entry) {
       if (pool == entry.pools.end()) {
         AppendChunk(worker, &payload);
       } else {
-        AppendChunk(absl::StrCat(worker, std::string(1, '\0'), pool->second.name,
-                                 std::string(1, '\0'), pool->second.slots),
+        AppendChunk(absl::StrJoin({worker, pool->second.name, absl::StrCat(pool->second.slots)},
+                                  std::string(1, '\0')),
                     &payload);
       }
     }
