@@ -537,8 +537,8 @@ int NightlyCommand(int argc, char** argv) {
   auto* higher = app.add_flag("--higher-is-better", f.higher, "The metric improves up");
   lower->excludes(higher);
   app.add_option("--harness", f.harness,
-                 "Harness glob for the manifest (repeatable; default benchmarks/** "
-                 ".github/workflows/**)");
+                 "Harness glob for the manifest (repeatable; default benchmarks/** bench/** "
+                 ".github/workflows/**); only files the commit holds count");
   app.add_option("--record-env", f.record_env,
                  "Environment variable (or PREFIX_*) recorded in the manifest (repeatable)");
   app.add_option("--tool", f.tools,
@@ -630,6 +630,7 @@ int NightlyCommand(int argc, char** argv) {
   ManifestInputs inputs;
   inputs.dir = f.repo;
   inputs.bench_argv = bench;
+  inputs.tracked = TrackedInCommit(f.repo, *full_sha);
   inputs.runner = runner.get();
   inputs.identity = &identity;
   inputs.gpu_state = ProbeGpuState(runner.get(), "");

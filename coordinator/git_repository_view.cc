@@ -104,6 +104,10 @@ class GitRepositoryView : public RepositoryView {
         auto it = positions.find(parent);
         if (it != positions.end()) commits.back().add_parent_indices(it->second);
       }
+      // Parents outside the range are ancestors of GOOD, and GOOD stands for them: a commit of
+      // a branch forked below GOOD (every parent outside) hangs from index 0, so that an empty
+      // list keeps meaning "no graph recorded" (decision 192).
+      if (commits.back().parent_indices().empty()) commits.back().add_parent_indices(0);
     }
     return commits;
   }

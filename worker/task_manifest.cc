@@ -15,6 +15,8 @@ v1::MeasurementManifest CollectTaskManifest(const v1::Task& task, const std::str
   inputs.bench_argv.assign(task.bench_command().begin(), task.bench_command().end());
   inputs.env = env;
   inputs.runner = runner;
+  // The checkout's HEAD is the commit measured in it (Worktree::Checkout detaches it there).
+  inputs.tracked = TrackedInCommit(dir, "HEAD");
   absl::StatusOr<v1::MeasurementManifest> manifest =
       CollectManifest(ManifestSpecFromEnv(env), inputs);
   return manifest.ok() ? *std::move(manifest) : v1::MeasurementManifest();

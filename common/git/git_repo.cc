@@ -371,6 +371,16 @@ absl::StatusOr<std::vector<std::string>> GitRepo::ChangedPaths(std::string_view 
   return paths;
 }
 
+bool GitRepo::TreePaths::Holds(std::string_view path) const {
+  // git orders a tree's entries by name with a directory's name taken as "name/", which is how
+  // the directory stands in a full path: a pre-order walk lists full paths in byte order.
+  if (std::binary_search(files.begin(), files.end(), path)) return true;
+  return std::any_of(submodules.begin(), submodules.end(), [&](const std::string& submodule) {
+    return path.size() > submodule.size() && path.substr(0, submodule.size()) == submodule &&
+           path[submodule.size()] == '/';
+  });
+}
+
 absl::StatusOr<GitRepo::TreePaths> GitRepo::ListTree(std::string_view rev) const {
   kbisect::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::string sha, ResolveLocked(rev));

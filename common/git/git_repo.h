@@ -160,6 +160,11 @@ class GitRepo {
   struct TreePaths {
     std::vector<std::string> files;
     std::vector<std::string> submodules;
+
+    // True when `path` ('/'-separated, relative to the top) is one of the files or lies below
+    // one of the submodules: a file the commit holds, not one a build or a run wrote beside it.
+    // `files` must be in byte order, as ListTree lists them.
+    bool Holds(std::string_view path) const;
   };
   absl::StatusOr<TreePaths> ListTree(std::string_view rev) const;
 

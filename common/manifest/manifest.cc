@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/git/git_repo.h"
 #include "common/git/object_hash.h"
 
 namespace kbisect {
@@ -53,7 +55,7 @@ bool MatchesEnvName(const std::string& pattern, const std::string& name) {
 
 ManifestSpec ManifestSpec::Default() {
   ManifestSpec spec;
-  spec.harness_globs = {"benchmarks/**", ".github/workflows/**"};
+  spec.harness_globs = {"benchmarks/**", "bench/**", ".github/workflows/**"};
   return spec;
 }
 
@@ -108,6 +110,15 @@ bool GlobCanMatchBelow(std::string_view glob, std::string_view dir) {
   return starts_with(fixed, below) || starts_with(below, fixed);
 }
 
+std::function<bool(const std::string&)> TrackedInCommit(const std::string& dir,
+                                                        const std::string& rev) {
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(dir);
+  if (!repo.ok()) return nullptr;
+  absl::StatusOr<GitRepo::TreePaths> tree = (*repo)->ListTree(rev);
+  if (!tree.ok()) return nullptr;
+  return [tree = *std::move(tree)](const std::string& path) { return tree.Holds(path); };
+}
+
 absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec,
                                                         const ManifestInputs& inputs) {
   namespace fs = std::filesystem;
@@ -144,6 +155,7 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
       continue;
     }
     if (!it->is_regular_file(error)) continue;
+    if (inputs.tracked && !inputs.tracked(rel)) continue;
     for (const std::string& g : spec.harness_globs) {
       if (GlobMatch(g, rel)) {
         if (paths.size() < kMaxHarnessFiles) {
@@ -158,8 +170,10 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
   for (const std::string& a : inputs.bench_argv) {
     if (a.empty() || a[0] == '-' || a[0] == '/' || absl::StrContains(a, "..")) continue;
     const fs::path p = root / a;
-    if (fs::is_regular_file(p, error))
-      paths.insert(fs::path(a).lexically_normal().generic_string());
+    const std::string rel = fs::path(a).lexically_normal().generic_string();
+    if (fs::is_regular_file(p, error) && (!inputs.tracked || inputs.tracked(rel))) {
+      paths.insert(rel);
+    }
   }
   std::string digest_input;
   for (const std::string& rel : paths) {

@@ -15,6 +15,7 @@
 #ifndef KBISECT_COMMON_MANIFEST_MANIFEST_H_
 #define KBISECT_COMMON_MANIFEST_MANIFEST_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,14 +31,15 @@ namespace kbisect {
 // What a manifest records.
 struct ManifestSpec {
   // Files of the checkout that make up the harness (globs: `**` any characters, `*` any but '/',
-  // `?` one character but '/'). The bench command's own script files are always added.
+  // `?` one character but '/'). The bench command's own script files are always added. Only
+  // files the commit holds count when ManifestInputs::tracked is set.
   std::vector<std::string> harness_globs;
   // Environment variables to record: exact names, or prefixes ending in '*' (HELION_AUTOTUNE_*).
   std::vector<std::string> env_names;
   // Tool versions: name -> shell command printing the version on its first line.
   std::map<std::string, std::string> tool_commands;
 
-  // benchmarks/** and .github/workflows/**, no environment variables, no tools.
+  // benchmarks/**, bench/** and .github/workflows/**, no environment variables, no tools.
   static ManifestSpec Default();
 };
 
@@ -66,6 +68,11 @@ struct ManifestInputs {
   std::string dir;
   // The benchmark's argv; arguments naming a file inside `dir` are hashed as harness files.
   std::vector<std::string> bench_argv;
+  // Whether a path of `dir` ('/'-separated, relative) is one the commit holds. When set, only
+  // such paths are harness files: a benchmark executable, an extension module or anything else
+  // a build wrote is an output of the kernel's code, so its hash says nothing about the method
+  // (a compiled benchmark changes whenever the kernel it links does). Unset: every file counts.
+  std::function<bool(const std::string&)> tracked;
   // The variables set for the benchmark on top of the process environment (they win).
   std::map<std::string, std::string> env;
   // Runs the tool commands; null records no tool versions.
@@ -75,6 +82,12 @@ struct ManifestInputs {
   // The GPU's state just before the run, when it could be read.
   std::optional<v1::GpuState> gpu_state;
 };
+
+// A ManifestInputs::tracked for the checkout `dir`: the paths commit `rev` (a sha, or "HEAD") of
+// the repository there holds (GitRepo::TreePaths::Holds). Null when that tree cannot be read (no
+// repository at `dir`, an unknown commit): then every file counts.
+std::function<bool(const std::string&)> TrackedInCommit(const std::string& dir,
+                                                        const std::string& rev);
 
 // Collects the manifest. Errors: NotFound when `dir` is not a directory. A tool command that
 // fails is recorded as "unavailable (...)", not an error. At most 10,000 harness files are hashed

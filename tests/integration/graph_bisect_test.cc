@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -158,6 +159,69 @@ TEST_F(GraphBisectTest, ListsTheCommitsGitBisectRunListsWhenSkipsBlock) {
     std::set<std::string> candidates;
     for (const auto& sha : result["candidates"]) candidates.insert(sha.get<std::string>());
     EXPECT_EQ(candidates, git) << workers;
+  }
+}
+
+// Issue 46: Mercurial's tests/test-bisect2.t DAG made with `git commit` and `git merge --no-ff`,
+// bisected from revision 11 to 17 for the revision 9 (bad when it contains 9). Revisions 2 and 9
+// fork below GOOD, so none of their parents is in the range: the range was searched as a list,
+// and two runs in three named the merge 10.
+TEST_F(GraphBisectTest, BranchesForkedBelowGoodNameTheCommitNotTheMerge) {
+  const std::string repo = tmp_.Join("hg2");
+  const std::string git = absl::StrCat("GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C ",
+                                       ShellQuote(repo), " -c user.name=t -c user.email=t@t ");
+  std::string script = absl::StrCat("set -e; git init -q -b main ", ShellQuote(repo), "; ");
+  auto commit = [&](int r) {
+    absl::StrAppend(&script, "echo ", r, " > ", ShellQuote(absl::StrCat(repo, "/f", r)), "; ",
+                    git, "add -A; ", git, "commit -q -m r", r, "; ", git, "tag r", r, "; ");
+  };
+  auto checkout = [&](int r) { absl::StrAppend(&script, git, "checkout -q r", r, "; "); };
+  auto merge = [&](int r, int first, int second) {
+    checkout(first);
+    absl::StrAppend(&script, git, "merge -q --no-ff --no-edit -m r", r, " r", second,
+                    " >/dev/null; ", git, "tag r", r, "; ");
+  };
+  for (int r = 0; r <= 4; ++r) commit(r);
+  checkout(2);
+  commit(5);
+  merge(6, 5, 4);
+  checkout(4);
+  commit(7);
+  checkout(1);
+  commit(8);
+  commit(9);
+  merge(10, 9, 6);
+  checkout(8);
+  commit(11);
+  commit(12);
+  commit(13);
+  checkout(11);
+  commit(14);
+  merge(15, 13, 10);
+  commit(16);
+  commit(17);
+  checkout(15);
+  commit(18);
+  checkout(17);
+  CommandResult made = RunShell(script);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto sha = [&](int r) {
+    return std::string(
+        absl::StripAsciiWhitespace(RunShell(absl::StrCat(git, "rev-parse r", r)).out));
+  };
+  const std::string check = absl::StrCat("! git merge-base --is-ancestor ", sha(9), " HEAD");
+  ASSERT_EQ(GitBisectRun(repo, tmp_.Join("clone"), sha(11), sha(17), check),
+            std::set<std::string>({sha(9)}));
+  for (int workers : {2, 3}) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const nlohmann::json result =
+          RunGraph(repo, {sha(11), sha(17)},
+                   absl::StrCat("--workers ", workers, " --runs 1 --no-first-parent"), check,
+                   tmp_.Join(absl::StrCat("hg2-", workers, "-", attempt, ".json")));
+      ASSERT_FALSE(result.is_null());
+      EXPECT_EQ(result["status"], "culprit_found") << workers;
+      EXPECT_EQ(result["culprit"]["sha"], sha(9)) << workers << " " << result["candidates"];
+    }
   }
 }
 

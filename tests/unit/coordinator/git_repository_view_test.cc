@@ -121,6 +121,19 @@ TEST_F(GitRepositoryViewTest, EveryCommitCarriesItsTreeId) {
   for (const v1::CommitRef& commit : *range) EXPECT_TRUE(commit.parent_indices().empty());
 }
 
+// A branch forked below GOOD: none of its first commit's parents is in the range, and GOOD
+// (index 0) stands for them, so that the search follows the graph (issue 46).
+TEST_F(GitRepositoryViewTest, ACommitWhoseParentsAreAllBelowGoodHangsFromGood) {
+  v1::JobSpec all = Spec(third_, merge_);
+  all.set_history(v1::HISTORY_MODE_ALL_COMMITS);
+  auto range = view_->ResolveRange(all);
+  ASSERT_TRUE(range.ok()) << range.status();
+  ASSERT_EQ(Shas(*range), (std::vector<std::string>{third_, inside_, merge_}));
+  EXPECT_TRUE(range->at(0).parent_indices().empty());
+  EXPECT_THAT(range->at(1).parent_indices(), ::testing::ElementsAre(0));
+  EXPECT_THAT(range->at(2).parent_indices(), ::testing::ElementsAre(0, 1));
+}
+
 TEST_F(GitRepositoryViewTest, MergedBranchIsTheMergeBaseToTheSecondParent) {
   auto branch = view_->MergedBranch(source_.path(), merge_);
   ASSERT_TRUE(branch.ok()) << branch.status();

@@ -427,7 +427,19 @@ TEST_F(DiffTest, ListTreeMatchesGitLsTree) {
   ASSERT_TRUE(paths.ok()) << paths.status();
   EXPECT_EQ(paths->files, Lines(repo_.Git({"ls-tree", "-r", "--name-only", to_})));
   EXPECT_TRUE(paths->submodules.empty());
+  EXPECT_TRUE(std::is_sorted(paths->files.begin(), paths->files.end()))
+      << "Holds looks files up by binary search";
+  for (const std::string& file : paths->files) EXPECT_TRUE(paths->Holds(file)) << file;
+  EXPECT_FALSE(paths->Holds("build/not-tracked.o"));
   EXPECT_FALSE(git_->ListTree("0123456789abcdef0123456789abcdef01234567").ok());
+
+  GitRepo::TreePaths with_submodule;
+  with_submodule.files = {"a.c", "a/b.c"};
+  with_submodule.submodules = {"third_party/cutlass"};
+  EXPECT_TRUE(with_submodule.Holds("third_party/cutlass/include/gemm.h"));
+  EXPECT_FALSE(with_submodule.Holds("third_party/cutlass"));
+  EXPECT_FALSE(with_submodule.Holds("third_party/cutlass-extra/x.h"));
+  EXPECT_TRUE(with_submodule.Holds("a/b.c"));
 }
 
 TEST_F(DiffTest, DiffPatchMatchesGitDiff) {

@@ -142,6 +142,58 @@ TEST(CollectManifestTest, HashesHarnessFilesRecordsEnvAndTools) {
   EXPECT_EQ(CollectManifest(spec, ManifestInputs{}).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A compiled benchmark: its executable and the objects beside it are build outputs whose hashes
+// change with the kernel they link, so only the tracked source counts (decision 191).
+TEST(CollectManifestTest, OnlyFilesTheCommitHoldsAreHarnessFiles) {
+  testing::TempDir dir("manifest-tracked-test");
+  const std::string git = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C " + dir.path();
+  ASSERT_EQ(testing::RunShell("git init -q " + dir.path() + " && mkdir -p " + dir.Join("bench") +
+                              " " + dir.Join("build") + " " + dir.Join("src"))
+                .exit_code,
+            0);
+  Write(dir.Join("bench/bench.c"), "int main(void) { return 0; }\n");
+  Write(dir.Join("src/kernel.c"), "int k;\n");
+  Write(dir.Join("Makefile"), "all:\n");
+  ASSERT_EQ(testing::RunShell(git + " add -A && " + git +
+                              " -c user.name=t -c user.email=t@t commit -q -m one")
+                .exit_code,
+            0);
+  // What the build wrote: the benchmark, an object beside its source, an extension module.
+  Write(dir.Join("build/bench"), "ELF v1\n");
+  Write(dir.Join("bench/bench.o"), "object v1\n");
+  Write(dir.Join("bench/_ext.so"), "module v1\n");
+  ManifestInputs in;
+  in.dir = dir.path();
+  in.bench_argv = {"./build/bench", "--size", "4096"};
+  in.tracked = TrackedInCommit(dir.path(), "HEAD");
+  ASSERT_TRUE(in.tracked != nullptr);
+  absl::StatusOr<v1::MeasurementManifest> m = CollectManifest(ManifestSpec::Default(), in);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<std::string> paths;
+  for (const v1::HarnessFile& f : m->harness_files()) paths.push_back(f.path());
+  EXPECT_THAT(paths, ElementsAre("bench/bench.c"));
+
+  // The kernel changed and the build rewrote its outputs: no method change.
+  Write(dir.Join("build/bench"), "ELF v2\n");
+  Write(dir.Join("bench/bench.o"), "object v2\n");
+  Write(dir.Join("bench/_ext.so"), "module v2\n");
+  absl::StatusOr<v1::MeasurementManifest> rebuilt = CollectManifest(ManifestSpec::Default(), in);
+  ASSERT_TRUE(rebuilt.ok());
+  EXPECT_THAT(DiffManifests(*m, *rebuilt), IsEmpty());
+  // The benchmark's tracked source changed (its timer): a method change.
+  Write(dir.Join("bench/bench.c"), "int main(void) { return 1; }\n");
+  absl::StatusOr<v1::MeasurementManifest> timer = CollectManifest(ManifestSpec::Default(), in);
+  ASSERT_TRUE(timer.ok());
+  std::vector<ManifestChange> diff = DiffManifests(*m, *timer);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0].kind, ManifestChange::Kind::kHarnessFile);
+  EXPECT_EQ(diff[0].name, "bench/bench.c");
+
+  // Without a repository every file counts, as before.
+  testing::TempDir plain("manifest-untracked-test");
+  EXPECT_TRUE(TrackedInCommit(plain.path(), "HEAD") == nullptr);
+}
+
 TEST(DiffManifestsTest, HardwareAfterMethodAndOlderManifestsAreNotCompared) {
   v1::MeasurementManifest a;
   a.set_harness_digest("d1");

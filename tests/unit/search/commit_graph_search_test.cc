@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -88,6 +89,8 @@ GraphRepo MakeRepo(const std::string& path, const CommitGraph& graph, int good) 
       auto it = index.find(words[p]);
       if (it != index.end()) parents.push_back(it->second);  // Else an ancestor of GOOD.
     }
+    // As the coordinator lays it out (GitRepositoryView): GOOD stands for the parents outside.
+    if (parents.empty()) parents.push_back(0);
     index[words[0]] = static_cast<int>(repo.shas.size());
     repo.shas.push_back(words[0]);
     repo.parents.push_back(parents);
@@ -317,6 +320,68 @@ TEST(CommitGraphSearchTest, MercurialShapeNamesTheSideBranchCommitAsGitDoes) {
   for (int culprit = 1; culprit <= repo.n(); ++culprit) {
     Compare(repo, culprit, {}, absl::StrCat("culprit=", culprit), &tally);
   }
+}
+
+// Every order in which W parallel probes can finish: each worker takes the next probe as soon
+// as its last one finished, any in-flight probe may finish first, and the probes made useless
+// are cancelled. Calls `answer` with the candidates of every end reached; returns the number.
+int EveryCompletionOrder(const CommitGraphSearch& search, const GraphRepo& repo, int culprit,
+                         int workers, const std::function<void(const std::vector<int>&)>& answer) {
+  CommitGraphSearch filled = search;
+  for (int index : filled.UselessInFlight()) filled.Abandon(index);
+  filled.NextProbes(workers - static_cast<int>(filled.InFlight().size()));
+  const std::vector<int> in_flight = filled.InFlight();
+  if (in_flight.empty()) {
+    EXPECT_TRUE(filled.Done());
+    answer(filled.Candidates());
+    return 1;
+  }
+  int ends = 0;
+  for (int finished : in_flight) {
+    CommitGraphSearch next = filled;
+    const v1::Verdict verdict =
+        repo.is_ancestor[culprit][finished] ? v1::VERDICT_BAD : v1::VERDICT_GOOD;
+    EXPECT_TRUE(next.Record(finished, verdict).ok());
+    ends += EveryCompletionOrder(next, repo, culprit, workers, answer);
+  }
+  return ends;
+}
+
+// Mercurial's tests/test-bisect2.t DAG as issue 46 rebuilt it in git (0-4 in a line, 5 on 2,
+// 6 = merge(5, 4), 7 on 4, 8 and 9 on 1, 10 = merge(9, 6), 11-13 on 8, 14 on 11,
+// 15 = merge(13, 10), 16 and 17 on 15, 18 on 15), bisected from 11 to 17: revisions 2 and 9
+// fork below GOOD, so none of their parents is in the range. Laid out as a list, the range's
+// order put good commits of another branch after the culprit 9, and two runs in three named
+// the merge 10. Every culprit, with every number of workers from 2 to 4 and every order of
+// completion, must give git's answer.
+TEST(CommitGraphSearchTest, BranchesForkedBelowGoodGiveGitsAnswerInEveryCompletionOrder) {
+  TempDir tmp("graph-search");
+  // Node i is revision i, except that 17 (BAD) is written last: nodes 17 and 18 are
+  // revisions 18 and 17.
+  CommitGraph graph{"hg-test-bisect2", {}};
+  graph.parents = {{},     {0},  {1},      {2},  {3},  {2},  {5, 4}, {4},  {1},  {8},
+                   {9, 6}, {8},  {11},     {12}, {11}, {13, 10},    {15}, {15}, {16}};
+  const GraphRepo repo = MakeRepo(tmp.Join("hg2"), graph, /*good=*/11);
+  ASSERT_EQ(repo.n(), 12);  // 2 3 4 5 6 9 10 12 13 15 16 17.
+  absl::StatusOr<CommitGraphSearch> created = CommitGraphSearch::Create(repo.parents);
+  ASSERT_TRUE(created.ok()) << created.status();
+  int orders = 0;
+  for (int culprit = 1; culprit <= repo.n(); ++culprit) {
+    int steps = 0;
+    const std::set<std::string> git = GitBisect(repo, culprit, {}, &steps);
+    ASSERT_EQ(git, std::set<std::string>({repo.shas[culprit]})) << culprit;
+    for (int workers = 2; workers <= 4; ++workers) {
+      orders += EveryCompletionOrder(*created, repo, culprit, workers,
+                                     [&](const std::vector<int>& candidates) {
+                                       EXPECT_EQ(Shas(repo, candidates), git)
+                                           << "culprit " << culprit << " W=" << workers;
+                                     });
+    }
+  }
+  // Revisions 2 and 9 hang from GOOD, as the coordinator lays them out.
+  for (int i = 1; i <= repo.n(); ++i) EXPECT_FALSE(repo.parents[i].empty()) << i;
+  std::printf("%d completion orders over 12 culprits and W = 2..4\n", orders);
+  EXPECT_GE(orders, 100);
 }
 
 TEST(CommitGraphSearchTest, OneWorkerProbesTheCommitWithHalfTheCandidatesAsAncestors) {
