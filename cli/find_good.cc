@@ -47,15 +47,24 @@ void CancelJob(v1::CoordinatorService::StubInterface* stub, const std::string& j
 }  // namespace
 
 std::optional<Lookback::Outcome> LookbackOutcome(const v1::JobStatus& job) {
+  const bool pass_fail = job.spec().metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   if (!Finished(job.state())) {
-    // Past a settled endpoint verdict with a regression: BAD~d is better. A step found across
-    // two GPUs is provisional (it may be their offset, or vanish once BAD's worker measures
-    // GOOD), and a queued job or one still measuring its baselines has said nothing yet.
+    // A measured step is only known once the job's interleaved confirmation held it: GOOD and
+    // BAD's baselines were measured at two moments, and a machine that drifts between them
+    // (a VM under load, a GPU warming up) fakes a step that interleaved pairs refuse. A
+    // pass/fail check does not drift: past a settled endpoint verdict BAD~d passes. A step found
+    // across two GPUs is provisional, and a queued job or one still measuring its baselines has
+    // said nothing yet.
     const bool searching = job.state() == v1::JOB_STATE_BISECTING ||
                            job.state() == v1::JOB_STATE_CONFIRMING ||
                            job.state() == v1::JOB_STATE_FOLLOWING_UP;
-    if (!searching || job.baseline().provisional()) return std::nullopt;
+    if (!pass_fail || !searching || job.baseline().provisional()) return std::nullopt;
     return Lookback::Outcome::kBetter;
+  }
+  // The step the endpoints showed did not hold in interleaved pairs: it was the machine.
+  if (!pass_fail && job.has_confirmation() && !job.confirmation().confirmed() &&
+      (job.status() == v1::OUTCOME_INCONCLUSIVE || job.status() == v1::OUTCOME_CULPRIT_FOUND)) {
+    return Lookback::Outcome::kNotBetter;
   }
   switch (job.status()) {
     case v1::OUTCOME_CULPRIT_FOUND:
@@ -96,6 +105,8 @@ absl::StatusOr<FindGoodResult> FindGood(v1::CoordinatorService::StubInterface* s
       v1::SubmitJobRequest request;
       *request.mutable_spec() = spec;
       request.mutable_spec()->set_good(absl::StrCat(bad, "~", d));
+      // A metric's step counts only once interleaved pairs hold it (LookbackOutcome).
+      if (spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE) request.mutable_spec()->set_confirm(true);
       request.mutable_spec()->set_bad(bad);
       request.mutable_spec()->set_description(
           absl::StrCat("--find-good: is ", bad, "~", d, " better than ", bad, "?"));

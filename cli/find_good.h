@@ -4,8 +4,11 @@
 // which distances back from BAD to try; each try is an ordinary bisect job with GOOD = BAD~d,
 // submitted to the coordinator, whose endpoint verdict (measured on one GPU, decision 27) says
 // whether BAD~d is better than BAD by the min effect (or passes, with --exit-code). A few run at
-// once, one per worker. Once the nearest better distance is known, the other jobs are cancelled
-// and that one, which has already measured its baselines, bisects the bracket on its own.
+// once, one per worker. A metric's step counts only once the job's confirmation held it in
+// interleaved pairs: the baselines of BAD~d and BAD are measured at two moments, and a machine
+// whose speed drifts between them fakes a step (issue 46, decision 193), so a metric's lookback
+// job says "better" when it has bisected its bracket and confirmed the culprit. Once the nearest
+// better distance is known, the other jobs are cancelled; that one's result is the bisect's.
 //
 //   ASSIGN_OR_RETURN(FindGoodResult found,
 //                    FindGood(stub, spec, kDefaultMaxLookback, workers, &std::cout));
@@ -35,10 +38,13 @@ struct FindGoodResult {
   int rounds = 0;              // Rounds of lookback jobs.
 };
 
-// What a finished or running lookback job says about BAD~d (pure, for tests): better once its
-// endpoint verdict found a regression (it bisects, or has finished with an answer); not better
-// when it found none, the endpoints look swapped, or the check fails at BAD~d; untestable when
-// BAD~d cannot be measured (its build or benchmark fails); nullopt while its baselines run.
+// What a finished or running lookback job says about BAD~d (pure, for tests). A metric's job:
+// better once it finished with an answer whose confirmation (interleaved pairs) held the step;
+// not better when it found no step, the endpoints look swapped, or its confirmation refused the
+// step (the endpoints' difference was the machine's drift); nullopt while it runs. A pass/fail
+// job (--exit-code): better once its settled endpoint verdict has it bisecting; not better when
+// the check fails at BAD~d. Untestable when BAD~d cannot be measured (its build or benchmark
+// fails).
 std::optional<Lookback::Outcome> LookbackOutcome(const v1::JobStatus& job);
 
 // Runs the lookback for `spec` (whose `bad` is BAD; `good` is ignored) through `stub`, trying up

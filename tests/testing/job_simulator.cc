@@ -100,12 +100,13 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     if (worker.broken) broken.insert(worker.name);
     order.push_back(worker.name);
   }
-  auto sample = [&](const std::string& worker, int index) {
+  auto sample = [&](const std::string& worker, int index, double at) {
     const double value =
         options.first_commit + index >= options.culprit ? options.bad_value : options.good_value;
     const double noise =
         options.noise_cv > 0 ? std::normal_distribution<double>(0, options.noise_cv)(rng) : 0;
-    return value * factor[worker] * (1 + noise);
+    const double machine = options.machine_factor ? options.machine_factor(at) : 1.0;
+    return value * factor[worker] * machine * (1 + noise);
   };
 
   BisectJob job(absl::StrCat("sim-", options.first_commit, "-", options.seed), spec, commits,
@@ -285,13 +286,19 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
     const int index = done.task.commit_index();
     const bool paired = !done.task.paired_commit_sha().empty();
     const int paired_index = paired ? index_of[done.task.paired_commit_sha()] : 0;
-    for (int r = 0; r < std::max(1, done.task.runs()); ++r) {
+    // Run k of the task's `total` ended (total - k - 1) runs before the task did.
+    const int runs = std::max(1, done.task.runs());
+    const int total = runs * (paired ? 2 : 1);
+    const double run_time = options.run_seconds * time_factor[done.worker];
+    int k = 0;
+    auto run_at = [&] { return now - (total - 1 - k++) * run_time; };
+    for (int r = 0; r < runs; ++r) {
       if (paired) {
-        const double value = sample(done.worker, paired_index);
+        const double value = sample(done.worker, paired_index, run_at());
         result.add_paired_samples(value);
         result.add_runs()->set_value(value);
       }
-      const double value = sample(done.worker, index);
+      const double value = sample(done.worker, index, run_at());
       result.add_samples(value);
       result.add_runs()->set_value(value);
     }

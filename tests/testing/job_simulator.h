@@ -77,6 +77,10 @@ struct SimulationOptions {
   int harness_change = -1;
   // Results of earlier jobs (the result cache's lookup), passed to the job.
   std::vector<v1::CachedResult> cached;
+  // The machine's speed at a simulated second: every sample of a run that ends then is
+  // multiplied by it, on every worker (a VM whose speed drifts under load, a GPU warming up:
+  // `[](double t) { return 1 + 0.001 * t; }`, or a step at some second). Unset: 1.
+  std::function<double(double seconds)> machine_factor;
   // Workers the coordinator loses during the job (see SimulatedLoss).
   std::vector<SimulatedLoss> losses;
   // Called with the job's status after each result it takes (what a client polling the job could

@@ -23,27 +23,52 @@ v1::JobStatus Job(v1::JobState state, v1::Outcome outcome, const std::string& er
   return job;
 }
 
-TEST(LookbackOutcomeTest, TheEndpointVerdictOfEachLookbackJobSaysWhetherBadDIsBetter) {
+TEST(LookbackOutcomeTest, AMetricsStepCountsOnceInterleavedPairsHeldIt) {
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_QUEUED, v1::OUTCOME_RUNNING)), std::nullopt);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_BASELINES, v1::OUTCOME_RUNNING)), std::nullopt);
-  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING)), Outcome::kBetter);
-  // A step found between two GPUs steers the job's search, but is no verdict yet.
-  v1::JobStatus provisional = Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING);
-  provisional.mutable_baseline()->set_provisional(true);
-  EXPECT_EQ(LookbackOutcome(provisional), std::nullopt);
-  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_CONFIRMING, v1::OUTCOME_RUNNING)), Outcome::kBetter);
-  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_DONE, v1::OUTCOME_CULPRIT_FOUND)), Outcome::kBetter);
+  // The endpoints' step was measured at two moments: no verdict before the confirmation.
+  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING)), std::nullopt);
+  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_CONFIRMING, v1::OUTCOME_RUNNING)), std::nullopt);
+  v1::JobStatus confirmed = Job(v1::JOB_STATE_DONE, v1::OUTCOME_CULPRIT_FOUND);
+  confirmed.mutable_confirmation()->set_confirmed(true);
+  EXPECT_EQ(LookbackOutcome(confirmed), Outcome::kBetter);
+  // Issue 46: 1.438 ms against 1.459 ms at two moments, refused by 56 interleaved pairs.
+  v1::JobStatus refused = Job(v1::JOB_STATE_DONE, v1::OUTCOME_INCONCLUSIVE);
+  refused.mutable_confirmation()->set_confirmed(false);
+  refused.mutable_confirmation()->set_ratio(1.002);
+  EXPECT_EQ(LookbackOutcome(refused), Outcome::kNotBetter);
+  // Inconclusive for other reasons (noisy verdicts) still saw a step.
+  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_DONE, v1::OUTCOME_INCONCLUSIVE)), Outcome::kBetter);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_DONE, v1::OUTCOME_NO_REGRESSION)),
             Outcome::kNotBetter);
   EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_FAILED, v1::OUTCOME_ERROR,
                                 "GOOD and BAD look swapped: BAD is faster")),
             Outcome::kNotBetter);
-  EXPECT_EQ(LookbackOutcome(Job(v1::JOB_STATE_FAILED, v1::OUTCOME_ERROR,
-                                "the check already fails at GOOD (1234567): exit 1")),
-            Outcome::kNotBetter);
   EXPECT_EQ(LookbackOutcome(
                 Job(v1::JOB_STATE_FAILED, v1::OUTCOME_ERROR, "the build failed at GOOD (1234567)")),
             Outcome::kUntestable);
+}
+
+TEST(LookbackOutcomeTest, APassFailChecksSettledEndpointVerdictSays) {
+  auto exit_code = [](v1::JobStatus job) {
+    job.mutable_spec()->mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+    return job;
+  };
+  EXPECT_EQ(LookbackOutcome(exit_code(Job(v1::JOB_STATE_BASELINES, v1::OUTCOME_RUNNING))),
+            std::nullopt);
+  EXPECT_EQ(LookbackOutcome(exit_code(Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING))),
+            Outcome::kBetter);
+  // A step found between two GPUs steers the job's search, but is no verdict yet.
+  v1::JobStatus provisional = exit_code(Job(v1::JOB_STATE_BISECTING, v1::OUTCOME_RUNNING));
+  provisional.mutable_baseline()->set_provisional(true);
+  EXPECT_EQ(LookbackOutcome(provisional), std::nullopt);
+  EXPECT_EQ(LookbackOutcome(exit_code(Job(v1::JOB_STATE_CONFIRMING, v1::OUTCOME_RUNNING))),
+            Outcome::kBetter);
+  EXPECT_EQ(LookbackOutcome(exit_code(Job(v1::JOB_STATE_DONE, v1::OUTCOME_CULPRIT_FOUND))),
+            Outcome::kBetter);
+  EXPECT_EQ(LookbackOutcome(exit_code(Job(v1::JOB_STATE_FAILED, v1::OUTCOME_ERROR,
+                                          "the check already fails at GOOD (1234567): exit 1"))),
+            Outcome::kNotBetter);
 }
 
 TEST(FindGoodTextTest, SaysWhichGoodWasFoundAndHow) {

@@ -76,7 +76,7 @@ TEST(ManifestSpecTest, FromTheTaskEnvironment) {
   ASSERT_EQ(spec.tool_commands.size(), 1u);
   EXPECT_EQ(spec.tool_commands.at("torch"), "python -c 1");
   EXPECT_THAT(ManifestSpecFromEnv({}).harness_globs,
-              ElementsAre("benchmarks/**", ".github/workflows/**"));
+              ElementsAre("benchmarks/**", "bench/**", ".github/workflows/**"));
 }
 
 TEST(CollectManifestTest, HashesHarnessFilesRecordsEnvAndTools) {
