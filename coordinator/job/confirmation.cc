@@ -97,8 +97,13 @@ ConfirmationJudgement JudgeNormalised(const std::vector<ConfirmationSet>& sets, 
 }  // namespace
 
 ConfirmationJudgement JudgeConfirmationSets(const std::vector<ConfirmationSet>& sets,
-                                            bool worse_is_up) {
+                                            bool worse_is_up, double min_step) {
   ConfirmationJudgement pooled = JudgeNormalised(sets, worse_is_up, /*interleaved_only=*/false);
+  if (pooled.confirmed && std::fabs(pooled.ratio - 1) < min_step) {
+    pooled.confirmed = false;
+    pooled.below_minimum = true;
+    return pooled;
+  }
   const bool any_interleaved = std::any_of(sets.begin(), sets.end(), [](const ConfirmationSet& s) {
     return s.interleaved && s.pairs() > 0;
   });

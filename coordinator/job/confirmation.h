@@ -93,8 +93,11 @@ ConfirmationPlan LessSpeculativePairs(const ConfirmationPlan& plan, int speculat
 // medians are then relative to last-good: 1 and the ratio). When interleaved sets exist, the
 // step must show in them too (their ratio on the regression's side by at least half the pooled
 // step): reused samples alone cannot confirm a step a fresh measurement does not reproduce.
+// A step under `min_step` (a fraction, MinimumConfirmedStep) is not confirmed even when its
+// interval excludes 1 (below_minimum): x1.001 over 57 pairs is the residue of a drifting
+// machine, not a regression (issue 46).
 ConfirmationJudgement JudgeConfirmationSets(const std::vector<ConfirmationSet>& sets,
-                                            bool worse_is_up);
+                                            bool worse_is_up, double min_step);
 
 }  // namespace kbisect
 

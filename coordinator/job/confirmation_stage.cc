@@ -363,7 +363,8 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   if (fresh_expected && !any_fresh) {
     step.verdict = ConfirmationFailedText(failure_);
   } else {
-    judgement = JudgeConfirmationSets(sets, worse_is_up);
+    judgement = JudgeConfirmationSets(sets, worse_is_up,
+                                      MinimumConfirmedStep(status_->spec().min_effect_fraction()));
     if (judgement.measured) {
       std::vector<std::string> workers;
       for (const ConfirmationSet& set : sets) workers.push_back(set.worker);

@@ -297,8 +297,15 @@ std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
   if (reused_pairs > 0) {
     absl::StrAppend(&pairs, " and ", reused_pairs, " from the search");
   }
-  return absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] from %s on %s", judgement.ratio,
-                         judgement.ci_low, judgement.ci_high, pairs, absl::StrJoin(workers, ", "));
+  std::string verdict =
+      absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] from %s on %s", judgement.ratio,
+                      judgement.ci_low, judgement.ci_high, pairs, absl::StrJoin(workers, ", "));
+  if (judgement.below_minimum) {
+    absl::StrAppend(&verdict,
+                    ": smaller than half the minimum effect, a residue (the machine's drift between "
+                    "measurements at two moments), not a regression");
+  }
+  return verdict;
 }
 
 std::string NoisyBaselinesText(double noise, const std::string& unit,

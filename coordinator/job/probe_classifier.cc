@@ -288,6 +288,10 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   return out;
 }
 
+double MinimumConfirmedStep(double min_effect_fraction) {
+  return 0.5 * std::max(kMinimumEffectPct / 100.0, min_effect_fraction);
+}
+
 ConfirmationJudgement JudgeConfirmation(absl::Span<const double> last_good,
                                         absl::Span<const double> culprit, bool worse_is_up) {
   ConfirmationJudgement out;

@@ -113,9 +113,17 @@ struct ConfirmationJudgement {
   double ci_high = 0;
   double last_good_median = 0;
   double culprit_median = 0;
-  // The interval excludes "no change" on the regression's side.
+  // The interval excludes "no change" on the regression's side, and the step is no smaller than
+  // the least step worth naming (JudgeConfirmationSets).
   bool confirmed = false;
+  // The interval excludes "no change" but the step is smaller than the least step worth naming:
+  // a residue (a machine's drift between baselines measured at two moments), not a regression.
+  bool below_minimum = false;
 };
+
+// The least step a confirmation names, as a fraction: half the job's minimum effect (its
+// --min-effect, at least 1%). A step that small or smaller is no regression worth a culprit.
+double MinimumConfirmedStep(double min_effect_fraction);
 
 // Judges the confirmation: a percentile bootstrap of the median ratio (fixed seed, 4,000
 // resamples) must exclude 1 in the direction of the regression (`worse_is_up`: the regression

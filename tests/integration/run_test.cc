@@ -301,6 +301,46 @@ TEST_F(RunTest, BuildBrokenCommitsAroundTheCulpritLeaveACandidateRange) {
   EXPECT_THAT(run.out, HasSubstr("SKIP"));
 }
 
+// Issue 46: the most common setup of a C, C++ or CUDA project, a benchmark the build compiles.
+// `build/bench` changes whenever the kernel it links does, so it is never the harness; its
+// tracked source `bench/bench.c` is, and a commit that changes how it measures is a method
+// change (decision 191).
+TEST_F(RunTest, ACompiledBenchmarkIsARealRegressionUnlessItsSourceChanged) {
+  const std::string repo = tmp_.Join("c");
+  CommandResult made =
+      RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"), "/scripts/make-c-repo.sh ",
+                            ShellQuote(repo), " --commits 12 --culprit 7 --modules 3 --variants 1"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string culprit = Trim(made.out);
+  const std::string kernel_json = tmp_.Join("kernel.json");
+  CommandResult kernel =
+      Run(absl::StrCat("run v1.0 HEAD --repo ", repo, " --workers 2 --build 'make -j2' --json ",
+                       kernel_json, " -- ./build/bench"));
+  ASSERT_EQ(kernel.exit_code, 0) << kernel.out << kernel.err;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(kernel_json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_EQ(result["cause"], "real_regression") << kernel.out;
+  EXPECT_THAT(kernel.out, Not(HasSubstr("build/bench changed")));
+
+  // A commit that doubles the benchmark's passes (its inputs): the same slowdown in the
+  // metric, but the benchmark's source changed.
+  const std::string git = absl::StrCat("GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -C ",
+                                       ShellQuote(repo), " -c user.name=t -c user.email=t@t ");
+  CommandResult edited = RunShell(absl::StrCat(
+      "sed -i 's/kPasses = 4/kPasses = 8/' ", ShellQuote(repo + "/bench/bench.c"), " && ", git,
+      "commit -qam 'bench: twice the passes' && ", git, "rev-parse HEAD"));
+  ASSERT_EQ(edited.exit_code, 0) << edited.err;
+  const std::string method_json = tmp_.Join("method.json");
+  CommandResult method =
+      Run(absl::StrCat("run HEAD~3 HEAD --repo ", repo, " --workers 2 --build 'make -j2' --json ",
+                       method_json, " -- ./build/bench"));
+  ASSERT_EQ(method.exit_code, 0) << method.out << method.err;
+  result = nlohmann::json::parse(ReadFile(method_json));
+  EXPECT_EQ(result["culprit"]["sha"], Trim(edited.out));
+  EXPECT_EQ(result["cause"], "benchmark_method_change") << method.out;
+  EXPECT_THAT(method.out, HasSubstr("bench/bench.c changed"));
+}
+
 TEST_F(RunTest, EachCommitIsBuiltOnceAndTheConfirmationRebuildsNothing) {
   const std::string repo = tmp_.Join("repo");
   const std::string culprit = MakeRepo(repo, "--commits 40 --culprit 23");

@@ -7,6 +7,7 @@
 // baselines, shows that the look-back names BAD~d better only when interleaved pairs hold the
 // step (LookbackOutcome), and that a real step still counts.
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,12 +26,14 @@ struct Drift {
   std::function<double(double)> factor;
 };
 
-// A slow linear drift (0.2% a second: 2% over a ten-second job) and a 3% step just after the
-// first baseline runs, each making BAD look slower than BAD~d when nothing changed.
+// The job measures BAD's baseline first (runs ending at about 0.6, 1.0 and 1.4 s), then
+// GOOD's (2.0, 2.4, 2.8 s): a machine that gets faster (a load going away) makes BAD look slower
+// than BAD~d when nothing changed. A slow linear drift (1% a second, the 1.4% of the issue
+// between the two baselines) and a 3% step between the baselines or during BAD's.
 std::vector<Drift> Drifts() {
-  return {{"linear 0.2%/s", [](double t) { return 1 + 0.002 * t; }},
-          {"step +3% at 0.5 s", [](double t) { return t < 0.5 ? 1.0 : 1.03; }},
-          {"step +3% at 1.5 s", [](double t) { return t < 1.5 ? 1.0 : 1.03; }}};
+  return {{"linear -1%/s", [](double t) { return 1 - 0.01 * t; }},
+          {"step -3% at 1.6 s", [](double t) { return t < 1.6 ? 1.03 : 1.0; }},
+          {"step -3% at 0.8 s", [](double t) { return t < 0.8 ? 1.03 : 1.0; }}};
 }
 
 SimulationOptions LookbackJob(int distance, int culprit, int workers, uint64_t seed,
@@ -66,6 +69,14 @@ TEST(LookbackDriftTest, AnOffsetFromADriftingMachineIsNeverBetter) {
           const SimulationResult result = SimulateJob(SimulationSpec(), options);
           ++cases;
           fooled_endpoints += endpoints_saw_a_step;
+          if (getenv("LOOKBACK_DEBUG") != nullptr) {
+            std::printf("%s d=%d W=%d seed=%d\n%s\n", drift.name.c_str(), distance, workers,
+                        static_cast<int>(seed), DescribeProbes(result).c_str());
+            std::printf("confirmation: %s\n", result.status.confirmation().ShortDebugString().c_str());
+            for (const v1::JobEvent& event : result.events) {
+              std::printf("  %s\n", event.message().c_str());
+            }
+          }
           const std::optional<Lookback::Outcome> outcome = LookbackOutcome(result.status);
           ASSERT_TRUE(outcome.has_value());
           EXPECT_NE(*outcome, Lookback::Outcome::kBetter)

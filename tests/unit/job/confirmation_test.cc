@@ -110,7 +110,7 @@ TEST(ConfirmationTest, EachWorkersOffsetCancels) {
       {"w0", {100, 100.5, 99.5}, {125, 125.5, 124.5}, true},
       {"w1", {135, 135.5, 134.5}, {168.75, 169.2, 168.3}, true},
   };
-  const ConfirmationJudgement judgement = JudgeConfirmationSets(sets, /*worse_is_up=*/true);
+  const ConfirmationJudgement judgement = JudgeConfirmationSets(sets, /*worse_is_up=*/true, 0.005);
   ASSERT_TRUE(judgement.measured);
   EXPECT_NEAR(judgement.ratio, 1.25, 0.01);
   EXPECT_GT(judgement.ci_low, 1.2);
@@ -119,7 +119,7 @@ TEST(ConfirmationTest, EachWorkersOffsetCancels) {
 
 TEST(ConfirmationTest, ReusedSamplesAloneCanConfirm) {
   std::vector<ConfirmationSet> sets = {{"w0", {100, 100, 100}, {125, 125, 125}, false}};
-  EXPECT_TRUE(JudgeConfirmationSets(sets, true).confirmed);
+  EXPECT_TRUE(JudgeConfirmationSets(sets, true, 0.005).confirmed);
 }
 
 TEST(ConfirmationTest, ReusedSamplesCannotConfirmAStepTheFreshPairsDoNotShow) {
@@ -127,13 +127,35 @@ TEST(ConfirmationTest, ReusedSamplesCannotConfirmAStepTheFreshPairsDoNotShow) {
       {"w0", {100, 100, 100, 100, 100, 100}, {125, 125, 125, 125, 125, 125}, false},
       {"w1", {100, 101, 99}, {100.5, 99.5, 100}, true},
   };
-  EXPECT_FALSE(JudgeConfirmationSets(sets, true).confirmed);
+  EXPECT_FALSE(JudgeConfirmationSets(sets, true, 0.005).confirmed);
 }
 
 TEST(ConfirmationTest, AnImprovementIsNotAConfirmedRegression) {
   std::vector<ConfirmationSet> sets = {{"w0", {100, 101, 99}, {80, 81, 79}, true}};
-  EXPECT_FALSE(JudgeConfirmationSets(sets, /*worse_is_up=*/true).confirmed);
-  EXPECT_TRUE(JudgeConfirmationSets(sets, /*worse_is_up=*/false).confirmed);
+  EXPECT_FALSE(JudgeConfirmationSets(sets, /*worse_is_up=*/true, 0.005).confirmed);
+  EXPECT_TRUE(JudgeConfirmationSets(sets, /*worse_is_up=*/false, 0.005).confirmed);
+}
+
+// Issue 46: a drifting machine's 3% offset between two baselines, then 57 interleaved pairs at
+// x1.001 whose interval barely excludes 1. A step under half the minimum effect is no regression.
+TEST(ConfirmationTest, AStepUnderHalfTheMinimumEffectIsAResidueNotARegression) {
+  std::vector<ConfirmationSet> sets = {{"w0", {}, {}, true}};
+  for (int i = 0; i < 57; ++i) {
+    sets[0].last_good.push_back(1.440 + 0.0001 * (i % 5));
+    sets[0].culprit.push_back(1.4415 + 0.0001 * (i % 5));
+  }
+  const ConfirmationJudgement judgement =
+      JudgeConfirmationSets(sets, /*worse_is_up=*/true, MinimumConfirmedStep(0));
+  ASSERT_TRUE(judgement.measured);
+  EXPECT_GT(judgement.ci_low, 1);  // The interval alone would have confirmed it.
+  EXPECT_FALSE(judgement.confirmed);
+  EXPECT_TRUE(judgement.below_minimum);
+  // The least step named is half of --min-effect, never under half of 1%.
+  EXPECT_DOUBLE_EQ(MinimumConfirmedStep(0), 0.005);
+  EXPECT_DOUBLE_EQ(MinimumConfirmedStep(0.05), 0.025);
+  // A 1% step over the same pairs is confirmed.
+  for (double& value : sets[0].culprit) value *= 1.009;
+  EXPECT_TRUE(JudgeConfirmationSets(sets, true, MinimumConfirmedStep(0)).confirmed);
 }
 
 }  // namespace
