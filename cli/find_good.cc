@@ -106,7 +106,8 @@ absl::StatusOr<FindGoodResult> FindGood(v1::CoordinatorService::StubInterface* s
       *request.mutable_spec() = spec;
       request.mutable_spec()->set_good(absl::StrCat(bad, "~", d));
       // A metric's step counts only once interleaved pairs hold it (LookbackOutcome).
-      if (spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE) request.mutable_spec()->set_confirm(true);
+      if (spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE)
+        request.mutable_spec()->set_confirm(true);
       request.mutable_spec()->set_bad(bad);
       request.mutable_spec()->set_description(
           absl::StrCat("--find-good: is ", bad, "~", d, " better than ", bad, "?"));

@@ -18,7 +18,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/artifact_axis.h"
 #include "cli/find_good.h"
 #include "cli/job_log.h"
 #include "cli/job_options.h"
@@ -35,6 +37,7 @@
 #include "coordinator/result_cache.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
+#include "nlohmann/json.hpp"
 #include "worker/build_ahead.h"
 #include "worker/build_layer.h"
 #include "worker/device_binding.h"
@@ -107,6 +110,55 @@ std::string BuildIsolationText(v1::BuildIsolation isolation,
                       " (pip installs land there; $KBISECT_PREFIX for the rest)");
 }
 
+// --artifact: lists the index, resolves GOOD and BAD and makes `spec` bisect the ledger.
+// Returns 0, or the exit code after saying what was wrong.
+int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
+                     const std::string& cache_dir, v1::JobSpec* spec,
+                     std::optional<ArtifactAxis>* axis) {
+  if (options.find_good) {
+    std::cerr << "kbisect run: --artifact takes GOOD and BAD; --find-good is for commits\n";
+    return kExitUsage;
+  }
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  absl::StatusOr<ArtifactAxis> prepared =
+      ArtifactAxis::Prepare(flags, options.good, options.bad, cache_dir, runner.get());
+  if (!prepared.ok()) {
+    std::cerr << "kbisect: " << prepared.status().message() << "\n";
+    return prepared.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+  std::error_code error;
+  prepared->ApplyTo(spec, std::filesystem::current_path(error).string());
+  *axis = *std::move(prepared);
+  return 0;
+}
+
+// After an artifact bisect: the two artifacts and their commits on the terminal and in --json,
+// and the command that goes on into the commits between them.
+void ReportArtifacts(const ArtifactAxis& axis, const v1::JobStatus& status,
+                     const JobOptions& options) {
+  const std::string summary = axis.SummaryText(status);
+  std::cout << summary;
+  if (!options.outputs.json_file.empty()) {
+    std::ifstream in(options.outputs.json_file);
+    nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!result.is_discarded()) {
+      result["artifacts"] = nlohmann::json::parse(axis.SummaryJson(status));
+      std::ofstream(options.outputs.json_file) << result.dump(2) << "\n";
+    }
+  }
+  const std::optional<ArtifactVersion> last_good = axis.VersionOf(status.last_good().sha());
+  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(status.culprit().sha());
+  if (summary.empty() || !last_good.has_value() || !first_bad.has_value()) return;
+  const std::string from = axis.CommitOf(last_good->version);
+  const std::string to = axis.CommitOf(first_bad->version);
+  if (!from.empty() && !to.empty()) {
+    std::cout << "To go on into the commits between them: kbisect run " << from << " " << to
+              << " --repo " << (options.repo.empty() ? "SOURCE" : options.repo) << " --build "
+              << (options.build.empty() ? "BUILD" : absl::StrCat("'", options.build, "'")) << " -- "
+              << absl::StrJoin(options.bench_command, " ") << "\n";
+  }
+}
+
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
@@ -144,6 +196,8 @@ int RunCommand(int argc, char** argv) {
   app.add_flag("--fresh", fresh,
                "Start over instead of resuming this bisect's interrupted run (a run killed, "
                "rebooted or stopped with Ctrl-C resumes when the same command runs again)");
+  ArtifactFlags artifact;
+  AddArtifactFlags(&app, &artifact);
   std::string serve;
   app.add_option("--serve", serve,
                  "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
@@ -164,6 +218,13 @@ int RunCommand(int argc, char** argv) {
     std::cerr << "kbisect run: " << spec.status().message() << "\n"
               << "Run `kbisect run --help` for usage.\n";
     return kExitUsage;
+  }
+  // --artifact: the revisions are an index's versions, written as a ledger the job bisects.
+  std::optional<ArtifactAxis> axis;
+  if (artifact.enabled()) {
+    const int failed = PrepareArtifacts(artifact, options, cache_dir, &*spec, &axis);
+    if (failed != 0) return failed;
+    repo_path = axis->ledger();
   }
   absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repo_path);
   if (!repo.ok()) {
@@ -363,6 +424,7 @@ int RunCommand(int argc, char** argv) {
   }
 
   const int code = ReportFinalStatus(final_status, options.outputs);
+  if (axis.has_value()) ReportArtifacts(*axis, final_status, options);
   if (finished) {
     // `kbisect log` prints it; `--replay` starts from it.
     std::error_code ec;

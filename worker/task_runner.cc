@@ -261,7 +261,9 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
     report(v1::TASK_PHASE_BENCH, run);
     ExecRequest bench;
     bench.argv = argv;
-    bench.cwd = dirs[sha];
+    auto bench_dir = env.find(kBenchDirEnv);
+    bench.cwd =
+        bench_dir != env.end() && !bench_dir->second.empty() ? bench_dir->second : dirs[sha];
     bench.env = env;
     for (const auto& [name, value] : layer_envs[sha]) bench.env[name] = value;
     bench.env["KBISECT_COMMIT"] = sha;

@@ -24,6 +24,11 @@
 
 namespace kbisect {
 
+// A job's environment variable naming the directory its benchmark runs in instead of the
+// checkout: a job over installed artifacts (`kbisect run --artifact`) runs the benchmark where
+// the user started it, since the checkout only pins the artifact.
+inline constexpr char kBenchDirEnv[] = "KBISECT_BENCH_DIR";
+
 class TaskRunner {
  public:
   // Called at each phase change and after each benchmark run.

@@ -230,8 +230,9 @@ std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& statu
 std::string FlakyRunText(int step, const std::string& sha, int failures, int runs,
                          const std::string& likeliest_sha, double likeliest_probability) {
   return absl::StrFormat("Step %d: %s %s; likeliest culprit %s at %s", step, ShortSha(sha),
-                         failures > 0 ? absl::StrCat("failed ", failures, " of ", Count(runs, "run"))
-                                      : absl::StrCat("passed ", Count(runs, "run")),
+                         failures > 0
+                             ? absl::StrCat("failed ", failures, " of ", Count(runs, "run"))
+                             : absl::StrCat("passed ", Count(runs, "run")),
                          ShortSha(likeliest_sha), FormatPercent(likeliest_probability * 100));
 }
 
@@ -301,9 +302,10 @@ std::string ConfirmationVerdictText(const ConfirmationJudgement& judgement,
       absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] from %s on %s", judgement.ratio,
                       judgement.ci_low, judgement.ci_high, pairs, absl::StrJoin(workers, ", "));
   if (judgement.below_minimum) {
-    absl::StrAppend(&verdict,
-                    ": smaller than half the minimum effect, a residue (the machine's drift between "
-                    "measurements at two moments), not a regression");
+    absl::StrAppend(
+        &verdict,
+        ": smaller than half the minimum effect, a residue (the machine's drift between "
+        "measurements at two moments), not a regression");
   }
   return verdict;
 }

@@ -172,8 +172,8 @@ TEST_F(GraphBisectTest, BranchesForkedBelowGoodNameTheCommitNotTheMerge) {
                                        ShellQuote(repo), " -c user.name=t -c user.email=t@t ");
   std::string script = absl::StrCat("set -e; git init -q -b main ", ShellQuote(repo), "; ");
   auto commit = [&](int r) {
-    absl::StrAppend(&script, "echo ", r, " > ", ShellQuote(absl::StrCat(repo, "/f", r)), "; ",
-                    git, "add -A; ", git, "commit -q -m r", r, "; ", git, "tag r", r, "; ");
+    absl::StrAppend(&script, "echo ", r, " > ", ShellQuote(absl::StrCat(repo, "/f", r)), "; ", git,
+                    "add -A; ", git, "commit -q -m r", r, "; ", git, "tag r", r, "; ");
   };
   auto checkout = [&](int r) { absl::StrAppend(&script, git, "checkout -q r", r, "; "); };
   auto merge = [&](int r, int first, int second) {

@@ -308,8 +308,8 @@ TEST_F(RunTest, BuildBrokenCommitsAroundTheCulpritLeaveACandidateRange) {
 TEST_F(RunTest, ACompiledBenchmarkIsARealRegressionUnlessItsSourceChanged) {
   const std::string repo = tmp_.Join("c");
   CommandResult made =
-      RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"), "/scripts/make-c-repo.sh ",
-                            ShellQuote(repo), " --commits 12 --culprit 7 --modules 3 --variants 1"));
+      RunShell(absl::StrCat(Env("KBISECT_SOURCE_DIR"), "/scripts/make-c-repo.sh ", ShellQuote(repo),
+                            " --commits 12 --culprit 7 --modules 3 --variants 1"));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const std::string culprit = Trim(made.out);
   const std::string kernel_json = tmp_.Join("kernel.json");

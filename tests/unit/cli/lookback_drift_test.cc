@@ -72,7 +72,8 @@ TEST(LookbackDriftTest, AnOffsetFromADriftingMachineIsNeverBetter) {
           if (getenv("LOOKBACK_DEBUG") != nullptr) {
             std::printf("%s d=%d W=%d seed=%d\n%s\n", drift.name.c_str(), distance, workers,
                         static_cast<int>(seed), DescribeProbes(result).c_str());
-            std::printf("confirmation: %s\n", result.status.confirmation().ShortDebugString().c_str());
+            std::printf("confirmation: %s\n",
+                        result.status.confirmation().ShortDebugString().c_str());
             for (const v1::JobEvent& event : result.events) {
               std::printf("  %s\n", event.message().c_str());
             }

@@ -184,8 +184,8 @@ Outcome Search(const GraphRepo& repo, int culprit, const std::set<int>& skipped,
     ++outcome.rounds;
     for (int p : probes) {
       const v1::Verdict verdict = skipped.count(p) != 0          ? v1::VERDICT_SKIP
-                              : repo.is_ancestor[culprit][p] ? v1::VERDICT_BAD
-                                                             : v1::VERDICT_GOOD;
+                                  : repo.is_ancestor[culprit][p] ? v1::VERDICT_BAD
+                                                                 : v1::VERDICT_GOOD;
       EXPECT_TRUE(search.Record(p, verdict).ok());
     }
     EXPECT_THAT(search.UselessInFlight(), ::testing::IsEmpty());
@@ -359,8 +359,8 @@ TEST(CommitGraphSearchTest, BranchesForkedBelowGoodGiveGitsAnswerInEveryCompleti
   // Node i is revision i, except that 17 (BAD) is written last: nodes 17 and 18 are
   // revisions 18 and 17.
   CommitGraph graph{"hg-test-bisect2", {}};
-  graph.parents = {{},     {0},  {1},      {2},  {3},  {2},  {5, 4}, {4},  {1},  {8},
-                   {9, 6}, {8},  {11},     {12}, {11}, {13, 10},    {15}, {15}, {16}};
+  graph.parents = {{},     {0}, {1},  {2},  {3},  {2},      {5, 4}, {4},  {1}, {8},
+                   {9, 6}, {8}, {11}, {12}, {11}, {13, 10}, {15},   {15}, {16}};
   const GraphRepo repo = MakeRepo(tmp.Join("hg2"), graph, /*good=*/11);
   ASSERT_EQ(repo.n(), 12);  // 2 3 4 5 6 9 10 12 13 15 16 17.
   absl::StatusOr<CommitGraphSearch> created = CommitGraphSearch::Create(repo.parents);
@@ -371,11 +371,10 @@ TEST(CommitGraphSearchTest, BranchesForkedBelowGoodGiveGitsAnswerInEveryCompleti
     const std::set<std::string> git = GitBisect(repo, culprit, {}, &steps);
     ASSERT_EQ(git, std::set<std::string>({repo.shas[culprit]})) << culprit;
     for (int workers = 2; workers <= 4; ++workers) {
-      orders += EveryCompletionOrder(*created, repo, culprit, workers,
-                                     [&](const std::vector<int>& candidates) {
-                                       EXPECT_EQ(Shas(repo, candidates), git)
-                                           << "culprit " << culprit << " W=" << workers;
-                                     });
+      orders += EveryCompletionOrder(
+          *created, repo, culprit, workers, [&](const std::vector<int>& candidates) {
+            EXPECT_EQ(Shas(repo, candidates), git) << "culprit " << culprit << " W=" << workers;
+          });
     }
   }
   // Revisions 2 and 9 hang from GOOD, as the coordinator lays them out.

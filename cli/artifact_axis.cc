@@ -1,0 +1,383 @@
+// Copyright 2026 The kbisect Authors.
+#include "cli/artifact_axis.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+#include "common/artifact/pep440.h"
+#include "common/git/object_hash.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace kbisect {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How many listed versions an error names around a missing end.
+constexpr int kNearestNamed = 4;
+
+// Single-quotes `text` for /bin/sh.
+std::string Quote(const std::string& text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
+}
+
+std::string IndexOf(const ArtifactFlags& flags) {
+  return flags.find_links.empty() ? flags.index_url : flags.find_links;
+}
+
+std::string ModuleOf(const ArtifactFlags& flags) {
+  if (!flags.import_name.empty()) return flags.import_name;
+  return absl::StrReplaceAll(absl::AsciiStrToLower(flags.name), {{"-", "_"}, {".", "_"}});
+}
+
+// The position of one end (a version or a date) in `listed`, or NotFound naming the nearest.
+absl::StatusOr<size_t> FindEnd(const std::vector<ArtifactVersion>& listed, const std::string& name,
+                               const std::string& index, const std::string& end,
+                               const char* which) {
+  if (LooksLikeDate(end)) {
+    if (std::optional<size_t> found = FindByDate(listed, end)) return *found;
+    std::vector<std::string> dated;
+    for (const ArtifactVersion& v : listed) {
+      if (std::optional<std::string> date = NightlyDate(v.parsed)) dated.push_back(v.version);
+    }
+    return absl::NotFoundError(absl::StrCat(
+        which, " ", end, ": ", index, " lists no ", name,
+        " nightly of that day (no version with dev", absl::StrReplaceAll(end, {{"-", ""}}), ")",
+        dated.empty() ? "; it lists no dated nightly at all"
+                      : absl::StrCat("; the dated ones run from ", dated.front(), " to ",
+                                     dated.back(), ": pick a day that has one")));
+  }
+  absl::StatusOr<Pep440Version> wanted = ParsePep440(end);
+  if (!wanted.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(which, " ", end, " is neither a version of ",
+                                                   name, " nor a date (YYYY-MM-DD)"));
+  }
+  for (size_t i = 0; i < listed.size(); ++i) {
+    if (ComparePep440(listed[i].parsed, *wanted) == 0) return i;
+  }
+  const std::vector<std::string> nearest = NearestVersions(listed, *wanted, kNearestNamed);
+  return absl::NotFoundError(absl::StrCat(
+      which, " ", end, ": ", index, " has no ", name, " ", end,
+      nearest.empty() ? absl::StrCat("; it lists no version of ", name)
+                      : absl::StrCat("; the nearest it lists: ", absl::StrJoin(nearest, ", "))));
+}
+
+// A ledger commit's date: its nightly's day (00:00 UTC), else a fixed day plus a minute per
+// position, so that the same range always gives the same commits.
+int64_t LedgerTime(const ArtifactVersion& version, size_t position) {
+  if (std::optional<std::string> day = NightlyDate(version.parsed)) {
+    absl::CivilDay civil(std::stoi(day->substr(0, 4)), std::stoi(day->substr(4, 2)),
+                         std::stoi(day->substr(6, 2)));
+    return absl::ToUnixSeconds(absl::FromCivil(civil, absl::UTCTimeZone()));
+  }
+  return 1767225600 + static_cast<int64_t>(position) * 60;
+}
+
+// The git fast-import stream of the ledger: one commit per version, each the child of the one
+// before, dated at its nightly's day (else a fixed date), so that the same range gives the same
+// commits every time.
+std::string LedgerStream(const ArtifactFlags& flags, const std::vector<ArtifactVersion>& versions) {
+  std::string stream;
+  for (size_t i = 0; i < versions.size(); ++i) {
+    const ArtifactVersion& v = versions[i];
+    absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1, "\n");
+    const std::string message =
+        absl::StrCat(flags.name, " ", v.version, "\n\nFrom ", IndexOf(flags), "\n");
+    const std::string who =
+        absl::StrCat("kbisect <kbisect@localhost> ", LedgerTime(v, i), " +0000\n");
+    absl::StrAppend(&stream, "author ", who, "committer ", who, "data ", message.size(), "\n",
+                    message);
+    if (i > 0) absl::StrAppend(&stream, "from :", i, "\n");
+    absl::StrAppend(&stream, "deleteall\n");
+    for (const auto& [path, contents] : LedgerFiles(flags, v)) {
+      absl::StrAppend(&stream, "M 100644 inline ", path, "\ndata ", contents.size(), "\n", contents,
+                      "\n");
+    }
+  }
+  return stream;
+}
+
+// Reads `git fast-import --export-marks` output: mark i -> sha.
+std::vector<std::string> ReadMarks(const std::string& path, size_t count) {
+  std::vector<std::string> shas(count);
+  std::ifstream in(path);
+  std::string mark;
+  std::string sha;
+  while (in >> mark >> sha) {
+    const size_t i = std::stoul(mark.substr(1));
+    if (i >= 1 && i <= count) shas[i - 1] = sha;
+  }
+  return shas;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddArtifactFlags(CLI::App* app, ArtifactFlags* flags) {
+  auto* artifact = app->add_option(
+      "--artifact", flags->name,
+      "Bisect the prebuilt versions of this package (nightly wheels) instead of commits: GOOD "
+      "and BAD are versions or dates (YYYY-MM-DD: the version carrying devYYYYMMDD), each probe "
+      "installs one into a layer of its own from the index given, and the benchmark runs in "
+      "the current directory");
+  auto* links = app->add_option("--find-links", flags->find_links,
+                                "With --artifact: a directory of wheels (the only index used)");
+  auto* index = app->add_option("--index-url", flags->index_url,
+                                "With --artifact: a PEP 503 index, http:// or file:// (the only "
+                                "index used)");
+  links->excludes(index);
+  links->needs(artifact);
+  index->needs(artifact);
+  app->add_flag("--with-deps", flags->with_deps,
+                "With --artifact: install the artifact's dependencies too (from the same index)")
+      ->needs(artifact);
+  app->add_option("--import", flags->import_name,
+                  "With --artifact: the module that must import after the install (default: the "
+                  "package's name with '-' as '_')")
+      ->needs(artifact);
+  app->add_option("--commit-of", flags->commit_of,
+                  "With --artifact: a command that prints the commit an installed artifact was "
+                  "built from, run in its environment (default: MODULE.version.git_version, "
+                  "__git_version__, __commit__, or a +g<sha> version label)")
+      ->needs(artifact);
+}
+
+absl::StatusOr<ArtifactEnds> ResolveArtifactEnds(const std::vector<ArtifactVersion>& listed,
+                                                 const std::string& name, const std::string& index,
+                                                 const std::string& good, const std::string& bad) {
+  ArtifactEnds ends;
+  ASSIGN_OR_RETURN(ends.good, FindEnd(listed, name, index, good, "GOOD"));
+  ASSIGN_OR_RETURN(ends.bad, FindEnd(listed, name, index, bad, "BAD"));
+  if (ends.good >= ends.bad) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GOOD (", listed[ends.good].version, ") must be older than BAD (",
+                     listed[ends.bad].version, ") in pip's version order"));
+  }
+  return ends;
+}
+
+std::map<std::string, std::string> LedgerFiles(const ArtifactFlags& flags,
+                                               const ArtifactVersion& version) {
+  nlohmann::json files = nlohmann::json::array();
+  std::vector<std::string> hashes;
+  for (const ArtifactFile& file : version.files) {
+    files.push_back({{"filename", file.filename}, {"sha256", file.sha256}});
+    if (!file.sha256.empty()) hashes.push_back(absl::StrCat("--hash=sha256:", file.sha256));
+  }
+  const nlohmann::json artifact = {{"name", flags.name},
+                                   {"version", version.version},
+                                   {"index", IndexOf(flags)},
+                                   {"files", files}};
+  std::string requirement = absl::StrCat(flags.name, "==", version.version);
+  // pip checks every requirement's hash once one has one: only the artifact alone can be pinned.
+  if (!flags.with_deps && !hashes.empty()) {
+    absl::StrAppend(&requirement, " ", absl::StrJoin(hashes, " "));
+  }
+  return {{"artifact.json", artifact.dump(2) + "\n"},
+          {"requirements.txt", requirement + "\n"},
+          {"version.txt", version.version + "\n"}};
+}
+
+std::string CommitProbeProgram(const std::string& distribution, const std::string& module) {
+  return absl::StrCat(R"py(import importlib, re, sys
+from importlib import metadata
+def sha(text):
+    text = str(text or "").strip()
+    return text if re.fullmatch(r"[0-9a-f]{7,40}", text) else ""
+m = importlib.import_module()py",
+                      "'", module, "'", R"py()
+for get in (lambda: m.version.git_version, lambda: m.__git_version__, lambda: m.__commit__):
+    try:
+        found = sha(get())
+    except Exception:
+        found = ""
+    if found:
+        print(found)
+        sys.exit(0)
+try:
+    version = metadata.version()py",
+                      "'", distribution, "'", R"py()
+except Exception:
+    version = ""
+label = re.search(r"\+(?:[^+]*[._-])?g(?:it)?([0-9a-f]{7,40})(?:[._-]|$)", version)
+if label:
+    print(label.group(1))
+)py");
+}
+
+std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
+  const std::string index = flags.find_links.empty()
+                                ? absl::StrCat("--index-url ", Quote(flags.index_url))
+                                : absl::StrCat("--no-index --find-links ", Quote(flags.find_links));
+  const std::string module = ModuleOf(flags);
+  const std::string commit =
+      flags.commit_of.empty()
+          ? absl::StrCat("python -c ", Quote(CommitProbeProgram(flags.name, module)))
+          : flags.commit_of;
+  return absl::StrCat(
+      "set -e\n",
+      // Only the index given: no configuration file, no variable adds another.
+      "env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS -u PIP_NO_INDEX "
+      "PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "
+      "python -m pip install --quiet ",
+      flags.with_deps ? "" : "--no-deps ", index, " -r requirements.txt\n", "python -c ",
+      Quote(absl::StrCat("import ", module)), "\n", "commit=$(", commit, ") || commit=\n",
+      "echo \"kbisect: ", flags.name,
+      " $(cat version.txt) was built from commit ${commit:-unknown}\"\n", "if [ -n \"$",
+      kArtifactNotesEnv, "\" ] && [ -n \"$commit\" ]; then mkdir -p \"$", kArtifactNotesEnv,
+      "\" && printf '%s\\n' \"$commit\" > \"$", kArtifactNotesEnv, "/$(cat version.txt)\"; fi\n");
+}
+
+absl::StatusOr<ArtifactAxis> ArtifactAxis::Prepare(const ArtifactFlags& flags,
+                                                   const std::string& good, const std::string& bad,
+                                                   const std::string& cache_dir,
+                                                   CommandRunner* runner) {
+  if (flags.find_links.empty() == flags.index_url.empty()) {
+    return absl::InvalidArgumentError(
+        "--artifact needs its index: --find-links DIR or --index-url URL (one of them)");
+  }
+  if (bad.empty()) {
+    return absl::InvalidArgumentError("--artifact needs GOOD and BAD (versions or dates)");
+  }
+  ArtifactFlags resolved = flags;
+  if (!flags.find_links.empty()) {
+    std::error_code error;
+    resolved.find_links = fs::absolute(flags.find_links, error).lexically_normal().string();
+  }
+  ASSIGN_OR_RETURN(std::vector<ArtifactVersion> listed,
+                   resolved.find_links.empty() ? ListIndex(resolved.index_url, resolved.name)
+                                               : ListFindLinks(resolved.find_links, resolved.name));
+  ASSIGN_OR_RETURN(ArtifactEnds ends,
+                   ResolveArtifactEnds(listed, resolved.name, IndexOf(resolved), good, bad));
+  ArtifactAxis axis;
+  axis.flags_ = resolved;
+  axis.versions_.assign(listed.begin() + static_cast<std::ptrdiff_t>(ends.good),
+                        listed.begin() + static_cast<std::ptrdiff_t>(ends.bad) + 1);
+  const std::string stream = LedgerStream(resolved, axis.versions_);
+  const std::string key = GitBlobId(stream).substr(0, 16);
+  axis.ledger_ =
+      absl::StrCat(cache_dir, "/artifacts/", NormalizeProjectName(resolved.name), "-", key);
+  axis.notes_ =
+      absl::StrCat(cache_dir, "/artifacts/notes/", GitBlobId(IndexOf(resolved)).substr(0, 16), "/",
+                   NormalizeProjectName(resolved.name));
+  std::error_code error;
+  fs::create_directories(axis.ledger_, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot make ", axis.ledger_, ": ", error.message()));
+  }
+  RETURN_IF_ERROR(WriteFile(axis.ledger_ + ".stream", stream));
+  ExecRequest import;
+  import.shell_command =
+      absl::StrCat("git init -q ", Quote(axis.ledger_), " && git -C ", Quote(axis.ledger_),
+                   " fast-import --quiet --force --export-marks=", Quote(axis.ledger_ + ".marks"),
+                   " < ", Quote(axis.ledger_ + ".stream"), " && git -C ", Quote(axis.ledger_),
+                   " -c advice.detachedHead=false checkout -q -f main");
+  import.env = {{"GIT_CONFIG_NOSYSTEM", "1"}, { "GIT_CONFIG_GLOBAL", "/dev/null" }};
+  import.timeout = absl::Minutes(2);
+  ASSIGN_OR_RETURN(ExecResult written, runner->Run(import, nullptr));
+  if (written.exit_code != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot write the artifact ledger ", axis.ledger_, ": ", written.output));
+  }
+  axis.shas_ = ReadMarks(axis.ledger_ + ".marks", axis.versions_.size());
+  return axis;
+}
+
+void ArtifactAxis::ApplyTo(v1::JobSpec* spec, const std::string& bench_dir) const {
+  spec->set_repository(ledger_);
+  spec->set_good(shas_.front());
+  spec->set_bad(shas_.back());
+  spec->set_build_command(ArtifactInstallCommand(flags_));
+  spec->set_build_isolation(v1::BUILD_ISOLATION_PYTHON);
+  (*spec->mutable_env())[kBenchDirEnv] = bench_dir;
+  (*spec->mutable_env())[kArtifactNotesEnv] = notes_;
+}
+
+std::optional<ArtifactVersion> ArtifactAxis::VersionOf(const std::string& sha) const {
+  for (size_t i = 0; i < shas_.size(); ++i) {
+    if (shas_[i] == sha) return versions_[i];
+  }
+  return std::nullopt;
+}
+
+std::string ArtifactAxis::CommitOf(const std::string& version) const {
+  std::ifstream in(absl::StrCat(notes_, "/", version));
+  std::string commit;
+  in >> commit;
+  return commit;
+}
+
+std::vector<std::string> ArtifactAxis::SkippedVersions(const v1::JobStatus& status) const {
+  std::vector<std::string> skipped;
+  for (size_t i = 0; i < shas_.size(); ++i) {
+    const bool skip =
+        std::any_of(status.probes().begin(), status.probes().end(), [&](const v1::Probe& probe) {
+          return probe.sha() == shas_[i] && probe.verdict() == v1::VERDICT_SKIP;
+        });
+    if (skip) skipped.push_back(versions_[i].version);
+  }
+  return skipped;
+}
+
+std::string ArtifactAxis::SummaryText(const v1::JobStatus& status) const {
+  const std::optional<ArtifactVersion> first_bad = VersionOf(status.culprit().sha());
+  const std::optional<ArtifactVersion> last_good = VersionOf(status.last_good().sha());
+  if (!first_bad.has_value() || !last_good.has_value()) return "";
+  auto named = [&](const ArtifactVersion& v) {
+    const std::string commit = CommitOf(v.version);
+    return absl::StrCat(flags_.name, " ", v.version, " (",
+                        commit.empty() ? "commit unknown" : absl::StrCat("commit ", commit), ")");
+  };
+  std::string text = absl::StrCat("Last good artifact: ", named(*last_good),
+                                  "\nFirst bad artifact: ", named(*first_bad), "\n");
+  const std::vector<std::string> skipped = SkippedVersions(status);
+  if (!skipped.empty()) {
+    absl::StrAppend(&text, "Skipped (would not install or import): ", flags_.name, " ",
+                    absl::StrJoin(skipped, ", "), "\n");
+  }
+  return text;
+}
+
+std::string ArtifactAxis::SummaryJson(const v1::JobStatus& status) const {
+  auto describe = [&](const ArtifactVersion& v) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const ArtifactFile& f : v.files) {
+      files.push_back({{"filename", f.filename}, {"sha256", f.sha256}, {"url", f.url}});
+    }
+    return nlohmann::json{
+        {"version", v.version}, {"commit", CommitOf(v.version)}, {"files", files}};
+  };
+  nlohmann::json out = {{"name", flags_.name}, {"index", IndexOf(flags_)}};
+  nlohmann::json versions = nlohmann::json::array();
+  for (const ArtifactVersion& v : versions_) versions.push_back(v.version);
+  out["versions"] = versions;
+  out["skipped"] = SkippedVersions(status);
+  if (std::optional<ArtifactVersion> v = VersionOf(status.last_good().sha())) {
+    out["last_good"] = describe(*v);
+  }
+  if (std::optional<ArtifactVersion> v = VersionOf(status.culprit().sha())) {
+    out["first_bad"] = describe(*v);
+  }
+  return out.dump();
+}
+
+}  // namespace kbisect

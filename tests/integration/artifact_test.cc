@@ -1,0 +1,207 @@
+// Copyright 2026 The kbisect Authors.
+//
+// `kbisect run --artifact kern (--find-links DIR | --index-url URL) GOOD BAD -- python bench.py`
+// over real nightly wheels (issue 47): a generated package `kern` is released as one wheel a
+// day, 1.0.devYYYYMMDD, each knowing the commit it was built from (kern.version.git_version).
+// The kernel slows down by 45% with the commit of January 5th, whose nightly is missing (so is
+// January 4th's); January 8th's nightly is broken (it cannot be imported). The indexes are a
+// find-links directory, a PEP 503 index as files, and the same served by a loopback HTTP server.
+// Real pip installs each probe's wheel into a layer of its own over the user's virtualenv;
+// every case asserts the nightlies named, their commits, that the user's virtualenv is untouched
+// and that no pip call used another index (PIP_INDEX_URL and PIP_EXTRA_INDEX_URL point at a
+// closed port).
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/run_fixture.h"
+#include "tests/testing/git_fixture.h"
+
+namespace kbisect {
+namespace testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Writes the wheels (real zip files with METADATA, WHEEL and RECORD) into OUT/wheels, the PEP 503
+// index into OUT/simple, and the bench into OUT/bench.py. Day d's commit is "c0ffee" + d padded
+// to 40 hex digits.
+constexpr char kMakeNightlies[] = R"py(import base64, hashlib, os, sys, zipfile
+out = sys.argv[1]
+wheels = os.path.join(out, "wheels")
+os.makedirs(wheels, exist_ok=True)
+def record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+links = []
+for day in range(1, 11):
+    if day in (4, 5):
+        continue  # No nightly those days; the slowdown lands on the 5th.
+    version = "1.0.dev202601%02d" % day
+    commit = ("c0ffee%02d" % day).ljust(40, "0")
+    latency = 10.0 if day < 5 else 14.5
+    files = {
+        "kern/__init__.py": ("raise ImportError('broken nightly')\n" if day == 8 else "")
+            + "from kern import version\ndef latency():\n    return %r\n" % latency,
+        "kern/version.py": "__version__ = %r\ngit_version = %r\n" % (version, commit),
+        "kern-%s.dist-info/METADATA" % version:
+            "Metadata-Version: 2.1\nName: kern\nVersion: %s\n" % version,
+        "kern-%s.dist-info/WHEEL" % version:
+            "Wheel-Version: 1.0\nGenerator: kbisect-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join("%s,%s,%d\n" % (name, record_hash(text.encode()), len(text.encode()))
+                     for name, text in files.items())
+    record += "kern-%s.dist-info/RECORD,,\n" % version
+    files["kern-%s.dist-info/RECORD" % version] = record
+    name = "kern-%s-py3-none-any.whl" % version
+    with zipfile.ZipFile(os.path.join(wheels, name), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    digest = hashlib.sha256(open(os.path.join(wheels, name), "rb").read()).hexdigest()
+    links.append('<a href="../../wheels/%s#sha256=%s">%s</a><br/>' % (name, digest, name))
+project = os.path.join(out, "simple", "kern")
+os.makedirs(project, exist_ok=True)
+with open(os.path.join(project, "index.html"), "w") as f:
+    f.write("<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n")
+with open(os.path.join(out, "bench.py"), "w") as f:
+    f.write("import kern\nprint('Latency: %.3f ms' % kern.latency())\n")
+)py";
+
+// Serves a directory on a free loopback port; writes the port into a file once listening.
+constexpr char kServe[] = R"py(import functools, http.server, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+import os
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+server.serve_forever()
+)py";
+
+std::string Commit(int day) {
+  std::string commit = absl::StrCat("c0ffee", day < 10 ? "0" : "", day);
+  commit.resize(40, '0');
+  return commit;
+}
+
+class ArtifactTest : public KbisectRunTest {
+ protected:
+  void SetUp() override {
+    if (RunShell("/usr/bin/python3 -c 'import venv, pip'").exit_code != 0) {
+      GTEST_SKIP() << "needs python3-venv and python3-pip (scripts/install-deps.sh)";
+    }
+    // The user's virtualenv, as kernel teams have one with torch in it.
+    ASSERT_EQ(RunShell(absl::StrCat("/usr/bin/python3 -m venv --system-site-packages ",
+                                    ShellQuote(venv_)))
+                  .exit_code,
+              0);
+    WriteFile(tmp_.Join("make.py"), kMakeNightlies);
+    const CommandResult made = RunShell(absl::StrCat(
+        "/usr/bin/python3 ", ShellQuote(tmp_.Join("make.py")), " ", ShellQuote(tmp_.path())));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+
+  void TearDown() override {
+    if (!server_pid_.empty()) RunShell(absl::StrCat("kill ", server_pid_));
+  }
+
+  // Serves tmp_ over HTTP; returns the index URL.
+  std::string Serve() {
+    WriteFile(tmp_.Join("serve.py"), kServe);
+    const std::string port_file = tmp_.Join("port");
+    const CommandResult started = RunShell(absl::StrCat(
+        "/usr/bin/python3 ", ShellQuote(tmp_.Join("serve.py")), " ", ShellQuote(tmp_.path()), " ",
+        ShellQuote(port_file), " >/dev/null 2>&1 & echo $!; for i in $(seq 100); do [ -e ",
+        ShellQuote(port_file), " ] && break; sleep 0.1; done"));
+    server_pid_ = Trim(started.out);
+    return absl::StrCat("http://127.0.0.1:", Trim(ReadFile(port_file)), "/simple");
+  }
+
+  // What the user's environment holds: pip's view and every file of the venv.
+  std::string UserEnvironment() {
+    return RunShell(absl::StrCat(ShellQuote(venv_ + "/bin/python"),
+                                 " -m pip list --format=freeze 2>&1; find ", ShellQuote(venv_),
+                                 " -printf '%p %s %T@\\n' | sort"))
+        .out;
+  }
+
+  // `kbisect run` in tmp_ (where bench.py is) with the user's venv active, and pip's own
+  // variables pointing at a closed port: a pip call that used them would fail.
+  CommandResult RunArtifacts(const std::string& args) {
+    return RunShell(absl::StrCat(
+        "cd ", ShellQuote(tmp_.path()), " && VIRTUAL_ENV=", ShellQuote(venv_),
+        " PATH=", ShellQuote(venv_ + "/bin"), ":$PATH PIP_INDEX_URL=http://127.0.0.1:9/simple ",
+        "PIP_EXTRA_INDEX_URL=http://127.0.0.1:9/extra KBISECT_CACHE_DIR=",
+        ShellQuote(tmp_.Join("cache")), " ", Kbisect(), " run --artifact kern ", args));
+  }
+
+  // Runs the bisect and checks the nightlies named, their commits and the user's venv.
+  void ExpectJanuarySixth(const std::string& index, const std::string& good, const std::string& bad,
+                          int workers) {
+    const std::string before = UserEnvironment();
+    const std::string json = tmp_.Join(absl::StrCat("result-", workers, ".json"));
+    const CommandResult run =
+        RunArtifacts(absl::StrCat(index, " ", good, " ", bad, " --workers ", workers, " --json ",
+                                  ShellQuote(json), " -- python bench.py"));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, HasSubstr(absl::StrCat("Last good artifact: kern 1.0.dev20260103 (commit ",
+                                                Commit(3), ")")));
+    EXPECT_THAT(run.out, HasSubstr(absl::StrCat("First bad artifact: kern 1.0.dev20260106 (commit ",
+                                                Commit(6), ")")));
+    const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+    EXPECT_EQ(result["status"], "culprit_found");
+    EXPECT_EQ(result["artifacts"]["first_bad"]["version"], "1.0.dev20260106");
+    EXPECT_EQ(result["artifacts"]["first_bad"]["commit"], Commit(6));
+    EXPECT_EQ(result["artifacts"]["last_good"]["version"], "1.0.dev20260103");
+    // January 8th's nightly cannot be imported: skipped when probed, and named.
+    for (const auto& skipped : result["artifacts"]["skipped"]) {
+      EXPECT_EQ(skipped, "1.0.dev20260108");
+    }
+    // The missing days are no candidates; the broken nightly was skipped, never a bound.
+    EXPECT_EQ(result["artifacts"]["versions"].size(), good == "2026-01-01" ? 8u : 7u);
+    EXPECT_TRUE(result["confirmation"]["confirmed"].get<bool>()) << result["confirmation"].dump();
+    EXPECT_EQ(UserEnvironment(), before) << "the bisect changed the user's virtualenv";
+  }
+
+  const std::string venv_ = tmp_.Join("venv");
+  std::string server_pid_;
+};
+
+TEST_F(ArtifactTest, NightliesByDateFromAFindLinksDirectory) {
+  ExpectJanuarySixth(absl::StrCat("--find-links ", ShellQuote(tmp_.Join("wheels"))), "2026-01-01",
+                     "2026-01-10", 1);
+}
+
+TEST_F(ArtifactTest, NightliesByVersionFromAnIndexServedOverHttp) {
+  ExpectJanuarySixth(absl::StrCat("--index-url ", Serve()), "1.0.dev20260102", "1.0.dev20260110",
+                     4);
+}
+
+TEST_F(ArtifactTest, NightliesFromAnIndexOfFiles) {
+  ExpectJanuarySixth(absl::StrCat("--index-url file://", tmp_.Join("simple")), "2026-01-01",
+                     "1.0.dev20260110", 2);
+}
+
+TEST_F(ArtifactTest, AnEndTheIndexDoesNotListIsNamedWithTheNearest) {
+  const std::string links = absl::StrCat("--find-links ", ShellQuote(tmp_.Join("wheels")));
+  CommandResult missing_day =
+      RunArtifacts(absl::StrCat(links, " 2026-01-04 2026-01-10 -- python bench.py"));
+  EXPECT_EQ(missing_day.exit_code, 1) << missing_day.out << missing_day.err;
+  EXPECT_THAT(missing_day.err, HasSubstr("lists no kern nightly of that day"));
+  CommandResult missing_version =
+      RunArtifacts(absl::StrCat(links, " 1.0.dev20260101 1.0.dev20260105 -- python bench.py"));
+  EXPECT_EQ(missing_version.exit_code, 1) << missing_version.out << missing_version.err;
+  EXPECT_THAT(missing_version.err, HasSubstr("1.0.dev20260103"));
+  EXPECT_THAT(missing_version.err, HasSubstr("1.0.dev20260106"));
+  CommandResult swapped =
+      RunArtifacts(absl::StrCat(links, " 2026-01-10 2026-01-01 -- python bench.py"));
+  EXPECT_EQ(swapped.exit_code, 2) << swapped.out << swapped.err;
+  CommandResult no_index = RunArtifacts("2026-01-01 2026-01-10 -- python bench.py");
+  EXPECT_EQ(no_index.exit_code, 2) << no_index.out << no_index.err;
+  EXPECT_THAT(no_index.err, HasSubstr("--find-links DIR or --index-url URL"));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace kbisect
