@@ -26,6 +26,8 @@
 #include "cli/job_options.h"
 #include "cli/job_progress.h"
 #include "cli/local_cluster.h"
+#include "cli/report/report.h"
+#include "cli/report/status_json.h"
 #include "cli/run_journal.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
@@ -110,14 +112,27 @@ std::string BuildIsolationText(v1::BuildIsolation isolation,
                       " (pip installs land there; $KBISECT_PREFIX for the rest)");
 }
 
-// --artifact: lists the index, resolves GOOD and BAD and makes `spec` bisect the ledger.
-// Returns 0, or the exit code after saying what was wrong.
+// --artifact: lists the index, resolves GOOD and BAD and makes `spec` bisect the ledger. With
+// --repo SRC, `commit_stage` is `spec` as it was, over SRC: the commits between the last good and
+// the first bad artifact's are bisected next (GOOD and BAD are set then). Returns 0, or the exit
+// code after saying what was wrong.
 int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
                      const std::string& cache_dir, v1::JobSpec* spec,
-                     std::optional<ArtifactAxis>* axis) {
+                     std::optional<ArtifactAxis>* axis, std::optional<v1::JobSpec>* commit_stage) {
   if (options.find_good) {
     std::cerr << "kbisect run: --artifact takes GOOD and BAD; --find-good is for commits\n";
     return kExitUsage;
+  }
+  if (!options.repo.empty()) {
+    absl::StatusOr<std::unique_ptr<GitRepo>> source = GitRepo::Open(options.repo);
+    if (!source.ok()) {
+      std::cerr << "kbisect: --repo " << options.repo << " (the artifact's source, for the "
+                << "commits between two artifacts): " << source.status().message() << "\n";
+      return kExitError;
+    }
+    *commit_stage = *spec;
+    (*commit_stage)->set_repository((*source)->workdir().empty() ? (*source)->git_dir()
+                                                                 : (*source)->workdir());
   }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   absl::StatusOr<ArtifactAxis> prepared =
@@ -127,15 +142,89 @@ int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
     return prepared.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitError;
   }
   std::error_code error;
-  prepared->ApplyTo(spec, std::filesystem::current_path(error).string());
+  const std::string bench_dir = std::filesystem::current_path(error).string();
+  prepared->ApplyTo(spec, bench_dir);
+  // Both stages run the benchmark where the user ran kbisect, against what the probe installed.
+  if (commit_stage->has_value()) (*(*commit_stage)->mutable_env())[kBenchDirEnv] = bench_dir;
   *axis = *std::move(prepared);
   return 0;
 }
 
+// The commits between the last good and the first bad artifact of `artifacts` (a finished
+// job over the ledger), bisected with `spec` over the artifacts' source on the cluster behind
+// `stub`. Errors: the job named no artifact, an artifact's commit is unknown, the source does
+// not hold it, or the coordinator's.
+absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
+                                                   const v1::JobStatus& artifacts,
+                                                   v1::JobSpec spec,
+                                                   v1::CoordinatorService::StubInterface* stub,
+                                                   int workers, bool quiet) {
+  const std::optional<ArtifactVersion> last_good = axis.VersionOf(artifacts.last_good().sha());
+  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(artifacts.culprit().sha());
+  if (!last_good.has_value() || !first_bad.has_value()) {
+    return absl::FailedPreconditionError(
+        "no first bad artifact was named, so there are no commits to bisect");
+  }
+  spec.set_good(axis.CommitOf(last_good->version));
+  spec.set_bad(axis.CommitOf(first_bad->version));
+  if (spec.good().empty() || spec.bad().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the commit of ", spec.good().empty() ? last_good->version : first_bad->version,
+        " is not known (its module has no version.git_version, __git_version__ or __commit__ "
+        "and its version no +g<sha> label): give --commit-of CMD"));
+  }
+  spec.set_description(absl::StrCat("the commits between ", last_good->version, " and ",
+                                    first_bad->version));
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitJobResponse submitted;
+  grpc::ClientContext context;
+  const grpc::Status status = stub->SubmitJob(&context, request, &submitted);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("the commits between the two artifacts (", spec.good(), "..",
+                                     spec.bad(), " in ", spec.repository(),
+                                     "): ", status.error_message()));
+  }
+  if (!quiet) {
+    std::cout << "Going on into the commits between " << last_good->version << " and "
+              << first_bad->version << ":\n";
+    PrintJobHeader(submitted.job(), workers, std::cout);
+  }
+  JobFollower follower(stub, submitted.job_id());
+  ProgressLines lines(submitted.job(), workers);
+  return follower.Follow([&](const v1::JobEvent& e) {
+    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
+  });
+}
+
+// The commit stage's report; its JSON joins the artifact stage's as "commit_stage". Returns
+// the exit code of the whole run: the commit stage's.
+int ReportCommitStage(const absl::StatusOr<v1::JobStatus>& commits, const JobOutputs& outputs) {
+  if (!commits.ok()) {
+    std::cerr << "kbisect: " << commits.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << FormatReport(*commits) << std::flush;
+  if (commits->status() == v1::OUTCOME_ERROR && !commits->error().empty()) {
+    std::cerr << "kbisect: " << commits->error() << "\n";
+  }
+  if (!outputs.json_file.empty()) {
+    std::ifstream in(outputs.json_file);
+    nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!result.is_discarded()) {
+      result["commit_stage"] = nlohmann::json::parse(StatusToJson(*commits));
+      std::ofstream(outputs.json_file) << result.dump(2) << "\n";
+    }
+  }
+  return ExitCodeForJob(*commits);
+}
+
 // After an artifact bisect: the two artifacts and their commits on the terminal and in --json,
-// and the command that goes on into the commits between them.
+// and, unless the commit stage follows (`going_on`), the command that goes on into the commits
+// between them.
 void ReportArtifacts(const ArtifactAxis& axis, const v1::JobStatus& status,
-                     const JobOptions& options) {
+                     const JobOptions& options, bool going_on) {
   const std::string summary = axis.SummaryText(status);
   std::cout << summary;
   if (!options.outputs.json_file.empty()) {
@@ -148,7 +237,7 @@ void ReportArtifacts(const ArtifactAxis& axis, const v1::JobStatus& status,
   }
   const std::optional<ArtifactVersion> last_good = axis.VersionOf(status.last_good().sha());
   const std::optional<ArtifactVersion> first_bad = axis.VersionOf(status.culprit().sha());
-  if (summary.empty() || !last_good.has_value() || !first_bad.has_value()) return;
+  if (going_on || summary.empty() || !last_good.has_value() || !first_bad.has_value()) return;
   const std::string from = axis.CommitOf(last_good->version);
   const std::string to = axis.CommitOf(first_bad->version);
   if (!from.empty() && !to.empty()) {
@@ -221,8 +310,9 @@ int RunCommand(int argc, char** argv) {
   }
   // --artifact: the revisions are an index's versions, written as a ledger the job bisects.
   std::optional<ArtifactAxis> axis;
+  std::optional<v1::JobSpec> commit_stage;
   if (artifact.enabled()) {
-    const int failed = PrepareArtifacts(artifact, options, cache_dir, &*spec, &axis);
+    const int failed = PrepareArtifacts(artifact, options, cache_dir, &*spec, &axis, &commit_stage);
     if (failed != 0) return failed;
     repo_path = axis->ledger();
   }
@@ -418,13 +508,19 @@ int RunCommand(int argc, char** argv) {
     absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
     if (status.ok()) final_status = *status;
   }
+  // --artifact --repo SRC: the commits between the two artifacts, on the same workers.
+  std::optional<absl::StatusOr<v1::JobStatus>> commits;
+  if (finished && axis.has_value() && commit_stage.has_value() && !stop_requested) {
+    commits = BisectCommitsBetween(*axis, final_status, *commit_stage, stub.get(), workers, quiet);
+  }
   {
     kbisect::MutexLock lock(&job_mu);
     cluster->StopWorkers();
   }
 
-  const int code = ReportFinalStatus(final_status, options.outputs);
-  if (axis.has_value()) ReportArtifacts(*axis, final_status, options);
+  int code = ReportFinalStatus(final_status, options.outputs);
+  if (axis.has_value()) ReportArtifacts(*axis, final_status, options, commits.has_value());
+  if (commits.has_value()) code = ReportCommitStage(*commits, options.outputs);
   if (finished) {
     // `kbisect log` prints it; `--replay` starts from it.
     std::error_code ec;

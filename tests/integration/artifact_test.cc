@@ -1,18 +1,22 @@
 // Copyright 2026 The kbisect Authors.
 //
 // `kbisect run --artifact kern (--find-links DIR | --index-url URL) GOOD BAD -- python bench.py`
-// over real nightly wheels (issue 47): a generated package `kern` is released as one wheel a
-// day, 1.0.devYYYYMMDD, each knowing the commit it was built from (kern.version.git_version).
-// The kernel slows down by 45% with the commit of January 5th, whose nightly is missing (so is
-// January 4th's); January 8th's nightly is broken (it cannot be imported). The indexes are a
+// over real nightly wheels (issue 47): a generated package `kern` with a real git history is
+// released as one wheel a day, 1.0.devYYYYMMDD, each knowing the commit it was built from
+// (kern.version.git_version). The kernel slows down by 45% with a commit of January 5th, whose
+// nightly is missing (so is January 4th's); January 8th's nightly is broken (it cannot be
+// imported). With --repo and --build the bisect goes on into the commits between the two
+// nightlies. The indexes are a
 // find-links directory, a PEP 503 index as files, and the same served by a loopback HTTP server.
 // Real pip installs each probe's wheel into a layer of its own over the user's virtualenv;
 // every case asserts the nightlies named, their commits, that the user's virtualenv is untouched
 // and that no pip call used another index (PIP_INDEX_URL and PIP_EXTRA_INDEX_URL point at a
 // closed port).
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -25,26 +29,44 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Writes the wheels (real zip files with METADATA, WHEEL and RECORD) into OUT/wheels, the PEP 503
-// index into OUT/simple, and the bench into OUT/bench.py. Day d's commit is "c0ffee" + d padded
-// to 40 hex digits.
-constexpr char kMakeNightlies[] = R"py(import base64, hashlib, os, sys, zipfile
+// Writes the package's source history into OUT/src (a git repository: three commits a day,
+// January 1st to 10th; commit 13, the second of January 5th, makes the kernel 45% slower) and
+// one nightly wheel a day from each day's last commit (real zip files with METADATA, WHEEL and
+// RECORD, kern.version.git_version its commit) into OUT/wheels, the PEP 503 index into
+// OUT/simple, the bench into OUT/bench.py and the commits, one per line, into OUT/commits.
+// January 4th and 5th have no nightly; January 8th's cannot be imported (a broken packaging).
+constexpr char kMakeNightlies[] = R"py(import base64, hashlib, os, subprocess, sys, zipfile
 out = sys.argv[1]
+src = os.path.join(out, "src")
 wheels = os.path.join(out, "wheels")
+os.makedirs(os.path.join(src, "kern"), exist_ok=True)
 os.makedirs(wheels, exist_ok=True)
+def git(*args):
+    return subprocess.run(["git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@t"] + list(args),
+                          check=True, capture_output=True, text=True).stdout.strip()
+git("init", "-q")
+with open(os.path.join(src, "pyproject.toml"), "w") as f:
+    f.write('[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+            '[project]\nname = "kern"\nversion = "1.0"\n[tool.setuptools]\npackages = ["kern"]\n')
 def record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-links = []
-for day in range(1, 11):
-    if day in (4, 5):
-        continue  # No nightly those days; the slowdown lands on the 5th.
+commits, links = [], []
+for i in range(30):
+    latency = 10.0 if i < 13 else 14.5
+    init = "def latency():\n    return %r  # commit %d\n" % (latency, i)
+    with open(os.path.join(src, "kern", "__init__.py"), "w") as f:
+        f.write(init)
+    git("add", "-A")
+    git("commit", "-qm", "commit %d" % i)
+    commits.append(git("rev-parse", "HEAD"))
+    day = i // 3 + 1
+    if i % 3 != 2 or day in (4, 5):
+        continue
     version = "1.0.dev202601%02d" % day
-    commit = ("c0ffee%02d" % day).ljust(40, "0")
-    latency = 10.0 if day < 5 else 14.5
     files = {
         "kern/__init__.py": ("raise ImportError('broken nightly')\n" if day == 8 else "")
-            + "from kern import version\ndef latency():\n    return %r\n" % latency,
-        "kern/version.py": "__version__ = %r\ngit_version = %r\n" % (version, commit),
+            + "from kern import version\n" + init,
+        "kern/version.py": "__version__ = %r\ngit_version = %r\n" % (version, commits[-1]),
         "kern-%s.dist-info/METADATA" % version:
             "Metadata-Version: 2.1\nName: kern\nVersion: %s\n" % version,
         "kern-%s.dist-info/WHEEL" % version:
@@ -52,8 +74,7 @@ for day in range(1, 11):
     }
     record = "".join("%s,%s,%d\n" % (name, record_hash(text.encode()), len(text.encode()))
                      for name, text in files.items())
-    record += "kern-%s.dist-info/RECORD,,\n" % version
-    files["kern-%s.dist-info/RECORD" % version] = record
+    files["kern-%s.dist-info/RECORD" % version] = record + "kern-%s.dist-info/RECORD,,\n" % version
     name = "kern-%s-py3-none-any.whl" % version
     with zipfile.ZipFile(os.path.join(wheels, name), "w") as z:
         for path, text in files.items():
@@ -66,6 +87,8 @@ with open(os.path.join(project, "index.html"), "w") as f:
     f.write("<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n")
 with open(os.path.join(out, "bench.py"), "w") as f:
     f.write("import kern\nprint('Latency: %.3f ms' % kern.latency())\n")
+with open(os.path.join(out, "commits"), "w") as f:
+    f.write("\n".join(commits) + "\n")
 )py";
 
 // Serves a directory on a free loopback port; writes the port into a file once listening.
@@ -79,11 +102,6 @@ os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 server.serve_forever()
 )py";
 
-std::string Commit(int day) {
-  std::string commit = absl::StrCat("c0ffee", day < 10 ? "0" : "", day);
-  commit.resize(40, '0');
-  return commit;
-}
 
 class ArtifactTest : public KbisectRunTest {
  protected:
@@ -100,7 +118,12 @@ class ArtifactTest : public KbisectRunTest {
     const CommandResult made = RunShell(absl::StrCat(
         "/usr/bin/python3 ", ShellQuote(tmp_.Join("make.py")), " ", ShellQuote(tmp_.path())));
     ASSERT_EQ(made.exit_code, 0) << made.err;
+    commits_ = absl::StrSplit(ReadFile(tmp_.Join("commits")), '\n', absl::SkipEmpty());
+    ASSERT_EQ(commits_.size(), 30u);
   }
+
+  // The commit January `day`'s nightly was built from: the day's last.
+  std::string Commit(int day) const { return commits_[day * 3 - 1]; }
 
   void TearDown() override {
     if (!server_pid_.empty()) RunShell(absl::StrCat("kill ", server_pid_));
@@ -166,6 +189,7 @@ class ArtifactTest : public KbisectRunTest {
 
   const std::string venv_ = tmp_.Join("venv");
   std::string server_pid_;
+  std::vector<std::string> commits_;
 };
 
 TEST_F(ArtifactTest, NightliesByDateFromAFindLinksDirectory) {
@@ -181,6 +205,27 @@ TEST_F(ArtifactTest, NightliesByVersionFromAnIndexServedOverHttp) {
 TEST_F(ArtifactTest, NightliesFromAnIndexOfFiles) {
   ExpectJanuarySixth(absl::StrCat("--index-url file://", tmp_.Join("simple")), "2026-01-01",
                      "1.0.dev20260110", 2);
+}
+
+// Then on into the commits between the two nightlies, built from the source with `pip install
+// .` on the same workers: the second commit of January 5th, which had no nightly.
+TEST_F(ArtifactTest, GoesOnIntoTheCommitsBetweenTheTwoNightlies) {
+  const std::string before = UserEnvironment();
+  const std::string json = tmp_.Join("stages.json");
+  const CommandResult run = RunArtifacts(absl::StrCat(
+      "--find-links ", ShellQuote(tmp_.Join("wheels")), " 2026-01-01 2026-01-10 --repo ",
+      ShellQuote(tmp_.Join("src")), " --build 'pip install -q --no-deps --no-build-isolation ",
+      "--no-index .' --workers 2 --json ", ShellQuote(json), " -- python bench.py"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Going on into the commits between 1.0.dev20260103 and "
+                                 "1.0.dev20260106"));
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["artifacts"]["first_bad"]["commit"], Commit(6));
+  EXPECT_EQ(result["commit_stage"]["status"], "culprit_found") << run.out;
+  EXPECT_EQ(result["commit_stage"]["culprit"]["sha"], commits_[13]) << run.out;
+  EXPECT_EQ(result["commit_stage"]["good_sha"], Commit(3));
+  EXPECT_EQ(result["commit_stage"]["bad_sha"], Commit(6));
+  EXPECT_EQ(UserEnvironment(), before) << "the bisect changed the user's virtualenv";
 }
 
 TEST_F(ArtifactTest, AnEndTheIndexDoesNotListIsNamedWithTheNearest) {
