@@ -2,35 +2,38 @@
 # Artifact-then-commit bisect against a commit bisect from source, over the same range with a
 # real build (a C extension), as docs/benchmarks.md "Nightly artifacts" quotes it.
 #
-#   bench/artifact_vs_source.sh [--commits N] [--per-day D] [--culprit K] [--workers W]
+#   bench/artifact_vs_source.sh [--commits N] [--per-day D] [--culprit K] [--workers W] [--bulk N]
 #
-# Generates a Python package `kern` whose kernel is a C extension (kern/_fast.c): commit i sets
-# its REV; from commit K on the compiled kernel reports a 45% higher latency. One nightly wheel a
+# Generates a Python package `kern` whose kernel is a C extension (kern/_fast.c): from commit K on the compiled kernel reports a 45% higher latency. One nightly wheel a
 # day is built (`pip wheel`, as CI builds it, not timed) from each day's last commit, D commits a
 # day, versioned 1.0.devYYYYMMDD with git_version = that commit. Then, each timed with fresh
 # caches:
-#   A1  kbisect run --artifact kern --find-links wheels FIRST_DAY LAST_DAY -- python bench.py
-#   A2  kbisect run <A1's last good commit> <A1's first bad commit> --build 'pip install .'
-#   S   kbisect run v1.0 HEAD --build 'pip install .' -- python bench.py
+#   A   kbisect run --artifact kern --find-links wheels FIRST_DAY LAST_DAY --repo repo
+#         --build 'pip install .' -- python bench.py      (nightlies, then the commits between)
+#   S   kbisect run v1.0 HEAD --repo repo --build 'pip install .' -- python bench.py
 # and prints each one's wall time, builds (compiles of the C extension) and the culprit named.
+# --bulk N adds N generated functions to the extension, so that a compile costs what a real
+# kernel library's does (0: a few lines).
 # Needs build/bin/kbisect and Debian's python3 with venv, pip, setuptools and python3-dev.
 set -euo pipefail
 commits=60
 per_day=5
 culprit=37
 workers=2
+bulk=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --commits) commits="$2"; shift 2 ;;
     --per-day) per_day="$2"; shift 2 ;;
     --culprit) culprit="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
+    --bulk) bulk="$2"; shift 2 ;;
     *) echo "artifact_vs_source: unknown option $1" >&2; exit 2 ;;
   esac
 done
 kbisect="$(cd "$(dirname "$0")/.." && pwd)/build/bin/kbisect"
 work=$(mktemp -d /tmp/artifact-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 /usr/bin/python3 -m venv --system-site-packages venv
 . venv/bin/activate
@@ -58,6 +61,7 @@ for i in $(seq 0 "$commits"); do
   cat > kern/_fast.c <<EOF
 #include <Python.h>
 /* Commit $i. */
+$(for f in $(seq 1 "$bulk"); do printf 'int kern_bulk_%d(int x) { for (int k = 0; k < %d; k++) x = x * 31 + (x >> 3) + k; return x; }\n' "$f" "$f"; done)
 static PyObject* latency(PyObject* self, PyObject* args) { return PyFloat_FromDouble($latency); }
 static PyMethodDef methods[] = {{"latency", latency, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods};
@@ -92,17 +96,15 @@ timed() {
   rm -rf cache builds.log && : > builds.log
   local start end
   start=$(date +%s.%N)
-  KBISECT_CACHE_DIR="$work/cache" "$kbisect" run "$@" --workers "$workers" --json "$name.json" \
-    -q > "$name.log" 2>&1 || true
+  KBISECT_CACHE_DIR="$work/cache" "$kbisect" run --workers "$workers" --json "$name.json" -q \
+    "$@" > "$name.log" 2>&1 || true
   end=$(date +%s.%N)
   printf '%s %.1f s, %d builds, culprit %s\n' "$name" "$(python -c "print($end - $start)")" \
     "$(wc -l < builds.log)" \
-    "$(python -c "import json;d=json.load(open('$name.json'));print(d.get('culprit',{}).get('sha','-')[:12], d.get('artifacts',{}).get('first_bad',{}).get('version',''))")"
+    "$(python -c "import json;d=json.load(open('$name.json'));d=d.get('commit_stage',d);print(d.get('culprit',{}).get('sha','-')[:12])")"
 }
 build="echo b >> $work/builds.log && pip install -q --no-build-isolation --no-index ."
-timed A1 --artifact kern --find-links wheels 2026-01-01 "$(printf '2026-01-%02d' "$days")" -- python bench.py
-from=$(python -c "import json;print(json.load(open('A1.json'))['artifacts']['last_good']['commit'])")
-to=$(python -c "import json;print(json.load(open('A1.json'))['artifacts']['first_bad']['commit'])")
-timed A2 "$from" "$to" --repo repo --build "$build" -- python bench.py
-timed S v1.0 HEAD --repo repo --build "$build" -- python bench.py
+timed A --artifact kern --find-links wheels 2026-01-01 "$(printf '2026-01-%02d' "$days")" \
+  --repo repo --build "$build" -- python "$work/bench.py"
+timed S v1.0 HEAD --repo repo --build "$build" -- python "$work/bench.py"
 echo "planted culprit ${culprit_sha:0:12}; $commits commits, $days nightlies, W=$workers"

@@ -224,6 +224,43 @@ if label:
 )py");
 }
 
+std::string RequiresProgram(const std::string& distribution) {
+  return absl::StrCat("from importlib import metadata\nprint('\\n'.join(metadata.requires('",
+                      distribution, "') or []))\n");
+}
+
+std::map<std::string, std::string> PinnedRequirements(const std::string& requires_dist) {
+  std::map<std::string, std::string> pins;
+  for (absl::string_view line : absl::StrSplit(requires_dist, '\n', absl::SkipWhitespace())) {
+    // "name==1.2", "name (==1.2)", "name==1.2; extra == 'x'": the marker is not a pin.
+    const absl::string_view requirement = line.substr(0, line.find(';'));
+    const size_t pin = requirement.find("==");
+    if (pin == absl::string_view::npos || requirement.substr(pin, 3) == "===") continue;
+    size_t name_end = 0;
+    while (name_end < requirement.size() &&
+           (absl::ascii_isalnum(requirement[name_end]) || requirement[name_end] == '-' ||
+            requirement[name_end] == '_' || requirement[name_end] == '.')) {
+      ++name_end;
+    }
+    if (name_end == 0) continue;
+    absl::string_view version = requirement.substr(pin + 2);
+    version = absl::StripAsciiWhitespace(version.substr(0, version.find_first_of(" ,)")));
+    if (version.empty()) continue;
+    pins[NormalizeProjectName(std::string(requirement.substr(0, name_end)))] = std::string(version);
+  }
+  return pins;
+}
+
+std::vector<CompanionChange> CompanionChanges(const std::string& before, const std::string& after) {
+  const std::map<std::string, std::string> was = PinnedRequirements(before);
+  std::vector<CompanionChange> changes;
+  for (const auto& [name, version] : PinnedRequirements(after)) {
+    auto it = was.find(name);
+    if (it != was.end() && it->second != version) changes.push_back({name, it->second, version});
+  }
+  return changes;
+}
+
 std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
   const std::string index = flags.find_links.empty()
                                 ? absl::StrCat("--index-url ", Quote(flags.index_url))
@@ -233,18 +270,28 @@ std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
       flags.commit_of.empty()
           ? absl::StrCat("python -c ", Quote(CommitProbeProgram(flags.name, module)))
           : flags.commit_of;
-  return absl::StrCat(
-      "set -e\n",
-      // Only the index given: no configuration file, no variable adds another.
-      "env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS -u PIP_NO_INDEX "
-      "PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "
-      "python -m pip install --quiet ",
-      flags.with_deps ? "" : "--no-deps ", index, " -r requirements.txt\n", "python -c ",
-      Quote(absl::StrCat("import ", module)), "\n", "commit=$(", commit, ") || commit=\n",
-      "echo \"kbisect: ", flags.name,
-      " $(cat version.txt) was built from commit ${commit:-unknown}\"\n", "if [ -n \"$",
-      kArtifactNotesEnv, "\" ] && [ -n \"$commit\" ]; then mkdir -p \"$", kArtifactNotesEnv,
-      "\" && printf '%s\\n' \"$commit\" > \"$", kArtifactNotesEnv, "/$(cat version.txt)\"; fi\n");
+  const std::string notes = absl::StrCat("\"$", kArtifactNotesEnv, "\"");
+  const std::string note = absl::StrCat(notes, "/$(cat version.txt)");
+  return absl::StrJoin(
+      {
+          std::string("set -e"),
+          // Only the index given: no configuration file, no variable adds another.
+          absl::StrCat("env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS ",
+                       "-u PIP_NO_INDEX PIP_CONFIG_FILE=/dev/null ",
+                       "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 ",
+                       "python -m pip install --quiet ", flags.with_deps ? "" : "--no-deps ", index,
+                       " -r requirements.txt"),
+          absl::StrCat("python -c ", Quote(absl::StrCat("import ", module))),
+          absl::StrCat("commit=$(", commit, ") || commit="),
+          absl::StrCat("echo \"kbisect: ", flags.name,
+                       " $(cat version.txt) was built from commit ${commit:-unknown}\""),
+          // The commit, and what it pins (a companion such as a Triton inside a torch nightly).
+          absl::StrCat("if [ -n ", notes, " ]; then mkdir -p ", notes,
+                       " && { [ -z \"$commit\" ] || printf '%s\\n' \"$commit\" > ", note,
+                       "; } && { python -c ", Quote(RequiresProgram(flags.name)), " > ", note,
+                       ".requires || true; }; fi"),
+      },
+      "\n");
 }
 
 absl::StatusOr<ArtifactAxis> ArtifactAxis::Prepare(const ArtifactFlags& flags,
@@ -319,6 +366,17 @@ std::optional<ArtifactVersion> ArtifactAxis::VersionOf(const std::string& sha) c
   return std::nullopt;
 }
 
+std::vector<CompanionChange> ArtifactAxis::CompanionsBetween(const std::string& last_good,
+                                                             const std::string& first_bad) const {
+  auto read = [&](const std::string& version) {
+    std::ifstream in(absl::StrCat(notes_, "/", version, ".requires"));
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  return CompanionChanges(read(last_good), read(first_bad));
+}
+
 std::string ArtifactAxis::CommitOf(const std::string& version) const {
   std::ifstream in(absl::StrCat(notes_, "/", version));
   std::string commit;
@@ -349,6 +407,11 @@ std::string ArtifactAxis::SummaryText(const v1::JobStatus& status) const {
   };
   std::string text = absl::StrCat("Last good artifact: ", named(*last_good),
                                   "\nFirst bad artifact: ", named(*first_bad), "\n");
+  for (const CompanionChange& change : CompanionsBetween(last_good->version, first_bad->version)) {
+    absl::StrAppend(&text, "Companion pin changed: ", change.name, " ", change.before, " -> ",
+                    change.after, " (", flags_.name, " ", first_bad->version,
+                    " pins it): the step may be that package's, not ", flags_.name, "'s own\n");
+  }
   const std::vector<std::string> skipped = SkippedVersions(status);
   if (!skipped.empty()) {
     absl::StrAppend(&text, "Skipped (would not install or import): ", flags_.name, " ",
@@ -377,6 +440,15 @@ std::string ArtifactAxis::SummaryJson(const v1::JobStatus& status) const {
   if (std::optional<ArtifactVersion> v = VersionOf(status.culprit().sha())) {
     out["first_bad"] = describe(*v);
   }
+  nlohmann::json companions = nlohmann::json::array();
+  const std::optional<ArtifactVersion> last_good = VersionOf(status.last_good().sha());
+  const std::optional<ArtifactVersion> first_bad = VersionOf(status.culprit().sha());
+  if (last_good.has_value() && first_bad.has_value()) {
+    for (const CompanionChange& c : CompanionsBetween(last_good->version, first_bad->version)) {
+      companions.push_back({{"name", c.name}, {"before", c.before}, {"after", c.after}});
+    }
+  }
+  out["companions"] = companions;
   return out.dump();
 }
 

@@ -80,7 +80,8 @@ std::map<std::string, std::string> LedgerFiles(const ArtifactFlags& flags,
 // index only (--no-index --find-links DIR, or --index-url URL; pip's configuration files and
 // PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and PIP_FIND_LINKS are ignored, so no call can fall back to
 // another index), --no-deps unless --with-deps; then the import check, and the commit the
-// artifact was built from noted in $KBISECT_ARTIFACT_NOTES (when set) and printed.
+// artifact was built from and its Requires-Dist noted in $KBISECT_ARTIFACT_NOTES (when set),
+// the commit printed.
 std::string ArtifactInstallCommand(const ArtifactFlags& flags);
 
 // The Python program that prints an installed artifact's commit: the first of
@@ -88,6 +89,25 @@ std::string ArtifactInstallCommand(const ArtifactFlags& flags);
 // `+git<sha>` local version label, and the `Commit:`-ish fields of the wheel's metadata; prints
 // nothing when there is none.
 std::string CommitProbeProgram(const std::string& distribution, const std::string& module);
+
+// The Python program that prints an installed distribution's Requires-Dist, one a line.
+std::string RequiresProgram(const std::string& distribution);
+
+// The pinned requirements (`name==version`, environment markers dropped) of Requires-Dist lines,
+// by normalised name.
+std::map<std::string, std::string> PinnedRequirements(const std::string& requires_dist);
+
+// A companion that moved between two artifacts: a package both pin, to different versions (a
+// `pytorch-triton==3.3.0+git96316ce5` where it was `3.2.0+git4b3bb1f8`).
+struct CompanionChange {
+  std::string name;
+  std::string before;
+  std::string after;
+};
+
+// The companions pinned by both Requires-Dist lists, `before` and `after`, whose pins differ,
+// by name.
+std::vector<CompanionChange> CompanionChanges(const std::string& before, const std::string& after);
 
 // A prepared artifact range: its ledger and what the job needs from it.
 class ArtifactAxis {
@@ -110,6 +130,10 @@ class ArtifactAxis {
   const std::vector<ArtifactVersion>& versions() const { return versions_; }
   // The artifact a ledger commit pins (nullopt for a commit of no ledger of this axis).
   std::optional<ArtifactVersion> VersionOf(const std::string& sha) const;
+  // The companions whose pins moved from `last_good` to `first_bad` (versions), as their
+  // installs noted what they require; none when either is unknown.
+  std::vector<CompanionChange> CompanionsBetween(const std::string& last_good,
+                                                 const std::string& first_bad) const;
   // The commit the artifact of `version` was built from, as its install noted it; "" unknown.
   std::string CommitOf(const std::string& version) const;
 

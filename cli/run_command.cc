@@ -131,8 +131,9 @@ int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
       return kExitError;
     }
     *commit_stage = *spec;
-    (*commit_stage)->set_repository((*source)->workdir().empty() ? (*source)->git_dir()
-                                                                 : (*source)->workdir());
+    (*commit_stage)
+        ->set_repository((*source)->workdir().empty() ? (*source)->git_dir()
+                                                      : (*source)->workdir());
   }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   absl::StatusOr<ArtifactAxis> prepared =
@@ -155,8 +156,7 @@ int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
 // `stub`. Errors: the job named no artifact, an artifact's commit is unknown, the source does
 // not hold it, or the coordinator's.
 absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
-                                                   const v1::JobStatus& artifacts,
-                                                   v1::JobSpec spec,
+                                                   const v1::JobStatus& artifacts, v1::JobSpec spec,
                                                    v1::CoordinatorService::StubInterface* stub,
                                                    int workers, bool quiet) {
   const std::optional<ArtifactVersion> last_good = axis.VersionOf(artifacts.last_good().sha());
@@ -173,18 +173,18 @@ absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
         " is not known (its module has no version.git_version, __git_version__ or __commit__ "
         "and its version no +g<sha> label): give --commit-of CMD"));
   }
-  spec.set_description(absl::StrCat("the commits between ", last_good->version, " and ",
-                                    first_bad->version));
+  spec.set_description(
+      absl::StrCat("the commits between ", last_good->version, " and ", first_bad->version));
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
   v1::SubmitJobResponse submitted;
   grpc::ClientContext context;
   const grpc::Status status = stub->SubmitJob(&context, request, &submitted);
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat("the commits between the two artifacts (", spec.good(), "..",
-                                     spec.bad(), " in ", spec.repository(),
-                                     "): ", status.error_message()));
+    return absl::Status(
+        static_cast<absl::StatusCode>(status.error_code()),
+        absl::StrCat("the commits between the two artifacts (", spec.good(), "..", spec.bad(),
+                     " in ", spec.repository(), "): ", status.error_message()));
   }
   if (!quiet) {
     std::cout << "Going on into the commits between " << last_good->version << " and "

@@ -68,7 +68,8 @@ for i in range(30):
             + "from kern import version\n" + init,
         "kern/version.py": "__version__ = %r\ngit_version = %r\n" % (version, commits[-1]),
         "kern-%s.dist-info/METADATA" % version:
-            "Metadata-Version: 2.1\nName: kern\nVersion: %s\n" % version,
+            "Metadata-Version: 2.1\nName: kern\nVersion: %s\nRequires-Dist: kern-triton==%s\n"
+            % (version, "3.2.0+git4b3bb1f8" if day < 6 else "3.3.0+git96316ce5"),
         "kern-%s.dist-info/WHEEL" % version:
             "Wheel-Version: 1.0\nGenerator: kbisect-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
@@ -101,7 +102,6 @@ import os
 os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 server.serve_forever()
 )py";
-
 
 class ArtifactTest : public KbisectRunTest {
  protected:
@@ -172,8 +172,12 @@ class ArtifactTest : public KbisectRunTest {
                                                 Commit(3), ")")));
     EXPECT_THAT(run.out, HasSubstr(absl::StrCat("First bad artifact: kern 1.0.dev20260106 (commit ",
                                                 Commit(6), ")")));
+    // The first bad nightly also pins another Triton (not installed: --no-deps).
+    EXPECT_THAT(run.out, HasSubstr("Companion pin changed: kern-triton 3.2.0+git4b3bb1f8 -> "
+                                   "3.3.0+git96316ce5"));
     const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
     EXPECT_EQ(result["status"], "culprit_found");
+    EXPECT_EQ(result["artifacts"]["companions"][0]["name"], "kern-triton");
     EXPECT_EQ(result["artifacts"]["first_bad"]["version"], "1.0.dev20260106");
     EXPECT_EQ(result["artifacts"]["first_bad"]["commit"], Commit(6));
     EXPECT_EQ(result["artifacts"]["last_good"]["version"], "1.0.dev20260103");
