@@ -19,6 +19,7 @@
 #include "common/git/object_hash.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "re2/re2.h"
 
 namespace kbisect {
 namespace {
@@ -259,6 +260,13 @@ std::vector<CompanionChange> CompanionChanges(const std::string& before, const s
     if (it != was.end() && it->second != version) changes.push_back({name, it->second, version});
   }
   return changes;
+}
+
+std::optional<std::string> NightlyReleaseCommit(const std::string& subject) {
+  static const LazyRE2 kNightly = {R"(nightly release \(([0-9a-f]{40})\))"};
+  std::string commit;
+  if (!RE2::PartialMatch(subject, *kNightly, &commit)) return std::nullopt;
+  return commit;
 }
 
 std::string ArtifactInstallCommand(const ArtifactFlags& flags) {

@@ -109,6 +109,12 @@ struct CompanionChange {
 // by name.
 std::vector<CompanionChange> CompanionChanges(const std::string& before, const std::string& after);
 
+// PyTorch's nightly branch: an artifact whose git_version is a commit of the `nightly` branch
+// was built from the main-branch commit its subject names ("2025-06-02 nightly release
+// (0123abc...)"), as pytorch's tools/nightly.py reads it. Returns that commit, or nullopt when
+// `subject` is no such subject.
+std::optional<std::string> NightlyReleaseCommit(const std::string& subject);
+
 // A prepared artifact range: its ledger and what the job needs from it.
 class ArtifactAxis {
  public:

@@ -151,6 +151,19 @@ int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
   return 0;
 }
 
+// The commit of `repository` an artifact's `commit` stands for: the main-branch commit a
+// PyTorch nightly-branch commit names (NightlyReleaseCommit), when the repository holds both;
+// else `commit` itself.
+std::string MainlineCommit(const std::string& repository, const std::string& commit) {
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repository);
+  if (commit.empty() || !repo.ok()) return commit;
+  absl::StatusOr<CommitInfo> info = (*repo)->GetCommit(commit);
+  if (!info.ok()) return commit;
+  const std::optional<std::string> mainline = NightlyReleaseCommit(info->subject);
+  if (!mainline.has_value() || !(*repo)->GetCommit(*mainline).ok()) return commit;
+  return *mainline;
+}
+
 // The commits between the last good and the first bad artifact of `artifacts` (a finished
 // job over the ledger), bisected with `spec` over the artifacts' source on the cluster behind
 // `stub`. Errors: the job named no artifact, an artifact's commit is unknown, the source does
@@ -165,8 +178,8 @@ absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
     return absl::FailedPreconditionError(
         "no first bad artifact was named, so there are no commits to bisect");
   }
-  spec.set_good(axis.CommitOf(last_good->version));
-  spec.set_bad(axis.CommitOf(first_bad->version));
+  spec.set_good(MainlineCommit(spec.repository(), axis.CommitOf(last_good->version)));
+  spec.set_bad(MainlineCommit(spec.repository(), axis.CommitOf(first_bad->version)));
   if (spec.good().empty() || spec.bad().empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the commit of ", spec.good().empty() ? last_good->version : first_bad->version,

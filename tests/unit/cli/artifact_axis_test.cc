@@ -100,5 +100,12 @@ TEST(CompanionChangesTest, PinsThatMovedAreNamed) {
   EXPECT_EQ(changes[0].after, "3.3.0+git96316ce5");
 }
 
+TEST(NightlyReleaseCommitTest, ThePyTorchNightlyBranchNamesItsMainCommit) {
+  const std::string main_commit = "0123456789abcdef0123456789abcdef01234567";
+  EXPECT_EQ(NightlyReleaseCommit("2025-06-02 nightly release (" + main_commit + ")"), main_commit);
+  EXPECT_EQ(NightlyReleaseCommit("Fix the build (#1234)"), std::nullopt);
+  EXPECT_EQ(NightlyReleaseCommit("2025-06-02 nightly release (0123abc)"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace kbisect
