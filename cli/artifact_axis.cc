@@ -20,6 +20,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
+#include "worker/build_step.h"
 
 namespace kbisect {
 namespace {
@@ -269,6 +270,16 @@ std::optional<std::string> NightlyReleaseCommit(const std::string& subject) {
   return commit;
 }
 
+// A shell condition true when the index can be reached from here.
+std::string IndexReachableCheck(const ArtifactFlags& flags) {
+  if (!flags.find_links.empty()) return absl::StrCat("[ -d ", Quote(flags.find_links), " ]");
+  return absl::StrCat(
+      "python -c ",
+      Quote("import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30)"), " ",
+      Quote(absl::StrCat(flags.index_url, "/", NormalizeProjectName(flags.name), "/")),
+      " >/dev/null 2>&1");
+}
+
 std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
   const std::string index = flags.find_links.empty()
                                 ? absl::StrCat("--index-url ", Quote(flags.index_url))
@@ -284,11 +295,17 @@ std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
       {
           std::string("set -e"),
           // Only the index given: no configuration file, no variable adds another.
-          absl::StrCat("env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS ",
+          absl::StrCat("if ! env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS ",
                        "-u PIP_NO_INDEX PIP_CONFIG_FILE=/dev/null ",
                        "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 ",
                        "python -m pip install --quiet ", flags.with_deps ? "" : "--no-deps ", index,
-                       " -r requirements.txt"),
+                       " -r requirements.txt; then"),
+          // An index out of reach says nothing of this version: the worker's problem.
+          absl::StrCat("  ", IndexReachableCheck(flags), " || { echo \"kbisect: ", IndexOf(flags),
+                       " cannot be reached from this worker\" >&2; exit ",
+                       kBuildCannotRunHereExitCode, "; }"),
+          std::string("  exit 1"),
+          std::string("fi"),
           absl::StrCat("python -c ", Quote(absl::StrCat("import ", module))),
           absl::StrCat("commit=$(", commit, ") || commit="),
           absl::StrCat("echo \"kbisect: ", flags.name,

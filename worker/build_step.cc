@@ -32,6 +32,12 @@ BuildStep RunBuild(CommandRunner* runner, const BuildCommand& build, const std::
   if (built->cancelled) {
     step.failure = v1::TASK_OUTCOME_CANCELLED;
     step.message = "cancelled";
+  } else if (!built->timed_out && built->exit_code == kBuildCannotRunHereExitCode) {
+    step.failure = v1::TASK_OUTCOME_INFRA_ERROR;
+    step.message =
+        absl::StrCat("the build at ", sha.substr(0, 7), " could not run on this worker (exit ",
+                     kBuildCannotRunHereExitCode, ": something it needs is out of reach)");
+    step.log_tail = built->Tail(kBuildTailLines);
   } else if (!built->ok()) {
     step.failure = built->timed_out ? v1::TASK_OUTCOME_TIMED_OUT : v1::TASK_OUTCOME_BUILD_FAILED;
     step.message = absl::StrCat("build at ", sha.substr(0, 7), " ", built->Describe());

@@ -44,9 +44,15 @@ struct BuildCommand {
 // The number of output lines a failure keeps in its log tail.
 inline constexpr int kBuildTailLines = 20;
 
+// A build that exits with this code (sysexits' EX_TEMPFAIL) says it could not run here, not that
+// the commit is broken: an index or a cache it needs cannot be reached from this worker. Its step
+// is an infrastructure error (the task is tried again, elsewhere), never a failed build (a skip).
+inline constexpr int kBuildCannotRunHereExitCode = 75;
+
 // Runs `build` in `dir`, the checkout of commit `sha`, through `runner`, stopping when `cancel`
 // (may be null) is set: then the command's process group has been killed and the step is
-// CANCELLED. Never returns an error status: every way a build can end is a BuildStep.
+// CANCELLED. A build exiting with kBuildCannotRunHereExitCode is an INFRA_ERROR. Never returns
+// an error status: every way a build can end is a BuildStep.
 BuildStep RunBuild(CommandRunner* runner, const BuildCommand& build, const std::string& dir,
                    const std::string& sha, const Cancellation* cancel);
 

@@ -78,6 +78,9 @@ TEST(ArtifactInstallCommandTest, OnlyTheIndexGiven) {
   EXPECT_THAT(command, HasSubstr("-u PIP_EXTRA_INDEX_URL"));
   EXPECT_THAT(command, HasSubstr("PIP_CONFIG_FILE=/dev/null"));
   EXPECT_THAT(command, HasSubstr("import triton"));
+  // A failed install whose index is out of reach is the worker's problem (exit 75).
+  EXPECT_THAT(command, HasSubstr("http://127.0.0.1:8080/simple/pytorch-triton/"));
+  EXPECT_THAT(command, HasSubstr("exit 75"));
   flags.index_url.clear();
   flags.find_links = "/w";
   flags.with_deps = true;

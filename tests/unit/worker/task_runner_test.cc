@@ -116,6 +116,17 @@ TEST_F(TaskRunnerTest, BuildRunsFirstAndItsFailureIsReportedWithTheTail) {
   EXPECT_EQ(result.samples_size(), 0);
 }
 
+// EX_TEMPFAIL: the build could not run here (an index out of reach), which says nothing of the
+// commit: an infrastructure error, tried again elsewhere, never a skip.
+TEST_F(TaskRunnerTest, ABuildExiting75CouldNotRunHere) {
+  v1::Task task = Task("echo 'Latency: 1 ms'");
+  task.set_build_command("echo 'the index cannot be reached' >&2; exit 75");
+  v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_INFRA_ERROR);
+  EXPECT_THAT(result.message(), HasSubstr("could not run on this worker"));
+  EXPECT_THAT(result.log_tail(), HasSubstr("the index cannot be reached"));
+}
+
 TEST_F(TaskRunnerTest, ExitCode125IsASkip) {
   v1::TaskResult result = task_runner_.Run(Task("exit 125"), nullptr, nullptr);
   EXPECT_EQ(result.outcome(), v1::TASK_OUTCOME_SKIP_REQUESTED);
