@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/artifact/pep440.h"
 #include "common/git/object_hash.h"
+#include "common/manifest/manifest.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
@@ -268,6 +269,25 @@ std::optional<std::string> NightlyReleaseCommit(const std::string& subject) {
   std::string commit;
   if (!RE2::PartialMatch(subject, *kNightly, &commit)) return std::nullopt;
   return commit;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> TrackedPackageTool(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  ArtifactFlags flags;
+  flags.name = std::string(absl::StripAsciiWhitespace(spec.substr(0, eq)));
+  if (eq != std::string::npos) flags.import_name = spec.substr(eq + 1);
+  if (flags.name.empty() || (eq != std::string::npos && flags.import_name.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat("--track-package ", spec,
+                                                   ": expected NAME or NAME=MODULE (e.g. torch, "
+                                                   "pytorch-triton=triton)"));
+  }
+  const std::string version =
+      absl::StrCat("from importlib import metadata\nprint(metadata.version('", flags.name, "'))\n");
+  std::string command = absl::StrCat("v=$(python3 -c ", Quote(version), ") && c=$(python3 -c ",
+                                     Quote(CommitProbeProgram(flags.name, ModuleOf(flags))),
+                                     " 2>/dev/null | head -n 1); echo \"$v${c:+ (commit $c)}\"");
+  return std::make_pair(absl::StrCat(kTrackedPackagePrefix, NormalizeProjectName(flags.name)),
+                        command);
 }
 
 // A shell condition true when the index can be reached from here.

@@ -115,6 +115,13 @@ std::vector<CompanionChange> CompanionChanges(const std::string& before, const s
 // `subject` is no such subject.
 std::optional<std::string> NightlyReleaseCommit(const std::string& subject);
 
+// `kbisect nightly --track-package NAME[=MODULE]`: the shell command whose first line is the
+// installed NAME's version and, when the module tells it, the commit it was built from ("2.8.0
+// .dev20250602+cu126 (commit 0123abc...)"), as the manifest records a tool (under
+// kTrackedPackagePrefix). Run with the python3 the nightly runs its benchmark with.
+// InvalidArgument for an empty name.
+absl::StatusOr<std::pair<std::string, std::string>> TrackedPackageTool(const std::string& spec);
+
 // A prepared artifact range: its ledger and what the job needs from it.
 class ArtifactAxis {
  public:

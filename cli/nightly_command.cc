@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/artifact_axis.h"
 #include "cli/job_options.h"
 #include "cli/run_command.h"
 #include "common/exec/exec.h"
@@ -106,6 +107,7 @@ struct NightlyFlags {
   std::vector<std::string> harness;
   std::vector<std::string> record_env;
   std::vector<std::string> tools;
+  std::vector<std::string> tracked_packages;  // --track-package NAME[=MODULE].
   std::string build;
   int runs = 0;
   std::string coordinator;
@@ -330,9 +332,10 @@ std::string SuiteSeries(const std::string& benchmark, const std::string& metric)
 // metric shows, else nothing's.
 int SuiteExitCode(const std::vector<triage::NightlyDecision>& decisions) {
   using triage::NightlyAction;
-  for (NightlyAction action : {NightlyAction::kSubmitBisect, NightlyAction::kAlreadySubmitted,
-                               NightlyAction::kMethodChange, NightlyAction::kHardware,
-                               NightlyAction::kDrift, NightlyAction::kNoise}) {
+  for (NightlyAction action :
+       {NightlyAction::kSubmitBisect, NightlyAction::kAlreadySubmitted,
+        NightlyAction::kMethodChange, NightlyAction::kHardware, NightlyAction::kDependencyChange,
+        NightlyAction::kDrift, NightlyAction::kNoise}) {
     for (const triage::NightlyDecision& d : decisions) {
       if (d.action == action) return triage::NightlyExitCode(action);
     }
@@ -541,6 +544,10 @@ int NightlyCommand(int argc, char** argv) {
                  ".github/workflows/**); only files the commit holds count");
   app.add_option("--record-env", f.record_env,
                  "Environment variable (or PREFIX_*) recorded in the manifest (repeatable)");
+  app.add_option("--track-package", f.tracked_packages,
+                 "NAME[=MODULE]: a dependency installed as a built artifact (a torch or triton "
+                 "nightly) whose version and commit each night records; a step across which "
+                 "only it moved is a dependency change, not bisected here (repeatable)");
   app.add_option("--tool", f.tools,
                  "NAME=COMMAND whose first output line is a tool version in the manifest "
                  "(repeatable)");
@@ -619,6 +626,14 @@ int NightlyCommand(int argc, char** argv) {
   ManifestSpec spec = ManifestSpec::Default();
   if (!f.harness.empty()) spec.harness_globs = f.harness;
   spec.env_names = f.record_env;
+  for (const std::string& package : f.tracked_packages) {
+    absl::StatusOr<std::pair<std::string, std::string>> tool = TrackedPackageTool(package);
+    if (!tool.ok()) {
+      std::cerr << "kbisect nightly: " << tool.status().message() << "\n";
+      return kExitUsage;
+    }
+    spec.tool_commands[tool->first] = tool->second;
+  }
   for (const std::string& t : f.tools) {
     const size_t eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {

@@ -331,6 +331,8 @@ const char* NightlyActionName(NightlyAction action) {
       return "noise";
     case NightlyAction::kDrift:
       return "drift";
+    case NightlyAction::kDependencyChange:
+      return "dependency_change";
   }
   return "unknown";
 }
@@ -350,6 +352,8 @@ int NightlyExitCode(NightlyAction action) {
       return 6;
     case NightlyAction::kDrift:
       return 7;
+    case NightlyAction::kDependencyChange:
+      return 8;
   }
   return 1;
 }
@@ -459,11 +463,20 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
 
   // Fold the manifest in: it says what changed in the measurement, which the series can only
   // infer.
-  std::vector<std::string> hardware, method;
-  for (const ManifestChange& c : d.manifest_changes) {
-    (c.IsHardware() ? hardware : method).push_back(c.Describe());
-  }
   std::vector<std::string> reasons;
+  std::vector<std::string> hardware, method, packages;
+  for (const ManifestChange& c : d.manifest_changes) {
+    (c.IsHardware()                             ? hardware
+     : c.kind == ManifestChange::Kind::kPackage ? packages
+                                                : method)
+        .push_back(c.Describe());
+  }
+  // Only a tracked package moved, the project's code did not: the dependency's step.
+  const bool dependency = split && hardware.empty() && method.empty() && !packages.empty();
+  if (dependency) {
+    reasons.push_back(absl::StrCat(
+        "A tracked package moved across the step: ", absl::StrJoin(packages, "; "), "."));
+  }
   if (split && !hardware.empty()) {
     k.diagnosis.cause = v1::CAUSE_HARDWARE_ISSUE;
     k.diagnosis.confidence = 0.9;
@@ -495,11 +508,17 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
   if (k.evidence.shape == Shape::kNone) {
     d.action = NightlyAction::kNothing;
     d.summary = "Nothing to do: no move beyond the noise.";
+  } else if (dependency && !code_in_window && k.IsRegression() &&
+             cause == v1::CAUSE_REAL_REGRESSION) {
+    d.action = NightlyAction::kDependencyChange;
+    d.summary = absl::StrCat(
+        "Dependency change, not bisected here: only ", absl::StrJoin(packages, "; "),
+        " moved across the step. Bisect that package's nightlies (`kbisect run --artifact`).");
   } else if (cause == v1::CAUSE_BENCHMARK_METHOD_CHANGE) {
     d.action = NightlyAction::kMethodChange;
-    d.summary =
-        absl::StrCat("Method change, not bisected: ",
-                     method.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(method, "; "), ".");
+    d.summary = absl::StrCat(
+        "Method change, not bisected: ",
+        method.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(method, "; "), ".");
   } else if (cause == v1::CAUSE_HARDWARE_ISSUE) {
     d.action = NightlyAction::kHardware;
     d.summary = absl::StrCat(
@@ -566,8 +585,11 @@ std::string FormatNightlyDecision(const NightlyDecision& d) {
   if (!d.manifest_changes.empty()) {
     absl::StrAppend(&out, "Manifest changes across the step:\n");
     for (const ManifestChange& c : d.manifest_changes) {
-      absl::StrAppend(&out, "  ", c.IsHardware() ? "[hardware] " : "[method]   ", c.Describe(),
-                      "\n");
+      absl::StrAppend(&out, "  ",
+                      c.IsHardware()                             ? "[hardware] "
+                      : c.kind == ManifestChange::Kind::kPackage ? "[package]  "
+                                                                 : "[method]   ",
+                      c.Describe(), "\n");
     }
   } else if (k.last_good.has_value()) {
     absl::StrAppend(&out, "Manifest changes across the step: none\n");

@@ -106,14 +106,18 @@ enum class NightlyAction {
   kHardware,          // The machine changed: nothing to bisect.
   kNoise,             // A spike or a reverted excursion.
   kDrift,             // A real but gradual regression: no single commit to bisect.
+  // Only a tracked package moved across the step (the project's code did not): the regression
+  // came with a dependency's build; bisect that package's artifacts, not this project.
+  kDependencyChange,
 };
 
-// Returns "nothing", "submit_bisect", "already_submitted", "method_change", "hardware", "noise"
-// or "drift".
+// Returns "nothing", "submit_bisect", "already_submitted", "method_change", "hardware", "noise",
+// "drift" or "dependency_change".
 const char* NightlyActionName(NightlyAction action);
 
 // The exit code of `kbisect nightly` for `action`: 0 nothing, 3 submit/already submitted, 4
-// method change, 5 hardware, 6 noise, 7 drift (1 error and 2 usage are the command's own).
+// method change, 5 hardware, 6 noise, 7 drift, 8 dependency change (1 error and 2 usage are the
+// command's own).
 int NightlyExitCode(NightlyAction action);
 
 struct NightlyDecision {

@@ -266,6 +266,8 @@ const char* ManifestChangeKindName(ManifestChange::Kind kind) {
       return "env";
     case ManifestChange::Kind::kTool:
       return "tool";
+    case ManifestChange::Kind::kPackage:
+      return "package";
     case ManifestChange::Kind::kGpu:
       return "gpu";
     case ManifestChange::Kind::kDriver:
@@ -313,7 +315,18 @@ std::vector<ManifestChange> DiffManifests(const v1::MeasurementManifest& before,
     for (const auto& [k, v] : all) add(kind, k, v.first, v.second);
   };
   maps(Kind::kEnv, before.env(), after.env());
-  maps(Kind::kTool, before.tool_versions(), after.tool_versions());
+  // Tracked packages sit among the tools under their prefix; the rest are tools.
+  auto split = [](const google::protobuf::Map<std::string, std::string>& versions, bool packages) {
+    google::protobuf::Map<std::string, std::string> out;
+    for (const auto& [name, version] : versions) {
+      const bool package = absl::StartsWith(name, kTrackedPackagePrefix);
+      if (package != packages) continue;
+      out[package ? name.substr(sizeof(kTrackedPackagePrefix) - 1) : name] = version;
+    }
+    return out;
+  };
+  maps(Kind::kTool, split(before.tool_versions(), false), split(after.tool_versions(), false));
+  maps(Kind::kPackage, split(before.tool_versions(), true), split(after.tool_versions(), true));
   auto both = [](const std::string& b, const std::string& a) { return !b.empty() && !a.empty(); };
   if (both(before.gpu_model(), after.gpu_model())) {
     add(Kind::kGpu, "GPU model", before.gpu_model(), after.gpu_model());

@@ -43,6 +43,12 @@ struct ManifestSpec {
   static ManifestSpec Default();
 };
 
+// A tracked package's entry in MeasurementManifest.tool_versions: "package:<name>" ->
+// "<version>" or "<version> (commit <sha>)". DiffManifests reports it as kPackage: a dependency
+// the project installs as a built artifact (a torch or triton nightly), whose move is a
+// dependency change rather than a change of method.
+inline constexpr char kTrackedPackagePrefix[] = "package:";
+
 // The variables a task's environment may carry to shape its manifest (the worker reads them from
 // the job's --env, so `kbisect run/submit --env KBISECT_MANIFEST_ENV=HELION_*` works everywhere):
 inline constexpr char kManifestHarnessEnv[] = "KBISECT_MANIFEST_HARNESS";  // "glob,glob"
@@ -102,6 +108,7 @@ struct ManifestChange {
     kBenchCommand,  // The command line changed: a method change.
     kEnv,           // A recorded environment variable changed: a method change.
     kTool,          // A tool version changed (Python package, compiler): a method change.
+    kPackage,       // A tracked package (`kbisect nightly --track-package`) moved: a dependency.
     kGpu,           // Another GPU model or card (uuid): a hardware issue.
     kDriver,        // Another driver / CUDA / ROCm: a hardware issue.
     kClock,         // Max clock, power limit, throttling or a >10% clock drop: a hardware issue.
@@ -118,7 +125,7 @@ struct ManifestChange {
   std::string Describe() const;
 };
 
-// Returns "harness_file", "bench_command", "env", "tool", "gpu", "driver" or "clock".
+// Returns "harness_file", "bench_command", "env", "tool", "package", "gpu", "driver" or "clock".
 const char* ManifestChangeKindName(ManifestChange::Kind kind);
 
 // Returns what changed from `before` to `after`, method changes first, each group in name order.

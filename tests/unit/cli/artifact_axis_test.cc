@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/git_fixture.h"
 
 namespace kbisect {
 namespace {
@@ -101,6 +102,21 @@ TEST(CompanionChangesTest, PinsThatMovedAreNamed) {
   EXPECT_EQ(changes[0].name, "pytorch-triton");
   EXPECT_EQ(changes[0].before, "3.2.0+git4b3bb1f8");
   EXPECT_EQ(changes[0].after, "3.3.0+git96316ce5");
+}
+
+// The command runs for real with the python3 on PATH: pip is installed there, and says no commit.
+TEST(TrackedPackageToolTest, PrintsTheInstalledVersion) {
+  absl::StatusOr<std::pair<std::string, std::string>> tool = TrackedPackageTool("pip");
+  ASSERT_TRUE(tool.ok()) << tool.status();
+  EXPECT_EQ(tool->first, "package:pip");
+  testing::CommandResult ran = testing::RunShell(tool->second);
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  testing::CommandResult pip = testing::RunShell(
+      "python3 -c 'from importlib import metadata; print(metadata.version(\"pip\"))'");
+  EXPECT_EQ(ran.out, pip.out);
+  EXPECT_EQ(TrackedPackageTool("pytorch-triton=triton")->first, "package:pytorch-triton");
+  EXPECT_FALSE(TrackedPackageTool("torch=").ok());
+  EXPECT_FALSE(TrackedPackageTool("").ok());
 }
 
 TEST(NightlyReleaseCommitTest, ThePyTorchNightlyBranchNamesItsMainCommit) {

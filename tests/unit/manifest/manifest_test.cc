@@ -194,6 +194,24 @@ TEST(CollectManifestTest, OnlyFilesTheCommitHoldsAreHarnessFiles) {
   EXPECT_TRUE(TrackedInCommit(plain.path(), "HEAD") == nullptr);
 }
 
+TEST(DiffManifestsTest, ATrackedPackageIsADependencyNotATool) {
+  v1::MeasurementManifest before;
+  (*before.mutable_tool_versions())["package:torch"] = "2.8.0.dev20261110";
+  (*before.mutable_tool_versions())["nvcc"] = "12.4";
+  v1::MeasurementManifest after = before;
+  (*after.mutable_tool_versions())["package:torch"] = "2.8.0.dev20261111";
+  std::vector<ManifestChange> diff = DiffManifests(before, after);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0].kind, ManifestChange::Kind::kPackage);
+  EXPECT_EQ(diff[0].Describe(), "torch: 2.8.0.dev20261110 -> 2.8.0.dev20261111");
+  EXPECT_STREQ(ManifestChangeKindName(diff[0].kind), "package");
+  EXPECT_FALSE(diff[0].IsHardware());
+  (*after.mutable_tool_versions())["nvcc"] = "12.6";
+  diff = DiffManifests(before, after);
+  ASSERT_EQ(diff.size(), 2u);
+  EXPECT_EQ(diff[0].kind, ManifestChange::Kind::kTool);
+}
+
 TEST(DiffManifestsTest, HardwareAfterMethodAndOlderManifestsAreNotCompared) {
   v1::MeasurementManifest a;
   a.set_harness_digest("d1");

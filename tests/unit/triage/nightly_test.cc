@@ -139,6 +139,33 @@ TEST(DecideNightlyTest, AHarnessChangeIsAMethodChangeNamingTheFile) {
   EXPECT_EQ(NightlyExitCode(d->action), 4);
 }
 
+// Issue 47: the project's commit is the same on both nights and only the torch nightly it runs
+// on moved: a dependency change, named, not bisected in this project. With the project's code
+// moved too, the step is bisected as before.
+TEST(DecideNightlyTest, OnlyATrackedPackageMovedIsADependencyChange) {
+  History h;
+  for (int night = 1; night <= 20; ++night) {
+    const double scatter = 1 + ((night * 37) % 7 - 3) * 0.001;
+    const bool after = night >= 11;
+    NightlyRecord r = Record(night, 10 * scatter * (after ? 1.2 : 1.0));
+    r.full_sha = std::string(40, 'a');  // The project did not move.
+    r.sha = r.full_sha.substr(0, 12);
+    (*r.manifest->mutable_tool_versions())["package:torch"] =
+        after ? "2.8.0.dev20261111 (commit 96316ce5)" : "2.8.0.dev20261110 (commit 4b3bb1f8)";
+    (*r.manifest->mutable_tool_versions())["gcc"] = "12.2";
+    AddNightly(&h, r);
+  }
+  absl::StatusOr<NightlyDecision> d = DecideNightly(h, "attn", "h100", {}, nullptr, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->action, NightlyAction::kDependencyChange) << FormatNightlyDecision(*d);
+  EXPECT_THAT(d->summary, HasSubstr("torch: 2.8.0.dev20261110 (commit 4b3bb1f8) -> "
+                                    "2.8.0.dev20261111 (commit 96316ce5)"));
+  EXPECT_THAT(FormatNightlyDecision(*d), HasSubstr("[package]  torch"));
+  EXPECT_TRUE(d->request_id.empty());
+  EXPECT_EQ(NightlyExitCode(d->action), 8);
+  EXPECT_STREQ(NightlyActionName(d->action), "dependency_change");
+}
+
 TEST(DecideNightlyTest, AnotherGpuIsAHardwareIssue) {
   absl::StatusOr<NightlyDecision> d =
       DecideNightly(Steps(1.2, "aaaa", "GPU-2"), "attn", "h100", {}, nullptr, {});
