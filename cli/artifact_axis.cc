@@ -19,6 +19,7 @@
 #include "common/git/object_hash.h"
 #include "common/manifest/manifest.h"
 #include "common/status_macros.h"
+#include "common/text/shell_quote.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
 #include "worker/build_step.h"
@@ -30,11 +31,6 @@ namespace fs = std::filesystem;
 
 // How many listed versions an error names around a missing end.
 constexpr int kNearestNamed = 4;
-
-// Single-quotes `text` for /bin/sh.
-std::string Quote(const std::string& text) {
-  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
-}
 
 std::string IndexOf(const ArtifactFlags& flags) {
   return flags.find_links.empty() ? flags.index_url : flags.find_links;
@@ -283,8 +279,8 @@ absl::StatusOr<std::pair<std::string, std::string>> TrackedPackageTool(const std
   }
   const std::string version =
       absl::StrCat("from importlib import metadata\nprint(metadata.version('", flags.name, "'))\n");
-  std::string command = absl::StrCat("v=$(python3 -c ", Quote(version), ") && c=$(python3 -c ",
-                                     Quote(CommitProbeProgram(flags.name, ModuleOf(flags))),
+  std::string command = absl::StrCat("v=$(python3 -c ", ShellQuote(version), ") && c=$(python3 -c ",
+                                     ShellQuote(CommitProbeProgram(flags.name, ModuleOf(flags))),
                                      " 2>/dev/null | head -n 1); echo \"$v${c:+ (commit $c)}\"");
   return std::make_pair(absl::StrCat(kTrackedPackagePrefix, NormalizeProjectName(flags.name)),
                         command);
@@ -292,22 +288,23 @@ absl::StatusOr<std::pair<std::string, std::string>> TrackedPackageTool(const std
 
 // A shell condition true when the index can be reached from here.
 std::string IndexReachableCheck(const ArtifactFlags& flags) {
-  if (!flags.find_links.empty()) return absl::StrCat("[ -d ", Quote(flags.find_links), " ]");
+  if (!flags.find_links.empty()) return absl::StrCat("[ -d ", ShellQuote(flags.find_links), " ]");
   return absl::StrCat(
       "python -c ",
-      Quote("import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30)"), " ",
-      Quote(absl::StrCat(flags.index_url, "/", NormalizeProjectName(flags.name), "/")),
+      ShellQuote("import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30)"),
+      " ", ShellQuote(absl::StrCat(flags.index_url, "/", NormalizeProjectName(flags.name), "/")),
       " >/dev/null 2>&1");
 }
 
 std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
-  const std::string index = flags.find_links.empty()
-                                ? absl::StrCat("--index-url ", Quote(flags.index_url))
-                                : absl::StrCat("--no-index --find-links ", Quote(flags.find_links));
+  const std::string index =
+      flags.find_links.empty()
+          ? absl::StrCat("--index-url ", ShellQuote(flags.index_url))
+          : absl::StrCat("--no-index --find-links ", ShellQuote(flags.find_links));
   const std::string module = ModuleOf(flags);
   const std::string commit =
       flags.commit_of.empty()
-          ? absl::StrCat("python -c ", Quote(CommitProbeProgram(flags.name, module)))
+          ? absl::StrCat("python -c ", ShellQuote(CommitProbeProgram(flags.name, module)))
           : flags.commit_of;
   const std::string notes = absl::StrCat("\"$", kArtifactNotesEnv, "\"");
   const std::string note = absl::StrCat(notes, "/$(cat version.txt)");
@@ -326,14 +323,14 @@ std::string ArtifactInstallCommand(const ArtifactFlags& flags) {
                        kBuildCannotRunHereExitCode, "; }"),
           std::string("  exit 1"),
           std::string("fi"),
-          absl::StrCat("python -c ", Quote(absl::StrCat("import ", module))),
+          absl::StrCat("python -c ", ShellQuote(absl::StrCat("import ", module))),
           absl::StrCat("commit=$(", commit, ") || commit="),
           absl::StrCat("echo \"kbisect: ", flags.name,
                        " $(cat version.txt) was built from commit ${commit:-unknown}\""),
           // The commit, and what it pins (a companion such as a Triton inside a torch nightly).
           absl::StrCat("if [ -n ", notes, " ]; then mkdir -p ", notes,
                        " && { [ -z \"$commit\" ] || printf '%s\\n' \"$commit\" > ", note,
-                       "; } && { python -c ", Quote(RequiresProgram(flags.name)), " > ", note,
+                       "; } && { python -c ", ShellQuote(RequiresProgram(flags.name)), " > ", note,
                        ".requires || true; }; fi"),
       },
       "\n");
@@ -378,11 +375,11 @@ absl::StatusOr<ArtifactAxis> ArtifactAxis::Prepare(const ArtifactFlags& flags,
   }
   RETURN_IF_ERROR(WriteFile(axis.ledger_ + ".stream", stream));
   ExecRequest import;
-  import.shell_command =
-      absl::StrCat("git init -q ", Quote(axis.ledger_), " && git -C ", Quote(axis.ledger_),
-                   " fast-import --quiet --force --export-marks=", Quote(axis.ledger_ + ".marks"),
-                   " < ", Quote(axis.ledger_ + ".stream"), " && git -C ", Quote(axis.ledger_),
-                   " -c advice.detachedHead=false checkout -q -f main");
+  import.shell_command = absl::StrCat(
+      "git init -q ", ShellQuote(axis.ledger_), " && git -C ", ShellQuote(axis.ledger_),
+      " fast-import --quiet --force --export-marks=", ShellQuote(axis.ledger_ + ".marks"), " < ",
+      ShellQuote(axis.ledger_ + ".stream"), " && git -C ", ShellQuote(axis.ledger_),
+      " -c advice.detachedHead=false checkout -q -f main");
   import.env = {{"GIT_CONFIG_NOSYSTEM", "1"}, { "GIT_CONFIG_GLOBAL", "/dev/null" }};
   import.timeout = absl::Minutes(2);
   ASSIGN_OR_RETURN(ExecResult written, runner->Run(import, nullptr));

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
+#include "common/text/shell_quote.h"
 #include "report/html/triage_page.h"
 #include "triage/commit_window.h"
 #include "triage/parse.h"
@@ -54,14 +55,6 @@ Example:
       --platform b200_cute --kernel layer_norm --date 2026-09-22 --repo ~/helion --json t.json \
       --html t.html
 )";
-
-std::string ShellQuote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789@%_-+=:,./") == std::string::npos) {
-    return s;
-  }
-  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
-}
 
 std::string Join(const std::vector<std::string>& argv) {
   std::vector<std::string> quoted;
