@@ -47,16 +47,23 @@ absl::StatusOr<size_t> FindEnd(const std::vector<ArtifactVersion>& listed, const
                                const char* which) {
   if (LooksLikeDate(end)) {
     if (std::optional<size_t> found = FindByDate(listed, end)) return *found;
-    std::vector<std::string> dated;
+    // The nearest nightlies on either side of that day.
+    const std::string day = absl::StrReplaceAll(end, {{"-", ""}});
+    std::string before, after;
     for (const ArtifactVersion& v : listed) {
-      if (std::optional<std::string> date = NightlyDate(v.parsed)) dated.push_back(v.version);
+      const std::optional<std::string> date = NightlyDate(v.parsed);
+      if (!date.has_value()) continue;
+      if (*date < day) before = v.version;
+      if (*date > day && after.empty()) after = v.version;
     }
+    std::vector<std::string> nearest;
+    if (!before.empty()) nearest.push_back(before);
+    if (!after.empty()) nearest.push_back(after);
     return absl::NotFoundError(absl::StrCat(
         which, " ", end, ": ", index, " lists no ", name,
-        " nightly of that day (no version with dev", absl::StrReplaceAll(end, {{"-", ""}}), ")",
-        dated.empty() ? "; it lists no dated nightly at all"
-                      : absl::StrCat("; the dated ones run from ", dated.front(), " to ",
-                                     dated.back(), ": pick a day that has one")));
+        " nightly of that day (no version with dev", day, ")",
+        nearest.empty() ? "; it lists no dated nightly at all"
+                        : absl::StrCat("; the nearest it lists: ", absl::StrJoin(nearest, ", "))));
   }
   absl::StatusOr<Pep440Version> wanted = ParsePep440(end);
   if (!wanted.ok()) {

@@ -42,6 +42,8 @@ TEST(ResolveArtifactEndsTest, VersionsAndDatesAmongTheListed) {
       ResolveArtifactEnds(listed, "kern", "wheels", "2026-01-04", "2026-01-06");
   EXPECT_EQ(day.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(day.status().message(), HasSubstr("lists no kern nightly of that day"));
+  EXPECT_THAT(day.status().message(),
+              HasSubstr("the nearest it lists: 1.0.dev20260103, 1.0.dev20260106"));
   absl::StatusOr<ArtifactEnds> version =
       ResolveArtifactEnds(listed, "kern", "wheels", "1.0.dev20260101", "1.0.dev20260105");
   EXPECT_EQ(version.status().code(), absl::StatusCode::kNotFound);
