@@ -238,10 +238,13 @@ TEST_F(NightlyTest, ASuitesKernelsAreTriagedOneByOneAndEachStepBisectedOnce) {
   const std::string repo = tmp_.Join("repo");
   CommandResult made = RunShell(absl::StrCat(
       ::kbisect::testing::Env("KBISECT_SOURCE_DIR"), "/scripts/make-suite-repo.sh ", repo,
-      // The script's steps, each large enough against the 0.2% noise that
+      // The script's steps, each large enough against the 0.1% noise that
       // the night it first shows is where triage places it (a 15% step
-      // was once placed a night early, then submitted again).
-      " --commits 60 --noise 0.002", " --steps 18:0-6:1.25,33:7-8:1.4,48:9-9:1.3,24:10-10:0.8"));
+      // was once placed a night early, then submitted again; at 0.2% noise
+      // one run in an ASan suite under load submitted a fourth job). The
+      // noise is drawn anew each run: this test is about grouping the
+      // steps, the benches measure triage under noise.
+      " --commits 60 --noise 0.001", " --steps 18:0-6:1.25,33:7-8:1.4,48:9-9:1.3,24:10-10:0.8"));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   std::map<std::string, std::string> expected;
   for (absl::string_view line : absl::StrSplit(made.out, '\n', absl::SkipEmpty())) {
