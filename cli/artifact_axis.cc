@@ -91,23 +91,23 @@ int64_t LedgerTime(const ArtifactVersion& version, size_t position) {
   return 1767225600 + static_cast<int64_t>(position) * 60;
 }
 
-// The git fast-import stream of the ledger: one commit per version, each the child of the one
+// The git fast-import stream of the ledger: one commit per entry, each the child of the one
 // before, dated at its nightly's day (else a fixed date), so that the same range gives the same
 // commits every time.
-std::string LedgerStream(const ArtifactFlags& flags, const std::vector<ArtifactVersion>& versions) {
+std::string LedgerStream(const ArtifactFlags& flags, const std::vector<LedgerEntry>& entries) {
   std::string stream;
-  for (size_t i = 0; i < versions.size(); ++i) {
-    const ArtifactVersion& v = versions[i];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LedgerEntry& entry = entries[i];
     absl::StrAppend(&stream, "commit refs/heads/main\nmark :", i + 1, "\n");
     const std::string message =
-        absl::StrCat(flags.name, " ", v.version, "\n\nFrom ", IndexOf(flags), "\n");
+        absl::StrCat(entry.Subject(flags.name), "\n\nFrom ", IndexOf(flags), "\n");
     const std::string who =
-        absl::StrCat("kbisect <kbisect@localhost> ", LedgerTime(v, i), " +0000\n");
+        absl::StrCat("kbisect <kbisect@localhost> ", LedgerTime(entry.version, i), " +0000\n");
     absl::StrAppend(&stream, "author ", who, "committer ", who, "data ", message.size(), "\n",
                     message);
     if (i > 0) absl::StrAppend(&stream, "from :", i, "\n");
     absl::StrAppend(&stream, "deleteall\n");
-    for (const auto& [path, contents] : LedgerFiles(flags, v)) {
+    for (const auto& [path, contents] : LedgerFiles(flags, entry.version, entry.companions)) {
       absl::StrAppend(&stream, "M 100644 inline ", path, "\ndata ", contents.size(), "\n", contents,
                       "\n");
     }
@@ -156,6 +156,12 @@ void AddArtifactFlags(CLI::App* app, ArtifactFlags* flags) {
   app->add_flag("--with-deps", flags->with_deps,
                 "With --artifact: install the artifact's dependencies too (from the same index)")
       ->needs(artifact);
+  app->add_flag("--isolate-companions", flags->isolate_companions,
+                "With --artifact: when the first bad artifact pins a companion (a Triton in a "
+                "torch nightly) at another version than the last good one, measure the first bad "
+                "one with the last good one's companions, from the same index, to say which of "
+                "the two moved the metric")
+      ->needs(artifact);
   app->add_option("--import", flags->import_name,
                   "With --artifact: the module that must import after the install (default: the "
                   "package's name with '-' as '_')")
@@ -182,24 +188,41 @@ absl::StatusOr<ArtifactEnds> ResolveArtifactEnds(const std::vector<ArtifactVersi
 }
 
 std::map<std::string, std::string> LedgerFiles(const ArtifactFlags& flags,
-                                               const ArtifactVersion& version) {
-  nlohmann::json files = nlohmann::json::array();
-  std::vector<std::string> hashes;
-  for (const ArtifactFile& file : version.files) {
-    files.push_back({{"filename", file.filename}, {"sha256", file.sha256}});
-    if (!file.sha256.empty()) hashes.push_back(absl::StrCat("--hash=sha256:", file.sha256));
-  }
-  const nlohmann::json artifact = {{"name", flags.name},
-                                   {"version", version.version},
-                                   {"index", IndexOf(flags)},
-                                   {"files", files}};
-  std::string requirement = absl::StrCat(flags.name, "==", version.version);
-  // pip checks every requirement's hash once one has one: only the artifact alone can be pinned.
-  if (!flags.with_deps && !hashes.empty()) {
-    absl::StrAppend(&requirement, " ", absl::StrJoin(hashes, " "));
+                                               const ArtifactVersion& version,
+                                               const std::vector<ArtifactPin>& companions) {
+  // pip checks every requirement's hash once one has one: only what it installs alone is pinned.
+  auto requirement = [&](const std::string& name, const ArtifactVersion& v) {
+    std::string line = absl::StrCat(name, "==", v.version);
+    for (const ArtifactFile& file : v.files) {
+      if (!flags.with_deps && !file.sha256.empty()) {
+        absl::StrAppend(&line, " --hash=sha256:", file.sha256);
+      }
+    }
+    return line + "\n";
+  };
+  auto files_of = [](const ArtifactVersion& v) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const ArtifactFile& file : v.files) {
+      files.push_back({{"filename", file.filename}, {"sha256", file.sha256}});
+    }
+    return files;
+  };
+  nlohmann::json artifact = {{"name", flags.name},
+                             {"version", version.version},
+                             {"index", IndexOf(flags)},
+                             {"files", files_of(version)}};
+  std::string requirements = requirement(flags.name, version);
+  if (!companions.empty()) {
+    nlohmann::json pinned = nlohmann::json::array();
+    for (const ArtifactPin& pin : companions) {
+      pinned.push_back(
+          {{"name", pin.name}, {"version", pin.version.version}, {"files", files_of(pin.version)}});
+      requirements += requirement(pin.name, pin.version);
+    }
+    artifact["companions"] = pinned;
   }
   return {{"artifact.json", artifact.dump(2) + "\n"},
-          {"requirements.txt", requirement + "\n"},
+          {"requirements.txt", requirements},
           {"version.txt", version.version + "\n"}};
 }
 
@@ -359,22 +382,27 @@ absl::StatusOr<ArtifactAxis> ArtifactAxis::Prepare(const ArtifactFlags& flags,
     std::error_code error;
     resolved.find_links = fs::absolute(flags.find_links, error).lexically_normal().string();
   }
-  ASSIGN_OR_RETURN(std::vector<ArtifactVersion> listed,
-                   resolved.find_links.empty() ? ListIndex(resolved.index_url, resolved.name)
-                                               : ListFindLinks(resolved.find_links, resolved.name));
+  ASSIGN_OR_RETURN(std::vector<ArtifactVersion> listed, List(resolved, resolved.name));
   ASSIGN_OR_RETURN(ArtifactEnds ends,
                    ResolveArtifactEnds(listed, resolved.name, IndexOf(resolved), good, bad));
+  std::vector<LedgerEntry> entries;
+  for (size_t i = ends.good; i <= ends.bad; ++i) entries.push_back({listed[i], {}});
+  return Write(resolved, std::move(entries), cache_dir, runner);
+}
+
+absl::StatusOr<ArtifactAxis> ArtifactAxis::Write(const ArtifactFlags& flags,
+                                                 std::vector<LedgerEntry> entries,
+                                                 const std::string& cache_dir,
+                                                 CommandRunner* runner) {
   ArtifactAxis axis;
-  axis.flags_ = resolved;
-  axis.versions_.assign(listed.begin() + static_cast<std::ptrdiff_t>(ends.good),
-                        listed.begin() + static_cast<std::ptrdiff_t>(ends.bad) + 1);
-  const std::string stream = LedgerStream(resolved, axis.versions_);
+  axis.flags_ = flags;
+  axis.entries_ = std::move(entries);
+  const std::string stream = LedgerStream(flags, axis.entries_);
   const std::string key = GitBlobId(stream).substr(0, 16);
-  axis.ledger_ =
-      absl::StrCat(cache_dir, "/artifacts/", NormalizeProjectName(resolved.name), "-", key);
+  axis.ledger_ = absl::StrCat(cache_dir, "/artifacts/", NormalizeProjectName(flags.name), "-", key);
   axis.notes_ =
-      absl::StrCat(cache_dir, "/artifacts/notes/", GitBlobId(IndexOf(resolved)).substr(0, 16), "/",
-                   NormalizeProjectName(resolved.name));
+      absl::StrCat(cache_dir, "/artifacts/notes/", GitBlobId(IndexOf(flags)).substr(0, 16), "/",
+                   NormalizeProjectName(flags.name));
   std::error_code error;
   fs::create_directories(axis.ledger_, error);
   if (error) {
@@ -394,8 +422,76 @@ absl::StatusOr<ArtifactAxis> ArtifactAxis::Prepare(const ArtifactFlags& flags,
     return absl::InternalError(
         absl::StrCat("cannot write the artifact ledger ", axis.ledger_, ": ", written.output));
   }
-  axis.shas_ = ReadMarks(axis.ledger_ + ".marks", axis.versions_.size());
+  axis.shas_ = ReadMarks(axis.ledger_ + ".marks", axis.entries_.size());
   return axis;
+}
+
+absl::StatusOr<std::vector<ArtifactVersion>> ArtifactAxis::List(const ArtifactFlags& flags,
+                                                                const std::string& name) {
+  return flags.find_links.empty() ? ListIndex(flags.index_url, name)
+                                  : ListFindLinks(flags.find_links, name);
+}
+
+absl::StatusOr<ArtifactAxis> ArtifactAxis::IsolateCompanions(
+    const ArtifactVersion& last_good, const ArtifactVersion& first_bad,
+    const std::vector<CompanionChange>& changes, const std::string& cache_dir,
+    CommandRunner* runner) const {
+  std::vector<ArtifactPin> before;
+  std::vector<ArtifactPin> after;
+  for (const CompanionChange& change : changes) {
+    ASSIGN_OR_RETURN(std::vector<ArtifactVersion> listed, List(flags_, change.name));
+    auto find = [&](const std::string& version) -> absl::StatusOr<ArtifactPin> {
+      for (const ArtifactVersion& v : listed) {
+        if (v.version == version) return ArtifactPin{change.name, v};
+      }
+      return absl::NotFoundError(absl::StrCat("--isolate-companions: ", IndexOf(flags_), " has no ",
+                                              change.name, " ", version));
+    };
+    ASSIGN_OR_RETURN(ArtifactPin old_pin, find(change.before));
+    ASSIGN_OR_RETURN(ArtifactPin new_pin, find(change.after));
+    before.push_back(std::move(old_pin));
+    after.push_back(std::move(new_pin));
+  }
+  // Last good as it shipped, first bad with the last good's companions, first bad as it shipped:
+  // the step lies before the middle (the artifact's own change) or after it (the companions').
+  ArtifactFlags flags = flags_;
+  flags.with_deps = false;
+  return Write(flags, {{last_good, before}, {first_bad, before}, {first_bad, after}}, cache_dir,
+               runner);
+}
+
+std::string ArtifactAxis::IsolationText(const v1::JobStatus& status) const {
+  if (entries_.size() != 3) return "";
+  const std::string with_old = entries_[1].Subject(flags_.name);
+  if (status.status() == v1::OUTCOME_NO_REGRESSION) {
+    return absl::StrCat("Companions isolated: no step between ", entries_[0].Subject(flags_.name),
+                        " and ", entries_[2].Subject(flags_.name),
+                        " when the companions are installed as pinned: the step needs the "
+                        "environment the artifact stage ran in\n");
+  }
+  if (status.culprit().sha() == shas_[1]) {
+    return absl::StrCat("Companions isolated: the step is ", flags_.name, "'s own: ", with_old,
+                        " is already slow\n");
+  }
+  if (status.culprit().sha() == shas_[2]) {
+    std::vector<std::string> moved;
+    for (size_t i = 0; i < entries_[2].companions.size(); ++i) {
+      moved.push_back(absl::StrCat(entries_[2].companions[i].name, " ",
+                                   entries_[1].companions[i].version.version, " -> ",
+                                   entries_[2].companions[i].version.version));
+    }
+    return absl::StrCat("Companions isolated: the step came with ", absl::StrJoin(moved, ", "),
+                        ": ", with_old, " is as fast as the last good artifact\n");
+  }
+  return "Companions isolated: the measurement did not decide\n";
+}
+
+std::string ArtifactAxis::IsolationVerdict(const v1::JobStatus& status) const {
+  if (entries_.size() != 3) return "";
+  if (status.status() == v1::OUTCOME_NO_REGRESSION) return "none";
+  if (status.culprit().sha() == shas_[1]) return "artifact";
+  if (status.culprit().sha() == shas_[2]) return "companions";
+  return "undecided";
 }
 
 void ArtifactAxis::ApplyTo(v1::JobSpec* spec, const std::string& bench_dir) const {
@@ -410,9 +506,15 @@ void ArtifactAxis::ApplyTo(v1::JobSpec* spec, const std::string& bench_dir) cons
 
 std::optional<ArtifactVersion> ArtifactAxis::VersionOf(const std::string& sha) const {
   for (size_t i = 0; i < shas_.size(); ++i) {
-    if (shas_[i] == sha) return versions_[i];
+    if (shas_[i] == sha) return entries_[i].version;
   }
   return std::nullopt;
+}
+
+std::vector<ArtifactVersion> ArtifactAxis::versions() const {
+  std::vector<ArtifactVersion> versions;
+  for (const LedgerEntry& entry : entries_) versions.push_back(entry.version);
+  return versions;
 }
 
 std::vector<CompanionChange> ArtifactAxis::CompanionsBetween(const std::string& last_good,
@@ -433,6 +535,15 @@ std::string ArtifactAxis::CommitOf(const std::string& version) const {
   return commit;
 }
 
+std::string LedgerEntry::Subject(const std::string& name) const {
+  std::string subject = absl::StrCat(name, " ", version.version);
+  for (size_t i = 0; i < companions.size(); ++i) {
+    absl::StrAppend(&subject, i == 0 ? " with " : ", ", companions[i].name, " ",
+                    companions[i].version.version);
+  }
+  return subject;
+}
+
 std::vector<std::string> ArtifactAxis::SkippedVersions(const v1::JobStatus& status) const {
   std::vector<std::string> skipped;
   for (size_t i = 0; i < shas_.size(); ++i) {
@@ -440,7 +551,7 @@ std::vector<std::string> ArtifactAxis::SkippedVersions(const v1::JobStatus& stat
         std::any_of(status.probes().begin(), status.probes().end(), [&](const v1::Probe& probe) {
           return probe.sha() == shas_[i] && probe.verdict() == v1::VERDICT_SKIP;
         });
-    if (skip) skipped.push_back(versions_[i].version);
+    if (skip) skipped.push_back(entries_[i].version.version);
   }
   return skipped;
 }
@@ -480,7 +591,7 @@ std::string ArtifactAxis::SummaryJson(const v1::JobStatus& status) const {
   };
   nlohmann::json out = {{"name", flags_.name}, {"index", IndexOf(flags_)}};
   nlohmann::json versions = nlohmann::json::array();
-  for (const ArtifactVersion& v : versions_) versions.push_back(v.version);
+  for (const LedgerEntry& entry : entries_) versions.push_back(entry.version.version);
   out["versions"] = versions;
   out["skipped"] = SkippedVersions(status);
   if (std::optional<ArtifactVersion> v = VersionOf(status.last_good().sha())) {

@@ -46,10 +46,13 @@ inline constexpr char kArtifactNotesEnv[] = "KBISECT_ARTIFACT_NOTES";
 
 // The flags of the artifact axis, as given.
 struct ArtifactFlags {
-  std::string name;         // --artifact NAME (the distribution, e.g. torch).
-  std::string find_links;   // --find-links DIR: a directory of wheels.
-  std::string index_url;    // --index-url URL: a PEP 503 index (http:// or file://).
-  bool with_deps = false;   // --with-deps: pip resolves the artifact's dependencies (same index).
+  std::string name;        // --artifact NAME (the distribution, e.g. torch).
+  std::string find_links;  // --find-links DIR: a directory of wheels.
+  std::string index_url;   // --index-url URL: a PEP 503 index (http:// or file://).
+  bool with_deps = false;  // --with-deps: pip resolves the artifact's dependencies (same index).
+  // --isolate-companions: when a companion pin moved, measure the first bad artifact with the last
+  // good one's companions to say which of the two moved the metric.
+  bool isolate_companions = false;
   std::string import_name;  // --import MODULE: what must import (default: NAME, '-' -> '_').
   std::string commit_of;    // --commit-of CMD: prints the artifact's commit in its environment.
 
@@ -71,9 +74,27 @@ absl::StatusOr<ArtifactEnds> ResolveArtifactEnds(const std::vector<ArtifactVersi
                                                  const std::string& name, const std::string& index,
                                                  const std::string& good, const std::string& bad);
 
-// The files of one ledger commit for `version` (path -> contents).
+// One pin of a ledger commit: distribution `name` at `version` (a companion installed beside
+// the artifact).
+struct ArtifactPin {
+  std::string name;
+  ArtifactVersion version;
+};
+
+// One ledger commit: the artifact's version and the companions installed with it (none in an
+// artifact range: pip installs what --with-deps says).
+struct LedgerEntry {
+  ArtifactVersion version;
+  std::vector<ArtifactPin> companions;
+
+  // "kern 1.0.dev20260106" or "kern 1.0.dev20260106 with kern-triton 3.2.0+git4b3bb1f8".
+  std::string Subject(const std::string& name) const;
+};
+
+// The files of one ledger commit for `version` and its `companions` (path -> contents).
 std::map<std::string, std::string> LedgerFiles(const ArtifactFlags& flags,
-                                               const ArtifactVersion& version);
+                                               const ArtifactVersion& version,
+                                               const std::vector<ArtifactPin>& companions = {});
 
 // The shell command that installs the artifact a ledger checkout pins into the probe's layer
 // (the job runs it as its build, in the checkout, with the layer active): pip from the given
@@ -137,10 +158,25 @@ class ArtifactAxis {
   // Python layer of its own, and the benchmark run in `bench_dir` (the user's directory).
   void ApplyTo(v1::JobSpec* spec, const std::string& bench_dir) const;
 
+  // --isolate-companions: a ledger of three commits, `last_good` as it shipped (its companions
+  // at their `before` pins), `first_bad` with those same companions, and `first_bad` as it
+  // shipped (`after` pins), each installing the companions from the same index. Bisected, the
+  // step falls on the middle commit (the artifact's own change) or the last (the companions').
+  // NotFound when the index lacks a companion's version.
+  absl::StatusOr<ArtifactAxis> IsolateCompanions(const ArtifactVersion& last_good,
+                                                 const ArtifactVersion& first_bad,
+                                                 const std::vector<CompanionChange>& changes,
+                                                 const std::string& cache_dir,
+                                                 CommandRunner* runner) const;
+  // For a finished job over an isolation ledger: which of the two moved the metric, in words,
+  // and as "artifact", "companions", "none" or "undecided".
+  std::string IsolationText(const v1::JobStatus& status) const;
+  std::string IsolationVerdict(const v1::JobStatus& status) const;
+
   // The ledger repository's path.
   const std::string& ledger() const { return ledger_; }
-  // The versions of the range, GOOD first.
-  const std::vector<ArtifactVersion>& versions() const { return versions_; }
+  // The artifact's version of each ledger commit, GOOD first.
+  std::vector<ArtifactVersion> versions() const;
   // The artifact a ledger commit pins (nullopt for a commit of no ledger of this axis).
   std::optional<ArtifactVersion> VersionOf(const std::string& sha) const;
   // The companions whose pins moved from `last_good` to `first_bad` (versions), as their
@@ -164,11 +200,19 @@ class ArtifactAxis {
   std::string SummaryJson(const v1::JobStatus& status) const;
 
  private:
+  // Writes (or finds) the ledger of `entries` under `cache_dir`/artifacts.
+  static absl::StatusOr<ArtifactAxis> Write(const ArtifactFlags& flags,
+                                            std::vector<LedgerEntry> entries,
+                                            const std::string& cache_dir, CommandRunner* runner);
+  // What the flags' index lists for distribution `name`.
+  static absl::StatusOr<std::vector<ArtifactVersion>> List(const ArtifactFlags& flags,
+                                                           const std::string& name);
+
   ArtifactFlags flags_;
   std::string ledger_;
   std::string notes_;
-  std::vector<ArtifactVersion> versions_;
-  std::vector<std::string> shas_;  // The ledger commit of each version.
+  std::vector<LedgerEntry> entries_;
+  std::vector<std::string> shas_;  // The ledger commit of each entry.
 };
 
 }  // namespace kbisect

@@ -151,6 +151,86 @@ int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
   return 0;
 }
 
+// Submits `spec` to the cluster behind `stub` and follows it to its end, printing `heading`,
+// the job's header and its progress lines unless `quiet`.
+absl::StatusOr<v1::JobStatus> SubmitAndFollow(v1::CoordinatorService::StubInterface* stub,
+                                              const v1::JobSpec& spec, int workers, bool quiet,
+                                              const std::string& heading) {
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitJobResponse submitted;
+  grpc::ClientContext context;
+  const grpc::Status status = stub->SubmitJob(&context, request, &submitted);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat(spec.description(), " (", spec.good(), "..", spec.bad(),
+                                     " in ", spec.repository(), "): ", status.error_message()));
+  }
+  if (!quiet) {
+    std::cout << heading << "\n";
+    PrintJobHeader(submitted.job(), workers, std::cout);
+  }
+  JobFollower follower(stub, submitted.job_id());
+  ProgressLines lines(submitted.job(), workers);
+  return follower.Follow([&](const v1::JobEvent& e) {
+    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
+  });
+}
+
+// --isolate-companions: when a companion pin moved between the last good and the first bad
+// artifact of `artifacts` (a finished job over `axis`'s ledger), the isolation ledger bisected
+// with the artifact job's `spec` on the same workers. nullopt when no pin moved (said unless
+// `quiet`); the isolation axis and the job's end otherwise.
+struct CompanionIsolation {
+  ArtifactAxis axis;
+  absl::StatusOr<v1::JobStatus> status;
+};
+std::optional<CompanionIsolation> IsolateCompanions(const ArtifactAxis& axis,
+                                                    const v1::JobStatus& artifacts,
+                                                    v1::JobSpec spec, const std::string& cache_dir,
+                                                    v1::CoordinatorService::StubInterface* stub,
+                                                    int workers, bool quiet) {
+  const std::optional<ArtifactVersion> last_good = axis.VersionOf(artifacts.last_good().sha());
+  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(artifacts.culprit().sha());
+  if (!last_good.has_value() || !first_bad.has_value()) return std::nullopt;
+  const std::vector<CompanionChange> changes =
+      axis.CompanionsBetween(last_good->version, first_bad->version);
+  if (changes.empty()) {
+    if (!quiet) std::cout << "--isolate-companions: no companion pin moved, nothing to isolate\n";
+    return std::nullopt;
+  }
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  absl::StatusOr<ArtifactAxis> isolation =
+      axis.IsolateCompanions(*last_good, *first_bad, changes, cache_dir, runner.get());
+  if (!isolation.ok()) return CompanionIsolation{axis, isolation.status()};
+  isolation->ApplyTo(&spec, spec.env().at(kBenchDirEnv));
+  spec.set_description(absl::StrCat("the companions of ", first_bad->version, " isolated"));
+  return CompanionIsolation{*isolation, SubmitAndFollow(stub, spec, workers, quiet,
+                                                        absl::StrCat("Isolating the companions of ",
+                                                                     first_bad->version, ":"))};
+}
+
+// The isolation's words on the terminal and, in --json, `artifacts.isolation`.
+void ReportIsolation(const CompanionIsolation& isolation, const JobOutputs& outputs) {
+  std::string verdict = "error";
+  if (!isolation.status.ok()) {
+    std::cerr << "kbisect: " << isolation.status.status().message() << "\n";
+  } else {
+    std::cout << isolation.axis.IsolationText(*isolation.status);
+    verdict = isolation.axis.IsolationVerdict(*isolation.status);
+  }
+  if (outputs.json_file.empty()) return;
+  std::ifstream in(outputs.json_file);
+  nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (result.is_discarded() || !result.contains("artifacts")) return;
+  result["artifacts"]["isolation"] = {{"verdict", verdict}};
+  if (isolation.status.ok()) {
+    result["artifacts"]["isolation"]["job"] =
+        nlohmann::json::parse(StatusToJson(*isolation.status));
+  }
+  std::ofstream(outputs.json_file) << result.dump(2) << "\n";
+}
+
 // The commit of `repository` an artifact's `commit` stands for: the main-branch commit a
 // PyTorch nightly-branch commit names (NightlyReleaseCommit), when the repository holds both;
 // else `commit` itself.
@@ -188,27 +268,9 @@ absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
   }
   spec.set_description(
       absl::StrCat("the commits between ", last_good->version, " and ", first_bad->version));
-  v1::SubmitJobRequest request;
-  *request.mutable_spec() = spec;
-  v1::SubmitJobResponse submitted;
-  grpc::ClientContext context;
-  const grpc::Status status = stub->SubmitJob(&context, request, &submitted);
-  if (!status.ok()) {
-    return absl::Status(
-        static_cast<absl::StatusCode>(status.error_code()),
-        absl::StrCat("the commits between the two artifacts (", spec.good(), "..", spec.bad(),
-                     " in ", spec.repository(), "): ", status.error_message()));
-  }
-  if (!quiet) {
-    std::cout << "Going on into the commits between " << last_good->version << " and "
-              << first_bad->version << ":\n";
-    PrintJobHeader(submitted.job(), workers, std::cout);
-  }
-  JobFollower follower(stub, submitted.job_id());
-  ProgressLines lines(submitted.job(), workers);
-  return follower.Follow([&](const v1::JobEvent& e) {
-    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
-  });
+  return SubmitAndFollow(stub, spec, workers, quiet,
+                         absl::StrCat("Going on into the commits between ", last_good->version,
+                                      " and ", first_bad->version, ":"));
 }
 
 // The commit stage's report; its JSON joins the artifact stage's as "commit_stage". Returns
@@ -521,9 +583,20 @@ int RunCommand(int argc, char** argv) {
     absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
     if (status.ok()) final_status = *status;
   }
-  // --artifact --repo SRC: the commits between the two artifacts, on the same workers.
+  // --isolate-companions: which of the artifact and its companions moved the metric.
+  std::optional<CompanionIsolation> isolation;
+  if (finished && axis.has_value() && artifact.isolate_companions && !stop_requested) {
+    isolation =
+        IsolateCompanions(*axis, final_status, *spec, cache_dir, stub.get(), workers, quiet);
+  }
+  const bool companions_moved_it =
+      isolation.has_value() && isolation->status.ok() &&
+      isolation->axis.IsolationVerdict(*isolation->status) == "companions";
+  // --artifact --repo SRC: the commits between the two artifacts, on the same workers (not when
+  // the companions moved the metric: the artifact's own commits did not).
   std::optional<absl::StatusOr<v1::JobStatus>> commits;
-  if (finished && axis.has_value() && commit_stage.has_value() && !stop_requested) {
+  if (finished && axis.has_value() && commit_stage.has_value() && !stop_requested &&
+      !companions_moved_it) {
     commits = BisectCommitsBetween(*axis, final_status, *commit_stage, stub.get(), workers, quiet);
   }
   {
@@ -533,6 +606,7 @@ int RunCommand(int argc, char** argv) {
 
   int code = ReportFinalStatus(final_status, options.outputs);
   if (axis.has_value()) ReportArtifacts(*axis, final_status, options, commits.has_value());
+  if (isolation.has_value()) ReportIsolation(*isolation, options.outputs);
   if (commits.has_value()) code = ReportCommitStage(*commits, options.outputs);
   if (finished) {
     // `kbisect log` prints it; `--replay` starts from it.

@@ -92,6 +92,37 @@ with open(os.path.join(out, "commits"), "w") as f:
     f.write("\n".join(commits) + "\n")
 )py";
 
+// OUT/companion/wheels: kern nightlies for January 1st to 10th that pin kern-triton (3.2.0 until
+// the 5th, 3.3.0 from the 6th), and both kern-triton wheels. kern.latency() is kern-triton's
+// with MODE "companion" (kern-triton 3.3.0 is 45% slower, kern never changes); with MODE "own"
+// kern itself is 45% slower from the 6th and the two kern-tritons measure the same.
+constexpr char kMakeCompanionNightlies[] = R"py(import base64, hashlib, os, sys, zipfile
+out, mode = os.path.join(sys.argv[1], "companion"), sys.argv[2]
+wheels = os.path.join(out, "wheels")
+os.makedirs(wheels, exist_ok=True)
+def record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+def wheel(name, version, files, requires=()):
+    dist = "%s-%s.dist-info" % (name, version)
+    files = dict(files)
+    files[dist + "/METADATA"] = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)
+                                 + "".join("Requires-Dist: %s\n" % r for r in requires))
+    files[dist + "/WHEEL"] = "Wheel-Version: 1.0\nGenerator: kbisect-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = "".join("%s,%s,%d\n" % (p, record_hash(t.encode()), len(t.encode())) for p, t in files.items())
+    files[dist + "/RECORD"] = record + dist + "/RECORD,,\n"
+    with zipfile.ZipFile(os.path.join(wheels, "%s-%s-py3-none-any.whl" % (name, version)), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+for version, latency in (("3.2.0+git4b3bb1f8", 10.0), ("3.3.0+git96316ce5", 14.5 if mode == "companion" else 10.0)):
+    wheel("kern_triton", version, {"kern_triton/__init__.py": "def latency():\n    return %r\n" % latency})
+for day in range(1, 11):
+    pin = "3.2.0+git4b3bb1f8" if day < 6 else "3.3.0+git96316ce5"
+    own = 1.45 if mode == "own" and day >= 6 else 1.0
+    wheel("kern", "1.0.dev202601%02d" % day,
+          {"kern/__init__.py": "import kern_triton\ndef latency():\n    return kern_triton.latency() * %r\n" % own},
+          ["kern-triton==" + pin])
+)py";
+
 // Serves a directory on a free loopback port; writes the port into a file once listening.
 constexpr char kServe[] = R"py(import functools, http.server, sys
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
@@ -230,6 +261,41 @@ TEST_F(ArtifactTest, GoesOnIntoTheCommitsBetweenTheTwoNightlies) {
   EXPECT_EQ(result["commit_stage"]["good_sha"], Commit(3));
   EXPECT_EQ(result["commit_stage"]["bad_sha"], Commit(6));
   EXPECT_EQ(UserEnvironment(), before) << "the bisect changed the user's virtualenv";
+}
+
+// A nightly that pins a new companion: --with-deps installs what each pins, the bisect names the
+// first bad nightly and the pin that moved, and --isolate-companions measures the first bad
+// nightly with the last good one's companion to say which of the two moved the metric.
+TEST_F(ArtifactTest, IsolatingTheCompanionsSaysWhichOfTheTwoMovedTheMetric) {
+  for (const std::string mode : {"companion", "own"}) {
+    SCOPED_TRACE(mode);
+    WriteFile(tmp_.Join("companion.py"), kMakeCompanionNightlies);
+    ASSERT_EQ(RunShell(absl::StrCat("rm -rf ", ShellQuote(tmp_.Join("companion")),
+                                    " && /usr/bin/python3 ", ShellQuote(tmp_.Join("companion.py")),
+                                    " ", ShellQuote(tmp_.path()), " ", mode))
+                  .exit_code,
+              0);
+    const std::string before = UserEnvironment();
+    const std::string json = tmp_.Join(mode + ".json");
+    const CommandResult run = RunArtifacts(absl::StrCat(
+        "--find-links ", ShellQuote(tmp_.Join("companion/wheels")),
+        " --with-deps --isolate-companions 2026-01-01 2026-01-10 --workers 2 --json ",
+        ShellQuote(json), " -- python bench.py"));
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, HasSubstr("First bad artifact: kern 1.0.dev20260106"));
+    EXPECT_THAT(run.out, HasSubstr("Companion pin changed: kern-triton 3.2.0+git4b3bb1f8 -> "
+                                   "3.3.0+git96316ce5"));
+    const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+    if (mode == "companion") {
+      EXPECT_THAT(run.out, HasSubstr("Companions isolated: the step came with kern-triton "
+                                     "3.2.0+git4b3bb1f8 -> 3.3.0+git96316ce5"));
+      EXPECT_EQ(result["artifacts"]["isolation"]["verdict"], "companions") << run.out;
+    } else {
+      EXPECT_THAT(run.out, HasSubstr("Companions isolated: the step is kern's own"));
+      EXPECT_EQ(result["artifacts"]["isolation"]["verdict"], "artifact") << run.out;
+    }
+    EXPECT_EQ(UserEnvironment(), before) << "the bisect changed the user's virtualenv";
+  }
 }
 
 TEST_F(ArtifactTest, AnEndTheIndexDoesNotListIsNamedWithTheNearest) {
