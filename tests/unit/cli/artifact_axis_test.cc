@@ -71,6 +71,23 @@ TEST(LedgerFilesTest, PinTheVersionAndItsFiles) {
   EXPECT_EQ(LedgerFiles(flags, v)["requirements.txt"], "kern==1.0.dev20260101\n");
 }
 
+TEST(LedgerFilesTest, CompanionsArePinnedBesideTheArtifact) {
+  ArtifactFlags flags;
+  flags.name = "torch";
+  flags.index_url = "http://127.0.0.1:8080/simple";
+  const std::vector<ArtifactVersion> torch = Listed({"2.8.0.dev20250602"});
+  const std::vector<ArtifactVersion> triton = Listed({"3.2.0+git4b3bb1f8"});
+  const LedgerEntry entry{torch[0], {{"pytorch-triton", triton[0]}}};
+  EXPECT_EQ(entry.Subject("torch"),
+            "torch 2.8.0.dev20250602 with pytorch-triton 3.2.0+git4b3bb1f8");
+  std::map<std::string, std::string> files = LedgerFiles(flags, entry.version, entry.companions);
+  EXPECT_THAT(files["requirements.txt"], HasSubstr("torch==2.8.0.dev20250602 --hash=sha256:"));
+  EXPECT_THAT(files["requirements.txt"],
+              HasSubstr("\npytorch-triton==3.2.0+git4b3bb1f8 --hash=sha256:"));
+  EXPECT_THAT(files["artifact.json"], HasSubstr("\"companions\""));
+  EXPECT_EQ(files["version.txt"], "2.8.0.dev20250602\n");
+}
+
 TEST(ArtifactInstallCommandTest, OnlyTheIndexGiven) {
   ArtifactFlags flags;
   flags.name = "pytorch-triton";
