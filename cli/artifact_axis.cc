@@ -556,10 +556,18 @@ std::vector<std::string> ArtifactAxis::SkippedVersions(const v1::JobStatus& stat
   return skipped;
 }
 
+std::optional<ArtifactAxis::Step> ArtifactAxis::StepOf(const v1::JobStatus& status) const {
+  std::optional<ArtifactVersion> last_good = VersionOf(status.last_good().sha());
+  std::optional<ArtifactVersion> first_bad = VersionOf(status.culprit().sha());
+  if (!last_good.has_value() || !first_bad.has_value()) return std::nullopt;
+  return Step{*std::move(last_good), *std::move(first_bad)};
+}
+
 std::string ArtifactAxis::SummaryText(const v1::JobStatus& status) const {
-  const std::optional<ArtifactVersion> first_bad = VersionOf(status.culprit().sha());
-  const std::optional<ArtifactVersion> last_good = VersionOf(status.last_good().sha());
-  if (!first_bad.has_value() || !last_good.has_value()) return "";
+  const std::optional<Step> step = StepOf(status);
+  if (!step.has_value()) return "";
+  const ArtifactVersion* last_good = &step->last_good;
+  const ArtifactVersion* first_bad = &step->first_bad;
   auto named = [&](const ArtifactVersion& v) {
     const std::string commit = CommitOf(v.version);
     return absl::StrCat(flags_.name, " ", v.version, " (",
@@ -594,17 +602,12 @@ std::string ArtifactAxis::SummaryJson(const v1::JobStatus& status) const {
   for (const LedgerEntry& entry : entries_) versions.push_back(entry.version.version);
   out["versions"] = versions;
   out["skipped"] = SkippedVersions(status);
-  if (std::optional<ArtifactVersion> v = VersionOf(status.last_good().sha())) {
-    out["last_good"] = describe(*v);
-  }
-  if (std::optional<ArtifactVersion> v = VersionOf(status.culprit().sha())) {
-    out["first_bad"] = describe(*v);
-  }
   nlohmann::json companions = nlohmann::json::array();
-  const std::optional<ArtifactVersion> last_good = VersionOf(status.last_good().sha());
-  const std::optional<ArtifactVersion> first_bad = VersionOf(status.culprit().sha());
-  if (last_good.has_value() && first_bad.has_value()) {
-    for (const CompanionChange& c : CompanionsBetween(last_good->version, first_bad->version)) {
+  if (const std::optional<Step> step = StepOf(status)) {
+    out["last_good"] = describe(step->last_good);
+    out["first_bad"] = describe(step->first_bad);
+    for (const CompanionChange& c :
+         CompanionsBetween(step->last_good.version, step->first_bad.version)) {
       companions.push_back({{"name", c.name}, {"before", c.before}, {"after", c.after}});
     }
   }

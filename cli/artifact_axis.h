@@ -179,6 +179,13 @@ class ArtifactAxis {
   std::vector<ArtifactVersion> versions() const;
   // The artifact a ledger commit pins (nullopt for a commit of no ledger of this axis).
   std::optional<ArtifactVersion> VersionOf(const std::string& sha) const;
+  // The last good and the first bad artifact a finished job over the ledger named; nullopt when
+  // it named no culprit.
+  struct Step {
+    ArtifactVersion last_good;
+    ArtifactVersion first_bad;
+  };
+  std::optional<Step> StepOf(const v1::JobStatus& status) const;
   // The companions whose pins moved from `last_good` to `first_bad` (versions), as their
   // installs noted what they require; none when either is unknown.
   std::vector<CompanionChange> CompanionsBetween(const std::string& last_good,

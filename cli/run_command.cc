@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -34,6 +35,7 @@
 #include "common/flags/flag_checks.h"
 #include "common/git/git_repo.h"
 #include "common/identity/identity.h"
+#include "common/status_macros.h"
 #include "coordinator/job_pages.h"
 #include "coordinator/metrics_http.h"
 #include "coordinator/result_cache.h"
@@ -110,6 +112,17 @@ std::string BuildIsolationText(v1::BuildIsolation isolation,
   }
   return absl::StrCat("Builds install into per-build environments layered over ", base->description,
                       " (pip installs land there; $KBISECT_PREFIX for the rest)");
+}
+
+// Edits the --json result `file` (written by ReportFinalStatus) in place; nothing when there is
+// none or it cannot be read.
+void EditJsonResult(const std::string& file, const std::function<void(nlohmann::json*)>& edit) {
+  if (file.empty()) return;
+  std::ifstream in(file);
+  nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (result.is_discarded()) return;
+  edit(&result);
+  std::ofstream(file) << result.dump(2) << "\n";
 }
 
 // --artifact: lists the index, resolves GOOD and BAD and makes `spec` bisect the ledger. With
@@ -190,24 +203,25 @@ std::optional<CompanionIsolation> IsolateCompanions(const ArtifactAxis& axis,
                                                     v1::JobSpec spec, const std::string& cache_dir,
                                                     v1::CoordinatorService::StubInterface* stub,
                                                     int workers, bool quiet) {
-  const std::optional<ArtifactVersion> last_good = axis.VersionOf(artifacts.last_good().sha());
-  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(artifacts.culprit().sha());
-  if (!last_good.has_value() || !first_bad.has_value()) return std::nullopt;
+  const std::optional<ArtifactAxis::Step> step = axis.StepOf(artifacts);
+  if (!step.has_value()) return std::nullopt;
+  const ArtifactVersion& last_good = step->last_good;
+  const ArtifactVersion& first_bad = step->first_bad;
   const std::vector<CompanionChange> changes =
-      axis.CompanionsBetween(last_good->version, first_bad->version);
+      axis.CompanionsBetween(last_good.version, first_bad.version);
   if (changes.empty()) {
     if (!quiet) std::cout << "--isolate-companions: no companion pin moved, nothing to isolate\n";
     return std::nullopt;
   }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   absl::StatusOr<ArtifactAxis> isolation =
-      axis.IsolateCompanions(*last_good, *first_bad, changes, cache_dir, runner.get());
+      axis.IsolateCompanions(last_good, first_bad, changes, cache_dir, runner.get());
   if (!isolation.ok()) return CompanionIsolation{axis, isolation.status()};
   isolation->ApplyTo(&spec, spec.env().at(kBenchDirEnv));
-  spec.set_description(absl::StrCat("the companions of ", first_bad->version, " isolated"));
+  spec.set_description(absl::StrCat("the companions of ", first_bad.version, " isolated"));
   return CompanionIsolation{*isolation, SubmitAndFollow(stub, spec, workers, quiet,
                                                         absl::StrCat("Isolating the companions of ",
-                                                                     first_bad->version, ":"))};
+                                                                     first_bad.version, ":"))};
 }
 
 // The isolation's words on the terminal and, in --json, `artifacts.isolation`.
@@ -219,28 +233,23 @@ void ReportIsolation(const CompanionIsolation& isolation, const JobOutputs& outp
     std::cout << isolation.axis.IsolationText(*isolation.status);
     verdict = isolation.axis.IsolationVerdict(*isolation.status);
   }
-  if (outputs.json_file.empty()) return;
-  std::ifstream in(outputs.json_file);
-  nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (result.is_discarded() || !result.contains("artifacts")) return;
-  result["artifacts"]["isolation"] = {{"verdict", verdict}};
-  if (isolation.status.ok()) {
-    result["artifacts"]["isolation"]["job"] =
-        nlohmann::json::parse(StatusToJson(*isolation.status));
-  }
-  std::ofstream(outputs.json_file) << result.dump(2) << "\n";
+  EditJsonResult(outputs.json_file, [&](nlohmann::json* result) {
+    if (!result->contains("artifacts")) return;
+    nlohmann::json& out = (*result)["artifacts"]["isolation"];
+    out = {{"verdict", verdict}};
+    if (isolation.status.ok()) out["job"] = nlohmann::json::parse(StatusToJson(*isolation.status));
+  });
 }
 
 // The commit of `repository` an artifact's `commit` stands for: the main-branch commit a
 // PyTorch nightly-branch commit names (NightlyReleaseCommit), when the repository holds both;
 // else `commit` itself.
-std::string MainlineCommit(const std::string& repository, const std::string& commit) {
-  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repository);
-  if (commit.empty() || !repo.ok()) return commit;
-  absl::StatusOr<CommitInfo> info = (*repo)->GetCommit(commit);
+std::string MainlineCommit(const GitRepo& repository, const std::string& commit) {
+  if (commit.empty()) return commit;
+  absl::StatusOr<CommitInfo> info = repository.GetCommit(commit);
   if (!info.ok()) return commit;
   const std::optional<std::string> mainline = NightlyReleaseCommit(info->subject);
-  if (!mainline.has_value() || !(*repo)->GetCommit(*mainline).ok()) return commit;
+  if (!mainline.has_value() || !repository.GetCommit(*mainline).ok()) return commit;
   return *mainline;
 }
 
@@ -252,25 +261,26 @@ absl::StatusOr<v1::JobStatus> BisectCommitsBetween(const ArtifactAxis& axis,
                                                    const v1::JobStatus& artifacts, v1::JobSpec spec,
                                                    v1::CoordinatorService::StubInterface* stub,
                                                    int workers, bool quiet) {
-  const std::optional<ArtifactVersion> last_good = axis.VersionOf(artifacts.last_good().sha());
-  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(artifacts.culprit().sha());
-  if (!last_good.has_value() || !first_bad.has_value()) {
+  const std::optional<ArtifactAxis::Step> step = axis.StepOf(artifacts);
+  if (!step.has_value()) {
     return absl::FailedPreconditionError(
         "no first bad artifact was named, so there are no commits to bisect");
   }
-  spec.set_good(MainlineCommit(spec.repository(), axis.CommitOf(last_good->version)));
-  spec.set_bad(MainlineCommit(spec.repository(), axis.CommitOf(first_bad->version)));
+  const std::string& last_good = step->last_good.version;
+  const std::string& first_bad = step->first_bad.version;
+  ASSIGN_OR_RETURN(std::unique_ptr<GitRepo> source, GitRepo::Open(spec.repository()));
+  spec.set_good(MainlineCommit(*source, axis.CommitOf(last_good)));
+  spec.set_bad(MainlineCommit(*source, axis.CommitOf(first_bad)));
   if (spec.good().empty() || spec.bad().empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the commit of ", spec.good().empty() ? last_good->version : first_bad->version,
+        "the commit of ", spec.good().empty() ? last_good : first_bad,
         " is not known (its module has no version.git_version, __git_version__ or __commit__ "
         "and its version no +g<sha> label): give --commit-of CMD"));
   }
-  spec.set_description(
-      absl::StrCat("the commits between ", last_good->version, " and ", first_bad->version));
-  return SubmitAndFollow(stub, spec, workers, quiet,
-                         absl::StrCat("Going on into the commits between ", last_good->version,
-                                      " and ", first_bad->version, ":"));
+  spec.set_description(absl::StrCat("the commits between ", last_good, " and ", first_bad));
+  return SubmitAndFollow(
+      stub, spec, workers, quiet,
+      absl::StrCat("Going on into the commits between ", last_good, " and ", first_bad, ":"));
 }
 
 // The commit stage's report; its JSON joins the artifact stage's as "commit_stage". Returns
@@ -284,14 +294,9 @@ int ReportCommitStage(const absl::StatusOr<v1::JobStatus>& commits, const JobOut
   if (commits->status() == v1::OUTCOME_ERROR && !commits->error().empty()) {
     std::cerr << "kbisect: " << commits->error() << "\n";
   }
-  if (!outputs.json_file.empty()) {
-    std::ifstream in(outputs.json_file);
-    nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!result.is_discarded()) {
-      result["commit_stage"] = nlohmann::json::parse(StatusToJson(*commits));
-      std::ofstream(outputs.json_file) << result.dump(2) << "\n";
-    }
-  }
+  EditJsonResult(outputs.json_file, [&](nlohmann::json* result) {
+    (*result)["commit_stage"] = nlohmann::json::parse(StatusToJson(*commits));
+  });
   return ExitCodeForJob(*commits);
 }
 
@@ -300,27 +305,60 @@ int ReportCommitStage(const absl::StatusOr<v1::JobStatus>& commits, const JobOut
 // between them.
 void ReportArtifacts(const ArtifactAxis& axis, const v1::JobStatus& status,
                      const JobOptions& options, bool going_on) {
-  const std::string summary = axis.SummaryText(status);
-  std::cout << summary;
-  if (!options.outputs.json_file.empty()) {
-    std::ifstream in(options.outputs.json_file);
-    nlohmann::json result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!result.is_discarded()) {
-      result["artifacts"] = nlohmann::json::parse(axis.SummaryJson(status));
-      std::ofstream(options.outputs.json_file) << result.dump(2) << "\n";
-    }
-  }
-  const std::optional<ArtifactVersion> last_good = axis.VersionOf(status.last_good().sha());
-  const std::optional<ArtifactVersion> first_bad = axis.VersionOf(status.culprit().sha());
-  if (going_on || summary.empty() || !last_good.has_value() || !first_bad.has_value()) return;
-  const std::string from = axis.CommitOf(last_good->version);
-  const std::string to = axis.CommitOf(first_bad->version);
+  std::cout << axis.SummaryText(status);
+  EditJsonResult(options.outputs.json_file, [&](nlohmann::json* result) {
+    (*result)["artifacts"] = nlohmann::json::parse(axis.SummaryJson(status));
+  });
+  const std::optional<ArtifactAxis::Step> step = axis.StepOf(status);
+  if (going_on || !step.has_value()) return;
+  const std::string from = axis.CommitOf(step->last_good.version);
+  const std::string to = axis.CommitOf(step->first_bad.version);
   if (!from.empty() && !to.empty()) {
     std::cout << "To go on into the commits between them: kbisect run " << from << " " << to
               << " --repo " << (options.repo.empty() ? "SOURCE" : options.repo) << " --build "
               << (options.build.empty() ? "BUILD" : absl::StrCat("'", options.build, "'")) << " -- "
               << absl::StrJoin(options.bench_command, " ") << "\n";
   }
+}
+
+// What follows an artifact bisect on the same workers: the companions isolated
+// (--isolate-companions) and the commits between the two artifacts (--repo).
+struct ArtifactStages {
+  std::optional<CompanionIsolation> isolation;
+  std::optional<absl::StatusOr<v1::JobStatus>> commits;
+};
+
+// Runs the stages that follow the artifact job `artifacts` over `axis` (whose spec was
+// `artifact_spec`): the isolation when asked, then the commit stage with `commit_stage` unless
+// the isolation found that the companions moved the metric (the artifact's own commits did not).
+ArtifactStages RunArtifactStages(const ArtifactAxis& axis, const v1::JobStatus& artifacts,
+                                 const v1::JobSpec& artifact_spec,
+                                 const std::optional<v1::JobSpec>& commit_stage, bool isolate,
+                                 const std::string& cache_dir,
+                                 v1::CoordinatorService::StubInterface* stub, int workers,
+                                 bool quiet) {
+  ArtifactStages stages;
+  if (isolate) {
+    stages.isolation =
+        IsolateCompanions(axis, artifacts, artifact_spec, cache_dir, stub, workers, quiet);
+  }
+  const bool companions_moved_it =
+      stages.isolation.has_value() && stages.isolation->status.ok() &&
+      stages.isolation->axis.IsolationVerdict(*stages.isolation->status) == "companions";
+  if (commit_stage.has_value() && !companions_moved_it) {
+    stages.commits = BisectCommitsBetween(axis, artifacts, *commit_stage, stub, workers, quiet);
+  }
+  return stages;
+}
+
+// Reports the artifact job's artifacts and the stages after it; returns the run's exit code:
+// the commit stage's when it ran, else `code` (the artifact job's).
+int ReportArtifactStages(const ArtifactAxis& axis, const v1::JobStatus& artifacts,
+                         const ArtifactStages& stages, const JobOptions& options, int code) {
+  ReportArtifacts(axis, artifacts, options, stages.commits.has_value());
+  if (stages.isolation.has_value()) ReportIsolation(*stages.isolation, options.outputs);
+  if (stages.commits.has_value()) return ReportCommitStage(*stages.commits, options.outputs);
+  return code;
 }
 
 }  // namespace
@@ -583,21 +621,10 @@ int RunCommand(int argc, char** argv) {
     absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
     if (status.ok()) final_status = *status;
   }
-  // --isolate-companions: which of the artifact and its companions moved the metric.
-  std::optional<CompanionIsolation> isolation;
-  if (finished && axis.has_value() && artifact.isolate_companions && !stop_requested) {
-    isolation =
-        IsolateCompanions(*axis, final_status, *spec, cache_dir, stub.get(), workers, quiet);
-  }
-  const bool companions_moved_it =
-      isolation.has_value() && isolation->status.ok() &&
-      isolation->axis.IsolationVerdict(*isolation->status) == "companions";
-  // --artifact --repo SRC: the commits between the two artifacts, on the same workers (not when
-  // the companions moved the metric: the artifact's own commits did not).
-  std::optional<absl::StatusOr<v1::JobStatus>> commits;
-  if (finished && axis.has_value() && commit_stage.has_value() && !stop_requested &&
-      !companions_moved_it) {
-    commits = BisectCommitsBetween(*axis, final_status, *commit_stage, stub.get(), workers, quiet);
+  ArtifactStages stages;
+  if (finished && axis.has_value() && !stop_requested) {
+    stages = RunArtifactStages(*axis, final_status, *spec, commit_stage,
+                               artifact.isolate_companions, cache_dir, stub.get(), workers, quiet);
   }
   {
     kbisect::MutexLock lock(&job_mu);
@@ -605,9 +632,7 @@ int RunCommand(int argc, char** argv) {
   }
 
   int code = ReportFinalStatus(final_status, options.outputs);
-  if (axis.has_value()) ReportArtifacts(*axis, final_status, options, commits.has_value());
-  if (isolation.has_value()) ReportIsolation(*isolation, options.outputs);
-  if (commits.has_value()) code = ReportCommitStage(*commits, options.outputs);
+  if (axis.has_value()) code = ReportArtifactStages(*axis, final_status, stages, options, code);
   if (finished) {
     // `kbisect log` prints it; `--replay` starts from it.
     std::error_code ec;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -114,9 +115,18 @@ std::function<bool(const std::string&)> TrackedInCommit(const std::string& dir,
                                                         const std::string& rev) {
   absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(dir);
   if (!repo.ok()) return nullptr;
-  absl::StatusOr<GitRepo::TreePaths> tree = (*repo)->ListTree(rev);
-  if (!tree.ok()) return nullptr;
-  return [tree = *std::move(tree)](const std::string& path) { return tree.Holds(path); };
+  // The tree is listed on the first question only: a task whose globs and command name no file
+  // of the checkout (the common case) pays nothing for it.
+  struct Lazy {
+    std::shared_ptr<GitRepo> repo;
+    std::string rev;
+    std::optional<absl::StatusOr<GitRepo::TreePaths>> tree;
+  };
+  auto lazy = std::make_shared<Lazy>(Lazy{std::shared_ptr<GitRepo>(*std::move(repo)), rev, {}});
+  return [lazy](const std::string& path) {
+    if (!lazy->tree.has_value()) lazy->tree = lazy->repo->ListTree(lazy->rev);
+    return !lazy->tree->ok() || (*lazy->tree)->Holds(path);  // Unreadable: every file counts.
+  };
 }
 
 absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec,

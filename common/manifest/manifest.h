@@ -90,8 +90,9 @@ struct ManifestInputs {
 };
 
 // A ManifestInputs::tracked for the checkout `dir`: the paths commit `rev` (a sha, or "HEAD") of
-// the repository there holds (GitRepo::TreePaths::Holds). Null when that tree cannot be read (no
-// repository at `dir`, an unknown commit): then every file counts.
+// the repository there holds (GitRepo::TreePaths::Holds), the tree listed on the first call.
+// Null when there is no repository at `dir`; a tree that cannot be read (an unknown commit)
+// counts every file, as no predicate does.
 std::function<bool(const std::string&)> TrackedInCommit(const std::string& dir,
                                                         const std::string& rev);
 
