@@ -511,11 +511,6 @@ std::optional<ArtifactVersion> ArtifactAxis::VersionOf(const std::string& sha) c
   return std::nullopt;
 }
 
-std::vector<ArtifactVersion> ArtifactAxis::versions() const {
-  std::vector<ArtifactVersion> versions;
-  for (const LedgerEntry& entry : entries_) versions.push_back(entry.version);
-  return versions;
-}
 
 std::vector<CompanionChange> ArtifactAxis::CompanionsBetween(const std::string& last_good,
                                                              const std::string& first_bad) const {

@@ -175,8 +175,6 @@ class ArtifactAxis {
 
   // The ledger repository's path.
   const std::string& ledger() const { return ledger_; }
-  // The artifact's version of each ledger commit, GOOD first.
-  std::vector<ArtifactVersion> versions() const;
   // The artifact a ledger commit pins (nullopt for a commit of no ledger of this axis).
   std::optional<ArtifactVersion> VersionOf(const std::string& sha) const;
   // The last good and the first bad artifact a finished job over the ledger named; nullopt when
