@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -18,6 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/artifact_axis.h"
+#include "cli/artifact_stages.h"
 #include "cli/find_good.h"
 #include "cli/job_log.h"
 #include "cli/job_options.h"
@@ -29,6 +32,7 @@
 #include "common/flags/flag_checks.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/proto_time.h"
+#include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "worker/worker_slot.h"
@@ -47,6 +51,8 @@ Connection: --coordinator (or KBISECT_COORDINATOR) names the kbisect-coordinator
 
 constexpr char kSubmitFooter[] = R"(
 Usage: kbisect submit GOOD [BAD] --repo URL|PATH [options] -- BENCH_CMD [ARGS...]
+       kbisect submit --artifact NAME (--find-links DIR | --index-url URL) GOOD BAD
+                      [--ledger-dir DIR] [--wait [--repo SRC --build CMD]] -- BENCH_CMD ...
 
 Submits a bisect job to the coordinator and prints its job id on stdout. --repo is fetched by
 the coordinator and the workers themselves, so it must be a URL or a path they can reach (an
@@ -54,6 +60,10 @@ existing local path is made absolute). With --request-id, submitting the same id
 the job created the first time (safe retries from nightly CI). With --wait, follows the job and
 exits like `kbisect run`: 0 culprit found, 1 error/cancelled, 3 no regression, 4 inconclusive,
 130 interrupted (the job keeps running on the coordinator).
+
+With --artifact the job bisects the versions an index lists (docs/cli.md, "Nightly artifacts"):
+their ledger is written under --ledger-dir and the benchmark runs in the current directory, so
+both, and a --find-links directory, must be paths every worker reaches (shared storage).
 )";
 
 struct ConnectionOptions {
@@ -214,10 +224,16 @@ int EligibleWorkers(Client* client, const v1::JobSpec& spec) {
   return std::max(1, count);
 }
 
-// Follows `job_id` to its end as `kbisect run` shows it, then prints the report. Returns the
-// exit code.
-int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
-                const JobOutputs& outputs) {
+// A job followed to its end: its final status, or the exit code after saying on stderr why
+// there is none (interrupted: 130, the job lost: 1).
+struct FollowedJob {
+  std::optional<v1::JobStatus> status;
+  int code = 0;
+};
+
+// Follows the job `initial` to its end as `kbisect run` shows it (its header and progress lines
+// unless `quiet`).
+FollowedJob FollowJob(Client* client, const v1::JobStatus& initial, bool quiet) {
   const int workers = EligibleWorkers(client, initial.spec());
   if (!quiet) PrintJobHeader(initial, workers, std::cout);
   ProgressLines lines(initial, workers);
@@ -237,14 +253,23 @@ int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
               << "; it keeps running on the coordinator (follow it with `kbisect watch "
               << initial.job_id() << "`, stop it with `kbisect cancel " << initial.job_id()
               << "`)\n";
-    return kExitInterrupted;
+    return {std::nullopt, kExitInterrupted};
   }
   if (!final_status.ok()) {
     std::cerr << "kbisect: lost job " << initial.job_id() << " at " << client->address() << ": "
               << final_status.status().message() << "\n";
-    return kExitError;
+    return {std::nullopt, kExitError};
   }
-  return ReportFinalStatus(*final_status, outputs);
+  return {*std::move(final_status), 0};
+}
+
+// Follows `job_id` to its end as `kbisect run` shows it, then prints the report. Returns the
+// exit code.
+int FollowToEnd(Client* client, const v1::JobStatus& initial, bool quiet,
+                const JobOutputs& outputs) {
+  FollowedJob followed = FollowJob(client, initial, quiet);
+  if (!followed.status.has_value()) return followed.code;
+  return ReportFinalStatus(*followed.status, outputs);
 }
 
 // A local path that exists is made absolute (workers resolve it on their own filesystem); URLs
@@ -258,46 +283,192 @@ std::string RepositoryLocation(const std::string& repo) {
   return error ? repo : path;
 }
 
-int Submit(int argc, char** argv) {
+// `kbisect submit`'s flags, as given.
+struct SubmitFlags {
   JobOptions options;
-  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &options.bench_command);
-  CLI::App app{"Submit a bisect job to a kbisect coordinator.", "kbisect submit"};
-  app.footer(absl::StrCat(kSubmitFooter, kConnectionFooter));
-  AddJobOptions(&app, &options);
   ConnectionOptions connection;
-  AddConnectionOptions(&app, &connection);
+  ArtifactFlags artifact;
+  std::string ledger_dir = DefaultCacheDir();
   std::string request_id;
   bool wait = false;
   bool quiet = false;
   std::string origin = "user";
   std::string trigger;
-  app.add_option("--request-id", request_id,
+};
+
+// Parses `kbisect submit`'s command line into `flags`. Returns -1 to go on, else the exit code
+// (--help, a usage error).
+int ParseSubmitFlags(int argc, char** argv, SubmitFlags* flags) {
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &flags->options.bench_command);
+  CLI::App app{"Submit a bisect job to a kbisect coordinator.", "kbisect submit"};
+  app.footer(absl::StrCat(kSubmitFooter, kConnectionFooter));
+  AddJobOptions(&app, &flags->options);
+  AddConnectionOptions(&app, &flags->connection);
+  AddArtifactFlags(&app, &flags->artifact);
+  app.add_option("--ledger-dir", flags->ledger_dir,
+                 "With --artifact: where the ledger of the index's versions and the installs' "
+                 "notes are written; the coordinator and every worker must reach it (shared "
+                 "storage)")
+      ->capture_default_str();
+  app.add_option("--request-id", flags->request_id,
                  "Idempotency key: the same id again returns the job created the first time");
-  app.add_flag("--wait", wait, "Follow the job to its end and exit with `kbisect run`'s codes");
-  app.add_flag("-q,--quiet", quiet, "With --wait, print only the final report");
-  app.add_option("--origin", origin, "Who asks: user, nightly or triage")
+  app.add_flag("--wait", flags->wait,
+               "Follow the job to its end and exit with `kbisect run`'s codes");
+  app.add_flag("-q,--quiet", flags->quiet, "With --wait, print only the final report");
+  app.add_option("--origin", flags->origin, "Who asks: user, nightly or triage")
       ->check(CLI::IsMember({"user", "nightly", "triage"}))
       ->capture_default_str();
-  app.add_option("--trigger", trigger, "Free text kept with the job: CI run id, dashboard URL");
+  app.add_option("--trigger", flags->trigger,
+                 "Free text kept with the job: CI run id, dashboard URL");
   if (int code = Parse(&app, args); code >= 0) return code;
-
-  if (options.repo.empty()) {
+  if (flags->options.repo.empty() && !flags->artifact.enabled()) {
     std::cerr << "kbisect: submit needs --repo URL|PATH, a repository location the coordinator "
                  "and the workers can reach\nRun `kbisect submit --help` for usage.\n";
     return kExitUsage;
   }
-  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, RepositoryLocation(options.repo));
+  if (flags->artifact.enabled() && !flags->wait &&
+      (!flags->options.repo.empty() || flags->artifact.isolate_companions)) {
+    std::cerr << "kbisect: submit --artifact with --repo or --isolate-companions needs --wait: "
+                 "the client submits those stages once the artifact job has ended\n";
+    return kExitUsage;
+  }
+  return -1;
+}
+
+// The job `flags` ask for, its repository at `repository`, with who asked. InvalidArgument for
+// options that do not fit.
+absl::StatusOr<v1::JobSpec> SubmitSpec(const SubmitFlags& flags, const std::string& repository) {
+  ASSIGN_OR_RETURN(v1::JobSpec spec, ToJobSpec(flags.options, repository));
+  v1::JobOrigin* job_origin = spec.mutable_origin();
+  job_origin->set_kind(flags.origin == "nightly"  ? v1::ORIGIN_KIND_NIGHTLY
+                       : flags.origin == "triage" ? v1::ORIGIN_KIND_TRIAGE
+                                                  : v1::ORIGIN_KIND_USER);
+  job_origin->set_trigger(flags.trigger);
+  return spec;
+}
+
+// Prints the submitted job's id (and that an earlier submission is that job), then follows it
+// with --wait or writes --json. Returns the exit code.
+int FollowSubmitted(Client* client, const v1::SubmitJobResponse& response,
+                    const SubmitFlags& flags) {
+  std::cout << response.job_id() << "\n" << std::flush;
+  if (response.existing()) {
+    std::cerr << "kbisect: request id " << flags.request_id << " was submitted before; job "
+              << response.job_id() << " is that submission\n";
+  }
+  const JobOutputs& outputs = flags.options.outputs;
+  if (flags.wait) return FollowToEnd(client, response.job(), flags.quiet, outputs);
+  if (!outputs.json_file.empty()) {
+    std::ofstream out(outputs.json_file);
+    out << StatusToJson(response.job()) << "\n";
+    if (!out) {
+      std::cerr << "kbisect: cannot write " << outputs.json_file << "\n";
+      return kExitError;
+    }
+  }
+  return 0;
+}
+
+// --find-good: GOOD is found by looking back from BAD, one lookback job per eligible worker at
+// once; the job kept bisects from it (cli/find_good.h). Returns the exit code.
+int SubmitFindingGood(Client* client, const v1::JobSpec& spec, int max_lookback,
+                      const SubmitFlags& flags) {
+  const std::string bad = spec.bad().empty() ? "HEAD" : spec.bad();
+  absl::StatusOr<FindGoodResult> found =
+      FindGood(client->stub(), spec, max_lookback, EligibleWorkers(client, spec),
+               flags.quiet ? nullptr : &std::cerr);
+  if (!found.ok()) {
+    std::cerr << "kbisect: " << found.status().message() << "\n";
+    return kExitError;
+  }
+  if (found->job_id.empty()) {
+    std::cerr << "kbisect: " << NothingBetterText(*found, bad, flags.options.since) << "\n";
+    return kExitNoRegression;
+  }
+  if (!flags.quiet) std::cerr << FoundGoodText(*found, bad) << "\n";
+  v1::GetJobRequest get;
+  get.set_job_id(found->job_id);
+  v1::GetJobResponse job;
+  auto context = Client::Context();
+  grpc::Status status = client->stub()->GetJob(context.get(), get, &job);
+  if (!status.ok()) return client->Fail(status);
+  v1::SubmitJobResponse response;
+  *response.mutable_job() = std::move(*job.mutable_job());
+  response.set_job_id(found->job_id);
+  return FollowSubmitted(client, response, flags);
+}
+
+// Submits `spec` with --request-id into `response`.
+grpc::Status SubmitSpecTo(Client* client, v1::JobSpec spec, const SubmitFlags& flags,
+                          v1::SubmitJobResponse* response) {
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = std::move(spec);
+  request.set_request_id(flags.request_id);
+  auto context = Client::Context();
+  return client->stub()->SubmitJob(context.get(), request, response);
+}
+
+// Submits `spec` as it is. Returns the exit code.
+int SubmitOne(Client* client, v1::JobSpec spec, const SubmitFlags& flags) {
+  v1::SubmitJobResponse response;
+  grpc::Status status = SubmitSpecTo(client, std::move(spec), flags, &response);
+  if (!status.ok()) return client->Fail(status);
+  return FollowSubmitted(client, response, flags);
+}
+
+// --artifact: the index's versions are written as a ledger under --ledger-dir and the job
+// bisects it, the benchmark running in this directory (both must be reachable by every worker).
+// With --wait, the companions and the commits between the two artifacts follow, as in `kbisect
+// run --artifact` (cli/artifact_stages.h). Returns the exit code.
+int SubmitArtifacts(const SubmitFlags& flags) {
+  std::error_code error;
+  const ArtifactPlaces places{
+      std::filesystem::absolute(flags.ledger_dir, error).lexically_normal().string(),
+      std::filesystem::current_path(error).string()};
+  absl::StatusOr<v1::JobSpec> spec = SubmitSpec(flags, "");
+  if (!spec.ok()) {
+    std::cerr << "kbisect submit: " << spec.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::optional<ArtifactAxis> axis;
+  std::optional<v1::JobSpec> commit_stage;
+  JobOptions options = flags.options;
+  options.repo = options.repo.empty() ? "" : RepositoryLocation(options.repo);
+  if (int failed = PrepareArtifacts(flags.artifact, options, places, &*spec, &axis, &commit_stage);
+      failed != 0) {
+    return failed;
+  }
+  spec->set_repository(axis->ledger());
+  if (flags.wait) BlockTerminationSignals();  // Before gRPC starts its threads.
+  std::unique_ptr<Client> client = Client::Connect(flags.connection);
+  if (client == nullptr) return kExitUsage;
+  if (!flags.wait) return SubmitOne(client.get(), *spec, flags);
+  v1::SubmitJobResponse response;
+  grpc::Status status = SubmitSpecTo(client.get(), *spec, flags, &response);
+  if (!status.ok()) return client->Fail(status);
+  std::cout << response.job_id() << "\n" << std::flush;
+  FollowedJob followed = FollowJob(client.get(), response.job(), flags.quiet);
+  if (!followed.status.has_value()) return followed.code;
+  const int workers = EligibleWorkers(client.get(), *spec);
+  const ArtifactStages stages =
+      RunArtifactStages(*axis, *followed.status, *spec, commit_stage,
+                        flags.artifact.isolate_companions, places.ledger_dir, client->stub(),
+                        workers, flags.quiet);
+  const int code = ReportFinalStatus(*followed.status, options.outputs);
+  return ReportArtifactStages(*axis, *followed.status, stages, options, code);
+}
+
+int Submit(int argc, char** argv) {
+  SubmitFlags flags;
+  if (int code = ParseSubmitFlags(argc, argv, &flags); code >= 0) return code;
+  if (flags.artifact.enabled()) return SubmitArtifacts(flags);
+  const JobOptions& options = flags.options;
+  absl::StatusOr<v1::JobSpec> spec = SubmitSpec(flags, RepositoryLocation(options.repo));
   if (!spec.ok()) {
     std::cerr << "kbisect submit: " << spec.status().message() << "\n"
               << "Run `kbisect submit --help` for usage.\n";
     return kExitUsage;
   }
-  v1::JobOrigin* job_origin = spec->mutable_origin();
-  job_origin->set_kind(origin == "nightly"  ? v1::ORIGIN_KIND_NIGHTLY
-                       : origin == "triage" ? v1::ORIGIN_KIND_TRIAGE
-                                            : v1::ORIGIN_KIND_USER);
-  job_origin->set_trigger(trigger);
-
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
   const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
   const absl::StatusOr<int> max_lookback = LookbackReach(
@@ -311,57 +482,11 @@ int Submit(int argc, char** argv) {
     std::cerr << "kbisect: " << NothingSinceText(options.since, bad) << "\n";
     return kExitNoRegression;
   }
-
-  if (wait) BlockTerminationSignals();  // Before gRPC starts its threads.
-  std::unique_ptr<Client> client = Client::Connect(connection);
+  if (flags.wait) BlockTerminationSignals();  // Before gRPC starts its threads.
+  std::unique_ptr<Client> client = Client::Connect(flags.connection);
   if (client == nullptr) return kExitUsage;
-  v1::SubmitJobResponse response;
-  if (options.find_good) {
-    // GOOD is found by looking back from BAD, one lookback job per eligible worker at once; the
-    // job kept bisects from it (cli/find_good.h).
-    absl::StatusOr<FindGoodResult> found =
-        FindGood(client->stub(), *spec, *max_lookback, EligibleWorkers(client.get(), *spec),
-                 quiet ? nullptr : &std::cerr);
-    if (!found.ok()) {
-      std::cerr << "kbisect: " << found.status().message() << "\n";
-      return kExitError;
-    }
-    if (found->job_id.empty()) {
-      std::cerr << "kbisect: " << NothingBetterText(*found, bad, options.since) << "\n";
-      return kExitNoRegression;
-    }
-    if (!quiet) std::cerr << FoundGoodText(*found, bad) << "\n";
-    v1::GetJobRequest get;
-    get.set_job_id(found->job_id);
-    v1::GetJobResponse job;
-    auto context = Client::Context();
-    grpc::Status status = client->stub()->GetJob(context.get(), get, &job);
-    if (!status.ok()) return client->Fail(status);
-    *response.mutable_job() = std::move(*job.mutable_job());
-    response.set_job_id(found->job_id);
-  } else {
-    v1::SubmitJobRequest request;
-    *request.mutable_spec() = *std::move(spec);
-    request.set_request_id(request_id);
-    auto context = Client::Context();
-    grpc::Status status = client->stub()->SubmitJob(context.get(), request, &response);
-    if (!status.ok()) return client->Fail(status);
-  }
-  std::cout << response.job_id() << "\n" << std::flush;
-  if (response.existing()) {
-    std::cerr << "kbisect: request id " << request_id << " was submitted before; job "
-              << response.job_id() << " is that submission\n";
-  }
-  if (wait) return FollowToEnd(client.get(), response.job(), quiet, options.outputs);
-  if (!options.outputs.json_file.empty()) {
-    std::ofstream out(options.outputs.json_file);
-    out << StatusToJson(response.job()) << "\n";
-    if (!out) {
-      std::cerr << "kbisect: cannot write " << options.outputs.json_file << "\n";
-      return kExitError;
-    }
-  }
-  return 0;
+  if (options.find_good) return SubmitFindingGood(client.get(), *spec, *max_lookback, flags);
+  return SubmitOne(client.get(), *std::move(spec), flags);
 }
 
 // A job's age as kubectl shows it: "45s ago", "5m ago", "3h ago", "2d ago".

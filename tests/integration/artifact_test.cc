@@ -12,6 +12,9 @@
 // every case asserts the nightlies named, their commits, that the user's virtualenv is untouched
 // and that no pip call used another index (PIP_INDEX_URL and PIP_EXTRA_INDEX_URL point at a
 // closed port).
+#include <chrono>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/run_fixture.h"
 #include "tests/testing/git_fixture.h"
+#include "tests/testing/process.h"
 
 namespace kbisect {
 namespace testing {
@@ -134,10 +138,26 @@ os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 server.serve_forever()
 )py";
 
+// Writes the nightlies of kMakeNightlies into `dir`; returns the source's 30 commits.
+std::vector<std::string> MakeNightlies(const TempDir& dir) {
+  WriteFile(dir.Join("make.py"), kMakeNightlies);
+  const CommandResult made = RunShell(absl::StrCat(
+      "/usr/bin/python3 ", ShellQuote(dir.Join("make.py")), " ", ShellQuote(dir.path())));
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> commits =
+      absl::StrSplit(ReadFile(dir.Join("commits")), '\n', absl::SkipEmpty());
+  EXPECT_EQ(commits.size(), 30u);
+  return commits;
+}
+
+bool HasPipAndVenv() {
+  return RunShell("/usr/bin/python3 -c 'import venv, pip'").exit_code == 0;
+}
+
 class ArtifactTest : public KbisectRunTest {
  protected:
   void SetUp() override {
-    if (RunShell("/usr/bin/python3 -c 'import venv, pip'").exit_code != 0) {
+    if (!HasPipAndVenv()) {
       GTEST_SKIP() << "needs python3-venv and python3-pip (scripts/install-deps.sh)";
     }
     // The user's virtualenv, as kernel teams have one with torch in it.
@@ -145,12 +165,7 @@ class ArtifactTest : public KbisectRunTest {
                                     ShellQuote(venv_)))
                   .exit_code,
               0);
-    WriteFile(tmp_.Join("make.py"), kMakeNightlies);
-    const CommandResult made = RunShell(absl::StrCat(
-        "/usr/bin/python3 ", ShellQuote(tmp_.Join("make.py")), " ", ShellQuote(tmp_.path())));
-    ASSERT_EQ(made.exit_code, 0) << made.err;
-    commits_ = absl::StrSplit(ReadFile(tmp_.Join("commits")), '\n', absl::SkipEmpty());
-    ASSERT_EQ(commits_.size(), 30u);
+    ASSERT_NO_FATAL_FAILURE(commits_ = MakeNightlies(tmp_));
   }
 
   // The commit January `day`'s nightly was built from: the day's last.
@@ -315,6 +330,76 @@ TEST_F(ArtifactTest, AnEndTheIndexDoesNotListIsNamedWithTheNearest) {
   CommandResult no_index = RunArtifacts("2026-01-01 2026-01-10 -- python bench.py");
   EXPECT_EQ(no_index.exit_code, 2) << no_index.out << no_index.err;
   EXPECT_THAT(no_index.err, HasSubstr("--find-links DIR or --index-url URL"));
+}
+
+
+// The same on a cluster: `kbisect submit --artifact --wait` writes the ledger where the workers
+// reach it (--ledger-dir), the real kbisect-worker daemons install each nightly into a layer
+// over their own Python and run the benchmark in the submitting directory, and the client goes
+// on into the commits between the two nightlies on the same workers.
+class ArtifactClusterTest : public ClusterFixture {
+ protected:
+  void SetUp() override {
+    if (!HasPipAndVenv()) {
+      GTEST_SKIP() << "needs python3-venv and python3-pip (scripts/install-deps.sh)";
+    }
+    ASSERT_NO_FATAL_FAILURE(commits_ = MakeNightlies(tmp_));
+    // The workers' Python: a virtualenv over Debian's, which has setuptools for `pip install .`.
+    const std::string venv = tmp_.Join("worker-venv");
+    ASSERT_EQ(RunShell(absl::StrCat("/usr/bin/python3 -m venv --system-site-packages ",
+                                    ShellQuote(venv)))
+                  .exit_code,
+              0);
+    worker_env_ = absl::StrCat("VIRTUAL_ENV=", ShellQuote(venv), " PATH=", ShellQuote(venv + "/bin"),
+                               ":$PATH");
+  }
+  std::vector<std::string> commits_;
+};
+
+TEST_F(ArtifactClusterTest, SubmitBisectsTheNightliesThenTheCommitsOnTheClusterWorkers) {
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("node-n/gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("node-n/gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
+      << w0->log() << w1->log();
+  const std::string links = absl::StrCat("--artifact kern --find-links wheels --ledger-dir ",
+                                         ShellQuote(tmp_.Join("shared")));
+
+  // The stages after the artifact job are the client's: they need --wait.
+  const CommandResult no_wait = Kbisect(
+      absl::StrCat("submit ", links, " 2026-01-01 2026-01-10 --repo src -- python bench.py"));
+  EXPECT_EQ(no_wait.exit_code, 2) << no_wait.out << no_wait.err;
+  EXPECT_THAT(no_wait.err, HasSubstr("needs --wait"));
+
+  const std::string json = tmp_.Join("cluster.json");
+  const CommandResult run = Kbisect(absl::StrCat(
+      "submit ", links, " 2026-01-01 2026-01-10 --repo src --build 'pip install -q --no-deps ",
+      "--no-build-isolation --no-index .' --wait --json ", ShellQuote(json),
+      " -- python bench.py"));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err << w0->log();
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("Last good artifact: kern 1.0.dev20260103 (commit ",
+                                              commits_[8], ")")));
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("First bad artifact: kern 1.0.dev20260106 (commit ",
+                                              commits_[17], ")")));
+  EXPECT_THAT(run.out, HasSubstr("Going on into the commits between 1.0.dev20260103 and "
+                                 "1.0.dev20260106"));
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["artifacts"]["first_bad"]["version"], "1.0.dev20260106");
+  EXPECT_EQ(result["commit_stage"]["culprit"]["sha"], commits_[13]) << run.out;
+  // Both workers took part in the artifact job.
+  std::set<std::string> workers;
+  for (const auto& probe : result["probes"]) {
+    if (!probe["worker"].get<std::string>().empty()) workers.insert(probe["worker"].get<std::string>());
+  }
+  EXPECT_EQ(workers.size(), 2u) << result["probes"].dump();
+
+  // Without --wait the job id comes back and the job bisects the ledger on its own.
+  const CommandResult submitted =
+      Kbisect(absl::StrCat("submit ", links, " 2026-01-01 2026-01-10 -- python bench.py"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const std::string job_id = Trim(submitted.out);
+  EXPECT_THAT(job_id, ::testing::StartsWith("job-"));
 }
 
 }  // namespace

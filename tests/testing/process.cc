@@ -102,7 +102,8 @@ std::unique_ptr<Process> ClusterFixture::StartWorker(const std::string& name, in
                                                      const std::string& flags,
                                                      const std::string& cache) {
   return std::make_unique<Process>(
-      absl::StrCat("env KBISECT_DEMO_SLEEP=", sleep, " ", Bin("kbisect-worker"), " --coordinator ",
+      absl::StrCat("env KBISECT_DEMO_SLEEP=", sleep, " ", worker_env_, " ", Bin("kbisect-worker"),
+                   " --coordinator ",
                    address_, " --cache-dir ",
                    ShellQuote(tmp_.Join(cache.empty() ? "cache-" + name : cache)), " --gpu ", gpu,
                    " --name ", ShellQuote(name), " --idle-poll 1 ", flags),

@@ -106,6 +106,8 @@ class ClusterFixture : public ::testing::Test {
 
   TempDir tmp_{"kbisect-cluster-test"};
   std::string address_;
+  // Extra `NAME=VALUE ...` assignments in every worker's environment (e.g. an activated venv).
+  std::string worker_env_;
 };
 
 }  // namespace testing
