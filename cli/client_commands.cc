@@ -450,10 +450,9 @@ int SubmitArtifacts(const SubmitFlags& flags) {
   FollowedJob followed = FollowJob(client.get(), response.job(), flags.quiet);
   if (!followed.status.has_value()) return followed.code;
   const int workers = EligibleWorkers(client.get(), *spec);
-  const ArtifactStages stages =
-      RunArtifactStages(*axis, *followed.status, *spec, commit_stage,
-                        flags.artifact.isolate_companions, places.ledger_dir, client->stub(),
-                        workers, flags.quiet);
+  const ArtifactStages stages = RunArtifactStages(
+      *axis, *followed.status, *spec, commit_stage, flags.artifact.isolate_companions,
+      places.ledger_dir, client->stub(), workers, flags.quiet);
   const int code = ReportFinalStatus(*followed.status, options.outputs);
   return ReportArtifactStages(*axis, *followed.status, stages, options, code);
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -40,6 +41,7 @@
 #include "common/text/count.h"
 #include "nlohmann/json.hpp"
 #include "triage/nightly.h"
+#include "worker/build_layer.h"
 
 namespace kbisect {
 namespace {
@@ -63,6 +65,8 @@ Exit codes:
   5  hardware issue (GPU, driver or clocks changed); nothing submitted
   6  noise (a spike, a reverted excursion); nothing submitted
   7  gradual regression (drift): no single commit to bisect; nothing submitted
+  8  dependency change: only a --track-package moved, or the project's last good commit with
+     tonight's packages is already slow; nothing submitted
 
 Example (a CI step after checking out $SHA into ./src):
   kbisect nightly --history /data/nightly.jsonl --benchmark attention --sha "$SHA" \
@@ -141,14 +145,22 @@ absl::Status Export(CommandRunner* runner, const std::string& repo, const std::s
   return absl::OkStatus();
 }
 
-// Builds (when `build` is set) and runs `bench` `runs` times in `dir`; returns the median.
+// Builds (when `build` is set) and runs `bench` `runs` times in `dir`; returns the median. The
+// build installs into a layer of its own beside `dir` (worker/build_layer.h), never into the
+// user's environment, and the runs see what it installed.
 absl::StatusOr<double> MeasureIn(CommandRunner* runner, const std::string& dir,
                                  const std::string& build, const std::vector<std::string>& bench,
                                  const MetricSpec& spec, int runs, int timeout_s) {
+  std::map<std::string, std::string> layer_env;
   if (!build.empty()) {
+    BuildLayers layers(runner, BuildLayers::ProcessEnvironment());
+    ASSIGN_OR_RETURN(BuildLayer layer,
+                     layers.Create(dir + ".layer", v1::BUILD_ISOLATION_UNSPECIFIED, {}));
+    layer_env = layer.variables;
     ExecRequest request;
     request.shell_command = build;
     request.cwd = dir;
+    request.env = layer_env;
     request.timeout = absl::Minutes(30);
     absl::StatusOr<ExecResult> ran = runner->Run(request);
     if (!ran.ok()) return ran.status();
@@ -159,6 +171,7 @@ absl::StatusOr<double> MeasureIn(CommandRunner* runner, const std::string& dir,
     ExecRequest request;
     request.argv = bench;
     request.cwd = dir;
+    request.env = layer_env;
     request.timeout = absl::Seconds(timeout_s);
     absl::StatusOr<ExecResult> ran = runner->Run(request);
     if (!ran.ok()) return ran.status();
@@ -170,6 +183,39 @@ absl::StatusOr<double> MeasureIn(CommandRunner* runner, const std::string& dir,
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// A temporary directory under /tmp, removed with everything in it when this goes.
+class ScratchDir {
+ public:
+  static absl::StatusOr<std::unique_ptr<ScratchDir>> Make() {
+    char pattern[] = "/tmp/kbisect-pin-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) {
+      return absl::InternalError("cannot create a temporary directory");
+    }
+    return std::unique_ptr<ScratchDir>(new ScratchDir(pattern));
+  }
+  ~ScratchDir() {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Commit `sha` of `repo` exported into a scratch directory, built and measured there (MeasureIn)
+// in this environment: the median of `runs` runs.
+absl::StatusOr<double> MeasureCommit(CommandRunner* runner, const std::string& repo,
+                                     const std::string& sha, const std::string& build,
+                                     const std::vector<std::string>& bench, const MetricSpec& spec,
+                                     int runs, int timeout_s) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch, ScratchDir::Make());
+  const std::string tree = scratch->path() + "/commit";
+  RETURN_IF_ERROR(Export(runner, repo, sha, tree));
+  return MeasureIn(runner, tree, build, bench, spec, runs, timeout_s);
 }
 
 // The kernel's true change across a method change: last-good's and first-bad's trees measured
@@ -184,17 +230,8 @@ absl::StatusOr<Pinned> MeasurePinned(CommandRunner* runner, const std::string& r
                                      const std::vector<std::string>& bench, const MetricSpec& spec,
                                      int runs, int timeout_s) {
   namespace fs = std::filesystem;
-  char pattern[] = "/tmp/kbisect-pin-XXXXXX";
-  if (mkdtemp(pattern) == nullptr)
-    return absl::InternalError("cannot create a temporary directory");
-  const std::string root = pattern;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code error;
-      fs::remove_all(dir, error);
-    }
-  } cleanup{root};
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch, ScratchDir::Make());
+  const std::string& root = scratch->path();
   const std::string before = root + "/last-good", after = root + "/first-bad";
   RETURN_IF_ERROR(Export(runner, repo, good.full_sha, before));
   RETURN_IF_ERROR(Export(runner, repo, bad.full_sha, after));
@@ -495,84 +532,89 @@ int SuiteNight(const NightlyFlags& f, const std::vector<std::string>& bench,
   return write_json() ? SuiteExitCode(decisions) : kExitError;
 }
 
-}  // namespace
-
-int NightlyCommand(int argc, char** argv) {
-  NightlyFlags f;
-  std::vector<std::string> bench;
-  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &bench);
-  CLI::App app{"Record tonight's benchmark result and bisect only a real regression.",
-               "kbisect nightly"};
-  app.footer(kNightlyFooter);
-  app.add_option("--history", f.history, "JSON-lines history file (created when missing)")
+// Registers `kbisect nightly`'s flags on `app`.
+void AddNightlyFlags(CLI::App* app, NightlyFlags* f) {
+  app->add_option("--history", f->history, "JSON-lines history file (created when missing)")
       ->required();
-  app.add_option("--benchmark", f.benchmark, "Benchmark name: one series per name and class")
+  app->add_option("--benchmark", f->benchmark, "Benchmark name: one series per name and class")
       ->required();
-  app.add_option("--hardware-class", f.hardware_class,
-                 "Series key for the machine (default: the probed hardware class label)");
-  app.add_option("--sha", f.sha, "The commit tonight measured (any revision of --repo)")
+  app->add_option("--hardware-class", f->hardware_class,
+                  "Series key for the machine (default: the probed hardware class label)");
+  app->add_option("--sha", f->sha, "The commit tonight measured (any revision of --repo)")
       ->required();
-  app.add_option("--repo", f.repo, "Local checkout of --sha: runs BENCH_CMD, hashes the harness")
+  app->add_option("--repo", f->repo, "Local checkout of --sha: runs BENCH_CMD, hashes the harness")
       ->required();
-  app.add_option("--repo-url", f.repo_url,
-                 "Repository the cluster's workers clone for the bisect (default: --repo)");
-  app.add_option("--date", f.date, "The night, YYYY-MM-DD (default: today, UTC)");
-  app.add_option("--run-id", f.run_id, "CI run id, recorded");
-  auto* value =
-      app.add_option("--value", f.value, "Tonight's value (the benchmark is not run)")->expected(1);
-  auto* output = app.add_option("--output", f.output_file,
-                                "File holding tonight's benchmark output (not run again)");
+  app->add_option("--repo-url", f->repo_url,
+                  "Repository the cluster's workers clone for the bisect (default: --repo)");
+  app->add_option("--date", f->date, "The night, YYYY-MM-DD (default: today, UTC)");
+  app->add_option("--run-id", f->run_id, "CI run id, recorded");
+  auto* value = app->add_option("--value", f->value, "Tonight's value (the benchmark is not run)")
+                    ->expected(1);
+  auto* output = app->add_option("--output", f->output_file,
+                                 "File holding tonight's benchmark output (not run again)");
   value->excludes(output);
-  app.add_option("--metric-name", f.metric_name, "Name of the --value metric (default: value)");
-  app.add_option("--unit", f.unit, "Unit of the --value metric (ms, GB/s, x, ...)");
+  app->add_option("--metric-name", f->metric_name, "Name of the --value metric (default: value)");
+  app->add_option("--unit", f->unit, "Unit of the --value metric (ms, GB/s, x, ...)");
   auto* metric =
-      app.add_option("--metric", f.metric, "RE2 regex with one group: the metric in the output");
-  auto* metric_json = app.add_option("--metric-json", f.metric_json,
-                                     "Dotted JSON path of the metric in the output");
-  app.add_option("--suite", f.suite,
-                 "Every metric of the output (auto, regex:PATTERN with a (?P<name>...) group, "
-                 "json:PATH with one *): one series each, BENCHMARK/METRIC; the metrics that "
-                 "regressed are bisected by one `--suite` job")
+      app->add_option("--metric", f->metric, "RE2 regex with one group: the metric in the output");
+  auto* metric_json = app->add_option("--metric-json", f->metric_json,
+                                      "Dotted JSON path of the metric in the output");
+  app->add_option("--suite", f->suite,
+                  "Every metric of the output (auto, regex:PATTERN with a (?P<name>...) group, "
+                  "json:PATH with one *): one series each, BENCHMARK/METRIC; the metrics that "
+                  "regressed are bisected by one `--suite` job")
       ->excludes(metric)
       ->excludes(metric_json)
       ->excludes(value);
-  auto* lower = app.add_flag("--lower-is-better", f.lower, "The metric improves down");
-  auto* higher = app.add_flag("--higher-is-better", f.higher, "The metric improves up");
+  auto* lower = app->add_flag("--lower-is-better", f->lower, "The metric improves down");
+  auto* higher = app->add_flag("--higher-is-better", f->higher, "The metric improves up");
   lower->excludes(higher);
-  app.add_option("--harness", f.harness,
-                 "Harness glob for the manifest (repeatable; default benchmarks/** bench/** "
-                 ".github/workflows/**); only files the commit holds count");
-  app.add_option("--record-env", f.record_env,
-                 "Environment variable (or PREFIX_*) recorded in the manifest (repeatable)");
-  app.add_option("--track-package", f.tracked_packages,
-                 "NAME[=MODULE]: a dependency installed as a built artifact (a torch or triton "
-                 "nightly) whose version and commit each night records; a step across which "
-                 "only it moved is a dependency change, not bisected here (repeatable)");
-  app.add_option("--tool", f.tools,
-                 "NAME=COMMAND whose first output line is a tool version in the manifest "
-                 "(repeatable)");
-  app.add_option("--build", f.build, "Build command of the bisect");
-  app.add_option("--runs", f.runs, "Benchmark runs per commit in the bisect");
-  app.add_option("--coordinator", f.coordinator,
-                 "Coordinator host:port for the bisect (default $KBISECT_COORDINATOR)");
-  app.add_option(
-      "--submit-arg", f.submit_args,
+  app->add_option("--harness", f->harness,
+                  "Harness glob for the manifest (repeatable; default benchmarks/** bench/** "
+                  ".github/workflows/**); only files the commit holds count");
+  app->add_option("--record-env", f->record_env,
+                  "Environment variable (or PREFIX_*) recorded in the manifest (repeatable)");
+  app->add_option("--track-package", f->tracked_packages,
+                  "NAME[=MODULE]: a dependency installed as a built artifact (a torch or triton "
+                  "nightly) whose version and commit each night records; a step across which "
+                  "only it moved is a dependency change, not bisected here (repeatable)");
+  app->add_option("--tool", f->tools,
+                  "NAME=COMMAND whose first output line is a tool version in the manifest "
+                  "(repeatable)");
+  app->add_option("--build", f->build, "Build command of the bisect");
+  app->add_option("--runs", f->runs, "Benchmark runs per commit in the bisect");
+  app->add_option("--coordinator", f->coordinator,
+                  "Coordinator host:port for the bisect (default $KBISECT_COORDINATOR)");
+  app->add_option(
+      "--submit-arg", f->submit_args,
       "Extra argument passed to `kbisect submit` (repeatable, e.g. --submit-arg=--all-culprits)");
-  app.add_flag("--no-submit", f.no_submit, "Decide and print, but submit nothing");
-  app.add_option("--bench-timeout", f.bench_timeout, "Timeout of tonight's benchmark, seconds")
+  app->add_flag("--no-submit", f->no_submit, "Decide and print, but submit nothing");
+  app->add_option("--bench-timeout", f->bench_timeout, "Timeout of tonight's benchmark, seconds")
       ->capture_default_str();
-  app.add_option("--min-change", f.min_change_pct, "Smallest move that counts, percent")
+  app->add_option("--min-change", f->min_change_pct, "Smallest move that counts, percent")
       ->capture_default_str();
-  app.add_option("--json", f.json_file, "Write the decision as JSON to FILE");
-  app.add_option("--notify-url", f.notify_url,
-                 "After submitting, follow the bisect to its end and POST its result (with the "
-                 "triage evidence in spec.origin.trigger) to URL, as `kbisect watch --notify-url`");
-  app.add_flag("--pin-harness", f.pin_harness,
-               "On a method change, measure last-good's and first-bad's kernels under one "
-               "harness (first-bad's) to give the kernel's true change");
-  app.add_option("--pin-runs", f.pin_runs, "Benchmark runs per side with --pin-harness")
+  app->add_option("--json", f->json_file, "Write the decision as JSON to FILE");
+  app->add_option(
+      "--notify-url", f->notify_url,
+      "After submitting, follow the bisect to its end and POST its result (with the "
+      "triage evidence in spec.origin.trigger) to URL, as `kbisect watch --notify-url`");
+  app->add_flag("--pin-harness", f->pin_harness,
+                "On a method change, measure last-good's and first-bad's kernels under one "
+                "harness (first-bad's) to give the kernel's true change");
+  app->add_option("--pin-runs", f->pin_runs, "Benchmark runs per side with --pin-harness")
       ->capture_default_str()
       ->check(WholeNumberIn(1, 100, "runs"));
+}
+
+// Parses `kbisect nightly`'s command line into `f`, `bench` and `metric_spec`. Returns -1 to go
+// on, else the exit code (--help, a usage error, said on stderr).
+int ParseNightlyFlags(int argc, char** argv, NightlyFlags* f, std::vector<std::string>* bench,
+                      MetricSpec* metric_spec) {
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, bench);
+  CLI::App app{"Record tonight's benchmark result and bisect only a real regression.",
+               "kbisect nightly"};
+  app.footer(kNightlyFooter);
+  AddNightlyFlags(&app, f);
   std::reverse(args.begin(), args.end());
   args.pop_back();
   try {
@@ -580,285 +622,427 @@ int NightlyCommand(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ReportParseError(app, e);
   }
-  if (bench.empty()) {
+  if (bench->empty()) {
     std::cerr << "kbisect nightly: give the benchmark after `--` (it is tonight's benchmark "
                  "unless --value/--output are given, and the bisect's)\n";
     return kExitUsage;
   }
   // A --metric that does not compile is a usage error before anything runs (as in `kbisect run`).
-  MetricSpec metric_spec;
-  if (!f.metric.empty()) metric_spec = {MetricSpec::Kind::kRegex, f.metric};
-  if (!f.metric_json.empty()) metric_spec = {MetricSpec::Kind::kJsonPath, f.metric_json};
-  if (absl::Status valid = ValidateMetricFlags(metric_spec); !valid.ok()) {
+  if (!f->metric.empty()) *metric_spec = {MetricSpec::Kind::kRegex, f->metric};
+  if (!f->metric_json.empty()) *metric_spec = {MetricSpec::Kind::kJsonPath, f->metric_json};
+  if (absl::Status valid = ValidateMetricFlags(*metric_spec); !valid.ok()) {
     std::cerr << "kbisect nightly: " << valid.message() << "\n"
               << "Run `kbisect nightly --help` for usage.\n";
     return kExitUsage;
   }
-  if (!f.suite.empty()) {
-    if (absl::StatusOr<MetricSuiteSpec> suite = ParseMetricSuiteSpec(f.suite); !suite.ok()) {
+  if (!f->suite.empty()) {
+    if (absl::StatusOr<MetricSuiteSpec> suite = ParseMetricSuiteSpec(f->suite); !suite.ok()) {
       std::cerr << "kbisect nightly: --suite: " << suite.status().message() << "\n"
                 << "Run `kbisect nightly --help` for usage.\n";
       return kExitUsage;
     }
   }
-  if (f.date.empty()) f.date = Today();
-  if (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-') {
-    std::cerr << "kbisect nightly: --date " << f.date << ": expected YYYY-MM-DD\n";
+  if (f->date.empty()) f->date = Today();
+  if (f->date.size() != 10 || f->date[4] != '-' || f->date[7] != '-') {
+    std::cerr << "kbisect nightly: --date " << f->date << ": expected YYYY-MM-DD\n";
     return kExitUsage;
   }
 
-  // Tonight's commit.
-  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(f.repo);
-  if (!repo.ok()) {
-    std::cerr << "kbisect nightly: --repo " << f.repo << ": " << repo.status().message() << "\n";
-    return kExitError;
-  }
-  absl::StatusOr<std::string> full_sha = (*repo)->ResolveCommit(f.sha);
-  if (!full_sha.ok()) {
-    std::cerr << "kbisect nightly: --sha " << f.sha << ": " << full_sha.status().message() << "\n";
-    return kExitError;
-  }
+  return -1;
+}
 
-  // The manifest, taken before the run.
-  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
-  const v1::RunnerIdentity identity = ProbeRunnerIdentity(runner.get(), "");
-  if (f.hardware_class.empty()) f.hardware_class = identity.hardware_class_label();
+// Says `status` on stderr and returns `code` (an error by default).
+int Fail(const absl::Status& status, int code = kExitError) {
+  std::cerr << "kbisect nightly: " << status.message() << "\n";
+  return code;
+}
+
+// The manifest's spec: the default harness globs unless --harness, --record-env, and the tool
+// commands of --track-package and --tool. InvalidArgument for a malformed one.
+absl::StatusOr<ManifestSpec> NightManifestSpec(const NightlyFlags& f) {
   ManifestSpec spec = ManifestSpec::Default();
   if (!f.harness.empty()) spec.harness_globs = f.harness;
   spec.env_names = f.record_env;
   for (const std::string& package : f.tracked_packages) {
-    absl::StatusOr<std::pair<std::string, std::string>> tool = TrackedPackageTool(package);
-    if (!tool.ok()) {
-      std::cerr << "kbisect nightly: " << tool.status().message() << "\n";
-      return kExitUsage;
-    }
-    spec.tool_commands[tool->first] = tool->second;
+    ASSIGN_OR_RETURN(auto tool, TrackedPackageTool(package));
+    spec.tool_commands[tool.first] = tool.second;
   }
   for (const std::string& t : f.tools) {
     const size_t eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {
-      std::cerr << "kbisect nightly: --tool " << t << ": expected NAME=COMMAND\n";
-      return kExitUsage;
+      return absl::InvalidArgumentError(absl::StrCat("--tool ", t, ": expected NAME=COMMAND"));
     }
     spec.tool_commands[t.substr(0, eq)] = t.substr(eq + 1);
   }
+  return spec;
+}
+
+// Tonight before its value: the repository, the manifest's spec and the night's record with its
+// commit and manifest (taken before the run).
+struct Tonight {
+  std::unique_ptr<GitRepo> repo;
+  ManifestSpec spec;
+  triage::NightlyRecord record;
+};
+
+// Opens --repo, resolves --sha and collects the manifest `spec` asks for. Errors name the flag
+// at fault.
+absl::StatusOr<Tonight> OpenTonight(NightlyFlags* f, ManifestSpec spec,
+                                    const std::vector<std::string>& bench, CommandRunner* runner) {
+  Tonight tonight;
+  tonight.spec = std::move(spec);
+  absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(f->repo);
+  if (!repo.ok()) {
+    return absl::NotFoundError(absl::StrCat("--repo ", f->repo, ": ", repo.status().message()));
+  }
+  tonight.repo = *std::move(repo);
+  absl::StatusOr<std::string> full_sha = tonight.repo->ResolveCommit(f->sha);
+  if (!full_sha.ok()) {
+    return absl::NotFoundError(absl::StrCat("--sha ", f->sha, ": ", full_sha.status().message()));
+  }
+  const v1::RunnerIdentity identity = ProbeRunnerIdentity(runner, "");
+  if (f->hardware_class.empty()) f->hardware_class = identity.hardware_class_label();
   ManifestInputs inputs;
-  inputs.dir = f.repo;
+  inputs.dir = f->repo;
   inputs.bench_argv = bench;
-  inputs.tracked = TrackedInCommit(f.repo, *full_sha);
-  inputs.runner = runner.get();
+  inputs.tracked = TrackedInCommit(f->repo, *full_sha);
+  inputs.runner = runner;
   inputs.identity = &identity;
-  inputs.gpu_state = ProbeGpuState(runner.get(), "");
-  absl::StatusOr<v1::MeasurementManifest> manifest = CollectManifest(spec, inputs);
-  if (!manifest.ok()) {
-    std::cerr << "kbisect nightly: " << manifest.status().message() << "\n";
-    return kExitError;
-  }
+  inputs.gpu_state = ProbeGpuState(runner, "");
+  absl::StatusOr<v1::MeasurementManifest> manifest = CollectManifest(tonight.spec, inputs);
+  if (!manifest.ok()) return absl::InternalError(manifest.status().message());
 
-  // Tonight's value.
-  triage::NightlyRecord tonight;
-  tonight.date = f.date;
-  tonight.full_sha = *full_sha;
-  tonight.sha = full_sha->substr(0, 12);
-  tonight.benchmark = f.benchmark;
-  tonight.hardware_class = f.hardware_class;
-  tonight.run_id = f.run_id;
-  tonight.manifest = *manifest;
+  triage::NightlyRecord& r = tonight.record;
+  r.date = f->date;
+  r.full_sha = *full_sha;
+  r.sha = full_sha->substr(0, 12);
+  r.benchmark = f->benchmark;
+  r.hardware_class = f->hardware_class;
+  r.run_id = f->run_id;
+  r.manifest = *std::move(manifest);
+  return tonight;
+}
+
+// Tonight's benchmark output: --output's file, or BENCH_CMD run in --repo.
+absl::StatusOr<std::string> TonightsOutput(const NightlyFlags& f,
+                                           const std::vector<std::string>& bench,
+                                           CommandRunner* runner) {
+  if (!f.output_file.empty()) {
+    std::ifstream in(f.output_file);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read --output ", f.output_file));
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  ExecRequest request;
+  request.argv = bench;
+  request.cwd = f.repo;
+  request.timeout = absl::Seconds(f.bench_timeout);
+  absl::StatusOr<ExecResult> ran = runner->Run(request);
+  if (!ran.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot start `", absl::StrJoin(bench, " "), "`: ", ran.status().message()));
+  }
+  if (!ran->ok()) {
+    return absl::InternalError(
+        absl::StrCat("tonight's benchmark ", ran->Describe(), ":\n", ran->Tail(20)));
+  }
+  return ran->output;
+}
+
+// Sets the record's value, metric and unit: --value's, or the metric read from `text`.
+absl::Status ReadTonightsValue(const NightlyFlags& f, const MetricSpec& metric_spec,
+                               const std::string& text, triage::NightlyRecord* tonight) {
   if (!f.value.empty()) {
-    tonight.value = f.value.front();
-    tonight.metric = f.metric_name.empty() ? "value" : f.metric_name;
-    tonight.unit = f.unit;
-  } else {
-    std::string text;
-    if (!f.output_file.empty()) {
-      std::ifstream in(f.output_file);
-      if (!in) {
-        std::cerr << "kbisect nightly: cannot read --output " << f.output_file << "\n";
-        return kExitError;
-      }
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
-    } else {
-      ExecRequest request;
-      request.argv = bench;
-      request.cwd = f.repo;
-      request.timeout = absl::Seconds(f.bench_timeout);
-      absl::StatusOr<ExecResult> ran = runner->Run(request);
-      if (!ran.ok()) {
-        std::cerr << "kbisect nightly: cannot start `" << absl::StrJoin(bench, " ")
-                  << "`: " << ran.status().message() << "\n";
-        return kExitError;
-      }
-      if (!ran->ok()) {
-        std::cerr << "kbisect nightly: tonight's benchmark " << ran->Describe() << ":\n"
-                  << ran->Tail(20) << "\n";
-        return kExitError;
-      }
-      text = ran->output;
-    }
-    if (!f.suite.empty()) {
-      triage::TriageRequest request;
-      if (f.lower) request.roles.primary_direction = Direction::kLowerIsBetter;
-      if (f.higher) request.roles.primary_direction = Direction::kHigherIsBetter;
-      request.change_point.min_relative_change = f.min_change_pct / 100;
-      return SuiteNight(f, bench, text, tonight, request, repo->get(), spec.harness_globs,
-                        runner.get());
-    }
-    absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, text);
-    if (!metric.ok()) {
-      std::cerr << "kbisect nightly: tonight's metric: " << metric.status().message() << "\n";
-      return kExitError;
-    }
-    tonight.value = metric->value;
-    tonight.metric = f.metric_name.empty() ? metric->name : f.metric_name;
-    tonight.unit = metric->unit;
+    tonight->value = f.value.front();
+    tonight->metric = f.metric_name.empty() ? "value" : f.metric_name;
+    tonight->unit = f.unit;
+    return absl::OkStatus();
   }
+  absl::StatusOr<Metric> metric = ExtractMetric(metric_spec, text);
+  if (!metric.ok()) {
+    return absl::NotFoundError(absl::StrCat("tonight's metric: ", metric.status().message()));
+  }
+  tonight->value = metric->value;
+  tonight->metric = f.metric_name.empty() ? metric->name : f.metric_name;
+  tonight->unit = metric->unit;
+  return absl::OkStatus();
+}
 
-  // Record it.
-  absl::StatusOr<triage::History> history = triage::ReadHistoryFile(f.history);
-  if (!history.ok()) {
-    std::cerr << "kbisect nightly: " << history.status().message() << "\n";
-    return kExitError;
-  }
-  const bool rerun = triage::AddNightly(&*history, tonight);
-  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
-    std::cerr << "kbisect nightly: " << written.message() << "\n";
-    return kExitError;
-  }
+// Adds tonight to the --history file (a rerun replaces the night) and says so; returns the
+// history with it.
+absl::StatusOr<triage::History> RecordNight(const NightlyFlags& f,
+                                            const triage::NightlyRecord& tonight) {
+  ASSIGN_OR_RETURN(triage::History history, triage::ReadHistoryFile(f.history));
+  const bool rerun = triage::AddNightly(&history, tonight);
+  RETURN_IF_ERROR(triage::WriteHistoryFile(f.history, history));
   std::cout << "Night " << f.date << ": " << f.benchmark << " on " << f.hardware_class << " at "
             << tonight.sha << ": " << tonight.metric << " = "
             << FormatValue(tonight.value, tonight.unit)
             << (rerun ? " (a rerun: replaces the night's earlier result)" : "") << "\n";
+  return history;
+}
 
-  // Decide.
+// The triage's request from the flags: the direction and the smallest move that counts.
+triage::TriageRequest NightTriageRequest(const NightlyFlags& f) {
   triage::TriageRequest request;
   if (f.lower) request.roles.primary_direction = Direction::kLowerIsBetter;
   if (f.higher) request.roles.primary_direction = Direction::kHigherIsBetter;
   request.change_point.min_relative_change = f.min_change_pct / 100;
-  absl::StatusOr<triage::NightlyDecision> decision = triage::DecideNightly(
-      *history, f.benchmark, f.hardware_class, request, repo->get(), spec.harness_globs);
-  if (!decision.ok()) {
-    std::cerr << "kbisect nightly: " << decision.status().message() << "\n";
-    return kExitError;
-  }
-  std::cout << triage::FormatNightlyDecision(*decision);
-  nlohmann::json out = {
-      {"schema", "kbisect.nightly.v1"},
-      {"date", f.date},
-      {"benchmark", f.benchmark},
-      {"hardware_class", f.hardware_class},
-      {"sha", tonight.full_sha},
-      {"value", tonight.value},
-      {"metric", tonight.metric},
-      {"unit", tonight.unit},
-      {"action", triage::NightlyActionName(decision->action)},
-      {"exit_code", triage::NightlyExitCode(decision->action)},
-      {"cause", triage::CauseName(decision->triage.diagnosis.cause)},
-      {"confidence", decision->triage.diagnosis.confidence},
-      {"summary", decision->summary},
-      {"reasons", decision->triage.diagnosis.reasons},
-      {"request_id", decision->request_id},
-      {"job_id", decision->existing.has_value() ? decision->existing->job_id : ""}};
+  return request;
+}
+
+// The --json form of the night's decision.
+nlohmann::json DecisionJson(const NightlyFlags& f, const triage::NightlyRecord& tonight,
+                            const triage::NightlyDecision& d) {
+  nlohmann::json out = {{"schema", "kbisect.nightly.v1"},
+                        {"date", f.date},
+                        {"benchmark", f.benchmark},
+                        {"hardware_class", f.hardware_class},
+                        {"sha", tonight.full_sha},
+                        {"value", tonight.value},
+                        {"metric", tonight.metric},
+                        {"unit", tonight.unit},
+                        {"action", triage::NightlyActionName(d.action)},
+                        {"exit_code", triage::NightlyExitCode(d.action)},
+                        {"cause", triage::CauseName(d.triage.diagnosis.cause)},
+                        {"confidence", d.triage.diagnosis.confidence},
+                        {"summary", d.summary},
+                        {"reasons", d.triage.diagnosis.reasons},
+                        {"request_id", d.request_id},
+                        {"job_id", d.existing.has_value() ? d.existing->job_id : ""}};
   auto ref_json = [](const std::optional<triage::NightlyRef>& r) -> nlohmann::json {
     if (!r.has_value()) return nullptr;
     return {{"sha", r->sha}, {"full_sha", r->full_sha}, {"date", r->date}};
   };
-  out["last_good"] = ref_json(decision->triage.last_good);
-  out["first_bad"] = ref_json(decision->triage.first_bad);
+  out["last_good"] = ref_json(d.triage.last_good);
+  out["first_bad"] = ref_json(d.triage.first_bad);
   out["manifest_changes"] = nlohmann::json::array();
-  for (const ManifestChange& c : decision->manifest_changes) {
+  for (const ManifestChange& c : d.manifest_changes) {
     out["manifest_changes"].push_back({{"kind", ManifestChangeKindName(c.kind)},
                                        {"name", c.name},
                                        {"before", c.before},
                                        {"after", c.after},
                                        {"hardware", c.IsHardware()}});
   }
-  auto write_json = [&]() { return WriteDecisionJson(f.json_file, out); };
+  return out;
+}
 
+// The step's two nights of the series in `history` (null where missing).
+struct StepNights {
+  const triage::NightlyRecord* last_good = nullptr;
+  const triage::NightlyRecord* first_bad = nullptr;
+};
+StepNights FindStepNights(const NightlyFlags& f, const triage::History& history,
+                          const triage::NightlyDecision& d) {
+  StepNights nights;
+  if (!d.triage.last_good.has_value() || !d.triage.first_bad.has_value()) return nights;
+  for (const triage::NightlyRecord& r : history.nightlies) {
+    if (r.benchmark != f.benchmark || r.hardware_class != f.hardware_class) continue;
+    if (r.date == d.triage.last_good->date) nights.last_good = &r;
+    if (r.date == d.triage.first_bad->date) nights.first_bad = &r;
+  }
+  return nights;
+}
+
+// --pin-harness on a method change: the kernel's true change under one harness, printed and in
+// `out["pinned_harness"]`.
+void PinHarnessStage(const NightlyFlags& f, const std::vector<std::string>& bench,
+                     const MetricSpec& metric_spec, const triage::NightlyRecord& tonight,
+                     const StepNights& nights, double min_relative_change, CommandRunner* runner,
+                     nlohmann::json* out) {
+  absl::StatusOr<Pinned> pinned =
+      nights.last_good != nullptr && nights.first_bad != nullptr &&
+              nights.first_bad->manifest.has_value()
+          ? MeasurePinned(runner, f.repo, *nights.last_good, *nights.first_bad, f.build, bench,
+                          metric_spec, f.pin_runs, f.bench_timeout)
+          : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
+  if (!pinned.ok()) {
+    std::cout << "Same harness: not measured (" << pinned.status().message() << ")\n";
+    (*out)["pinned_harness"] = {{"error", std::string(pinned.status().message())}};
+    return;
+  }
+  const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
+  std::cout << "Same harness (first-bad's, " << Count(f.pin_runs, "run")
+            << " each): last-good kernel " << FormatValue(pinned->before, tonight.unit)
+            << ", first-bad kernel " << FormatValue(pinned->after, tonight.unit)
+            << ": the kernel changed by " << FormatSignedPercent(100 * change)
+            << (std::fabs(change) < min_relative_change
+                    ? " (the step is the method's; the honest value is the new method's "
+                      "if it is intended)\n"
+                    : " (the kernel moved too: bisect the window with the harness pinned)\n");
+  (*out)["pinned_harness"] = {
+      {"before", pinned->before}, {"after", pinned->after}, {"relative_change", change}};
+}
+
+// The tracked packages' versions a manifest recorded (tool versions under "package:").
+std::map<std::string, std::string> TrackedPackages(
+    const std::optional<v1::MeasurementManifest>& manifest) {
+  std::map<std::string, std::string> packages;
+  if (!manifest.has_value()) return packages;
+  for (const auto& [name, version] : manifest->tool_versions()) {
+    if (absl::StartsWith(name, kTrackedPackagePrefix)) packages[name] = version;
+  }
+  return packages;
+}
+
+// Why the step's last good commit cannot be measured with the first bad night's packages here
+// and now; "" when it can.
+std::string WhyNotMeasurable(const NightlyFlags& f, const triage::NightlyRecord& tonight,
+                             const StepNights& nights) {
+  if (!f.value.empty()) return "--value: the benchmark does not run here";
+  if (nights.last_good == nullptr || nights.first_bad == nullptr) {
+    return "the step's nightlies are not in the history";
+  }
+  if (TrackedPackages(tonight.manifest) != TrackedPackages(nights.first_bad->manifest)) {
+    return "tonight's packages are not the first bad night's any more";
+  }
+  return "";
+}
+
+// When the project's code and tracked packages both moved across a step to bisect (issue 47):
+// measures the project's last good commit with tonight's packages, which are the first bad
+// night's, and lets that say whose step it is (triage::ApplyStepAttribution: the packages' turns
+// the decision into a dependency change). Printed and in `out["package_check"]`.
+void PackageCheckStage(const NightlyFlags& f, const std::vector<std::string>& bench,
+                       const MetricSpec& metric_spec, const triage::NightlyRecord& tonight,
+                       const StepNights& nights, CommandRunner* runner, triage::NightlyDecision* d,
+                       nlohmann::json* out) {
+  std::vector<std::string> packages;
+  for (const ManifestChange& c : d->manifest_changes) {
+    if (c.kind == ManifestChange::Kind::kPackage) packages.push_back(c.Describe());
+  }
+  const triage::KernelTriage& k = d->triage;
+  if (d->action != triage::NightlyAction::kSubmitBisect || packages.empty() ||
+      !k.evidence.primary.present || k.evidence.primary.before == k.evidence.primary.after) {
+    return;
+  }
+  absl::StatusOr<double> measured =
+      absl::FailedPreconditionError(WhyNotMeasurable(f, tonight, nights));
+  if (measured.status().message().empty()) {
+    measured = MeasureCommit(runner, f.repo, nights.last_good->full_sha, f.build, bench,
+                             metric_spec, f.pin_runs, f.bench_timeout);
+  }
+  if (!measured.ok()) {
+    std::cout << "The packages moved too; the last good commit with tonight's packages: not "
+                 "measured ("
+              << measured.status().message() << "), bisected as the project's\n";
+    (*out)["package_check"] = {{"error", std::string(measured.status().message())}};
+    return;
+  }
+  const triage::StepAttribution attribution =
+      triage::AttributeStep(k.evidence.primary.before, k.evidence.primary.after, *measured);
+  std::cout << "The packages moved too: the last good commit " << k.last_good->sha
+            << " with tonight's packages (" << Count(f.pin_runs, "run") << ") measures "
+            << FormatValue(*measured, tonight.unit) << "\n";
+  triage::ApplyStepAttribution(attribution, *measured, packages, d);
+  (*out)["package_check"] = {{"measured", *measured},
+                             {"share", attribution.share},
+                             {"owner", triage::StepOwnerName(attribution.owner)}};
+}
+
+// Submits the bisect of the decision's window (kSubmitBisect), records it in the history and,
+// with --notify-url, follows it to post its end. Returns -1 to go on, else the exit code.
+int SubmitStage(const NightlyFlags& f, const std::vector<std::string>& bench,
+                const triage::NightlyDecision& d, triage::History* history, CommandRunner* runner,
+                nlohmann::json* out) {
+  if (f.no_submit) {
+    std::cout << "Not submitted (--no-submit).\n";
+    return -1;
+  }
+  const triage::KernelTriage& k = d.triage;
+  std::vector<std::string> metric_args;
+  if (!f.metric.empty()) metric_args.insert(metric_args.end(), {"--metric", f.metric});
+  if (!f.metric_json.empty())
+    metric_args.insert(metric_args.end(), {"--metric-json", f.metric_json});
+  metric_args.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
+                                                                  : "--lower-is-better");
+  absl::StatusOr<Submitted> submitted =
+      SubmitBisect(runner, f, bench, k.last_good->full_sha, k.first_bad->full_sha, d.request_id,
+                   Trigger(f, d), metric_args);
+  if (!submitted.ok()) return Fail(submitted.status());
+  const std::string& job_id = submitted->job_id;
+  std::cout << (submitted->existed ? "Already submitted: job " : "Submitted: job ") << job_id
+            << " (request " << d.request_id << ")\n";
+  triage::BisectRecord record;
+  record.benchmark = f.benchmark;
+  record.hardware_class = f.hardware_class;
+  record.last_good = k.last_good->full_sha;
+  record.last_good_date = k.last_good->date;
+  record.first_bad = k.first_bad->full_sha;
+  record.first_bad_date = k.first_bad->date;
+  record.request_id = d.request_id;
+  record.job_id = job_id;
+  record.date = f.date;
+  history->bisects.push_back(record);
+  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
+    return Fail(written);
+  }
+  (*out)["job_id"] = job_id;
+  (*out)["submitted"] = !submitted->existed;
+  // The notification when the bisect ends: `kbisect watch --notify-url` posts the job's
+  // result, whose spec.origin.trigger carries the triage evidence (Trigger above).
+  if (!f.notify_url.empty() && !job_id.empty() && !submitted->existed) {
+    if (absl::Status notified = NotifyWhenDone(runner, f, job_id); !notified.ok()) {
+      WriteDecisionJson(f.json_file, *out);
+      return Fail(notified);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+int NightlyCommand(int argc, char** argv) {
+  NightlyFlags f;
+  std::vector<std::string> bench;
+  MetricSpec metric_spec;
+  if (int code = ParseNightlyFlags(argc, argv, &f, &bench, &metric_spec); code >= 0) return code;
+  absl::StatusOr<ManifestSpec> manifest_spec = NightManifestSpec(f);
+  if (!manifest_spec.ok()) return Fail(manifest_spec.status(), kExitUsage);
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  absl::StatusOr<Tonight> tonight = OpenTonight(&f, *std::move(manifest_spec), bench, runner.get());
+  if (!tonight.ok()) return Fail(tonight.status());
+  const triage::TriageRequest request = NightTriageRequest(f);
+  std::string output;
+  if (f.value.empty()) {
+    absl::StatusOr<std::string> text = TonightsOutput(f, bench, runner.get());
+    if (!text.ok()) return Fail(text.status());
+    if (!f.suite.empty()) {
+      return SuiteNight(f, bench, *text, tonight->record, request, tonight->repo.get(),
+                        tonight->spec.harness_globs, runner.get());
+    }
+    output = *std::move(text);
+  }
+  if (absl::Status read = ReadTonightsValue(f, metric_spec, output, &tonight->record); !read.ok()) {
+    return Fail(read);
+  }
+  absl::StatusOr<triage::History> history = RecordNight(f, tonight->record);
+  if (!history.ok()) return Fail(history.status());
+
+  absl::StatusOr<triage::NightlyDecision> decision =
+      triage::DecideNightly(*history, f.benchmark, f.hardware_class, request, tonight->repo.get(),
+                            tonight->spec.harness_globs);
+  if (!decision.ok()) return Fail(decision.status());
+  const StepNights nights = FindStepNights(f, *history, *decision);
+  nlohmann::json checks = nlohmann::json::object();
+  PackageCheckStage(f, bench, metric_spec, tonight->record, nights, runner.get(), &*decision,
+                    &checks);
+  std::cout << triage::FormatNightlyDecision(*decision);
+  nlohmann::json out = DecisionJson(f, tonight->record, *decision);
+  out.update(checks);
   // A method change: the kernel's true change under one harness.
   if (decision->action == triage::NightlyAction::kMethodChange && f.pin_harness &&
       decision->triage.last_good.has_value()) {
-    const triage::NightlyRecord* good = nullptr;
-    const triage::NightlyRecord* bad = nullptr;
-    for (const triage::NightlyRecord& r : history->nightlies) {
-      if (r.benchmark != f.benchmark || r.hardware_class != f.hardware_class) continue;
-      if (r.date == decision->triage.last_good->date) good = &r;
-      if (r.date == decision->triage.first_bad->date) bad = &r;
-    }
-    absl::StatusOr<Pinned> pinned =
-        good != nullptr && bad != nullptr && bad->manifest.has_value()
-            ? MeasurePinned(runner.get(), f.repo, *good, *bad, f.build, bench, metric_spec,
-                            f.pin_runs, f.bench_timeout)
-            : absl::StatusOr<Pinned>(absl::NotFoundError("the step's nightlies have no manifest"));
-    if (pinned.ok()) {
-      const double change = (pinned->after - pinned->before) / std::fabs(pinned->before);
-      std::cout << "Same harness (first-bad's, " << Count(f.pin_runs, "run")
-                << " each): last-good kernel " << FormatValue(pinned->before, tonight.unit)
-                << ", first-bad kernel " << FormatValue(pinned->after, tonight.unit)
-                << ": the kernel changed by " << FormatSignedPercent(100 * change)
-                << (std::fabs(change) < request.change_point.min_relative_change
-                        ? " (the step is the method's; the honest value is the new method's "
-                          "if it is intended)\n"
-                        : " (the kernel moved too: bisect the window with the harness pinned)\n");
-      out["pinned_harness"] = {
-          {"before", pinned->before}, {"after", pinned->after}, {"relative_change", change}};
-    } else {
-      std::cout << "Same harness: not measured (" << pinned.status().message() << ")\n";
-      out["pinned_harness"] = {{"error", std::string(pinned.status().message())}};
+    PinHarnessStage(f, bench, metric_spec, tonight->record, nights,
+                    request.change_point.min_relative_change, runner.get(), &out);
+  }
+  if (decision->action == triage::NightlyAction::kSubmitBisect) {
+    if (int code = SubmitStage(f, bench, *decision, &*history, runner.get(), &out); code >= 0) {
+      return code;
     }
   }
-
-  if (decision->action == triage::NightlyAction::kSubmitBisect && !f.no_submit) {
-    const triage::KernelTriage& k = decision->triage;
-    std::vector<std::string> metric_args;
-    if (!f.metric.empty()) metric_args.insert(metric_args.end(), {"--metric", f.metric});
-    if (!f.metric_json.empty()) {
-      metric_args.insert(metric_args.end(), {"--metric-json", f.metric_json});
-    }
-    metric_args.push_back(k.direction == Direction::kHigherIsBetter ? "--higher-is-better"
-                                                                    : "--lower-is-better");
-    absl::StatusOr<Submitted> submitted =
-        SubmitBisect(runner.get(), f, bench, k.last_good->full_sha, k.first_bad->full_sha,
-                     decision->request_id, Trigger(f, *decision), metric_args);
-    if (!submitted.ok()) {
-      std::cerr << "kbisect nightly: " << submitted.status().message() << "\n";
-      return kExitError;
-    }
-    const std::string job_id = submitted->job_id;
-    const bool existed = submitted->existed;
-    std::cout << (existed ? "Already submitted: job " : "Submitted: job ") << job_id << " (request "
-              << decision->request_id << ")\n";
-    triage::BisectRecord record;
-    record.benchmark = f.benchmark;
-    record.hardware_class = f.hardware_class;
-    record.last_good = k.last_good->full_sha;
-    record.last_good_date = k.last_good->date;
-    record.first_bad = k.first_bad->full_sha;
-    record.first_bad_date = k.first_bad->date;
-    record.request_id = decision->request_id;
-    record.job_id = job_id;
-    record.date = f.date;
-    history->bisects.push_back(record);
-    if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
-      std::cerr << "kbisect nightly: " << written.message() << "\n";
-      return kExitError;
-    }
-    out["job_id"] = job_id;
-    out["submitted"] = !existed;
-    // The notification when the bisect ends: `kbisect watch --notify-url` posts the job's
-    // result, whose spec.origin.trigger carries the triage evidence (Trigger above).
-    if (!f.notify_url.empty() && !job_id.empty() && !existed) {
-      if (absl::Status notified = NotifyWhenDone(runner.get(), f, job_id); !notified.ok()) {
-        std::cerr << "kbisect nightly: " << notified.message() << "\n";
-        write_json();
-        return kExitError;
-      }
-    }
-  } else if (decision->action == triage::NightlyAction::kSubmitBisect) {
-    std::cout << "Not submitted (--no-submit).\n";
-  }
-  if (!write_json()) return kExitError;
+  if (!WriteDecisionJson(f.json_file, out)) return kExitError;
   return triage::NightlyExitCode(decision->action);
 }
 

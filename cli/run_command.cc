@@ -115,7 +115,6 @@ std::string BuildIsolationText(v1::BuildIsolation isolation,
                       " (pip installs land there; $KBISECT_PREFIX for the rest)");
 }
 
-
 }  // namespace
 
 int RunCommand(int argc, char** argv) {

@@ -562,6 +562,57 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
   return d;
 }
 
+const char* StepOwnerName(StepOwner owner) {
+  switch (owner) {
+    case StepOwner::kProject:
+      return "project";
+    case StepOwner::kPackages:
+      return "packages";
+    case StepOwner::kBoth:
+      return "both";
+  }
+  return "both";
+}
+
+StepAttribution AttributeStep(double last_good, double first_bad, double measured) {
+  StepAttribution a;
+  a.share = (measured - last_good) / (first_bad - last_good);
+  a.owner = a.share < 0.25   ? StepOwner::kProject
+            : a.share > 0.75 ? StepOwner::kPackages
+                             : StepOwner::kBoth;
+  return a;
+}
+
+void ApplyStepAttribution(const StepAttribution& attribution, double measured,
+                          const std::vector<std::string>& packages, NightlyDecision* d) {
+  if (d->action != NightlyAction::kSubmitBisect) return;
+  const KernelTriage& k = d->triage;
+  const std::string measured_text = absl::StrFormat(
+      "the last good commit %s measured with the first bad night's packages gives %.4g "
+      "(%.0f%% of the step from %.4g to %.4g)",
+      k.last_good.has_value() ? k.last_good->sha : "", measured, 100 * attribution.share,
+      k.evidence.primary.before, k.evidence.primary.after);
+  switch (attribution.owner) {
+    case StepOwner::kPackages:
+      d->action = NightlyAction::kDependencyChange;
+      d->request_id.clear();
+      d->existing.reset();
+      d->summary = absl::StrCat("Dependency change, not bisected here: ", measured_text,
+                                ", so the step came with ", absl::StrJoin(packages, "; "),
+                                ". Bisect that package's nightlies (`kbisect run --artifact`).");
+      break;
+    case StepOwner::kProject:
+      absl::StrAppend(&d->summary, " The packages moved too, but ", measured_text,
+                      ": the step is the project's.");
+      break;
+    case StepOwner::kBoth:
+      absl::StrAppend(&d->summary, " ", measured_text,
+                      ": the packages account for part of the step, the project's commits for "
+                      "the rest.");
+      break;
+  }
+}
+
 std::string FormatNightlyDecision(const NightlyDecision& d) {
   const KernelTriage& k = d.triage;
   std::string out = absl::StrCat("Decision: ", NightlyActionName(d.action), " — ", d.summary, "\n");

@@ -150,6 +150,37 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
                                               TriageRequest request, const GitRepo* repo,
                                               const std::vector<std::string>& harness_globs);
 
+// When both the project's code and a tracked package moved across a real regression step, the
+// project's last good commit is measured again with the first bad night's packages (issue 47):
+// if that is already slow, the packages moved the metric; if it is as fast as the last good
+// night, the project's commits did.
+enum class StepOwner {
+  kProject,   // The last good commit with the new packages measures like the last good night.
+  kPackages,  // It measures like the first bad night: the packages' step.
+  kBoth,      // Between the two: each moved part of it.
+};
+
+// Returns "project", "packages" or "both".
+const char* StepOwnerName(StepOwner owner);
+
+// Where `measured` (the last good commit with the first bad night's packages) falls on the step
+// from `last_good` to `first_bad` (the two nights' values, any direction).
+struct StepAttribution {
+  // The share of the step the packages account for: 0 at `last_good`, 1 at `first_bad`.
+  double share = 0;
+  // kProject under a quarter of the step, kPackages over three quarters, kBoth between.
+  StepOwner owner = StepOwner::kBoth;
+};
+// Requires first_bad != last_good. Pure.
+StepAttribution AttributeStep(double last_good, double first_bad, double measured);
+
+// Applies what the measurement found to a kSubmitBisect decision whose step moved the tracked
+// packages named in `packages` (ManifestChange::Describe lines) as well as the code: kPackages
+// makes it a kDependencyChange (not bisected in the project); kProject and kBoth keep the
+// bisect and say why in the summary. Decisions of other actions are left as they are.
+void ApplyStepAttribution(const StepAttribution& attribution, double measured,
+                          const std::vector<std::string>& packages, NightlyDecision* decision);
+
 // The decision as text: the action, cause, confidence, window, manifest changes, reasons.
 std::string FormatNightlyDecision(const NightlyDecision& decision);
 

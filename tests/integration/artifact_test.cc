@@ -150,9 +150,7 @@ std::vector<std::string> MakeNightlies(const TempDir& dir) {
   return commits;
 }
 
-bool HasPipAndVenv() {
-  return RunShell("/usr/bin/python3 -c 'import venv, pip'").exit_code == 0;
-}
+bool HasPipAndVenv() { return RunShell("/usr/bin/python3 -c 'import venv, pip'").exit_code == 0; }
 
 class ArtifactTest : public KbisectRunTest {
  protected:
@@ -292,10 +290,10 @@ TEST_F(ArtifactTest, IsolatingTheCompanionsSaysWhichOfTheTwoMovedTheMetric) {
               0);
     const std::string before = UserEnvironment();
     const std::string json = tmp_.Join(mode + ".json");
-    const CommandResult run = RunArtifacts(absl::StrCat(
-        "--find-links ", ShellQuote(tmp_.Join("companion/wheels")),
-        " --with-deps --isolate-companions 2026-01-01 2026-01-10 --workers 2 --json ",
-        ShellQuote(json), " -- python bench.py"));
+    const CommandResult run = RunArtifacts(
+        absl::StrCat("--find-links ", ShellQuote(tmp_.Join("companion/wheels")),
+                     " --with-deps --isolate-companions 2026-01-01 2026-01-10 --workers 2 --json ",
+                     ShellQuote(json), " -- python bench.py"));
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     EXPECT_THAT(run.out, HasSubstr("First bad artifact: kern 1.0.dev20260106"));
     EXPECT_THAT(run.out, HasSubstr("Companion pin changed: kern-triton 3.2.0+git4b3bb1f8 -> "
@@ -332,7 +330,6 @@ TEST_F(ArtifactTest, AnEndTheIndexDoesNotListIsNamedWithTheNearest) {
   EXPECT_THAT(no_index.err, HasSubstr("--find-links DIR or --index-url URL"));
 }
 
-
 // The same on a cluster: `kbisect submit --artifact --wait` writes the ledger where the workers
 // reach it (--ledger-dir), the real kbisect-worker daemons install each nightly into a layer
 // over their own Python and run the benchmark in the submitting directory, and the client goes
@@ -346,12 +343,12 @@ class ArtifactClusterTest : public ClusterFixture {
     ASSERT_NO_FATAL_FAILURE(commits_ = MakeNightlies(tmp_));
     // The workers' Python: a virtualenv over Debian's, which has setuptools for `pip install .`.
     const std::string venv = tmp_.Join("worker-venv");
-    ASSERT_EQ(RunShell(absl::StrCat("/usr/bin/python3 -m venv --system-site-packages ",
-                                    ShellQuote(venv)))
-                  .exit_code,
-              0);
-    worker_env_ = absl::StrCat("VIRTUAL_ENV=", ShellQuote(venv), " PATH=", ShellQuote(venv + "/bin"),
-                               ":$PATH");
+    ASSERT_EQ(
+        RunShell(absl::StrCat("/usr/bin/python3 -m venv --system-site-packages ", ShellQuote(venv)))
+            .exit_code,
+        0);
+    worker_env_ = absl::StrCat("VIRTUAL_ENV=", ShellQuote(venv),
+                               " PATH=", ShellQuote(venv + "/bin"), ":$PATH");
   }
   std::vector<std::string> commits_;
 };
@@ -390,7 +387,8 @@ TEST_F(ArtifactClusterTest, SubmitBisectsTheNightliesThenTheCommitsOnTheClusterW
   // Both workers took part in the artifact job.
   std::set<std::string> workers;
   for (const auto& probe : result["probes"]) {
-    if (!probe["worker"].get<std::string>().empty()) workers.insert(probe["worker"].get<std::string>());
+    if (!probe["worker"].get<std::string>().empty())
+      workers.insert(probe["worker"].get<std::string>());
   }
   EXPECT_EQ(workers.size(), 2u) << result["probes"].dump();
 

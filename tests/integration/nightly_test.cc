@@ -308,6 +308,85 @@ TEST_F(NightlyTest, ASuitesKernelsAreTriagedOneByOneAndEachStepBisectedOnce) {
   }
 }
 
+// Issue 47: the project's code and a tracked package (kdep, on PYTHONPATH as an installed
+// nightly would be) both move on night 9. The project's last good commit is measured with
+// tonight's kdep, which says whose step it is: kdep 2.0 is 30% slower ("package": a dependency
+// change, nothing bisected) or kdep 2.0 changes nothing and the kernel's commit of night 9 is
+// 30% slower ("project": bisected as the project's).
+TEST_F(NightlyTest, WhenBothMovedTheLastGoodCommitWithTonightsPackagesSaysWhoseStep) {
+  for (const std::string mode : {"package", "project"}) {
+    SCOPED_TRACE(mode);
+    const std::string root = tmp_.Join(mode);
+    const std::string repo = root + "/repo";
+    RunShell(absl::StrCat("mkdir -p ", repo, "/src"));
+    std::ofstream(repo + "/bench.sh") << R"sh(#!/bin/sh
+exec python3 -c "
+import kdep, os
+b = float(open('src/kernel.cfg').read())
+print('Latency: %.4f ms' % (b * kdep.FACTOR * (1 + float(os.environ.get('NIGHT_NOISE', '0')))))"
+)sh";
+    std::string script = absl::StrCat(
+        "set -e; cd ", repo,
+        "; git init -q -b main; git config user.email n@example.com; git config user.name N; "
+        "chmod +x bench.sh; echo 10.0 > src/kernel.cfg; echo 0 > src/other.c; "
+        "git add -A; git commit -q -m initial\n");
+    for (int night = 1; night <= 12; ++night) {
+      absl::StrAppend(&script, "echo ", night, " > src/other.c; git commit -q -am 'night ", night,
+                      "'\n");
+      if (night == 9 && mode == "project") {
+        absl::StrAppend(&script, "echo 13.0 > src/kernel.cfg; git commit -q -am 'slower kernel'\n");
+      }
+      absl::StrAppend(&script, "git tag night", night, "\n");
+    }
+    // kdep 1.0, and 2.0 (30% slower only in "package").
+    for (const auto& [version, factor] : std::vector<std::pair<std::string, std::string>>{
+             {"1.0", "1.0"}, {"2.0", mode == "package" ? "1.3" : "1.0"}}) {
+      const std::string dir = absl::StrCat(root, "/deps-", version);
+      absl::StrAppend(&script, "mkdir -p ", dir, "/kdep ", dir, "/kdep-", version,
+                      ".dist-info; echo 'FACTOR = ", factor, "' > ", dir,
+                      "/kdep/__init__.py; printf 'Metadata-Version: 2.1\\nName: kdep\\nVersion: ",
+                      version, "\\n' > ", dir, "/kdep-", version, ".dist-info/METADATA\n");
+    }
+    const CommandResult made = RunShell(script);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const std::string history = root + "/nightly.jsonl";
+    std::map<int, int> codes;
+    nlohmann::json decided;
+    for (int night = 1; night <= 12; ++night) {
+      const double noise = ((night * 7919) % 9 - 4) * 0.001;
+      const std::string json = absl::StrCat(root, "/night-", night, ".json");
+      const CommandResult r = RunShell(absl::StrFormat(
+          "cd %s && git checkout -q night%d && NIGHT_NOISE=%.3f PYTHONPATH=%s/deps-%s %s nightly "
+          "--history %s --benchmark attention --hardware-class ci-gpu --sha HEAD --repo %s "
+          "--date 2026-11-%02d --track-package kdep --no-submit --json %s -- ./bench.sh",
+          repo, night, noise, root, night >= 9 ? "2.0" : "1.0", ::kbisect::testing::Bin("kbisect"),
+          history, repo, night, json));
+      SCOPED_TRACE(absl::StrCat("night ", night, ":\n", r.out, r.err));
+      ASSERT_THAT(r.exit_code, ::testing::AnyOf(0, 3, 8));
+      codes[night] = r.exit_code;
+      if (r.exit_code != 0 && decided.is_null()) {
+        decided = nlohmann::json::parse(ReadFile(json));
+        EXPECT_THAT(r.out, HasSubstr("The packages moved too: the last good commit"));
+        EXPECT_THAT(r.out, HasSubstr("[package]  kdep: 1.0 -> 2.0"));
+      }
+    }
+    ASSERT_FALSE(decided.is_null()) << "no night saw the step";
+    EXPECT_EQ(decided["first_bad"]["date"], "2026-11-09") << decided.dump(2);
+    if (mode == "package") {
+      EXPECT_EQ(decided["action"], "dependency_change") << decided.dump(2);
+      EXPECT_EQ(decided["package_check"]["owner"], "packages");
+      EXPECT_THAT(decided["summary"].get<std::string>(), HasSubstr("the step came with kdep"));
+      for (const auto& [night, code] : codes) EXPECT_NE(code, 3) << night;
+    } else {
+      EXPECT_EQ(decided["action"], "submit_bisect") << decided.dump(2);
+      EXPECT_EQ(decided["package_check"]["owner"], "project");
+      EXPECT_THAT(decided["summary"].get<std::string>(), HasSubstr("the step is the project's"));
+      for (const auto& [night, code] : codes) EXPECT_NE(code, 8) << night;
+    }
+    EXPECT_NEAR(decided["package_check"]["share"].get<double>(), mode == "package" ? 1 : 0, 0.1);
+  }
+}
+
 TEST_F(NightlyTest, UsageAndErrorsHaveTheirExitCodes) {
   EXPECT_EQ(Kbisect("nightly --history h --benchmark b --sha HEAD --repo .").exit_code, 2);
   CommandResult not_repo =

@@ -103,8 +103,7 @@ std::unique_ptr<Process> ClusterFixture::StartWorker(const std::string& name, in
                                                      const std::string& cache) {
   return std::make_unique<Process>(
       absl::StrCat("env KBISECT_DEMO_SLEEP=", sleep, " ", worker_env_, " ", Bin("kbisect-worker"),
-                   " --coordinator ",
-                   address_, " --cache-dir ",
+                   " --coordinator ", address_, " --cache-dir ",
                    ShellQuote(tmp_.Join(cache.empty() ? "cache-" + name : cache)), " --gpu ", gpu,
                    " --name ", ShellQuote(name), " --idle-poll 1 ", flags),
       tmp_.Join(absl::StrCat("worker-", absl::StrReplaceAll(name, {{"/", "_"}}), ".log")));

@@ -166,6 +166,56 @@ TEST(DecideNightlyTest, OnlyATrackedPackageMovedIsADependencyChange) {
   EXPECT_STREQ(NightlyActionName(d->action), "dependency_change");
 }
 
+// Both the project and the torch nightly moved: the project's last good commit measured with the
+// new torch says whose step it is.
+TEST(DecideNightlyTest, BothMovedTheLastGoodCommitWithTheNewPackagesSaysWhoseStepItIs) {
+  History h;
+  for (int night = 1; night <= 20; ++night) {
+    const double scatter = 1 + ((night * 37) % 7 - 3) * 0.001;
+    const bool after = night >= 11;
+    NightlyRecord r = Record(night, 10 * scatter * (after ? 1.2 : 1.0));
+    (*r.manifest->mutable_tool_versions())["package:torch"] =
+        after ? "2.8.0.dev20261111 (commit 96316ce5)" : "2.8.0.dev20261110 (commit 4b3bb1f8)";
+    AddNightly(&h, r);
+  }
+  const absl::StatusOr<NightlyDecision> decided = DecideNightly(h, "attn", "h100", {}, nullptr, {});
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  // The project's commit moved every night: bisected as the project's, until measured.
+  ASSERT_EQ(decided->action, NightlyAction::kSubmitBisect) << FormatNightlyDecision(*decided);
+  const std::vector<std::string> torch = {"torch: 2.8.0.dev20261110 -> 2.8.0.dev20261111"};
+
+  NightlyDecision slow = *decided;
+  ApplyStepAttribution(AttributeStep(10, 12, 11.9), 11.9, torch, &slow);
+  EXPECT_EQ(slow.action, NightlyAction::kDependencyChange);
+  EXPECT_TRUE(slow.request_id.empty());
+  EXPECT_THAT(slow.summary, HasSubstr("95% of the step"));
+  EXPECT_THAT(slow.summary, HasSubstr("the step came with torch"));
+
+  NightlyDecision fast = *decided;
+  ApplyStepAttribution(AttributeStep(10, 12, 10.1), 10.1, torch, &fast);
+  EXPECT_EQ(fast.action, NightlyAction::kSubmitBisect);
+  EXPECT_EQ(fast.request_id, decided->request_id);
+  EXPECT_THAT(fast.summary, HasSubstr("the step is the project's"));
+
+  NightlyDecision both = *decided;
+  ApplyStepAttribution(AttributeStep(10, 12, 11), 11, torch, &both);
+  EXPECT_EQ(both.action, NightlyAction::kSubmitBisect);
+  EXPECT_THAT(both.summary, HasSubstr("for part of the step"));
+}
+
+TEST(AttributeStepTest, AStepInEitherDirectionIsSharedByQuarters) {
+  EXPECT_EQ(AttributeStep(10, 12, 10.4).owner, StepOwner::kProject);
+  EXPECT_EQ(AttributeStep(10, 12, 9.5).owner, StepOwner::kProject);  // Faster than before.
+  EXPECT_EQ(AttributeStep(10, 12, 10.6).owner, StepOwner::kBoth);
+  EXPECT_EQ(AttributeStep(10, 12, 11.6).owner, StepOwner::kPackages);
+  EXPECT_EQ(AttributeStep(10, 12, 12.5).owner, StepOwner::kPackages);  // Slower still.
+  // Throughput: higher is better, the step goes down.
+  EXPECT_EQ(AttributeStep(800, 600, 610).owner, StepOwner::kPackages);
+  EXPECT_EQ(AttributeStep(800, 600, 790).owner, StepOwner::kProject);
+  EXPECT_DOUBLE_EQ(AttributeStep(800, 600, 700).share, 0.5);
+  EXPECT_STREQ(StepOwnerName(StepOwner::kBoth), "both");
+}
+
 TEST(DecideNightlyTest, AnotherGpuIsAHardwareIssue) {
   absl::StatusOr<NightlyDecision> d =
       DecideNightly(Steps(1.2, "aaaa", "GPU-2"), "attn", "h100", {}, nullptr, {});
