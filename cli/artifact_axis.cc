@@ -434,7 +434,7 @@ absl::StatusOr<std::vector<ArtifactVersion>> ArtifactAxis::List(const ArtifactFl
 
 absl::StatusOr<ArtifactAxis> ArtifactAxis::IsolateCompanions(
     const ArtifactVersion& last_good, const ArtifactVersion& first_bad,
-    const std::vector<CompanionChange>& changes, const std::string& cache_dir,
+    const std::vector<CompanionChange>& changes, bool reverse, const std::string& cache_dir,
     CommandRunner* runner) const {
   std::vector<ArtifactPin> before;
   std::vector<ArtifactPin> after;
@@ -452,45 +452,68 @@ absl::StatusOr<ArtifactAxis> ArtifactAxis::IsolateCompanions(
     before.push_back(std::move(old_pin));
     after.push_back(std::move(new_pin));
   }
-  // Last good as it shipped, first bad with the last good's companions, first bad as it shipped:
-  // the step lies before the middle (the artifact's own change) or after it (the companions').
+  // Last good as it shipped, the cross pairing, first bad as it shipped: the step lies on the
+  // cross pairing (it took what moved the metric) or after it (it lacks it).
   ArtifactFlags flags = flags_;
   flags.with_deps = false;
-  return Write(flags, {{last_good, before}, {first_bad, before}, {first_bad, after}}, cache_dir,
+  LedgerEntry cross = reverse ? LedgerEntry{last_good, after} : LedgerEntry{first_bad, before};
+  return Write(flags, {{last_good, before}, std::move(cross), {first_bad, after}}, cache_dir,
                runner);
+}
+
+std::string CombineIsolationVerdicts(const std::string& forward, const std::string& reverse) {
+  if (forward == reverse) return forward;
+  if (forward == "error") return reverse;
+  if (reverse == "error") return forward;
+  const bool split = (forward == "artifact" && reverse == "companions") ||
+                     (forward == "companions" && reverse == "artifact");
+  return split ? "both" : "undecided";
 }
 
 std::string ArtifactAxis::IsolationText(const v1::JobStatus& status) const {
   if (entries_.size() != 3) return "";
-  const std::string with_old = entries_[1].Subject(flags_.name);
+  const std::string cross = entries_[1].Subject(flags_.name);
+  const bool reverse = entries_[1].version.version == entries_[0].version.version;
   if (status.status() == v1::OUTCOME_NO_REGRESSION) {
-    return absl::StrCat("Companions isolated: no step between ", entries_[0].Subject(flags_.name),
-                        " and ", entries_[2].Subject(flags_.name),
+    return absl::StrCat("Companions isolated", reverse ? " (reversed)" : "", ": no step between ",
+                        entries_[0].Subject(flags_.name), " and ", entries_[2].Subject(flags_.name),
                         " when the companions are installed as pinned: the step needs the "
                         "environment the artifact stage ran in\n");
   }
-  if (status.culprit().sha() == shas_[1]) {
-    return absl::StrCat("Companions isolated: the step is ", flags_.name, "'s own: ", with_old,
-                        " is already slow\n");
+  std::vector<std::string> moved;
+  for (size_t i = 0; i < entries_[2].companions.size(); ++i) {
+    moved.push_back(absl::StrCat(entries_[2].companions[i].name, " ",
+                                 entries_[0].companions[i].version.version, " -> ",
+                                 entries_[2].companions[i].version.version));
   }
-  if (status.culprit().sha() == shas_[2]) {
-    std::vector<std::string> moved;
-    for (size_t i = 0; i < entries_[2].companions.size(); ++i) {
-      moved.push_back(absl::StrCat(entries_[2].companions[i].name, " ",
-                                   entries_[1].companions[i].version.version, " -> ",
-                                   entries_[2].companions[i].version.version));
-    }
-    return absl::StrCat("Companions isolated: the step came with ", absl::StrJoin(moved, ", "),
-                        ": ", with_old, " is as fast as the last good artifact\n");
+  const std::string verdict = IsolationVerdict(status);
+  if (verdict == "artifact") {
+    return reverse ? absl::StrCat("Companions isolated (reversed): the step is ", flags_.name,
+                                  "'s own: ", cross, " is as fast as the last good artifact\n")
+                   : absl::StrCat("Companions isolated: the step is ", flags_.name,
+                                  "'s own: ", cross, " is already slow\n");
   }
-  return "Companions isolated: the measurement did not decide\n";
+  if (verdict == "companions") {
+    return absl::StrCat("Companions isolated", reverse ? " (reversed)" : "",
+                        ": the step came with ", absl::StrJoin(moved, ", "), ": ", cross,
+                        reverse ? " is already slow\n" : " is as fast as the last good artifact\n");
+  }
+  return absl::StrCat("Companions isolated", reverse ? " (reversed)" : "",
+                      ": the measurement did not decide\n");
 }
+
+std::string ArtifactAxis::Subject(size_t i) const { return entries_[i].Subject(flags_.name); }
 
 std::string ArtifactAxis::IsolationVerdict(const v1::JobStatus& status) const {
   if (entries_.size() != 3) return "";
   if (status.status() == v1::OUTCOME_NO_REGRESSION) return "none";
-  if (status.culprit().sha() == shas_[1]) return "artifact";
-  if (status.culprit().sha() == shas_[2]) return "companions";
+  // The cross pairing took the artifact from the first bad one (forward) or the companions
+  // (reverse); slow, what it took moved the metric; fast, what it lacks did.
+  const bool reverse = entries_[1].version.version == entries_[0].version.version;
+  const char* taken = reverse ? "companions" : "artifact";
+  const char* lacked = reverse ? "artifact" : "companions";
+  if (status.culprit().sha() == shas_[1]) return taken;
+  if (status.culprit().sha() == shas_[2]) return lacked;
   return "undecided";
 }
 
@@ -510,7 +533,6 @@ std::optional<ArtifactVersion> ArtifactAxis::VersionOf(const std::string& sha) c
   }
   return std::nullopt;
 }
-
 
 std::vector<CompanionChange> ArtifactAxis::CompanionsBetween(const std::string& last_good,
                                                              const std::string& first_bad) const {

@@ -136,6 +136,12 @@ std::vector<CompanionChange> CompanionChanges(const std::string& before, const s
 // `subject` is no such subject.
 std::optional<std::string> NightlyReleaseCommit(const std::string& subject);
 
+// The verdict of both isolation pairings (IsolationVerdict's words, or "error" for one that
+// could not be measured): the same when they agree, the other's when one is "error"; "both"
+// when one found the artifact and the other the companions (each moved part of the step, or the
+// step needs the two together); else "undecided".
+std::string CombineIsolationVerdicts(const std::string& forward, const std::string& reverse);
+
 // `kbisect nightly --track-package NAME[=MODULE]`: the shell command whose first line is the
 // installed NAME's version and, when the module tells it, the commit it was built from ("2.8.0
 // .dev20250602+cu126 (commit 0123abc...)"), as the manifest records a tool (under
@@ -158,15 +164,17 @@ class ArtifactAxis {
   // Python layer of its own, and the benchmark run in `bench_dir` (the user's directory).
   void ApplyTo(v1::JobSpec* spec, const std::string& bench_dir) const;
 
-  // --isolate-companions: a ledger of three commits, `last_good` as it shipped (its companions
-  // at their `before` pins), `first_bad` with those same companions, and `first_bad` as it
-  // shipped (`after` pins), each installing the companions from the same index. Bisected, the
-  // step falls on the middle commit (the artifact's own change) or the last (the companions').
-  // NotFound when the index lacks a companion's version.
+  // --isolate-companions: a ledger of three commits, each installing its companions from the
+  // same index. Forward (`reverse` false): `last_good` as it shipped (its companions at their
+  // `before` pins), `first_bad` with those same companions, and `first_bad` as it shipped
+  // (`after` pins). Reverse: `last_good` as it shipped, `last_good` with the `after` pins, and
+  // `first_bad` as it shipped. Bisected, the step falls on the middle commit (the cross pairing
+  // is already slow) or the last (it is still fast). NotFound when the index lacks a companion's
+  // version.
   absl::StatusOr<ArtifactAxis> IsolateCompanions(const ArtifactVersion& last_good,
                                                  const ArtifactVersion& first_bad,
                                                  const std::vector<CompanionChange>& changes,
-                                                 const std::string& cache_dir,
+                                                 bool reverse, const std::string& cache_dir,
                                                  CommandRunner* runner) const;
   // For a finished job over an isolation ledger: which of the two moved the metric, in words,
   // and as "artifact", "companions", "none" or "undecided".
@@ -175,6 +183,10 @@ class ArtifactAxis {
 
   // The ledger repository's path.
   const std::string& ledger() const { return ledger_; }
+  // The artifact's distribution name.
+  const std::string& name() const { return flags_.name; }
+  // The subject of ledger commit `i` ("kern 1.0.dev20260106 with kern-triton 3.2.0").
+  std::string Subject(size_t i) const;
   // The artifact a ledger commit pins (nullopt for a commit of no ledger of this axis).
   std::optional<ArtifactVersion> VersionOf(const std::string& sha) const;
   // The last good and the first bad artifact a finished job over the ledger named; nullopt when

@@ -39,50 +39,81 @@ void EditJsonResult(const std::string& file, const std::function<void(nlohmann::
   std::ofstream(file) << result.dump(2) << "\n";
 }
 
+// One pairing of the isolation (ArtifactAxis::IsolateCompanions) bisected with the artifact
+// job's `spec` on the same workers.
+IsolationPairing IsolatePairing(const ArtifactAxis& axis, const ArtifactAxis::Step& step,
+                                const std::vector<CompanionChange>& changes, bool reverse,
+                                v1::JobSpec spec, const std::string& ledger_dir,
+                                v1::CoordinatorService::StubInterface* stub, int workers,
+                                bool quiet) {
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  absl::StatusOr<ArtifactAxis> isolation = axis.IsolateCompanions(
+      step.last_good, step.first_bad, changes, reverse, ledger_dir, runner.get());
+  if (!isolation.ok()) return {std::nullopt, isolation.status()};
+  isolation->ApplyTo(&spec, spec.env().at(kBenchDirEnv));
+  const std::string what = reverse ? absl::StrCat("the companions of ", step.first_bad.version,
+                                                  " with ", step.last_good.version)
+                                   : absl::StrCat("the companions of ", step.first_bad.version);
+  spec.set_description(absl::StrCat(what, " isolated"));
+  absl::StatusOr<v1::JobStatus> status =
+      SubmitAndFollow(stub, spec, workers, quiet,
+                      absl::StrCat(reverse ? "Isolating the companions the other way: "
+                                           : "Isolating the companions: ",
+                                   isolation->Subject(1), ":"));
+  return {*std::move(isolation), std::move(status)};
+}
+
 // --isolate-companions: when a companion pin moved between the last good and the first bad
-// artifact of `artifacts` (a finished job over `axis`'s ledger), the isolation ledger bisected
-// with the artifact job's `spec` on the same workers. nullopt when no pin moved (said unless
-// `quiet`); the isolation axis and the job's end otherwise.
+// artifact of `artifacts` (a finished job over `axis`'s ledger), both pairings bisected with the
+// artifact job's `spec` on the same workers. nullopt when no pin moved (said unless `quiet`).
 std::optional<CompanionIsolation> IsolateCompanions(const ArtifactAxis& axis,
                                                     const v1::JobStatus& artifacts,
-                                                    v1::JobSpec spec, const std::string& ledger_dir,
+                                                    const v1::JobSpec& spec,
+                                                    const std::string& ledger_dir,
                                                     v1::CoordinatorService::StubInterface* stub,
                                                     int workers, bool quiet) {
   const std::optional<ArtifactAxis::Step> step = axis.StepOf(artifacts);
   if (!step.has_value()) return std::nullopt;
-  const ArtifactVersion& last_good = step->last_good;
-  const ArtifactVersion& first_bad = step->first_bad;
   const std::vector<CompanionChange> changes =
-      axis.CompanionsBetween(last_good.version, first_bad.version);
+      axis.CompanionsBetween(step->last_good.version, step->first_bad.version);
   if (changes.empty()) {
     if (!quiet) std::cout << "--isolate-companions: no companion pin moved, nothing to isolate\n";
     return std::nullopt;
   }
-  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
-  absl::StatusOr<ArtifactAxis> isolation =
-      axis.IsolateCompanions(last_good, first_bad, changes, ledger_dir, runner.get());
-  if (!isolation.ok()) return CompanionIsolation{axis, isolation.status()};
-  isolation->ApplyTo(&spec, spec.env().at(kBenchDirEnv));
-  spec.set_description(absl::StrCat("the companions of ", first_bad.version, " isolated"));
-  return CompanionIsolation{*isolation, SubmitAndFollow(stub, spec, workers, quiet,
-                                                        absl::StrCat("Isolating the companions of ",
-                                                                     first_bad.version, ":"))};
+  CompanionIsolation isolation{
+      IsolatePairing(axis, *step, changes, false, spec, ledger_dir, stub, workers, quiet),
+      IsolatePairing(axis, *step, changes, true, spec, ledger_dir, stub, workers, quiet)};
+  return isolation;
+}
+
+// One pairing's words on the terminal and its --json form.
+nlohmann::json ReportPairing(const IsolationPairing& pairing) {
+  nlohmann::json out = {{"verdict", pairing.Verdict()}};
+  if (!pairing.status.ok()) {
+    std::cerr << "kbisect: " << pairing.status.status().message() << "\n";
+    out["error"] = std::string(pairing.status.status().message());
+    return out;
+  }
+  std::cout << pairing.axis->IsolationText(*pairing.status);
+  out["job"] = nlohmann::json::parse(StatusToJson(*pairing.status));
+  return out;
 }
 
 // The isolation's words on the terminal and, in --json, `artifacts.isolation`.
-void ReportIsolation(const CompanionIsolation& isolation, const JobOutputs& outputs) {
-  std::string verdict = "error";
-  if (!isolation.status.ok()) {
-    std::cerr << "kbisect: " << isolation.status.status().message() << "\n";
-  } else {
-    std::cout << isolation.axis.IsolationText(*isolation.status);
-    verdict = isolation.axis.IsolationVerdict(*isolation.status);
+void ReportIsolation(const CompanionIsolation& isolation, const std::string& name,
+                     const JobOutputs& outputs) {
+  const nlohmann::json forward = ReportPairing(isolation.forward);
+  const nlohmann::json reverse = ReportPairing(isolation.reverse);
+  const std::string verdict = isolation.Verdict();
+  if (verdict == "both") {
+    std::cout << "Companions isolated both ways: each pairing is partly slow: " << name
+              << " and its companions each moved part of the step, or the step needs the two "
+                 "together\n";
   }
   EditJsonResult(outputs.json_file, [&](nlohmann::json* result) {
     if (!result->contains("artifacts")) return;
-    nlohmann::json& out = (*result)["artifacts"]["isolation"];
-    out = {{"verdict", verdict}};
-    if (isolation.status.ok()) out["job"] = nlohmann::json::parse(StatusToJson(*isolation.status));
+    (*result)["artifacts"]["isolation"] = {
+        {"verdict", verdict}, {"forward", forward}, {"reverse", reverse}};
   });
 }
 
@@ -168,6 +199,14 @@ void ReportArtifacts(const ArtifactAxis& axis, const v1::JobStatus& status,
 
 }  // namespace
 
+std::string IsolationPairing::Verdict() const {
+  return status.ok() && axis.has_value() ? axis->IsolationVerdict(*status) : "error";
+}
+
+std::string CompanionIsolation::Verdict() const {
+  return CombineIsolationVerdicts(forward.Verdict(), reverse.Verdict());
+}
+
 int PrepareArtifacts(const ArtifactFlags& flags, const JobOptions& options,
                      const ArtifactPlaces& places, v1::JobSpec* spec,
                      std::optional<ArtifactAxis>* axis, std::optional<v1::JobSpec>* commit_stage) {
@@ -237,8 +276,7 @@ ArtifactStages RunArtifactStages(const ArtifactAxis& axis, const v1::JobStatus& 
         IsolateCompanions(axis, artifacts, artifact_spec, ledger_dir, stub, workers, quiet);
   }
   const bool companions_moved_it =
-      stages.isolation.has_value() && stages.isolation->status.ok() &&
-      stages.isolation->axis.IsolationVerdict(*stages.isolation->status) == "companions";
+      stages.isolation.has_value() && stages.isolation->Verdict() == "companions";
   if (commit_stage.has_value() && !companions_moved_it) {
     stages.commits = BisectCommitsBetween(axis, artifacts, *commit_stage, stub, workers, quiet);
   }
@@ -248,7 +286,9 @@ ArtifactStages RunArtifactStages(const ArtifactAxis& axis, const v1::JobStatus& 
 int ReportArtifactStages(const ArtifactAxis& axis, const v1::JobStatus& artifacts,
                          const ArtifactStages& stages, const JobOptions& options, int code) {
   ReportArtifacts(axis, artifacts, options, stages.commits.has_value());
-  if (stages.isolation.has_value()) ReportIsolation(*stages.isolation, options.outputs);
+  if (stages.isolation.has_value()) {
+    ReportIsolation(*stages.isolation, axis.name(), options.outputs);
+  }
   if (stages.commits.has_value()) return ReportCommitStage(*stages.commits, options.outputs);
   return code;
 }

@@ -40,10 +40,24 @@ absl::StatusOr<v1::JobStatus> SubmitAndFollow(v1::CoordinatorService::StubInterf
                                               const v1::JobSpec& spec, int workers, bool quiet,
                                               const std::string& heading);
 
-// The isolation ledger of --isolate-companions and its job's end.
-struct CompanionIsolation {
-  ArtifactAxis axis;
+// One pairing of --isolate-companions: its ledger (none when it could not be written) and its
+// job's end.
+struct IsolationPairing {
+  std::optional<ArtifactAxis> axis;
   absl::StatusOr<v1::JobStatus> status;
+
+  // ArtifactAxis::IsolationVerdict of the job, or "error".
+  std::string Verdict() const;
+};
+
+// --isolate-companions: the first bad artifact with the last good one's companions (forward)
+// and the last good artifact with the first bad one's (reverse).
+struct CompanionIsolation {
+  IsolationPairing forward;
+  IsolationPairing reverse;
+
+  // CombineIsolationVerdicts of the two.
+  std::string Verdict() const;
 };
 
 // What followed an artifact bisect on the same workers: the companions isolated and the commits

@@ -299,14 +299,23 @@ TEST_F(ArtifactTest, IsolatingTheCompanionsSaysWhichOfTheTwoMovedTheMetric) {
     EXPECT_THAT(run.out, HasSubstr("Companion pin changed: kern-triton 3.2.0+git4b3bb1f8 -> "
                                    "3.3.0+git96316ce5"));
     const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+    // Both pairings: the first bad kern with the old kern-triton, the last good with the new.
+    const std::string expected = mode == "companion" ? "companions" : "artifact";
     if (mode == "companion") {
       EXPECT_THAT(run.out, HasSubstr("Companions isolated: the step came with kern-triton "
                                      "3.2.0+git4b3bb1f8 -> 3.3.0+git96316ce5"));
-      EXPECT_EQ(result["artifacts"]["isolation"]["verdict"], "companions") << run.out;
+      EXPECT_THAT(run.out, HasSubstr("Companions isolated (reversed): the step came with "
+                                     "kern-triton 3.2.0+git4b3bb1f8 -> 3.3.0+git96316ce5: kern "
+                                     "1.0.dev20260105 with kern-triton 3.3.0+git96316ce5 is "
+                                     "already slow"));
     } else {
       EXPECT_THAT(run.out, HasSubstr("Companions isolated: the step is kern's own"));
-      EXPECT_EQ(result["artifacts"]["isolation"]["verdict"], "artifact") << run.out;
+      EXPECT_THAT(run.out, HasSubstr("Companions isolated (reversed): the step is kern's own"));
     }
+    const nlohmann::json& isolation = result["artifacts"]["isolation"];
+    EXPECT_EQ(isolation["verdict"], expected) << run.out;
+    EXPECT_EQ(isolation["forward"]["verdict"], expected) << run.out;
+    EXPECT_EQ(isolation["reverse"]["verdict"], expected) << run.out;
     EXPECT_EQ(UserEnvironment(), before) << "the bisect changed the user's virtualenv";
   }
 }

@@ -123,6 +123,17 @@ TEST(CompanionChangesTest, PinsThatMovedAreNamed) {
   EXPECT_EQ(changes[0].after, "3.3.0+git96316ce5");
 }
 
+TEST(CombineIsolationVerdictsTest, BothPairingsMustAgree) {
+  EXPECT_EQ(CombineIsolationVerdicts("artifact", "artifact"), "artifact");
+  EXPECT_EQ(CombineIsolationVerdicts("companions", "companions"), "companions");
+  EXPECT_EQ(CombineIsolationVerdicts("artifact", "companions"), "both");
+  EXPECT_EQ(CombineIsolationVerdicts("companions", "artifact"), "both");
+  EXPECT_EQ(CombineIsolationVerdicts("error", "companions"), "companions");
+  EXPECT_EQ(CombineIsolationVerdicts("artifact", "error"), "artifact");
+  EXPECT_EQ(CombineIsolationVerdicts("none", "artifact"), "undecided");
+  EXPECT_EQ(CombineIsolationVerdicts("none", "none"), "none");
+}
+
 // The command runs for real with the python3 on PATH: pip is installed there, and says no commit.
 TEST(TrackedPackageToolTest, PrintsTheInstalledVersion) {
   absl::StatusOr<std::pair<std::string, std::string>> tool = TrackedPackageTool("pip");
