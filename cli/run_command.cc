@@ -115,49 +115,57 @@ std::string BuildIsolationText(v1::BuildIsolation isolation,
                       " (pip installs land there; $KBISECT_PREFIX for the rest)");
 }
 
-}  // namespace
-
-int RunCommand(int argc, char** argv) {
+// `kbisect run`'s flags, as given.
+struct RunFlags {
   JobOptions options;
-  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &options.bench_command);
+  std::string cache_dir = DefaultCacheDir();
+  int build_cache_size = kDefaultBuildCacheSize;
+  bool no_compiler_cache = false;
+  int build_ahead = DefaultBuildAhead();
+  bool quiet = false;
+  bool fresh = false;
+  ArtifactFlags artifact;
+  std::string serve;
+};
+
+// Registers `kbisect run`'s own flags (beyond the job's) on `app`.
+void AddRunFlags(CLI::App* app, RunFlags* f) {
+  app->add_option("--cache-dir", f->cache_dir, "Mirrors, worker checkouts and builds")
+      ->capture_default_str();
+  app->add_option("--build-cache-size", f->build_cache_size,
+                  "Built checkouts kept under CACHE_DIR/builds for --build; a commit already "
+                  "built is not built again, and a new build starts from the nearest one built "
+                  "(taken over or copied), so builds stay incremental. 0 builds in each worker's "
+                  "own checkout")
+      ->capture_default_str()
+      ->check(WholeNumberIn(0, 100000, "builds"));
+  app->add_flag("--no-compiler-cache", f->no_compiler_cache,
+                "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
+                "by default when ccache is installed");
+  app->add_option("--build-ahead", f->build_ahead,
+                  "Builds (--build) prepared at once, at low priority, for the commits the next "
+                  "round will probe whichever way the running probes come out; a probe then "
+                  "finds its commit built. Default: half the cores, less one. 0 disables it")
+      ->capture_default_str()
+      ->check(WholeNumberIn(0, 1024, "builds"));
+  app->add_flag("-q,--quiet", f->quiet, "Print only the final report");
+  app->add_flag("--fresh", f->fresh,
+                "Start over instead of resuming this bisect's interrupted run (a run killed, "
+                "rebooted or stopped with Ctrl-C resumes when the same command runs again)");
+  AddArtifactFlags(app, &f->artifact);
+  app->add_option("--serve", f->serve,
+                  "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
+                  "host defaults to 127.0.0.1) while it runs, and print its URL");
+}
+
+// Parses `kbisect run`'s command line into `f`. Returns -1 to go on, else the exit code.
+int ParseRunFlags(int argc, char** argv, RunFlags* f) {
+  std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &f->options.bench_command);
   CLI::App app{"Find the commit that made a benchmark slower, probing several commits at once.",
                "kbisect run"};
   app.footer(kRunHelpFooter);
-  AddJobOptions(&app, &options);
-  std::string cache_dir = DefaultCacheDir();
-  app.add_option("--cache-dir", cache_dir, "Mirrors, worker checkouts and builds")
-      ->capture_default_str();
-  int build_cache_size = kDefaultBuildCacheSize;
-  app.add_option("--build-cache-size", build_cache_size,
-                 "Built checkouts kept under CACHE_DIR/builds for --build; a commit already "
-                 "built is not built again, and a new build starts from the nearest one built "
-                 "(taken over or copied), so builds stay incremental. 0 builds in each worker's "
-                 "own checkout")
-      ->capture_default_str()
-      ->check(WholeNumberIn(0, 100000, "builds"));
-  bool no_compiler_cache = false;
-  app.add_flag("--no-compiler-cache", no_compiler_cache,
-               "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
-               "by default when ccache is installed");
-  int build_ahead = DefaultBuildAhead();
-  app.add_option("--build-ahead", build_ahead,
-                 "Builds (--build) prepared at once, at low priority, for the commits the next "
-                 "round will probe whichever way the running probes come out; a probe then finds "
-                 "its commit built. Default: half the cores, less one. 0 disables it")
-      ->capture_default_str()
-      ->check(WholeNumberIn(0, 1024, "builds"));
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "Print only the final report");
-  bool fresh = false;
-  app.add_flag("--fresh", fresh,
-               "Start over instead of resuming this bisect's interrupted run (a run killed, "
-               "rebooted or stopped with Ctrl-C resumes when the same command runs again)");
-  ArtifactFlags artifact;
-  AddArtifactFlags(&app, &artifact);
-  std::string serve;
-  app.add_option("--serve", serve,
-                 "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
-                 "host defaults to 127.0.0.1) while it runs, and print its URL");
+  AddJobOptions(&app, &f->options);
+  AddRunFlags(&app, f);
   std::reverse(args.begin(), args.end());
   args.pop_back();  // The subcommand name.
   try {
@@ -165,9 +173,24 @@ int RunCommand(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ReportParseError(app, e);
   }
+  return -1;
+}
 
-  // The flags are checked first (a --metric that does not compile is a usage error), then the
-  // repository is resolved: both before anything starts (no cluster, no worker, no mirror).
+// The job a run asks for, resolved before anything starts (no cluster, no worker, no mirror).
+struct RunPlan {
+  v1::JobSpec spec;
+  // --artifact: the ledger the job bisects, and the commit stage after it (--repo).
+  std::optional<ArtifactAxis> axis;
+  std::optional<v1::JobSpec> commit_stage;
+  // --find-good: how many commits the lookback may go back.
+  int max_lookback = 0;
+};
+
+// Checks the flags (a --metric that does not compile is a usage error), prepares the artifact
+// ledger, resolves the repository and, with --find-good --since, how far back to look. Returns
+// -1 to go on, else the exit code after saying what was wrong.
+int PlanRun(const RunFlags& f, RunPlan* plan) {
+  const JobOptions& options = f.options;
   std::string repo_path = options.repo.empty() ? "." : options.repo;
   absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, repo_path);
   if (!spec.ok()) {
@@ -175,15 +198,15 @@ int RunCommand(int argc, char** argv) {
               << "Run `kbisect run --help` for usage.\n";
     return kExitUsage;
   }
+  plan->spec = *std::move(spec);
   // --artifact: the revisions are an index's versions, written as a ledger the job bisects.
-  std::optional<ArtifactAxis> axis;
-  std::optional<v1::JobSpec> commit_stage;
-  if (artifact.enabled()) {
+  if (f.artifact.enabled()) {
     std::error_code error;
-    const ArtifactPlaces places{cache_dir, std::filesystem::current_path(error).string()};
-    const int failed = PrepareArtifacts(artifact, options, places, &*spec, &axis, &commit_stage);
+    const ArtifactPlaces places{f.cache_dir, std::filesystem::current_path(error).string()};
+    const int failed = PrepareArtifacts(f.artifact, options, places, &plan->spec, &plan->axis,
+                                        &plan->commit_stage);
     if (failed != 0) return failed;
-    repo_path = axis->ledger();
+    repo_path = plan->axis->ledger();
   }
   absl::StatusOr<std::unique_ptr<GitRepo>> repo = GitRepo::Open(repo_path);
   if (!repo.ok()) {
@@ -192,25 +215,31 @@ int RunCommand(int argc, char** argv) {
   }
   const std::string repository =
       (*repo)->workdir().empty() ? (*repo)->git_dir() : (*repo)->workdir();
-  spec->set_repository(repository);
+  plan->spec.set_repository(repository);
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
-  const absl::StatusOr<int> max_lookback = LookbackReach(
-      options.since, options.max_lookback, repository, spec->bad().empty() ? "HEAD" : spec->bad());
+  const std::string bad = plan->spec.bad().empty() ? "HEAD" : plan->spec.bad();
+  const absl::StatusOr<int> max_lookback =
+      LookbackReach(options.since, options.max_lookback, repository, bad);
   if (!max_lookback.ok()) {
     std::cerr << "kbisect: " << max_lookback.status().message() << "\n";
     return max_lookback.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
                                                                               : kExitError;
   }
   if (options.find_good && *max_lookback == 0) {
-    std::cerr << "kbisect: "
-              << NothingSinceText(options.since, spec->bad().empty() ? "HEAD" : spec->bad())
-              << "\n";
+    std::cerr << "kbisect: " << NothingSinceText(options.since, bad) << "\n";
     return kExitNoRegression;
   }
-  // A scheduler's binding (CUDA_VISIBLE_DEVICES set by Slurm or a container runtime) decides
-  // which devices the slots get and, without --workers, how many there are.
+  plan->max_lookback = *max_lookback;
+  return -1;
+}
+
+// The local cluster's shape: a scheduler's binding (CUDA_VISIBLE_DEVICES set by Slurm or a
+// container runtime) decides which devices the slots get and, without --workers, how many there
+// are; else --workers, else one per local GPU (at least one). Returns -1 to go on, else the exit
+// code after saying what was wrong.
+int PlanSlots(const RunFlags& f, LocalClusterOptions* cluster) {
   const std::map<std::string, std::string> environment = EnvironmentMap();
-  absl::StatusOr<std::vector<std::string>> bound = LocalSlotDevices(environment, options.workers);
+  absl::StatusOr<std::vector<std::string>> bound = LocalSlotDevices(environment, f.options.workers);
   if (!bound.ok()) {
     std::cerr << "kbisect: " << bound.status().message() << "\n";
     return kExitUsage;
@@ -221,191 +250,267 @@ int RunCommand(int argc, char** argv) {
                     auto it = environment.find(name);
                     return it != environment.end() && !it->second.empty();
                   });
-  int workers = options.workers;
+  int workers = f.options.workers;
   if (workers <= 0 && scheduler_bound) workers = static_cast<int>(bound->size());
   if (workers <= 0) {
     std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
     workers = std::max(1, CountLocalGpus(runner.get()));
   }
-  spec->set_max_workers(0);
-
-  LocalClusterOptions cluster_options;
-  cluster_options.workers = workers;
+  cluster->workers = workers;
   if (scheduler_bound) {
-    cluster_options.slot_devices = *bound;
-    cluster_options.slot_devices.resize(workers);
+    cluster->slot_devices = *bound;
+    cluster->slot_devices.resize(workers);
   }
-  cluster_options.cache_dir = cache_dir;
-  cluster_options.build_cache_size = build_cache_size;
-  cluster_options.compiler_cache = !no_compiler_cache;
-  cluster_options.build_ahead = build_ahead;
-  // Measurements are kept across runs in the cache dir and reused where the GPU that made them
-  // has not drifted (coordinator/job/result_reuse.h). A cache that cannot be opened costs the
-  // reuse, never the bisect.
+  cluster->cache_dir = f.cache_dir;
+  cluster->build_cache_size = f.build_cache_size;
+  cluster->compiler_cache = !f.no_compiler_cache;
+  cluster->build_ahead = f.build_ahead;
+  return -1;
+}
+
+// What a run keeps on disk: the result cache and the job's journal.
+struct RunStores {
+  // Measurements kept across runs in the cache dir and reused where the GPU that made them has
+  // not drifted (coordinator/job/result_reuse.h); null with --no-cache or when it cannot be
+  // opened (which costs the reuse, never the bisect).
   std::unique_ptr<ResultCache> result_cache;
-  if (!spec->no_cache()) {
+  // The job's journal: the same command run again after a crash or Ctrl-C resumes from it.
+  // Null with --find-good, which runs several jobs and is not journaled.
+  std::unique_ptr<SqliteJobStore> journal;
+  std::string journal_path;
+
+  // Closes the journal and removes it: nothing is left to resume.
+  void DropJournal() {
+    if (journal == nullptr) return;
+    journal.reset();
+    RemoveRunJournal(journal_path);
+  }
+};
+
+// Opens the stores for `spec` and points the cluster's coordinator at them. Returns -1 to go
+// on, else the exit code after saying what was wrong.
+int OpenRunStores(const RunFlags& f, const v1::JobSpec& spec, RunStores* stores,
+                  LocalClusterOptions* cluster) {
+  if (!spec.no_cache()) {
     absl::StatusOr<std::unique_ptr<ResultCache>> opened =
-        OpenSqliteResultCache(DefaultResultCachePath(cache_dir));
+        OpenSqliteResultCache(DefaultResultCachePath(f.cache_dir));
     if (opened.ok()) {
-      result_cache = *std::move(opened);
-      cluster_options.coordinator.result_cache = result_cache.get();
+      stores->result_cache = *std::move(opened);
+      cluster->coordinator.result_cache = stores->result_cache.get();
     } else {
       std::cerr << "kbisect: warning: not reusing earlier results: " << opened.status().message()
                 << "\n";
     }
   }
-  // The job's journal: the same command run again after a crash or Ctrl-C resumes from it.
-  // (--find-good runs several jobs and is not journaled.)
-  const std::string journal_path = RunJournalPath(cache_dir, *spec);
-  absl::StatusOr<std::unique_ptr<SqliteJobStore>> journal = std::unique_ptr<SqliteJobStore>();
-  if (!options.find_good) {
-    if (fresh) RemoveRunJournal(journal_path);
-    journal = OpenRunJournal(journal_path);
-    if (!journal.ok()) {
-      std::cerr << "kbisect: " << journal.status().message() << "\n";
-      return kExitError;
-    }
-    cluster_options.coordinator.store = journal->get();
-    cluster_options.coordinator.abort_on_store_failure = true;
+  stores->journal_path = RunJournalPath(f.cache_dir, spec);
+  if (f.options.find_good) return -1;
+  if (f.fresh) RemoveRunJournal(stores->journal_path);
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> journal = OpenRunJournal(stores->journal_path);
+  if (!journal.ok()) {
+    std::cerr << "kbisect: " << journal.status().message() << "\n";
+    return kExitError;
   }
-  std::unique_ptr<LocalCluster> cluster;
-  std::atomic<bool> stop_requested{false};
-  std::string job_id;
-  kbisect::Mutex job_mu;
-  TerminationWatcher interrupt([&] {
-    // The job stays in its journal: the same command resumes it.
-    std::cerr << "\nkbisect: interrupted; stopping every worker. The bisect is kept: run the "
-                 "same command again to resume it (--fresh starts over)\n";
-    stop_requested = true;
-    kbisect::MutexLock lock(&job_mu);
-    if (cluster != nullptr) cluster->StopWorkers();
-  });
-  {
-    absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(cluster_options);
-    if (!started.ok()) {
-      std::cerr << "kbisect: cannot start the local coordinator: " << started.status().message()
-                << "\n";
-      return kExitError;
-    }
-    kbisect::MutexLock lock(&job_mu);
-    cluster = *std::move(started);
-  }
+  stores->journal = *std::move(journal);
+  cluster->coordinator.store = stores->journal.get();
+  cluster->coordinator.abort_on_store_failure = true;
+  return -1;
+}
 
-  // From here on the CLI is a plain gRPC client of the coordinator, as in cluster mode.
-  auto channel = grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials());
-  auto stub = v1::CoordinatorService::NewStub(channel);
-  v1::SubmitJobResponse submitted;
-  if (options.find_good) {
+// The embedded cluster of a run and the Ctrl-C that stops it: the watcher and the main thread
+// both reach the cluster, under the lock.
+class LocalRun {
+ public:
+  LocalRun()
+      : interrupt_([this] {
+          // The job stays in its journal: the same command resumes it.
+          std::cerr << "\nkbisect: interrupted; stopping every worker. The bisect is kept: run "
+                       "the same command again to resume it (--fresh starts over)\n";
+          stop_requested_ = true;
+          StopWorkers();
+        }) {}
+
+  // Starts the cluster. Errors: LocalCluster::Start's.
+  absl::Status Start(const LocalClusterOptions& options) {
+    ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> started, LocalCluster::Start(options));
+    kbisect::MutexLock lock(&mu_);
+    cluster_ = std::move(started);
+    return absl::OkStatus();
+  }
+  void StopWorkers() {
+    kbisect::MutexLock lock(&mu_);
+    if (cluster_ != nullptr) cluster_->StopWorkers();
+  }
+  // Stops and drops the cluster.
+  void Reset() {
+    kbisect::MutexLock lock(&mu_);
+    cluster_.reset();
+  }
+  // The cluster, once started; only the main thread calls this.
+  LocalCluster* cluster() {
+    kbisect::MutexLock lock(&mu_);
+    return cluster_.get();
+  }
+  bool interrupted() const { return interrupt_.signalled() || stop_requested_; }
+
+ private:
+  kbisect::Mutex mu_;
+  std::unique_ptr<LocalCluster> cluster_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stop_requested_{false};
+  TerminationWatcher interrupt_;
+};
+
+// The job the run follows: --find-good's kept job, the interrupted job this command resumes, or
+// a new one. Returns -1 to go on (with `submitted` set), else the exit code after saying why.
+int StartRunJob(const RunFlags& f, const RunPlan& plan, int workers, LocalRun* run,
+                v1::CoordinatorService::StubInterface* stub, RunStores* stores,
+                v1::SubmitJobResponse* submitted) {
+  Coordinator* coordinator = run->cluster()->coordinator();
+  if (f.options.find_good) {
     // GOOD is found by looking back; the job kept bisects from it.
     absl::StatusOr<FindGoodResult> found =
-        FindGood(stub.get(), *spec, *max_lookback, workers, quiet ? nullptr : &std::cout);
-    const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();
+        FindGood(stub, plan.spec, plan.max_lookback, workers, f.quiet ? nullptr : &std::cout);
+    const std::string bad = plan.spec.bad().empty() ? "HEAD" : plan.spec.bad();
     if (!found.ok() || found->job_id.empty()) {
       if (found.ok()) {
-        std::cerr << "kbisect: " << NothingBetterText(*found, bad, options.since) << "\n";
+        std::cerr << "kbisect: " << NothingBetterText(*found, bad, f.options.since) << "\n";
       }
       if (!found.ok()) std::cerr << "kbisect: " << found.status().message() << "\n";
-      kbisect::MutexLock lock(&job_mu);
-      cluster->StopWorkers();
+      run->StopWorkers();
       return found.ok() ? kExitNoRegression : kExitError;
     }
-    if (!quiet) std::cout << FoundGoodText(*found, bad) << "\n";
-    absl::StatusOr<v1::JobStatus> job = cluster->coordinator()->GetJob(found->job_id);
+    if (!f.quiet) std::cout << FoundGoodText(*found, bad) << "\n";
+    absl::StatusOr<v1::JobStatus> job = coordinator->GetJob(found->job_id);
     if (!job.ok()) {
       std::cerr << "kbisect: " << job.status().message() << "\n";
       return kExitError;
     }
-    submitted.set_job_id(found->job_id);
-    *submitted.mutable_job() = *std::move(job);
-  } else if (std::optional<v1::JobStatus> interrupted = InterruptedJob(*cluster->coordinator())) {
-    if (!quiet) std::cout << ResumingText(*interrupted, absl::LocalTimeZone()) << "\n";
-    submitted.set_job_id(interrupted->job_id());
-    submitted.set_existing(true);
-    *submitted.mutable_job() = *std::move(interrupted);
-  } else {
-    v1::SubmitJobRequest submit;
-    *submit.mutable_spec() = *spec;
-    grpc::ClientContext context;
-    grpc::Status status = stub->SubmitJob(&context, submit, &submitted);
-    if (!status.ok()) {
-      std::cerr << "kbisect: " << status.error_message() << "\n";
-      kbisect::MutexLock lock(&job_mu);
-      cluster.reset();
-      if (*journal != nullptr) {
-        journal->reset();
-        RemoveRunJournal(journal_path);
-      }
-      return kExitError;
-    }
+    submitted->set_job_id(found->job_id);
+    *submitted->mutable_job() = *std::move(job);
+    return -1;
   }
-  {
-    kbisect::MutexLock lock(&job_mu);
-    job_id = submitted.job_id();
+  if (std::optional<v1::JobStatus> interrupted = InterruptedJob(*coordinator)) {
+    if (!f.quiet) std::cout << ResumingText(*interrupted, absl::LocalTimeZone()) << "\n";
+    submitted->set_job_id(interrupted->job_id());
+    submitted->set_existing(true);
+    *submitted->mutable_job() = *std::move(interrupted);
+    return -1;
   }
-  if (!quiet) PrintJobHeader(submitted.job(), workers, std::cout);
-  if (!quiet && !spec->build_command().empty()) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = plan.spec;
+  grpc::ClientContext context;
+  grpc::Status status = stub->SubmitJob(&context, submit, submitted);
+  if (!status.ok()) {
+    std::cerr << "kbisect: " << status.error_message() << "\n";
+    run->Reset();
+    stores->DropJournal();
+    return kExitError;
+  }
+  return -1;
+}
+
+// The job's header, where builds install and, with --serve, the live page (returned: it serves
+// while it lives). Returns -1 to go on, else the exit code after saying what was wrong.
+int AnnounceRunJob(const RunFlags& f, const v1::JobSpec& spec,
+                   const v1::SubmitJobResponse& submitted, int workers, LocalRun* run,
+                   std::unique_ptr<MetricsHttpServer>* pages) {
+  if (!f.quiet) PrintJobHeader(submitted.job(), workers, std::cout);
+  if (!f.quiet && !spec.build_command().empty()) {
     std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
     BuildLayers layers(runner.get(), BuildLayers::ProcessEnvironment());
-    std::cout << BuildIsolationText(spec->build_isolation(), layers.Base()) << "\n";
+    std::cout << BuildIsolationText(spec.build_isolation(), layers.Base()) << "\n";
   }
-  std::unique_ptr<MetricsHttpServer> pages;
-  if (!serve.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
-        ServeJobPages(serve, cluster->coordinator());
-    if (!started.ok()) {
-      std::cerr << "kbisect: " << started.status().message() << "\n";
-      kbisect::MutexLock lock(&job_mu);
-      (void)cluster->coordinator()->CancelJob(submitted.job_id(), "--serve failed");
-      cluster->StopWorkers();
-      return kExitUsage;
-    }
-    pages = *std::move(started);
-    std::cout << "Job page: http://" << ServeHost(serve) << ":" << pages->port() << "/jobs/"
-              << submitted.job_id() << "\n"
-              << std::flush;
+  if (f.serve.empty()) return -1;
+  Coordinator* coordinator = run->cluster()->coordinator();
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = ServeJobPages(f.serve, coordinator);
+  if (!started.ok()) {
+    std::cerr << "kbisect: " << started.status().message() << "\n";
+    (void)coordinator->CancelJob(submitted.job_id(), "--serve failed");
+    run->StopWorkers();
+    return kExitUsage;
   }
+  *pages = *std::move(started);
+  std::cout << "Job page: http://" << ServeHost(f.serve) << ":" << (*pages)->port() << "/jobs/"
+            << submitted.job_id() << "\n"
+            << std::flush;
+  return -1;
+}
 
-  v1::JobStatus final_status;
-  JobFollower follower(stub.get(), submitted.job_id());
+// Follows the job to its end, printing its progress lines unless --quiet. Returns its final
+// status and whether it finished (false: interrupted or lost, the status as it stands).
+std::pair<v1::JobStatus, bool> FollowRunJob(const RunFlags& f,
+                                            const v1::SubmitJobResponse& submitted, int workers,
+                                            LocalRun* run,
+                                            v1::CoordinatorService::StubInterface* stub) {
+  JobFollower follower(stub, submitted.job_id());
   ProgressLines lines(submitted.job(), workers);
   absl::StatusOr<v1::JobStatus> followed = follower.Follow([&](const v1::JobEvent& e) {
-    if (!quiet && IsProgressLine(e)) std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
+    if (!f.quiet && IsProgressLine(e)) {
+      std::cout << lines.Line(e, absl::Now()) << "\n" << std::flush;
+    }
   });
-  const bool finished = followed.ok();
-  if (finished) final_status = *std::move(followed);
-  if (!finished) {
-    absl::StatusOr<v1::JobStatus> status = cluster->coordinator()->GetJob(submitted.job_id());
-    if (status.ok()) final_status = *status;
-  }
-  ArtifactStages stages;
-  if (finished && axis.has_value() && !stop_requested) {
-    stages = RunArtifactStages(*axis, final_status, *spec, commit_stage,
-                               artifact.isolate_companions, cache_dir, stub.get(), workers, quiet);
-  }
-  {
-    kbisect::MutexLock lock(&job_mu);
-    cluster->StopWorkers();
-  }
+  if (followed.ok()) return {*std::move(followed), true};
+  absl::StatusOr<v1::JobStatus> status = run->cluster()->coordinator()->GetJob(submitted.job_id());
+  return {status.ok() ? *std::move(status) : v1::JobStatus(), false};
+}
 
-  int code = ReportFinalStatus(final_status, options.outputs);
-  if (axis.has_value()) code = ReportArtifactStages(*axis, final_status, stages, options, code);
-  if (finished) {
-    // `kbisect log` prints it; `--replay` starts from it.
-    std::error_code ec;
-    std::filesystem::create_directories(
-        std::filesystem::path(LastRunLogPath(cache_dir)).parent_path(), ec);
-    std::ofstream log(LastRunLogPath(cache_dir));
-    log << FormatJobLog(final_status);
+// Keeps the finished job's log where `kbisect log` prints it and `--replay` starts from it.
+void KeepLastRunLog(const std::string& cache_dir, const v1::JobStatus& status) {
+  std::error_code ec;
+  std::filesystem::create_directories(
+      std::filesystem::path(LastRunLogPath(cache_dir)).parent_path(), ec);
+  std::ofstream log(LastRunLogPath(cache_dir));
+  log << FormatJobLog(status);
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  RunFlags f;
+  if (int code = ParseRunFlags(argc, argv, &f); code >= 0) return code;
+  RunPlan plan;
+  if (int code = PlanRun(f, &plan); code >= 0) return code;
+  LocalClusterOptions cluster_options;
+  if (int code = PlanSlots(f, &cluster_options); code >= 0) return code;
+  const int workers = cluster_options.workers;
+  plan.spec.set_max_workers(0);
+  RunStores stores;
+  if (int code = OpenRunStores(f, plan.spec, &stores, &cluster_options); code >= 0) return code;
+
+  LocalRun run;
+  if (absl::Status started = run.Start(cluster_options); !started.ok()) {
+    std::cerr << "kbisect: cannot start the local coordinator: " << started.message() << "\n";
+    return kExitError;
   }
-  if (interrupt.signalled() || stop_requested) return kExitInterrupted;
+  // From here on the CLI is a plain gRPC client of the coordinator, as in cluster mode.
+  auto channel = grpc::CreateChannel(run.cluster()->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::CoordinatorService::NewStub(channel);
+  v1::SubmitJobResponse submitted;
+  if (int code = StartRunJob(f, plan, workers, &run, stub.get(), &stores, &submitted); code >= 0) {
+    return code;
+  }
+  std::unique_ptr<MetricsHttpServer> pages;
+  if (int code = AnnounceRunJob(f, plan.spec, submitted, workers, &run, &pages); code >= 0) {
+    return code;
+  }
+  const auto [final_status, finished] = FollowRunJob(f, submitted, workers, &run, stub.get());
+  ArtifactStages stages;
+  if (finished && plan.axis.has_value() && !run.interrupted()) {
+    stages =
+        RunArtifactStages(*plan.axis, final_status, plan.spec, plan.commit_stage,
+                          f.artifact.isolate_companions, f.cache_dir, stub.get(), workers, f.quiet);
+  }
+  run.StopWorkers();
+
+  int code = ReportFinalStatus(final_status, f.options.outputs);
+  if (plan.axis.has_value()) {
+    code = ReportArtifactStages(*plan.axis, final_status, stages, f.options, code);
+  }
+  if (finished) KeepLastRunLog(f.cache_dir, final_status);
+  if (run.interrupted()) return kExitInterrupted;
   if (finished) {
     // Nothing is left to resume.
-    kbisect::MutexLock lock(&job_mu);
-    cluster.reset();
-    if (*journal != nullptr) {
-      journal->reset();
-      RemoveRunJournal(journal_path);
-    }
+    run.Reset();
+    stores.DropJournal();
   }
   return code;
 }
