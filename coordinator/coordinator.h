@@ -58,6 +58,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -249,6 +250,17 @@ class Coordinator {
   // mutating if the calling thread sealed changes for commit meanwhile, and fires the
   // before_reply crash point.
   class ReplyPoint;
+
+  // A measurement to add to the result cache: written after the coordinator's lock is released.
+  struct CacheWrite {
+    std::string spec_digest;
+    v1::CachedResult record;
+  };
+  // CompleteLease under the lock: fences the lease, applies the result to its job and
+  // dispatches; sets `cache_write` to the measurement the result cache should keep.
+  absl::StatusOr<v1::CompleteLeaseResponse> CompleteLeaseLocked(
+      const v1::CompleteLeaseRequest& request, std::optional<CacheWrite>* cache_write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.
   // Every mutation of a BisectJob goes through here, live and during replay alike, so that

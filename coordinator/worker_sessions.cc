@@ -289,7 +289,22 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     const v1::CompleteLeaseRequest& request) {
   // The answer leaves only after the lock's release, i.e. after the result was committed.
   ReplyPoint reply(this);
-  WriteLock lock(this);
+  std::optional<CacheWrite> cache_write;
+  absl::StatusOr<v1::CompleteLeaseResponse> response;
+  {
+    WriteLock lock(this);
+    response = CompleteLeaseLocked(request, &cache_write);
+  }
+  // The measurement joins the result cache after the lock's release, so that a SQLite write
+  // holds up no other call; a failure costs a later reuse, not this bisect.
+  if (cache_write.has_value()) {
+    (void)options_.result_cache->Put(cache_write->spec_digest, cache_write->record);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLeaseLocked(
+    const v1::CompleteLeaseRequest& request, std::optional<CacheWrite>* cache_write) {
   if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
   if (!journal_.writable(mu_)) return journal_.Refusal(mu_, true);
   v1::CompleteLeaseResponse response;
@@ -332,11 +347,11 @@ absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
     call.task_id = lease.task_id;
     call.result = request.result();
     const CallResult result = ApplyLocked(lease.job_id, *job, std::move(call));
-    // The measurement joins the result cache; a failure costs a later reuse, not this bisect.
+    // The measurement joins the result cache once the lock is released (CompleteLease).
     if (options_.result_cache != nullptr && !job->job->status().spec().no_cache()) {
       std::optional<v1::CachedResult> record = job->job->CacheRecordOf(lease.task_id);
       if (record.has_value() && !record->tree_sha().empty()) {
-        (void)options_.result_cache->Put(job->spec_digest, *record);
+        *cache_write = CacheWrite{job->spec_digest, *std::move(record)};
       }
     }
     CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
