@@ -44,12 +44,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "common/search/bisect_search.h"
-#include "common/stats/stats.h"
-#include "common/spec/job_spec.h"
-#include "coordinator/job/bisect_job.h"
 #include "bench/noise_models.h"
+#include "common/search/bisect_search.h"
+#include "common/spec/job_spec.h"
+#include "common/stats/stats.h"
+#include "coordinator/job/bisect_job.h"
 #include "coordinator/job/probe_classifier.h"
+#include "report/words.h"
 
 namespace kbisect {
 namespace {
@@ -137,8 +138,9 @@ Outcome RunKbisect(int n, int culprit, double effect, int workers, const NoiseMo
     for (const v1::Probe& p : status.probes()) {
       std::fprintf(stderr, "  %s index=%d truth=%s verdict=%s runs=%d median=%.4f worker=%s %s\n",
                    v1::ProbeKind_Name(p.kind()).c_str(), p.index(),
-                   p.index() >= culprit ? "BAD" : "GOOD", VerdictWord(p.verdict()).c_str(),
-                   p.samples_size(), p.median(), p.worker().c_str(), p.message().c_str());
+                   p.index() >= culprit ? "BAD" : "GOOD",
+                   VerdictWord(p.verdict(), WordCase::kUpper).c_str(), p.samples_size(), p.median(),
+                   p.worker().c_str(), p.message().c_str());
     }
   }
   Outcome out;
@@ -395,8 +397,9 @@ Outcome RunPassFail(int n, int culprit, double bad_rate, double good_rate, int w
       for (const auto& r : p.runs()) (r.exit_code() == 0 ? passes : fails)++;
       std::fprintf(stderr, "  %s idx=%d %s verdict=%s pass=%d fail=%d r=%d %s\n",
                    v1::ProbeKind_Name(p.kind()).c_str() + 11, p.index(),
-                   p.index() >= culprit ? "BAD " : "good", VerdictWord(p.verdict()).c_str(), passes,
-                   fails, p.round(), p.message().c_str());
+                   p.index() >= culprit ? "BAD " : "good",
+                   VerdictWord(p.verdict(), WordCase::kUpper).c_str(), passes, fails, p.round(),
+                   p.message().c_str());
     }
   }
   Outcome out;
@@ -480,8 +483,8 @@ Outcome RunBayesect(int n, int culprit, double bad_rate, double good_rate, doubl
   std::vector<double> after_fail(n + 1);
   std::vector<double> after_pass(n + 1);
   while (out.bench_runs < max_total_runs) {
-    const int best_k = static_cast<int>(
-        std::max_element(posterior.begin() + 1, posterior.end()) - posterior.begin());
+    const int best_k = static_cast<int>(std::max_element(posterior.begin() + 1, posterior.end()) -
+                                        posterior.begin());
     if (posterior[best_k] >= confidence) break;
     const int total_fail = fail_below[n + 1];
     const int total_pass = pass_below[n + 1];
@@ -517,15 +520,14 @@ Outcome RunBayesect(int n, int culprit, double bad_rate, double good_rate, doubl
         median_distance = distance;
       }
     }
-    const bool failed =
-        std::bernoulli_distribution(choice >= culprit ? bad_rate : good_rate)(rng);
+    const bool failed = std::bernoulli_distribution(choice >= culprit ? bad_rate : good_rate)(rng);
     (failed ? fails : passes)[choice] += 1;
     ++out.bench_runs;
     ++out.rounds;
     update();
   }
-  const int named = static_cast<int>(
-      std::max_element(posterior.begin() + 1, posterior.end()) - posterior.begin());
+  const int named = static_cast<int>(std::max_element(posterior.begin() + 1, posterior.end()) -
+                                     posterior.begin());
   out.named = true;
   out.exact = named == culprit;
   out.probability = posterior[named];
@@ -541,10 +543,10 @@ void PrintFlakyTable(int trials, int commits, const std::vector<int>& worker_cou
       "uniform in 1..%d.\nColumns: exact-culprit accuracy %% / mean test runs / mean rounds. "
       "FACF (Google's flake-aware culprit finder) anchor: 97.5%% exact.\n",
       trials, commits, commits);
-  std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %-24s | %s\n",
-                               "fail@BAD", "fail@GOOD", "W", "kbisect --flaky",
-                               "kbisect --exit-code", "plain bisect (1 run)",
-                               "bayesect-style (W=1)", "p>=0.99: right/named");
+  std::cout << absl::StrFormat("%8s %8s %3s | %-24s | %-24s | %-24s | %-24s | %s\n", "fail@BAD",
+                               "fail@GOOD", "W", "kbisect --flaky", "kbisect --exit-code",
+                               "plain bisect (1 run)", "bayesect-style (W=1)",
+                               "p>=0.99: right/named");
   for (double bad_rate : bad_rates) {
     for (double good_rate : good_rates) {
       for (int workers : worker_counts) {
@@ -631,8 +633,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (extra_column == "off") {
     confidence = -1;
-  } else if (!extra_column.empty() && (!absl::SimpleAtod(extra_column, &confidence) ||
-                                       confidence <= 0 || confidence >= 1)) {
+  } else if (!extra_column.empty() &&
+             (!absl::SimpleAtod(extra_column, &confidence) || confidence <= 0 || confidence >= 1)) {
     std::cerr << "--confidence takes a probability in (0, 1) or off, not " << extra_column << "\n";
     return 2;
   }

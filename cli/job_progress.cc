@@ -19,7 +19,7 @@
 #include "common/rpc/status_conversion.h"
 #include "common/search/bisect_search.h"
 #include "common/text/count.h"
-#include "coordinator/job/job_text.h"
+#include "report/words.h"
 
 namespace kbisect {
 

@@ -125,8 +125,8 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
     }
   }
   if (job.suite_size() > 0) absl::StrAppend(&out, SuiteSection(job));
-  absl::StrAppend(&out, "\nRange ", Code(html::ShortSha(job.good_sha())), "..",
-                  Code(html::ShortSha(job.bad_sha())), " (", Count(job.commit_count(), "commit"),
+  absl::StrAppend(&out, "\nRange ", Code(ShortSha(job.good_sha())), "..",
+                  Code(ShortSha(job.bad_sha())), " (", Count(job.commit_count(), "commit"),
                   "): ", Count(job.rounds(), "round"), ", ", Count(job.bench_runs(), "bench run"),
                   ", ", html::Seconds(job.wall_seconds()), "\n\n");
   absl::StrAppend(&out,
@@ -134,10 +134,10 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
                   "|--:|---|---|--:|--:|--:|---|\n");
   for (const v1::Probe& p : job.probes()) {
     if (p.kind() != v1::PROBE_KIND_BISECT || p.state() != v1::PROBE_STATE_FINISHED) continue;
-    absl::StrAppend(&out, "| ", p.index(), " | ", Code(html::ShortSha(p.sha())), " | ",
-                    Cell(p.worker()), " | ", p.round(), " | ",
+    absl::StrAppend(&out, "| ", p.index(), " | ", Code(ShortSha(p.sha())), " | ", Cell(p.worker()),
+                    " | ", p.round(), " | ",
                     p.samples_size() > 0 ? html::Value(p.median(), unit) : "", " | ",
-                    p.samples_size(), " | ", html::VerdictLabel(p),
+                    p.samples_size(), " | ", ProbeVerdictWord(p),
                     p.provisional() ? " (provisional)" : "", p.cached() ? " (cached)" : "", " |\n");
   }
   absl::StrAppend(&out, "\n<details><summary>Reproduce</summary>\n\n```sh\n", ReproduceCommand(job),

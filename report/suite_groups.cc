@@ -12,6 +12,7 @@
 #include "common/metric/percent.h"
 #include "common/text/count.h"
 #include "report/html/page_format.h"
+#include "report/words.h"
 
 namespace kbisect {
 
@@ -72,7 +73,7 @@ std::string SuiteHeadline(const SuiteGroups& groups) {
     const int size = static_cast<int>(group.metrics.size());
     parts.push_back(
         absl::StrCat(parts.empty() ? Count(size, "metric") + " regressed" : std::to_string(size),
-                     " at ", html::ShortSha(group.culprit.sha())));
+                     " at ", ShortSha(group.culprit.sha())));
   }
   const std::pair<const std::vector<const v1::SuiteMetricResult*>*, const char*> rest[] = {
       {&groups.unresolved, " moved without a culprit"},

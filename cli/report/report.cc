@@ -17,10 +17,10 @@
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/text/count.h"
-#include "coordinator/job/probe_classifier.h"
 #include "coordinator/root_cause/root_cause.h"
 #include "report/submodule_bump.h"
 #include "report/suite_groups.h"
+#include "report/words.h"
 
 namespace kbisect {
 namespace {
@@ -347,7 +347,7 @@ class ReportWriter {
           // Measured while the baselines ran, then outside the interval: no verdict.
           probe->verdict() == v1::VERDICT_UNSPECIFIED && job_.status() != v1::OUTCOME_RUNNING
               ? std::string("not needed (outside the interval when judged)")
-              : VerdictWord(probe->verdict()),
+              : VerdictWord(probe->verdict(), WordCase::kUpper),
           " ", WorkerRound(*probe));
       if (probe->verdict() == v1::VERDICT_SKIP || !probe->message().empty()) {
         std::vector<std::string> why;
@@ -547,9 +547,9 @@ class ReportWriter {
       Line();
       Line("Failing probes:");
       for (const v1::Probe* probe : failing) {
-        std::string line =
-            absl::StrCat("  ", short_(probe->sha()), " (", ProbeKindLabel(probe->kind()), ") ",
-                         WorkerRound(*probe), ": ", VerdictWord(probe->verdict()));
+        std::string line = absl::StrCat("  ", short_(probe->sha()), " (",
+                                        ProbeKindLabel(probe->kind()), ") ", WorkerRound(*probe),
+                                        ": ", VerdictWord(probe->verdict(), WordCase::kUpper));
         if (probe->outcome() != v1::TASK_OUTCOME_UNSPECIFIED) {
           absl::StrAppend(&line, ", ", TaskOutcomeName(probe->outcome()));
         }
@@ -694,8 +694,6 @@ std::string FormatMetricValue(double value, std::string_view unit) {
 }
 
 std::string OutcomeName(v1::Outcome outcome) { return EnumLabel(outcome); }
-
-std::string VerdictName(v1::Verdict verdict) { return EnumLabel(verdict); }
 
 std::string JobStateName(v1::JobState state) { return EnumLabel(state); }
 

@@ -46,10 +46,10 @@ std::string FormatReport(const v1::JobStatus& job);
 // Formats one metric value: "%.4g" followed by `unit` ("1.52ms", "812.3GB/s", "7" without one).
 std::string FormatMetricValue(double value, std::string_view unit);
 
-// Lower-case names without the type prefix, as in the JSON form: "culprit_found", "good",
-// "bisecting", "build_failed". An unknown value gives its number.
+// Lower-case names without the type prefix, as in the JSON form: "culprit_found",
+// "bisecting", "build_failed". An unknown value gives its number. (A verdict's word is
+// report/words.h's VerdictWord.)
 std::string OutcomeName(v1::Outcome outcome);
-std::string VerdictName(v1::Verdict verdict);
 std::string JobStateName(v1::JobState state);
 std::string TaskOutcomeName(v1::TaskOutcome outcome);
 

@@ -10,8 +10,6 @@
 
 namespace kbisect {
 
-std::string ShortSha(const std::string& sha) { return sha.substr(0, 7); }
-
 std::string FormatMetricValue(double value, const std::string& unit) {
   return absl::StrCat(absl::StrFormat("%.4g", value), unit);
 }
@@ -22,16 +20,6 @@ std::string StartedText(const std::string& good_sha, const std::string& bad_sha,
       "Bisect range: %s..%s\nTotal commits in range: %d\n"
       "Estimated steps with one worker (git bisect): %d",
       ShortSha(good_sha), ShortSha(bad_sha), commits, serial_steps);
-}
-
-std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
-                      int commits_left) {
-  std::vector<std::string> parts;
-  for (const v1::CommitMark& mark : marks) {
-    parts.push_back(absl::StrCat(ShortSha(mark.sha()), " ", EnumLabel(mark.verdict())));
-  }
-  return absl::StrCat("Marked by you (not measured): ", absl::StrJoin(parts, ", "), "; ",
-                      Count(commits_left, "commit"), " left to search");
 }
 
 std::string MethodChangeText(const google::protobuf::RepeatedPtrField<std::string>& changes) {
@@ -202,7 +190,8 @@ std::string ReferenceMovesText(const std::string& from, const std::string& to) {
 }
 
 std::string ContradictionText(const std::string& sha, v1::Verdict verdict) {
-  return absl::StrCat("commit ", ShortSha(sha), " measured ", VerdictWord(verdict),
+  return absl::StrCat("commit ", ShortSha(sha), " measured ",
+                      VerdictWord(verdict, WordCase::kUpper),
                       ", contradicting earlier verdicts; treated as skipped");
 }
 
@@ -222,7 +211,7 @@ std::string ProbeFinishedText(const v1::Probe& probe, const v1::JobStatus& statu
   }
   return absl::StrFormat("Step %d/%d: %s %s -> %s%s (%s left, %s in flight)", line.step,
                          line.steps_estimated, ShortSha(probe.sha()), metric,
-                         VerdictWord(probe.verdict()),
+                         VerdictWord(probe.verdict(), WordCase::kUpper),
                          probe.provisional() ? " (provisional: calibration pending)" : "",
                          Count(line.commits_left, "commit"), Count(line.in_flight, "probe"));
 }

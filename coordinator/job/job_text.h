@@ -15,11 +15,11 @@
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/result_reuse.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/words.h"
 
 namespace kbisect {
 
 // The first 7 characters of a sha.
-std::string ShortSha(const std::string& sha);
 
 // A metric value with the job's unit, "%.4g" (e.g. "1.52ms").
 std::string FormatMetricValue(double value, const std::string& unit);
@@ -27,11 +27,6 @@ std::string FormatMetricValue(double value, const std::string& unit);
 // The STARTED event.
 std::string StartedText(const std::string& good_sha, const std::string& bad_sha, int commits,
                         int serial_steps);
-
-// The user's marks, appended to the STARTED event: "Marked by you (not measured): 1a2b3c4 good,
-// 5d6e7f8 skip; 12 commits left to search".
-std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
-                      int commits_left);
 
 // The warning of a culprit that changed how the benchmark measures (`changes`, one sentence
 // each: JobStatus.measurement_changes).

@@ -73,11 +73,6 @@ double BaselineNoise(absl::Span<const double> good, absl::Span<const double> bad
   return Pooled(good, bad).sigma == 0 ? 0 : sigma;
 }
 
-std::string VerdictWord(v1::Verdict verdict) {
-  if (verdict == v1::VERDICT_UNSPECIFIED) return "PENDING";
-  return absl::AsciiStrToUpper(EnumLabel(verdict));
-}
-
 double RegressionPercent(double before, double after, v1::Direction direction) {
   if (before == 0) return 0;
   const double pct = (after - before) / std::fabs(before) * 100.0;

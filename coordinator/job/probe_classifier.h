@@ -160,10 +160,6 @@ double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b);
 v1::Verdict ClassifyByThreshold(absl::Span<const double> samples, double good_median,
                                 double bad_median, double threshold_fraction);
 
-// The verdict as the progress lines and the report print it: GOOD, BAD, SKIP, AMBIGUOUS, or
-// PENDING while unclassified.
-std::string VerdictWord(v1::Verdict verdict);
-
 // Regression of `after` versus `before` in percent, positive when `after` is worse for `direction`.
 double RegressionPercent(double before, double after, v1::Direction direction);
 

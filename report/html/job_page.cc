@@ -255,7 +255,7 @@ std::string ProbesSection(const v1::JobStatus& job) {
         "</td><td class=\"num\">", p.round(), "</td><td>",
         p.samples_size() > 0 ? Escape(Value(p.median(), job.metric_unit())) : "",
         "<div class=\"muted\">", Escape(absl::StrJoin(samples, " ")), "</div></td><td>",
-        Escape(VerdictLabel(p)), "</td><td>", Escape(ProbeFlags(job, p)), detail,
+        Escape(ProbeVerdictWord(p)), "</td><td>", Escape(ProbeFlags(job, p)), detail,
         "</td><td class=\"num\">",
         Escape(Seconds(absl::ToDoubleSeconds(FromProto(p.timings().total())))), "</td></tr>");
   }

@@ -14,8 +14,6 @@ std::string Value(double value, absl::string_view unit) {
   return absl::StrCat(absl::StrFormat("%.4g", value), unit);
 }
 
-std::string ShortSha(absl::string_view sha) { return std::string(sha.substr(0, 7)); }
-
 std::string Seconds(double seconds) {
   if (seconds < 0) seconds = 0;
   if (seconds < 10) return absl::StrFormat("%.2gs", seconds < 0.01 ? 0.0 : seconds);
@@ -48,13 +46,6 @@ std::string VerdictClass(const v1::Probe& probe) {
     default:
       return "pending";
   }
-}
-
-std::string VerdictLabel(const v1::Probe& probe) {
-  if (probe.state() != v1::PROBE_STATE_FINISHED) return EnumLabel(probe.state());
-  if (probe.kind() != v1::PROBE_KIND_BISECT) return "measured";
-  if (probe.verdict() == v1::VERDICT_UNSPECIFIED) return "not needed";
-  return EnumLabel(probe.verdict());
 }
 
 bool IsQuarantined(const v1::JobStatus& job, absl::string_view worker) {

@@ -10,14 +10,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/words.h"
 
 namespace kbisect::html {
 
+// ShortSha and ProbeVerdictWord are report/words.h's.
+
 // "%.4g" and the unit: "1.52ms", "812.3GB/s".
 std::string Value(double value, absl::string_view unit);
-
-// The first 7 characters of a sha.
-std::string ShortSha(absl::string_view sha);
 
 // "0.18s", "4.2s", "3m05s", "1h02m".
 std::string Seconds(double seconds);
@@ -26,11 +26,6 @@ std::string Seconds(double seconds);
 // classified yet), "baseline-good" / "baseline-bad" for baselines and calibrations and
 // "confirm" for the confirmation's tasks.
 std::string VerdictClass(const v1::Probe& probe);
-
-// The verdict in words for a table: the verdict's name; "measured" for baselines, controls and
-// the confirmation; "not needed" for a finished bisect probe the interval left before it was
-// judged; the state ("running", "cancelled", "pending") before a task finishes.
-std::string VerdictLabel(const v1::Probe& probe);
 
 // True when `worker` is quarantined in `job`.
 bool IsQuarantined(const v1::JobStatus& job, absl::string_view worker);

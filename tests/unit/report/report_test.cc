@@ -6,6 +6,7 @@
 #include "coordinator/root_cause/root_cause.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/words.h"
 
 namespace kbisect {
 namespace {
@@ -426,9 +427,8 @@ TEST(ReportTest, RunningJob) {
   job.mutable_progress()->set_estimated_rounds(1);
   AddProbe(&job, v1::PROBE_KIND_BISECT, kMid, 12, "w1", 1, v1::VERDICT_BAD, {1.5}, 1.5, 200);
   const std::string report = FormatReport(job);
-  EXPECT_THAT(report,
-              HasSubstr("Bisect in progress (bisecting).\n  4 probes finished, 2 in "
-                        "flight; the culprit is one of 5 commits (about 1 more round).\n"));
+  EXPECT_THAT(report, HasSubstr("Bisect in progress (bisecting).\n  4 probes finished, 2 in "
+                                "flight; the culprit is one of 5 commits (about 1 more round).\n"));
   EXPECT_THAT(report, HasSubstr("  Step 1: 5c6d7e8 = 1.5ms -> BAD [worker w1, round 1]\n"));
   EXPECT_EQ(ExitCodeFor(job.status()), 1);
 }
@@ -440,7 +440,8 @@ TEST(ReportTest, Helpers) {
   EXPECT_EQ(OutcomeName(v1::OUTCOME_CULPRIT_FOUND), "culprit_found");
   EXPECT_EQ(OutcomeName(v1::OUTCOME_NO_REGRESSION), "no_regression");
   EXPECT_EQ(OutcomeName(static_cast<v1::Outcome>(99)), "99");
-  EXPECT_EQ(VerdictName(v1::VERDICT_GOOD), "good");
+  EXPECT_EQ(VerdictWord(v1::VERDICT_GOOD), "good");
+  EXPECT_EQ(VerdictWord(v1::VERDICT_UNSPECIFIED, WordCase::kUpper), "PENDING");
   EXPECT_EQ(JobStateName(v1::JOB_STATE_BISECTING), "bisecting");
   EXPECT_EQ(TaskOutcomeName(v1::TASK_OUTCOME_METRIC_MISSING), "metric_missing");
   EXPECT_EQ(ExitCodeFor(v1::OUTCOME_CULPRIT_FOUND), 0);
