@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/spec/job_spec.h"
-#include "google/protobuf/util/time_util.h"
+#include "worker/build_request.h"
 
 namespace kbisect {
 namespace {
@@ -181,26 +182,16 @@ void BuildAhead::Loop() {
 }
 
 BuildStep BuildAhead::Build(const v1::Task& task, const Cancellation* cancel) {
-  BuildCache::Request request;
-  request.repository = task.repository();
-  request.sha = task.commit_sha();
   // What TaskRunner gives a probe's build, less the slot's device variables (not part of the
   // key; a build ahead belongs to no slot).
-  request.build.shell_command = task.build_command();
-  request.build.env.insert(task.env().begin(), task.env().end());
-  request.build.env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
-  request.build.env["KBISECT_COMMIT"] = task.commit_sha();
-  const int64_t nanos =
-      task.has_build_timeout()
-          ? google::protobuf::util::TimeUtil::DurationToNanoseconds(task.build_timeout())
-          : 0;
-  request.build.timeout = nanos > 0 ? absl::Nanoseconds(nanos) : kDefaultBuildTimeout;
-  request.key_env.insert(task.env().begin(), task.env().end());
-  request.isolation = task.build_isolation();
+  std::map<std::string, std::string> env(task.env().begin(), task.env().end());
+  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  BuildRequestOptions options;
+  options.env = &env;
   // Behind every build a probe waits for: a build ahead is a guess.
-  request.build_order = kBuildAheadOrder;
+  options.build_order = kBuildAheadOrder;
   // The entry is not held: the build is the result; a probe acquires it when it comes.
-  return cache_->Acquire(request, cancel, nullptr).step;
+  return cache_->Acquire(BuildRequestFor(task, task.commit_sha(), options), cancel, nullptr).step;
 }
 
 }  // namespace kbisect
