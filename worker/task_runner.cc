@@ -16,6 +16,7 @@
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
 #include "google/protobuf/util/time_util.h"
+#include "worker/build_request.h"
 #include "worker/build_step.h"
 #include "worker/task_manifest.h"
 
@@ -27,12 +28,11 @@ using google::protobuf::util::TimeUtil;
 constexpr int kTailLines = kBuildTailLines;
 constexpr int kGitSkipExitCode = 125;
 
-absl::Duration TimeoutOr(const v1::Task& task, bool build, absl::Duration fallback) {
-  const auto& d = build ? task.build_timeout() : task.bench_timeout();
-  const bool has = build ? task.has_build_timeout() : task.has_bench_timeout();
-  if (!has) return fallback;
-  const int64_t nanos = TimeUtil::DurationToNanoseconds(d);
-  return nanos > 0 ? absl::Nanoseconds(nanos) : fallback;
+// The task's benchmark timeout, or kDefaultBenchTimeout when it has none.
+absl::Duration BenchTimeout(const v1::Task& task) {
+  if (!task.has_bench_timeout()) return kDefaultBenchTimeout;
+  const int64_t nanos = TimeUtil::DurationToNanoseconds(task.bench_timeout());
+  return nanos > 0 ? absl::Nanoseconds(nanos) : kDefaultBenchTimeout;
 }
 
 v1::Direction ToProto(Direction direction) {
@@ -44,6 +44,124 @@ v1::Direction ToProto(Direction direction) {
     default:
       return v1::DIRECTION_UNSPECIFIED;
   }
+}
+
+// Whether `task`'s benchmark runs alternate between two commits: a confirmation interleaves
+// last-good and culprit (A/B/A/B...) so that both see the same machine state.
+bool IsInterleaved(const v1::Task& task) {
+  return task.kind() == v1::PROBE_KIND_CONFIRM && !task.paired_commit_sha().empty();
+}
+
+// Which commit each benchmark run measures: the paired commit and the task's in turn when
+// `interleaved`, else the task's commit alone; at least one run.
+std::vector<std::string> BenchSchedule(const v1::Task& task, bool interleaved) {
+  std::vector<std::string> schedule;
+  for (int run = 0; run < std::max(1, task.runs()); ++run) {
+    if (interleaved) schedule.push_back(task.paired_commit_sha());
+    schedule.push_back(task.commit_sha());
+  }
+  return schedule;
+}
+
+// The environment of `task`'s commands, before each commit's own variables: `slot_env`, the
+// job's (Task.env, which wins), KBISECT_COMMIT_INDEX and, for a dependency follow-up,
+// KBISECT_SUPERPROJECT_COMMIT.
+std::map<std::string, std::string> TaskEnvironment(
+    const v1::Task& task, const std::map<std::string, std::string>& slot_env) {
+  std::map<std::string, std::string> env = slot_env;
+  for (const auto& [key, value] : task.env()) env[key] = value;
+  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  if (task.has_dependency())
+    env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
+  return env;
+}
+
+// How a task ends before its last run: its outcome, a message a user can act on, and the tail
+// of the command's output.
+struct Ending {
+  v1::TaskOutcome outcome;
+  std::string message;
+  std::string log_tail;
+};
+
+// How benchmark run `ran` (described as `where`) ends the task, if it does: cancelled, timed
+// out, asking for a skip (exit 125), failing, or outside git bisect run's contract for a
+// pass/fail benchmark (`pass_fail`). nullopt when the run counts: a pass/fail benchmark passed,
+// or the output of any other holds its sample.
+std::optional<Ending> EndingOf(const ExecResult& ran, const std::string& where, bool pass_fail) {
+  if (ran.cancelled) return Ending{v1::TASK_OUTCOME_CANCELLED, "cancelled", ""};
+  if (ran.timed_out) {
+    return Ending{v1::TASK_OUTCOME_TIMED_OUT, absl::StrCat(where, " ", ran.Describe()),
+                  ran.Tail(kTailLines)};
+  }
+  if (ran.signal == 0 && ran.exit_code == kGitSkipExitCode) {
+    return Ending{v1::TASK_OUTCOME_SKIP_REQUESTED,
+                  absl::StrCat(where, " exited 125: untestable commit (skip)"),
+                  ran.Tail(kTailLines)};
+  }
+  if (pass_fail) {
+    // git bisect run's contract: 0 good, 1..127 bad (125 skip, above), anything else aborts.
+    if (ran.signal == 0 && ran.exit_code == 0) return std::nullopt;
+    if (ran.signal == 0 && ran.exit_code >= 1 && ran.exit_code <= 127) {
+      return Ending{v1::TASK_OUTCOME_FAILED, absl::StrCat(where, " ", ran.Describe()),
+                    ran.Tail(kTailLines)};
+    }
+    return Ending{
+        v1::TASK_OUTCOME_BENCH_FAILED,
+        absl::StrCat(where, " ", ran.Describe(), " (outside git bisect run's 0..127 contract)"),
+        ran.Tail(kTailLines)};
+  }
+  if (!ran.ok()) {
+    return Ending{v1::TASK_OUTCOME_BENCH_FAILED, absl::StrCat(where, " ", ran.Describe()),
+                  ran.Tail(kTailLines)};
+  }
+  return std::nullopt;
+}
+
+// How a task's benchmark output becomes a sample: its metric, or its suite (MetricSpec.suite:
+// every metric of each run, the lead's value the sample).
+struct SampleReader {
+  MetricSpec metric;
+  std::optional<MetricSuiteSpec> suite;
+  std::string lead;
+  std::vector<std::string> members;
+};
+
+// The reader of the samples `spec` describes; the error of a suite that is not valid.
+absl::StatusOr<SampleReader> SampleReaderFor(const v1::MetricSpec& spec) {
+  SampleReader reader;
+  reader.metric = ToMetricSpec(spec);
+  if (!spec.suite().empty()) {
+    absl::StatusOr<MetricSuiteSpec> parsed = ParseMetricSuiteSpec(spec.suite());
+    if (!parsed.ok()) return parsed.status();
+    reader.suite = *std::move(parsed);
+  }
+  reader.lead = spec.lead();
+  reader.members.assign(spec.members().begin(), spec.members().end());
+  return reader;
+}
+
+// One benchmark run's sample, and every metric of its suite when the task has one.
+struct Sample {
+  Metric metric;
+  std::optional<SuiteReading> suite;
+};
+
+// Reads the sample of a run that printed `output`; the error says why there is none.
+absl::StatusOr<Sample> ReadSample(const SampleReader& reader, const std::string& output) {
+  Sample sample;
+  if (reader.suite) {
+    absl::StatusOr<SuiteReading> read =
+        ReadSuite(*reader.suite, output, reader.lead, reader.members);
+    if (!read.ok()) return read.status();
+    sample.suite = *std::move(read);
+  }
+  absl::StatusOr<Metric> metric =
+      sample.suite ? absl::StatusOr<Metric>(sample.suite->metrics[sample.suite->lead].metric)
+                   : ExtractMetric(reader.metric, output);
+  if (!metric.ok()) return metric.status();
+  sample.metric = *std::move(metric);
+  return sample;
 }
 
 // Records every metric of a suite's run in `record`, and each metric's unit and direction in
@@ -64,7 +182,120 @@ void RecordSuiteRun(const SuiteReading& suite, v1::RunRecord* record, v1::TaskRe
   }
 }
 
+// Keeps `sample` as the value of run `record` and as a sample of the task's commit (or, when
+// `paired`, of the paired commit) in `result`, with the metric's name, unit and direction.
+void KeepSample(const Sample& sample, bool paired, v1::RunRecord* record, v1::TaskResult* result) {
+  record->set_value(sample.metric.value);
+  record->set_has_value(true);
+  if (sample.suite) RecordSuiteRun(*sample.suite, record, result);
+  if (!paired) {
+    result->add_samples(sample.metric.value);
+  } else {
+    result->add_paired_samples(sample.metric.value);
+  }
+  result->set_metric_name(sample.metric.name);
+  result->set_metric_unit(sample.metric.unit);
+  result->set_metric_direction(ToProto(sample.metric.direction));
+}
+
 }  // namespace
+
+// One Run(): the task, where its commits are prepared, and its result so far, passed between
+// Run()'s steps.
+struct TaskRunner::RunState {
+  RunState(const v1::Task& task, const Cancellation* cancel, const ProgressCallback& progress,
+           Clock* clock)
+      : task(task), cancel(cancel), progress(progress), clock(clock), start(clock->Now()) {}
+
+  // Reports `phase` with `done` of the task's runs done, when there is a progress callback.
+  void Report(v1::TaskPhase phase, int done) const {
+    if (progress) progress(phase, done, task.runs());
+  }
+
+  // Whether the task was cancelled.
+  bool Cancelled() const { return cancel != nullptr && cancel->IsCancelled(); }
+
+  // Ends the task with `outcome`, `message` and the command output's `tail`, timing it. Returns
+  // false, so that a step that ends the task early can return what Finish() does.
+  bool Finish(v1::TaskOutcome outcome, std::string message, std::string tail) {
+    result.set_outcome(outcome);
+    result.set_message(std::move(message));
+    result.set_log_tail(std::move(tail));
+    *result.mutable_timings()->mutable_total() = ToProto(clock->Now() - start);
+    return false;
+  }
+
+  // Adds a commit's checkout time and its build's times to the task's timings.
+  void AddTimings(absl::Duration checkout, const BuildStep& build) {
+    checkout_total += checkout;
+    build_total += build.wall_time;
+    build_cpu_total += build.cpu_time;
+    *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
+    if (!task.build_command().empty()) {
+      *result.mutable_timings()->mutable_build() = ToProto(build_total);
+      *result.mutable_timings()->mutable_build_cpu() = ToProto(build_cpu_total);
+    }
+  }
+
+  // The request of a benchmark run at `sha`, a prepared commit: in its directory (or the job's
+  // KBISECT_BENCH_DIR), with its layer's variables and KBISECT_COMMIT on the task's environment.
+  ExecRequest BenchRequestAt(const std::string& sha) {
+    ExecRequest bench;
+    bench.argv.assign(task.bench_command().begin(), task.bench_command().end());
+    auto bench_dir = env.find(kBenchDirEnv);
+    bench.cwd =
+        bench_dir != env.end() && !bench_dir->second.empty() ? bench_dir->second : dirs[sha];
+    bench.env = env;
+    for (const auto& [name, value] : layer_envs[sha]) bench.env[name] = value;
+    bench.env["KBISECT_COMMIT"] = sha;
+    if (dependency) {
+      bench.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(dirs[sha], task.dependency());
+    }
+    bench.timeout = BenchTimeout(task);
+    return bench;
+  }
+
+  // Adds benchmark run `ran` to the result (its exit code and wall time) and to the task's
+  // benchmark time; returns its record.
+  v1::RunRecord* RecordRun(const ExecResult& ran) {
+    bench_total += ran.wall_time;
+    *result.mutable_timings()->mutable_bench() = ToProto(bench_total);
+    v1::RunRecord* record = result.add_runs();
+    record->set_exit_code(ran.exit_code);
+    *record->mutable_wall_time() = ToProto(ran.wall_time);
+    return record;
+  }
+
+  const v1::Task& task;
+  const Cancellation* const cancel;
+  const ProgressCallback& progress;
+  Clock* const clock;
+  const absl::Time start;
+  v1::TaskResult result;
+
+  // Which commit each benchmark run measures (BenchSchedule).
+  bool interleaved = false;
+  std::vector<std::string> schedule;
+  // The environment of the task's commands (TaskEnvironment).
+  std::map<std::string, std::string> env;
+  // A dependency follow-up (Task.dependency): its commits are two repositories' commits.
+  bool dependency = false;
+  // Whether the commits come from the host's build cache rather than the workspace's lanes.
+  bool cached_build = false;
+  // Whether both commits take turns in the workspace's primary lane, and the one it has now.
+  bool one_lane = false;
+  std::string checked_out;
+
+  std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
+  std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
+  std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
+  bool builds_reused = false;
+  absl::Duration checkout_total;
+  absl::Duration build_total;
+  absl::Duration build_cpu_total;
+  absl::Duration bench_total;
+  int throttle_retries = 0;
+};
 
 TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
                        std::map<std::string, std::string> slot_env, Clock* clock,
@@ -77,280 +308,173 @@ TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
 
 v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
                                const ProgressCallback& progress) {
-  v1::TaskResult result;
-  const absl::Time start = clock_->Now();
-  auto report = [&](v1::TaskPhase phase, int done) {
-    if (progress) progress(phase, done, task.runs());
-  };
-  auto finish = [&](v1::TaskOutcome outcome, std::string message, std::string tail) {
-    result.set_outcome(outcome);
-    result.set_message(std::move(message));
-    result.set_log_tail(std::move(tail));
-    *result.mutable_timings()->mutable_total() = ToProto(clock_->Now() - start);
-    return result;
-  };
-  auto cancelled = [&]() { return cancel != nullptr && cancel->IsCancelled(); };
-
-  // Which commit each benchmark run measures. A confirmation interleaves last-good and culprit
-  // (A/B/A/B...) so that both see the same machine state; everything else measures one commit.
-  const bool interleaved =
-      task.kind() == v1::PROBE_KIND_CONFIRM && !task.paired_commit_sha().empty();
-  std::vector<std::string> schedule;
-  for (int run = 0; run < std::max(1, task.runs()); ++run) {
-    if (interleaved) schedule.push_back(task.paired_commit_sha());
-    schedule.push_back(task.commit_sha());
-  }
-
-  std::map<std::string, std::string> env = slot_env_;
-  for (const auto& [key, value] : task.env()) env[key] = value;
-  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  RunState run(task, cancel, progress, clock_);
+  run.interleaved = IsInterleaved(task);
+  run.schedule = BenchSchedule(task, run.interleaved);
+  run.env = TaskEnvironment(task, slot_env_);
   // A dependency follow-up's probe builds in the slot's own checkout: the host's build cache
   // keys a build by one repository's commit, and this one is two repositories' commits.
-  const bool dependency = task.has_dependency();
-  if (dependency) env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
-  const bool cached_build = !task.build_command().empty() && build_cache_ != nullptr && !dependency;
-  std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
-  std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
-  std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
-  bool builds_reused = cached_build;
-  absl::Duration checkout_total;
-  absl::Duration build_total;
-  absl::Duration build_cpu_total;
-  auto add_timings = [&](absl::Duration checkout, const BuildStep& build) {
-    checkout_total += checkout;
-    build_total += build.wall_time;
-    build_cpu_total += build.cpu_time;
-    *result.mutable_timings()->mutable_checkout() = ToProto(checkout_total);
-    if (!task.build_command().empty()) {
-      *result.mutable_timings()->mutable_build() = ToProto(build_total);
-      *result.mutable_timings()->mutable_build_cpu() = ToProto(build_cpu_total);
-    }
-  };
+  run.dependency = task.has_dependency();
+  run.cached_build = !task.build_command().empty() && build_cache_ != nullptr && !run.dependency;
+  run.builds_reused = run.cached_build;
+  // With a build, the paired commit (last-good) is prepared in the second lane, so that neither
+  // is built twice. Without one, a switch is a checkout of the few files the two commits differ
+  // in, far cheaper than a second lane's first checkout of the whole tree: both commits take
+  // turns in the primary lane.
+  run.one_lane = run.interleaved && task.build_command().empty();
 
-  // The builds the job will use again are marked used first, so that room made for this task's
-  // builds is taken from others.
-  if (cached_build) {
-    for (const std::string& sha : task.keep_build_shas()) {
-      BuildCache::Request keep;
-      keep.repository = task.repository();
-      keep.sha = sha;
-      keep.build.shell_command = task.build_command();
-      keep.key_env.insert(task.env().begin(), task.env().end());
-      keep.isolation = task.build_isolation();
-      build_cache_->MarkUsed(keep);
-    }
-  }
-
-  // Checks `sha` out and builds it, once per task: from the build cache, or in `lane` of the
-  // workspace. Returns false (with `result` finished) on failure.
-  auto prepare = [&](const std::string& sha, WorkspaceLane lane) {
-    const std::string short_sha = sha.substr(0, 7);
-    report(v1::TASK_PHASE_CHECKOUT, 0);
-    BuildCommand build;
-    build.shell_command = task.build_command();
-    build.env = env;
-    build.env["KBISECT_COMMIT"] = sha;
-    build.timeout = TimeoutOr(task, /*build=*/true, kDefaultBuildTimeout);
-    if (cached_build) {
-      BuildCache::Request request;
-      request.repository = task.repository();
-      request.sha = sha;
-      request.build = std::move(build);
-      request.key_env.insert(task.env().begin(), task.env().end());
-      request.keep_shas.assign(task.keep_build_shas().begin(), task.keep_build_shas().end());
-      request.isolation = task.build_isolation();
-      request.build_order = task.build_order();
-      BuildCache::Acquired built =
-          build_cache_->Acquire(request, cancel, [&] { report(v1::TASK_PHASE_BUILD, 0); });
-      add_timings(built.checkout_time, built.step);
-      if (!built.build_pool.empty()) {
-        result.mutable_timings()->set_build_pool(built.build_pool);
-        result.mutable_timings()->set_build_pool_slots(built.build_pool_slots);
-      }
-      if (!built.step.ok()) {
-        finish(built.step.failure, built.step.message, built.step.log_tail);
-        return false;
-      }
-      builds_reused = builds_reused && built.reused;
-      held_builds.push_back(std::move(built.in_use));
-      dirs[sha] = built.dir;
-      layer_envs[sha] = std::move(built.layer_env);
-    } else {
-      const absl::Time checkout_start = clock_->Now();
-      absl::StatusOr<std::string> prepared =
-          dependency
-              ? workspace_->PrepareWithDependency(task.dependency(), task.repository(), sha, lane)
-              : workspace_->Prepare(task.repository(), sha, lane);
-      add_timings(clock_->Now() - checkout_start, BuildStep());
-      if (!prepared.ok()) {
-        // A worker that cannot check out is an infrastructure problem: retried elsewhere. A
-        // submodule commit nobody can fetch is the commit's: it is skipped, like a failed build.
-        finish(IsUnfetchableSubmodule(prepared.status()) ? v1::TASK_OUTCOME_CHECKOUT_FAILED
-                                                         : v1::TASK_OUTCOME_INFRA_ERROR,
-               absl::StrCat("checkout of ", short_sha, " failed: ", prepared.status().message()),
-               "");
-        return false;
-      }
-      dirs[sha] = *prepared;
-      if (dependency) {
-        build.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(*prepared, task.dependency());
-      }
-      if (!task.build_command().empty() && !cancelled()) {
-        report(v1::TASK_PHASE_BUILD, 0);
-        // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
-        const BuildStep built =
-            layers_.BuildInLayer(build, *prepared, *prepared + "-layer", task.build_isolation(),
-                                 sha, cancel, &layer_envs[sha]);
-        add_timings(absl::ZeroDuration(), built);
-        if (!built.ok()) {
-          finish(built.failure, built.message, built.log_tail);
-          return false;
-        }
-      }
-    }
-    if (cancelled()) {
-      finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
-      return false;
-    }
-    return true;
-  };
-  // 1. and 2. Checkouts and builds: with a build, the paired commit (last-good) in the second
-  // lane, so that neither is built twice. Without one, a switch is a checkout of the few files
-  // the two commits differ in, far cheaper than a second lane's first checkout of the whole
-  // tree: both commits take turns in the primary lane.
-  const bool one_lane = interleaved && task.build_command().empty();
-  std::string checked_out;
-  if (interleaved && !one_lane && !prepare(task.paired_commit_sha(), WorkspaceLane::kPaired)) {
-    return result;
-  }
-  if (!prepare(one_lane ? schedule.front() : task.commit_sha(), WorkspaceLane::kPrimary)) {
-    return result;
-  }
-  checked_out = one_lane ? schedule.front() : task.commit_sha();
-  result.mutable_timings()->set_build_reused(builds_reused);
-  *result.mutable_manifest() = CollectTaskManifest(
-      task, dirs.count(task.commit_sha()) > 0 ? dirs[task.commit_sha()] : dirs[checked_out], env,
-      runner_);
-
-  // 3. Benchmark runs.
+  if (run.cached_build) MarkKeptBuildsUsed(task);
+  if (!PrepareCommits(&run) || !RunBenchmarks(&run)) return std::move(run.result);
+  run.Report(v1::TASK_PHASE_REPORTING, static_cast<int>(run.schedule.size()));
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
-  const MetricSpec metric_spec = ToMetricSpec(task.metric());
-  // A suite (MetricSpec.suite): every metric of each run, the lead's value its sample.
-  std::optional<MetricSuiteSpec> suite_spec;
-  if (!task.metric().suite().empty()) {
-    absl::StatusOr<MetricSuiteSpec> parsed = ParseMetricSuiteSpec(task.metric().suite());
-    if (!parsed.ok()) {
-      return finish(v1::TASK_OUTCOME_METRIC_MISSING,
-                    absl::StrCat("the job's --suite is not valid: ", parsed.status().message()),
-                    "");
-    }
-    suite_spec = *std::move(parsed);
+  run.Finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
+  return std::move(run.result);
+}
+
+void TaskRunner::MarkKeptBuildsUsed(const v1::Task& task) {
+  for (const std::string& sha : task.keep_build_shas()) {
+    build_cache_->MarkUsed(BuildRequestFor(task, sha, BuildRequestOptions()));
   }
-  const std::vector<std::string> suite_members(task.metric().members().begin(),
-                                               task.metric().members().end());
-  std::vector<std::string> argv(task.bench_command().begin(), task.bench_command().end());
-  absl::Duration bench_total;
-  int throttle_retries = 0;
-  for (int run = 0; run < static_cast<int>(schedule.size()); ++run) {
-    const std::string& sha = schedule[run];
-    const std::string short_sha = sha.substr(0, 7);
-    if (one_lane && sha != checked_out) {
-      if (!prepare(sha, WorkspaceLane::kPrimary)) return result;
-      checked_out = sha;
+}
+
+bool TaskRunner::PrepareCommits(RunState* run) {
+  const v1::Task& task = run->task;
+  if (run->interleaved && !run->one_lane &&
+      !PrepareCommit(task.paired_commit_sha(), WorkspaceLane::kPaired, run)) {
+    return false;
+  }
+  const std::string& first = run->one_lane ? run->schedule.front() : task.commit_sha();
+  if (!PrepareCommit(first, WorkspaceLane::kPrimary, run)) return false;
+  run->checked_out = first;
+  run->result.mutable_timings()->set_build_reused(run->builds_reused);
+  std::map<std::string, std::string>& dirs = run->dirs;
+  *run->result.mutable_manifest() = CollectTaskManifest(
+      task, dirs.count(task.commit_sha()) > 0 ? dirs[task.commit_sha()] : dirs[run->checked_out],
+      run->env, runner_);
+  return true;
+}
+
+bool TaskRunner::PrepareCommit(const std::string& sha, WorkspaceLane lane, RunState* run) {
+  run->Report(v1::TASK_PHASE_CHECKOUT, 0);
+  const bool prepared =
+      run->cached_build ? PrepareFromCache(sha, run) : PrepareInWorkspace(sha, lane, run);
+  if (!prepared) return false;
+  if (run->Cancelled()) return run->Finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
+  return true;
+}
+
+bool TaskRunner::PrepareFromCache(const std::string& sha, RunState* run) {
+  BuildRequestOptions options;
+  options.env = &run->env;
+  options.keep_builds = true;
+  options.build_order = run->task.build_order();
+  BuildCache::Acquired built =
+      build_cache_->Acquire(BuildRequestFor(run->task, sha, options), run->cancel,
+                            [run] { run->Report(v1::TASK_PHASE_BUILD, 0); });
+  run->AddTimings(built.checkout_time, built.step);
+  if (!built.build_pool.empty()) {
+    run->result.mutable_timings()->set_build_pool(built.build_pool);
+    run->result.mutable_timings()->set_build_pool_slots(built.build_pool_slots);
+  }
+  if (!built.step.ok()) {
+    return run->Finish(built.step.failure, built.step.message, built.step.log_tail);
+  }
+  run->builds_reused = run->builds_reused && built.reused;
+  run->held_builds.push_back(std::move(built.in_use));
+  run->dirs[sha] = built.dir;
+  run->layer_envs[sha] = std::move(built.layer_env);
+  return true;
+}
+
+bool TaskRunner::PrepareInWorkspace(const std::string& sha, WorkspaceLane lane, RunState* run) {
+  const v1::Task& task = run->task;
+  const absl::Time checkout_start = clock_->Now();
+  absl::StatusOr<std::string> prepared =
+      run->dependency
+          ? workspace_->PrepareWithDependency(task.dependency(), task.repository(), sha, lane)
+          : workspace_->Prepare(task.repository(), sha, lane);
+  run->AddTimings(clock_->Now() - checkout_start, BuildStep());
+  if (!prepared.ok()) {
+    // A worker that cannot check out is an infrastructure problem: retried elsewhere. A
+    // submodule commit nobody can fetch is the commit's: it is skipped, like a failed build.
+    return run->Finish(
+        IsUnfetchableSubmodule(prepared.status()) ? v1::TASK_OUTCOME_CHECKOUT_FAILED
+                                                  : v1::TASK_OUTCOME_INFRA_ERROR,
+        absl::StrCat("checkout of ", sha.substr(0, 7), " failed: ", prepared.status().message()),
+        "");
+  }
+  run->dirs[sha] = *prepared;
+  if (task.build_command().empty() || run->Cancelled()) return true;
+  BuildCommand build = BuildCommandFor(task, sha, run->env);
+  if (run->dependency) {
+    build.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(*prepared, task.dependency());
+  }
+  run->Report(v1::TASK_PHASE_BUILD, 0);
+  // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
+  const BuildStep built =
+      layers_.BuildInLayer(build, *prepared, *prepared + "-layer", task.build_isolation(), sha,
+                           run->cancel, &run->layer_envs[sha]);
+  run->AddTimings(absl::ZeroDuration(), built);
+  if (!built.ok()) return run->Finish(built.failure, built.message, built.log_tail);
+  return true;
+}
+
+bool TaskRunner::RunBenchmarks(RunState* run) {
+  const v1::Task& task = run->task;
+  const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
+  absl::StatusOr<SampleReader> reader = SampleReaderFor(task.metric());
+  if (!reader.ok()) {
+    return run->Finish(v1::TASK_OUTCOME_METRIC_MISSING,
+                       absl::StrCat("the job's --suite is not valid: ", reader.status().message()),
+                       "");
+  }
+  for (int i = 0; i < static_cast<int>(run->schedule.size()); ++i) {
+    const std::string& sha = run->schedule[i];
+    if (run->one_lane && sha != run->checked_out) {
+      if (!PrepareCommit(sha, WorkspaceLane::kPrimary, run)) return false;
+      run->checked_out = sha;
     }
-    report(v1::TASK_PHASE_BENCH, run);
-    ExecRequest bench;
-    bench.argv = argv;
-    auto bench_dir = env.find(kBenchDirEnv);
-    bench.cwd =
-        bench_dir != env.end() && !bench_dir->second.empty() ? bench_dir->second : dirs[sha];
-    bench.env = env;
-    for (const auto& [name, value] : layer_envs[sha]) bench.env[name] = value;
-    bench.env["KBISECT_COMMIT"] = sha;
-    if (dependency) {
-      bench.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(dirs[sha], task.dependency());
-    }
-    bench.timeout = TimeoutOr(task, /*build=*/false, kDefaultBenchTimeout);
-    absl::StatusOr<ExecResult> ran = runner_->Run(bench, cancel);
+    run->Report(v1::TASK_PHASE_BENCH, i);
+    absl::StatusOr<ExecResult> ran = runner_->Run(run->BenchRequestAt(sha), run->cancel);
     if (!ran.ok()) {
-      return finish(v1::TASK_OUTCOME_BENCH_FAILED,
-                    absl::StrCat("could not start the benchmark `", absl::StrJoin(argv, " "),
-                                 "`: ", ran.status().message()),
-                    "");
-    }
-    bench_total += ran->wall_time;
-    *result.mutable_timings()->mutable_bench() = ToProto(bench_total);
-    v1::RunRecord* record = result.add_runs();
-    record->set_exit_code(ran->exit_code);
-    *record->mutable_wall_time() = ToProto(ran->wall_time);
-    if (ran->cancelled) return finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
-    const std::string where = absl::StrCat("benchmark at ", short_sha, " (run ", run + 1, ")");
-    if (ran->timed_out) {
-      return finish(v1::TASK_OUTCOME_TIMED_OUT, absl::StrCat(where, " ", ran->Describe()),
-                    ran->Tail(kTailLines));
-    }
-    if (ran->signal == 0 && ran->exit_code == kGitSkipExitCode) {
-      return finish(v1::TASK_OUTCOME_SKIP_REQUESTED,
-                    absl::StrCat(where, " exited 125: untestable commit (skip)"),
-                    ran->Tail(kTailLines));
-    }
-    if (pass_fail) {
-      // git bisect run's contract: 0 good, 1..127 bad (125 skip, above), anything else aborts.
-      if (ran->signal == 0 && ran->exit_code == 0) continue;
-      if (ran->signal == 0 && ran->exit_code >= 1 && ran->exit_code <= 127) {
-        return finish(v1::TASK_OUTCOME_FAILED, absl::StrCat(where, " ", ran->Describe()),
-                      ran->Tail(kTailLines));
-      }
-      return finish(
+      return run->Finish(
           v1::TASK_OUTCOME_BENCH_FAILED,
-          absl::StrCat(where, " ", ran->Describe(), " (outside git bisect run's 0..127 contract)"),
-          ran->Tail(kTailLines));
+          absl::StrCat("could not start the benchmark `", absl::StrJoin(task.bench_command(), " "),
+                       "`: ", ran.status().message()),
+          "");
     }
-    if (!ran->ok()) {
-      return finish(v1::TASK_OUTCOME_BENCH_FAILED, absl::StrCat(where, " ", ran->Describe()),
-                    ran->Tail(kTailLines));
+    v1::RunRecord* record = run->RecordRun(*ran);
+    const std::string where = absl::StrCat("benchmark at ", sha.substr(0, 7), " (run ", i + 1, ")");
+    if (std::optional<Ending> ending = EndingOf(*ran, where, pass_fail)) {
+      return run->Finish(ending->outcome, std::move(ending->message), std::move(ending->log_tail));
     }
-    std::optional<SuiteReading> suite;
-    if (suite_spec) {
-      absl::StatusOr<SuiteReading> read =
-          ReadSuite(*suite_spec, ran->output, task.metric().lead(), suite_members);
-      if (!read.ok()) {
-        return finish(v1::TASK_OUTCOME_METRIC_MISSING,
-                      absl::StrCat(where, ": ", read.status().message()), ran->Tail(kTailLines));
-      }
-      suite = *std::move(read);
+    if (pass_fail) continue;
+    absl::StatusOr<Sample> sample = ReadSample(*reader, ran->output);
+    if (!sample.ok()) {
+      return run->Finish(v1::TASK_OUTCOME_METRIC_MISSING,
+                         absl::StrCat(where, ": ", sample.status().message()),
+                         ran->Tail(kTailLines));
     }
-    absl::StatusOr<Metric> metric = suite
-                                        ? absl::StatusOr<Metric>(suite->metrics[suite->lead].metric)
-                                        : ExtractMetric(metric_spec, ran->output);
-    if (!metric.ok()) {
-      return finish(v1::TASK_OUTCOME_METRIC_MISSING,
-                    absl::StrCat(where, ": ", metric.status().message()), ran->Tail(kTailLines));
+    if (MeasureAgain(record, run)) {
+      --i;  // The sample is recorded as a run but not kept; measure again.
+      continue;
     }
-    if (gpu_state_probe_) {
-      if (std::optional<v1::GpuState> state = gpu_state_probe_()) {
-        *record->mutable_gpu_state() = *state;
-        if (state->throttled() && task.discard_throttled() && throttle_retries < kThrottleRetries) {
-          ++throttle_retries;
-          --run;  // The sample is recorded as a run but not kept; measure again.
-          continue;
-        }
-      }
-    }
-    record->set_value(metric->value);
-    record->set_has_value(true);
-    if (suite) RecordSuiteRun(*suite, record, &result);
-    if (sha == task.commit_sha()) {
-      result.add_samples(metric->value);
-    } else {
-      result.add_paired_samples(metric->value);
-    }
-    result.set_metric_name(metric->name);
-    result.set_metric_unit(metric->unit);
-    result.set_metric_direction(ToProto(metric->direction));
+    KeepSample(*sample, /*paired=*/sha != task.commit_sha(), record, &run->result);
   }
-  report(v1::TASK_PHASE_REPORTING, static_cast<int>(schedule.size()));
-  return finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
+  return true;
+}
+
+bool TaskRunner::MeasureAgain(v1::RunRecord* record, RunState* run) {
+  if (!gpu_state_probe_) return false;
+  std::optional<v1::GpuState> state = gpu_state_probe_();
+  if (!state) return false;
+  *record->mutable_gpu_state() = *state;
+  if (!state->throttled() || !run->task.discard_throttled() ||
+      run->throttle_retries >= kThrottleRetries) {
+    return false;
+  }
+  ++run->throttle_retries;
+  return true;
 }
 
 }  // namespace kbisect

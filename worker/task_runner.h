@@ -65,6 +65,32 @@ class TaskRunner {
   const BuildCache* build_cache() const { return build_cache_; }
 
  private:
+  // One Run()'s state, passed between its steps (defined in task_runner.cc).
+  struct RunState;
+
+  // Run()'s steps. Each returns false when it ended the task early (RunState::Finish).
+
+  // Marks the builds the job will use again (Task.keep_build_shas) as used, before this task's
+  // builds make room in the cache, so that the room is taken from other builds.
+  void MarkKeptBuildsUsed(const v1::Task& task);
+  // Checks out and builds the commits the benchmark runs start with (the paired one in the
+  // second lane when both are built), once each, and collects the task's manifest.
+  bool PrepareCommits(RunState* run);
+  // Checks `sha` out and builds it, from the build cache or in `lane` of the workspace.
+  bool PrepareCommit(const std::string& sha, WorkspaceLane lane, RunState* run);
+  // Takes the build of `sha` from the build cache (building it there when it is not cached),
+  // holding it in use until the task ends.
+  bool PrepareFromCache(const std::string& sha, RunState* run);
+  // Checks `sha` out in `lane` of the workspace and builds it there in a layer of its own.
+  bool PrepareInWorkspace(const std::string& sha, WorkspaceLane lane, RunState* run);
+  // Runs the benchmark as the schedule says, keeping each run's sample (or, for a pass/fail
+  // benchmark, its verdict).
+  bool RunBenchmarks(RunState* run);
+  // Records the GPU's state after a run in `record`; returns true when the run ended throttled
+  // and the task discards throttled samples (up to kThrottleRetries times): the run is measured
+  // again.
+  bool MeasureAgain(v1::RunRecord* record, RunState* run);
+
   GpuStateProbe gpu_state_probe_;
   BuildCache* build_cache_ = nullptr;
   CommandRunner* const runner_;
