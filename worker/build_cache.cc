@@ -274,6 +274,129 @@ std::optional<BuildInputs> CommitFilesRead(const ReadWatch& reads, const std::st
   });
 }
 
+// A built entry of the same build as a request (same repository, command, environment and
+// isolation), and how far its commit is from the requested one: the changed paths that the
+// builds read, and all the changed paths.
+struct NearBuild {
+  const EntryState* entry;
+  int inputs_changed;
+  int paths_changed;
+};
+
+// The built entries of `entries` (most recently used first) that hold the build of `key` at
+// another commit of `request`'s repository, nearest first: fewest changed paths that the builds
+// read (build_inputs.h: every path while nothing is known), then fewest changed paths, between
+// their commit and the requested one (as the mirror at `mirror_dir` has them). What those builds
+// read, together, is merged into `inputs`. Ties go to the most recently used.
+std::vector<NearBuild> NearestBuilds(const std::vector<EntryState>& entries, const BuildKey& key,
+                                     const BuildCache::Request& request,
+                                     const std::string& mirror_dir, BuildInputs* inputs) {
+  std::unique_ptr<GitRepo> repo;
+  if (absl::StatusOr<std::unique_ptr<GitRepo>> opened = GitRepo::Open(mirror_dir); opened.ok()) {
+    repo = *std::move(opened);
+  }
+  std::vector<const EntryState*> same_build;
+  // Most recently used first, so that the stable sort gives ties to the most recently used.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const EntryState& entry = *it;
+    if (repo == nullptr || !entry.marker.has_value() || entry.marker->sha.empty() ||
+        entry.marker->repository != request.repository) {
+      continue;
+    }
+    BuildKey same = key;
+    same.tree = entry.marker->tree;
+    if (entry.marker->key != same.Text()) continue;
+    same_build.push_back(&entry);
+    inputs->Merge(entry.marker->inputs);
+  }
+  std::vector<NearBuild> near;
+  for (const EntryState* entry : same_build) {
+    absl::StatusOr<std::vector<std::string>> changed =
+        repo->ChangedPaths(entry->marker->sha, request.sha);
+    if (!changed.ok()) continue;
+    near.push_back({entry, inputs->CountInputs(*changed), static_cast<int>(changed->size())});
+  }
+  std::stable_sort(near.begin(), near.end(), [](const NearBuild& a, const NearBuild& b) {
+    return std::make_pair(a.inputs_changed, a.paths_changed) <
+           std::make_pair(b.inputs_changed, b.paths_changed);
+  });
+  return near;
+}
+
+// A near build (NearestBuilds) a new build starts from, with the lock that holds it; both null
+// when there is none.
+struct LockedNearBuild {
+  const NearBuild* near = nullptr;
+  std::unique_ptr<FileLock> lock;
+};
+
+// The entry of `near` to take over in place, its exclusive lock taken: the nearest idle one
+// whose commit is not among `keep_shas`, unless it differs in more of what the builds read
+// (`inputs`, when known) than a nearer entry (one the job keeps, or in use), which is better
+// copied: a copy costs less than a compile. While nothing is known of what the builds read, an
+// entry is taken over rather than copied: a copy of every file costs more than a few paths.
+LockedNearBuild EntryToTakeOver(const std::vector<NearBuild>& near, const BuildInputs& inputs,
+                                const std::vector<std::string>& keep_shas,
+                                const fs::path& builds_dir) {
+  const int fewest_inputs_changed = near.empty() ? 0 : near.front().inputs_changed;
+  for (const NearBuild& candidate : near) {
+    if (inputs.known() && candidate.inputs_changed > fewest_inputs_changed) break;
+    const Marker& marker = *candidate.entry->marker;
+    if (!keep_shas.empty() &&
+        std::find(keep_shas.begin(), keep_shas.end(), marker.sha) != keep_shas.end()) {
+      continue;
+    }
+    std::unique_ptr<FileLock> lock = TryLockIdle(builds_dir / candidate.entry->name);
+    if (lock == nullptr) continue;
+    return {&candidate, std::move(lock)};
+  }
+  return {};
+}
+
+// The entry of `near` a new entry is copied from, held shared (so that no eviction or take-over
+// touches it while it is copied): the nearest one that can be read.
+LockedNearBuild EntryToCopy(const std::vector<NearBuild>& near, const fs::path& builds_dir) {
+  for (const NearBuild& candidate : near) {
+    absl::StatusOr<std::unique_ptr<FileLock>> shared = FileLock::TryAcquireShared(
+        (builds_dir / candidate.entry->name / kEntryLock).string(), kLockHolder);
+    if (shared.ok()) return {&candidate, *std::move(shared)};
+  }
+  return {};
+}
+
+// The names of the entries of `entries` that are built (`built`) or not, in their order.
+std::vector<std::string> EntryNames(const std::vector<EntryState>& entries, bool built) {
+  std::vector<std::string> names;
+  for (const EntryState& entry : entries) {
+    if (entry.marker.has_value() == built) names.push_back(entry.name);
+  }
+  return names;
+}
+
+// The text of the marker of a build of `key`, made for `request` and recorded in `acquired`,
+// that shared the cores with `overlapping` other builds, read `inputs` and ended at `built_at`.
+std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
+                       const BuildCache::Acquired& acquired, int overlapping,
+                       const BuildInputs& inputs, absl::Time built_at) {
+  nlohmann::json marker;
+  marker["key"] = key.Text();
+  marker["tree"] = key.tree;
+  marker["command"] = key.command;
+  marker["env"] = key.env;
+  marker["repository"] = request.repository;
+  marker["sha"] = request.sha;
+  marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
+  marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
+  marker["overlapping_builds"] = overlapping;
+  marker["started_from"] = acquired.started_from;
+  if (inputs.known()) {
+    marker["inputs"]["read"] = inputs.read();
+    marker["inputs"]["unread"] = inputs.unread();
+  }
+  marker["built_at"] = absl::FormatTime(built_at, absl::UTCTimeZone());
+  return marker.dump(2) + "\n";
+}
+
 // This host's name ("" when it cannot be read).
 std::string HostName() {
   char name[256] = {};
@@ -350,183 +473,254 @@ int BuildCache::BuildSlotLimit() const {
                               CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
 }
 
-BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
-                                         const std::function<void()>& on_build_start) {
-  const absl::Time start = clock_->Now();
-  const std::string short_sha = request.sha.substr(0, 7);
-  Acquired acquired;
-  auto fail = [&](v1::TaskOutcome outcome, std::string message) {
+// One Acquire(): the request, what its steps found, claimed and hold, and the result so far.
+struct BuildCache::Acquisition {
+  Acquisition(const Request& request, const Cancellation* cancel,
+              const std::function<void()>& on_build_start, Clock* clock)
+      : request(request),
+        cancel(cancel),
+        on_build_start(on_build_start),
+        clock(clock),
+        start(clock->Now()),
+        short_sha(request.sha.substr(0, 7)) {}
+
+  // Whether the acquisition was cancelled.
+  bool Cancelled() const { return cancel != nullptr && cancel->IsCancelled(); }
+
+  // Ends the acquisition with `outcome` and `message`, holding no entry. Returns false, so that
+  // a step that fails can return what Fail() does.
+  bool Fail(v1::TaskOutcome outcome, std::string message) {
     acquired.step = FailedStep(outcome, std::move(message));
     acquired.in_use.reset();
-    acquired.checkout_time = clock_->Now() - start;
-    return std::move(acquired);
-  };
-  auto cancelled = [&] { return cancel != nullptr && cancel->IsCancelled(); };
-  // A worker that cannot check out is an infrastructure problem: retried elsewhere.
-  auto infra = [&](const std::string& what, const absl::Status& status) {
-    return fail(v1::TASK_OUTCOME_INFRA_ERROR,
+    acquired.checkout_time = clock->Now() - start;
+    return false;
+  }
+
+  // Fails as an infrastructure error, retried elsewhere (a worker that cannot check out): `what`
+  // of the commit failed with `status`.
+  bool FailInfra(const std::string& what, const absl::Status& status) {
+    return Fail(v1::TASK_OUTCOME_INFRA_ERROR,
                 absl::StrCat(what, " of ", short_sha, " failed: ", status.message()));
-  };
+  }
 
+  const Request& request;
+  const Cancellation* const cancel;
+  const std::function<void()>& on_build_start;
+  Clock* const clock;
+  const absl::Time start;
+  const std::string short_sha;
+  Acquired acquired;
+  // The repository's mirror on this host, and the key of the request's build.
+  std::string mirror;
+  BuildKey key;
+  // The entry claimed for the build, and the host's build slot the build holds.
+  Claim claim;
+  std::unique_ptr<FileLock> build_slot;
+  // What the build read (unknown when it could not be watched), and the most other builds it
+  // shared the cores with.
+  BuildInputs inputs;
+  int overlapping = 0;
+};
+
+BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
+                                         const std::function<void()>& on_build_start) {
+  Acquisition acq(request, cancel, on_build_start, clock_);
+  // Each step returns false once it has finished the acquisition: with a failure, or with the
+  // build found in the cache. Once an entry is claimed, this slot builds it; nobody else uses it
+  // until it is marked built.
+  if (LookUpKey(&acq) && ClaimEntry(&acq) && CheckOutEntry(&acq) && BuildEntry(&acq)) {
+    RecordBuild(&acq);
+  }
+  return std::move(acq.acquired);
+}
+
+bool BuildCache::LookUpKey(Acquisition* acq) {
+  const Request& request = acq->request;
   absl::StatusOr<std::string> mirror = PrepareMirror(cache_dir_, request.repository, request.sha);
-  if (!mirror.ok()) return infra("checkout", mirror.status());
-  absl::StatusOr<BuildKey> key = KeyOf(*mirror, request);
-  if (!key.ok()) return infra("checkout", key.status());
-
+  if (!mirror.ok()) return acq->FailInfra("checkout", mirror.status());
+  acq->mirror = *std::move(mirror);
+  absl::StatusOr<BuildKey> key = KeyOf(acq->mirror, request);
+  if (!key.ok()) return acq->FailInfra("checkout", key.status());
+  acq->key = *std::move(key);
   std::error_code ec;
   fs::create_directories(builds_dir_, ec);
   if (ec) {
-    return infra(
+    return acq->FailInfra(
         "the build cache lookup",
         absl::InternalError(absl::StrCat("cannot create '", builds_dir_, "': ", ec.message())));
   }
-  Claim claim;
+  return true;
+}
+
+bool BuildCache::ClaimEntry(Acquisition* acq) {
   // A build waits for one of the host's slots before it claims an entry (decision 149): a build
   // queued behind the slots is often cancelled, and it must not have taken a built entry over.
-  std::unique_ptr<FileLock> build_slot;
-  while (claim.building == nullptr) {
-    if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-    std::vector<std::string> trash;
-    absl::StatusOr<Claim> found;
-    {
-      absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
-          FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
-      if (!cache_lock.ok()) return infra("the build cache lookup", cache_lock.status());
-      found = ClaimLocked(*key, request, *mirror, /*may_build=*/build_slot != nullptr, &trash);
-    }
-    DeleteTrash(trash);
-    if (!found.ok()) return infra("the build cache lookup", found.status());
+  while (acq->claim.building == nullptr) {
+    if (acq->Cancelled()) return acq->Fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+    absl::StatusOr<Claim> found = ClaimUnderCacheLock(*acq);
+    if (!found.ok()) return acq->FailInfra("the build cache lookup", found.status());
     if (found->in_use != nullptr) {
-      const fs::path entry = fs::path(builds_dir_) / found->name;
-      acquired.in_use = std::move(found->in_use);
-      acquired.dir = (entry / kSource).string();
-      acquired.layer_env =
-          layers_.Open((entry / kLayer).string(), request.isolation, request.build.env).variables;
-      acquired.reused = true;
-      acquired.checkout_time = clock_->Now() - start;
-      return acquired;
+      UseCachedBuild(&*found, acq);
+      return false;
     }
     if (found->needs_build) {
-      // The limit is asked again while waiting: a build finishing meanwhile records its cost.
-      build_slot = build_slots_.Acquire([this] { return BuildSlotLimit(); }, cancel,
-                                        &acquired.slot_wait, request.build_order);
-      if (build_slot == nullptr) {
-        if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
-        return infra("the build",
-                     absl::InternalError(absl::StrCat("cannot create the host's build slots under ",
-                                                      cache_dir_, "/build-slots")));
-      }
+      if (!WaitForBuildSlot(acq)) return false;
       continue;  // Looked up again: another slot may have built it meanwhile.
     }
-    claim = *std::move(found);
-    if (claim.building == nullptr) {
-      build_slot.reset();  // Another slot is building it: this one waits without a slot.
+    acq->claim = *std::move(found);
+    if (acq->claim.building == nullptr) {
+      acq->build_slot.reset();  // Another slot is building it: this one waits without a slot.
       clock_->SleepFor(kOtherBuildPoll);
     }
   }
+  return true;
+}
 
-  // This slot builds the entry; nobody else uses it until it is marked built.
-  const fs::path entry = fs::path(builds_dir_) / claim.name;
-  const fs::path src = entry / kSource;
-  if (!claim.copy_from.empty()) {
-    const fs::path from = fs::path(builds_dir_) / claim.copy_from / kSource;
-    fs::remove_all(src, ec);
-    absl::Status copied = CopyCheckout(runner_, from, src);
-    // Its layer too, where its builds installed nothing: no virtual environment to make.
-    if (copied.ok()) {
-      layers_.CopyPristine((fs::path(builds_dir_) / claim.copy_from / kLayer).string(),
-                           (entry / kLayer).string());
-    }
-    claim.copy_from_lock.reset();
-    if (copied.ok()) {
-      // The copied CMake trees name the entry they came from: moved here, they rebuild only what
-      // the checkout below changes.
-      RelocateCMakeTrees(src, (fs::path(builds_dir_) / claim.copy_from).string() + "/",
-                         entry.string() + "/");
-      acquired.started_from = claim.copy_from_sha;
-    } else {
-      fs::remove_all(src, ec);  // A fresh checkout instead.
-      claim.start_inputs = BuildInputs::Read({}, {});
-    }
-  } else {
-    acquired.started_from = claim.took_over_sha;
+absl::StatusOr<BuildCache::Claim> BuildCache::ClaimUnderCacheLock(const Acquisition& acq) {
+  std::vector<std::string> trash;
+  absl::StatusOr<Claim> found;
+  {
+    absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
+        FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
+    if (!cache_lock.ok()) return cache_lock.status();
+    found = ClaimLocked(acq.key, acq.request, acq.mirror,
+                        /*may_build=*/acq.build_slot != nullptr, &trash);
   }
-  absl::Status checked_out = CheckOutInto(*mirror, src, request.repository, request.sha);
+  DeleteTrash(trash);
+  return found;
+}
+
+void BuildCache::UseCachedBuild(Claim* found, Acquisition* acq) {
+  const fs::path entry = fs::path(builds_dir_) / found->name;
+  acq->acquired.in_use = std::move(found->in_use);
+  acq->acquired.dir = (entry / kSource).string();
+  acq->acquired.layer_env =
+      layers_.Open((entry / kLayer).string(), acq->request.isolation, acq->request.build.env)
+          .variables;
+  acq->acquired.reused = true;
+  acq->acquired.checkout_time = clock_->Now() - acq->start;
+}
+
+bool BuildCache::WaitForBuildSlot(Acquisition* acq) {
+  // The limit is asked again while waiting: a build finishing meanwhile records its cost.
+  acq->build_slot = build_slots_.Acquire([this] { return BuildSlotLimit(); }, acq->cancel,
+                                         &acq->acquired.slot_wait, acq->request.build_order);
+  if (acq->build_slot != nullptr) return true;
+  if (acq->Cancelled()) return acq->Fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  return acq->FailInfra(
+      "the build", absl::InternalError(absl::StrCat("cannot create the host's build slots under ",
+                                                    cache_dir_, "/build-slots")));
+}
+
+bool BuildCache::CheckOutEntry(Acquisition* acq) {
+  StartFromNearest(acq);
+  const fs::path src = fs::path(builds_dir_) / acq->claim.name / kSource;
+  absl::Status checked_out =
+      CheckOutInto(acq->mirror, src, acq->request.repository, acq->request.sha);
   if (IsUnfetchableSubmodule(checked_out)) {
     // The commit's, not the worker's: skipped, like a failed build (docs/decisions.md 140).
-    return fail(v1::TASK_OUTCOME_CHECKOUT_FAILED,
-                absl::StrCat("checkout of ", short_sha, " failed: ", checked_out.message()));
+    return acq->Fail(
+        v1::TASK_OUTCOME_CHECKOUT_FAILED,
+        absl::StrCat("checkout of ", acq->short_sha, " failed: ", checked_out.message()));
   }
-  if (!checked_out.ok()) return infra("checkout", checked_out);
-  if (cancelled()) return fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  if (!checked_out.ok()) return acq->FailInfra("checkout", checked_out);
+  if (acq->Cancelled()) return acq->Fail(v1::TASK_OUTCOME_CANCELLED, "cancelled");
+  return true;
+}
+
+void BuildCache::StartFromNearest(Acquisition* acq) {
+  Claim& claim = acq->claim;
+  if (claim.copy_from.empty()) {
+    acq->acquired.started_from = claim.took_over_sha;
+    return;
+  }
+  const fs::path entry = fs::path(builds_dir_) / claim.name;
+  const fs::path src = entry / kSource;
+  const fs::path from_entry = fs::path(builds_dir_) / claim.copy_from;
+  std::error_code ec;
+  fs::remove_all(src, ec);
+  absl::Status copied = CopyCheckout(runner_, from_entry / kSource, src);
+  // Its layer too, where its builds installed nothing: no virtual environment to make.
+  if (copied.ok()) layers_.CopyPristine((from_entry / kLayer).string(), (entry / kLayer).string());
+  claim.copy_from_lock.reset();
+  if (copied.ok()) {
+    // The copied CMake trees name the entry they came from: moved here, they rebuild only what
+    // the checkout changes.
+    RelocateCMakeTrees(src, from_entry.string() + "/", entry.string() + "/");
+    acq->acquired.started_from = claim.copy_from_sha;
+  } else {
+    fs::remove_all(src, ec);  // A fresh checkout instead.
+    claim.start_inputs = BuildInputs::Read({}, {});
+  }
+}
+
+BuildCommand BuildCache::ThroughCompilerCache(const BuildCommand& build,
+                                              const std::string& src) const {
+  BuildCommand cached = build;
+  if (!use_compiler_cache_) return cached;
+  std::map<std::string, std::string> env = process_env_;
+  for (const auto& [name, value] : cached.env) env[name] = value;
+  if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env)) {
+    for (auto& [name, value] : ccache->Variables(src, env)) cached.env[name] = value;
+  }
+  return cached;
+}
+
+bool BuildCache::BuildEntry(Acquisition* acq) {
+  const Request& request = acq->request;
+  const fs::path entry = fs::path(builds_dir_) / acq->claim.name;
+  const fs::path src = entry / kSource;
   const int slot_limit = BuildSlotLimit();
-  acquired.checkout_time = clock_->Now() - start;
-  if (on_build_start) on_build_start();
-  BuildCommand build = request.build;
-  if (use_compiler_cache_) {
-    std::map<std::string, std::string> env = process_env_;
-    for (const auto& [name, value] : build.env) env[name] = value;
-    if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env)) {
-      for (auto& [name, value] : ccache->Variables(src.string(), env)) build.env[name] = value;
-    }
-  }
+  acq->acquired.checkout_time = clock_->Now() - acq->start;
+  if (acq->on_build_start) acq->on_build_start();
+  const BuildCommand build = ThroughCompilerCache(request.build, src.string());
   // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
   // build installs again (an editable install now points at this checkout's files).
   // Builds this one shares the cores with, at its start and its end (its own slot excluded).
   const int slots_seen = std::max(slot_limit, build_slots_.cores());
-  int overlapping = std::max(0, build_slots_.Held(slots_seen) - 1);
+  acq->overlapping = std::max(0, build_slots_.Held(slots_seen) - 1);
   // What the build reads, where what its start read is known (a fresh checkout reads nothing).
-  const ReadWatch reads = claim.start_inputs.known()
+  const ReadWatch reads = acq->claim.start_inputs.known()
                               ? ReadWatch::Start(src.string(), (entry / kReadStamp).string())
                               : ReadWatch();
-  acquired.step = layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(),
-                                       request.isolation, request.sha, cancel, &acquired.layer_env);
-  overlapping = std::max(overlapping, build_slots_.Held(slots_seen) - 1);
-  if (!acquired.step.ok()) return acquired;  // Not marked: never served.
-  BuildInputs inputs;
-  if (std::optional<BuildInputs> read = CommitFilesRead(reads, *mirror, request.sha)) {
-    inputs = claim.start_inputs;
-    inputs.Merge(*read);
+  acq->acquired.step =
+      layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(), request.isolation,
+                           request.sha, acq->cancel, &acq->acquired.layer_env);
+  acq->overlapping = std::max(acq->overlapping, build_slots_.Held(slots_seen) - 1);
+  if (!acq->acquired.step.ok()) return false;  // Not marked: never served.
+  if (std::optional<BuildInputs> read = CommitFilesRead(reads, acq->mirror, request.sha)) {
+    acq->inputs = acq->claim.start_inputs;
+    acq->inputs.Merge(*read);
   }
+  return true;
+}
 
-  nlohmann::json marker;
-  marker["key"] = key->Text();
-  marker["tree"] = key->tree;
-  marker["command"] = key->command;
-  marker["env"] = key->env;
-  marker["repository"] = request.repository;
-  marker["sha"] = request.sha;
-  marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
-  marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
-  marker["overlapping_builds"] = overlapping;
-  marker["started_from"] = acquired.started_from;
-  if (inputs.known()) {
-    marker["inputs"]["read"] = inputs.read();
-    marker["inputs"]["unread"] = inputs.unread();
-  }
-  marker["built_at"] = absl::FormatTime(clock_->Now(), absl::UTCTimeZone());
-  absl::Status marked = WriteFileDurably(entry / kMarker, marker.dump(2) + "\n");
-  if (!marked.ok()) return infra("recording the build", marked);
+bool BuildCache::RecordBuild(Acquisition* acq) {
+  const fs::path entry = fs::path(builds_dir_) / acq->claim.name;
+  absl::Status marked =
+      WriteFileDurably(entry / kMarker, MarkerText(acq->key, acq->request, acq->acquired,
+                                                   acq->overlapping, acq->inputs, clock_->Now()));
+  if (!marked.ok()) return acq->FailInfra("recording the build", marked);
   // Released once the cost is recorded: the builds waiting for a slot size the limit with it.
-  build_slot.reset();
+  acq->build_slot.reset();
   SetLastUsed(entry / kMarker, clock_->Now());
   std::vector<std::string> trash;
   {
     absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
         FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
-    if (!cache_lock.ok()) return infra("recording the build", cache_lock.status());
+    if (!cache_lock.ok()) return acq->FailInfra("recording the build", cache_lock.status());
     // Under the cache lock nobody can take the entry while the lock is converted.
-    absl::Status shared = claim.building->Downgrade();
-    if (!shared.ok()) return infra("recording the build", shared);
+    absl::Status shared = acq->claim.building->Downgrade();
+    if (!shared.ok()) return acq->FailInfra("recording the build", shared);
     EvictLocked(&trash);
   }
   DeleteTrash(trash);
-  acquired.in_use = std::move(claim.building);
-  acquired.dir = src.string();
-  acquired.build_pool = build_pool_;
-  acquired.build_pool_slots = BuildSlotLimit();
-  pool_slots_.store(acquired.build_pool_slots);
-  return acquired;
+  acq->acquired.in_use = std::move(acq->claim.building);
+  acq->acquired.dir = (entry / kSource).string();
+  acq->acquired.build_pool = build_pool_;
+  acq->acquired.build_pool_slots = BuildSlotLimit();
+  pool_slots_.store(acq->acquired.build_pool_slots);
+  return true;
 }
 
 absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
@@ -534,166 +728,126 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
                                                           const std::string& mirror_dir,
                                                           bool may_build,
                                                           std::vector<std::string>* trash) {
-  Claim claim;
   const std::string key_text = key.Text();
   const std::vector<EntryState> entries = ListEntries(builds_dir_);
-  auto entry_path = [&](const std::string& name) { return fs::path(builds_dir_) / name; };
-  auto lock_path = [&](const std::string& name) {
-    return (entry_path(name) / kEntryLock).string();
-  };
   std::error_code ec;
-
   // Built: use it.
   for (const EntryState& entry : entries) {
-    if (!entry.marker.has_value() || entry.marker->key != key_text ||
-        !fs::exists(entry_path(entry.name) / kSource / ".git", ec)) {
-      continue;
+    if (entry.marker.has_value() && entry.marker->key == key_text &&
+        fs::exists(fs::path(builds_dir_) / entry.name / kSource / ".git", ec)) {
+      return UseBuiltLocked(entry.name);
     }
-    absl::StatusOr<std::unique_ptr<FileLock>> shared =
-        FileLock::TryAcquireShared(lock_path(entry.name), kLockHolder);
-    if (shared.ok()) {
-      SetLastUsed(entry_path(entry.name) / kMarker, clock_->Now());
-      claim.in_use = *std::move(shared);
-      claim.name = entry.name;
-    } else if (!absl::IsFailedPrecondition(shared.status())) {
-      return shared.status();
-    }  // Else its builder is just recording it: ask again.
-    return claim;
   }
   // Claimed for this key but not built: being built (ask again later), or an earlier build
   // failed, was cancelled or crashed: build again in place, from what the checkout still has.
   for (const EntryState& entry : entries) {
-    if (entry.marker.has_value() || entry.claim != key_text) continue;
-    absl::StatusOr<std::unique_ptr<FileLock>> exclusive =
-        FileLock::TryAcquire(lock_path(entry.name), kLockHolder);
-    if (!exclusive.ok()) {
-      if (absl::IsFailedPrecondition(exclusive.status())) return claim;  // Being built.
-      return exclusive.status();
+    if (!entry.marker.has_value() && entry.claim == key_text) {
+      return BuildAgainLocked(entry.name, may_build);
     }
-    if (!may_build) {
-      claim.needs_build = true;  // The lock is let go: it is taken again with a slot.
-      return claim;
-    }
-    claim.building = *std::move(exclusive);
-    claim.name = entry.name;
-    return claim;
   }
-
+  Claim claim;
   if (!may_build) {
     claim.needs_build = true;
     return claim;
   }
-  // A new build. The built entries of the same repository, command, environment and isolation,
-  // nearest first: fewest changed paths that the builds read (build_inputs.h: every path while
-  // nothing is known), then fewest changed paths, between their commit and this one.
-  std::unique_ptr<GitRepo> repo;
-  if (absl::StatusOr<std::unique_ptr<GitRepo>> opened = GitRepo::Open(mirror_dir); opened.ok()) {
-    repo = *std::move(opened);
-  }
-  std::vector<const EntryState*> same_build;
+  // A new build, from the nearest build of the same repository, command, environment and
+  // isolation.
   BuildInputs inputs;
-  // Most recently used first, so that the stable sort gives ties to the most recently used.
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    const EntryState& entry = *it;
-    if (repo == nullptr || !entry.marker.has_value() || entry.marker->sha.empty() ||
-        entry.marker->repository != request.repository) {
-      continue;
-    }
-    BuildKey same = key;
-    same.tree = entry.marker->tree;
-    if (entry.marker->key != same.Text()) continue;
-    same_build.push_back(&entry);
-    inputs.Merge(entry.marker->inputs);
-  }
-  struct Near {
-    const EntryState* entry;
-    int inputs_changed;
-    int paths_changed;
-  };
-  std::vector<Near> near;
-  for (const EntryState* entry : same_build) {
-    absl::StatusOr<std::vector<std::string>> changed =
-        repo->ChangedPaths(entry->marker->sha, request.sha);
-    if (!changed.ok()) continue;
-    near.push_back({entry, inputs.CountInputs(*changed), static_cast<int>(changed->size())});
-  }
-  std::stable_sort(near.begin(), near.end(), [](const Near& a, const Near& b) {
-    return std::make_pair(a.inputs_changed, a.paths_changed) <
-           std::make_pair(b.inputs_changed, b.paths_changed);
-  });
-
+  const std::vector<NearBuild> near = NearestBuilds(entries, key, request, mirror_dir, &inputs);
   // When the cache is full, drop idle unbuilt entries (failed or crashed builds) first.
   int count = static_cast<int>(entries.size());
-  for (const EntryState& candidate : entries) {
-    if (count < max_entries_ || candidate.marker.has_value()) break;  // Unbuilt ones come first.
-    if (std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.name))) {
-      RETURN_IF_ERROR(TrashLocked(candidate.name, trash));
-      --count;
-    }
-  }
-  auto write_claim = [&](const std::string& name) -> absl::Status {
-    return WriteFileDurably(entry_path(name) / kClaim, key_text);
-  };
-  // Take the nearest idle entry the job does not keep over, in place, unless it differs in more
-  // of what the builds read than a nearer entry (one the job keeps, or in use): that one is copied
-  // instead, a copy costing less than a compile. While nothing is known of what the builds read,
-  // an entry is taken over rather than copied: a copy of every file costs more than a few paths.
-  const bool job_names_its_builds = !request.keep_shas.empty();
-  const int fewest_inputs_changed = near.empty() ? 0 : near.front().inputs_changed;
-  if (count >= max_entries_ || job_names_its_builds) {
-    for (const Near& candidate : near) {
-      if (inputs.known() && candidate.inputs_changed > fewest_inputs_changed) break;
-      const Marker& marker = *candidate.entry->marker;
-      if (job_names_its_builds && std::find(request.keep_shas.begin(), request.keep_shas.end(),
-                                            marker.sha) != request.keep_shas.end()) {
-        continue;
-      }
-      std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.entry->name));
-      if (lock == nullptr) continue;
-      fs::remove(entry_path(candidate.entry->name) / kMarker, ec);
+  RETURN_IF_ERROR(TrashIdleLocked(EntryNames(entries, /*built=*/false), &count, trash));
+  // Take the nearest idle entry the job does not keep over, in place (EntryToTakeOver).
+  if (count >= max_entries_ || !request.keep_shas.empty()) {
+    LockedNearBuild idle = EntryToTakeOver(near, inputs, request.keep_shas, builds_dir_);
+    if (idle.lock != nullptr) {
+      const EntryState& entry = *idle.near->entry;
+      fs::remove(fs::path(builds_dir_) / entry.name / kMarker, ec);
       if (ec) {
         return absl::InternalError(
-            absl::StrCat("cannot unmark '", entry_path(candidate.entry->name).string(), "'"));
+            absl::StrCat("cannot unmark '", (fs::path(builds_dir_) / entry.name).string(), "'"));
       }
-      RETURN_IF_ERROR(write_claim(candidate.entry->name));
-      claim.building = std::move(lock);
-      claim.name = candidate.entry->name;
-      claim.took_over_sha = marker.sha;
-      claim.start_inputs = marker.inputs;
+      RETURN_IF_ERROR(WriteFileDurably(fs::path(builds_dir_) / entry.name / kClaim, key_text));
+      claim.building = std::move(idle.lock);
+      claim.name = entry.name;
+      claim.took_over_sha = entry.marker->sha;
+      claim.start_inputs = entry.marker->inputs;
       return claim;
     }
   }
   // Else a new entry, copied from the nearest entry that can be read (held shared, so that the
-  // eviction below leaves it alone).
-  for (const Near& candidate : near) {
-    absl::StatusOr<std::unique_ptr<FileLock>> shared =
-        FileLock::TryAcquireShared(lock_path(candidate.entry->name), kLockHolder);
-    if (!shared.ok()) continue;
-    claim.copy_from = candidate.entry->name;
-    claim.copy_from_sha = candidate.entry->marker->sha;
-    claim.copy_from_lock = *std::move(shared);
-    claim.start_inputs = candidate.entry->marker->inputs;
-    break;
+  // eviction below leaves it alone), or a fresh checkout.
+  if (LockedNearBuild source = EntryToCopy(near, builds_dir_); source.lock != nullptr) {
+    claim.copy_from = source.near->entry->name;
+    claim.copy_from_sha = source.near->entry->marker->sha;
+    claim.copy_from_lock = std::move(source.lock);
+    claim.start_inputs = source.near->entry->marker->inputs;
+  } else {
+    claim.start_inputs = BuildInputs::Read({}, {});  // Fresh.
   }
-  if (claim.copy_from.empty()) claim.start_inputs = BuildInputs::Read({}, {});  // Fresh.
-  for (const EntryState& candidate : entries) {
-    if (count < max_entries_) break;
-    if (!candidate.marker.has_value()) continue;  // Already dropped, or in use.
-    if (std::unique_ptr<FileLock> lock = TryLockIdle(entry_path(candidate.name))) {
-      RETURN_IF_ERROR(TrashLocked(candidate.name, trash));
-      --count;
+  // When the cache is full, evict idle built entries, least recently used first, to make room.
+  RETURN_IF_ERROR(TrashIdleLocked(EntryNames(entries, /*built=*/true), &count, trash));
+  RETURN_IF_ERROR(CreateEntryLocked(key_text, &claim));
+  return claim;
+}
+
+absl::StatusOr<BuildCache::Claim> BuildCache::UseBuiltLocked(const std::string& name) {
+  Claim claim;
+  const fs::path entry = fs::path(builds_dir_) / name;
+  absl::StatusOr<std::unique_ptr<FileLock>> shared =
+      FileLock::TryAcquireShared((entry / kEntryLock).string(), kLockHolder);
+  if (shared.ok()) {
+    SetLastUsed(entry / kMarker, clock_->Now());
+    claim.in_use = *std::move(shared);
+    claim.name = name;
+  } else if (!absl::IsFailedPrecondition(shared.status())) {
+    return shared.status();
+  }  // Else its builder is just recording it: ask again.
+  return claim;
+}
+
+absl::StatusOr<BuildCache::Claim> BuildCache::BuildAgainLocked(const std::string& name,
+                                                               bool may_build) {
+  Claim claim;
+  absl::StatusOr<std::unique_ptr<FileLock>> exclusive =
+      FileLock::TryAcquire((fs::path(builds_dir_) / name / kEntryLock).string(), kLockHolder);
+  if (!exclusive.ok()) {
+    if (absl::IsFailedPrecondition(exclusive.status())) return claim;  // Being built.
+    return exclusive.status();
+  }
+  if (!may_build) {
+    claim.needs_build = true;  // The lock is let go: it is taken again with a slot.
+    return claim;
+  }
+  claim.building = *std::move(exclusive);
+  claim.name = name;
+  return claim;
+}
+
+absl::Status BuildCache::TrashIdleLocked(const std::vector<std::string>& names, int* count,
+                                         std::vector<std::string>* trash) {
+  for (const std::string& name : names) {
+    if (*count < max_entries_) break;
+    if (std::unique_ptr<FileLock> lock = TryLockIdle(fs::path(builds_dir_) / name)) {
+      RETURN_IF_ERROR(TrashLocked(name, trash));
+      --*count;
     }
   }
-  claim.name = NewEntryNameLocked();
-  const fs::path entry = entry_path(claim.name);
+  return absl::OkStatus();
+}
+
+absl::Status BuildCache::CreateEntryLocked(const std::string& key_text, Claim* claim) {
+  claim->name = NewEntryNameLocked();
+  const fs::path entry = fs::path(builds_dir_) / claim->name;
+  std::error_code ec;
   fs::create_directories(entry, ec);
   if (ec) {
     return absl::InternalError(
         absl::StrCat("cannot create '", entry.string(), "': ", ec.message()));
   }
-  ASSIGN_OR_RETURN(claim.building, FileLock::TryAcquire(lock_path(claim.name), kLockHolder));
-  RETURN_IF_ERROR(write_claim(claim.name));
-  return claim;
+  ASSIGN_OR_RETURN(claim->building,
+                   FileLock::TryAcquire((entry / kEntryLock).string(), kLockHolder));
+  return WriteFileDurably(entry / kClaim, key_text);
 }
 
 std::string BuildCache::NewEntryNameLocked() const {

@@ -221,6 +221,40 @@ class BuildCache {
     bool needs_build = false;
   };
 
+  // One Acquire()'s state, passed between its steps (defined in build_cache.cc).
+  struct Acquisition;
+
+  // Acquire()'s steps. Each returns false once it has finished the acquisition: with a failure,
+  // or (ClaimEntry) with the build found in the cache.
+
+  // Brings the request's commit into the host's mirror and reads the key of its build.
+  bool LookUpKey(Acquisition* acq);
+  // Finds the key's build in the cache, or claims an entry to build it in (after waiting for one
+  // of the host's build slots, and for another slot's build of the same key).
+  bool ClaimEntry(Acquisition* acq);
+  // Checks the commit out into the claimed entry, started from the nearest build
+  // (StartFromNearest).
+  bool CheckOutEntry(Acquisition* acq);
+  // Runs the build in the claimed entry, watching what it reads and the builds it overlaps.
+  bool BuildEntry(Acquisition* acq);
+  // Marks the entry built (its marker), turns the build's lock into a use of it and evicts what
+  // the bound requires.
+  bool RecordBuild(Acquisition* acq);
+
+  // ClaimLocked() under the cache lock, taken and released here; what it trashed is deleted
+  // once the lock is released.
+  absl::StatusOr<Claim> ClaimUnderCacheLock(const Acquisition& acq);
+  // Makes `found`, a claim of the key's built entry, the acquisition's result.
+  void UseCachedBuild(Claim* found, Acquisition* acq);
+  // Waits for one of the host's build slots; false when cancelled or the slots cannot be made.
+  bool WaitForBuildSlot(Acquisition* acq);
+  // Starts the claimed entry from the build its claim names: a copy of another entry's checkout
+  // (a fresh checkout when the copy fails) or the entry it took over.
+  void StartFromNearest(Acquisition* acq);
+  // `build` as it runs in checkout `src`: through the host's compiler cache when it is on and
+  // found.
+  BuildCommand ThroughCompilerCache(const BuildCommand& build, const std::string& src) const;
+
   // Looks the key `key` of `request` up and claims its entry for use or for building, making
   // room (taking the nearest idle entry over, or evicting one) for a new entry. `mirror_dir` is
   // the request's mirror (for the distances between commits). Directories to delete once the
@@ -231,6 +265,21 @@ class BuildCache {
   absl::StatusOr<Claim> ClaimLocked(const BuildKey& key, const Request& request,
                                     const std::string& mirror_dir, bool may_build,
                                     std::vector<std::string>* trash);
+
+  // ClaimLocked()'s claims. The caller holds the cache lock.
+
+  // Claims built entry `name` for use, marking it used now; no claim (ask again) while its
+  // builder is still recording it.
+  absl::StatusOr<Claim> UseBuiltLocked(const std::string& name);
+  // Claims unbuilt entry `name`, claimed for the key, to build it again in place; no claim (ask
+  // again) while it is being built, and `needs_build` without `may_build`.
+  absl::StatusOr<Claim> BuildAgainLocked(const std::string& name, bool may_build);
+  // Trashes the idle entries among `names`, in order, while `*count` entries leave no room
+  // below max_entries_, counting each off `*count`.
+  absl::Status TrashIdleLocked(const std::vector<std::string>& names, int* count,
+                               std::vector<std::string>* trash);
+  // Creates a new entry for a build of `key_text`, named in `claim`, and claims it for building.
+  absl::Status CreateEntryLocked(const std::string& key_text, Claim* claim);
 
   // Evicts idle entries, least recently used first (unbuilt ones before any), until at most
   // max_entries_ are left, adding them to `trash`. The caller holds the cache lock.
