@@ -54,38 +54,45 @@ Signals: SIGTERM/SIGINT drain (finish and report the current probe, then exit 0)
 stops at once (the probe is killed and handed back to the coordinator).
 )";
 
-int Main(int argc, char** argv) {
-  BlockTerminationSignals();
-  CLI::App app{"kbisect worker daemon: runs bisect probes for a coordinator on one GPU slot.",
-               "kbisect-worker"};
-  app.footer(kFooter);
+// kbisect-worker's command line.
+struct WorkerFlags {
   std::string coordinator = "127.0.0.1:7070";
   std::string cache_dir = DefaultCacheDir();
   int gpu = 0;
+  bool gpu_given = false;  // Whether --gpu (or KBISECT_GPU) was given.
   std::string name;
   DaemonFlags daemon;
-  ClientCredentialOptions tls;
+  ClientCredentialOptions tls;  // --tls-ca; the rest comes from `daemon` (LoadCredentials).
   double idle_poll_seconds = 5;
   int build_cache_size = kDefaultBuildCacheSize;
-  app.add_option("--coordinator", coordinator, "Coordinator address host:port")
+  bool no_compiler_cache = false;
+  int build_ahead = DefaultBuildAhead();
+  std::string class_keys;
+};
+
+// Parses kbisect-worker's command line into `f`. Returns the exit code when the process is to
+// exit at once (--help, a usage error, said on stderr), else nullopt.
+std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
+  CLI::App app{"kbisect worker daemon: runs bisect probes for a coordinator on one GPU slot.",
+               "kbisect-worker"};
+  app.footer(kFooter);
+  app.add_option("--coordinator", f->coordinator, "Coordinator address host:port")
       ->envname("KBISECT_COORDINATOR")
       ->capture_default_str();
-  app.add_option("--cache-dir", cache_dir, "Repository mirrors and this slot's checkout")
+  app.add_option("--cache-dir", f->cache_dir, "Repository mirrors and this slot's checkout")
       ->envname("KBISECT_CACHE_DIR")
       ->capture_default_str();
-  app.add_option("--build-cache-size", build_cache_size,
+  app.add_option("--build-cache-size", f->build_cache_size,
                  "Built checkouts kept per host under CACHE_DIR/builds (least recently used ones "
                  "are evicted); a probe at a commit already built runs no checkout or build. 0 "
                  "builds in the slot's own checkout")
       ->envname("KBISECT_BUILD_CACHE_SIZE")
       ->capture_default_str()
       ->check(WholeNumberIn(0, 100000, "builds"));
-  bool no_compiler_cache = false;
-  app.add_flag("--no-compiler-cache", no_compiler_cache,
+  app.add_flag("--no-compiler-cache", f->no_compiler_cache,
                "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                "by default when ccache is installed");
-  int build_ahead = DefaultBuildAhead();
-  app.add_option("--build-ahead", build_ahead,
+  app.add_option("--build-ahead", f->build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
                  "the commits the coordinator expects to probe next (needs the build cache). "
                  "Default: half the cores, less one; with several worker processes on one host, "
@@ -94,135 +101,145 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(WholeNumberIn(0, 1024, "builds"));
   CLI::Option* gpu_option =
-      app.add_option("--gpu", gpu,
+      app.add_option("--gpu", f->gpu,
                      "Device slot this worker is pinned to, unless the scheduler bound one "
                      "(CUDA_VISIBLE_DEVICES etc. already set)")
           ->envname("KBISECT_GPU")
           ->capture_default_str()
           ->check(WholeNumberIn(0, 1023));
-  app.add_option("--name", name, "Stable worker name (default: HOST/slotGPU)")
+  app.add_option("--name", f->name, "Stable worker name (default: HOST/slotGPU)")
       ->envname("KBISECT_WORKER_NAME");
-  app.add_option("--tls-ca", tls.ca_file, "PEM CA that signs the coordinator's certificate")
+  app.add_option("--tls-ca", f->tls.ca_file, "PEM CA that signs the coordinator's certificate")
       ->envname("KBISECT_TLS_CA");
   AddTlsCertificateFlags(&app, "PEM client certificate (mutual TLS)",
-                         "PEM key of the client certificate", &daemon);
+                         "PEM key of the client certificate", &f->daemon);
   AddTokenFileFlag(&app,
                    "Not for workers on their own: a token authorizes client commands only. Workers "
                    "authenticate with --tls-cert/--tls-key (OU=kbisect-worker); with them a token "
                    "is sent too but grants nothing more",
-                   &daemon);
-  std::string class_keys;
-  app.add_option("--hardware-class-keys", class_keys,
+                   &f->daemon);
+  app.add_option("--hardware-class-keys", f->class_keys,
                  "Comma-separated identity keys that define the hardware class (gpu_model, "
                  "gpu_count, driver, toolkit, vbios, cpu_model, kernel, host)")
       ->envname("KBISECT_HARDWARE_CLASS_KEYS");
-  app.add_option("--idle-poll", idle_poll_seconds, "Seconds an idle worker's long poll lasts")
+  app.add_option("--idle-poll", f->idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(NumberIn(0.1, 60, "seconds"));
-  AddLogFormatFlag(&app, "text or json (JSON lines, for log pipelines)", &daemon);
-  if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return *exit_code;
-  absl::StatusOr<LogFormat> format = LoadLogFormat(daemon);
-  if (!format.ok()) {
-    std::cerr << "kbisect-worker: " << format.status().message() << "\n";
-    return 2;
-  }
-  const Logger log("kbisect-worker", *format, &std::cerr);
-  tls.cert_file = daemon.tls_cert_file;
-  tls.key_file = daemon.tls_key_file;
-  if (!daemon.token_file.empty() && tls.cert_file.empty()) {
-    log.Error(
+  AddLogFormatFlag(&app, "text or json (JSON lines, for log pipelines)", &f->daemon);
+  if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return exit_code;
+  f->gpu_given = gpu_option->count() > 0;
+  return std::nullopt;
+}
+
+// Whether the worker talks to the coordinator over TLS.
+bool OverTls(const WorkerFlags& f) {
+  return !f.tls.ca_file.empty() || !f.daemon.tls_cert_file.empty();
+}
+
+// The credentials the worker dials the coordinator with: TLS (mutual with --tls-cert and
+// --tls-key) and the --token-file's token. Errors say what is wrong with the flags or files.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadCredentials(const WorkerFlags& f) {
+  ClientCredentialOptions tls = f.tls;
+  tls.cert_file = f.daemon.tls_cert_file;
+  tls.key_file = f.daemon.tls_key_file;
+  if (!f.daemon.token_file.empty() && tls.cert_file.empty()) {
+    return absl::InvalidArgumentError(
         "--token-file cannot authenticate a worker: the coordinator only lets certificates "
         "with OU=kbisect-worker call worker RPCs. Give the worker --tls-cert and --tls-key (see "
         "docs/operations.md, Certificates).");
-    return 2;
   }
-  absl::StatusOr<std::string> token = LoadToken(daemon);
-  if (!token.ok()) {
-    log.Error(std::string(token.status().message()));
-    return 2;
-  }
+  absl::StatusOr<std::string> token = LoadToken(f.daemon);
+  if (!token.ok()) return token.status();
   tls.token = *std::move(token);
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      MakeChannelCredentials(tls);
-  if (!credentials.ok()) {
-    log.Error(std::string(credentials.status().message()));
-    return 2;
-  }
+  return MakeChannelCredentials(tls);
+}
 
-  absl::StatusOr<std::vector<std::string>> keys = ParseHardwareClassKeys(class_keys);
-  if (!keys.ok()) {
-    log.Error(absl::StrCat("--hardware-class-keys: ", keys.status().message()));
-    return 2;
-  }
-  absl::StatusOr<DeviceBinding> binding = ResolveDeviceBinding(
-      EnvironmentMap(), gpu_option->count() > 0 ? std::optional<int>(gpu) : std::nullopt);
-  if (!binding.ok()) {
-    log.Error(absl::StrCat("device binding: ", binding.status().message()));
-    return 2;
-  }
-  if (!binding->note.empty()) log.Info(binding->note);
-  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
-  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
+// The slot's options: the flags', the device `binding`'s and the hardware class `keys`; named
+// after `host` unless --name.
+WorkerSlotOptions SlotOptions(const WorkerFlags& f, std::vector<std::string> keys,
+                              const DeviceBinding& binding, const std::string& host) {
   WorkerSlotOptions options;
-  options.hardware_class_keys = *keys;
-  options.cache_dir = cache_dir;
-  options.build_cache_size = build_cache_size;
-  options.compiler_cache = !no_compiler_cache;
-  options.slot = binding->slot;
-  options.visible_devices = binding->visible_devices;
-  options.probe_device = binding->probe_device;
-  options.placement = binding->placement;
-  options.name = name.empty() ? DefaultBoundWorkerName(host_identity.host(), *binding) : name;
-  options.idle_poll = absl::Seconds(idle_poll_seconds);
-  std::unique_ptr<BuildCache> build_ahead_cache;
-  std::unique_ptr<BuildAhead> builds_ahead;
-  if (build_ahead > 0 && build_cache_size > 0) {
+  options.hardware_class_keys = std::move(keys);
+  options.cache_dir = f.cache_dir;
+  options.build_cache_size = f.build_cache_size;
+  options.compiler_cache = !f.no_compiler_cache;
+  options.slot = binding.slot;
+  options.visible_devices = binding.visible_devices;
+  options.probe_device = binding.probe_device;
+  options.placement = binding.placement;
+  options.name = f.name.empty() ? DefaultBoundWorkerName(host, binding) : f.name;
+  options.idle_poll = absl::Seconds(f.idle_poll_seconds);
+  return options;
+}
+
+// This process's builds ahead (--build-ahead) and the handle on the host's build cache they build
+// into; both null when there are none (--build-ahead 0, or no build cache).
+struct BuildsAhead {
+  std::unique_ptr<BuildCache> cache;
+  std::unique_ptr<BuildAhead> builds;
+};
+
+// Starts the builds ahead the flags ask for, running their builds through `runner`.
+BuildsAhead StartBuildsAhead(const WorkerFlags& f, CommandRunner* runner) {
+  BuildsAhead ahead;
+  if (f.build_ahead > 0 && f.build_cache_size > 0) {
     BuildCacheOptions cache_options;
-    cache_options.max_entries = build_cache_size;
-    cache_options.compiler_cache = !no_compiler_cache;
-    build_ahead_cache = std::make_unique<BuildCache>(cache_dir, cache_options, runner.get());
-    builds_ahead = std::make_unique<BuildAhead>(build_ahead_cache.get(), build_ahead);
-    options.build_ahead = builds_ahead.get();
+    cache_options.max_entries = f.build_cache_size;
+    cache_options.compiler_cache = !f.no_compiler_cache;
+    ahead.cache = std::make_unique<BuildCache>(f.cache_dir, cache_options, runner);
+    ahead.builds = std::make_unique<BuildAhead>(ahead.cache.get(), f.build_ahead);
   }
+  return ahead;
+}
+
+// A channel to the coordinator at `address` that reconnects within a second of its return.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   // gRPC waits 1 s, then up to 120 s, between connection attempts by default: after a
   // coordinator restart the worker would stay away for seconds. 100 ms growing to 5 s (the
   // agent's own backoff bound) reconnects within a second of the coordinator's return.
   grpc::ChannelArguments channel_arguments;
   channel_arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   channel_arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  WorkerSlot slot(options, runner.get(), host_identity,
-                  grpc::CreateCustomChannel(coordinator, *credentials, channel_arguments));
-  const bool over_tls = !tls.ca_file.empty() || !tls.cert_file.empty();
-  log.Info(absl::StrCat(slot.name(), " on devices ", binding->visible_devices,
-                        binding->placement.device_variable().empty()
+  return grpc::CreateCustomChannel(address, credentials, channel_arguments);
+}
+
+// Says what the slot serves: its devices, its hardware class, the coordinator, the caches and
+// the builds ahead (`builds_ahead`, null when none), then where its builds install.
+void LogStart(const Logger& log, const WorkerSlot& slot, const DeviceBinding& binding,
+              const WorkerFlags& f, const BuildAhead* builds_ahead, CommandRunner* runner) {
+  log.Info(absl::StrCat(slot.name(), " on devices ", binding.visible_devices,
+                        binding.placement.device_variable().empty()
                             ? std::string(" (--gpu)")
-                            : absl::StrCat(" (", binding->placement.device_variable(), ")"),
+                            : absl::StrCat(" (", binding.placement.device_variable(), ")"),
                         " (", slot.identity().hardware_class_label(), ", class ",
-                        slot.identity().hardware_class(), ") serving coordinator ", coordinator,
-                        over_tls ? " over TLS" : "", "; cache ", cache_dir,
-                        build_cache_size > 0
-                            ? absl::StrCat(" (", Count(build_cache_size, "build"), " kept)")
+                        slot.identity().hardware_class(), ") serving coordinator ", f.coordinator,
+                        OverTls(f) ? " over TLS" : "", "; cache ", f.cache_dir,
+                        f.build_cache_size > 0
+                            ? absl::StrCat(" (", Count(f.build_cache_size, "build"), " kept)")
                             : std::string(" (no build cache)"),
                         builds_ahead != nullptr
                             ? absl::StrCat("; builds ahead: ", builds_ahead->max_builds())
                             : std::string("; no builds ahead")),
            {{"worker", slot.name()},
             {"hardware_class", slot.identity().hardware_class()},
-            {"coordinator", coordinator},
-            {"tls", over_tls ? "true" : "false"}});
-  {
-    // Where builds install by default (worker/build_layer.h): over this process's Python.
-    BuildLayers layers(runner.get(), BuildLayers::ProcessEnvironment());
-    const std::optional<PythonBase> base = layers.Base();
-    log.Info(base.has_value()
-                 ? absl::StrCat("builds install into layers of their own over ", base->description)
-                 : std::string("builds install into prefixes of their own (no Python found)"),
-             {{"worker", slot.name()}});
-  }
+            {"coordinator", f.coordinator},
+            {"tls", OverTls(f) ? "true" : "false"}});
+  // Where builds install by default (worker/build_layer.h): over this process's Python.
+  BuildLayers layers(runner, BuildLayers::ProcessEnvironment());
+  const std::optional<PythonBase> base = layers.Base();
+  log.Info(base.has_value()
+               ? absl::StrCat("builds install into layers of their own over ", base->description)
+               : std::string("builds install into prefixes of their own (no Python found)"),
+           {{"worker", slot.name()}});
+}
 
+// Runs the slot's agent until it stops: the first SIGTERM or SIGINT drains it, a second stops it
+// at once. Returns the process's exit code: 1 when the agent stopped on an error, else 0.
+int Serve(WorkerSlot* slot, const Logger& log) {
   kbisect::Notification done;
   std::thread agent_thread([&] {
-    slot.agent()->Run();
+    slot->agent()->Run();
     done.Notify();
   });
   int signals = 0;
@@ -232,22 +249,61 @@ int Main(int argc, char** argv) {
     if (++signals == 1) {
       log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
                             ": draining (finishing the current probe; signal again to stop now)"));
-      slot.agent()->Drain();
+      slot->agent()->Drain();
     } else {
       log.Info("stopping now; the current probe is handed back");
-      slot.agent()->Stop();
+      slot->agent()->Stop();
     }
   }
   agent_thread.join();
-  if (const absl::Status reason = slot.agent()->stop_reason(); !reason.ok()) {
-    log.Error(absl::StrCat(slot.name(), ": ", reason.message()), {{"worker", slot.name()}});
+  if (const absl::Status reason = slot->agent()->stop_reason(); !reason.ok()) {
+    log.Error(absl::StrCat(slot->name(), ": ", reason.message()), {{"worker", slot->name()}});
     return 1;
   }
-  log.Info(
-      absl::StrCat(slot.name(), " exiting after ", slot.agent()->tasks_reported(),
-                   " reported probe(s)"),
-      {{"worker", slot.name()}, {"probes_reported", absl::StrCat(slot.agent()->tasks_reported())}});
+  log.Info(absl::StrCat(slot->name(), " exiting after ", slot->agent()->tasks_reported(),
+                        " reported probe(s)"),
+           {{"worker", slot->name()},
+            {"probes_reported", absl::StrCat(slot->agent()->tasks_reported())}});
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  WorkerFlags flags;
+  if (std::optional<int> exit_code = ParseFlags(argc, argv, &flags)) return *exit_code;
+  absl::StatusOr<LogFormat> format = LoadLogFormat(flags.daemon);
+  if (!format.ok()) {
+    std::cerr << "kbisect-worker: " << format.status().message() << "\n";
+    return 2;
+  }
+  const Logger log("kbisect-worker", *format, &std::cerr);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = LoadCredentials(flags);
+  if (!credentials.ok()) {
+    log.Error(std::string(credentials.status().message()));
+    return 2;
+  }
+  absl::StatusOr<std::vector<std::string>> keys = ParseHardwareClassKeys(flags.class_keys);
+  if (!keys.ok()) {
+    log.Error(absl::StrCat("--hardware-class-keys: ", keys.status().message()));
+    return 2;
+  }
+  absl::StatusOr<DeviceBinding> binding = ResolveDeviceBinding(
+      EnvironmentMap(), flags.gpu_given ? std::optional<int>(flags.gpu) : std::nullopt);
+  if (!binding.ok()) {
+    log.Error(absl::StrCat("device binding: ", binding.status().message()));
+    return 2;
+  }
+  if (!binding->note.empty()) log.Info(binding->note);
+
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
+  WorkerSlotOptions options = SlotOptions(flags, *keys, *binding, host_identity.host());
+  BuildsAhead ahead = StartBuildsAhead(flags, runner.get());
+  options.build_ahead = ahead.builds.get();
+  WorkerSlot slot(options, runner.get(), host_identity,
+                  CoordinatorChannel(flags.coordinator, *credentials));
+  LogStart(log, slot, *binding, flags, ahead.builds.get(), runner.get());
+  return Serve(&slot, log);
 }
 
 }  // namespace
