@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/identity/clock_events.h"
 #include "nlohmann/json.hpp"
 
 namespace kbisect {
@@ -227,28 +228,10 @@ std::optional<v1::GpuState> ParseNvidiaGpuState(std::string_view csv_text) {
   uint64_t mask = 0;
   absl::string_view hex = fields[2];
   if (!absl::ConsumePrefix(&hex, "0x") || !absl::SimpleHexAtoi(hex, &mask)) return std::nullopt;
-  // NVML clocks-event reasons (nvmlClocksEventReason*), as nvidia-smi reports them.
-  struct Reason {
-    uint64_t bit;
-    const char* name;
-    bool throttles;
-  };
-  static constexpr Reason kReasons[] = {
-      {0x1, "gpu_idle", false},
-      {0x2, "applications_clocks_setting", false},
-      {0x4, "sw_power_cap", true},
-      {0x8, "hw_slowdown", true},
-      {0x10, "sync_boost", false},
-      {0x20, "sw_thermal_slowdown", true},
-      {0x40, "hw_thermal_slowdown", true},
-      {0x80, "hw_power_brake_slowdown", true},
-      {0x100, "display_clock_setting", false},
-  };
-  for (const Reason& reason : kReasons) {
-    if ((mask & reason.bit) == 0) continue;
-    state.add_throttle_reasons(reason.name);
-    if (reason.throttles) state.set_throttled(true);
-  }
+  // NVML clocks-event reasons (common/identity/clock_events.h); any software or hardware one
+  // makes the sample suspect.
+  for (const std::string& name : ClockEventReasonNames(mask)) state.add_throttle_reasons(name);
+  if (WorstClockEvent(mask) != ClockEventSeverity::kBenign) state.set_throttled(true);
   return state;
 }
 

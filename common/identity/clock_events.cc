@@ -1,0 +1,37 @@
+// Copyright 2026 The kbisect Authors.
+#include "common/identity/clock_events.h"
+
+namespace kbisect {
+
+const std::vector<ClockEventReason>& ClockEventReasons() {
+  static const std::vector<ClockEventReason> kReasons = {
+      {0x1, "gpu_idle", ClockEventSeverity::kBenign},
+      {0x2, "applications_clocks_setting", ClockEventSeverity::kBenign},
+      {0x4, "sw_power_cap", ClockEventSeverity::kSoftware},
+      {0x8, "hw_slowdown", ClockEventSeverity::kHardware},
+      {0x10, "sync_boost", ClockEventSeverity::kBenign},
+      {0x20, "sw_thermal_slowdown", ClockEventSeverity::kSoftware},
+      {0x40, "hw_thermal_slowdown", ClockEventSeverity::kHardware},
+      {0x80, "hw_power_brake_slowdown", ClockEventSeverity::kHardware},
+      {0x100, "display_clock_setting", ClockEventSeverity::kBenign},
+  };
+  return kReasons;
+}
+
+std::vector<std::string> ClockEventReasonNames(uint64_t mask) {
+  std::vector<std::string> names;
+  for (const ClockEventReason& reason : ClockEventReasons()) {
+    if ((mask & reason.bit) != 0) names.push_back(reason.name);
+  }
+  return names;
+}
+
+ClockEventSeverity WorstClockEvent(uint64_t mask) {
+  ClockEventSeverity worst = ClockEventSeverity::kBenign;
+  for (const ClockEventReason& reason : ClockEventReasons()) {
+    if ((mask & reason.bit) != 0 && reason.severity > worst) worst = reason.severity;
+  }
+  return worst;
+}
+
+}  // namespace kbisect

@@ -1,0 +1,353 @@
+// Copyright 2026 The kbisect Authors.
+#include "worker/gpu_watch.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/identity/clock_events.h"
+#include "common/sync/mutex.h"
+
+namespace kbisect {
+
+// ----------------------------------------------------------------------------------------------
+// The summary.
+
+bool GpuRunSummary::hardware_slowdown() const {
+  return WorstClockEvent(reasons_seen) == ClockEventSeverity::kHardware;
+}
+
+bool GpuRunSummary::software_limit() const {
+  return WorstClockEvent(reasons_seen) == ClockEventSeverity::kSoftware;
+}
+
+std::string GpuRunSummary::Describe() const {
+  std::vector<std::string> parts;
+  for (const auto& [name, share] : reason_shares) {
+    parts.push_back(absl::StrFormat("%s %.0f%%", name, 100 * share));
+  }
+  std::string out =
+      absl::StrCat(parts.empty() ? "no clock event" : absl::StrJoin(parts, ", "), " in ", samples,
+                   samples == 1 ? " sample" : " samples", " (", source, ")");
+  if (min_sm_clock_mhz >= 0) {
+    absl::StrAppend(&out, ", SM clock min ", min_sm_clock_mhz, " MHz, median ", median_sm_clock_mhz,
+                    " MHz");
+  }
+  return out;
+}
+
+GpuRunSummary SummarizeRun(const std::vector<GpuSample>& samples) {
+  GpuRunSummary summary;
+  summary.samples = static_cast<int>(samples.size());
+  std::vector<int> clocks;
+  for (const GpuSample& s : samples) {
+    summary.reasons_seen |= s.reasons;
+    if (s.sm_clock_mhz >= 0) clocks.push_back(s.sm_clock_mhz);
+    summary.max_gpu_temp_c = std::max(summary.max_gpu_temp_c, s.gpu_temp_c);
+    summary.max_mem_temp_c = std::max(summary.max_mem_temp_c, s.mem_temp_c);
+    summary.max_power_w = std::max(summary.max_power_w, s.power_w);
+  }
+  for (const ClockEventReason& reason : ClockEventReasons()) {
+    if ((summary.reasons_seen & reason.bit) == 0) continue;
+    const auto under = std::count_if(samples.begin(), samples.end(),
+                                     [&](const GpuSample& s) { return (s.reasons & reason.bit); });
+    summary.reason_shares.emplace_back(reason.name, static_cast<double>(under) / summary.samples);
+  }
+  if (!clocks.empty()) {
+    std::sort(clocks.begin(), clocks.end());
+    summary.min_sm_clock_mhz = clocks.front();
+    summary.median_sm_clock_mhz = clocks[clocks.size() / 2];
+  }
+  return summary;
+}
+
+v1::GpuState ToGpuState(const GpuRunSummary& summary) {
+  v1::GpuState state;
+  if (summary.max_gpu_temp_c >= 0) state.set_temperature_c(summary.max_gpu_temp_c);
+  if (summary.min_sm_clock_mhz >= 0) state.set_sm_clock_mhz(summary.min_sm_clock_mhz);
+  for (const auto& [name, share] : summary.reason_shares) state.add_throttle_reasons(name);
+  state.set_throttled(summary.hardware_slowdown());
+  return state;
+}
+
+// ----------------------------------------------------------------------------------------------
+// nvidia-smi.
+
+std::string NvidiaSmiWatchFields(bool legacy_reasons) {
+  return absl::StrCat(
+      legacy_reasons ? "clocks_throttle_reasons.active" : "clocks_event_reasons.active",
+      ",clocks.sm,clocks.mem,power.draw,temperature.gpu,temperature.memory");
+}
+
+namespace {
+
+// A number nvidia-smi printed, or -1 for "[N/A]", "N/A", "[Not Supported]" and the like.
+double Reading(absl::string_view field) {
+  double value = 0;
+  return absl::SimpleAtod(absl::StripAsciiWhitespace(field), &value) ? value : -1;
+}
+
+}  // namespace
+
+std::vector<GpuSample> ParseNvidiaSmiWatch(absl::string_view output) {
+  std::vector<GpuSample> samples;
+  for (absl::string_view line : absl::StrSplit(output, '\n', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    if (fields.size() != 6) continue;
+    absl::string_view mask = absl::StripAsciiWhitespace(fields[0]);
+    GpuSample sample;
+    if (!absl::ConsumePrefix(&mask, "0x") || !absl::SimpleHexAtoi(mask, &sample.reasons)) continue;
+    sample.sm_clock_mhz = static_cast<int>(Reading(fields[1]));
+    sample.mem_clock_mhz = static_cast<int>(Reading(fields[2]));
+    sample.power_w = Reading(fields[3]);
+    sample.gpu_temp_c = Reading(fields[4]);
+    sample.mem_temp_c = Reading(fields[5]);
+    samples.push_back(sample);
+  }
+  return samples;
+}
+
+namespace {
+
+// The nvidia-smi command that prints the watch's fields for `device`: once, or every
+// `period` with `stream`.
+ExecRequest NvidiaSmiQuery(const GpuWatchOptions& options, bool legacy_reasons, bool stream) {
+  ExecRequest request;
+  request.argv = {"nvidia-smi", absl::StrCat("--query-gpu=", NvidiaSmiWatchFields(legacy_reasons)),
+                  "--format=csv,noheader,nounits"};
+  if (!options.device.empty()) request.argv.push_back(absl::StrCat("--id=", options.device));
+  if (stream) {
+    request.argv.push_back(absl::StrCat(
+        "--loop-ms=", std::max<int64_t>(1, absl::ToInt64Milliseconds(options.period))));
+    // Line-buffered, so that every sample reaches the pipe before the stop's SIGTERM.
+    request.argv.insert(request.argv.begin(), {"stdbuf", "-oL"});
+    request.kill_grace = absl::Seconds(1);
+  } else {
+    request.timeout = absl::Seconds(10);
+  }
+  return request;
+}
+
+// A streaming nvidia-smi in a thread of its own, stopped (SIGTERM to its process group) by Stop.
+class NvidiaSmiWatch : public GpuWatch {
+ public:
+  NvidiaSmiWatch(CommandRunner* runner, ExecRequest request)
+      : thread_([this, runner, request = std::move(request)] {
+          absl::StatusOr<ExecResult> ran = runner->Run(request, &stop_);
+          if (ran.ok()) output_ = std::move(ran->output);
+        }) {}
+  ~NvidiaSmiWatch() override {
+    if (thread_.joinable()) Stop();
+  }
+
+  GpuRunSummary Stop() override {
+    stop_.Cancel();
+    thread_.join();
+    GpuRunSummary summary = SummarizeRun(ParseNvidiaSmiWatch(output_));
+    summary.source = "nvidia-smi";
+    return summary;
+  }
+
+ private:
+  Cancellation stop_;
+  std::string output_;  // Written by the thread, read after the join.
+  std::thread thread_;
+};
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+// NVML.
+
+// The few NVML functions the watch uses, with their C ABI: nvmlReturn_t is an int (NVML_SUCCESS
+// is 0), nvmlDevice_t an opaque pointer, enums are ints.
+class NvmlLibrary {
+ public:
+  using Device = void*;
+
+  // Loads `path` and initializes NVML. FailedPrecondition when the library is missing, lacks a
+  // function, or nvmlInit_v2 fails (no driver, no GPU).
+  static absl::StatusOr<std::shared_ptr<NvmlLibrary>> Load(const std::string& path) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot load ", path, ": ", dlerror()));
+    }
+    std::shared_ptr<NvmlLibrary> nvml(new NvmlLibrary(handle));
+    if (!nvml->Bind()) {
+      return absl::FailedPreconditionError(absl::StrCat(path, " lacks an NVML function"));
+    }
+    if (const int code = nvml->init_(); code != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("nvmlInit_v2 returned ", code));
+    }
+    nvml->initialized_ = true;
+    return nvml;
+  }
+
+  ~NvmlLibrary() {
+    if (initialized_) shutdown_();
+    dlclose(handle_);
+  }
+
+  // The device named as CUDA_VISIBLE_DEVICES names it (an index or a UUID; "" is index 0).
+  absl::StatusOr<Device> Find(const std::string& device) const {
+    Device found = nullptr;
+    unsigned index = 0;
+    const bool by_index = device.empty() || absl::SimpleAtoi(device, &index);
+    const int code = by_index ? by_index_(index, &found) : by_uuid_(device.c_str(), &found);
+    if (code != 0) {
+      return absl::NotFoundError(absl::StrCat("NVML has no GPU ", device, " (", code, ")"));
+    }
+    return found;
+  }
+
+  // One reading of `device`; a value NVML does not give is -1 (the sample stays).
+  GpuSample Sample(Device device) const {
+    GpuSample sample;
+    unsigned long long reasons = 0;  // NOLINT(runtime/int): NVML's type.
+    if (reasons_(device, &reasons) == 0) sample.reasons = reasons;
+    unsigned value = 0;
+    if (clock_(device, /*NVML_CLOCK_SM=*/1, &value) == 0) sample.sm_clock_mhz = value;
+    if (clock_(device, /*NVML_CLOCK_MEM=*/2, &value) == 0) sample.mem_clock_mhz = value;
+    if (power_(device, &value) == 0) sample.power_w = value / 1000.0;
+    if (temperature_(device, /*NVML_TEMPERATURE_GPU=*/0, &value) == 0) sample.gpu_temp_c = value;
+    return sample;
+  }
+
+ private:
+  explicit NvmlLibrary(void* handle) : handle_(handle) {}
+
+  template <typename F>
+  bool Resolve(const char* name, F* f) {
+    *f = reinterpret_cast<F>(dlsym(handle_, name));
+    return *f != nullptr;
+  }
+  bool Bind() {
+    // Drivers before 535 name the reasons "throttle" reasons.
+    if (!Resolve("nvmlDeviceGetCurrentClocksEventReasons", &reasons_) &&
+        !Resolve("nvmlDeviceGetCurrentClocksThrottleReasons", &reasons_)) {
+      return false;
+    }
+    return Resolve("nvmlInit_v2", &init_) && Resolve("nvmlShutdown", &shutdown_) &&
+           Resolve("nvmlDeviceGetHandleByIndex_v2", &by_index_) &&
+           Resolve("nvmlDeviceGetHandleByUUID", &by_uuid_) &&
+           Resolve("nvmlDeviceGetClockInfo", &clock_) &&
+           Resolve("nvmlDeviceGetPowerUsage", &power_) &&
+           Resolve("nvmlDeviceGetTemperature", &temperature_);
+  }
+
+  void* const handle_;
+  bool initialized_ = false;
+  int (*init_)() = nullptr;
+  int (*shutdown_)() = nullptr;
+  int (*by_index_)(unsigned, Device*) = nullptr;
+  int (*by_uuid_)(const char*, Device*) = nullptr;
+  int (*reasons_)(Device, unsigned long long*) = nullptr;  // NOLINT(runtime/int)
+  int (*clock_)(Device, int, unsigned*) = nullptr;
+  int (*power_)(Device, unsigned*) = nullptr;
+  int (*temperature_)(Device, int, unsigned*) = nullptr;
+};
+
+namespace {
+
+// NVML sampled every `period` in a thread of its own until Stop; a sample is taken at the start
+// and at the stop too, so a short run has two.
+class NvmlWatch : public GpuWatch {
+ public:
+  NvmlWatch(std::shared_ptr<NvmlLibrary> nvml, NvmlLibrary::Device device, absl::Duration period)
+      : nvml_(std::move(nvml)), device_(device), period_(period), thread_([this] { Loop(); }) {}
+  ~NvmlWatch() override {
+    if (thread_.joinable()) Stop();
+  }
+
+  GpuRunSummary Stop() override {
+    {
+      kbisect::MutexLock lock(&mu_);
+      stopping_ = true;
+      wake_.Signal();
+    }
+    thread_.join();
+    samples_.push_back(nvml_->Sample(device_));
+    GpuRunSummary summary = SummarizeRun(samples_);
+    summary.source = "nvml";
+    return summary;
+  }
+
+ private:
+  void Loop() {
+    kbisect::MutexLock lock(&mu_);
+    while (!stopping_) {
+      samples_.push_back(nvml_->Sample(device_));
+      wake_.WaitWithTimeout(&mu_, period_);
+    }
+  }
+
+  const std::shared_ptr<NvmlLibrary> nvml_;
+  const NvmlLibrary::Device device_;
+  const absl::Duration period_;
+  kbisect::Mutex mu_;
+  kbisect::CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Written by the thread under mu_, then by Stop after the join.
+  std::vector<GpuSample> samples_;
+  std::thread thread_;
+};
+
+// True when one nvidia-smi query with the watch's fields reads the device.
+bool NvidiaSmiAnswers(const GpuWatchOptions& options, bool legacy_reasons) {
+  absl::StatusOr<ExecResult> ran =
+      options.runner->Run(NvidiaSmiQuery(options, legacy_reasons, /*stream=*/false));
+  return ran.ok() && ran->ok() && !ParseNvidiaSmiWatch(ran->output).empty();
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+// The watcher.
+
+GpuWatcher::GpuWatcher(GpuWatcher&&) noexcept = default;
+GpuWatcher& GpuWatcher::operator=(GpuWatcher&&) noexcept = default;
+GpuWatcher::~GpuWatcher() = default;
+
+GpuWatcher GpuWatcher::Detect(const GpuWatchOptions& options) {
+  GpuWatcher watcher;
+  watcher.options_ = options;
+  if (!options.nvml_library.empty()) {
+    absl::StatusOr<std::shared_ptr<NvmlLibrary>> nvml = NvmlLibrary::Load(options.nvml_library);
+    if (nvml.ok() && (*nvml)->Find(options.device).ok()) {
+      watcher.nvml_ = *std::move(nvml);
+      watcher.source_ = "nvml";
+      return watcher;
+    }
+  }
+  if (options.runner == nullptr) return watcher;
+  for (const bool legacy : {false, true}) {
+    if (NvidiaSmiAnswers(options, legacy)) {
+      watcher.legacy_reasons_ = legacy;
+      watcher.source_ = "nvidia-smi";
+      break;
+    }
+  }
+  return watcher;
+}
+
+std::unique_ptr<GpuWatch> GpuWatcher::Watch() const {
+  if (nvml_ != nullptr) {
+    absl::StatusOr<NvmlLibrary::Device> device = nvml_->Find(options_.device);
+    if (!device.ok()) return nullptr;
+    return std::make_unique<NvmlWatch>(nvml_, *device, options_.period);
+  }
+  if (source_ == "nvidia-smi") {
+    return std::make_unique<NvidiaSmiWatch>(
+        options_.runner, NvidiaSmiQuery(options_, legacy_reasons_, /*stream=*/true));
+  }
+  return nullptr;
+}
+
+}  // namespace kbisect
