@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "common/identity/clock_events.h"
 #include "common/sync/mutex.h"
 
@@ -256,12 +257,16 @@ class NvmlLibrary {
 
 namespace {
 
-// NVML sampled every `period` in a thread of its own until Stop; a sample is taken at the start
-// and at the stop too, so a short run has two.
+// NVML sampled when the watch starts, every `period` after that in a thread of its own, and when
+// it stops: a run shorter than the period has two samples.
 class NvmlWatch : public GpuWatch {
  public:
   NvmlWatch(std::shared_ptr<NvmlLibrary> nvml, NvmlLibrary::Device device, absl::Duration period)
-      : nvml_(std::move(nvml)), device_(device), period_(period), thread_([this] { Loop(); }) {}
+      : nvml_(std::move(nvml)),
+        device_(device),
+        period_(period),
+        samples_{nvml_->Sample(device_)},
+        thread_([this] { Loop(); }) {}
   ~NvmlWatch() override {
     if (thread_.joinable()) Stop();
   }
@@ -282,9 +287,11 @@ class NvmlWatch : public GpuWatch {
  private:
   void Loop() {
     kbisect::MutexLock lock(&mu_);
+    absl::Time next = absl::Now() + period_;
     while (!stopping_) {
+      if (!wake_.WaitWithDeadline(&mu_, next)) continue;  // Woken: stopping, or spuriously.
       samples_.push_back(nvml_->Sample(device_));
-      wake_.WaitWithTimeout(&mu_, period_);
+      next += period_;
     }
   }
 

@@ -435,7 +435,10 @@ bool TaskRunner::RunBenchmarks(RunState* run) {
       run->checked_out = sha;
     }
     run->Report(v1::TASK_PHASE_BENCH, i);
+    std::unique_ptr<GpuWatch> watch = gpu_watcher_.has_value() ? gpu_watcher_->Watch() : nullptr;
     absl::StatusOr<ExecResult> ran = runner_->Run(run->BenchRequestAt(sha), run->cancel);
+    std::optional<GpuRunSummary> watched;
+    if (watch != nullptr) watched = watch->Stop();
     if (!ran.ok()) {
       return run->Finish(
           v1::TASK_OUTCOME_BENCH_FAILED,
@@ -455,7 +458,7 @@ bool TaskRunner::RunBenchmarks(RunState* run) {
                          absl::StrCat(where, ": ", sample.status().message()),
                          ran->Tail(kTailLines));
     }
-    if (MeasureAgain(record, run)) {
+    if (MeasureAgain(watched, record, run)) {
       --i;  // The sample is recorded as a run but not kept; measure again.
       continue;
     }
@@ -464,13 +467,21 @@ bool TaskRunner::RunBenchmarks(RunState* run) {
   return true;
 }
 
-bool TaskRunner::MeasureAgain(v1::RunRecord* record, RunState* run) {
-  if (!gpu_state_probe_) return false;
-  std::optional<v1::GpuState> state = gpu_state_probe_();
+bool TaskRunner::MeasureAgain(const std::optional<GpuRunSummary>& watched, v1::RunRecord* record,
+                              RunState* run) {
+  // Watched during the run, a hardware slowdown is never trusted; read after it, a throttled
+  // state reruns only when the task asks (--discard-throttled).
+  std::optional<v1::GpuState> state;
+  bool rerun_throttled = run->task.discard_throttled();
+  if (watched.has_value() && watched->samples > 0) {
+    state = ToGpuState(*watched);
+    rerun_throttled = true;
+  } else if (gpu_state_probe_) {
+    state = gpu_state_probe_();
+  }
   if (!state) return false;
   *record->mutable_gpu_state() = *state;
-  if (!state->throttled() || !run->task.discard_throttled() ||
-      run->throttle_retries >= kThrottleRetries) {
+  if (!state->throttled() || !rerun_throttled || run->throttle_retries >= kThrottleRetries) {
     return false;
   }
   ++run->throttle_retries;

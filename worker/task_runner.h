@@ -20,6 +20,7 @@
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_cache.h"
 #include "worker/build_layer.h"
+#include "worker/gpu_watch.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -57,6 +58,12 @@ class TaskRunner {
 
   static constexpr int kThrottleRetries = 3;
 
+  // Watches the GPU during each benchmark run (worker/gpu_watch.h). Where it watches, a run that
+  // saw a hardware slowdown is run again (up to kThrottleRetries times) whatever the task's
+  // discard_throttled says, and the run's RunRecord holds what the GPU did during the run
+  // (ToGpuState) instead of the reading after it.
+  void set_gpu_watcher(GpuWatcher watcher) { gpu_watcher_ = std::move(watcher); }
+
   // Makes tasks with a build command get their checkout and build from `cache` (which must
   // outlive this object), keeping it in use while their benchmark runs. Null (the default) builds
   // in the workspace's checkouts instead.
@@ -89,9 +96,12 @@ class TaskRunner {
   // Records the GPU's state after a run in `record`; returns true when the run ended throttled
   // and the task discards throttled samples (up to kThrottleRetries times): the run is measured
   // again.
-  bool MeasureAgain(v1::RunRecord* record, RunState* run);
+  // `watched` is what the GPU did during the run, when it was watched.
+  bool MeasureAgain(const std::optional<GpuRunSummary>& watched, v1::RunRecord* record,
+                    RunState* run);
 
   GpuStateProbe gpu_state_probe_;
+  std::optional<GpuWatcher> gpu_watcher_;
   BuildCache* build_cache_ = nullptr;
   CommandRunner* const runner_;
   Workspace* const workspace_;

@@ -91,6 +91,12 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
     const std::string slot =
         options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
     task_runner_->set_gpu_state_probe([runner, slot] { return ProbeGpuState(runner, slot); });
+    // And during each run, where NVML or nvidia-smi reads the GPU (worker/gpu_watch.h).
+    GpuWatchOptions watch;
+    watch.device = slot;
+    watch.runner = runner;
+    GpuWatcher watcher = GpuWatcher::Detect(watch);
+    if (watcher.available()) task_runner_->set_gpu_watcher(std::move(watcher));
   }
   WorkerAgentOptions agent_options;
   agent_options.name = name_;

@@ -3,6 +3,7 @@
 // BisectJob, ending: whether the search is done and settled (calibrations, --confidence), the
 // result written (SearchResult), acting on the confirmation's steps (ConfirmationStage), and the
 // terminal state with the worker report.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,47 @@
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
+namespace {
+
+// The warnings on the runs a GPU slowed down (throttled: re-run or kept) or whose clocks its
+// driver capped (flagged), with the reasons the runs recorded.
+std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
+  int throttled = 0;
+  int discarded = 0;
+  int capped = 0;
+  std::set<std::string> throttled_reasons;
+  std::set<std::string> capped_reasons;
+  for (const v1::Probe& probe : status.probes()) {
+    for (const v1::RunRecord& run : probe.runs()) {
+      const v1::GpuState& gpu = run.gpu_state();
+      std::set<std::string> limits;
+      for (const std::string& reason : gpu.throttle_reasons()) {
+        if (reason != "gpu_idle" && reason != "applications_clocks_setting" &&
+            reason != "sync_boost" && reason != "display_clock_setting") {
+          limits.insert(reason);
+        }
+      }
+      if (gpu.throttled()) {
+        ++throttled;
+        discarded += run.has_value() ? 0 : 1;
+        throttled_reasons.insert(limits.begin(), limits.end());
+      } else if (!limits.empty()) {
+        ++capped;
+        capped_reasons.insert(limits.begin(), limits.end());
+      }
+    }
+  }
+  std::vector<std::string> warnings;
+  if (throttled > 0) {
+    warnings.push_back(
+        ThrottledText(throttled, discarded, {throttled_reasons.begin(), throttled_reasons.end()}));
+  }
+  if (capped > 0)
+    warnings.push_back(CappedText(capped, {capped_reasons.begin(), capped_reasons.end()}));
+  return warnings;
+}
+
+}  // namespace
 
 void BisectJob::MaybeFinish(absl::Time now) {
   if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
@@ -114,16 +156,7 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
   calibration_.FillWorkerReport(&status_);
   suite_.Judge();
-  int throttled = 0;
-  int discarded = 0;
-  for (const v1::Probe& probe : status_.probes()) {
-    for (const v1::RunRecord& run : probe.runs()) {
-      if (!run.gpu_state().throttled()) continue;
-      ++throttled;
-      discarded += run.has_value() ? 0 : 1;
-    }
-  }
-  if (throttled > 0) status_.add_warnings(ThrottledText(throttled, discarded));
+  for (std::string& warning : GpuWarnings(status_)) status_.add_warnings(std::move(warning));
   *status_.mutable_finish_time() = ToProto(now);
   ledger_.UpdateProgress();
   events_.Emit(v1::JOB_EVENT_KIND_FINISHED, FinishedText(status_, error), nullptr, now);

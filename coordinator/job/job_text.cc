@@ -355,11 +355,18 @@ std::string InconclusiveText(int untested, const std::string& last_good,
       untested == 1 ? "it" : "them");
 }
 
-std::string ThrottledText(int throttled, int discarded) {
-  return absl::StrFormat("%s ended with the GPU thermally or power throttled%s",
-                         Count(throttled, "benchmark run"),
-                         discarded > 0 ? absl::StrFormat(" (%d discarded and re-run)", discarded)
+std::string ThrottledText(int throttled, int discarded, const std::vector<std::string>& reasons) {
+  return absl::StrFormat("%s ran with the GPU throttled (%s)%s", Count(throttled, "benchmark run"),
+                         absl::StrJoin(reasons, ", "),
+                         discarded > 0 ? absl::StrFormat(": %d discarded and re-run", discarded)
                                        : "; pass --discard-throttled to re-run them");
+}
+
+std::string CappedText(int capped, const std::vector<std::string>& reasons) {
+  return absl::StrFormat(
+      "%s ran with the GPU's clocks capped by its driver (%s): kept, but their samples may be "
+      "slow",
+      Count(capped, "benchmark run"), absl::StrJoin(reasons, ", "));
 }
 
 std::string FinishedText(const v1::JobStatus& status, const std::string& error) {

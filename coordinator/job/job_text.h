@@ -131,7 +131,16 @@ std::string UnconfirmedText(const std::string& culprit, const std::string& last_
 // Too many untestable commits border the culprit.
 std::string InconclusiveText(int untested, const std::string& last_good,
                              const std::string& first_bad);
-std::string ThrottledText(int throttled, int discarded);
+
+// The warning on benchmark runs the GPU slowed down (GpuState.throttled: a hardware slowdown
+// seen during the run, or a thermal or power limit read after it): how many, which reasons,
+// and how many were discarded and run again.
+std::string ThrottledText(int throttled, int discarded, const std::vector<std::string>& reasons);
+
+// The warning on runs kept although the driver capped the GPU's clocks during them
+// (sw_power_cap, sw_thermal_slowdown without a hardware slowdown): flagged, not re-run.
+std::string CappedText(int capped, const std::vector<std::string>& reasons);
+
 // The FINISHED event's line.
 std::string FinishedText(const v1::JobStatus& status, const std::string& error);
 

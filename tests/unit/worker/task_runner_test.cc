@@ -5,6 +5,7 @@
 // a real exit code, signal or timeout. task_runner_build_cache_test runs it on real checkouts.
 #include "worker/task_runner.h"
 
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <thread>
@@ -221,6 +222,44 @@ TEST_F(TaskRunnerTest, ThrottledRunsAreFlaggedAndDiscardedOnRequest) {
   EXPECT_FALSE(discarded.runs(0).has_value());
   EXPECT_TRUE(discarded.runs(3).has_value());
   EXPECT_FALSE(discarded.runs(3).gpu_state().throttled());
+}
+
+// Issue 49: the GPU is throttled (HwSlowdown) only while the first benchmark run runs, and clean
+// before and after it, as a scripted nvidia-smi streams it. Read after the run it would look
+// clean; watched during it, the run is caught and run again, without --discard-throttled.
+TEST_F(TaskRunnerTest, AGpuThrottledOnlyWhileTheBenchmarkRunsIsCaughtAndRunAgain) {
+  const std::string path = getenv("PATH");
+  setenv("PATH", absl::StrCat(KBISECT_FAKES_DIR, ":", path).c_str(), 1);
+  TempDir gpu("fake-gpu");
+  setenv("FAKE_NVSMI_DIR", gpu.path().c_str(), 1);
+  GpuWatchOptions options;
+  options.nvml_library = "";
+  options.runner = runner_.get();
+  options.period = absl::Milliseconds(20);
+  GpuWatcher watcher = GpuWatcher::Detect(options);
+  ASSERT_TRUE(watcher.available());
+  task_runner_.set_gpu_watcher(std::move(watcher));
+  // The first run throttles the GPU until the watch has read it twice more.
+  const std::string readings = gpu.Join("readings");
+  v1::Task task = Task(
+      absl::StrCat("if [ ! -e ", dir_.Join("ran-once"), " ]; then touch ", dir_.Join("ran-once"),
+                   " ", gpu.Join("throttled"), "; n=$(wc -l < ", readings, "); while [ $(wc -l < ",
+                   readings, ") -lt $((n + 2)) ]; do sleep 0.01; done; rm ", gpu.Join("throttled"),
+                   "; fi; echo 'Latency: 1 ms'"),
+      2);
+  WriteFile(readings, "");
+  const v1::TaskResult result = task_runner_.Run(task, nullptr, nullptr);
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
+  EXPECT_FALSE(task.discard_throttled());
+  ASSERT_EQ(result.runs_size(), 3);
+  EXPECT_TRUE(result.runs(0).gpu_state().throttled());
+  EXPECT_THAT(result.runs(0).gpu_state().throttle_reasons(), ElementsAre("hw_slowdown"));
+  EXPECT_EQ(result.runs(0).gpu_state().sm_clock_mhz(), 1005);
+  EXPECT_FALSE(result.runs(0).has_value()) << "the throttled run is not kept";
+  EXPECT_FALSE(result.runs(1).gpu_state().throttled());
+  EXPECT_FALSE(result.runs(2).gpu_state().throttled());
+  EXPECT_EQ(result.samples_size(), 2);
 }
 
 TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuilding) {
