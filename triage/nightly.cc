@@ -358,6 +358,227 @@ int NightlyExitCode(NightlyAction action) {
   return 1;
 }
 
+namespace {
+
+// Places the triage's step at the latest night whose manifest changed (LatestManifestStep), with
+// the levels either side of it, unless the detector found a step more than a night later.
+void PlaceManifestStep(const std::vector<const NightlyRecord*>& series, double min_change,
+                       KernelTriage* k) {
+  const std::optional<ManifestStep> manifest_step =
+      LatestManifestStep(series, min_change, k->analysis.noise_sigma);
+  if (!manifest_step.has_value()) return;
+  const NightlyRecord* at = series[manifest_step->index];
+  const NightlyRecord* prev = series[manifest_step->index - 1];
+  const bool detector_later =
+      (k->evidence.shape == Shape::kStep || k->evidence.shape == Shape::kDrift) &&
+      k->first_bad.has_value() && k->first_bad->date > at->date &&
+      !(series.size() > manifest_step->index + 1 &&
+        k->first_bad->date <= series[manifest_step->index + 1]->date);
+  if (detector_later) return;
+  auto ref = [&](const NightlyRecord* r) {
+    NightlyRef out;
+    for (const NightlyRef& n : k->nightlies) {
+      if (n.date == r->date) out = n;
+    }
+    out.date = r->date;
+    out.sha = r->sha;
+    out.full_sha = r->full_sha;
+    out.run_id = r->run_id;
+    return out;
+  };
+  k->last_good = ref(prev);
+  k->first_bad = ref(at);
+  k->evidence.shape = Shape::kStep;
+  k->evidence.reverted = false;
+  k->evidence.primary.present = true;
+  k->evidence.primary.before = manifest_step->before;
+  k->evidence.primary.after = manifest_step->after;
+  k->evidence.primary.relative_change =
+      (manifest_step->after - manifest_step->before) / std::fabs(manifest_step->before);
+  k->true_value.before = manifest_step->before;
+  k->true_value.after = manifest_step->after;
+  k->diagnosis.reasons.clear();
+}
+
+// The records of the split's last good and first bad nights (null where the triage has none).
+struct StepRecords {
+  const NightlyRecord* good = nullptr;
+  const NightlyRecord* bad = nullptr;
+};
+
+// Returns the records of the triage's split in `series` (none when the series did not split).
+StepRecords FindStepRecords(const std::vector<const NightlyRecord*>& series, const KernelTriage& k,
+                            bool split) {
+  StepRecords step;
+  if (split && k.last_good.has_value() && k.first_bad.has_value()) {
+    step.good = FindRecord(series, *k.last_good);
+    step.bad = FindRecord(series, *k.first_bad);
+  }
+  return step;
+}
+
+// Ranks the split's commit window in `repo` (every path in the slice, `harness_globs` as the
+// method paths) into d->window, folding it into the triage (d->window_error when it cannot);
+// returns whether the window changed code (true when unknown).
+bool RankNightlyWindow(const GitRepo& repo, const std::vector<std::string>& harness_globs,
+                       NightlyDecision* d) {
+  KernelTriage& k = d->triage;
+  SliceMap map;
+  map.platforms.push_back({"*", SliceRule{{}, {"**"}}});
+  if (!harness_globs.empty()) map.method_paths = harness_globs;
+  absl::StatusOr<CommitWindow> window =
+      RankWindow(repo, Commit(*k.last_good), Commit(*k.first_bad), k.platform_short, map);
+  if (!window.ok()) {
+    d->window_error = std::string(window.status().message());
+    return true;
+  }
+  ApplyWindowEvidence(*window, &k.evidence);
+  Reclassify(&k);
+  const bool code_in_window = std::any_of(window->commits.begin(), window->commits.end(),
+                                          [](const RankedCommit& c) { return !c.harness_only; });
+  d->window = *std::move(window);
+  return code_in_window;
+}
+
+// What the manifest says changed across the split, by kind (ManifestChange::Describe lines).
+struct ManifestKinds {
+  std::vector<std::string> hardware;
+  std::vector<std::string> method;
+  std::vector<std::string> packages;
+  // Only a tracked package moved, the project's code did not: the dependency's step.
+  bool dependency = false;
+};
+
+// Sorts `changes` into hardware, package and method lines; `split` says whether the series split.
+ManifestKinds SortManifestChanges(const std::vector<ManifestChange>& changes, bool split) {
+  ManifestKinds kinds;
+  for (const ManifestChange& c : changes) {
+    (c.IsHardware()                             ? kinds.hardware
+     : c.kind == ManifestChange::Kind::kPackage ? kinds.packages
+                                                : kinds.method)
+        .push_back(c.Describe());
+  }
+  kinds.dependency =
+      split && kinds.hardware.empty() && kinds.method.empty() && !kinds.packages.empty();
+  return kinds;
+}
+
+// Folds the manifest into the diagnosis of a split: another machine makes it a hardware issue, a
+// changed measurement a method change (surer when `code_in_window` is false), a package alone is
+// noted; the manifest's reasons go first.
+void FoldManifest(const ManifestKinds& kinds, bool split, bool code_in_window, KernelTriage* k) {
+  // Fold the manifest in: it says what changed in the measurement, which the series can only
+  // infer.
+  std::vector<std::string> reasons;
+  if (kinds.dependency) {
+    reasons.push_back(absl::StrCat(
+        "A tracked package moved across the step: ", absl::StrJoin(kinds.packages, "; "), "."));
+  }
+  if (split && !kinds.hardware.empty()) {
+    k->diagnosis.cause = v1::CAUSE_HARDWARE_ISSUE;
+    k->diagnosis.confidence = 0.9;
+    reasons.push_back(
+        absl::StrCat("The measurement manifest shows another machine across the step: ",
+                     absl::StrJoin(kinds.hardware, "; "), "."));
+  } else if (split && !kinds.method.empty()) {
+    k->diagnosis.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
+    k->diagnosis.confidence = code_in_window ? 0.7 : 0.95;
+    reasons.push_back(absl::StrCat(
+        "The measurement changed across the step: ", absl::StrJoin(kinds.method, "; "), "."));
+    reasons.push_back(
+        code_in_window
+            ? "The window also changed code: to tell the two apart, bisect or re-measure both "
+              "ends with the harness pinned to one side."
+            : "The kernel code did not change in the window: the step is the measurement's, "
+              "not the kernel's.");
+    k->true_value.honest = "before";
+    k->true_value.note =
+        "The kernel is unchanged, so its performance is too: the value before the step is the "
+        "honest one under the old method; if the new method is intended, the value after it is "
+        "the new baseline, not a regression.";
+  }
+  if (!reasons.empty()) {
+    k->diagnosis.reasons.insert(k->diagnosis.reasons.begin(), reasons.begin(), reasons.end());
+  }
+}
+
+// Sets a real regression step's request id, and the action: kAlreadySubmitted when `history`
+// has a bisect of the series with that id or an overlapping window (the last such), else
+// kSubmitBisect.
+void DecideSubmission(const History& history, const std::string& benchmark,
+                      const std::string& hardware_class, NightlyDecision* d) {
+  const KernelTriage& k = d->triage;
+  d->request_id =
+      NightlyRequestId(benchmark, hardware_class, Commit(*k.last_good), Commit(*k.first_bad));
+  for (const BisectRecord& b : history.bisects) {
+    if (b.benchmark != benchmark || b.hardware_class != hardware_class) continue;
+    const bool same = b.request_id == d->request_id;
+    const bool overlap = !b.last_good_date.empty() && !b.first_bad_date.empty() &&
+                         b.last_good_date < k.first_bad->date &&
+                         k.last_good->date < b.first_bad_date;
+    if (same || overlap) d->existing = b;
+  }
+  d->action =
+      d->existing.has_value() ? NightlyAction::kAlreadySubmitted : NightlyAction::kSubmitBisect;
+  d->summary = d->existing.has_value()
+                   ? absl::StrCat("Real regression, already bisected: job ", d->existing->job_id,
+                                  " (request ", d->existing->request_id, ").")
+                   : absl::StrCat("Real regression: bisecting ", k.last_good->sha, "..",
+                                  k.first_bad->sha, " (request ", d->request_id, ").");
+}
+
+// Sets the action and summary from the folded triage: nothing (no move, an improvement, a spike
+// at the end), a dependency change, a method change, a hardware issue, noise, drift, or a real
+// regression step to submit (DecideSubmission).
+void ChooseNightlyAction(const History& history, const std::string& benchmark,
+                         const std::string& hardware_class, const ManifestKinds& kinds,
+                         bool code_in_window, NightlyDecision* d) {
+  const KernelTriage& k = d->triage;
+  const v1::Cause cause = k.diagnosis.cause;
+  if (k.evidence.shape == Shape::kNone) {
+    d->action = NightlyAction::kNothing;
+    d->summary = "Nothing to do: no move beyond the noise.";
+  } else if (kinds.dependency && !code_in_window && k.IsRegression() &&
+             cause == v1::CAUSE_REAL_REGRESSION) {
+    d->action = NightlyAction::kDependencyChange;
+    d->summary = absl::StrCat(
+        "Dependency change, not bisected here: only ", absl::StrJoin(kinds.packages, "; "),
+        " moved across the step. Bisect that package's nightlies (`kbisect run --artifact`).");
+  } else if (cause == v1::CAUSE_BENCHMARK_METHOD_CHANGE) {
+    d->action = NightlyAction::kMethodChange;
+    d->summary = absl::StrCat(
+        "Method change, not bisected: ",
+        kinds.method.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(kinds.method, "; "),
+        ".");
+  } else if (cause == v1::CAUSE_HARDWARE_ISSUE) {
+    d->action = NightlyAction::kHardware;
+    d->summary = absl::StrCat(
+        "Hardware issue, not bisected: ",
+        kinds.hardware.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(kinds.hardware, "; "),
+        ".");
+  } else if (cause == v1::CAUSE_NOISE && k.evidence.shape == Shape::kSpike && k.focus_spike >= 0 &&
+             k.analysis.spikes[k.focus_spike].index + 2 >= static_cast<int>(k.nightlies.size())) {
+    d->action = NightlyAction::kNothing;
+    d->summary = absl::StrFormat(
+        "Nothing to do yet: the latest nightlies are %+.1f%% off their neighbours, too few to "
+        "tell a step from a spike; the next nights decide.",
+        100 * k.analysis.spikes[k.focus_spike].relative_deviation);
+  } else if (cause == v1::CAUSE_NOISE) {
+    d->action = NightlyAction::kNoise;
+    d->summary = "Noise, not bisected: the move did not persist.";
+  } else if (!k.IsRegression()) {
+    d->action = NightlyAction::kNothing;
+    d->summary = "Nothing to do: the move is an improvement.";
+  } else if (k.evidence.shape != Shape::kStep) {
+    d->action = NightlyAction::kDrift;
+    d->summary = "Gradual regression (drift), not bisected: no single commit to blame.";
+  } else {
+    DecideSubmission(history, benchmark, hardware_class, d);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std::string& benchmark,
                                               const std::string& hardware_class,
                                               TriageRequest request, const GitRepo* repo,
@@ -385,180 +606,28 @@ absl::StatusOr<NightlyDecision> DecideNightly(const History& history, const std:
   ASSIGN_OR_RETURN(TriageResult result, Triage(data, request));
   d.triage = std::move(result.kernels.front());
   KernelTriage& k = d.triage;
-
-  // A move at a night whose manifest changed is explained by the manifest, unless the detector
-  // found a later step (more than a night after it).
-  const std::optional<ManifestStep> manifest_step =
-      LatestManifestStep(series, request.change_point.min_relative_change, k.analysis.noise_sigma);
-  if (manifest_step.has_value()) {
-    const NightlyRecord* at = series[manifest_step->index];
-    const NightlyRecord* prev = series[manifest_step->index - 1];
-    const bool detector_later =
-        (k.evidence.shape == Shape::kStep || k.evidence.shape == Shape::kDrift) &&
-        k.first_bad.has_value() && k.first_bad->date > at->date &&
-        !(series.size() > manifest_step->index + 1 &&
-          k.first_bad->date <= series[manifest_step->index + 1]->date);
-    if (!detector_later) {
-      auto ref = [&](const NightlyRecord* r) {
-        NightlyRef out;
-        for (const NightlyRef& n : k.nightlies) {
-          if (n.date == r->date) out = n;
-        }
-        out.date = r->date;
-        out.sha = r->sha;
-        out.full_sha = r->full_sha;
-        out.run_id = r->run_id;
-        return out;
-      };
-      k.last_good = ref(prev);
-      k.first_bad = ref(at);
-      k.evidence.shape = Shape::kStep;
-      k.evidence.reverted = false;
-      k.evidence.primary.present = true;
-      k.evidence.primary.before = manifest_step->before;
-      k.evidence.primary.after = manifest_step->after;
-      k.evidence.primary.relative_change =
-          (manifest_step->after - manifest_step->before) / std::fabs(manifest_step->before);
-      k.true_value.before = manifest_step->before;
-      k.true_value.after = manifest_step->after;
-      k.diagnosis.reasons.clear();
-    }
-  }
+  PlaceManifestStep(series, request.change_point.min_relative_change, &k);
   const bool split = k.evidence.shape == Shape::kStep || k.evidence.shape == Shape::kDrift ||
                      k.evidence.shape == Shape::kExcursion;
 
   // The manifest across the split.
-  const NightlyRecord* good = nullptr;
-  const NightlyRecord* bad = nullptr;
-  if (split && k.last_good.has_value() && k.first_bad.has_value()) {
-    good = FindRecord(series, *k.last_good);
-    bad = FindRecord(series, *k.first_bad);
-  }
-  if (good != nullptr && bad != nullptr && good->manifest.has_value() &&
-      bad->manifest.has_value()) {
-    d.manifest_changes = DiffManifests(*good->manifest, *bad->manifest);
+  const StepRecords step = FindStepRecords(series, k, split);
+  if (step.good != nullptr && step.bad != nullptr && step.good->manifest.has_value() &&
+      step.bad->manifest.has_value()) {
+    d.manifest_changes = DiffManifests(*step.good->manifest, *step.bad->manifest);
   }
   // The commit window.
   bool code_in_window = true;  // Unknown counts as "code may have changed".
   if (split && repo != nullptr && k.last_good.has_value()) {
-    SliceMap map;
-    map.platforms.push_back({"*", SliceRule{{}, {"**"}}});
-    if (!harness_globs.empty()) map.method_paths = harness_globs;
-    absl::StatusOr<CommitWindow> window =
-        RankWindow(*repo, Commit(*k.last_good), Commit(*k.first_bad), k.platform_short, map);
-    if (window.ok()) {
-      ApplyWindowEvidence(*window, &k.evidence);
-      Reclassify(&k);
-      code_in_window = std::any_of(window->commits.begin(), window->commits.end(),
-                                   [](const RankedCommit& c) { return !c.harness_only; });
-      d.window = *std::move(window);
-    } else {
-      d.window_error = std::string(window.status().message());
-    }
+    code_in_window = RankNightlyWindow(*repo, harness_globs, &d);
   }
-  if (good != nullptr && bad != nullptr && good->full_sha == bad->full_sha &&
-      !good->full_sha.empty()) {
+  if (step.good != nullptr && step.bad != nullptr && step.good->full_sha == step.bad->full_sha &&
+      !step.good->full_sha.empty()) {
     code_in_window = false;
   }
-
-  // Fold the manifest in: it says what changed in the measurement, which the series can only
-  // infer.
-  std::vector<std::string> reasons;
-  std::vector<std::string> hardware, method, packages;
-  for (const ManifestChange& c : d.manifest_changes) {
-    (c.IsHardware()                             ? hardware
-     : c.kind == ManifestChange::Kind::kPackage ? packages
-                                                : method)
-        .push_back(c.Describe());
-  }
-  // Only a tracked package moved, the project's code did not: the dependency's step.
-  const bool dependency = split && hardware.empty() && method.empty() && !packages.empty();
-  if (dependency) {
-    reasons.push_back(absl::StrCat(
-        "A tracked package moved across the step: ", absl::StrJoin(packages, "; "), "."));
-  }
-  if (split && !hardware.empty()) {
-    k.diagnosis.cause = v1::CAUSE_HARDWARE_ISSUE;
-    k.diagnosis.confidence = 0.9;
-    reasons.push_back(
-        absl::StrCat("The measurement manifest shows another machine across the step: ",
-                     absl::StrJoin(hardware, "; "), "."));
-  } else if (split && !method.empty()) {
-    k.diagnosis.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
-    k.diagnosis.confidence = code_in_window ? 0.7 : 0.95;
-    reasons.push_back(absl::StrCat(
-        "The measurement changed across the step: ", absl::StrJoin(method, "; "), "."));
-    reasons.push_back(
-        code_in_window
-            ? "The window also changed code: to tell the two apart, bisect or re-measure both "
-              "ends with the harness pinned to one side."
-            : "The kernel code did not change in the window: the step is the measurement's, "
-              "not the kernel's.");
-    k.true_value.honest = "before";
-    k.true_value.note =
-        "The kernel is unchanged, so its performance is too: the value before the step is the "
-        "honest one under the old method; if the new method is intended, the value after it is "
-        "the new baseline, not a regression.";
-  }
-  if (!reasons.empty()) {
-    k.diagnosis.reasons.insert(k.diagnosis.reasons.begin(), reasons.begin(), reasons.end());
-  }
-
-  const v1::Cause cause = k.diagnosis.cause;
-  if (k.evidence.shape == Shape::kNone) {
-    d.action = NightlyAction::kNothing;
-    d.summary = "Nothing to do: no move beyond the noise.";
-  } else if (dependency && !code_in_window && k.IsRegression() &&
-             cause == v1::CAUSE_REAL_REGRESSION) {
-    d.action = NightlyAction::kDependencyChange;
-    d.summary = absl::StrCat(
-        "Dependency change, not bisected here: only ", absl::StrJoin(packages, "; "),
-        " moved across the step. Bisect that package's nightlies (`kbisect run --artifact`).");
-  } else if (cause == v1::CAUSE_BENCHMARK_METHOD_CHANGE) {
-    d.action = NightlyAction::kMethodChange;
-    d.summary = absl::StrCat(
-        "Method change, not bisected: ",
-        method.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(method, "; "), ".");
-  } else if (cause == v1::CAUSE_HARDWARE_ISSUE) {
-    d.action = NightlyAction::kHardware;
-    d.summary = absl::StrCat(
-        "Hardware issue, not bisected: ",
-        hardware.empty() ? k.diagnosis.reasons.front() : absl::StrJoin(hardware, "; "), ".");
-  } else if (cause == v1::CAUSE_NOISE && k.evidence.shape == Shape::kSpike && k.focus_spike >= 0 &&
-             k.analysis.spikes[k.focus_spike].index + 2 >= static_cast<int>(k.nightlies.size())) {
-    d.action = NightlyAction::kNothing;
-    d.summary = absl::StrFormat(
-        "Nothing to do yet: the latest nightlies are %+.1f%% off their neighbours, too few to "
-        "tell a step from a spike; the next nights decide.",
-        100 * k.analysis.spikes[k.focus_spike].relative_deviation);
-  } else if (cause == v1::CAUSE_NOISE) {
-    d.action = NightlyAction::kNoise;
-    d.summary = "Noise, not bisected: the move did not persist.";
-  } else if (!k.IsRegression()) {
-    d.action = NightlyAction::kNothing;
-    d.summary = "Nothing to do: the move is an improvement.";
-  } else if (k.evidence.shape != Shape::kStep) {
-    d.action = NightlyAction::kDrift;
-    d.summary = "Gradual regression (drift), not bisected: no single commit to blame.";
-  } else {
-    d.request_id =
-        NightlyRequestId(benchmark, hardware_class, Commit(*k.last_good), Commit(*k.first_bad));
-    for (const BisectRecord& b : history.bisects) {
-      if (b.benchmark != benchmark || b.hardware_class != hardware_class) continue;
-      const bool same = b.request_id == d.request_id;
-      const bool overlap = !b.last_good_date.empty() && !b.first_bad_date.empty() &&
-                           b.last_good_date < k.first_bad->date &&
-                           k.last_good->date < b.first_bad_date;
-      if (same || overlap) d.existing = b;
-    }
-    d.action =
-        d.existing.has_value() ? NightlyAction::kAlreadySubmitted : NightlyAction::kSubmitBisect;
-    d.summary = d.existing.has_value()
-                    ? absl::StrCat("Real regression, already bisected: job ", d.existing->job_id,
-                                   " (request ", d.existing->request_id, ").")
-                    : absl::StrCat("Real regression: bisecting ", k.last_good->sha, "..",
-                                   k.first_bad->sha, " (request ", d.request_id, ").");
-  }
+  const ManifestKinds kinds = SortManifestChanges(d.manifest_changes, split);
+  FoldManifest(kinds, split, code_in_window, &k);
+  ChooseNightlyAction(history, benchmark, hardware_class, kinds, code_in_window, &d);
   return d;
 }
 
