@@ -141,6 +141,223 @@ absl::Status CheckValues(absl::Span<const double> xs, const char* what) {
   return absl::OkStatus();
 }
 
+// Point-to-point noise of `xs`, robust to steps: the scaled MAD of successive differences over
+// sqrt(2); 0 for a single point.
+double PointToPointNoise(absl::Span<const double> xs) {
+  const int n = static_cast<int>(xs.size());
+  if (n < 2) return 0;
+  std::vector<double> diffs;
+  for (int i = 1; i < n; ++i) diffs.push_back(std::fabs(xs[i] - xs[i - 1]));
+  return kMadNormalScale * MedianInPlace(diffs) / std::sqrt(2.0);
+}
+
+// Binary segmentation of a series under `options`, with `noise` the series' noise (a move must
+// exceed a multiple of it): the cuts accepted so far, each with its permutation p-value, and the
+// segments [lo, hi) still to split.
+struct Segmentation {
+  const ChangePointOptions* options = nullptr;
+  double noise = 0;
+  std::vector<int> cuts;
+  std::vector<std::pair<int, double>> p_values;  // cut -> permutation p
+  std::deque<std::pair<int, int>> segments;
+  std::vector<double> scratch;
+};
+
+// Tries the split at `k` of segment `v` (the series from `lo` on), tested on v[a, b) (the whole
+// segment, or a local window) at the window's own best split: accepted when the move clears
+// min_relative_change, `noise_multiple` times the noise and the permutation test, and then
+// recorded with its p-value and its two halves queued. Returns whether it was accepted.
+bool TrySplit(const std::vector<double>& v, int lo, int a, int b, int k, double noise_multiple,
+              Segmentation* s) {
+  const ChangePointOptions& options = *s->options;
+  const int hi = lo + static_cast<int>(v.size());
+  std::vector<double> w(v.begin() + a, v.begin() + b);
+  // The exact location within the window is the window's own best split.
+  const int refined = BestSplit(w, options.min_segment, s->scratch).first;
+  if (refined >= 0) k = a + refined;
+  const SplitStats stats = ScoreSplit(w, k - a, WholeCost(w, s->scratch), s->scratch);
+  const double delta = std::fabs(stats.after - stats.before);
+  if (std::fabs(Relative(stats.before, stats.after)) < options.min_relative_change) {
+    return false;
+  }
+  if (delta < noise_multiple * std::min(s->noise, stats.sigma)) return false;
+  const double p = PermutationPValue(w, stats.gain, options.min_segment, options, s->scratch);
+  if (p > options.max_p_value) return false;
+  s->cuts.push_back(lo + k);
+  s->p_values.emplace_back(lo + k, p);
+  s->segments.emplace_back(lo, lo + k);
+  s->segments.emplace_back(lo + k, hi);
+  return true;
+}
+
+// Tries the sharpest local step of segment `v` (the series from `lo` on) that had no split as a
+// whole, window by window (TrySplit at 1.5 times the noise multiple), until one is accepted.
+void TryLocalSplit(const std::vector<double>& v, int lo, Segmentation* s) {
+  const ChangePointOptions& options = *s->options;
+  // No split of the whole segment: a short excursion inside it (a few nightlies down, then
+  // back) leaves both halves' medians unchanged. Look for the sharpest local step instead,
+  // comparing a few nightlies on each side; the search over positions is paid for with a 1.5x
+  // larger noise multiple.
+  // Windows: 5 nightlies each side, and a longer run of context before or after (an
+  // excursion of 3-4 nightlies needs the longer context to be significant).
+  const int m = static_cast<int>(v.size());
+  for (const auto& [before_w, after_w] : {std::pair<int, int>{5, 5}, {10, 5}, {5, 10}}) {
+    int best_k = -1;
+    int best_a = 0;
+    int best_b = 0;
+    double best_gain = 0;
+    for (int j = options.min_segment; j <= m - options.min_segment; ++j) {
+      const int a = std::max(0, j - before_w);
+      const int b = std::min(m, j + after_w);
+      if (j - a < options.min_segment || b - j < options.min_segment) continue;
+      std::vector<double> w(v.begin() + a, v.begin() + b);
+      const SplitStats stats = ScoreSplit(w, j - a, WholeCost(w, s->scratch), s->scratch);
+      if (best_k < 0 || stats.gain > best_gain) {
+        best_k = j;
+        best_a = a;
+        best_b = b;
+        best_gain = stats.gain;
+      }
+    }
+    if (best_k >= 0 && best_b - best_a < m &&
+        TrySplit(v, lo, best_a, best_b, best_k, 1.5 * options.min_noise_multiple, s)) {
+      break;
+    }
+  }
+}
+
+// Splits `xs` by binary segmentation (the best split of each segment, else its sharpest local
+// step) into at most max_change_points cuts; returns them sorted, with their p-values.
+Segmentation Segment(absl::Span<const double> xs, const ChangePointOptions& options, double noise) {
+  Segmentation s;
+  s.options = &options;
+  s.noise = noise;
+  s.segments = {{0, static_cast<int>(xs.size())}};
+  while (!s.segments.empty() && static_cast<int>(s.cuts.size()) < options.max_change_points) {
+    const int lo = s.segments.front().first;
+    const int hi = s.segments.front().second;
+    s.segments.pop_front();
+    if (hi - lo < 2 * options.min_segment) continue;
+    std::vector<double> v(xs.begin() + lo, xs.begin() + hi);
+    const int k = BestSplit(v, options.min_segment, s.scratch).first;
+    if (k < 0) continue;
+    if (TrySplit(v, lo, 0, hi - lo, k, options.min_noise_multiple, &s)) continue;
+    TryLocalSplit(v, lo, &s);
+  }
+  std::sort(s.cuts.begin(), s.cuts.end());
+  return s;
+}
+
+// Returns the change point at cuts[c]: its final levels between the neighbouring cuts (or the
+// series ends), their statistics, its permutation p-value from `p_values`, its sharpness and
+// persistence (line_fit is left to LineFit). Errors: those of MannWhitneyU.
+absl::StatusOr<ChangePoint> DescribeChangePoint(absl::Span<const double> xs,
+                                                const std::vector<int>& cuts, size_t c,
+                                                const std::vector<std::pair<int, double>>& p_values,
+                                                std::vector<double>& scratch) {
+  const int n = static_cast<int>(xs.size());
+  ChangePoint cp;
+  cp.index = cuts[c];
+  cp.begin = c == 0 ? 0 : cuts[c - 1];
+  cp.end = c + 1 == cuts.size() ? n : cuts[c + 1];
+  std::vector<double> v(xs.begin() + cp.begin, xs.begin() + cp.end);
+  const SplitStats s = ScoreSplit(v, cp.index - cp.begin, WholeCost(v, scratch), scratch);
+  cp.before = s.before;
+  cp.after = s.after;
+  cp.sigma = s.sigma;
+  cp.score = s.score;
+  cp.relative_change = Relative(s.before, s.after);
+  for (const auto& [cut, p] : p_values) {
+    if (cut == cp.index) cp.p_value = p;
+  }
+  ASSIGN_OR_RETURN(MannWhitneyResult mw,
+                   MannWhitneyU(absl::MakeConstSpan(xs.data() + cp.begin, cp.index - cp.begin),
+                                absl::MakeConstSpan(xs.data() + cp.index, cp.end - cp.index)));
+  cp.mann_whitney_p = mw.p_value;
+  const int w = std::min({3, cp.index - cp.begin, cp.end - cp.index});
+  const double local = MedianOf(xs.data() + cp.index, xs.data() + cp.index + w, scratch) -
+                       MedianOf(xs.data() + cp.index - w, xs.data() + cp.index, scratch);
+  const double move = cp.after - cp.before;
+  cp.sharpness = move == 0 ? 0 : std::clamp(local / move, 0.0, 1.0);
+  const double mid = (cp.before + cp.after) / 2;
+  int on_after_side = 0;
+  for (int i = cp.index; i < cp.end; ++i) {
+    if ((move < 0 && xs[i] < mid) || (move > 0 && xs[i] > mid)) ++on_after_side;
+  }
+  cp.persistence = static_cast<double>(on_after_side) / (cp.end - cp.index);
+  return cp;
+}
+
+// Returns change_points[c]'s line_fit: over the run of same-direction change points around it,
+// the L1 cost of a straight line (Theil-Sen) over that of the piecewise-constant levels (floored
+// at the data's precision at `level`).
+double LineFit(absl::Span<const double> xs, const std::vector<ChangePoint>& change_points, size_t c,
+               double level, std::vector<double>& scratch) {
+  auto sign = [&](size_t i) {
+    const ChangePoint& cp = change_points[i];
+    return cp.after > cp.before ? 1 : -1;
+  };
+  size_t first = c;
+  size_t last = c;
+  while (first > 0 && sign(first - 1) == sign(c)) --first;
+  while (last + 1 < change_points.size() && sign(last + 1) == sign(c)) ++last;
+  const int wb = change_points[first].begin;
+  const int we = change_points[last].end;
+  double step_cost = 0;
+  int piece_begin = wb;
+  for (size_t i = first; i <= last + 1; ++i) {
+    const int piece_end = i <= last ? change_points[i].index : we;
+    const double m = MedianOf(xs.data() + piece_begin, xs.data() + piece_end, scratch);
+    step_cost += AbsCost(xs.data() + piece_begin, xs.data() + piece_end, m);
+    piece_begin = piece_end;
+  }
+  std::vector<double> slopes;
+  for (int i = wb; i < we; ++i) {
+    for (int j = i + 1; j < we; ++j) slopes.push_back((xs[j] - xs[i]) / (j - i));
+  }
+  const double slope = MedianInPlace(slopes);
+  std::vector<double> intercepts;
+  for (int i = wb; i < we; ++i) intercepts.push_back(xs[i] - slope * i);
+  const double intercept = MedianInPlace(intercepts);
+  double line_cost = 0;
+  for (int i = wb; i < we; ++i) line_cost += std::fabs(xs[i] - (intercept + slope * i));
+  return line_cost / std::max(step_cost, SigmaFloor(level) * (we - wb));
+}
+
+// Returns the points of `xs` far from the median of their neighbours (up to 3 each side) within
+// their own level (between the sorted `cuts`): spike_z times `noise` and min_relative_change.
+std::vector<Spike> FindSpikes(absl::Span<const double> xs, const std::vector<int>& cuts,
+                              double noise, const ChangePointOptions& options) {
+  const int n = static_cast<int>(xs.size());
+  std::vector<Spike> spikes;
+  for (int i = 0; i < n; ++i) {
+    int seg_lo = 0;
+    int seg_hi = n;
+    for (int cut : cuts) {
+      if (cut <= i) seg_lo = cut;
+      if (cut > i && seg_hi == n) seg_hi = cut;
+    }
+    std::vector<double> neighbours;
+    for (int j = std::max(seg_lo, i - 3); j < std::min(seg_hi, i + 4); ++j) {
+      if (j != i) neighbours.push_back(xs[j]);
+    }
+    if (neighbours.size() < 2) continue;
+    const double baseline = MedianInPlace(neighbours);
+    const double z = (xs[i] - baseline) / noise;
+    const double rel = Relative(baseline, xs[i]);
+    if (std::fabs(z) >= options.spike_z && std::fabs(rel) >= options.min_relative_change) {
+      Spike spike;
+      spike.index = i;
+      spike.value = xs[i];
+      spike.baseline = baseline;
+      spike.relative_deviation = rel;
+      spike.z = z;
+      spikes.push_back(spike);
+    }
+  }
+  return spikes;
+}
+
 }  // namespace
 
 absl::StatusOr<SplitTest> TestSplit(absl::Span<const double> before,
@@ -170,181 +387,26 @@ absl::StatusOr<SeriesAnalysis> AnalyzeSeries(absl::Span<const double> xs,
       options.min_noise_multiple < 0 || options.max_change_points < 0) {
     return absl::InvalidArgumentError("change-point options out of range");
   }
-  const int n = static_cast<int>(xs.size());
   SeriesAnalysis result;
-  std::vector<double> scratch;
-
-  // Point-to-point noise, robust to steps.
-  if (n >= 2) {
-    std::vector<double> diffs;
-    for (int i = 1; i < n; ++i) diffs.push_back(std::fabs(xs[i] - xs[i - 1]));
-    result.noise_sigma = kMadNormalScale * MedianInPlace(diffs) / std::sqrt(2.0);
-  }
+  result.noise_sigma = PointToPointNoise(xs);
   std::vector<double> all(xs.begin(), xs.end());
   const double level = MedianInPlace(all);
   const double noise = std::max(result.noise_sigma, SigmaFloor(level));
 
-  // Binary segmentation.
-  std::vector<int> cuts;
-  std::vector<std::pair<int, double>> p_values;  // cut -> permutation p
-  std::deque<std::pair<int, int>> segments = {{0, n}};
-  while (!segments.empty() && static_cast<int>(cuts.size()) < options.max_change_points) {
-    const int lo = segments.front().first;
-    const int hi = segments.front().second;
-    segments.pop_front();
-    if (hi - lo < 2 * options.min_segment) continue;
-    std::vector<double> v(xs.begin() + lo, xs.begin() + hi);
-    // Accepts a split of v at k tested on v[a, b) (the whole segment, or a local window).
-    auto try_split = [&](int a, int b, int k, double noise_multiple) {
-      std::vector<double> w(v.begin() + a, v.begin() + b);
-      // The exact location within the window is the window's own best split.
-      const int refined = BestSplit(w, options.min_segment, scratch).first;
-      if (refined >= 0) k = a + refined;
-      const SplitStats stats = ScoreSplit(w, k - a, WholeCost(w, scratch), scratch);
-      const double delta = std::fabs(stats.after - stats.before);
-      if (std::fabs(Relative(stats.before, stats.after)) < options.min_relative_change) {
-        return false;
-      }
-      if (delta < noise_multiple * std::min(noise, stats.sigma)) return false;
-      const double p = PermutationPValue(w, stats.gain, options.min_segment, options, scratch);
-      if (p > options.max_p_value) return false;
-      cuts.push_back(lo + k);
-      p_values.emplace_back(lo + k, p);
-      segments.emplace_back(lo, lo + k);
-      segments.emplace_back(lo + k, hi);
-      return true;
-    };
-    const int k = BestSplit(v, options.min_segment, scratch).first;
-    if (k < 0) continue;
-    if (try_split(0, hi - lo, k, options.min_noise_multiple)) continue;
-    // No split of the whole segment: a short excursion inside it (a few nightlies down, then
-    // back) leaves both halves' medians unchanged. Look for the sharpest local step instead,
-    // comparing a few nightlies on each side; the search over positions is paid for with a 1.5x
-    // larger noise multiple.
-    // Windows: 5 nightlies each side, and a longer run of context before or after (an
-    // excursion of 3-4 nightlies needs the longer context to be significant).
-    const int m = hi - lo;
-    for (const auto& [before_w, after_w] : {std::pair<int, int>{5, 5}, {10, 5}, {5, 10}}) {
-      int best_k = -1;
-      int best_a = 0;
-      int best_b = 0;
-      double best_gain = 0;
-      for (int j = options.min_segment; j <= m - options.min_segment; ++j) {
-        const int a = std::max(0, j - before_w);
-        const int b = std::min(m, j + after_w);
-        if (j - a < options.min_segment || b - j < options.min_segment) continue;
-        std::vector<double> w(v.begin() + a, v.begin() + b);
-        const SplitStats stats = ScoreSplit(w, j - a, WholeCost(w, scratch), scratch);
-        if (best_k < 0 || stats.gain > best_gain) {
-          best_k = j;
-          best_a = a;
-          best_b = b;
-          best_gain = stats.gain;
-        }
-      }
-      if (best_k >= 0 && best_b - best_a < m &&
-          try_split(best_a, best_b, best_k, 1.5 * options.min_noise_multiple)) {
-        break;
-      }
-    }
-  }
-  std::sort(cuts.begin(), cuts.end());
-
-  // Final levels between neighbouring cuts.
+  Segmentation segmentation = Segment(xs, options, noise);
+  const std::vector<int>& cuts = segmentation.cuts;
+  std::vector<double>& scratch = segmentation.scratch;
   for (size_t c = 0; c < cuts.size(); ++c) {
-    ChangePoint cp;
-    cp.index = cuts[c];
-    cp.begin = c == 0 ? 0 : cuts[c - 1];
-    cp.end = c + 1 == cuts.size() ? n : cuts[c + 1];
-    std::vector<double> v(xs.begin() + cp.begin, xs.begin() + cp.end);
-    const SplitStats s = ScoreSplit(v, cp.index - cp.begin, WholeCost(v, scratch), scratch);
-    cp.before = s.before;
-    cp.after = s.after;
-    cp.sigma = s.sigma;
-    cp.score = s.score;
-    cp.relative_change = Relative(s.before, s.after);
-    for (const auto& [cut, p] : p_values) {
-      if (cut == cp.index) cp.p_value = p;
-    }
-    ASSIGN_OR_RETURN(MannWhitneyResult mw,
-                     MannWhitneyU(absl::MakeConstSpan(xs.data() + cp.begin, cp.index - cp.begin),
-                                  absl::MakeConstSpan(xs.data() + cp.index, cp.end - cp.index)));
-    cp.mann_whitney_p = mw.p_value;
-    const int w = std::min({3, cp.index - cp.begin, cp.end - cp.index});
-    const double local = MedianOf(xs.data() + cp.index, xs.data() + cp.index + w, scratch) -
-                         MedianOf(xs.data() + cp.index - w, xs.data() + cp.index, scratch);
-    const double move = cp.after - cp.before;
-    cp.sharpness = move == 0 ? 0 : std::clamp(local / move, 0.0, 1.0);
-    const double mid = (cp.before + cp.after) / 2;
-    int on_after_side = 0;
-    for (int i = cp.index; i < cp.end; ++i) {
-      if ((move < 0 && xs[i] < mid) || (move > 0 && xs[i] > mid)) ++on_after_side;
-    }
-    cp.persistence = static_cast<double>(on_after_side) / (cp.end - cp.index);
+    ASSIGN_OR_RETURN(ChangePoint cp,
+                     DescribeChangePoint(xs, cuts, c, segmentation.p_values, scratch));
     result.change_points.push_back(cp);
   }
-
   // Step or drift: over the run of same-direction change points around each one, compare a
   // straight line (Theil-Sen) with the piecewise-constant levels, both by L1 cost.
   for (size_t c = 0; c < result.change_points.size(); ++c) {
-    auto sign = [&](size_t i) {
-      const ChangePoint& cp = result.change_points[i];
-      return cp.after > cp.before ? 1 : -1;
-    };
-    size_t first = c;
-    size_t last = c;
-    while (first > 0 && sign(first - 1) == sign(c)) --first;
-    while (last + 1 < result.change_points.size() && sign(last + 1) == sign(c)) ++last;
-    const int wb = result.change_points[first].begin;
-    const int we = result.change_points[last].end;
-    double step_cost = 0;
-    int piece_begin = wb;
-    for (size_t i = first; i <= last + 1; ++i) {
-      const int piece_end = i <= last ? result.change_points[i].index : we;
-      const double m = MedianOf(xs.data() + piece_begin, xs.data() + piece_end, scratch);
-      step_cost += AbsCost(xs.data() + piece_begin, xs.data() + piece_end, m);
-      piece_begin = piece_end;
-    }
-    std::vector<double> slopes;
-    for (int i = wb; i < we; ++i) {
-      for (int j = i + 1; j < we; ++j) slopes.push_back((xs[j] - xs[i]) / (j - i));
-    }
-    const double slope = MedianInPlace(slopes);
-    std::vector<double> intercepts;
-    for (int i = wb; i < we; ++i) intercepts.push_back(xs[i] - slope * i);
-    const double intercept = MedianInPlace(intercepts);
-    double line_cost = 0;
-    for (int i = wb; i < we; ++i) line_cost += std::fabs(xs[i] - (intercept + slope * i));
-    result.change_points[c].line_fit =
-        line_cost / std::max(step_cost, SigmaFloor(level) * (we - wb));
+    result.change_points[c].line_fit = LineFit(xs, result.change_points, c, level, scratch);
   }
-
-  // Spikes: far from the median of their neighbours within their own level.
-  for (int i = 0; i < n; ++i) {
-    int seg_lo = 0;
-    int seg_hi = n;
-    for (int cut : cuts) {
-      if (cut <= i) seg_lo = cut;
-      if (cut > i && seg_hi == n) seg_hi = cut;
-    }
-    std::vector<double> neighbours;
-    for (int j = std::max(seg_lo, i - 3); j < std::min(seg_hi, i + 4); ++j) {
-      if (j != i) neighbours.push_back(xs[j]);
-    }
-    if (neighbours.size() < 2) continue;
-    const double baseline = MedianInPlace(neighbours);
-    const double z = (xs[i] - baseline) / noise;
-    const double rel = Relative(baseline, xs[i]);
-    if (std::fabs(z) >= options.spike_z && std::fabs(rel) >= options.min_relative_change) {
-      Spike spike;
-      spike.index = i;
-      spike.value = xs[i];
-      spike.baseline = baseline;
-      spike.relative_deviation = rel;
-      spike.z = z;
-      result.spikes.push_back(spike);
-    }
-  }
+  result.spikes = FindSpikes(xs, cuts, noise, options);
   return result;
 }
 
