@@ -17,30 +17,46 @@ namespace kbisect {
 namespace triage {
 namespace internal {
 
-void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& request,
-                    const Prepared& p) {
+namespace {
+
+// Returns the index of the nightly of request.date in `p` (the first on or after it, else the
+// last), or -1 when no date was asked for.
+int NightOfDate(const Prepared& p, const TriageRequest& request) {
   const int n = static_cast<int>(p.values.size());
-  const SeriesAnalysis& a = k->analysis;
-  // Pick the move.
   int d = -1;
   if (!request.date.empty()) {
     d = 0;
     while (d < n && p.nightlies[d]->date < request.date) ++d;
     if (d == n) d = n - 1;
   }
+  return d;
+}
+
+// Returns the item of `items` (change points or spikes, by their nightly index) nearest nightly
+// `d` within `tolerance` nightlies (the first of equals), or the latest when `d` is -1; -1 when
+// there is none.
+template <typename Item>
+int PickNearest(const std::vector<Item>& items, int d, int tolerance) {
   auto distance = [&](int index) { return std::abs(index - d); };
-  int focus = -1;
-  for (int c = 0; c < static_cast<int>(a.change_points.size()); ++c) {
-    const int index = a.change_points[c].index;
+  int pick = -1;
+  for (int i = 0; i < static_cast<int>(items.size()); ++i) {
+    const int index = items[i].index;
     if (d >= 0) {
-      if (distance(index) <= request.date_tolerance &&
-          (focus < 0 || distance(index) < distance(a.change_points[focus].index))) {
-        focus = c;
+      if (distance(index) <= tolerance &&
+          (pick < 0 || distance(index) < distance(items[pick].index))) {
+        pick = i;
       }
     } else {
-      focus = c;  // The latest.
+      pick = i;  // The latest.
     }
   }
+  return pick;
+}
+
+// Returns the change point of `a` to explain (PickNearest); without a date, the latest one unless
+// it only brings the level back, when the one it ends is taken. -1 when there is none.
+int PickChangePoint(const SeriesAnalysis& a, const TriageRequest& request, int d) {
+  int focus = PickNearest(a.change_points, d, request.date_tolerance);
   // A latest change point that only brings the level back is the end of an excursion: explain
   // the move that started it.
   if (d < 0 && focus > 0) {
@@ -53,60 +69,53 @@ void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& r
       focus = focus - 1;
     }
   }
-  int spike = -1;
-  if (focus < 0) {
-    for (int s = 0; s < static_cast<int>(a.spikes.size()); ++s) {
-      const int index = a.spikes[s].index;
-      if (d >= 0) {
-        if (distance(index) <= request.date_tolerance &&
-            (spike < 0 || distance(index) < distance(a.spikes[spike].index))) {
-          spike = s;
-        }
-      } else {
-        spike = s;
-      }
-    }
-  }
-  k->focus_change_point = focus;
-  k->focus_spike = spike;
+  return focus;
+}
+
+// Fills the evidence of a series without a change point: spike `spike` of k->analysis (its
+// nightly against its neighbours' median, and where it reverted), or no move (-1: the level is the
+// series' median).
+void GatherSpikeEvidence(const Prepared& p, int spike, KernelTriage* k) {
+  const int n = static_cast<int>(p.values.size());
   Evidence& e = k->evidence;
-  e.primary.metric = k->primary_metric;
-  e.primary.role = "primary";
-  e.primary.direction = k->direction;
-
-  if (focus < 0) {
-    if (spike >= 0) {
-      const Spike& s = a.spikes[spike];
-      e.shape = Shape::kSpike;
-      e.reverted = true;
-      e.primary.present = true;
-      e.primary.before = s.baseline;
-      e.primary.after = s.value;
-      e.primary.relative_change = s.relative_deviation;
-      e.primary.moved = true;
-      e.primary.worse = Worse(k->direction, s.relative_deviation);
-      if (s.index > 0) k->last_good = Ref(*p.nightlies[s.index - 1], s.index - 1);
-      k->first_bad = Ref(*p.nightlies[s.index], s.index);
-      if (s.index + 1 < n) {
-        e.reverted_at = Ref(*p.nightlies[s.index + 1], s.index + 1);
-      } else {
-        k->notes.push_back(
-            "The outlier is the latest nightly: whether it persists is not known yet; triage "
-            "again after a few more nightlies.");
-      }
+  if (spike >= 0) {
+    const Spike& s = k->analysis.spikes[spike];
+    e.shape = Shape::kSpike;
+    e.reverted = true;
+    e.primary.present = true;
+    e.primary.before = s.baseline;
+    e.primary.after = s.value;
+    e.primary.relative_change = s.relative_deviation;
+    e.primary.moved = true;
+    e.primary.worse = Worse(k->direction, s.relative_deviation);
+    if (s.index > 0) k->last_good = Ref(*p.nightlies[s.index - 1], s.index - 1);
+    k->first_bad = Ref(*p.nightlies[s.index], s.index);
+    if (s.index + 1 < n) {
+      e.reverted_at = Ref(*p.nightlies[s.index + 1], s.index + 1);
     } else {
-      e.shape = Shape::kNone;
-      absl::StatusOr<double> level = [&]() -> absl::StatusOr<double> {
-        std::vector<double> v = p.values;
-        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-        return v[v.size() / 2];
-      }();
-      e.primary.before = e.primary.after = level.ok() ? *level : 0;
+      k->notes.push_back(
+          "The outlier is the latest nightly: whether it persists is not known yet; triage "
+          "again after a few more nightlies.");
     }
-    return;
+  } else {
+    e.shape = Shape::kNone;
+    absl::StatusOr<double> level = [&]() -> absl::StatusOr<double> {
+      std::vector<double> v = p.values;
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    }();
+    e.primary.before = e.primary.after = level.ok() ? *level : 0;
   }
+}
 
+// Fills the split and the primary metric's move at change point `focus` of k->analysis, whether
+// the next change point reverted it, and the shape (excursion, step or drift); notes a step with
+// few nightlies after it.
+void GatherStepEvidence(const Prepared& p, const TriageRequest& request, int focus,
+                        KernelTriage* k) {
+  const SeriesAnalysis& a = k->analysis;
   const ChangePoint& cp = a.change_points[focus];
+  Evidence& e = k->evidence;
   k->last_good = Ref(*p.nightlies[cp.index - 1], cp.index - 1);
   k->first_bad = Ref(*p.nightlies[cp.index], cp.index);
   e.p_value = cp.p_value;
@@ -139,18 +148,19 @@ void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& r
                                     " nightlies follow the step; confidence grows as more "
                                     "nightlies confirm it."));
   }
+}
 
-  // Cross-checks on the same nightlies.
-  const int w = request.cross_check_window;
-  const int from = std::max(cp.begin, cp.index - w);
-  const int to = std::min(cp.end, cp.index + w);
+// Cross-checks the split at nightly `at` on the same nightlies, [from, at) against [at, to): the
+// baselines, the independent timer, the runner identity and the measurement attributes.
+void CrossCheckSeries(const Prepared& p, const TriageRequest& request, int at, int from, int to,
+                      KernelTriage* k) {
+  Evidence& e = k->evidence;
   const MetricRoles& roles = request.roles;
   bool any_baseline = false;
   bool baseline_moved = false;
   for (const std::string& b : roles.baselines) {
-    MetricMove m =
-        CompareSamples(b, "baseline", DirectionOf(b, Direction::kUnknown),
-                       ValuesOf(p, b, from, cp.index), ValuesOf(p, b, cp.index, to), request);
+    MetricMove m = CompareSamples(b, "baseline", DirectionOf(b, Direction::kUnknown),
+                                  ValuesOf(p, b, from, at), ValuesOf(p, b, at, to), request);
     if (!m.present) continue;
     any_baseline = true;
     baseline_moved |= m.moved;
@@ -160,7 +170,7 @@ void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& r
   if (!roles.timer.empty()) {
     MetricMove m = CompareSamples(
         roles.timer, "timer", DirectionOf(roles.timer, roles.timer_direction),
-        ValuesOf(p, roles.timer, from, cp.index), ValuesOf(p, roles.timer, cp.index, to), request);
+        ValuesOf(p, roles.timer, from, at), ValuesOf(p, roles.timer, at, to), request);
     if (m.present) {
       if (!m.moved) {
         e.timer_agrees = Tri::kNo;
@@ -172,10 +182,15 @@ void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& r
       e.timer = m;
     }
   }
-  CompareAttributes(p, cp.index, from, to, &IsIdentityAttribute, &e.identity, &e.runner_changed);
-  CompareAttributes(p, cp.index, from, to, &IsMethodAttribute, &e.method, &e.method_changed);
+  CompareAttributes(p, at, from, to, &IsIdentityAttribute, &e.identity, &e.runner_changed);
+  CompareAttributes(p, at, from, to, &IsMethodAttribute, &e.method, &e.method_changed);
+}
 
-  // Breadth: other kernels of the platform, other platforms of the kernel, same dates.
+// Checks the breadth of the split over nightlies [from, to): whether the other kernels of the
+// platform and the other platforms of the kernel in `data` moved on the same dates.
+void CheckBreadth(const Dataset& data, const Prepared& p, const TriageRequest& request, int from,
+                  int to, KernelTriage* k) {
+  Evidence& e = k->evidence;
   const std::string from_date = p.nightlies[from]->date;
   const std::string to_date = p.nightlies[to - 1]->date;
   for (const Series& other : data.series) {
@@ -188,6 +203,37 @@ void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& r
     if (!b.tested) continue;
     (same_platform ? e.other_kernels : e.other_platforms).push_back(b);
   }
+}
+
+}  // namespace
+
+void GatherEvidence(KernelTriage* k, const Dataset& data, const TriageRequest& request,
+                    const Prepared& p) {
+  const SeriesAnalysis& a = k->analysis;
+  // Pick the move.
+  const int d = NightOfDate(p, request);
+  const int focus = PickChangePoint(a, request, d);
+  const int spike = focus < 0 ? PickNearest(a.spikes, d, request.date_tolerance) : -1;
+  k->focus_change_point = focus;
+  k->focus_spike = spike;
+  Evidence& e = k->evidence;
+  e.primary.metric = k->primary_metric;
+  e.primary.role = "primary";
+  e.primary.direction = k->direction;
+  if (focus < 0) {
+    GatherSpikeEvidence(p, spike, k);
+    return;
+  }
+  GatherStepEvidence(p, request, focus, k);
+
+  // Cross-checks on the same nightlies.
+  const ChangePoint& cp = a.change_points[focus];
+  const int w = request.cross_check_window;
+  const int from = std::max(cp.begin, cp.index - w);
+  const int to = std::min(cp.end, cp.index + w);
+  CrossCheckSeries(p, request, cp.index, from, to, k);
+  // Breadth: other kernels of the platform, other platforms of the kernel, same dates.
+  CheckBreadth(data, p, request, from, to, k);
 }
 
 }  // namespace internal
