@@ -186,8 +186,8 @@ class PlanState {
   void HandOutQueued(const std::string& worker, const QueuedTask& task, DispatchPlan* plan) {
     Worker(worker).checked_out = task.commit_index;
     // A queued bisect probe (a retry) counts as of the round new points would be.
-    running_.push_back({task.kind, task.started,
-                        task.kind == v1::PROBE_KIND_BISECT ? input_.round : 0, worker});
+    running_.push_back(
+        {task.kind, task.started, task.kind == v1::PROBE_KIND_BISECT ? input_.round : 0, worker});
     if (!input_.bad_task_id.empty() && task.task_id == input_.bad_task_id) bad_worker_ = worker;
     plan->assignments.push_back({DispatchAssignment::Kind::kQueued, worker, task.task_id, 0});
   }
@@ -239,148 +239,184 @@ class PlanState {
   std::string bad_worker_;
 };
 
-}  // namespace
+// True when `worker` (`self`), idle with no queued work for it and no calibration, calibrates
+// now (step 3 of the policy, and step 4's first wave): it must, the job has no reference GOOD,
+// or the first wave measures GOOD beside BAD or calibrates a worker the cache leaves idle.
+bool CalibratesAtOnce(const DispatchInput& input, const PlanState& state, const std::string& worker,
+                      const DispatchWorker& self, bool reuses_results) {
+  if (self.must_calibrate && state.has_reference()) return true;
+  if (!state.has_reference()) return true;
+  if (input.first_wave && worker != state.bad_worker() && !state.OtherCalibrationStarted() &&
+      (input.builds || AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
+                                              /*round=*/1, state.Slots() - 1, 1) > 0)) {
+    // GOOD is measured beside BAD (DispatchInput::first_wave).
+    return true;
+  }
+  // The cached results may decide the search within this span; a worker with none of them here
+  // calibrates (one run: Calibration::RunsAtHandOut) rather than probe a point they may make
+  // moot, and is ready for the points they leave.
+  return input.first_wave && worker != state.bad_worker() && reuses_results &&
+         !HasAnchorInside(self, *input.search);
+}
 
-DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
-  DispatchPlan plan;
-  PlanState state(input);
+// Goes over the idle workers in the order they asked (steps 1 to 3 of the policy): hands each
+// its queued work or the calibration it calibrates at once, and sorts the others into
+// `probing` and `uncalibrated`.
+void DispatchIdle(const DispatchInput& input, PlanState* state, DispatchPlan* plan,
+                  std::vector<std::string>* probing, std::vector<std::string>* uncalibrated) {
   const bool reuses_results =
       std::any_of(input.workers.begin(), input.workers.end(),
                   [&](const auto& entry) { return HasAnchorInside(entry.second, *input.search); });
-  std::vector<std::string> probing;
-  std::vector<std::string> uncalibrated;
   for (const std::string& worker : input.idle) {
-    if (!state.Room()) break;
-    DispatchWorker& self = state.Worker(worker);
+    if (!state->Room()) break;
+    DispatchWorker& self = state->Worker(worker);
     if (self.quarantined) continue;
     self.gone = false;
-    plan.seen.push_back(worker);
-    if (std::optional<QueuedTask> queued = state.TakeQueued(worker)) {
-      state.HandOutQueued(worker, *queued, &plan);
+    plan->seen.push_back(worker);
+    if (std::optional<QueuedTask> queued = state->TakeQueued(worker)) {
+      state->HandOutQueued(worker, *queued, plan);
       continue;
     }
     if (!self.calibration_started) {
-      if (self.must_calibrate && state.has_reference()) {
-        state.Calibrate(worker, &plan);
-      } else if (!state.has_reference()) {
-        state.Calibrate(worker, &plan);
-      } else if (input.first_wave && worker != state.bad_worker() &&
-                 !state.OtherCalibrationStarted() &&
-                 (input.builds ||
-                  AffordableCalibrations(*input.search, input.commit_count, state.Slots(),
-                                         /*round=*/1, state.Slots() - 1, 1) > 0)) {
-        // GOOD is measured beside BAD (DispatchInput::first_wave).
-        state.Calibrate(worker, &plan);
-      } else if (input.first_wave && worker != state.bad_worker() && reuses_results &&
-                 !HasAnchorInside(self, *input.search)) {
-        // The cached results may decide the search within this span; a worker with none of
-        // them here calibrates (one run: Calibration::RunsAtHandOut) rather than probe a point
-        // they may make moot, and is ready for the points they leave.
-        state.Calibrate(worker, &plan);
+      if (CalibratesAtOnce(input, *state, worker, self, reuses_results)) {
+        state->Calibrate(worker, plan);
       } else {
-        uncalibrated.push_back(worker);
+        uncalibrated->push_back(worker);
       }
       continue;
     }
-    if (!self.waits_for_baselines) probing.push_back(worker);
+    if (!self.waits_for_baselines) probing->push_back(worker);
   }
-  if (!uncalibrated.empty()) {
-    // Uncalibrated workers calibrate as soon as the round plan can afford it, the BAD baseline's
-    // worker and those holding provisional verdicts first; the others probe meanwhile, and their
-    // verdicts are provisional until they calibrate.
-    std::vector<bool> owes;
-    for (const std::string& worker : uncalibrated) owes.push_back(state.Owes(worker));
-    std::vector<std::string> ordered;
-    for (size_t i = 0; i < uncalibrated.size(); ++i) {
-      if (owes[i]) ordered.push_back(uncalibrated[i]);
-    }
-    for (size_t i = 0; i < uncalibrated.size(); ++i) {
-      if (!owes[i]) ordered.push_back(uncalibrated[i]);
-    }
-    int allowed = 0;
-    if (!input.first_wave && !input.search->Done()) {
-      int can_probe = static_cast<int>(probing.size() + uncalibrated.size());
-      if (input.max_workers > 0) {
-        can_probe = std::min(can_probe, input.max_workers - state.in_flight());
-      }
-      allowed =
-          AffordableCalibrations(*input.search, input.commit_count, state.Slots(), input.round,
-                                 can_probe, static_cast<int>(uncalibrated.size()));
-    }
-    // Before the endpoint verdict a calibration takes --runs; after it, the runs that the step
-    // and the noise need (often one). While a measurement is about to end (it may be the
-    // verdict, or it narrows the interval) the workers wait for it, as probes do below.
-    const bool hold = !input.baselines_settled && input.calibration_runs > 1 &&
-                      ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
-                      WaitKeepsRoundBound(state.running(), TypicalSpan(input.spans),
-                                          *input.search, input.commit_count, state.Slots(),
-                                          input.round);
-    for (const std::string& worker : ordered) {
-      if (!state.Room()) break;
-      if (input.search->Done()) {
-        if (state.Owes(worker)) state.Calibrate(worker, &plan);
-        continue;
-      }
-      if (hold) continue;
-      if (allowed > 0) {
-        --allowed;
-        state.Calibrate(worker, &plan);
-        continue;
-      }
-      if (!state.Worker(worker).waits_for_baselines) probing.push_back(worker);
-    }
+}
+
+// Returns `uncalibrated` with the workers that owe a calibration first, each group in its
+// original order.
+std::vector<std::string> OwersFirst(const std::vector<std::string>& uncalibrated,
+                                    PlanState* state) {
+  std::vector<bool> owes;
+  for (const std::string& worker : uncalibrated) owes.push_back(state->Owes(worker));
+  std::vector<std::string> ordered;
+  for (size_t i = 0; i < uncalibrated.size(); ++i) {
+    if (owes[i]) ordered.push_back(uncalibrated[i]);
   }
-  int budget = static_cast<int>(probing.size());
+  for (size_t i = 0; i < uncalibrated.size(); ++i) {
+    if (!owes[i]) ordered.push_back(uncalibrated[i]);
+  }
+  return ordered;
+}
+
+// How many of the `uncalibrated` workers may calibrate during the search, when `probing` others
+// could probe: AffordableCalibrations, none in the first wave or once the search is done.
+int AllowedCalibrations(const DispatchInput& input, const PlanState& state, size_t probing,
+                        size_t uncalibrated) {
+  if (input.first_wave || input.search->Done()) return 0;
+  int can_probe = static_cast<int>(probing + uncalibrated);
+  if (input.max_workers > 0) can_probe = std::min(can_probe, input.max_workers - state.in_flight());
+  return AffordableCalibrations(*input.search, input.commit_count, state.Slots(), input.round,
+                                can_probe, static_cast<int>(uncalibrated));
+}
+
+// True when idle workers wait for a result due soon at `now` rather than take new work: it is
+// due soon (ResultDueSoon) and waiting for it costs no round (WaitKeepsRoundBound).
+bool WaitForResultDueSoon(const DispatchInput& input, const PlanState& state, absl::Time now) {
+  return ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
+         WaitKeepsRoundBound(state.running(), TypicalSpan(input.spans), *input.search,
+                             input.commit_count, state.Slots(), input.round);
+}
+
+// Step 4 of the policy: hands the `uncalibrated` workers the calibrations the round plan can
+// afford (or, once the search is done, those they owe), and adds the others that do not wait
+// for the baselines to `probing`; their verdicts are provisional until they calibrate.
+void DispatchUncalibrated(const DispatchInput& input, absl::Time now,
+                          const std::vector<std::string>& uncalibrated, PlanState* state,
+                          DispatchPlan* plan, std::vector<std::string>* probing) {
+  // The BAD baseline's worker and those holding provisional verdicts calibrate first.
+  const std::vector<std::string> ordered = OwersFirst(uncalibrated, state);
+  int allowed = AllowedCalibrations(input, *state, probing->size(), uncalibrated.size());
+  // Before the endpoint verdict a calibration takes --runs; after it, the runs that the step
+  // and the noise need (often one). While a measurement is about to end (it may be the
+  // verdict, or it narrows the interval) the workers wait for it, as probes do.
+  const bool hold = !input.baselines_settled && input.calibration_runs > 1 &&
+                    WaitForResultDueSoon(input, *state, now);
+  for (const std::string& worker : ordered) {
+    if (!state->Room()) break;
+    if (input.search->Done()) {
+      if (state->Owes(worker)) state->Calibrate(worker, plan);
+      continue;
+    }
+    if (hold) continue;
+    if (allowed > 0) {
+      --allowed;
+      state->Calibrate(worker, plan);
+      continue;
+    }
+    if (!state->Worker(worker).waits_for_baselines) probing->push_back(worker);
+  }
+}
+
+// The number of bisect probes the `probing` idle workers place now (step 5 of the policy):
+// capped by max_workers, and none while they wait for a result due soon.
+int ProbeBudget(const DispatchInput& input, absl::Time now, const PlanState& state,
+                size_t probing) {
+  int budget = static_cast<int>(probing);
   if (input.max_workers > 0) budget = std::min(budget, input.max_workers - state.in_flight());
   // A probe about to report narrows the interval any moment: new points placed now would split
   // the old interval and many would be cancelled. A calibration or baseline about to end frees
   // a worker whose point is better placed together with these. Idle workers wait for it (the
   // result dispatches again); a measurement running late does not hold them.
-  if (budget > 0 && !input.chosen_points.has_value() &&
-      ResultDueSoon(state.running(), TypicalSpan(input.spans), now) &&
-      WaitKeepsRoundBound(state.running(), TypicalSpan(input.spans), *input.search,
-                          input.commit_count, state.Slots(), input.round)) {
+  if (budget > 0 && !input.chosen_points.has_value() && WaitForResultDueSoon(input, state, now)) {
     budget = 0;
   }
-  if (budget <= 0) return plan;
-  // Each point goes to the idle worker whose checkout is nearest (closest pair first): a
-  // checkout costs about one file write per commit between the two.
+  return budget;
+}
+
+// The `budget` points to probe now: the job's chosen points, else the search's split. nullopt
+// when the split breaks the round bound while a result of an earlier round is still to come.
+std::optional<std::vector<int>> PlanPoints(const DispatchInput& input, absl::Time now,
+                                           const PlanState& state, int budget) {
+  if (input.chosen_points.has_value()) {
+    return std::vector<int>(
+        input.chosen_points->begin(),
+        input.chosen_points->begin() + std::min<size_t>(budget, input.chosen_points->size()));
+  }
   // The endpoint verdict comes after the first wave when GOOD is measured beside BAD; else the
   // first wave's points leave room for a second wave of the same round.
   const bool second_wave = input.first_wave && !state.OtherCalibrationStarted();
-  std::vector<int> points;
-  if (input.chosen_points.has_value()) {
-    points.assign(input.chosen_points->begin(),
-                  input.chosen_points->begin() +
-                      std::min<size_t>(budget, input.chosen_points->size()));
-  } else {
-    points = second_wave ? input.search->PlanProbes(budget, budget + 1)
-                         : input.search->PlanProbes(budget);
-    // Points that leave more than the rounds left can split wait, when a result of an earlier
-    // round is still to come: it narrows the interval without deepening it, and the points
-    // placed after it split what is left within the bound (decision 139).
-    if (!PointsKeepRoundBound(*input.search, points, input.commit_count, state.Slots(),
-                              input.round) &&
-        EarlierRoundInFlight(state.running(), input.round, input.spans, now)) {
-      return plan;
-    }
+  std::vector<int> points =
+      second_wave ? input.search->PlanProbes(budget, budget + 1) : input.search->PlanProbes(budget);
+  // Points that leave more than the rounds left can split wait, when a result of an earlier
+  // round is still to come: it narrows the interval without deepening it, and the points placed
+  // after it split what is left within the bound (decision 139).
+  if (!PointsKeepRoundBound(*input.search, points, input.commit_count, state.Slots(),
+                            input.round) &&
+      EarlierRoundInFlight(state.running(), input.round, input.spans, now)) {
+    return std::nullopt;
   }
-  // A worker with cached results measures one of its cached commits when one is close to a
-  // point: the measurement verifies its cache (see ResultReuse) and splits as well. Such pairs
-  // go first; the other points go to the idle worker whose checkout is nearest.
+  return points;
+}
+
+// Which of `points` went to which of the probing workers so far.
+struct Placement {
+  std::vector<bool> point_placed;
+  std::vector<bool> worker_busy;
+};
+
+// Hands each point near a cached commit of a probing worker (an anchor) to that worker, moved
+// onto the anchor: the measurement verifies its cache (see ResultReuse) and splits as well.
+void AssignAnchoredProbes(const DispatchInput& input, const std::vector<int>& points,
+                          const std::vector<std::string>& probing, PlanState* state,
+                          Placement* placement, DispatchPlan* plan) {
   const int interval = input.search->first_bad() - input.search->last_good();
   // In the first wave nothing is known yet and one agreeing measurement makes a worker's whole
   // cache usable: its cached commit nearest to a point anywhere in the interval will do.
   const double snap = input.first_wave ? interval : kAnchorSnapFraction * interval;
   std::set<int> taken(points.begin(), points.end());
-  std::vector<bool> point_placed(points.size(), false);
-  std::vector<bool> worker_busy(probing.size(), false);
   for (size_t i = 0; i < points.size(); ++i) {
     int best_worker = -1;
     int best_anchor = -1;
     for (size_t w = 0; w < probing.size(); ++w) {
-      if (worker_busy[w]) continue;
-      for (int anchor : state.Worker(probing[w]).anchors) {
+      if (placement->worker_busy[w]) continue;
+      for (int anchor : state->Worker(probing[w]).anchors) {
         if (anchor <= input.search->last_good() || anchor >= input.search->first_bad() ||
             (taken.count(anchor) > 0 && anchor != points[i]) ||
             std::abs(anchor - points[i]) > snap) {
@@ -395,26 +431,57 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
     if (best_worker < 0) continue;
     taken.erase(points[i]);
     taken.insert(best_anchor);
-    point_placed[i] = true;
-    worker_busy[best_worker] = true;
-    plan.assignments.push_back(
+    placement->point_placed[i] = true;
+    placement->worker_busy[best_worker] = true;
+    plan->assignments.push_back(
         {DispatchAssignment::Kind::kProbe, probing[best_worker], "", best_anchor});
   }
+}
+
+// Hands the points not yet placed to the probing workers not yet busy, each to the one whose
+// checkout is nearest (PairNearest): a checkout costs about one file write per commit between
+// the two.
+void AssignNearestProbes(const DispatchInput& input, const std::vector<int>& points,
+                         const std::vector<std::string>& probing, const Placement& placement,
+                         PlanState* state, DispatchPlan* plan) {
   std::vector<int> rest_points;
   for (size_t i = 0; i < points.size(); ++i) {
-    if (!point_placed[i]) rest_points.push_back(points[i]);
+    if (!placement.point_placed[i]) rest_points.push_back(points[i]);
   }
   std::vector<std::string> rest_workers;
   std::vector<int> checkouts;
   for (size_t w = 0; w < probing.size(); ++w) {
-    if (worker_busy[w]) continue;
+    if (placement.worker_busy[w]) continue;
     rest_workers.push_back(probing[w]);
-    checkouts.push_back(state.Worker(probing[w]).checked_out);
+    checkouts.push_back(state->Worker(probing[w]).checked_out);
   }
   for (const auto& [w, i] : PairNearest(checkouts, rest_points, input.commit_count)) {
-    plan.assignments.push_back(
+    plan->assignments.push_back(
         {DispatchAssignment::Kind::kProbe, rest_workers[w], "", rest_points[i]});
   }
+}
+
+}  // namespace
+
+DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
+  DispatchPlan plan;
+  PlanState state(input);
+  std::vector<std::string> probing;
+  std::vector<std::string> uncalibrated;
+  DispatchIdle(input, &state, &plan, &probing, &uncalibrated);
+  if (!uncalibrated.empty()) {
+    DispatchUncalibrated(input, now, uncalibrated, &state, &plan, &probing);
+  }
+  const int budget = ProbeBudget(input, now, state, probing.size());
+  if (budget <= 0) return plan;
+  const std::optional<std::vector<int>> points = PlanPoints(input, now, state, budget);
+  if (!points.has_value()) return plan;
+  // Points near a worker's cached commit go to it first; the others go to the idle worker whose
+  // checkout is nearest (closest pair first).
+  Placement placement{std::vector<bool>(points->size(), false),
+                      std::vector<bool>(probing.size(), false)};
+  AssignAnchoredProbes(input, *points, probing, &state, &placement, &plan);
+  AssignNearestProbes(input, *points, probing, placement, &state, &plan);
   return plan;
 }
 
