@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -33,6 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -405,6 +408,292 @@ __attribute__((noinline)) pid_t StartChild(const char* path, char* const* argv, 
   return pid;
 }
 
+// Returns an error when `request` is malformed: not exactly one of argv and shell_command, an
+// empty program, or an environment variable name that is empty or contains '='.
+absl::Status ValidateRequest(const ExecRequest& request) {
+  if (request.argv.empty() == request.shell_command.empty()) {
+    return absl::InvalidArgumentError(
+        "exactly one of ExecRequest::argv and ExecRequest::shell_command must be set");
+  }
+  if (!request.argv.empty() && request.argv[0].empty()) {
+    return absl::InvalidArgumentError("ExecRequest::argv[0] (the program) is empty");
+  }
+  for (const auto& [key, value] : request.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid environment variable name '", key, "' for command '",
+                       CommandName(request), "': names must be non-empty and contain no '='"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What the child passes to execve, prepared before vfork(): the child may only make system
+// calls. Not copyable: `argv` and `envp` point into `args` and `env_strings`.
+struct ExecArgs {
+  ExecArgs() = default;
+  ExecArgs(const ExecArgs&) = delete;
+  ExecArgs& operator=(const ExecArgs&) = delete;
+
+  std::string path;                      // The resolved program.
+  std::vector<std::string> args;         // The program and its arguments.
+  std::vector<char*> argv;               // `args`, null-terminated.
+  std::vector<std::string> env_strings;  // This process's environment, overridden by the request.
+  std::vector<char*> envp;               // `env_strings`, null-terminated.
+  const char* cwd = nullptr;             // The working directory; nullptr: this process's.
+  int max_fd = 0;                        // Descriptors below this are closed on exec.
+};
+
+// Fills `exec` for `request` (argv, or /bin/sh -c shell_command), resolving the program on PATH;
+// returns an error when it is not found.
+absl::Status PrepareExec(const ExecRequest& request, ExecArgs* exec) {
+  exec->args = request.argv;
+  if (exec->args.empty()) exec->args = {"/bin/sh", "-c", request.shell_command};
+  absl::StatusOr<std::string> path = ResolveExecutable(request, exec->args[0]);
+  if (!path.ok()) return path.status();
+  exec->path = *std::move(path);
+
+  exec->argv.reserve(exec->args.size() + 1);
+  for (std::string& arg : exec->args) exec->argv.push_back(arg.data());
+  exec->argv.push_back(nullptr);
+
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    absl::string_view var(*entry);
+    absl::string_view key = var.substr(0, var.find('='));
+    if (request.env.count(std::string(key)) == 0) exec->env_strings.emplace_back(var);
+  }
+  for (const auto& [key, value] : request.env) {
+    exec->env_strings.push_back(absl::StrCat(key, "=", value));
+  }
+  exec->envp.reserve(exec->env_strings.size() + 1);
+  for (std::string& var : exec->env_strings) exec->envp.push_back(var.data());
+  exec->envp.push_back(nullptr);
+
+  exec->cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
+  long open_max = sysconf(_SC_OPEN_MAX);
+  exec->max_fd = static_cast<int>(std::clamp<long>(open_max, 256, 65536));
+  return absl::OkStatus();
+}
+
+// The child's stdin (/dev/null), its output pipe (stdout and stderr) and its status pipe
+// (ChildError, or EOF once execve succeeded). Every descriptor is above 2 and close-on-exec; the
+// members close in reverse order.
+struct ChildPipes {
+  ScopedFd stdin_fd;
+  ScopedFd output_read;
+  ScopedFd output_write;
+  ScopedFd error_read;
+  ScopedFd error_write;
+};
+
+// Opens `pipes`, the output pipe's read end non-blocking; returns an error when a descriptor
+// cannot be made (those already open close with `pipes`).
+absl::Status OpenChildPipes(ChildPipes* pipes) {
+  pipes->stdin_fd.Reset(MoveAboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  if (!pipes->stdin_fd.valid()) return ErrnoError("cannot open /dev/null", errno);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create output pipe", errno);
+  pipes->output_read.Reset(MoveAboveStdio(fds[0]));
+  pipes->output_write.Reset(MoveAboveStdio(fds[1]));
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create status pipe", errno);
+  pipes->error_read.Reset(MoveAboveStdio(fds[0]));
+  pipes->error_write.Reset(MoveAboveStdio(fds[1]));
+  if (!pipes->output_read.valid() || !pipes->output_write.valid() || !pipes->error_read.valid() ||
+      !pipes->error_write.valid()) {
+    return ErrnoError("cannot move pipe descriptors", errno);
+  }
+  fcntl(pipes->output_read.get(), F_SETPIPE_SZ, kPipeSize);  // Best effort.
+  int flags = fcntl(pipes->output_read.get(), F_GETFL);
+  if (flags < 0 || fcntl(pipes->output_read.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
+    return ErrnoError("cannot make output pipe non-blocking", errno);
+  }
+  return absl::OkStatus();
+}
+
+// Starts the child with all signals blocked (it unblocks them after resetting its handlers),
+// sets `*start`, puts the child in a process group of its own and closes the child's ends of
+// `pipes` here. Returns the child's pid, or an error when it cannot fork.
+absl::StatusOr<pid_t> ForkChild(const ExecRequest& request, const ExecArgs& exec, ChildPipes* pipes,
+                                absl::Time* start) {
+  sigset_t all_signals, saved_mask;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
+  *start = absl::Now();
+  pid_t pid = StartChild(exec.path.c_str(), exec.argv.data(), exec.envp.data(), exec.cwd,
+                         pipes->stdin_fd.get(), pipes->output_write.get(), pipes->error_write.get(),
+                         exec.max_fd);
+  int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
+  if (pid < 0)
+    return ErrnoError(absl::StrCat("cannot fork to run '", CommandName(request), "'"), fork_errno);
+
+  // Also set the group here, so that kill(-pid) works even before the child gets to run.
+  setpgid(pid, pid);
+  pipes->output_write.Reset();
+  pipes->error_write.Reset();
+  pipes->stdin_fd.Reset();
+  return pid;
+}
+
+// Reads the status pipe to EOF or a whole ChildError and closes it. Returns the error the child
+// reported, or nullopt when execve() succeeded (EOF).
+std::optional<ChildError> ReadChildError(ScopedFd& error_read) {
+  ChildError failure = {0, 0};
+  size_t got = 0;
+  while (got < sizeof(failure)) {
+    ssize_t n =
+        read(error_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  error_read.Reset();
+  if (got != sizeof(failure)) return std::nullopt;
+  return failure;
+}
+
+// Supervises a started child, the leader of process group `pid`: collects its output, enforces
+// the request's deadline and the cancellation by signalling the group, and reaps it.
+class Supervision {
+ public:
+  Supervision(const ExecRequest& request, const Cancellation* cancel, pid_t pid, absl::Time start,
+              ScopedFd& output_read)
+      : cancel_(cancel),
+        pid_(pid),
+        output_read_(output_read),
+        output_(request.output_limit_bytes),
+        buffer_(new char[kReadChunk]),
+        deadline_(request.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                                              : start + request.timeout),
+        grace_(std::max(request.kill_grace, absl::ZeroDuration())) {}
+
+  // Reads output until the child exits and reaps it, sending SIGTERM then SIGKILL to its group
+  // on cancellation or at the deadline (recorded in `result`, with the child's CPU time).
+  void WaitForExit(ExecResult* result) {
+    while (!reaped_) {
+      absl::Time now = absl::Now();
+      EnforceDeadline(now, result);
+      if (TryReap(result)) break;
+      PumpUntilNextEvent(now);
+    }
+  }
+
+  // After a timeout or cancellation, group members may outlive the direct child (for example a
+  // background job that ignores SIGTERM): gives them the rest of the grace period, then kills
+  // them.
+  void KillGroupStragglers() {
+    if (!terminating_) return;
+    while (!killed_ && GroupHasLiveMembers(pid_)) {
+      absl::Time now = absl::Now();
+      if (now >= kill_at_) break;
+      PumpOutput(output_read_, std::min(kill_at_ - now, kPollInterval), buffer_.get(), output_);
+    }
+    kill(-pid_, SIGKILL);  // ESRCH if the group is already gone.
+  }
+
+  // Reads what is left of the output; stops early if a leftover background process keeps the
+  // pipe open.
+  void DrainOutput() {
+    const absl::Time drain_until = absl::Now() + kDrainLinger;
+    while (output_read_.valid()) {
+      absl::Time now = absl::Now();
+      if (now >= drain_until) break;
+      PumpOutput(output_read_, drain_until - now, buffer_.get(), output_);
+    }
+  }
+
+  // Records the exit status, the output and the wall time since `start` in `result`.
+  void Finish(absl::Time start, ExecResult* result) {
+    if (status_known_ && WIFEXITED(status_)) {
+      result->exit_code = WEXITSTATUS(status_);
+    } else if (status_known_ && WIFSIGNALED(status_)) {
+      result->signal = WTERMSIG(status_);
+    }
+    result->output_bytes = output_.total();
+    result->output = output_.Finish();
+    result->wall_time = reaped_at_ - start;
+  }
+
+ private:
+  // Sends SIGTERM to the group at `now`, and SIGKILL when there is no grace period.
+  void Terminate(absl::Time now) {
+    terminating_ = true;
+    kill(-pid_, SIGTERM);
+    kill_at_ = now + grace_;
+    if (grace_ == absl::ZeroDuration()) {
+      kill(-pid_, SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  // Terminates the group on cancellation or at the deadline, and kills it once the grace period
+  // after that is over.
+  void EnforceDeadline(absl::Time now, ExecResult* result) {
+    if (!terminating_) {
+      if (cancel_ != nullptr && cancel_->IsCancelled()) {
+        result->cancelled = true;
+        Terminate(now);
+      } else if (now >= deadline_) {
+        result->timed_out = true;
+        Terminate(now);
+      }
+    }
+    if (terminating_ && !killed_ && now >= kill_at_) {
+      kill(-pid_, SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  // Reaps the child if it exited (or is gone: ECHILD, status unknown); returns true then.
+  bool TryReap(ExecResult* result) {
+    struct rusage usage;
+    pid_t waited = wait4(pid_, &status_, WNOHANG, &usage);
+    if (waited == pid_ || (waited < 0 && errno == ECHILD)) {
+      if (waited == pid_) {
+        result->cpu_time =
+            absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
+      }
+      reaped_ = true;
+      status_known_ = waited == pid_;
+      reaped_at_ = absl::Now();
+      return true;
+    }
+    return false;
+  }
+
+  // Reads output until the next moment something must happen without the child's help (the
+  // deadline, the SIGKILL, a look at the cancellation), at most kPollInterval.
+  void PumpUntilNextEvent(absl::Time now) {
+    absl::Time next_event = killed_ ? absl::InfiniteFuture() : terminating_ ? kill_at_ : deadline_;
+    absl::Duration wait = next_event - now;
+    // Cancellation has no file descriptor to wake poll(): look at it every kPollInterval.
+    if (cancel_ != nullptr && !terminating_) wait = std::min(wait, kPollInterval);
+    if (output_read_.valid()) {
+      PumpOutput(output_read_, wait, buffer_.get(), output_);
+    } else {
+      // The child closed its output but is still running: back off up to kPollInterval.
+      PumpOutput(output_read_, std::min(wait, idle_wait_), buffer_.get(), output_);
+      idle_wait_ = std::min(idle_wait_ * 2, kPollInterval);
+    }
+  }
+
+  const Cancellation* const cancel_;
+  const pid_t pid_;
+  ScopedFd& output_read_;
+  OutputCollector output_;
+  std::unique_ptr<char[]> buffer_;
+  const absl::Time deadline_;
+  const absl::Duration grace_;
+  bool terminating_ = false;  // SIGTERM was sent to the group.
+  bool killed_ = false;       // SIGKILL was sent to the group.
+  absl::Time kill_at_ = absl::InfiniteFuture();
+  int status_ = 0;
+  bool reaped_ = false;
+  bool status_known_ = true;
+  absl::Time reaped_at_;
+  absl::Duration idle_wait_ = absl::Microseconds(50);
+};
+
 // A program that is "busy" (ETXTBSY) is tried this many times, waiting 5 ms, 10 ms, ... between.
 constexpr int kTextBusyAttempts = 8;
 
@@ -438,204 +727,34 @@ absl::StatusOr<ExecResult> SubprocessRunner::Run(const ExecRequest& request,
 
 absl::StatusOr<ExecResult> SubprocessRunner::RunOnce(const ExecRequest& request,
                                                      const Cancellation* cancel, int* exec_errno) {
-  // --- Validate and prepare everything the child needs. ---
-  if (request.argv.empty() == request.shell_command.empty()) {
-    return absl::InvalidArgumentError(
-        "exactly one of ExecRequest::argv and ExecRequest::shell_command must be set");
-  }
-  if (!request.argv.empty() && request.argv[0].empty()) {
-    return absl::InvalidArgumentError("ExecRequest::argv[0] (the program) is empty");
-  }
-  for (const auto& [key, value] : request.env) {
-    if (key.empty() || key.find('=') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid environment variable name '", key, "' for command '",
-                       CommandName(request), "': names must be non-empty and contain no '='"));
-    }
-  }
-
+  // Validate and prepare everything the child needs.
+  RETURN_IF_ERROR(ValidateRequest(request));
   ExecResult result;
   result.timeout = request.timeout;
   if (cancel != nullptr && cancel->IsCancelled()) {
     result.cancelled = true;
     return result;
   }
+  ExecArgs exec;
+  RETURN_IF_ERROR(PrepareExec(request, &exec));
+  ChildPipes pipes;
+  RETURN_IF_ERROR(OpenChildPipes(&pipes));
 
-  std::vector<std::string> args = request.argv;
-  if (args.empty()) args = {"/bin/sh", "-c", request.shell_command};
-  absl::StatusOr<std::string> path = ResolveExecutable(request, args[0]);
-  if (!path.ok()) return path.status();
-
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  std::vector<std::string> env_strings;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    absl::string_view var(*entry);
-    absl::string_view key = var.substr(0, var.find('='));
-    if (request.env.count(std::string(key)) == 0) env_strings.emplace_back(var);
-  }
-  for (const auto& [key, value] : request.env) env_strings.push_back(absl::StrCat(key, "=", value));
-  std::vector<char*> envp;
-  envp.reserve(env_strings.size() + 1);
-  for (std::string& var : env_strings) envp.push_back(var.data());
-  envp.push_back(nullptr);
-
-  const char* cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
-  long open_max = sysconf(_SC_OPEN_MAX);
-  int max_fd = static_cast<int>(std::clamp<long>(open_max, 256, 65536));
-
-  ScopedFd stdin_fd(MoveAboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
-  if (!stdin_fd.valid()) return ErrnoError("cannot open /dev/null", errno);
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create output pipe", errno);
-  ScopedFd output_read(MoveAboveStdio(fds[0]));
-  ScopedFd output_write(MoveAboveStdio(fds[1]));
-  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("cannot create status pipe", errno);
-  ScopedFd error_read(MoveAboveStdio(fds[0]));
-  ScopedFd error_write(MoveAboveStdio(fds[1]));
-  if (!output_read.valid() || !output_write.valid() || !error_read.valid() ||
-      !error_write.valid()) {
-    return ErrnoError("cannot move pipe descriptors", errno);
-  }
-  fcntl(output_read.get(), F_SETPIPE_SZ, kPipeSize);  // Best effort.
-  int flags = fcntl(output_read.get(), F_GETFL);
-  if (flags < 0 || fcntl(output_read.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
-    return ErrnoError("cannot make output pipe non-blocking", errno);
-  }
-
-  // --- Fork with all signals blocked; the child unblocks them after resetting handlers. ---
-  sigset_t all_signals, saved_mask;
-  sigfillset(&all_signals);
-  pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
-  const absl::Time start = absl::Now();
-  pid_t pid = StartChild(path->c_str(), argv.data(), envp.data(), cwd, stdin_fd.get(),
-                         output_write.get(), error_write.get(), max_fd);
-  int fork_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
-  if (pid < 0)
-    return ErrnoError(absl::StrCat("cannot fork to run '", CommandName(request), "'"), fork_errno);
-
-  // Also set the group here, so that kill(-pid) works even before the child gets to run.
-  setpgid(pid, pid);
-  output_write.Reset();
-  error_write.Reset();
-  stdin_fd.Reset();
-
-  // --- Did execve() succeed? EOF on the status pipe says yes. ---
-  ChildError failure = {0, 0};
-  size_t got = 0;
-  while (got < sizeof(failure)) {
-    ssize_t n =
-        read(error_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  error_read.Reset();
-  if (got == sizeof(failure)) {
+  absl::Time start;
+  ASSIGN_OR_RETURN(const pid_t pid, ForkChild(request, exec, &pipes, &start));
+  if (std::optional<ChildError> failure = ReadChildError(pipes.error_read)) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (failure.stage == kStageExec) *exec_errno = failure.error;
-    return ChildErrorToStatus(request, *path, failure);
+    if (failure->stage == kStageExec) *exec_errno = failure->error;
+    return ChildErrorToStatus(request, exec.path, *failure);
   }
 
-  // --- Supervise: read output, enforce the deadline and cancellation, reap the child. ---
-  OutputCollector output(request.output_limit_bytes);
-  std::unique_ptr<char[]> buffer(new char[kReadChunk]);
-  const absl::Time deadline = request.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                                          : start + request.timeout;
-  const absl::Duration grace = std::max(request.kill_grace, absl::ZeroDuration());
-  bool terminating = false;  // SIGTERM was sent to the group.
-  bool killed = false;       // SIGKILL was sent to the group.
-  absl::Time kill_at = absl::InfiniteFuture();
-  int status = 0;
-  bool reaped = false;
-  bool status_known = true;
-  absl::Time reaped_at;
-  absl::Duration idle_wait = absl::Microseconds(50);
-
-  auto terminate = [&](absl::Time now) {
-    terminating = true;
-    kill(-pid, SIGTERM);
-    kill_at = now + grace;
-    if (grace == absl::ZeroDuration()) {
-      kill(-pid, SIGKILL);
-      killed = true;
-    }
-  };
-
-  while (!reaped) {
-    absl::Time now = absl::Now();
-    if (!terminating) {
-      if (cancel != nullptr && cancel->IsCancelled()) {
-        result.cancelled = true;
-        terminate(now);
-      } else if (now >= deadline) {
-        result.timed_out = true;
-        terminate(now);
-      }
-    }
-    if (terminating && !killed && now >= kill_at) {
-      kill(-pid, SIGKILL);
-      killed = true;
-    }
-    struct rusage usage;
-    pid_t waited = wait4(pid, &status, WNOHANG, &usage);
-    if (waited == pid || (waited < 0 && errno == ECHILD)) {
-      if (waited == pid) {
-        result.cpu_time =
-            absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
-      }
-      reaped = true;
-      status_known = waited == pid;
-      reaped_at = absl::Now();
-      break;
-    }
-    // The next moment something must happen without the child's help.
-    absl::Time next_event = killed ? absl::InfiniteFuture() : terminating ? kill_at : deadline;
-    absl::Duration wait = next_event - now;
-    // Cancellation has no file descriptor to wake poll(): look at it every kPollInterval.
-    if (cancel != nullptr && !terminating) wait = std::min(wait, kPollInterval);
-    if (output_read.valid()) {
-      PumpOutput(output_read, wait, buffer.get(), output);
-    } else {
-      // The child closed its output but is still running: back off up to kPollInterval.
-      PumpOutput(output_read, std::min(wait, idle_wait), buffer.get(), output);
-      idle_wait = std::min(idle_wait * 2, kPollInterval);
-    }
-  }
-
-  // After a timeout or cancellation, group members may outlive the direct child (for example a
-  // background job that ignores SIGTERM). Give them the rest of the grace period, then kill them.
-  if (terminating) {
-    while (!killed && GroupHasLiveMembers(pid)) {
-      absl::Time now = absl::Now();
-      if (now >= kill_at) break;
-      PumpOutput(output_read, std::min(kill_at - now, kPollInterval), buffer.get(), output);
-    }
-    kill(-pid, SIGKILL);  // ESRCH if the group is already gone.
-  }
-
-  // Drain what is left; stop early if a leftover background process keeps the pipe open.
-  const absl::Time drain_until = absl::Now() + kDrainLinger;
-  while (output_read.valid()) {
-    absl::Time now = absl::Now();
-    if (now >= drain_until) break;
-    PumpOutput(output_read, drain_until - now, buffer.get(), output);
-  }
-
-  if (status_known && WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (status_known && WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
-  result.output_bytes = output.total();
-  result.output = output.Finish();
-  result.wall_time = reaped_at - start;
+  Supervision supervision(request, cancel, pid, start, pipes.output_read);
+  supervision.WaitForExit(&result);
+  supervision.KillGroupStragglers();
+  supervision.DrainOutput();
+  supervision.Finish(start, &result);
   return result;
 }
 
