@@ -35,6 +35,7 @@
 #include "common/flags/flag_checks.h"
 #include "common/log/log.h"
 #include "common/rpc/credentials.h"
+#include "common/status_macros.h"
 #include "common/text/count.h"
 #include "coordinator/change_logger.h"
 #include "coordinator/coordinator.h"
@@ -80,11 +81,8 @@ std::string DefaultStateDir() {
   return "/tmp/kbisect-state";
 }
 
-int Main(int argc, char** argv) {
-  BlockTerminationSignals();
-  CLI::App app{"kbisect coordinator daemon: owns bisect jobs and hands probes to workers.",
-               "kbisect-coordinator"};
-  app.footer(kFooter);
+// `kbisect-coordinator`'s flags.
+struct CoordinatorFlags {
   std::string listen = "127.0.0.1:7070";
   std::string state_dir = DefaultStateDir();
   bool insecure = false;
@@ -98,142 +96,177 @@ int Main(int argc, char** argv) {
   std::string metrics_listen;
   bool pages_remote = false;
   std::string retain = "30d";
-  app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")
+};
+
+// Registers `kbisect-coordinator`'s flags on `app`.
+void AddCoordinatorFlags(CLI::App* app, CoordinatorFlags* f) {
+  app->add_option("--listen", f->listen, "host:port to serve on (port 0 picks a free one)")
       ->envname("KBISECT_LISTEN")
       ->capture_default_str();
-  app.add_option("--state-dir", state_dir, "Directory for repository mirrors and job state")
+  app->add_option("--state-dir", f->state_dir, "Directory for repository mirrors and job state")
       ->envname("KBISECT_STATE_DIR")
       ->capture_default_str();
-  app.add_flag("--insecure", insecure,
-               "Allow plaintext on a non-loopback address (only inside a trusted network)")
+  app->add_flag("--insecure", f->insecure,
+                "Allow plaintext on a non-loopback address (only inside a trusted network)")
       ->envname("KBISECT_INSECURE");
-  AddTlsCertificateFlags(&app, "PEM server certificate chain", "PEM server private key", &daemon);
-  app.add_option("--client-ca", tls.client_ca_file,
-                 "PEM CA that signs worker/client certificates (mutual TLS)")
+  AddTlsCertificateFlags(app, "PEM server certificate chain", "PEM server private key", &f->daemon);
+  app->add_option("--client-ca", f->tls.client_ca_file,
+                  "PEM CA that signs worker/client certificates (mutual TLS)")
       ->envname("KBISECT_CLIENT_CA");
-  AddTokenFileFlag(&app, "File holding the bearer token clients may use", &daemon);
-  app.add_option("--port-file", port_file, "Write the bound port to FILE once serving")
+  AddTokenFileFlag(app, "File holding the bearer token clients may use", &f->daemon);
+  app->add_option("--port-file", f->port_file, "Write the bound port to FILE once serving")
       ->envname("KBISECT_PORT_FILE");
-  app.add_option("--health-listen", health_listen,
-                 "Also serve only gRPC health, in plaintext, on this host:port (for Kubernetes "
-                 "grpc probes, which cannot speak TLS)")
+  app->add_option("--health-listen", f->health_listen,
+                  "Also serve only gRPC health, in plaintext, on this host:port (for Kubernetes "
+                  "grpc probes, which cannot speak TLS)")
       ->envname("KBISECT_HEALTH_LISTEN");
-  app.add_option("--drain-timeout", drain_seconds, "Seconds in-flight RPCs get at shutdown")
+  app->add_option("--drain-timeout", f->drain_seconds, "Seconds in-flight RPCs get at shutdown")
       ->envname("KBISECT_DRAIN_TIMEOUT")
       ->capture_default_str()
       ->check(NonNegative("seconds"));
-  app.add_option("--lease-duration", lease_seconds,
-                 "Seconds without a heartbeat after which a worker's probe is re-dispatched")
+  app->add_option("--lease-duration", f->lease_seconds,
+                  "Seconds without a heartbeat after which a worker's probe is re-dispatched")
       ->envname("KBISECT_LEASE_DURATION")
       ->capture_default_str()
       ->check(NumberIn(1, 3600, "seconds"));
-  app.add_option("--max-message-bytes", max_message_bytes, "Largest request accepted")
+  app->add_option("--max-message-bytes", f->max_message_bytes, "Largest request accepted")
       ->envname("KBISECT_MAX_MESSAGE_BYTES")
       ->capture_default_str()
       ->check(WholeNumberIn(4096, 1 << 30, "bytes"));
-  app.add_option("--metrics-listen", metrics_listen,
-                 "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
+  app->add_option("--metrics-listen", f->metrics_listen,
+                  "Serve Prometheus metrics over HTTP at http://host:port/metrics (off by default)")
       ->envname("KBISECT_METRICS_LISTEN");
-  app.add_option("--retain", retain,
-                 "How long finished jobs are kept after they finished (30d, 12h, 1d12h, ...; "
-                 "'forever' keeps them)")
+  app->add_option("--retain", f->retain,
+                  "How long finished jobs are kept after they finished (30d, 12h, 1d12h, ...; "
+                  "'forever' keeps them)")
       ->envname("KBISECT_RETAIN")
       ->capture_default_str();
-  app.add_flag("--pages-remote", pages_remote,
-               "Also answer the live job pages (/jobs, /jobs/ID on --metrics-listen) to peers "
-               "that are not on loopback (behind the bearer token when one is set)")
+  app->add_flag("--pages-remote", f->pages_remote,
+                "Also answer the live job pages (/jobs, /jobs/ID on --metrics-listen) to peers "
+                "that are not on loopback (behind the bearer token when one is set)")
       ->envname("KBISECT_PAGES_REMOTE");
-  AddLogFormatFlag(&app,
+  AddLogFormatFlag(app,
                    "text (one readable line per event) or json (JSON lines with time, level, "
                    "component, msg and the event's fields, for log pipelines)",
-                   &daemon);
-  if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return *exit_code;
-  absl::StatusOr<LogFormat> format = LoadLogFormat(daemon);
-  if (!format.ok()) {
-    std::cerr << "kbisect-coordinator: " << format.status().message() << "\n";
-    return 2;
-  }
-  const Logger log("kbisect-coordinator", *format, &std::cerr);
-  absl::Duration retain_for = absl::InfiniteDuration();
-  if (retain != "forever") {
-    absl::StatusOr<absl::Duration> parsed = ParseAge(retain);
-    if (!parsed.ok()) {
-      log.Error(absl::StrCat("--retain: ", parsed.status().message(), ", or forever"));
-      return 2;
-    }
-    retain_for = *parsed;
-  }
+                   &f->daemon);
+}
 
-  absl::StatusOr<std::string> token = LoadToken(daemon);
-  if (!token.ok()) {
-    log.Error(std::string(token.status().message()));
-    return 2;
+// Parses the command line into `f`. Returns the exit code when the daemon should exit at once
+// (--help, a bad command line: ParseDaemonCommandLine); nullopt when it should go on.
+std::optional<int> ParseCoordinatorFlags(int argc, char** argv, CoordinatorFlags* f) {
+  CLI::App app{"kbisect coordinator daemon: owns bisect jobs and hands probes to workers.",
+               "kbisect-coordinator"};
+  app.footer(kFooter);
+  AddCoordinatorFlags(&app, f);
+  return ParseDaemonCommandLine(&app, argc, argv);
+}
+
+// Logs `status`'s message as an error and returns `exit_code`.
+int Fail(const Logger& log, const absl::Status& status, int exit_code) {
+  log.Error(std::string(status.message()));
+  return exit_code;
+}
+
+// How long finished jobs are kept (--retain): an age, or forever (an infinite duration).
+absl::StatusOr<absl::Duration> RetainFor(const std::string& retain) {
+  if (retain == "forever") return absl::InfiniteDuration();
+  absl::StatusOr<absl::Duration> parsed = ParseAge(retain);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--retain: ", parsed.status().message(), ", or forever"));
   }
-  tls.cert_file = daemon.tls_cert_file;
-  tls.key_file = daemon.tls_key_file;
-  tls.token = *std::move(token);
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(tls);
-  if (!credentials.ok()) {
-    log.Error(std::string(credentials.status().message()));
-    return 2;
-  }
-  if (tls.client_ca_file.empty() && !insecure && !IsLoopbackAddress(listen)) {
-    log.Error(absl::StrCat(
-        "refusing to listen on ", listen,
+  return *parsed;
+}
+
+// Loads the bearer token and the TLS files into `f->tls` and returns the server credentials
+// (null: plaintext). Refuses a listen address other than loopback without client
+// authentication, unless --insecure.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LoadServerCredentials(
+    CoordinatorFlags* f) {
+  absl::StatusOr<std::string> token = LoadToken(f->daemon);
+  if (!token.ok()) return token.status();
+  f->tls.cert_file = f->daemon.tls_cert_file;
+  f->tls.key_file = f->daemon.tls_key_file;
+  f->tls.token = *std::move(token);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(f->tls);
+  if (!credentials.ok()) return credentials.status();
+  if (f->tls.client_ca_file.empty() && !f->insecure && !IsLoopbackAddress(f->listen)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to listen on ", f->listen,
         *credentials == nullptr ? " without TLS" : " without client authentication",
         ": anyone who can reach it could submit jobs that run commands on your "
         "workers. Give --tls-cert, --tls-key and --client-ca (and --token-file for "
         "people and CI jobs), listen on 127.0.0.1, or pass --insecure inside a trusted "
         "network."));
-    return 2;
   }
+  return credentials;
+}
+
+// What the coordinator keeps under its state directory. The members go in reverse order.
+struct CoordinatorState {
+  std::string database;  // The job database's path.
+  std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<RepositoryView> repositories;
+  std::unique_ptr<ResultCache> result_cache;  // Null: results are not reused across jobs.
+};
+
+// Creates `state_dir` and opens the job store, the repository mirrors and the result cache in
+// it into `state`. A result cache that cannot be opened is warned about and left out.
+absl::Status OpenState(const std::string& state_dir, const Logger& log, CoordinatorState* state) {
   std::error_code error;
   const std::string cache_dir = state_dir + "/repositories";
   std::filesystem::create_directories(cache_dir, error);
   if (error) {
-    log.Error(absl::StrCat("cannot create the state directory ", state_dir, ": ", error.message(),
-                           "; pick another with --state-dir"));
-    return 1;
+    return absl::InternalError(absl::StrCat("cannot create the state directory ", state_dir, ": ",
+                                            error.message(), "; pick another with --state-dir"));
   }
-
-  const std::string database = state_dir + "/kbisect.db";
-  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(database);
-  if (!store.ok()) {
-    log.Error(std::string(store.status().message()));
-    return 1;
-  }
-  std::unique_ptr<RepositoryView> repositories = NewGitRepositoryView(cache_dir);
-  CoordinatorOptions coordinator_options;
-  coordinator_options.lease_duration = absl::Seconds(lease_seconds);
-  coordinator_options.retain = retain_for;
-  coordinator_options.store = store->get();
+  state->database = state_dir + "/kbisect.db";
+  absl::StatusOr<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(state->database);
+  if (!store.ok()) return store.status();
+  state->store = *std::move(store);
+  state->repositories = NewGitRepositoryView(cache_dir);
   // Measurements kept across jobs (docs/operations.md, "The result cache"); without it every job
   // measures everything, which is slower but never wrong.
   const std::string results = DefaultResultCachePath(state_dir);
   absl::StatusOr<std::unique_ptr<ResultCache>> result_cache = OpenSqliteResultCache(results);
   if (result_cache.ok()) {
-    coordinator_options.result_cache = result_cache->get();
+    state->result_cache = *std::move(result_cache);
   } else {
     log.Warning(absl::StrCat("not reusing results across jobs: ", result_cache.status().message()));
   }
+  return absl::OkStatus();
+}
+
+// The coordinator's options: the flags', `state`'s store and result cache, and the test-only
+// crash points of the environment (warned about when armed; an error when malformed).
+absl::StatusOr<CoordinatorOptions> CoordinatorOptionsFor(const CoordinatorFlags& f,
+                                                         absl::Duration retain_for,
+                                                         const CoordinatorState& state,
+                                                         const Logger& log) {
+  CoordinatorOptions options;
+  options.lease_duration = absl::Seconds(f.lease_seconds);
+  options.retain = retain_for;
+  options.store = state.store.get();
+  options.result_cache = state.result_cache.get();
   // Test-only (coordinator/crash_points.h): no deployment sets these variables.
   absl::StatusOr<CrashPoints> crash_points = CrashPointsFromEnvironment();
-  if (!crash_points.ok()) {
-    log.Error(std::string(crash_points.status().message()));
-    return 2;
-  }
-  coordinator_options.crash_points = *crash_points;
+  if (!crash_points.ok()) return crash_points.status();
+  options.crash_points = *crash_points;
   if (crash_points->armed()) {
     log.Warning(absl::StrCat("test-only crash points armed: after journal commit ",
                              crash_points->after_commit, ", before the reply of mutating RPC ",
                              crash_points->before_reply));
   }
-  Coordinator coordinator(coordinator_options, repositories.get(), Clock::Real());
-  absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
+  return options;
+}
+
+// Recovers every job from `database` into `coordinator` and logs what was recovered.
+absl::Status RecoverJobs(Coordinator* coordinator, const std::string& database, const Logger& log) {
+  absl::StatusOr<RecoveryReport> recovered = coordinator->Recover();
   if (!recovered.ok()) {
-    log.Error(absl::StrCat("cannot recover the jobs from ", database, ": ",
-                           recovered.status().message()));
-    return 1;
+    return absl::InternalError(absl::StrCat("cannot recover the jobs from ", database, ": ",
+                                            recovered.status().message()));
   }
   log.Info(absl::StrCat("recovered ", Count(recovered->jobs, "job"), " (", recovered->unfinished,
                         " unfinished, ", Count(recovered->orphaned_probes, "probe"),
@@ -241,81 +274,142 @@ int Main(int argc, char** argv) {
            {{"jobs", absl::StrCat(recovered->jobs)},
             {"unfinished", absl::StrCat(recovered->unfinished)},
             {"orphaned_probes", absl::StrCat(recovered->orphaned_probes)}});
+  return absl::OkStatus();
+}
+
+// The servers the coordinator answers on. The members stop in reverse order.
+struct Servers {
+  std::unique_ptr<CoordinatorServer> rpc;
+  std::unique_ptr<HealthServer> health;        // Null without --health-listen.
+  std::unique_ptr<MetricsHttpServer> metrics;  // Null without --metrics-listen.
+};
+
+// Starts the gRPC server, then the plaintext health server (--health-listen) and the metrics
+// and job pages server (--metrics-listen) when asked for, into `servers`; logs the latter two's
+// ports.
+absl::Status StartServers(const CoordinatorFlags& f,
+                          std::shared_ptr<grpc::ServerCredentials> credentials,
+                          Coordinator* coordinator, const Logger& log, Servers* servers) {
+  CoordinatorServerOptions server_options;
+  server_options.listen_address = f.listen;
+  server_options.credentials = std::move(credentials);
+  server_options.max_receive_message_bytes = f.max_message_bytes;
+  ASSIGN_OR_RETURN(servers->rpc, CoordinatorServer::Start(coordinator, server_options));
+  if (!f.health_listen.empty()) {
+    // Health statuses reveal nothing, so plaintext is fine here.
+    ASSIGN_OR_RETURN(servers->health, HealthServer::Start(f.health_listen));
+    log.Info(
+        absl::StrCat("health checks on ", f.health_listen.substr(0, f.health_listen.rfind(':')),
+                     ":", servers->health->port(), " (plaintext, health only)"),
+        {{"port", absl::StrCat(servers->health->port())}});
+  }
+  if (!f.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = MetricsHttpServer::Start(
+        f.metrics_listen, [coordinator] { return RenderPrometheusText(coordinator->Metrics()); },
+        MakeJobPages(coordinator, f.tls.token, f.pages_remote));
+    if (!started.ok()) return started.status();
+    servers->metrics = *std::move(started);
+    log.Info(
+        absl::StrCat("metrics on http://", f.metrics_listen.substr(0, f.metrics_listen.rfind(':')),
+                     ":", servers->metrics->port(), "/metrics; job pages at /jobs",
+                     f.pages_remote ? "" : " (loopback peers only)"),
+        {{"port", absl::StrCat(servers->metrics->port())}});
+  }
+  return absl::OkStatus();
+}
+
+// Logs where the coordinator listens (`port`), how it is secured (`tls`: it has credentials)
+// and where its state is.
+void LogListening(const CoordinatorFlags& f, bool tls, int port, const Logger& log) {
+  const std::string host = f.listen.substr(0, f.listen.rfind(':'));
+  log.Info(
+      absl::StrCat("listening on ", host, ":", port, tls ? " (TLS)" : " (plaintext)",
+                   f.tls.client_ca_file.empty() ? "" : ", client certificates verified",
+                   f.tls.token.empty() ? "" : ", bearer token accepted", "; state in ",
+                   f.state_dir),
+      {{"port", absl::StrCat(port)}, {"tls", tls ? "true" : "false"}, {"state_dir", f.state_dir}});
+}
+
+// Writes `port` to `port_file` (--port-file; nothing when empty), through a temporary name
+// renamed into place so that a reader never sees a partial number.
+absl::Status WritePortFile(const std::string& port_file, int port) {
+  if (port_file.empty()) return absl::OkStatus();
+  std::error_code error;
+  const std::string temporary = port_file + ".tmp";
+  std::ofstream(temporary) << port << "\n";
+  std::filesystem::rename(temporary, port_file, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot write --port-file ", port_file, ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Logs the changes of the jobs every second until SIGTERM or SIGINT; returns the signal.
+int ServeUntilSignal(ChangeLogger* changes) {
+  int sig = 0;
+  while (sig == 0) {
+    changes->Poll();
+    sig = WaitForTerminationSignal(absl::Seconds(1));
+  }
+  return sig;
+}
+
+// Shuts down gracefully after signal `sig`: health goes NOT_SERVING, in-flight calls get
+// --drain-timeout, then the servers stop and the last changes are logged.
+void ShutDown(int sig, const CoordinatorFlags& f, Servers* servers, ChangeLogger* changes,
+              const Logger& log) {
+  log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                        ": not serving; draining in-flight calls for up to ", f.drain_seconds,
+                        "s"));
+  if (servers->health != nullptr) servers->health->SetServing(false);
+  servers->rpc->Shutdown(absl::Seconds(f.drain_seconds));
+  servers->rpc->Wait();
+  if (servers->health != nullptr) servers->health->Shutdown();
+  servers->metrics.reset();
+  changes->Poll();
+  log.Info("stopped");
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  CoordinatorFlags f;
+  if (std::optional<int> exit_code = ParseCoordinatorFlags(argc, argv, &f)) return *exit_code;
+  absl::StatusOr<LogFormat> format = LoadLogFormat(f.daemon);
+  if (!format.ok()) {
+    std::cerr << "kbisect-coordinator: " << format.status().message() << "\n";
+    return 2;
+  }
+  const Logger log("kbisect-coordinator", *format, &std::cerr);
+  absl::StatusOr<absl::Duration> retain_for = RetainFor(f.retain);
+  if (!retain_for.ok()) return Fail(log, retain_for.status(), 2);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = LoadServerCredentials(&f);
+  if (!credentials.ok()) return Fail(log, credentials.status(), 2);
+
+  CoordinatorState state;
+  if (absl::Status opened = OpenState(f.state_dir, log, &state); !opened.ok()) {
+    return Fail(log, opened, 1);
+  }
+  absl::StatusOr<CoordinatorOptions> options = CoordinatorOptionsFor(f, *retain_for, state, log);
+  if (!options.ok()) return Fail(log, options.status(), 2);
+  Coordinator coordinator(*options, state.repositories.get(), Clock::Real());
+  if (absl::Status recovered = RecoverJobs(&coordinator, state.database, log); !recovered.ok()) {
+    return Fail(log, recovered, 1);
+  }
   ChangeLogger changes(&coordinator, &log);
   changes.Prime();
   coordinator.StartHousekeeping(absl::Milliseconds(250));
-  CoordinatorServerOptions server_options;
-  server_options.listen_address = listen;
-  server_options.credentials = *credentials;
-  server_options.max_receive_message_bytes = max_message_bytes;
-  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
-      CoordinatorServer::Start(&coordinator, server_options);
-  if (!server.ok()) {
-    log.Error(std::string(server.status().message()));
-    return 1;
-  }
-  std::unique_ptr<HealthServer> health_server;
-  if (!health_listen.empty()) {
-    // Health statuses reveal nothing, so plaintext is fine here.
-    absl::StatusOr<std::unique_ptr<HealthServer>> started = HealthServer::Start(health_listen);
-    if (!started.ok()) {
-      log.Error(std::string(started.status().message()));
-      return 1;
-    }
-    health_server = *std::move(started);
-    log.Info(absl::StrCat("health checks on ", health_listen.substr(0, health_listen.rfind(':')),
-                          ":", health_server->port(), " (plaintext, health only)"),
-             {{"port", absl::StrCat(health_server->port())}});
-  }
-  std::unique_ptr<MetricsHttpServer> metrics;
-  if (!metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started = MetricsHttpServer::Start(
-        metrics_listen, [&coordinator] { return RenderPrometheusText(coordinator.Metrics()); },
-        MakeJobPages(&coordinator, tls.token, pages_remote));
-    if (!started.ok()) {
-      log.Error(std::string(started.status().message()));
-      return 1;
-    }
-    metrics = *std::move(started);
-    log.Info(absl::StrCat("metrics on http://", metrics_listen.substr(0, metrics_listen.rfind(':')),
-                          ":", metrics->port(), "/metrics; job pages at /jobs",
-                          pages_remote ? "" : " (loopback peers only)"),
-             {{"port", absl::StrCat(metrics->port())}});
-  }
-  const std::string host = listen.substr(0, listen.rfind(':'));
-  log.Info(
-      absl::StrCat("listening on ", host, ":", (*server)->port(),
-                   *credentials == nullptr ? " (plaintext)" : " (TLS)",
-                   tls.client_ca_file.empty() ? "" : ", client certificates verified",
-                   tls.token.empty() ? "" : ", bearer token accepted", "; state in ", state_dir),
-      {{"port", absl::StrCat((*server)->port())},
-       {"tls", *credentials == nullptr ? "false" : "true"},
-       {"state_dir", state_dir}});
-  if (!port_file.empty()) {
-    // Written to a temporary name and renamed, so a reader never sees a partial number.
-    const std::string temporary = port_file + ".tmp";
-    std::ofstream(temporary) << (*server)->port() << "\n";
-    std::filesystem::rename(temporary, port_file, error);
-    if (error) {
-      log.Error(absl::StrCat("cannot write --port-file ", port_file, ": ", error.message()));
-      return 1;
-    }
-  }
 
-  int sig = 0;
-  while (sig == 0) {
-    changes.Poll();
-    sig = WaitForTerminationSignal(absl::Seconds(1));
+  Servers servers;
+  if (absl::Status started = StartServers(f, *credentials, &coordinator, log, &servers);
+      !started.ok()) {
+    return Fail(log, started, 1);
   }
-  log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                        ": not serving; draining in-flight calls for up to ", drain_seconds, "s"));
-  if (health_server != nullptr) health_server->SetServing(false);
-  (*server)->Shutdown(absl::Seconds(drain_seconds));
-  (*server)->Wait();
-  if (health_server != nullptr) health_server->Shutdown();
-  metrics.reset();
-  changes.Poll();
-  log.Info("stopped");
+  LogListening(f, *credentials != nullptr, servers.rpc->port(), log);
+  if (absl::Status written = WritePortFile(f.port_file, servers.rpc->port()); !written.ok()) {
+    return Fail(log, written, 1);
+  }
+  ShutDown(ServeUntilSignal(&changes), f, &servers, &changes, log);
   return 0;
 }
 
