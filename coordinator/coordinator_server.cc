@@ -253,6 +253,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->health_ = std::make_unique<HealthService>(HealthCheckedServices());
   grpc::ServerBuilder builder;
   builder.SetOption(std::make_unique<ReflectionOption>(/*enabled=*/true));
+  // gRPC shares a port with SO_REUSEPORT by default: a second coordinator on the same address
+  // would take half of the calls. Refuse the port instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(
       options.listen_address,
@@ -281,7 +284,8 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(1)); }
 std::string CoordinatorServer::address() const { return absl::StrCat(host_, ":", port_); }
 
 void CoordinatorServer::Shutdown(absl::Duration deadline) {
-  if (shut_down_) return;
+  // A server that never started (Start failed: the port was taken) has nothing to stop.
+  if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   health_->Shutdown();
   coordinator_->Shutdown();

@@ -120,6 +120,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
 }
 
 MetricsHttpServer::~MetricsHttpServer() {
+  // A server whose Start failed (the port was taken) never listened: nothing to stop.
+  if (!thread_.joinable()) return;
   // stop() only takes effect once the listening loop runs.
   while (!server_->is_running() && !listen_returned_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

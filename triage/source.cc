@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -85,6 +86,11 @@ absl::StatusOr<std::string> ReadSource(std::string_view location, const SourceOp
     std::ostringstream out;
     out << std::cin.rdbuf();
     return out.str();
+  }
+  std::error_code error;
+  if (std::filesystem::is_directory(where, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read '", where, "': it is a directory; give a file"));
   }
   std::ifstream in(where, std::ios::binary);
   if (!in) {

@@ -93,6 +93,36 @@ TEST_F(ClusterTest, CoordinatorRefusesPlaintextOffLoopbackAndStopsGracefully) {
   EXPECT_THAT(coordinator.log(), HasSubstr("stopped"));
 }
 
+// A port already taken (by a listener that does not share it), for the gRPC server or the
+// metrics endpoint, is a clear error: before, the first crashed (SIGSEGV) and the second hung.
+// And a second coordinator cannot share the first one's port: gRPC's SO_REUSEPORT is off.
+TEST_F(ClusterTest, ABusyPortIsNamedNotACrashOrAHang) {
+  const std::string port_file = tmp_.Join("taken.port");
+  Process taken(absl::StrCat("python3 -c 'import socket, time; s = socket.socket(); "
+                             "s.bind((\"127.0.0.1\", 0)); s.listen(); open(\"",
+                             port_file,
+                             "\", \"w\").write(str(s.getsockname()[1])); "
+                             "time.sleep(300)'"),
+                tmp_.Join("taken.log"));
+  ASSERT_TRUE(WaitFor(
+      [&] { return access(port_file.c_str(), F_OK) == 0 && !Trim(ReadFile(port_file)).empty(); },
+      std::chrono::seconds(15)))
+      << taken.log();
+  const std::string busy = absl::StrCat("127.0.0.1:", Trim(ReadFile(port_file)));
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  for (const std::string& flags :
+       {absl::StrCat("--listen ", busy), absl::StrCat("--listen ", address_),
+        absl::StrCat("--listen 127.0.0.1:0 --metrics-listen ", busy)}) {
+    SCOPED_TRACE(flags);
+    CommandResult second =
+        RunShell(absl::StrCat("timeout -s KILL 30 ", Bin("kbisect-coordinator"), " ", flags,
+                              " --state-dir ", ShellQuote(tmp_.Join("state-2"))));
+    EXPECT_GE(second.exit_code, 1);
+    EXPECT_LT(second.exit_code, 124) << "crashed or hung";
+    EXPECT_THAT(second.err, HasSubstr("in use"));
+  }
+}
+
 TEST_F(ClusterTest, UnreachableCoordinatorIsNamed) {
   address_ = "127.0.0.1:1";
   for (const char* command : {"status", "workers", "watch job-1", "cancel job-1"}) {

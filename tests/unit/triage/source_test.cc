@@ -91,6 +91,11 @@ TEST(SourceTest, Files) {
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(text.status().message(), HasSubstr("/nonexistent/dash.json"));
+  // A directory is named, not thrown at the user (exit 134 before).
+  text = ReadSource("/tmp");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(text.status().message(), HasSubstr("'/tmp': it is a directory"));
   EXPECT_TRUE(IsUrl("HTTPS://x"));
   EXPECT_FALSE(IsUrl("dash.json"));
 }
