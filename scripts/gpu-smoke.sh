@@ -4,7 +4,8 @@
 # prints "kernel_time_us: X"; runs the bundle's `kbisect run` on it (one worker per GPU) and checks
 #   - the culprit is the planted commit,
 #   - the runner identity came from the real nvidia-smi (GPU name, UUID, driver, CUDA version equal
-#     to what `nvidia-smi --query-gpu` says),
+#     to what `nvidia-smi --query-gpu` says), with its settings (ECC, MIG, power limit),
+#   - every benchmark run was watched while it ran (NVML or a streaming nvidia-smi), with samples,
 #   - every benchmark run recorded the GPU's SM clock and throttle state;
 # then runs `git bisect run` on the same repository with the same benchmark and prints both wall
 # times. The kernel is Triton through PyTorch when `import torch, triton` works and CUDA is
@@ -262,12 +263,22 @@ if not runs or any(c <= 0 for c in clocks):
     problems.append(f"{sum(c <= 0 for c in clocks)} of {len(runs)} runs recorded no SM clock")
 reasons = sorted({x for r in runs for x in r.get("gpu_state", {}).get("throttle_reasons", [])})
 throttled = sum(bool(r.get("gpu_state", {}).get("throttled")) for r in runs)
+# Issue 49: every run watched while it ran (NVML, else a streaming nvidia-smi), with samples.
+sources = sorted({r.get("gpu_state", {}).get("watch_source", "") for r in runs})
+samples = [r.get("gpu_state", {}).get("samples", 0) for r in runs]
+if not runs or "" in sources or any(n <= 0 for n in samples):
+    problems.append(f"runs not watched during the run: sources {sources}, samples {samples[:10]}")
+gpu0 = gpus[0] if gpus else {}
+settings = {k: gpu0.get(k) for k in ("ecc_mode", "mig_mode", "power_limit_watts",
+                                     "default_power_limit_watts")}
 for p in problems:
     print("gpu-smoke: FAIL:", p, file=sys.stderr)
 if problems:
     sys.exit(1)
 print(f"gpu-smoke: culprit {culprit[:12]} found; identity {expected[0]} {expected[1]} driver "
       f"{expected[2]} CUDA {cuda} (from nvidia-smi)")
+print(f"gpu-smoke: watched by {', '.join(sources)}, {min(samples)}-{max(samples)} samples a run; "
+      f"GPU settings {settings}; class {first.get('hardware_class_label')}")
 print(f"gpu-smoke: {len(runs)} probe runs, SM clock {min(clocks)}-{max(clocks)} MHz, "
       f"{throttled} throttled, reasons seen: {', '.join(reasons) or 'none'}; "
       f"bench runs {result.get('bench_runs')}, rounds {result.get('rounds')}")

@@ -73,8 +73,18 @@ v1::GpuState ToGpuState(const GpuRunSummary& summary) {
   v1::GpuState state;
   if (summary.max_gpu_temp_c >= 0) state.set_temperature_c(summary.max_gpu_temp_c);
   if (summary.min_sm_clock_mhz >= 0) state.set_sm_clock_mhz(summary.min_sm_clock_mhz);
-  for (const auto& [name, share] : summary.reason_shares) state.add_throttle_reasons(name);
+  for (const auto& [name, share] : summary.reason_shares) {
+    state.add_throttle_reasons(name);
+    v1::ReasonShare* out = state.add_reason_shares();
+    out->set_reason(name);
+    out->set_share(share);
+  }
   state.set_throttled(summary.hardware_slowdown());
+  state.set_watch_source(summary.source);
+  state.set_samples(summary.samples);
+  if (summary.median_sm_clock_mhz >= 0) state.set_median_sm_clock_mhz(summary.median_sm_clock_mhz);
+  if (summary.max_mem_temp_c >= 0) state.set_memory_temperature_c(summary.max_mem_temp_c);
+  if (summary.max_power_w >= 0) state.set_power_watts(summary.max_power_w);
   return state;
 }
 
@@ -137,11 +147,13 @@ ExecRequest NvidiaSmiQuery(const GpuWatchOptions& options, bool legacy_reasons, 
 }
 
 // A streaming nvidia-smi in a thread of its own, stopped (SIGTERM to its process group) by Stop.
+// A run over before the stream printed anything (nvidia-smi takes tens of milliseconds to start)
+// gets one reading, `once`, at its end.
 class NvidiaSmiWatch : public GpuWatch {
  public:
-  NvidiaSmiWatch(CommandRunner* runner, ExecRequest request)
-      : thread_([this, runner, request = std::move(request)] {
-          absl::StatusOr<ExecResult> ran = runner->Run(request, &stop_);
+  NvidiaSmiWatch(CommandRunner* runner, ExecRequest stream, ExecRequest once)
+      : runner_(runner), once_(std::move(once)), thread_([this, stream = std::move(stream)] {
+          absl::StatusOr<ExecResult> ran = runner_->Run(stream, &stop_);
           if (ran.ok()) output_ = std::move(ran->output);
         }) {}
   ~NvidiaSmiWatch() override {
@@ -151,12 +163,19 @@ class NvidiaSmiWatch : public GpuWatch {
   GpuRunSummary Stop() override {
     stop_.Cancel();
     thread_.join();
-    GpuRunSummary summary = SummarizeRun(ParseNvidiaSmiWatch(output_));
+    std::vector<GpuSample> samples = ParseNvidiaSmiWatch(output_);
+    if (samples.empty()) {
+      absl::StatusOr<ExecResult> ran = runner_->Run(once_);
+      if (ran.ok() && ran->ok()) samples = ParseNvidiaSmiWatch(ran->output);
+    }
+    GpuRunSummary summary = SummarizeRun(samples);
     summary.source = "nvidia-smi";
     return summary;
   }
 
  private:
+  CommandRunner* const runner_;
+  const ExecRequest once_;
   Cancellation stop_;
   std::string output_;  // Written by the thread, read after the join.
   std::thread thread_;
@@ -352,7 +371,8 @@ std::unique_ptr<GpuWatch> GpuWatcher::Watch() const {
   }
   if (source_ == "nvidia-smi") {
     return std::make_unique<NvidiaSmiWatch>(
-        options_.runner, NvidiaSmiQuery(options_, legacy_reasons_, /*stream=*/true));
+        options_.runner, NvidiaSmiQuery(options_, legacy_reasons_, /*stream=*/true),
+        NvidiaSmiQuery(options_, legacy_reasons_, /*stream=*/false));
   }
   return nullptr;
 }

@@ -67,9 +67,10 @@ struct GpuRunSummary {
 // Summarizes the samples of one run. Pure.
 GpuRunSummary SummarizeRun(const std::vector<GpuSample>& samples);
 
-// The run's summary as the GpuState a task result carries: the reasons seen during the run, the
-// minimum SM clock, the highest GPU temperature, and `throttled` when a hardware slowdown was
-// seen (a software cap is named among the reasons without `throttled`).
+// The run's summary as the GpuState a task result carries: the reasons seen during the run and
+// their shares, the minimum and median SM clock, the highest temperatures and power, the source
+// and the sample count, and `throttled` when a hardware slowdown was seen (a software cap is
+// named among the reasons without `throttled`).
 v1::GpuState ToGpuState(const GpuRunSummary& summary);
 
 // The fields `nvidia-smi --query-gpu` is asked for while watching, in this order; with

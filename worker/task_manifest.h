@@ -3,8 +3,9 @@
 // The measurement manifest of one task (common/manifest/manifest.h), as the task runner records
 // it in TaskResult.manifest before the first benchmark run: the harness files of the checkout
 // that its commit holds (globs from the task's KBISECT_MANIFEST_HARNESS, default benchmarks/**,
-// bench/** and .github/workflows/**; never a file the build wrote), the bench command line and its script files, the environment variables
-// KBISECT_MANIFEST_ENV names and the tool versions KBISECT_MANIFEST_TOOLS asks for.
+// bench/** and .github/workflows/**; never a file the build wrote), the bench command line and its
+// script files, the environment variables KBISECT_MANIFEST_ENV names and the tool versions
+// KBISECT_MANIFEST_TOOLS asks for.
 #ifndef KBISECT_WORKER_TASK_MANIFEST_H_
 #define KBISECT_WORKER_TASK_MANIFEST_H_
 

@@ -324,7 +324,10 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   run.one_lane = run.interleaved && task.build_command().empty();
 
   if (run.cached_build) MarkKeptBuildsUsed(task);
-  if (!PrepareCommits(&run) || !RunBenchmarks(&run)) return std::move(run.result);
+  if (!PrepareCommits(&run)) return std::move(run.result);
+  std::vector<std::string> foreign = WaitForTheGpu(&run);
+  if (!RunBenchmarks(&run)) return std::move(run.result);
+  NameForeignProcesses(std::move(foreign), &run);
   run.Report(v1::TASK_PHASE_REPORTING, static_cast<int>(run.schedule.size()));
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   run.Finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
@@ -465,6 +468,30 @@ bool TaskRunner::RunBenchmarks(RunState* run) {
     KeepSample(*sample, /*paired=*/sha != task.commit_sha(), record, &run->result);
   }
   return true;
+}
+
+std::vector<std::string> TaskRunner::WaitForTheGpu(RunState* run) {
+  if (!compute_apps_probe_) return {};
+  const absl::Time deadline = clock_->Now() + foreign_wait_;
+  std::vector<std::string> apps = compute_apps_probe_();
+  while (!apps.empty() && clock_->Now() < deadline && !run->Cancelled()) {
+    clock_->SleepFor(absl::Seconds(1));
+    apps = compute_apps_probe_();
+  }
+  return apps;
+}
+
+void TaskRunner::NameForeignProcesses(std::vector<std::string> before, RunState* run) {
+  if (!compute_apps_probe_) return;
+  for (std::string& app : compute_apps_probe_()) {
+    if (std::find(before.begin(), before.end(), app) == before.end()) {
+      before.push_back(std::move(app));
+    }
+  }
+  if (before.empty()) return;
+  for (v1::RunRecord& record : *run->result.mutable_runs()) {
+    for (const std::string& app : before) record.mutable_gpu_state()->add_foreign_processes(app);
+  }
 }
 
 bool TaskRunner::MeasureAgain(const std::optional<GpuRunSummary>& watched, v1::RunRecord* record,

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
@@ -64,6 +65,16 @@ class TaskRunner {
   // (ToGpuState) instead of the reading after it.
   void set_gpu_watcher(GpuWatcher watcher) { gpu_watcher_ = std::move(watcher); }
 
+  // Lists the compute processes on the slot's GPU ("pid 4242 python3 (12034 MiB)"). When set, it
+  // is asked before a task's benchmark runs (waiting up to `wait`, every second, for the GPU to
+  // be free) and after them; a process found then shared the GPU with the runs, and every run
+  // record of the task names it (GpuState.foreign_processes).
+  using ComputeAppsProbe = std::function<std::vector<std::string>()>;
+  void set_compute_apps_probe(ComputeAppsProbe probe, absl::Duration wait) {
+    compute_apps_probe_ = std::move(probe);
+    foreign_wait_ = wait;
+  }
+
   // Makes tasks with a build command get their checkout and build from `cache` (which must
   // outlive this object), keeping it in use while their benchmark runs. Null (the default) builds
   // in the workspace's checkouts instead.
@@ -100,8 +111,16 @@ class TaskRunner {
   bool MeasureAgain(const std::optional<GpuRunSummary>& watched, v1::RunRecord* record,
                     RunState* run);
 
+  // The compute processes on the GPU before the runs, once it is free or `foreign_wait_` has
+  // passed (empty without a probe).
+  std::vector<std::string> WaitForTheGpu(RunState* run);
+  // Names the processes found before or after the runs in every run record of the task.
+  void NameForeignProcesses(std::vector<std::string> before, RunState* run);
+
   GpuStateProbe gpu_state_probe_;
   std::optional<GpuWatcher> gpu_watcher_;
+  ComputeAppsProbe compute_apps_probe_;
+  absl::Duration foreign_wait_;
   BuildCache* build_cache_ = nullptr;
   CommandRunner* const runner_;
   Workspace* const workspace_;

@@ -98,6 +98,22 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
     GpuWatcher watcher = GpuWatcher::Detect(watch);
     if (watcher.available()) task_runner_->set_gpu_watcher(std::move(watcher));
   }
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
+    // Other compute processes on the GPU before and after each task's runs.
+    const std::string device =
+        options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
+    task_runner_->set_compute_apps_probe(
+        [runner, device] {
+          ExecRequest query;
+          query.argv = {"nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                        "--format=csv,noheader,nounits", absl::StrCat("--id=", device)};
+          query.timeout = absl::Seconds(10);
+          absl::StatusOr<ExecResult> ran = runner->Run(query);
+          return ran.ok() && ran->ok() ? ParseNvidiaComputeApps(ran->output)
+                                       : std::vector<std::string>();
+        },
+        options.foreign_process_wait);
+  }
   WorkerAgentOptions agent_options;
   agent_options.name = name_;
   agent_options.identity = identity_;

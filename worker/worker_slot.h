@@ -73,6 +73,9 @@ struct WorkerSlotOptions {
   std::string name;
   // How long an idle worker's Synchronize long poll lasts.
   absl::Duration idle_poll = absl::Seconds(5);
+  // How long a task waits for another compute process to leave the slot's GPU before its
+  // benchmark runs anyway (and every run names the process: worker/task_runner.h).
+  absl::Duration foreign_process_wait = absl::Seconds(30);
   // Hardware-class keys (common/identity ParseHardwareClassKeys); empty = the defaults.
   std::vector<std::string> hardware_class_keys;
   // The host's builds ahead (worker/build_ahead.h), shared by its slots; null for none. Must

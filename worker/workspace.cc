@@ -59,8 +59,8 @@ absl::StatusOr<std::string> Workspace::PrepareWithDependency(
 }
 
 absl::StatusOr<std::string> GitWorkspace::PrepareWithDependency(
-    const v1::DependencyDescent& dependency, const std::string& repository,
-    const std::string& sha, WorkspaceLane lane) {
+    const v1::DependencyDescent& dependency, const std::string& repository, const std::string& sha,
+    WorkspaceLane lane) {
   // The levels of the descent, innermost first: each one's descent, and the repository and
   // commit checked out at its path (the probed commit, then each outer level's culprit).
   struct Level {

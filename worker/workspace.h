@@ -49,9 +49,10 @@ class Workspace {
   // included, and returns the superproject's directory. A submodule is checked out at `sha`
   // directly, never first at the commit its superproject records. Errors as Prepare's. The
   // default implementation (for workspaces without git) returns Unimplemented.
-  virtual absl::StatusOr<std::string> PrepareWithDependency(
-      const v1::DependencyDescent& dependency, const std::string& repository,
-      const std::string& sha, WorkspaceLane lane);
+  virtual absl::StatusOr<std::string> PrepareWithDependency(const v1::DependencyDescent& dependency,
+                                                            const std::string& repository,
+                                                            const std::string& sha,
+                                                            WorkspaceLane lane);
 };
 
 // Makes sure the worker's mirror of `repository` (<cache_dir>/mirrors/<MirrorKey>.git, created

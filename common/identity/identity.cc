@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -199,6 +200,93 @@ std::vector<v1::GpuInfo> ParseNvidiaSmiQuery(std::string_view csv_text,
     gpus.push_back(std::move(gpu));
   }
   return gpus;
+}
+
+namespace {
+
+// A setting as nvidia-smi printed it, or "" for "[N/A]", "[Not Supported]" and the like.
+std::string Setting(absl::string_view field) {
+  field = absl::StripAsciiWhitespace(field);
+  return IsUnavailable(field) || absl::StartsWith(field, "[") ? "" : std::string(field);
+}
+
+// The settings of `gpu` a person reads in a class label: "ECC on, MIG, power limit 500 W
+// (default 700 W), application clock 1410 MHz".
+std::string GpuSettingsLabel(const v1::GpuInfo& gpu) {
+  std::vector<std::string> parts;
+  if (!gpu.ecc_mode().empty()) {
+    parts.push_back(gpu.ecc_mode() == "Enabled" ? "ECC on" : "ECC off");
+  }
+  if (gpu.mig_mode() == "Enabled") parts.push_back("MIG");
+  if (gpu.default_power_limit_watts() > 0 &&
+      std::lround(gpu.power_limit_watts()) != std::lround(gpu.default_power_limit_watts())) {
+    parts.push_back(absl::StrFormat("power limit %.0f W (default %.0f W)", gpu.power_limit_watts(),
+                                    gpu.default_power_limit_watts()));
+  }
+  if (gpu.default_application_sm_clock_mhz() > 0 &&
+      gpu.application_sm_clock_mhz() != gpu.default_application_sm_clock_mhz()) {
+    parts.push_back(absl::StrFormat("application clock %d MHz", gpu.application_sm_clock_mhz()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+void ParseNvidiaGpuSettings(std::string_view csv_text, std::vector<v1::GpuInfo>* gpus) {
+  const absl::string_view csv(csv_text.data(), csv_text.size());
+  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    int index = 0;
+    if (fields.size() != 9 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[0]), &index)) {
+      continue;
+    }
+    for (v1::GpuInfo& gpu : *gpus) {
+      if (gpu.index() != index) continue;
+      gpu.set_ecc_mode(Setting(fields[1]));
+      gpu.set_ecc_mode_pending(Setting(fields[2]));
+      gpu.set_mig_mode(Setting(fields[3]));
+      gpu.set_persistence_mode(Setting(fields[4]));
+      double watts = 0;
+      if (absl::SimpleAtod(Setting(fields[5]), &watts)) gpu.set_power_limit_watts(watts);
+      if (absl::SimpleAtod(Setting(fields[6]), &watts)) gpu.set_default_power_limit_watts(watts);
+      int clock = 0;
+      if (absl::SimpleAtoi(Setting(fields[7]), &clock)) gpu.set_application_sm_clock_mhz(clock);
+      if (absl::SimpleAtoi(Setting(fields[8]), &clock)) {
+        gpu.set_default_application_sm_clock_mhz(clock);
+      }
+    }
+  }
+}
+
+std::string GpuSettingsKey(const v1::GpuInfo& gpu) {
+  std::vector<std::string> parts;
+  if (!gpu.ecc_mode().empty()) parts.push_back(absl::StrCat("ecc=", gpu.ecc_mode()));
+  if (!gpu.mig_mode().empty()) parts.push_back(absl::StrCat("mig=", gpu.mig_mode()));
+  if (gpu.default_power_limit_watts() > 0 &&
+      std::lround(gpu.power_limit_watts()) != std::lround(gpu.default_power_limit_watts())) {
+    parts.push_back(absl::StrCat("power=", std::lround(gpu.power_limit_watts())));
+  }
+  if (gpu.default_application_sm_clock_mhz() > 0 &&
+      gpu.application_sm_clock_mhz() != gpu.default_application_sm_clock_mhz()) {
+    parts.push_back(absl::StrCat("appclock=", gpu.application_sm_clock_mhz()));
+  }
+  return absl::StrJoin(parts, ";");
+}
+
+std::vector<std::string> ParseNvidiaComputeApps(std::string_view csv_text) {
+  const absl::string_view csv(csv_text.data(), csv_text.size());
+  std::vector<std::string> apps;
+  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    int pid = 0;
+    if (fields.size() != 3 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[0]), &pid)) {
+      continue;
+    }
+    const std::string memory = Setting(fields[2]);
+    apps.push_back(absl::StrCat("pid ", pid, " ", absl::StripAsciiWhitespace(fields[1]),
+                                memory.empty() ? "" : absl::StrCat(" (", memory, " MiB)")));
+  }
+  return apps;
 }
 
 std::string ParseCudaVersion(std::string_view output_text) {
@@ -456,14 +544,15 @@ int CountLocalGpus(CommandRunner* runner) {
 }
 
 const std::vector<std::string>& AllHardwareClassKeys() {
-  static const auto* const kKeys = new std::vector<std::string>{
-      "gpu_model", "gpu_count", "driver", "toolkit", "vbios", "cpu_model", "kernel", "host"};
+  static const auto* const kKeys =
+      new std::vector<std::string>{"gpu_model", "gpu_count", "driver", "toolkit", "gpu_settings",
+                                   "vbios",     "cpu_model", "kernel", "host"};
   return *kKeys;
 }
 
 const std::vector<std::string>& DefaultHardwareClassKeys() {
   static const auto* const kKeys =
-      new std::vector<std::string>{"gpu_model", "gpu_count", "driver", "toolkit"};
+      new std::vector<std::string>{"gpu_model", "gpu_count", "driver", "toolkit", "gpu_settings"};
   return *kKeys;
 }
 
@@ -526,6 +615,17 @@ void AssignHardwareClass(v1::RunnerIdentity* identity, const std::vector<std::st
       keys.push_back(absl::StrCat("toolkit=", toolkit));
       label.push_back(toolkit);
     }
+    if (has("gpu_settings")) {
+      std::set<std::string> settings;
+      for (const v1::GpuInfo& gpu : identity->gpus()) settings.insert(GpuSettingsKey(gpu));
+      settings.erase("");
+      if (!settings.empty()) {
+        const std::string joined = absl::StrJoin(settings, "+");
+        keys.push_back(absl::StrCat("settings=", joined));
+        const std::string words = GpuSettingsLabel(identity->gpus(0));
+        if (!words.empty()) label.push_back(words);
+      }
+    }
     if (has("vbios")) {
       std::set<std::string> versions;
       for (const v1::GpuInfo& gpu : identity->gpus()) versions.insert(gpu.vbios_version());
@@ -580,6 +680,11 @@ v1::RunnerIdentity ProbeRunnerIdentity(CommandRunner* runner, const std::string&
     identity.set_gpu_vendor(v1::GPU_VENDOR_NVIDIA);
     identity.set_driver_version(driver);
     identity.set_cuda_version(ParseCudaVersion(RunQuiet(runner, {"nvidia-smi"})));
+    std::vector<std::string> settings = {"nvidia-smi",
+                                         absl::StrCat("--query-gpu=", kNvidiaSettingsFields),
+                                         "--format=csv,noheader,nounits"};
+    if (!slot.empty()) settings.push_back(absl::StrCat("--id=", slot));
+    ParseNvidiaGpuSettings(RunQuiet(runner, settings), &gpus);
     for (v1::GpuInfo& gpu : gpus) *identity.add_gpus() = std::move(gpu);
     identity.set_gpu_count(identity.gpus_size());
   } else {

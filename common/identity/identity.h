@@ -46,6 +46,27 @@ std::string ParseCudaVersion(std::string_view nvidia_smi_output);
 // reason is active. Returns nullopt for output it cannot read.
 std::optional<v1::GpuState> ParseNvidiaGpuState(std::string_view csv_line);
 
+// The fields of the GPU settings query (issue 49), in order: index, ecc.mode.current,
+// ecc.mode.pending, mig.mode.current, persistence_mode, power.limit, power.default_limit,
+// clocks.applications.graphics, clocks.default_applications.graphics.
+inline constexpr char kNvidiaSettingsFields[] =
+    "index,ecc.mode.current,ecc.mode.pending,mig.mode.current,persistence_mode,power.limit,"
+    "power.default_limit,clocks.applications.graphics,clocks.default_applications.graphics";
+
+// Sets the settings of `gpus` (matched by index) from `nvidia-smi
+// --query-gpu=<kNvidiaSettingsFields> --format=csv,noheader,nounits` output; "[N/A]" and "[Not
+// Supported]" leave a setting unset. Lines of GPUs not in `gpus` are ignored.
+void ParseNvidiaGpuSettings(std::string_view csv, std::vector<v1::GpuInfo>* gpus);
+
+// The settings of `gpu` that change a measurement, for the hardware class: "ecc=Enabled;mig=
+// Disabled;power=700;appclock=1980" with what is known (empty when nothing is). The power limit
+// and the application clock are named only where they differ from their defaults.
+std::string GpuSettingsKey(const v1::GpuInfo& gpu);
+
+// The compute processes `nvidia-smi --query-compute-apps=pid,process_name,used_memory
+// --format=csv,noheader,nounits` printed, one a line: "pid 4242 python3 (12034 MiB)".
+std::vector<std::string> ParseNvidiaComputeApps(std::string_view csv);
+
 // Parses `amd-smi static --json` output: a JSON array with one object per GPU (newer amd-smi
 // releases wrap it as {"gpu_data": [...]}). Reads "gpu" (index), asic.market_name (falling back
 // to board.product_name, then "AMD GPU <asic.device_id>"), board.product_serial (else
@@ -93,11 +114,14 @@ std::optional<v1::GpuState> ProbeGpuState(CommandRunner* runner, const std::stri
 int CountLocalGpus(CommandRunner* runner);
 
 // The names a hardware class can be keyed on, in the canonical order fingerprints use:
-// gpu_model, gpu_count, driver, toolkit (CUDA or ROCm version), vbios (the distinct VBIOS
-// versions of the visible GPUs), cpu_model (CPU model and core count), kernel, host.
+// gpu_model, gpu_count, driver, toolkit (CUDA or ROCm version), gpu_settings (ECC and MIG
+// modes, a power limit or application clocks other than the defaults: GpuSettingsKey), vbios
+// (the distinct VBIOS versions of the visible GPUs), cpu_model (CPU model and core count),
+// kernel, host.
 const std::vector<std::string>& AllHardwareClassKeys();
 
-// The default class keys: gpu_model, gpu_count, driver, toolkit.
+// The default class keys: gpu_model, gpu_count, driver, toolkit, gpu_settings. (gpu_settings adds
+// nothing where the vendor tool tells no setting, so such a host keeps its earlier class.)
 const std::vector<std::string>& DefaultHardwareClassKeys();
 
 // Parses a comma-separated key list such as "gpu_model, driver,vbios" (whitespace around names

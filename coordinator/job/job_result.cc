@@ -20,11 +20,17 @@ std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
   int throttled = 0;
   int discarded = 0;
   int capped = 0;
+  int shared = 0;
+  std::set<std::string> foreign;
   std::set<std::string> throttled_reasons;
   std::set<std::string> capped_reasons;
   for (const v1::Probe& probe : status.probes()) {
     for (const v1::RunRecord& run : probe.runs()) {
       const v1::GpuState& gpu = run.gpu_state();
+      if (gpu.foreign_processes_size() > 0) {
+        ++shared;
+        foreign.insert(gpu.foreign_processes().begin(), gpu.foreign_processes().end());
+      }
       std::set<std::string> limits;
       for (const std::string& reason : gpu.throttle_reasons()) {
         if (reason != "gpu_idle" && reason != "applications_clocks_setting" &&
@@ -47,6 +53,8 @@ std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
     warnings.push_back(
         ThrottledText(throttled, discarded, {throttled_reasons.begin(), throttled_reasons.end()}));
   }
+  if (shared > 0)
+    warnings.push_back(ForeignProcessesText(shared, {foreign.begin(), foreign.end()}));
   if (capped > 0)
     warnings.push_back(CappedText(capped, {capped_reasons.begin(), capped_reasons.end()}));
   return warnings;

@@ -362,6 +362,13 @@ std::string ThrottledText(int throttled, int discarded, const std::vector<std::s
                                        : "; pass --discard-throttled to re-run them");
 }
 
+std::string ForeignProcessesText(int runs, const std::vector<std::string>& processes) {
+  return absl::StrFormat(
+      "%s shared the GPU with other compute processes (%s): their samples are not to be "
+      "trusted; free the GPU and run the job again",
+      Count(runs, "benchmark run"), absl::StrJoin(processes, ", "));
+}
+
 std::string CappedText(int capped, const std::vector<std::string>& reasons) {
   return absl::StrFormat(
       "%s ran with the GPU's clocks capped by its driver (%s): kept, but their samples may be "

@@ -141,6 +141,10 @@ std::string ThrottledText(int throttled, int discarded, const std::vector<std::s
 // (sw_power_cap, sw_thermal_slowdown without a hardware slowdown): flagged, not re-run.
 std::string CappedText(int capped, const std::vector<std::string>& reasons);
 
+// The warning on runs that shared their GPU with other compute processes (`processes`: "pid 4242
+// python3 (12034 MiB)").
+std::string ForeignProcessesText(int runs, const std::vector<std::string>& processes);
+
 // The FINISHED event's line.
 std::string FinishedText(const v1::JobStatus& status, const std::string& error);
 

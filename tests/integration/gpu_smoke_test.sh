@@ -40,7 +40,8 @@ SH
 chmod +x "$tmp/nodriver/nvidia-smi"
 expect_skip "no driver" "couldn't communicate with the NVIDIA driver" "$tmp/nodriver:/usr/bin:/bin"
 
-# A stand-in H200: every nvidia-smi query kbisect and the smoke script make.
+# A stand-in H200: every nvidia-smi query kbisect and the smoke script make, the settings and the
+# watch during runs (a streaming --loop-ms query) included.
 mkdir -p "$tmp/gpu"
 cat >"$tmp/gpu/nvidia-smi" <<'SH'
 #!/bin/sh
@@ -49,6 +50,11 @@ case "$*" in
   *query-gpu=index,name*) echo "0, NVIDIA H200, GPU-5f1e0c1a-0000-4000-8000-000000000001, 1650924000001, 00000000:19:00.0, 570.86.15, 96.00.9F.00.04, 143771, 700.00, 1980, 3201" ;;
   *query-gpu=name,uuid,driver_version*) echo "NVIDIA H200, GPU-5f1e0c1a-0000-4000-8000-000000000001, 570.86.15" ;;
   *query-gpu=temperature.gpu,clocks.sm*) echo "41, 1980, 0x0000000000000001" ;;
+  *query-gpu=index,ecc.mode.current*) echo "0, Enabled, Enabled, Disabled, Enabled, 700.00, 700.00, 1980, 1980" ;;
+  *query-compute-apps=*) ;;
+  *query-gpu=clocks_event_reasons.active*--loop-ms=*)
+    while :; do echo "0x0000000000000001, 1980, 3201, 85.12, 41, 45"; sleep 0.1; done ;;
+  *query-gpu=clocks_event_reasons.active*) echo "0x0000000000000001, 1980, 3201, 85.12, 41, 45" ;;
   "") echo "| NVIDIA-SMI 570.86.15    Driver Version: 570.86.15    CUDA Version: 12.8     |" ;;
   *) exit 6 ;;
 esac
@@ -82,7 +88,7 @@ echo "$out"
 [ "$code" -eq 0 ] || fail "the smoke flow on the stand-in GPU exited $code"
 for want in "kernel: cuda" "regression planted at" "culprit [0-9a-f]\{12\} found; identity NVIDIA H200 GPU-5f1e0c1a" \
             "driver 570.86.15 CUDA 12.8 (from nvidia-smi)" "SM clock 1980-1980 MHz" \
-            "reasons seen: gpu_idle" "wall: kbisect run .* vs git bisect run .* steps" "gpu-smoke: PASS"; do
+            "reasons seen: gpu_idle" "watched by nvidia-smi" "ECC on" "wall: kbisect run .* vs git bisect run .* steps" "gpu-smoke: PASS"; do
   grep -q "$want" <<<"$out" || fail "no '$want' in the smoke output"
 done
 ok "stand-in GPU: culprit, identity from nvidia-smi, clocks and throttle reasons per run, wall times"

@@ -98,6 +98,68 @@ TEST(IdentityTest, HardwareClassDependsOnClassKeysOnly) {
   EXPECT_NE(a.hardware_class(), c.hardware_class()) << "a driver update is another class";
 }
 
+// Issue 49: the settings that change a measurement, as `nvidia-smi --query-gpu=<settings>
+// --format=csv,noheader,nounits` prints them on an H100 (ECC on, power limit lowered by an
+// administrator), an L40S with ECC off and a consumer card that reports none of them.
+TEST(IdentityTest, GpuSettingsSplitTheHardwareClass) {
+  std::vector<v1::GpuInfo> gpus(3);
+  for (int i = 0; i < 3; ++i) {
+    gpus[i].set_index(i);
+    gpus[i].set_model("NVIDIA H100 80GB HBM3");
+  }
+  ParseNvidiaGpuSettings(
+      "0, Enabled, Enabled, Disabled, Enabled, 500.00, 700.00, 1980, 1980\n"
+      "1, Disabled, Enabled, [N/A], Enabled, 350.00, 350.00, 2520, 2520\n"
+      "2, [N/A], [N/A], [N/A], Disabled, 450.00, 450.00, [N/A], [N/A]\n"
+      "7, Enabled, Enabled, Disabled, Enabled, 700.00, 700.00, 1980, 1980\n",
+      &gpus);
+  EXPECT_EQ(gpus[0].ecc_mode(), "Enabled");
+  EXPECT_EQ(gpus[0].mig_mode(), "Disabled");
+  EXPECT_EQ(gpus[0].persistence_mode(), "Enabled");
+  EXPECT_EQ(gpus[0].power_limit_watts(), 500);
+  EXPECT_EQ(gpus[0].default_power_limit_watts(), 700);
+  EXPECT_EQ(GpuSettingsKey(gpus[0]), "ecc=Enabled;mig=Disabled;power=500");
+  EXPECT_EQ(gpus[1].ecc_mode_pending(), "Enabled");
+  EXPECT_EQ(GpuSettingsKey(gpus[1]), "ecc=Disabled");
+  EXPECT_EQ(GpuSettingsKey(gpus[2]), "");
+
+  // Two H100s that differ only in ECC mode, or in a lowered power limit, are not one class.
+  v1::RunnerIdentity a;
+  a.set_gpu_count(1);
+  a.set_driver_version("570.86");
+  a.set_cuda_version("12.8");
+  v1::GpuInfo* gpu = a.add_gpus();
+  gpu->set_model("NVIDIA H100 80GB HBM3");
+  gpu->set_ecc_mode("Enabled");
+  gpu->set_power_limit_watts(700);
+  gpu->set_default_power_limit_watts(700);
+  v1::RunnerIdentity ecc_off = a;
+  ecc_off.mutable_gpus(0)->set_ecc_mode("Disabled");
+  v1::RunnerIdentity capped = a;
+  capped.mutable_gpus(0)->set_power_limit_watts(500);
+  v1::RunnerIdentity unknown = a;
+  unknown.mutable_gpus(0)->clear_ecc_mode();
+  unknown.mutable_gpus(0)->clear_default_power_limit_watts();
+  for (v1::RunnerIdentity* identity : {&a, &ecc_off, &capped, &unknown}) {
+    AssignHardwareClass(identity);
+  }
+  EXPECT_NE(a.hardware_class(), ecc_off.hardware_class());
+  EXPECT_NE(a.hardware_class(), capped.hardware_class());
+  EXPECT_THAT(a.hardware_class_label(), HasSubstr("CUDA 12.8, ECC on"));
+  EXPECT_THAT(capped.hardware_class_label(), HasSubstr("power limit 500 W (default 700 W)"));
+  // A host whose tool tells no setting keeps the class it had before settings were keys.
+  v1::RunnerIdentity before = unknown;
+  AssignHardwareClass(&before, {"gpu_model", "gpu_count", "driver", "toolkit"});
+  EXPECT_EQ(unknown.hardware_class(), before.hardware_class());
+}
+
+TEST(IdentityTest, ParsesTheComputeProcessesOnAGpu) {
+  EXPECT_THAT(ParseNvidiaComputeApps("4242, python3, 12034\n917, /usr/bin/ollama, [N/A]\n"
+                                     "No running processes found\n"),
+              ::testing::ElementsAre("pid 4242 python3 (12034 MiB)", "pid 917 /usr/bin/ollama"));
+  EXPECT_TRUE(ParseNvidiaComputeApps("").empty());
+}
+
 TEST(IdentityTest, ProbeUsesNvidiaSmiWhenPresentAndDegradesWithout) {
   FakeCommandRunner runner;
   runner.SetHandler([](const ExecRequest& request) -> absl::StatusOr<ExecResult> {
@@ -323,7 +385,7 @@ TEST(IdentityTest, ParsesHardwareClassKeys) {
   ASSERT_TRUE(keys.ok());
   EXPECT_EQ(*keys, DefaultHardwareClassKeys());
   EXPECT_THAT(DefaultHardwareClassKeys(),
-              ElementsAre("gpu_model", "gpu_count", "driver", "toolkit"));
+              ElementsAre("gpu_model", "gpu_count", "driver", "toolkit", "gpu_settings"));
   keys = ParseHardwareClassKeys("gpu_model,gpu_modle");
   ASSERT_FALSE(keys.ok());
   EXPECT_EQ(keys.status().code(), absl::StatusCode::kInvalidArgument);

@@ -262,6 +262,34 @@ TEST_F(TaskRunnerTest, AGpuThrottledOnlyWhileTheBenchmarkRunsIsCaughtAndRunAgain
   EXPECT_EQ(result.samples_size(), 2);
 }
 
+// Another compute process on the GPU: the task waits for it to go (up to the wait), and a
+// process that stays, or comes, is named in every run record of the task.
+TEST_F(TaskRunnerTest, AForeignProcessOnTheGpuIsWaitedForAndNamed) {
+  int asked = 0;
+  task_runner_.set_compute_apps_probe(
+      [&] {
+        ++asked;
+        return asked <= 2 ? std::vector<std::string>{"pid 4242 python3 (12034 MiB)"}
+                          : std::vector<std::string>{};
+      },
+      absl::Seconds(30));
+  v1::TaskResult waited = task_runner_.Run(Task("echo 'Latency: 1 ms'", 2), nullptr, nullptr);
+  ASSERT_EQ(waited.outcome(), v1::TASK_OUTCOME_SUCCEEDED);
+  EXPECT_EQ(asked, 4) << "twice busy, once free before the runs, once after them";
+  for (const v1::RunRecord& run : waited.runs()) {
+    EXPECT_EQ(run.gpu_state().foreign_processes_size(), 0);
+  }
+
+  task_runner_.set_compute_apps_probe(
+      [] { return std::vector<std::string>{"pid 917 ollama (3000 MiB)"}; }, absl::ZeroDuration());
+  v1::TaskResult shared = task_runner_.Run(Task("echo 'Latency: 1 ms'", 2), nullptr, nullptr);
+  ASSERT_EQ(shared.outcome(), v1::TASK_OUTCOME_SUCCEEDED);
+  ASSERT_EQ(shared.runs_size(), 2);
+  for (const v1::RunRecord& run : shared.runs()) {
+    EXPECT_THAT(run.gpu_state().foreign_processes(), ElementsAre("pid 917 ollama (3000 MiB)"));
+  }
+}
+
 TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuilding) {
   // The "culprit" (the task's commit) is twice as slow as its paired last-good commit.
   const std::string bench =
