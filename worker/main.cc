@@ -32,6 +32,7 @@
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
 #include "worker/build_layer.h"
+#include "worker/clock_lock.h"
 #include "worker/device_binding.h"
 #include "worker/worker_slot.h"
 
@@ -68,6 +69,7 @@ struct WorkerFlags {
   bool no_compiler_cache = false;
   int build_ahead = DefaultBuildAhead();
   std::string class_keys;
+  std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM]; empty: not locked.
 };
 
 // Parses kbisect-worker's command line into `f`. Returns the exit code when the process is to
@@ -122,6 +124,11 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
                  "Comma-separated identity keys that define the hardware class (gpu_model, "
                  "gpu_count, driver, toolkit, vbios, cpu_model, kernel, host)")
       ->envname("KBISECT_HARDWARE_CLASS_KEYS");
+  app.add_option("--lock-clocks", f->lock_clocks,
+                 "Lock the GPU's clocks while the worker serves: base (its default application "
+                 "clock), max, or SM[,MEM] in MHz; verified to read back within 10 MHz, undone "
+                 "when the worker stops (or, after a kill, when it next starts); refused on MIG")
+      ->envname("KBISECT_LOCK_CLOCKS");
   app.add_option("--idle-poll", f->idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(NumberIn(0.1, 60, "seconds"));
@@ -267,6 +274,60 @@ int Serve(WorkerSlot* slot, const Logger& log) {
   return 0;
 }
 
+// Where a slot's clock lock notes what it changed, until it undoes it.
+std::string ClockLockStateFile(const WorkerFlags& f, const WorkerSlotOptions& options) {
+  return absl::StrCat(f.cache_dir, "/clock-lock/slot-", options.slot, ".state");
+}
+
+// The GPU of `identity` the slot uses (its probe device, else its slot number), or null.
+v1::GpuInfo* SlotGpu(const WorkerSlotOptions& options, v1::RunnerIdentity* identity) {
+  const std::string device =
+      options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
+  for (v1::GpuInfo& gpu : *identity->mutable_gpus()) {
+    if (absl::StrCat(gpu.index()) == device || gpu.uuid() == device) return &gpu;
+  }
+  return nullptr;
+}
+
+// Undoes a lock a worker of this slot left when it died, then, with --lock-clocks, locks the
+// slot's GPU and records the clocks in `identity` (a hardware-class key). Returns -1 to go on,
+// else the exit code after saying what was wrong.
+int LockClocks(const WorkerFlags& f, const WorkerSlotOptions& options, CommandRunner* runner,
+               const Logger& log, v1::RunnerIdentity* identity, std::unique_ptr<ClockLock>* lock) {
+  const std::string state_file = ClockLockStateFile(f, options);
+  if (absl::Status restored = ClockLock::RestoreLeftover(runner, state_file); !restored.ok()) {
+    log.Warning(absl::StrCat("undoing the clock lock a stopped worker left (", state_file,
+                             "): ", restored.message()));
+  }
+  if (f.lock_clocks.empty()) return -1;
+  absl::StatusOr<ClockLockSpec> spec = ParseClockLockSpec(f.lock_clocks);
+  if (!spec.ok()) {
+    log.Error(std::string(spec.status().message()));
+    return 2;
+  }
+  v1::GpuInfo* gpu = SlotGpu(options, identity);
+  if (gpu == nullptr) {
+    log.Error("--lock-clocks needs an NVIDIA GPU that nvidia-smi lists for this slot");
+    return 2;
+  }
+  const std::string device =
+      options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
+  absl::StatusOr<std::unique_ptr<ClockLock>> locked =
+      ClockLock::Apply(runner, device, *gpu, *spec, state_file);
+  if (!locked.ok()) {
+    log.Error(std::string(locked.status().message()));
+    return 1;
+  }
+  *lock = *std::move(locked);
+  gpu->set_locked_sm_clock_mhz((*lock)->clocks().sm_mhz);
+  gpu->set_locked_memory_clock_mhz((*lock)->clocks().memory_mhz);
+  log.Info(absl::StrCat("clocks locked: SM ", (*lock)->clocks().sm_mhz, " MHz",
+                        (*lock)->clocks().memory_mhz > 0
+                            ? absl::StrCat(", memory ", (*lock)->clocks().memory_mhz, " MHz")
+                            : ""));
+  return -1;
+}
+
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
   WorkerFlags flags;
@@ -296,8 +357,13 @@ int Main(int argc, char** argv) {
   if (!binding->note.empty()) log.Info(binding->note);
 
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
-  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
+  v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
   WorkerSlotOptions options = SlotOptions(flags, *keys, *binding, host_identity.host());
+  std::unique_ptr<ClockLock> clock_lock;  // Undone when Main returns.
+  if (int code = LockClocks(flags, options, runner.get(), log, &host_identity, &clock_lock);
+      code >= 0) {
+    return code;
+  }
   BuildsAhead ahead = StartBuildsAhead(flags, runner.get());
   options.build_ahead = ahead.builds.get();
   WorkerSlot slot(options, runner.get(), host_identity,

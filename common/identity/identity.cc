@@ -227,6 +227,12 @@ std::string GpuSettingsLabel(const v1::GpuInfo& gpu) {
       gpu.application_sm_clock_mhz() != gpu.default_application_sm_clock_mhz()) {
     parts.push_back(absl::StrFormat("application clock %d MHz", gpu.application_sm_clock_mhz()));
   }
+  if (gpu.locked_sm_clock_mhz() > 0) {
+    parts.push_back(absl::StrCat("clocks locked at ", gpu.locked_sm_clock_mhz(), " MHz",
+                                 gpu.locked_memory_clock_mhz() > 0
+                                     ? absl::StrCat(" / ", gpu.locked_memory_clock_mhz(), " MHz")
+                                     : ""));
+  }
   return absl::StrJoin(parts, ", ");
 }
 
@@ -269,6 +275,10 @@ std::string GpuSettingsKey(const v1::GpuInfo& gpu) {
   if (gpu.default_application_sm_clock_mhz() > 0 &&
       gpu.application_sm_clock_mhz() != gpu.default_application_sm_clock_mhz()) {
     parts.push_back(absl::StrCat("appclock=", gpu.application_sm_clock_mhz()));
+  }
+  if (gpu.locked_sm_clock_mhz() > 0) {
+    parts.push_back(
+        absl::StrCat("lock=", gpu.locked_sm_clock_mhz(), "/", gpu.locked_memory_clock_mhz()));
   }
   return absl::StrJoin(parts, ";");
 }

@@ -123,6 +123,48 @@ TEST_F(ClusterTest, ABusyPortIsNamedNotACrashOrAHang) {
   }
 }
 
+// `kbisect-worker --lock-clocks max` on the scripted nvidia-smi (tests/fakes): it locks and
+// verifies, records the lock in its identity, undoes it on SIGTERM, and after `kill -9` the next
+// start undoes what the killed worker left; on a MIG partition it refuses to start.
+TEST_F(ClusterTest, LockedClocksAreRestoredEvenAfterAKill) {
+  const std::string gpu = tmp_.Join("fake-gpu");
+  ASSERT_EQ(RunShell(absl::StrCat("mkdir -p ", gpu)).exit_code, 0);
+  worker_env_ = absl::StrCat("PATH=", ::kbisect::testing::Env("KBISECT_SOURCE_DIR"),
+                             "/tests/fakes:$PATH FAKE_NVSMI_DIR=", gpu);
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> locked =
+      StartWorker("locked", 0, "0.01", "--lock-clocks max", "cache-l");
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 1; }, std::chrono::seconds(15)))
+      << locked->log();
+  EXPECT_THAT(locked->log(), HasSubstr("clocks locked: SM 1980 MHz"));
+  EXPECT_EQ(Trim(ReadFile(gpu + "/locked-sm")), "1980");
+  EXPECT_THAT(Worker("locked")["identity"]["hardware_class_label"].get<std::string>(),
+              HasSubstr("clocks locked at 1980 MHz"));
+  locked->Signal(SIGTERM);
+  EXPECT_EQ(locked->Wait(std::chrono::seconds(15)), 0) << locked->log();
+  EXPECT_EQ(access((gpu + "/locked-sm").c_str(), F_OK), -1) << "SIGTERM undid the lock";
+
+  std::unique_ptr<Process> killed =
+      StartWorker("killed", 0, "0.01", "--lock-clocks max", "cache-k");
+  ASSERT_TRUE(WaitFor([&] { return access((gpu + "/locked-sm").c_str(), F_OK) == 0; },
+                      std::chrono::seconds(15)))
+      << killed->log();
+  killed->Signal(SIGKILL);
+  killed->Wait(std::chrono::seconds(15));
+  EXPECT_EQ(Trim(ReadFile(gpu + "/locked-sm")), "1980") << "a killed worker undoes nothing";
+  std::unique_ptr<Process> next = StartWorker("next", 0, "0.01", "", "cache-k");
+  ASSERT_TRUE(WaitFor([&] { return access((gpu + "/locked-sm").c_str(), F_OK) == -1; },
+                      std::chrono::seconds(15)))
+      << next->log();
+  EXPECT_THAT(ReadFile(gpu + "/calls"), HasSubstr("--reset-gpu-clocks"));
+  EXPECT_EQ(Trim(ReadFile(gpu + "/persistence")), "Disabled");
+
+  ASSERT_EQ(RunShell(absl::StrCat("touch ", gpu, "/mig")).exit_code, 0);
+  std::unique_ptr<Process> mig = StartWorker("mig", 0, "0.01", "--lock-clocks max", "cache-m");
+  EXPECT_EQ(mig->Wait(std::chrono::seconds(15)), 1) << mig->log();
+  EXPECT_THAT(mig->log(), HasSubstr("MIG partition"));
+}
+
 TEST_F(ClusterTest, UnreachableCoordinatorIsNamed) {
   address_ = "127.0.0.1:1";
   for (const char* command : {"status", "workers", "watch job-1", "cancel job-1"}) {
