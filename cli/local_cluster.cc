@@ -1,7 +1,11 @@
 // Copyright 2026 The kbisect Authors.
 #include "cli/local_cluster.h"
 
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
 #include "common/identity/identity.h"
+#include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -28,7 +32,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   if (!server.ok()) return server.status();
   cluster->server_ = *std::move(server);
 
-  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(cluster->command_runner_.get(), "");
+  v1::RunnerIdentity host_identity = ProbeRunnerIdentity(cluster->command_runner_.get(), "");
   if (options.build_ahead > 0 && options.build_cache_size > 0) {
     BuildCacheOptions cache_options;
     cache_options.max_entries = options.build_cache_size;
@@ -52,6 +56,16 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
     slot_options.idle_poll = absl::Seconds(5);
     slot_options.build_ahead = cluster->build_ahead_.get();
+    // --lock-clocks (and a lock an earlier run left when it was killed).
+    std::string warning;
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<ClockLock> lock,
+        LockSlotClocks(
+            cluster->command_runner_.get(), options.cache_dir, slot_options.slot,
+            slot_options.probe_device.empty() ? absl::StrCat(i) : slot_options.probe_device,
+            options.lock_clocks, &host_identity, &warning));
+    if (!warning.empty()) std::cerr << "kbisect: warning: " << warning << "\n";
+    if (lock != nullptr) cluster->clock_locks_.push_back(std::move(lock));
     slot.worker = std::make_unique<WorkerSlot>(
         slot_options, cluster->command_runner_.get(), host_identity,
         grpc::CreateChannel(cluster->address(), grpc::InsecureChannelCredentials()));

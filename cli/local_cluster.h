@@ -20,6 +20,7 @@
 #include "coordinator/repository_view.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
+#include "worker/clock_lock.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -38,6 +39,8 @@ struct LocalClusterOptions {
   // Builds the host prepares ahead at once for all its slots (worker/build_ahead.h); 0 disables
   // it, as does a disabled build cache.
   int build_ahead = DefaultBuildAhead();
+  // --lock-clocks: each slot's GPU locked while the cluster runs (worker/clock_lock.h).
+  std::optional<ClockLockSpec> lock_clocks;
   // With coordinator.store set, Start recovers the store's jobs (Coordinator::Recover) before
   // the workers connect: `kbisect run`'s journal (cli/run_journal.h).
   CoordinatorOptions coordinator;
@@ -75,6 +78,8 @@ class LocalCluster {
   std::unique_ptr<CoordinatorServer> server_;
   // The host's builds ahead, shared by the slots, with their own view of the build cache.
   std::unique_ptr<BuildCache> build_ahead_cache_;
+  // The slots' clock locks, undone once the slots have stopped (members go in reverse order).
+  std::vector<std::unique_ptr<ClockLock>> clock_locks_;
   std::unique_ptr<BuildAhead> build_ahead_;
   std::vector<Slot> slots_;
   RecoveryReport recovered_;

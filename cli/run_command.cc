@@ -126,6 +126,7 @@ struct RunFlags {
   bool fresh = false;
   ArtifactFlags artifact;
   std::string serve;
+  std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM].
 };
 
 // Registers `kbisect run`'s own flags (beyond the job's) on `app`.
@@ -153,6 +154,10 @@ void AddRunFlags(CLI::App* app, RunFlags* f) {
                 "Start over instead of resuming this bisect's interrupted run (a run killed, "
                 "rebooted or stopped with Ctrl-C resumes when the same command runs again)");
   AddArtifactFlags(app, &f->artifact);
+  app->add_option("--lock-clocks", f->lock_clocks,
+                  "Lock each worker's GPU clocks for the run: base, max or SM[,MEM] in MHz "
+                  "(nvidia-smi, as root); verified within 10 MHz and undone at the end, on Ctrl-C, "
+                  "or by the next run after a kill; refused on MIG");
   app->add_option("--serve", f->serve,
                   "Serve the job's live page over HTTP on ADDR (host:port, port 0 picks one; "
                   "host defaults to 127.0.0.1) while it runs, and print its URL");
@@ -260,6 +265,14 @@ int PlanSlots(const RunFlags& f, LocalClusterOptions* cluster) {
   if (scheduler_bound) {
     cluster->slot_devices = *bound;
     cluster->slot_devices.resize(workers);
+  }
+  if (!f.lock_clocks.empty()) {
+    absl::StatusOr<ClockLockSpec> spec = ParseClockLockSpec(f.lock_clocks);
+    if (!spec.ok()) {
+      std::cerr << "kbisect run: " << spec.status().message() << "\n";
+      return kExitUsage;
+    }
+    cluster->lock_clocks = *spec;
   }
   cluster->cache_dir = f.cache_dir;
   cluster->build_cache_size = f.build_cache_size;

@@ -219,6 +219,34 @@ absl::StatusOr<std::unique_ptr<ClockLock>> ClockLock::Apply(CommandRunner* runne
 
 ClockLock::~ClockLock() { (void)Restore(); }
 
+std::string ClockLockStateFile(const std::string& cache_dir, int slot) {
+  return absl::StrCat(cache_dir, "/clock-lock/slot-", slot, ".state");
+}
+
+absl::StatusOr<std::unique_ptr<ClockLock>> LockSlotClocks(
+    CommandRunner* runner, const std::string& cache_dir, int slot, const std::string& device,
+    const std::optional<ClockLockSpec>& spec, v1::RunnerIdentity* identity, std::string* warning) {
+  const std::string state_file = ClockLockStateFile(cache_dir, slot);
+  if (absl::Status restored = ClockLock::RestoreLeftover(runner, state_file); !restored.ok()) {
+    *warning = absl::StrCat("undoing the clock lock a stopped worker left (", state_file,
+                            "): ", restored.message());
+  }
+  if (!spec.has_value()) return std::unique_ptr<ClockLock>();
+  v1::GpuInfo* gpu = nullptr;
+  for (v1::GpuInfo& candidate : *identity->mutable_gpus()) {
+    if (absl::StrCat(candidate.index()) == device || candidate.uuid() == device) gpu = &candidate;
+  }
+  if (gpu == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--lock-clocks needs an NVIDIA GPU that nvidia-smi lists; it lists none as ", device));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ClockLock> lock,
+                   ClockLock::Apply(runner, device, *gpu, *spec, state_file));
+  gpu->set_locked_sm_clock_mhz(lock->clocks().sm_mhz);
+  gpu->set_locked_memory_clock_mhz(lock->clocks().memory_mhz);
+  return lock;
+}
+
 absl::Status ClockLock::Restore() {
   if (restored_) return absl::OkStatus();
   restored_ = true;

@@ -18,6 +18,7 @@
 #define KBISECT_WORKER_CLOCK_LOCK_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -87,6 +88,18 @@ class ClockLock {
   const LockedClocks clocks_;
   bool restored_ = false;
 };
+
+// Where slot `slot`'s lock notes what it changed: CACHE_DIR/clock-lock/slot-N.state.
+std::string ClockLockStateFile(const std::string& cache_dir, int slot);
+
+// A slot's start, for kbisect-worker and `kbisect run` alike: undoes the lock an earlier worker
+// of slot `slot` left (a failure to is set in `*warning`, the start goes on), then, with `spec`,
+// locks the GPU `device` (an index or UUID) of `identity` and records the locked clocks on it.
+// Returns the lock, or null without `spec`. Errors: ClockLock::Apply's; FailedPrecondition when
+// `identity` lists no such GPU.
+absl::StatusOr<std::unique_ptr<ClockLock>> LockSlotClocks(
+    CommandRunner* runner, const std::string& cache_dir, int slot, const std::string& device,
+    const std::optional<ClockLockSpec>& spec, v1::RunnerIdentity* identity, std::string* warning);
 
 }  // namespace kbisect
 

@@ -274,57 +274,37 @@ int Serve(WorkerSlot* slot, const Logger& log) {
   return 0;
 }
 
-// Where a slot's clock lock notes what it changed, until it undoes it.
-std::string ClockLockStateFile(const WorkerFlags& f, const WorkerSlotOptions& options) {
-  return absl::StrCat(f.cache_dir, "/clock-lock/slot-", options.slot, ".state");
-}
-
-// The GPU of `identity` the slot uses (its probe device, else its slot number), or null.
-v1::GpuInfo* SlotGpu(const WorkerSlotOptions& options, v1::RunnerIdentity* identity) {
-  const std::string device =
-      options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
-  for (v1::GpuInfo& gpu : *identity->mutable_gpus()) {
-    if (absl::StrCat(gpu.index()) == device || gpu.uuid() == device) return &gpu;
-  }
-  return nullptr;
-}
-
 // Undoes a lock a worker of this slot left when it died, then, with --lock-clocks, locks the
 // slot's GPU and records the clocks in `identity` (a hardware-class key). Returns -1 to go on,
 // else the exit code after saying what was wrong.
 int LockClocks(const WorkerFlags& f, const WorkerSlotOptions& options, CommandRunner* runner,
                const Logger& log, v1::RunnerIdentity* identity, std::unique_ptr<ClockLock>* lock) {
-  const std::string state_file = ClockLockStateFile(f, options);
-  if (absl::Status restored = ClockLock::RestoreLeftover(runner, state_file); !restored.ok()) {
-    log.Warning(absl::StrCat("undoing the clock lock a stopped worker left (", state_file,
-                             "): ", restored.message()));
-  }
-  if (f.lock_clocks.empty()) return -1;
-  absl::StatusOr<ClockLockSpec> spec = ParseClockLockSpec(f.lock_clocks);
-  if (!spec.ok()) {
-    log.Error(std::string(spec.status().message()));
-    return 2;
-  }
-  v1::GpuInfo* gpu = SlotGpu(options, identity);
-  if (gpu == nullptr) {
-    log.Error("--lock-clocks needs an NVIDIA GPU that nvidia-smi lists for this slot");
-    return 2;
+  std::optional<ClockLockSpec> spec;
+  if (!f.lock_clocks.empty()) {
+    absl::StatusOr<ClockLockSpec> parsed = ParseClockLockSpec(f.lock_clocks);
+    if (!parsed.ok()) {
+      log.Error(std::string(parsed.status().message()));
+      return 2;
+    }
+    spec = *parsed;
   }
   const std::string device =
       options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
+  std::string warning;
   absl::StatusOr<std::unique_ptr<ClockLock>> locked =
-      ClockLock::Apply(runner, device, *gpu, *spec, state_file);
+      LockSlotClocks(runner, f.cache_dir, options.slot, device, spec, identity, &warning);
+  if (!warning.empty()) log.Warning(warning);
   if (!locked.ok()) {
     log.Error(std::string(locked.status().message()));
     return 1;
   }
   *lock = *std::move(locked);
-  gpu->set_locked_sm_clock_mhz((*lock)->clocks().sm_mhz);
-  gpu->set_locked_memory_clock_mhz((*lock)->clocks().memory_mhz);
-  log.Info(absl::StrCat("clocks locked: SM ", (*lock)->clocks().sm_mhz, " MHz",
-                        (*lock)->clocks().memory_mhz > 0
-                            ? absl::StrCat(", memory ", (*lock)->clocks().memory_mhz, " MHz")
-                            : ""));
+  if (*lock != nullptr) {
+    log.Info(absl::StrCat("clocks locked: SM ", (*lock)->clocks().sm_mhz, " MHz",
+                          (*lock)->clocks().memory_mhz > 0
+                              ? absl::StrCat(", memory ", (*lock)->clocks().memory_mhz, " MHz")
+                              : ""));
+  }
   return -1;
 }
 

@@ -39,11 +39,12 @@ inline std::string MakeRepo(const std::string& dir, const std::string& options) 
 
 class KbisectRunTest : public ::testing::Test {
  protected:
-  // Runs kbisect with a private cache and a fast demo benchmark.
-  CommandResult Run(const std::string& args) {
+  // Runs kbisect with a private cache and a fast demo benchmark, and `env` ("NAME=VALUE ...")
+  // in its environment.
+  CommandResult Run(const std::string& args, const std::string& env = "") {
     return RunShell(absl::StrCat("cd ", ShellQuote(tmp_.path()), " && KBISECT_DEMO_SLEEP=0.01 ",
-                                 "KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")), " ",
-                                 Kbisect(), " ", args));
+                                 "KBISECT_CACHE_DIR=", ShellQuote(tmp_.Join("cache")), " ", env,
+                                 " ", Kbisect(), " ", args));
   }
   // Runs `kbisect run v1.0 HEAD --repo REPO --workers 2 FLAGS --json ... -- ./bench.sh`, expects
   // exit 0 and returns the JSON result (null when there is none).

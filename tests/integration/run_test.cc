@@ -576,6 +576,39 @@ TEST_F(RunTest, TwoStepsAreBothFoundWithAllCulprits) {
   EXPECT_NEAR(second["after"].get<double>(), 1.56, 0.02);
 }
 
+// `kbisect run --lock-clocks max` on one stand-in GPU (the scripted nvidia-smi, tests/fakes): the
+// slot's clocks are locked and verified before the bisect, the runs are watched during each run,
+// the class says so, and the lock is undone at the end with persistence mode as it was.
+TEST_F(RunTest, LockedClocksForTheRunAndUndoneAtItsEnd) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 20 --culprit 9");
+  const std::string gpu = tmp_.Join("fake-gpu");
+  ASSERT_EQ(RunShell(absl::StrCat("mkdir -p ", gpu)).exit_code, 0);
+  const std::string json = tmp_.Join("locked.json");
+  CommandResult run = Run(
+      absl::StrCat("run v1.0 --repo ", repo, " --workers 1 --lock-clocks max --json ", json,
+                   " -- ./bench.sh"),
+      absl::StrCat("PATH=", Env("KBISECT_SOURCE_DIR"), "/tests/fakes:$PATH FAKE_NVSMI_DIR=", gpu));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  const nlohmann::json& identity = result["workers"][0]["identity"];
+  EXPECT_EQ(identity["gpus"][0]["locked_sm_clock_mhz"], 1980);
+  EXPECT_THAT(identity["hardware_class_label"].get<std::string>(),
+              HasSubstr("clocks locked at 1980 MHz"));
+  EXPECT_EQ(result["probes"][0]["runs"][0]["gpu_state"]["watch_source"], "nvidia-smi");
+  EXPECT_EQ(ReadFile(gpu + "/calls"),
+            "--persistence-mode=1\n--lock-gpu-clocks=1980,1980\n--reset-gpu-clocks\n"
+            "--persistence-mode=0\n");
+  EXPECT_EQ(access((gpu + "/locked-sm").c_str(), F_OK), -1);
+
+  CommandResult bad = Run(absl::StrCat("run v1.0 --repo ", repo,
+                                       " --workers 1 --lock-clocks 1,2,3"
+                                       " -- ./bench.sh"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("expected base, max, SM or SM,MEM"));
+}
+
 TEST_F(RunTest, NoRegressionExitsThree) {
   const std::string repo = tmp_.Join("repo");
   MakeRepo(repo, "--commits 30 --culprit 10 --slowdown 1.0 --noise 0.002");
