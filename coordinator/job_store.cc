@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
 #include "common/status_macros.h"
+#include "common/text/chunks.h"
 #include "coordinator/sqlite_statement.h"
 #include "google/protobuf/unknown_field_set.h"
 
@@ -58,62 +59,6 @@ CREATE TABLE IF NOT EXISTS workers(
   name TEXT NOT NULL,
   identity BLOB NOT NULL);
 )sql";
-
-// Length-prefixed strings (4 bytes big-endian length, then the bytes), for lists in one blob.
-void AppendChunk(const std::string& chunk, std::string* out) {
-  const uint32_t n = static_cast<uint32_t>(chunk.size());
-  const char header[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                          static_cast<char>(n >> 8), static_cast<char>(n)};
-  out->append(header, 4);
-  out->append(chunk);
-}
-
-bool SplitChunks(const std::string& blob, std::vector<std::string>* chunks) {
-  size_t at = 0;
-  while (at < blob.size()) {
-    if (blob.size() - at < 4) return false;
-    uint32_t n = 0;
-    for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(blob[at + i]);
-    at += 4;
-    if (blob.size() - at < n) return false;
-    chunks->push_back(blob.substr(at, n));
-    at += n;
-  }
-  return true;
-}
-
-bool KindFromName(const std::string& name, JournalEntry::Kind* kind) {
-  for (int k = 1; k <= 7; ++k) {
-    const auto candidate = static_cast<JournalEntry::Kind>(k);
-    if (name == JournalKindName(candidate)) {
-      *kind = candidate;
-      return true;
-    }
-  }
-  return false;
-}
-
-// The kind-specific payload: the worker list of TakeTasks (a worker that announced a build pool
-// as "<worker>\0<pool>\0<slots>": names hold no NUL, and entries written before pools were
-// announced read back as they were), the result of TaskFinished.
-std::string Payload(const JournalEntry& entry) {
-  std::string payload;
-  if (entry.kind == JournalEntry::Kind::kTakeTasks) {
-    for (const std::string& worker : entry.workers) {
-      auto pool = entry.pools.find(worker);
-      if (pool == entry.pools.end()) {
-        AppendChunk(worker, &payload);
-      } else {
-        AppendChunk(absl::StrJoin({worker, pool->second.name, absl::StrCat(pool->second.slots)},
-                                  std::string(1, '\0')),
-                    &payload);
-      }
-    }
-  } else if (entry.kind == JournalEntry::Kind::kTaskFinished) {
-    payload = entry.result.SerializeAsString();
-  }
-  return payload;
-}
 
 // A compacted job's event log: each event serialized, FINISHED without its `job` (that is the
 // final status, stored beside it).
@@ -166,47 +111,7 @@ bool ParseEvents(const std::string& blob, const v1::JobStatus& final_status,
   return true;
 }
 
-bool ParsePayload(const std::string& payload, JournalEntry* entry) {
-  if (entry->kind == JournalEntry::Kind::kTakeTasks) {
-    std::vector<std::string> chunks;
-    if (!SplitChunks(payload, &chunks)) return false;
-    for (const std::string& chunk : chunks) {
-      const std::vector<std::string> parts = absl::StrSplit(chunk, '\0');
-      entry->workers.push_back(parts[0]);
-      int slots = 0;
-      if (parts.size() == 3 && absl::SimpleAtoi(parts[2], &slots)) {
-        entry->pools[parts[0]] = BuildPool{parts[1], slots};
-      }
-    }
-    return true;
-  }
-  if (entry->kind == JournalEntry::Kind::kTaskFinished) {
-    return entry->result.ParseFromString(payload);
-  }
-  return true;
-}
-
 }  // namespace
-
-const char* JournalKindName(JournalEntry::Kind kind) {
-  switch (kind) {
-    case JournalEntry::Kind::kTakeTasks:
-      return "take_tasks";
-    case JournalEntry::Kind::kTaskStarted:
-      return "task_started";
-    case JournalEntry::Kind::kTaskFinished:
-      return "task_finished";
-    case JournalEntry::Kind::kTaskLost:
-      return "task_lost";
-    case JournalEntry::Kind::kWorkerGone:
-      return "worker_gone";
-    case JournalEntry::Kind::kForgetWorker:
-      return "forget_worker";
-    case JournalEntry::Kind::kCancel:
-      return "cancel";
-  }
-  return "unknown";
-}
 
 // --- MemoryJobStore -----------------------------------------------------------------------------
 
@@ -511,7 +416,7 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
         return absl::DataLossError(absl::StrCat("job database ", path_, ": the journal of ", job_id,
                                                 " misses entry ", job.journal.size() + 1));
       }
-      if (!KindFromName(journal.Text(2), &entry.kind)) {
+      if (!JournalEntry::KindFromName(journal.Text(2), &entry.kind)) {
         return absl::DataLossError(absl::StrCat("job database ", path_, ": unknown entry kind '",
                                                 journal.Text(2), "' in the journal of ", job_id));
       }
@@ -520,7 +425,7 @@ absl::StatusOr<StoredState> SqliteJobStore::Load() {
       entry.worker = journal.Text(5);
       entry.attempt = static_cast<int>(journal.Int(6));
       entry.reason = journal.Text(7);
-      if (!ParsePayload(journal.Text(8), &entry)) {
+      if (!entry.DecodePayload(journal.Text(8))) {
         return absl::DataLossError(absl::StrCat("job database ", path_, ": journal entry ",
                                                 entry.sequence, " of ", job_id,
                                                 " cannot be parsed"));
@@ -657,13 +562,13 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
       it->second = entry.sequence;
       insert.Bind(1, job_id);
       insert.Bind(2, entry.sequence);
-      insert.Bind(3, std::string(JournalKindName(entry.kind)));
+      insert.Bind(3, std::string(JournalEntry::KindName(entry.kind)));
       insert.Bind(4, absl::ToUnixNanos(entry.time));
       insert.Bind(5, entry.task_id);
       insert.Bind(6, entry.worker);
       insert.Bind(7, static_cast<int64_t>(entry.attempt));
       insert.Bind(8, entry.reason);
-      insert.BindBlob(9, Payload(entry));
+      insert.BindBlob(9, entry.EncodePayload());
       insert.Bind(10, next_global_seq_++);
       if (!insert.Run()) {
         return Error(absl::StrCat("cannot append entry ", entry.sequence, " of ", job_id));

@@ -38,9 +38,6 @@ struct sqlite3;
 
 namespace kbisect {
 
-// Returns a stable lower-case name of `kind` ("take_tasks", "task_finished", ...), as stored.
-const char* JournalKindName(JournalEntry::Kind kind);
-
 // A job as stored: what its BisectJob was constructed with, and its journal.
 struct StoredJob {
   std::string job_id;

@@ -50,7 +50,13 @@ cat > bench.sh <<EOF
 #!/bin/sh
 # Prints every kernel's latency with +-${noise} uniform noise.
 sleep "\${KBISECT_DEMO_SLEEP:-0}"
-awk -v seed="\$\$\$(date +%N)" -v noise="${noise}" 'BEGIN { srand(seed % 2147483647) }
+seed="\$\$\$(date +%N)"
+# With KBISECT_SUITE_NOISE_SEED the noise is drawn from it and the commit checked out: the same
+# output for the same commit, for tests that must not depend on chance.
+if [ -n "\${KBISECT_SUITE_NOISE_SEED:-}" ]; then
+  seed=\$((KBISECT_SUITE_NOISE_SEED + \$(git rev-parse HEAD 2>/dev/null | cksum | cut -d' ' -f1)))
+fi
+awk -v seed="\$seed" -v noise="${noise}" 'BEGIN { srand(seed % 2147483647) }
   { printf "%s: %.5f %s\n", \$1, \$2 * (1 + (2 * rand() - 1) * noise), \$3 }' kernels.txt
 EOF
 chmod +x bench.sh

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "common/git/git_repo.h"
 #include "common/git/object_hash.h"
+#include "common/identity/identity.h"
 
 namespace kbisect {
 namespace {
@@ -249,6 +250,7 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
       m.set_gpu_uuid(id.gpus(0).uuid());
       m.set_max_sm_clock_mhz(id.gpus(0).max_sm_clock_mhz());
       m.set_power_limit_watts(id.gpus(0).power_limit_watts());
+      m.set_gpu_settings(GpuSettingsKey(id.gpus(0)));
     }
     m.set_driver_version(id.driver_version());
     m.set_cuda_version(id.cuda_version());
@@ -361,6 +363,9 @@ std::vector<ManifestChange> DiffManifests(const v1::MeasurementManifest& before,
       std::fabs(before.power_limit_watts() - after.power_limit_watts()) >= 1) {
     add(Kind::kClock, "power limit", absl::StrCat(before.power_limit_watts(), " W"),
         absl::StrCat(after.power_limit_watts(), " W"));
+  }
+  if (both(before.gpu_settings(), after.gpu_settings())) {
+    add(Kind::kClock, "GPU settings", before.gpu_settings(), after.gpu_settings());
   }
   if (before.throttled() != after.throttled()) {
     add(Kind::kClock, "throttled", before.throttled() ? "yes" : "no",

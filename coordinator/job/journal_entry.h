@@ -3,7 +3,8 @@
 // JournalEntry is one mutating call made on a BisectJob, as a typed record (LevelDB's
 // VersionEdit plays the same part): the coordinator makes every change of a job by handing one
 // to BisectJob::Apply, the JobStore persists them in order (coordinator/job_store.h), and a
-// restarted coordinator rebuilds the job by applying them again.
+// restarted coordinator rebuilds the job by applying them again. Like a VersionEdit, the record
+// encodes its own arguments (EncodePayload / DecodePayload); the store only lays them out.
 #ifndef KBISECT_COORDINATOR_JOB_JOURNAL_ENTRY_H_
 #define KBISECT_COORDINATOR_JOB_JOURNAL_ENTRY_H_
 
@@ -43,6 +44,20 @@ struct JournalEntry {
   int attempt = 0;
   std::string reason;
   v1::TaskResult result;
+
+  // The kind's name in the journal ("take_tasks", "task_finished", ...), and back; false for a
+  // name no kind has.
+  static const char* KindName(Kind kind);
+  static bool KindFromName(const std::string& name, Kind* kind);
+
+  // The kind-specific arguments as the journal keeps them: the workers of a TakeTasks as
+  // length-prefixed chunks (one that announced a build pool as "<worker>\0<pool>\0<slots>":
+  // names hold no NUL, and entries written before pools were announced read back as they were),
+  // the serialized result of a TaskFinished, nothing for the other kinds (their arguments have
+  // columns of their own). DecodePayload reads that form for this entry's `kind` into it, and
+  // returns false when it does not parse.
+  std::string EncodePayload() const;
+  bool DecodePayload(const std::string& payload);
 };
 
 }  // namespace kbisect

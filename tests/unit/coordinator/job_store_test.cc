@@ -40,6 +40,43 @@ using ::testing::HasSubstr;
 
 // --- SqliteJobStore -----------------------------------------------------------------------------
 
+// The journal record encodes its own arguments (LevelDB's VersionEdit does): every kind's name
+// reads back, and a TakeTasks' workers, with or without a build pool, and a TaskFinished's result
+// round-trip through the payload.
+TEST(JournalEntryTest, TheRecordEncodesItsOwnArguments) {
+  for (int k = 1; k <= 7; ++k) {
+    const auto kind = static_cast<JournalEntry::Kind>(k);
+    JournalEntry::Kind read = JournalEntry::Kind::kCancel;
+    ASSERT_TRUE(JournalEntry::KindFromName(JournalEntry::KindName(kind), &read));
+    EXPECT_EQ(read, kind);
+  }
+  JournalEntry::Kind unused;
+  EXPECT_FALSE(JournalEntry::KindFromName("take_task", &unused));
+
+  JournalEntry take;
+  take.kind = JournalEntry::Kind::kTakeTasks;
+  take.workers = {"node-a/gpu0", "node-b/gpu1"};
+  take.pools["node-b/gpu1"] = BuildPool{"node-b:/cache", 3};
+  JournalEntry take_read;
+  take_read.kind = take.kind;
+  ASSERT_TRUE(take_read.DecodePayload(take.EncodePayload()));
+  EXPECT_EQ(take_read.workers, take.workers);
+  ASSERT_EQ(take_read.pools.count("node-b/gpu1"), 1u);
+  EXPECT_EQ(take_read.pools["node-b/gpu1"].slots, 3);
+  EXPECT_EQ(take_read.pools.count("node-a/gpu0"), 0u);
+
+  JournalEntry finished;
+  finished.kind = JournalEntry::Kind::kTaskFinished;
+  finished.result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+  finished.result.add_samples(1.5);
+  JournalEntry finished_read;
+  finished_read.kind = finished.kind;
+  ASSERT_TRUE(finished_read.DecodePayload(finished.EncodePayload()));
+  EXPECT_TRUE(MessageDifferencer::Equals(finished_read.result, finished.result));
+  // A payload cut short does not parse.
+  EXPECT_FALSE(take_read.DecodePayload(std::string("\0\0\0\x09node", 8)));
+}
+
 StoreChanges SomeChanges() {
   StoreChanges changes;
   StoredJob job;

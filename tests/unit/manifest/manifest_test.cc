@@ -242,5 +242,23 @@ TEST(DiffManifestsTest, HardwareAfterMethodAndOlderManifestsAreNotCompared) {
   EXPECT_THAT(DiffManifests(old, a), IsEmpty());
 }
 
+// Issue 49: ECC turned off (or a power limit lowered, clocks locked) is a hardware change the
+// triage names, not a regression; a manifest from before settings were recorded is not compared.
+TEST(DiffManifestsTest, AGpuSettingThatChangedIsHardware) {
+  v1::MeasurementManifest a;
+  a.set_gpu_model("H100");
+  a.set_gpu_settings("ecc=Enabled;mig=Disabled");
+  v1::MeasurementManifest b = a;
+  b.set_gpu_settings("ecc=Disabled;mig=Disabled");
+  const std::vector<ManifestChange> diff = DiffManifests(a, b);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_TRUE(diff[0].IsHardware());
+  EXPECT_EQ(diff[0].Describe(),
+            "GPU settings: ecc=Enabled;mig=Disabled -> ecc=Disabled;mig=Disabled");
+  v1::MeasurementManifest old = a;
+  old.clear_gpu_settings();
+  EXPECT_THAT(DiffManifests(old, b), IsEmpty());
+}
+
 }  // namespace
 }  // namespace kbisect
