@@ -917,12 +917,11 @@ void PackageCheckStage(const NightlyFlags& f, const std::vector<std::string>& be
       !k.evidence.primary.present || k.evidence.primary.before == k.evidence.primary.after) {
     return;
   }
-  absl::StatusOr<double> measured =
-      absl::FailedPreconditionError(WhyNotMeasurable(f, tonight, nights));
-  if (measured.status().message().empty()) {
-    measured = MeasureCommit(runner, f.repo, nights.last_good->full_sha, f.build, bench,
-                             metric_spec, f.pin_runs, f.bench_timeout);
-  }
+  const std::string why_not = WhyNotMeasurable(f, tonight, nights);
+  const absl::StatusOr<double> measured =
+      why_not.empty() ? MeasureCommit(runner, f.repo, nights.last_good->full_sha, f.build, bench,
+                                      metric_spec, f.pin_runs, f.bench_timeout)
+                      : absl::StatusOr<double>(absl::FailedPreconditionError(why_not));
   if (!measured.ok()) {
     std::cout << "The packages moved too; the last good commit with tonight's packages: not "
                  "measured ("
