@@ -60,10 +60,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::string warning;
     ASSIGN_OR_RETURN(
         std::unique_ptr<ClockLock> lock,
-        LockSlotClocks(
-            cluster->command_runner_.get(), options.cache_dir, slot_options.slot,
-            slot_options.probe_device.empty() ? absl::StrCat(i) : slot_options.probe_device,
-            options.lock_clocks, &host_identity, &warning));
+        LockSlotClocks(cluster->command_runner_.get(), options.cache_dir, slot_options.slot,
+                       slot_options.ProbedDevice(), options.lock_clocks, &host_identity, &warning));
     if (!warning.empty()) std::cerr << "kbisect: warning: " << warning << "\n";
     if (lock != nullptr) cluster->clock_locks_.push_back(std::move(lock));
     slot.worker = std::make_unique<WorkerSlot>(

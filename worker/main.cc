@@ -288,8 +288,7 @@ int LockClocks(const WorkerFlags& f, const WorkerSlotOptions& options, CommandRu
     }
     spec = *parsed;
   }
-  const std::string device =
-      options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
+  const std::string device = options.ProbedDevice();
   std::string warning;
   absl::StatusOr<std::unique_ptr<ClockLock>> locked =
       LockSlotClocks(runner, f.cache_dir, options.slot, device, spec, identity, &warning);

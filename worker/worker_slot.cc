@@ -85,33 +85,22 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
     build_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options, runner);
     task_runner_->set_build_cache(build_cache_.get());
   }
+  const std::string device = options.ProbedDevice();
   if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
       identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
     // Temperature, clock and throttle reasons after each benchmark run.
-    const std::string slot =
-        options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
-    task_runner_->set_gpu_state_probe([runner, slot] { return ProbeGpuState(runner, slot); });
+    task_runner_->set_gpu_state_probe([runner, device] { return ProbeGpuState(runner, device); });
+  }
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
     // And during each run, where NVML or nvidia-smi reads the GPU (worker/gpu_watch.h).
     GpuWatchOptions watch;
-    watch.device = slot;
+    watch.device = device;
     watch.runner = runner;
     GpuWatcher watcher = GpuWatcher::Detect(watch);
     if (watcher.available()) task_runner_->set_gpu_watcher(std::move(watcher));
-  }
-  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
     // Other compute processes on the GPU before and after each task's runs.
-    const std::string device =
-        options.probe_device.empty() ? absl::StrCat(options.slot) : options.probe_device;
     task_runner_->set_compute_apps_probe(
-        [runner, device] {
-          ExecRequest query;
-          query.argv = {"nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
-                        "--format=csv,noheader,nounits", absl::StrCat("--id=", device)};
-          query.timeout = absl::Seconds(10);
-          absl::StatusOr<ExecResult> ran = runner->Run(query);
-          return ran.ok() && ran->ok() ? ParseNvidiaComputeApps(ran->output)
-                                       : std::vector<std::string>();
-        },
+        [runner, device] { return ProbeComputeApps(runner, device); },
         options.foreign_process_wait);
   }
   WorkerAgentOptions agent_options;

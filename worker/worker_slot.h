@@ -67,6 +67,10 @@ struct WorkerSlotOptions {
   // tools are asked about (empty = the slot number); worker/device_binding.h resolves both.
   std::string visible_devices;
   std::string probe_device;
+  // The device the vendor tools are asked about: `probe_device`, else the slot number.
+  std::string ProbedDevice() const {
+    return probe_device.empty() ? std::to_string(slot) : probe_device;
+  }
   // Where a batch scheduler placed the worker (recorded in the identity); empty outside one.
   v1::SchedulerPlacement placement;
   // Stable worker name; empty means DefaultWorkerName(host, slot).

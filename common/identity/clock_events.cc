@@ -34,4 +34,11 @@ ClockEventSeverity WorstClockEvent(uint64_t mask) {
   return worst;
 }
 
+ClockEventSeverity SeverityOfReason(std::string_view name) {
+  for (const ClockEventReason& reason : ClockEventReasons()) {
+    if (name == reason.name) return reason.severity;
+  }
+  return ClockEventSeverity::kBenign;
+}
+
 }  // namespace kbisect

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kbisect {
@@ -41,6 +42,9 @@ std::vector<std::string> ClockEventReasonNames(uint64_t mask);
 
 // The most severe reason in `mask`.
 ClockEventSeverity WorstClockEvent(uint64_t mask);
+
+// The severity of the reason named `name` ("sw_power_cap"); kBenign for a name it does not know.
+ClockEventSeverity SeverityOfReason(std::string_view name);
 
 }  // namespace kbisect
 

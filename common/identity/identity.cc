@@ -511,6 +511,12 @@ std::string ParseRocmVersion(std::string_view content_in) {
   return std::string(line);
 }
 
+std::vector<std::string> ProbeComputeApps(CommandRunner* runner, const std::string& device) {
+  return ParseNvidiaComputeApps(
+      RunQuiet(runner, {"nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                        "--format=csv,noheader,nounits", absl::StrCat("--id=", device)}));
+}
+
 std::optional<v1::GpuState> ProbeGpuState(CommandRunner* runner, const std::string& slot) {
   for (const char* reasons : {"clocks_event_reasons.active", "clocks_throttle_reasons.active"}) {
     std::vector<std::string> query = {

@@ -67,6 +67,10 @@ std::string GpuSettingsKey(const v1::GpuInfo& gpu);
 // --format=csv,noheader,nounits` printed, one a line: "pid 4242 python3 (12034 MiB)".
 std::vector<std::string> ParseNvidiaComputeApps(std::string_view csv);
 
+// The compute processes on GPU `device` (an index or UUID), as ParseNvidiaComputeApps names
+// them; none when nvidia-smi does not answer.
+std::vector<std::string> ProbeComputeApps(CommandRunner* runner, const std::string& device);
+
 // Parses `amd-smi static --json` output: a JSON array with one object per GPU (newer amd-smi
 // releases wrap it as {"gpu_data": [...]}). Reads "gpu" (index), asic.market_name (falling back
 // to board.product_name, then "AMD GPU <asic.device_id>"), board.product_serial (else

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/identity/clock_events.h"
 #include "common/rpc/proto_time.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job/job_text.h"
@@ -33,10 +34,7 @@ std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
       }
       std::set<std::string> limits;
       for (const std::string& reason : gpu.throttle_reasons()) {
-        if (reason != "gpu_idle" && reason != "applications_clocks_setting" &&
-            reason != "sync_boost" && reason != "display_clock_setting") {
-          limits.insert(reason);
-        }
+        if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) limits.insert(reason);
       }
       if (gpu.throttled()) {
         ++throttled;
