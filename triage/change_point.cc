@@ -163,6 +163,23 @@ struct Segmentation {
   std::vector<double> scratch;
 };
 
+// Returns whether the split of `w` at `k` (levels `stats`) was pushed by `min_segment` onto a
+// point of the other level: the split sits at the window's edge and the point next to it lies
+// on the far side of the levels' midpoint. The move then has fewer than min_segment points on
+// that side (a step two nightlies old, say), so it is not a step yet, and splitting there would
+// put a window that holds no change (last good and first bad both on the old level).
+bool ForcedToTheWrongLevel(const std::vector<double>& w, int k, const SplitStats& stats,
+                           int min_segment) {
+  const int n = static_cast<int>(w.size());
+  const double mid = (stats.before + stats.after) / 2;
+  auto nearer_before = [&](double x) {
+    return stats.after > stats.before ? x < mid : x > mid;
+  };
+  const bool first_after_is_before = k == n - min_segment && nearer_before(w[k]);
+  const bool last_before_is_after = k == min_segment && !nearer_before(w[k - 1]);
+  return first_after_is_before || last_before_is_after;
+}
+
 // Tries the split at `k` of segment `v` (the series from `lo` on), tested on v[a, b) (the whole
 // segment, or a local window) at the window's own best split: accepted when the move clears
 // min_relative_change, `noise_multiple` times the noise and the permutation test, and then
@@ -180,6 +197,7 @@ bool TrySplit(const std::vector<double>& v, int lo, int a, int b, int k, double 
   if (std::fabs(Relative(stats.before, stats.after)) < options.min_relative_change) {
     return false;
   }
+  if (ForcedToTheWrongLevel(w, k - a, stats, options.min_segment)) return false;
   if (delta < noise_multiple * std::min(s->noise, stats.sigma)) return false;
   const double p = PermutationPValue(w, stats.gain, options.min_segment, options, s->scratch);
   if (p > options.max_p_value) return false;

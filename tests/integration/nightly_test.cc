@@ -238,14 +238,12 @@ TEST_F(NightlyTest, ASuitesKernelsAreTriagedOneByOneAndEachStepBisectedOnce) {
   const std::string repo = tmp_.Join("repo");
   CommandResult made = RunShell(absl::StrCat(
       ::kbisect::testing::Env("KBISECT_SOURCE_DIR"), "/scripts/make-suite-repo.sh ", repo,
-      // The script's steps, each large enough against the 0.1% noise that
-      // the night it first shows is where triage places it (a 15% step
-      // was once placed a night early, then submitted again; at 0.2% noise
-      // one run in an ASan suite under load submitted a fourth job). The
-      // noise is drawn anew each run: this test is about grouping the
-      // steps, the benches measure triage under noise. The nights' noise is drawn from a fixed
-      // seed and each night's commit (KBISECT_SUITE_NOISE_SEED): drawn anew, 2 of 4 full test
-      // runs of one session submitted a fourth job.
+      // The script's steps, each large against the 0.1% noise. A fourth job here was a wrong
+      // answer, not chance: a step two nights old was placed a night early (the 3-nightly
+      // minimum segment pushed the split onto the last old-level point), submitted, and
+      // submitted again the next night (8 of 41 noise seeds; ChangePointTest's
+      // AStepWithTwoPointsOnOneSideIsNotPlacedANightEarly). The noise is drawn from a fixed seed
+      // and each night's commit (KBISECT_SUITE_NOISE_SEED).
       " --commits 60 --noise 0.001", " --steps 18:0-6:1.25,33:7-8:1.4,48:9-9:1.3,24:10-10:0.8"));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   std::map<std::string, std::string> expected;
