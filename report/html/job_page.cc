@@ -192,6 +192,9 @@ std::string Legend() {
       dot("v-confirm", "confirmation"),
       dot("v-good provisional", "provisional (calibration pending)"),
       dot("v-good", "cached (earlier job)", true), dot("v-bad quarantined", "quarantined worker"),
+      dot("v-good gpu-capped", "GPU capped during the run (sw power/thermal)"),
+      dot("v-good gpu-throttled", "GPU throttled (hardware slowdown through its reruns)"),
+      dot("v-good gpu-shared", "GPU shared with another process"),
       "<span><span class=\"swatch band-good\" style=\"background:var(--good-band)\">"
       "</span> GOOD / <span class=\"swatch\" style=\"background:var(--bad-band)\">"
       "</span> BAD baseline samples</span><span>- - threshold</span></div>");
@@ -224,6 +227,31 @@ absl::StatusOr<std::string> TimelineSection(const v1::JobStatus& job, absl::Time
       {{"svg", svg}});
 }
 
+// What the GPU did during the probe's runs: "2 runs rerun on a throttled GPU", "1 run kept
+// throttled", "3 runs capped", "1 run on a shared GPU" (none when every run was clean).
+void AppendGpuFlags(const v1::Probe& p, std::vector<std::string>* flags) {
+  int rerun = 0, kept_throttled = 0, capped = 0, shared = 0;
+  for (const v1::RunRecord& run : p.runs()) {
+    switch (GpuMarkOf(run.gpu_state())) {
+      case GpuRunMark::kThrottled:
+        ++(run.has_value() ? kept_throttled : rerun);
+        break;
+      case GpuRunMark::kCapped:
+        ++capped;
+        break;
+      case GpuRunMark::kShared:
+        ++shared;
+        break;
+      case GpuRunMark::kClean:
+        break;
+    }
+  }
+  if (rerun > 0) flags->push_back(absl::StrCat(Count(rerun, "run"), " rerun on a throttled GPU"));
+  if (kept_throttled > 0) flags->push_back(absl::StrCat(Count(kept_throttled, "run"), " kept throttled"));
+  if (capped > 0) flags->push_back(absl::StrCat(Count(capped, "run"), " on a capped GPU"));
+  if (shared > 0) flags->push_back(absl::StrCat(Count(shared, "run"), " on a shared GPU"));
+}
+
 std::string ProbeFlags(const v1::JobStatus& job, const v1::Probe& p) {
   std::vector<std::string> flags;
   if (p.provisional()) flags.push_back("provisional");
@@ -232,6 +260,7 @@ std::string ProbeFlags(const v1::JobStatus& job, const v1::Probe& p) {
   if (p.state() == v1::PROBE_STATE_CANCELLED) flags.push_back("cancelled");
   if (p.state() == v1::PROBE_STATE_RUNNING) flags.push_back("running");
   if (p.timings().build_reused()) flags.push_back("build reused");
+  AppendGpuFlags(p, &flags);
   return absl::StrJoin(flags, ", ");
 }
 

@@ -40,19 +40,22 @@ struct Scale {
 
 std::string Num(double v) { return absl::StrFormat("%.1f", v); }
 
-// One mark; cached samples are squares, the rest circles.
+// One mark; cached samples are squares, the rest circles. A non-empty `title` is its tooltip.
 std::string Mark(double x, double y, const std::string& cls, bool square,
-                 const std::string& probe_id) {
+                 const std::string& probe_id, const std::string& title = "") {
+  const std::string end =
+      title.empty() ? "/>" : absl::StrCat("><title>", Escape(title), "</title></",
+                                          square ? "rect" : "circle", ">");
   if (square) {
     return absl::StrFormat(
         "<rect class=\"sample %s\" x=\"%s\" y=\"%s\" width=\"7\" height=\"7\" "
-        "data-probe=\"%s\"/>",
-        cls, Num(x - 3.5), Num(y - 3.5), Escape(probe_id));
+        "data-probe=\"%s\"%s",
+        cls, Num(x - 3.5), Num(y - 3.5), Escape(probe_id), end);
   }
   return absl::StrFormat(
       "<circle class=\"sample %s\" cx=\"%s\" cy=\"%s\" r=\"3.5\" "
-      "data-probe=\"%s\"/>",
-      cls, Num(x), Num(y), Escape(probe_id));
+      "data-probe=\"%s\"%s",
+      cls, Num(x), Num(y), Escape(probe_id), end);
 }
 
 // The plot's frame: its columns (commit index to the probes with samples there; the last-good
@@ -208,9 +211,16 @@ void AppendProbeMarks(const v1::JobStatus& job, const Column& column,
     if (p->provisional()) absl::StrAppend(&mcls, " provisional");
     if (p->cached()) absl::StrAppend(&mcls, " cached");
     if (IsQuarantined(job, p->worker())) absl::StrAppend(&mcls, " quarantined");
+    const std::vector<const v1::GpuState*> gpu = SampleGpuStates(*p);
     for (int i = 0; i < p->samples_size(); ++i) {
+      // A sample the GPU skewed (throttled, capped, shared) carries its mark's class and says why.
+      const GpuRunMark gpu_mark = gpu[i] == nullptr ? GpuRunMark::kClean : GpuMarkOf(*gpu[i]);
+      const std::string cls = gpu_mark == GpuRunMark::kClean
+                                  ? mcls
+                                  : absl::StrCat(mcls, " ", GpuMarkClass(gpu_mark));
       absl::StrAppend(marks, Mark(cx + Jitter(p->probe_id(), i) * col_w * 0.3,
-                                  frame.scale.Y(p->samples(i)), mcls, p->cached(), p->probe_id()));
+                                  frame.scale.Y(p->samples(i)), cls, p->cached(), p->probe_id(),
+                                  gpu_mark == GpuRunMark::kClean ? "" : GpuMarkWords(*gpu[i])));
     }
     if (p->samples_size() > 0) {
       const double y = frame.scale.Y(p->median());

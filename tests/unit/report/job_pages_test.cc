@@ -148,6 +148,41 @@ TEST(TemplateTest, EscapesValuesKeepsRawMarkupAndRefusesUnknownOrUnusedNames) {
   EXPECT_FALSE(html::Fill("{{open", {{"open", "x"}}).ok());
 }
 
+// Issue 49: a sample whose run the GPU skewed carries its mark and says why; a run rerun for a
+// hardware slowdown has no sample, so the marks follow the runs that produced one.
+TEST(JobPageTest, SamplesTheGpuSkewedAreMarkedWithTheirReason) {
+  v1::JobStatus job = FinishedJob();
+  v1::Probe* probe = job.mutable_probes(5);  // w1 at 13: samples 1.5, 1.49, 1.51.
+  auto add_run = [&](bool has_value) {
+    v1::RunRecord* run = probe->add_runs();
+    run->set_has_value(has_value);
+    return run->mutable_gpu_state();
+  };
+  v1::GpuState* rerun = add_run(false);  // Throttled, rerun: no sample.
+  rerun->set_throttled(true);
+  rerun->add_throttle_reasons("hw_slowdown");
+  v1::GpuState* capped = add_run(true);  // Sample 0.
+  capped->add_throttle_reasons("sw_power_cap");
+  v1::ReasonShare* share = capped->add_reason_shares();
+  share->set_reason("sw_power_cap");
+  share->set_share(0.4);
+  add_run(true)->add_throttle_reasons("gpu_idle");  // Sample 1: benign, clean.
+  add_run(true)->add_foreign_processes("pid 4242 python3 (12034 MiB)");  // Sample 2.
+
+  absl::StatusOr<std::string> page = html::RenderJobPage(job, Options(kT0 + absl::Seconds(10)));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(Count(*page, "<circle class=\"sample v-bad kind-bisect gpu-capped\""), 1);
+  EXPECT_THAT(*page, HasSubstr("<title>GPU capped: sw_power_cap 40% of the run</title>"));
+  EXPECT_EQ(Count(*page, "<circle class=\"sample v-bad kind-bisect gpu-shared\""), 1);
+  EXPECT_THAT(*page, HasSubstr("<title>GPU shared with pid 4242 python3 (12034 MiB)</title>"));
+  EXPECT_EQ(Count(*page, "<circle class=\"sample v-bad kind-bisect\""), 1);
+  EXPECT_EQ(Count(*page, "class=\"sample v-bad kind-bisect gpu-throttled"), 0);
+  EXPECT_EQ(Count(*page, "class=\"sample "), 19);  // Still one mark per sample.
+  EXPECT_THAT(*page, HasSubstr("1 run rerun on a throttled GPU, 1 run on a capped GPU, 1 run on a "
+                               "shared GPU"));
+  EXPECT_THAT(*page, HasSubstr("GPU capped during the run"));  // The legend.
+}
+
 TEST(JobPageTest, DrawsOneMarkPerSampleAndMarksTheCulpritAndEachKindOfSample) {
   const v1::JobStatus job = FinishedJob();
   absl::StatusOr<std::string> page = html::RenderJobPage(job, Options(kT0 + absl::Seconds(10)));
