@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -14,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/identity/clock_events.h"
+#include "common/identity/identity.h"
 #include "common/sync/mutex.h"
 
 namespace kbisect {
@@ -123,6 +126,20 @@ std::vector<GpuSample> ParseNvidiaSmiWatch(absl::string_view output) {
     samples.push_back(sample);
   }
   return samples;
+}
+
+std::optional<GpuSample> ParseAmdSmiWatch(absl::string_view json, int gpu) {
+  const std::optional<v1::GpuState> state =
+      ParseAmdSmiMetric(std::string_view(json.data(), json.size()), gpu);
+  if (!state.has_value()) return std::nullopt;
+  GpuSample sample;
+  sample.reasons = 0;
+  for (const std::string& reason : state->throttle_reasons()) sample.reasons |= ClockEventBit(reason);
+  if (state->sm_clock_mhz() > 0) sample.sm_clock_mhz = state->sm_clock_mhz();
+  if (state->power_watts() > 0) sample.power_w = state->power_watts();
+  if (state->temperature_c() > 0) sample.gpu_temp_c = state->temperature_c();
+  if (state->memory_temperature_c() > 0) sample.mem_temp_c = state->memory_temperature_c();
+  return sample;
 }
 
 namespace {
@@ -276,17 +293,19 @@ class NvmlLibrary {
 
 namespace {
 
-// NVML sampled when the watch starts, every `period` after that in a thread of its own, and when
-// it stops: a run shorter than the period has two samples.
-class NvmlWatch : public GpuWatch {
+// A source sampled every `period` in a thread of its own, from when the watch starts (the first
+// sample taken by the thread, so starting never waits for a slow tool), and once more when it
+// stops: NVML, and amd-smi, which is polled. A sample the source could not take is skipped.
+class PollingWatch : public GpuWatch {
  public:
-  NvmlWatch(std::shared_ptr<NvmlLibrary> nvml, NvmlLibrary::Device device, absl::Duration period)
-      : nvml_(std::move(nvml)),
-        device_(device),
+  using Sampler = std::function<std::optional<GpuSample>()>;
+
+  PollingWatch(Sampler sample, absl::Duration period, std::string source)
+      : sample_(std::move(sample)),
         period_(period),
-        samples_{nvml_->Sample(device_)},
+        source_(std::move(source)),
         thread_([this] { Loop(); }) {}
-  ~NvmlWatch() override {
+  ~PollingWatch() override {
     if (thread_.joinable()) Stop();
   }
 
@@ -297,26 +316,31 @@ class NvmlWatch : public GpuWatch {
       wake_.Signal();
     }
     thread_.join();
-    samples_.push_back(nvml_->Sample(device_));
+    if (std::optional<GpuSample> last = sample_()) samples_.push_back(*last);
     GpuRunSummary summary = SummarizeRun(samples_);
-    summary.source = "nvml";
+    summary.source = source_;
     return summary;
   }
 
  private:
   void Loop() {
     kbisect::MutexLock lock(&mu_);
-    absl::Time next = absl::Now() + period_;
+    absl::Time next = absl::Now();
     while (!stopping_) {
-      if (!wake_.WaitWithDeadline(&mu_, next)) continue;  // Woken: stopping, or spuriously.
-      samples_.push_back(nvml_->Sample(device_));
-      next += period_;
+      if (absl::Now() < next && !wake_.WaitWithDeadline(&mu_, next)) continue;  // Woken.
+      if (stopping_) break;
+      // A slow sample (amd-smi takes a few hundred milliseconds) must not block Stop.
+      mu_.Unlock();
+      std::optional<GpuSample> sample = sample_();
+      mu_.Lock();
+      if (sample.has_value()) samples_.push_back(*sample);
+      next = std::max(next + period_, absl::Now());
     }
   }
 
-  const std::shared_ptr<NvmlLibrary> nvml_;
-  const NvmlLibrary::Device device_;
+  const Sampler sample_;
   const absl::Duration period_;
+  const std::string source_;
   kbisect::Mutex mu_;
   kbisect::CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -324,6 +348,25 @@ class NvmlWatch : public GpuWatch {
   std::vector<GpuSample> samples_;
   std::thread thread_;
 };
+
+// The amd-smi command that reads `device` (an index; "" or a non-index reads the first GPU).
+ExecRequest AmdSmiQuery(const GpuWatchOptions& options) {
+  ExecRequest request;
+  request.argv = {"amd-smi", "metric", "--json"};
+  int index = 0;
+  if (absl::SimpleAtoi(options.device, &index)) request.argv.insert(request.argv.end(), {"-g", options.device});
+  request.timeout = absl::Seconds(10);
+  return request;
+}
+
+// One amd-smi reading of the device, or nullopt when it did not answer readably.
+std::optional<GpuSample> SampleAmdSmi(const GpuWatchOptions& options) {
+  absl::StatusOr<ExecResult> ran = options.runner->Run(AmdSmiQuery(options));
+  if (!ran.ok() || !ran->ok()) return std::nullopt;
+  int index = -1;
+  if (!absl::SimpleAtoi(options.device, &index)) index = -1;
+  return ParseAmdSmiWatch(ran->output, index);
+}
 
 // True when one nvidia-smi query with the watch's fields reads the device.
 bool NvidiaSmiAnswers(const GpuWatchOptions& options, bool legacy_reasons) {
@@ -357,9 +400,10 @@ GpuWatcher GpuWatcher::Detect(const GpuWatchOptions& options) {
     if (NvidiaSmiAnswers(options, legacy)) {
       watcher.legacy_reasons_ = legacy;
       watcher.source_ = "nvidia-smi";
-      break;
+      return watcher;
     }
   }
+  if (SampleAmdSmi(options).has_value()) watcher.source_ = "amd-smi";
   return watcher;
 }
 
@@ -367,7 +411,17 @@ std::unique_ptr<GpuWatch> GpuWatcher::Watch() const {
   if (nvml_ != nullptr) {
     absl::StatusOr<NvmlLibrary::Device> device = nvml_->Find(options_.device);
     if (!device.ok()) return nullptr;
-    return std::make_unique<NvmlWatch>(nvml_, *device, options_.period);
+    return std::make_unique<PollingWatch>(
+        [nvml = nvml_, device = *device]() -> std::optional<GpuSample> {
+          return nvml->Sample(device);
+        },
+        options_.period, "nvml");
+  }
+  if (source_ == "amd-smi") {
+    // amd-smi is a Python program that takes a few hundred milliseconds of a core per reading:
+    // polled every 100 ms it would take a core from the benchmark.
+    return std::make_unique<PollingWatch>([options = options_] { return SampleAmdSmi(options); },
+                                          std::max(options_.period, kAmdSmiPeriod), "amd-smi");
   }
   if (source_ == "nvidia-smi") {
     return std::make_unique<NvidiaSmiWatch>(

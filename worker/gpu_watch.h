@@ -4,7 +4,8 @@
 // its whole run and read clean a moment later, so one reading after the run is not enough: the
 // worker samples its GPU every 100 ms or so during the run, through NVML where the driver provides
 // it (dlopen("libnvidia-ml.so.1"): the worker builds and runs without it), else through a
-// streaming `nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms 100`. Each run then
+// streaming `nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms 100`; an AMD GPU
+// through `amd-smi metric --json`, polled every second (it is a slow tool). Each run then
 // has a summary: the clock-event reasons seen and the share of samples under each, the minimum
 // and median SM clock, the highest temperatures and power. A hardware slowdown during the run
 // (hw_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown) makes the run untrusted: it is run
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,7 +45,7 @@ struct GpuSample {
 
 // What the GPU did during one run.
 struct GpuRunSummary {
-  // "nvml" or "nvidia-smi".
+  // "nvml", "nvidia-smi" or "amd-smi".
   std::string source;
   int samples = 0;
   // Every reason any sample saw (bits), and for each one seen its share of the samples, in bit
@@ -84,6 +86,15 @@ std::string NvidiaSmiWatchFields(bool legacy_reasons);
 // are skipped.
 std::vector<GpuSample> ParseNvidiaSmiWatch(absl::string_view output);
 
+// Parses what `amd-smi metric --json` printed (common/identity's ParseAmdSmiMetric) into one
+// sample of GPU `gpu` (the first GPU when negative): the active violation statuses as their
+// clock-event bits (ppt, socket_thermal, ... : common/identity/clock_events.h), the gfx clock,
+// the socket power, the hotspot and memory temperatures. Nullopt for output it cannot read.
+std::optional<GpuSample> ParseAmdSmiWatch(absl::string_view json, int gpu);
+
+// The shortest period amd-smi is polled at.
+inline constexpr absl::Duration kAmdSmiPeriod = absl::Seconds(1);
+
 // A watch in progress over one benchmark run.
 class GpuWatch {
  public:
@@ -110,7 +121,8 @@ struct GpuWatchOptions {
 // Starts watches of one GPU, by whichever source answered when it was made.
 class GpuWatcher {
  public:
-  // Finds a source that reads `options.device`: NVML, else nvidia-smi (one query must answer).
+  // Finds a source that reads `options.device`: NVML, else nvidia-smi, else amd-smi (one query
+  // must answer).
   // A watcher without a source watches nothing (available() is false).
   static GpuWatcher Detect(const GpuWatchOptions& options);
 
@@ -119,7 +131,7 @@ class GpuWatcher {
   ~GpuWatcher();
 
   bool available() const { return !source_.empty(); }
-  // "nvml", "nvidia-smi" or "" (none).
+  // "nvml", "nvidia-smi", "amd-smi" or "" (none).
   const std::string& source() const { return source_; }
 
   // Starts watching; null when no source is available.

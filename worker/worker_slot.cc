@@ -91,13 +91,17 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
     // Temperature, clock and throttle reasons after each benchmark run.
     task_runner_->set_gpu_state_probe([runner, device] { return ProbeGpuState(runner, device); });
   }
-  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
-    // And during each run, where NVML or nvidia-smi reads the GPU (worker/gpu_watch.h).
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
+      identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
+    // And during each run, where NVML, nvidia-smi or amd-smi reads the GPU (worker/gpu_watch.h).
     GpuWatchOptions watch;
     watch.device = device;
     watch.runner = runner;
+    if (identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) watch.nvml_library = "";
     GpuWatcher watcher = GpuWatcher::Detect(watch);
     if (watcher.available()) task_runner_->set_gpu_watcher(std::move(watcher));
+  }
+  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA) {
     // Other compute processes on the GPU before and after each task's runs.
     task_runner_->set_compute_apps_probe(
         [runner, device] { return ProbeComputeApps(runner, device); },

@@ -32,9 +32,13 @@ struct ClockEventReason {
   ClockEventSeverity severity;
 };
 
-// Every reason, in bit order: gpu_idle 0x1, applications_clocks_setting 0x2, sw_power_cap 0x4,
-// hw_slowdown 0x8, sync_boost 0x10, sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40,
-// hw_power_brake_slowdown 0x80, display_clock_setting 0x100.
+// Every reason, in bit order: NVML's gpu_idle 0x1, applications_clocks_setting 0x2,
+// sw_power_cap 0x4, hw_slowdown 0x8, sync_boost 0x10, sw_thermal_slowdown 0x20,
+// hw_thermal_slowdown 0x40, hw_power_brake_slowdown 0x80, display_clock_setting 0x100; then
+// AMD's violation statuses on bits 32 and up (kbisect's own): prochot (the hardware's PROCHOT
+// signal: a hardware slowdown), ppt (the package power limit), socket_thermal, vr_thermal,
+// hbm_thermal (the firmware holding a temperature limit) and throttle_status (power.throttle_status
+// THROTTLED, reason unnamed), which cap the clocks the way NVIDIA's software reasons do.
 const std::vector<ClockEventReason>& ClockEventReasons();
 
 // The names of the reasons set in `mask`, in bit order (unknown bits are left out).
@@ -42,6 +46,13 @@ std::vector<std::string> ClockEventReasonNames(uint64_t mask);
 
 // The most severe reason in `mask`.
 ClockEventSeverity WorstClockEvent(uint64_t mask);
+
+// The bit of the reason named `name`; 0 for a name it does not know.
+uint64_t ClockEventBit(std::string_view name);
+
+// The name amd-smi 6.x gives a violation ("ppt") for the one later releases give
+// ("ppt_pwr", "socket_thrm", "vr_thrm", "hbm_thrm", "prochot_thrm"); other names as they are.
+std::string_view CanonicalAmdViolation(std::string_view name);
 
 // The severity of the reason named `name` ("sw_power_cap"); kBenign for a name it does not know.
 ClockEventSeverity SeverityOfReason(std::string_view name);

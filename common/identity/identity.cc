@@ -400,9 +400,19 @@ std::optional<v1::GpuState> ParseAmdSmiMetric(std::string_view json, int gpu) {
   std::optional<double> celsius = Number(Member(temperature, "hotspot"));
   if (!celsius.has_value()) celsius = Number(Member(temperature, "edge"));
   if (celsius.has_value()) state.set_temperature_c(*celsius);
+  if (std::optional<double> memory = Number(Member(temperature, "mem"))) {
+    state.set_memory_temperature_c(*memory);
+  }
   for (const char* domain : {"gfx_0", "gfx"}) {
     if (std::optional<double> mhz = Number(Member(Member(clock, domain), "clk"))) {
       state.set_sm_clock_mhz(static_cast<int>(*mhz));
+      break;
+    }
+  }
+  const Json* power = Member(entry, "power");
+  for (const char* field : {"socket_power", "average_socket_power", "current_socket_power"}) {
+    if (std::optional<double> watts = Number(Member(power, field))) {
+      state.set_power_watts(*watts);
       break;
     }
   }
@@ -418,11 +428,12 @@ std::optional<v1::GpuState> ParseAmdSmiMetric(std::string_view json, int gpu) {
         continue;
       }
       if (!absl::EqualsIgnoreCase(Text(&it.value()), "ACTIVE")) continue;
-      state.add_throttle_reasons(std::string(name));
+      state.add_throttle_reasons(
+          std::string(CanonicalAmdViolation(std::string_view(name.data(), name.size()))));
       state.set_throttled(true);
     }
   }
-  if (absl::EqualsIgnoreCase(Text(Member(Member(entry, "power"), "throttle_status")),
+  if (absl::EqualsIgnoreCase(Text(Member(power, "throttle_status")),
                              "THROTTLED")) {
     state.add_throttle_reasons("throttle_status");
     state.set_throttled(true);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/exec/exec.h"
+#include "common/identity/clock_events.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
@@ -204,6 +206,73 @@ TEST_F(NvmlWatchTest, AnotherDeviceAMissingLibraryOrNoDriverWatchNothing) {
   EXPECT_FALSE(GpuWatcher::Detect(options_).available());
   options_.nvml_library = KBISECT_FAKE_NVML;
   WriteFile(tmp_.Join("no-gpu"), "");
+  EXPECT_FALSE(GpuWatcher::Detect(options_).available());
+}
+
+// An AMD GPU (tests/fakes/amd-smi, no NVIDIA driver): amd-smi polled during the run.
+class AmdSmiWatchTest : public NvidiaSmiWatchTest {
+ protected:
+  void SetUp() override {
+    NvidiaSmiWatchTest::SetUp();
+    WriteFile(tmp_.Join("no-driver"), "");  // nvidia-smi cannot reach a driver.
+    setenv("FAKE_AMDSMI_DIR", amd_.path().c_str(), 1);
+  }
+  TempDir amd_{"amd-smi"};
+};
+
+TEST(ParseAmdSmiWatchTest, ReadsTheViolationsClocksPowerAndTemperatures) {
+  const std::string json = R"json([{"gpu": 1,
+      "power": {"socket_power": {"value": 612, "unit": "W"}, "throttle_status": "UNTHROTTLED"},
+      "clock": {"gfx_0": {"clk": {"value": 1310, "unit": "MHz"}}},
+      "temperature": {"edge": "N/A", "hotspot": {"value": 96, "unit": "C"},
+                      "mem": {"value": 80, "unit": "C"}},
+      "violation": {"active_ppt_pwr": "ACTIVE", "active_prochot_thrm": "NOT ACTIVE"}}])json";
+  const std::optional<GpuSample> sample = ParseAmdSmiWatch(json, 1);
+  ASSERT_TRUE(sample.has_value());
+  EXPECT_EQ(sample->reasons, ClockEventBit("ppt"));
+  EXPECT_EQ(sample->sm_clock_mhz, 1310);
+  EXPECT_DOUBLE_EQ(sample->power_w, 612);
+  EXPECT_DOUBLE_EQ(sample->gpu_temp_c, 96);
+  EXPECT_DOUBLE_EQ(sample->mem_temp_c, 80);
+  EXPECT_FALSE(ParseAmdSmiWatch(json, 0).has_value());
+  EXPECT_FALSE(ParseAmdSmiWatch("AMDSMI_STATUS_DRIVER_NOT_LOADED", -1).has_value());
+}
+
+// PROCHOT only while the benchmark runs is a hardware slowdown: not trusted, as on NVIDIA.
+TEST_F(AmdSmiWatchTest, AGpuThrottledOnlyDuringTheRunIsCaught) {
+  GpuWatcher watcher = GpuWatcher::Detect(options_);
+  ASSERT_TRUE(watcher.available());
+  EXPECT_EQ(watcher.source(), "amd-smi");
+  WriteFile(amd_.Join("readings"), "");
+  std::unique_ptr<GpuWatch> watch = watcher.Watch();
+  ASSERT_NE(watch, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Readings(amd_) >= 1; }, std::chrono::seconds(20)));
+  WriteFile(amd_.Join("throttled"), "");  // The benchmark heats the GPU...
+  ASSERT_TRUE(WaitFor([&] { return Readings(amd_) >= 2; }, std::chrono::seconds(20)));
+  std::remove(amd_.Join("throttled").c_str());  // ...and it is clean again when it ends.
+  const GpuRunSummary summary = watch->Stop();
+  EXPECT_EQ(summary.source, "amd-smi");
+  EXPECT_GE(summary.samples, 3);
+  EXPECT_TRUE(summary.hardware_slowdown()) << summary.Describe();
+  ASSERT_FALSE(summary.reason_shares.empty());
+  EXPECT_EQ(summary.reason_shares[0].first, "prochot");
+  EXPECT_EQ(summary.min_sm_clock_mhz, 800);
+  EXPECT_DOUBLE_EQ(summary.max_power_w, 612);
+  EXPECT_DOUBLE_EQ(summary.max_mem_temp_c, 66);
+  EXPECT_TRUE(ToGpuState(summary).throttled());
+}
+
+// The package power limit (PPT) caps the clocks the way NVIDIA's sw_power_cap does: flagged.
+TEST_F(AmdSmiWatchTest, APowerLimitIsFlaggedNotRerunAndNoDriverWatchesNothing) {
+  WriteFile(amd_.Join("violations"), "ppt\n");
+  GpuWatcher watcher = GpuWatcher::Detect(options_);
+  ASSERT_TRUE(watcher.available());
+  std::unique_ptr<GpuWatch> watch = watcher.Watch();
+  const GpuRunSummary summary = watch->Stop();
+  EXPECT_TRUE(summary.software_limit()) << summary.Describe();
+  EXPECT_FALSE(summary.hardware_slowdown());
+  EXPECT_FALSE(ToGpuState(summary).throttled());
+  WriteFile(amd_.Join("no-driver"), "");
   EXPECT_FALSE(GpuWatcher::Detect(options_).available());
 }
 
