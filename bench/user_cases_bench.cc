@@ -36,7 +36,7 @@
 //       downloaded.
 //
 //   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
-//                              [--lz4 PATH] [--fmt PATH]
+//                              [--lz4 PATH] [--fmt PATH] [--pairs N]
 //                              [--bench-seconds S] [--build-seconds S] [--workers 1,7] [--keep]
 //                              [--kbisect-flags "--build-ahead 8"]
 //
@@ -45,12 +45,17 @@
 // column is the span of kbisect's final interleaved re-measurement (one worker, after the
 // search; its builds and bench runs are in the row's counts).
 //
+// --pairs N (N > 1) runs cases a, b, c, f and g as N interleaved (git bisect, kbisect) pairs per
+// W, git first in even pairs and kbisect first in odd ones, and prints each case's median ratio
+// (the VM's speed drifts within minutes: a single ordered pair is not a figure; issue 51).
+//
 // --commits sets the range of cases a-d (case d's repository is 1.3 N commits, its second job
 // starts 0.3 N in); --c-commits the C history of case e; --workers replaces every selected
 // case's worker counts. Nothing is asserted: this prints figures.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -92,6 +97,39 @@ struct Settings {
   // Options added to every kbisect run (--kbisect-flags), to measure a non-default beside the
   // defaults; empty: the defaults only.
   std::vector<std::string> extra_flags;
+  // --pairs: interleaved (git bisect, kbisect) pairs per case and W (1: git once per case, as
+  // before).
+  int pairs = 1;
+};
+
+std::string RatioTarget(double ratio, double max_ratio);
+
+// The interleaved pairs of one case at one W (--pairs > 1). The VM's speed drifts up to 1.6x
+// within minutes, so a ratio must not depend on which tool ran first: pair p runs git bisect
+// first when p is even and kbisect first when it is odd, back to back, and the case's figure is
+// the median of the pairs' ratios.
+struct Pairs {
+  std::string case_id;
+  int workers = 0;
+  double max_ratio = 0;       // The target (0: none).
+  std::vector<double> ratios;  // kbisect / git bisect, per pair, in order.
+  bool all_right = true;       // Every run of both tools named the culprit.
+
+  // "case a, W=7: 0.41 0.39 0.44 (git first, kbisect first, git first): median 0.41 (<= 0.40x:
+  // NOT met)".
+  std::string Summary() const {
+    std::vector<std::string> shown, orders;
+    for (size_t p = 0; p < ratios.size(); ++p) {
+      shown.push_back(absl::StrFormat("%.2f", ratios[p]));
+      orders.push_back(p % 2 == 0 ? "git first" : "kbisect first");
+    }
+    const double median = kbisect_bench::Median(ratios);
+    std::string target = max_ratio > 0 ? absl::StrCat(", ", RatioTarget(median, max_ratio)) : "";
+    if (!all_right) target = ", NOT met (a run had no right answer)";
+    return absl::StrFormat("case %s, W=%d: %s (%s): median %.2f of %d interleaved pairs%s",
+                           case_id, workers, absl::StrJoin(shown, " "),
+                           absl::StrJoin(orders, ", "), median, ratios.size(), target);
+  }
 };
 
 // make-demo-repo.sh's noise is uniform in +-FRACTION: a CV of c needs FRACTION = c * sqrt(3).
@@ -257,7 +295,32 @@ struct DemoCase {
   std::map<int, double> max_ratio;  // the targets by W
 };
 
-void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
+// Runs git bisect and kbisect at one W `pairs` times, alternating which goes first (Pairs), and
+// returns the pairs' ratios. `git(suffix)` and `kbisect(suffix)` run one of each, with scratch
+// paths ending in `suffix`, add their rows and return wall seconds (0: no right answer).
+Pairs Interleave(const std::string& case_id, int workers, double max_ratio, int pairs,
+                 const std::function<double(const std::string&)>& git,
+                 const std::function<double(const std::string&, double)>& kbisect) {
+  Pairs out{case_id, workers, max_ratio, {}, true};
+  for (int p = 0; p < pairs; ++p) {
+    const std::string suffix = absl::StrCat("-w", workers, "-pair", p);
+    double git_s = 0, kbisect_s = 0;
+    if (p % 2 == 0) {
+      git_s = git(suffix);
+      kbisect_s = kbisect(suffix, git_s);
+    } else {
+      // kbisect first: its row's ratio is filled against the git run that follows.
+      kbisect_s = kbisect(suffix, 0);
+      git_s = git(suffix);
+    }
+    if (git_s <= 0 || kbisect_s <= 0) out.all_right = false;
+    out.ratios.push_back(git_s > 0 ? kbisect_s / git_s : 0);
+  }
+  return out;
+}
+
+void RunDemoCase(const Settings& s, const DemoCase& c, Table& table,
+                 std::vector<std::string>* notes) {
   const std::string dir = s.dir + "/" + c.id;
   const std::string repo = dir + "/repo";
   const std::string expected = DemoRepo(s, repo, s.commits, c.noise, 0);
@@ -268,34 +331,55 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table) {
   const std::string env = absl::StrFormat("KBISECT_DEMO_SLEEP=%.3f", s.bench_seconds);
   const std::string build = c.build_seconds > 0 ? absl::StrFormat("sleep %g", c.build_seconds) : "";
 
-  SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect", "v1.0", "main", "./bench.sh");
-  seed.env = env;
-  seed.runs = c.runs;
-  const std::string git_counter = c.build_seconds > 0 ? dir + "/builds-git" : "";
-  if (c.build_seconds > 0) seed.build = CountedBuild(build, git_counter);
-  const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
-  table.Add(
-      GitRow(c.id, absl::StrCat("git bisect run (", c.runs, " runs)"), git, expected, git_counter));
-
-  for (int w : WorkersOr(s, c.workers)) {
+  // One git bisect run (clone and counter named by `suffix`); returns its wall (0: wrong).
+  auto run_git = [&](const std::string& suffix) {
+    SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect" + suffix, "v1.0", "main",
+                                      "./bench.sh");
+    seed.env = env;
+    seed.runs = c.runs;
+    const std::string git_counter = c.build_seconds > 0 ? dir + "/builds-git" + suffix : "";
+    if (c.build_seconds > 0) seed.build = CountedBuild(build, git_counter);
+    const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+    table.Add(GitRow(c.id, absl::StrCat("git bisect run (", c.runs, " runs)", suffix), git,
+                     expected, git_counter));
+    return git.ok && git.culprit == expected ? git.wall_seconds : 0.0;
+  };
+  // One kbisect run at `w` workers with a fresh cache; its row's ratio is against `git_s`.
+  auto run_kbisect = [&](int w, const std::string& suffix, double git_s) {
     KbisectRunOptions run =
-        KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache-w", w),
-                    absl::StrCat(dir, "/kbisect-w", w, ".json"), "./bench.sh");
+        KbisectOver(s, repo, "v1.0", "main", w, absl::StrCat(dir, "/cache", suffix),
+                    absl::StrCat(dir, "/kbisect", suffix, ".json"), "./bench.sh");
     run.env = env;
     if (c.runs != 3) {
       run.flags.push_back("--runs");
       run.flags.push_back(absl::StrCat(c.runs));
     }
-    const std::string counter = c.build_seconds > 0 ? absl::StrCat(dir, "/builds-w", w) : "";
+    const std::string counter = c.build_seconds > 0 ? absl::StrCat(dir, "/builds", suffix) : "";
     if (c.build_seconds > 0) {
       run.flags.push_back("--build");
       run.flags.push_back(CountedBuild(build, counter));
     }
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     const auto target = c.max_ratio.find(w);
-    table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected,
+    table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected,
                          counter, target == c.max_ratio.end() ? 0 : target->second));
+    return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
+  };
+
+  if (s.pairs > 1) {
+    for (int w : WorkersOr(s, c.workers)) {
+      const auto target = c.max_ratio.find(w);
+      notes->push_back(
+          Interleave(c.id, w, target == c.max_ratio.end() ? 0 : target->second, s.pairs, run_git,
+                     [&](const std::string& suffix, double git_s) {
+                       return run_kbisect(w, suffix, git_s);
+                     })
+              .Summary());
+    }
+    return;
   }
+  const double git_s = run_git("");
+  for (int w : WorkersOr(s, c.workers)) run_kbisect(w, absl::StrCat("-w", w), git_s);
 }
 
 // Case d: two nightlies sharing one cache directory, the second range starting 30% into the
@@ -434,26 +518,44 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
       " built\" >&2; exit 1; }' ", "'if git merge-base --is-ancestor ", expected,
       " HEAD; then echo \"Latency: 130 ms\"; else echo \"Latency: 100 ms\"; fi' > ", bench,
       " && chmod +x ", bench));
-  SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect", good, bad, bench);
-  seed.build = CountedBuild(h.build, dir + "/builds-git");
-  const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
-  table.Add(GitRow(h.id, "git bisect run (3 runs)", git, expected, dir + "/builds-git"));
-  double w1 = 0;
-  std::vector<std::string> notes;
-  for (int w : WorkersOr(s, h.workers)) {
-    KbisectRunOptions run = KbisectOver(s, repo, good, bad, w, absl::StrCat(dir, "/cache-w", w),
-                                        absl::StrCat(dir, "/kbisect-w", w, ".json"), bench);
-    const std::string counter = absl::StrCat(dir, "/builds-w", w);
+  auto run_git = [&](const std::string& suffix) {
+    SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect" + suffix, good, bad, bench);
+    seed.build = CountedBuild(h.build, dir + "/builds-git" + suffix);
+    const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
+    table.Add(GitRow(h.id, "git bisect run (3 runs)" + suffix, git, expected,
+                     dir + "/builds-git" + suffix));
+    return git.ok && git.culprit == expected ? git.wall_seconds : 0.0;
+  };
+  auto run_kbisect = [&](int w, const std::string& suffix, double git_s) {
+    KbisectRunOptions run = KbisectOver(s, repo, good, bad, w, absl::StrCat(dir, "/cache", suffix),
+                                        absl::StrCat(dir, "/kbisect", suffix, ".json"), bench);
+    const std::string counter = absl::StrCat(dir, "/builds", suffix);
     run.flags.push_back("--build");
     run.flags.push_back(CountedBuild(h.build, counter));
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
-    table.Add(KbisectRow(h.id, absl::StrCat("kbisect W=", w), k, git.wall_seconds, expected,
-                         counter, w == 1 ? 1.05 : 1.0));
-    if (w == 1) w1 = k.wall_seconds;
-    if (w > 1 && w1 > 0) {
+    table.Add(KbisectRow(h.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected, counter,
+                         w == 1 ? 1.05 : 1.0));
+    return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
+  };
+  std::vector<std::string> notes;
+  if (s.pairs > 1) {
+    for (int w : WorkersOr(s, h.workers)) {
+      notes.push_back(Interleave(h.id, w, w == 1 ? 1.05 : 1.0, s.pairs, run_git,
+                                 [&](const std::string& suffix, double git_s) {
+                                   return run_kbisect(w, suffix, git_s);
+                                 })
+                          .Summary());
+    }
+    return notes;
+  }
+  const double git_s = run_git("");
+  double w1 = 0;
+  for (int w : WorkersOr(s, h.workers)) {
+    const double k = run_kbisect(w, absl::StrCat("-w", w), git_s);
+    if (w == 1) w1 = k;
+    if (w > 1 && w1 > 0 && k > 0) {
       notes.push_back(absl::StrFormat("case %s, W=%d: %.2fx of W=1's wall (target <= 1.0: %s)",
-                                      h.id, w, k.wall_seconds / w1,
-                                      Verdict(Shown(k.wall_seconds / w1, 2) <= 1.0)));
+                                      h.id, w, k / w1, Verdict(Shown(k / w1, 2) <= 1.0)));
     }
   }
   return notes;
@@ -482,6 +584,10 @@ int main(int argc, char** argv) {
   app.add_option("--lz4", s.lz4, "Case f: a path to lz4's repository (skipped without)");
   app.add_option("--fmt", s.fmt, "Case g: a path to fmt's repository (skipped without)");
   app.add_flag("--keep", keep, "Keep the scratch directory");
+  app.add_option("--pairs", s.pairs,
+                 "Cases a, b, c, f, g: interleaved (git bisect, kbisect) pairs per W, alternating which "
+                 "runs first; the median ratio is printed (default 1: git once per case)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   for (const std::string& w :
        std::vector<std::string>(absl::StrSplit(workers, ',', absl::SkipEmpty()))) {
@@ -548,11 +654,12 @@ int main(int argc, char** argv) {
   for (const std::string& c : selected) {
     const absl::Time start = absl::Now();
     if (c == "a") {
-      RunDemoCase(s, {"a", NoiseForCv(0.01), 3, 0, {1, 7}, {{7, 0.40}}}, table);
+      RunDemoCase(s, {"a", NoiseForCv(0.01), 3, 0, {1, 7}, {{7, 0.40}}}, table, &notes);
     } else if (c == "b") {
-      RunDemoCase(s, {"b", "0", 1, 0, {1, 7}, {{1, 1.05}, {7, 0.45}}}, table);
+      RunDemoCase(s, {"b", "0", 1, 0, {1, 7}, {{1, 1.05}, {7, 0.45}}}, table, &notes);
     } else if (c == "c") {
-      RunDemoCase(s, {"c", NoiseForCv(0.02), 3, s.build_seconds, {7}, {{7, 0.25}}}, table);
+      RunDemoCase(s, {"c", NoiseForCv(0.02), 3, s.build_seconds, {7}, {{7, 0.25}}}, table,
+                  &notes);
     } else if (c == "d") {
       for (const std::string& line : RunNightlies(s, table)) notes.push_back(line);
     } else if (c == "e") {
