@@ -218,6 +218,10 @@ std::string GpuSettingsLabel(const v1::GpuInfo& gpu) {
     parts.push_back(gpu.ecc_mode() == "Enabled" ? "ECC on" : "ECC off");
   }
   if (gpu.mig_mode() == "Enabled") parts.push_back("MIG");
+  // An AMD GPU's partitions ("CPX/NPS4"; the whole GPU is not recorded).
+  if (absl::StrContains(gpu.mig_mode(), "/")) {
+    parts.push_back(absl::StrCat("partition ", gpu.mig_mode()));
+  }
   if (gpu.default_power_limit_watts() > 0 &&
       std::lround(gpu.power_limit_watts()) != std::lround(gpu.default_power_limit_watts())) {
     parts.push_back(absl::StrFormat("power limit %.0f W (default %.0f W)", gpu.power_limit_watts(),
@@ -333,6 +337,30 @@ std::optional<v1::GpuState> ParseNvidiaGpuState(std::string_view csv_text) {
   return state;
 }
 
+// The settings of an AMD GPU that change a measurement (issue 49), from its `amd-smi static
+// --json` entry: the power cap (limit.socket_power, else limit.max_power) against its maximum
+// (limit.max_power), and, only where they depart from an Instinct GPU's defaults, memory ECC off
+// (ras.ecc_block_state.UMC) and a partition other than the whole GPU (compute/memory partitions
+// other than "SPX/NPS1", in mig_mode, AMD's counterpart of MIG). Departures only: a host read
+// through rocm-smi, which tells none of these, keeps the class of the same host read through
+// amd-smi.
+void ReadAmdSettings(const Json* entry, v1::GpuInfo* gpu) {
+  const Json* limit = Member(entry, "limit");
+  const std::optional<double> max_power = Number(Member(limit, "max_power"));
+  std::optional<double> cap = Number(Member(limit, "socket_power"));
+  if (!cap.has_value()) cap = max_power;
+  if (cap.has_value()) gpu->set_power_limit_watts(*cap);
+  if (max_power.has_value()) gpu->set_default_power_limit_watts(*max_power);
+  const std::string umc = Text(Member(Member(Member(entry, "ras"), "ecc_block_state"), "UMC"));
+  if (absl::EqualsIgnoreCase(umc, "DISABLED")) gpu->set_ecc_mode("Disabled");
+  const Json* partition = Member(entry, "partition");
+  const std::string compute = Text(Member(partition, "compute_partition"));
+  const std::string memory = Text(Member(partition, "memory_partition"));
+  if (!compute.empty() && !memory.empty() && (compute != "SPX" || memory != "NPS1")) {
+    gpu->set_mig_mode(absl::StrCat(compute, "/", memory));
+  }
+}
+
 std::vector<v1::GpuInfo> ParseAmdSmiStatic(std::string_view json, std::string* driver_version) {
   const Json doc = ParseJsonDocument(json);
   std::vector<v1::GpuInfo> gpus;
@@ -366,9 +394,7 @@ std::vector<v1::GpuInfo> ParseAmdSmiStatic(std::string_view json, std::string* d
     if (std::optional<double> size = Number(Member(Member(entry, "vram"), "size"))) {
       gpu.set_memory_total_mib(static_cast<int64_t>(*size));
     }
-    if (std::optional<double> power = Number(Member(Member(entry, "limit"), "max_power"))) {
-      gpu.set_power_limit_watts(*power);
-    }
+    ReadAmdSettings(entry, &gpu);
     const Json* driver = Member(entry, "driver");
     std::string version = Text(Member(driver, "version"));
     if (version.empty()) version = Text(Member(driver, "driver_version"));

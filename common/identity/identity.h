@@ -75,7 +75,11 @@ std::vector<std::string> ProbeComputeApps(CommandRunner* runner, const std::stri
 // releases wrap it as {"gpu_data": [...]}). Reads "gpu" (index), asic.market_name (falling back
 // to board.product_name, then "AMD GPU <asic.device_id>"), board.product_serial (else
 // asic.asic_serial), bus.bdf, vbios.version, vram.size (MB, as {"value", "unit"} or "N MB") and
-// limit.max_power. The driver version (driver.version) of the first GPU that reports one goes
+// limit.max_power, and the settings that change a measurement: the power cap
+// (limit.socket_power) against its maximum (limit.max_power, as the default) and, only where
+// they depart from the defaults, memory ECC off (ras.ecc_block_state.UMC "DISABLED": ecc_mode
+// "Disabled") and a partition ("CPX/NPS4" in mig_mode; the whole GPU, SPX/NPS1, is not
+// recorded, so a host read through rocm-smi keeps its class). The driver version (driver.version) of the first GPU that reports one goes
 // to `*driver_version` when it is not null. Values reported as "N/A" are left empty/zero; text
 // before the JSON (warnings) is skipped. Returns no GPUs for output it cannot read.
 std::vector<v1::GpuInfo> ParseAmdSmiStatic(std::string_view json, std::string* driver_version);

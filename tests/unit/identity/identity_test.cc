@@ -255,6 +255,9 @@ TEST(IdentityTest, ParsesAmdSmiStaticForMi300x) {
   EXPECT_EQ(gpus[0].vbios_version(), "022.040.003.043.000001");
   EXPECT_EQ(gpus[0].memory_total_mib(), 196592);
   EXPECT_DOUBLE_EQ(gpus[0].power_limit_watts(), 750.0);
+  // The defaults (ECC on, the cap at its maximum, the whole GPU) add nothing to the class.
+  EXPECT_DOUBLE_EQ(gpus[0].default_power_limit_watts(), 750.0);
+  EXPECT_EQ(GpuSettingsKey(gpus[0]), "");
   EXPECT_EQ(gpus[7].index(), 7);
   EXPECT_EQ(gpus[7].pci_bus_id(), "0000:e5:00.0");
 }
@@ -277,6 +280,16 @@ TEST(IdentityTest, ParsesAmdSmiStaticVariants) {
   EXPECT_EQ(driver, "6.8.5");
   EXPECT_TRUE(ParseAmdSmiStatic("amd-smi: command failed", &driver).empty());
   EXPECT_TRUE(ParseAmdSmiStatic("[{\"gpu\": 0, \"asic\": ", &driver).empty());
+  // A lowered power cap, ECC off and a CPX/NPS4 partition each change the class.
+  std::vector<v1::GpuInfo> changed = ParseAmdSmiStatic(
+      R"json([{"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X"},
+          "limit": {"max_power": {"value": 750, "unit": "W"},
+                    "socket_power": {"value": 600, "unit": "W"}},
+          "ras": {"ecc_block_state": {"UMC": "DISABLED", "GFX": "ENABLED"}},
+          "partition": {"compute_partition": "CPX", "memory_partition": "NPS4"}}])json",
+      &driver);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(GpuSettingsKey(changed[0]), "ecc=Disabled;mig=CPX/NPS4;power=600");
 }
 
 TEST(IdentityTest, ParsesAmdSmiMetricAndFlagsViolations) {
