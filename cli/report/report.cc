@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "common/rpc/enum_label.h"
 #include "common/text/count.h"
 #include "coordinator/root_cause/root_cause.h"
+#include "report/gpu_during_job.h"
 #include "report/submodule_bump.h"
 #include "report/suite_groups.h"
 #include "report/words.h"
@@ -626,9 +628,13 @@ class ReportWriter {
   }
 
   void Workers() {
+    // A worker's GPU is worth a line when it skewed a run (throttled, capped, shared).
+    const std::map<std::string, WorkerGpuDuringJob> gpus = GpuDuringJob(job_);
     bool interesting = false;
     for (const v1::JobWorker& worker : job_.workers()) {
-      interesting = interesting || worker.quarantined() || worker.drift();
+      const auto gpu = gpus.find(worker.worker());
+      interesting = interesting || worker.quarantined() || worker.drift() ||
+                    (gpu != gpus.end() && gpu->second.Skewed());
     }
     if (!interesting) return;
     Line();
@@ -642,6 +648,9 @@ class ReportWriter {
       if (worker.quarantined()) absl::StrAppend(&line, ", quarantined");
       if (worker.drift()) absl::StrAppend(&line, ", drift");
       if (!worker.reason().empty()) absl::StrAppend(&line, ": ", worker.reason());
+      if (const auto gpu = gpus.find(worker.worker()); gpu != gpus.end() && gpu->second.Skewed()) {
+        absl::StrAppend(&line, "; GPU: ", gpu->second.Words());
+      }
       Line(line);
     }
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "common/status_macros.h"
 #include "common/text/count.h"
 #include "report/eta.h"
+#include "report/gpu_during_job.h"
 #include "report/html/page_format.h"
 #include "report/html/page_style.h"
 #include "report/html/sample_plot.h"
@@ -343,8 +345,12 @@ std::string SuiteSection(const v1::JobStatus& job) {
 
 std::string WorkersSection(const v1::JobStatus& job) {
   if (job.workers_size() == 0) return "";
+  const std::map<std::string, WorkerGpuDuringJob> gpus = GpuDuringJob(job);
   std::string rows;
   for (const v1::JobWorker& w : job.workers()) {
+    const auto gpu = gpus.find(w.worker());
+    const std::string gpu_words = gpu == gpus.end() ? "—" : gpu->second.Words();
+    const bool skewed = gpu != gpus.end() && gpu->second.Skewed();
     const v1::RunnerIdentity& id = w.identity();
     std::string state = w.quarantined() ? "<span class=\"badge bad\">quarantined</span>"
                         : w.drift()     ? "<span class=\"badge warn\">drift</span>"
@@ -355,13 +361,13 @@ std::string WorkersSection(const v1::JobStatus& job) {
         Escape(id.hardware_class_label()), "<div class=\"muted mono\">",
         Escape(id.hardware_class()), "</div></td><td class=\"num\">",
         w.calibration_good() != 0 ? Escape(Value(w.calibration_good(), job.metric_unit())) : "—",
-        "</td><td class=\"num\">", w.probes(), "</td><td>", state, " ", Escape(w.reason()),
-        "</td></tr>");
+        "</td><td class=\"num\">", w.probes(), "</td><td", skewed ? " class=\"gpu-skewed\"" : "",
+        ">", Escape(gpu_words), "</td><td>", state, " ", Escape(w.reason()), "</td></tr>");
   }
   return absl::StrCat(
       "<section id=\"workers\"><h2>Workers</h2><table class=\"workers\"><tr>"
       "<th>worker</th><th>host</th><th>hardware class</th><th>GOOD median</th>"
-      "<th>probes</th><th>state</th></tr>",
+      "<th>probes</th><th>GPU during the job</th><th>state</th></tr>",
       rows, "</table></section>");
 }
 

@@ -49,6 +49,7 @@ svg text{fill:var(--fg);font-size:11px}svg .tick{fill:var(--muted)}svg .axis-tit
 .v-pending{fill:var(--pending);stroke:var(--pending)}.v-confirm{fill:var(--confirm);stroke:var(--confirm)}
 .sample.provisional,.legend .provisional{fill:none}
 .sample.quarantined{opacity:.35;stroke-dasharray:1 1.5}
+.gpu-skewed{color:var(--amb)}
 .sample.gpu-capped,.legend .gpu-capped{stroke:var(--amb);stroke-width:2.6}
 .sample.gpu-throttled,.legend .gpu-throttled{stroke:var(--bad);stroke-width:2.6;stroke-dasharray:2 1.5}
 .sample.gpu-shared,.legend .gpu-shared{stroke:var(--skip);stroke-width:2.6;stroke-dasharray:1 1}

@@ -17,6 +17,7 @@
 #include "report/html/sample_plot.h"
 #include "report/html/template.h"
 #include "report/markdown_summary.h"
+#include "report/gpu_during_job.h"
 #include "report/reproduce.h"
 
 namespace kbisect {
@@ -181,6 +182,27 @@ TEST(JobPageTest, SamplesTheGpuSkewedAreMarkedWithTheirReason) {
   EXPECT_THAT(*page, HasSubstr("1 run rerun on a throttled GPU, 1 run on a capped GPU, 1 run on a "
                                "shared GPU"));
   EXPECT_THAT(*page, HasSubstr("GPU capped during the run"));  // The legend.
+  // The workers table says what w1's GPU did during the job.
+  EXPECT_THAT(*page, HasSubstr("<td class=\"gpu-skewed\">4 runs read after each run; 1 run rerun on "
+                               "a throttled GPU, 1 run on a capped GPU (hw_slowdown, "
+                               "sw_power_cap); 1 run shared the GPU with pid 4242 python3 (12034 "
+                               "MiB)</td>"));
+}
+
+TEST(GpuDuringJobTest, WatchedRunsTheirClocksAndNothingSkewed) {
+  v1::JobStatus job;
+  v1::Probe* probe = job.add_probes();
+  probe->set_worker("w0");
+  for (int clock : {1980, 1410, 1965}) {
+    v1::GpuState* gpu = probe->add_runs()->mutable_gpu_state();
+    gpu->set_watch_source("nvml");
+    gpu->set_sm_clock_mhz(clock);
+    gpu->set_median_sm_clock_mhz(clock + 10);
+  }
+  const std::map<std::string, WorkerGpuDuringJob> gpus = GpuDuringJob(job);
+  ASSERT_EQ(gpus.count("w0"), 1u);
+  EXPECT_FALSE(gpus.at("w0").Skewed());
+  EXPECT_EQ(gpus.at("w0").Words(), "3 runs watched (nvml), SM clock min 1410 MHz, median 1975 MHz");
 }
 
 TEST(JobPageTest, DrawsOneMarkPerSampleAndMarksTheCulpritAndEachKindOfSample) {

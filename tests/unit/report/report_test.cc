@@ -198,6 +198,23 @@ TEST(ReportTest, TheCulpritSaysHowSureItIs) {
               HasSubstr("\n  Confidence: > 99.9% that this is the first bad commit\n"));
 }
 
+// Issue 49: a worker whose GPU skewed runs gets a line saying what its GPU did.
+TEST(ReportTest, AWorkerWhoseGpuWasCappedIsNamedWithWhatItsGpuDid) {
+  v1::JobStatus job = CulpritJob();
+  EXPECT_THAT(FormatReport(job), Not(HasSubstr("; GPU: ")));
+  v1::Probe* probe = job.mutable_probes(job.probes_size() - 1);
+  job.add_workers()->set_worker(probe->worker());
+  v1::RunRecord* run = probe->add_runs();
+  run->set_has_value(true);
+  v1::GpuState* gpu = run->mutable_gpu_state();
+  gpu->set_watch_source("nvidia-smi");
+  gpu->set_sm_clock_mhz(1605);
+  gpu->add_throttle_reasons("sw_power_cap");
+  EXPECT_THAT(FormatReport(job),
+              HasSubstr("; GPU: 1 run watched (nvidia-smi), SM clock min 1605 MHz, median 1605 "
+                        "MHz; 1 run on a capped GPU (sw_power_cap)"));
+}
+
 TEST(ReportTest, BisectLogListsFinishedProbesInFinishOrder) {
   const std::string report = FormatReport(CulpritJob());
   const size_t step1 =
