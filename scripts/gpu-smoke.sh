@@ -7,6 +7,8 @@
 #     to what `nvidia-smi --query-gpu` says), with its settings (ECC, MIG, power limit),
 #   - every benchmark run was watched while it ran (NVML or a streaming nvidia-smi), with samples,
 #   - every benchmark run recorded the GPU's SM clock and throttle state;
+#   - `--lock-clocks max` locks, verifies, records and undoes the lock (said, not failed, where
+#     it is refused: no root, MIG);
 # then runs `git bisect run` on the same repository with the same benchmark and prints both wall
 # times. The kernel is Triton through PyTorch when `import torch, triton` works and CUDA is
 # available, else CUDA C++ through nvcc (PATH or /usr/local/cuda/bin): a shared-memory tiled
@@ -283,6 +285,31 @@ print(f"gpu-smoke: {len(runs)} probe runs, SM clock {min(clocks)}-{max(clocks)} 
       f"{throttled} throttled, reasons seen: {', '.join(reasons) or 'none'}; "
       f"bench runs {result.get('bench_runs')}, rounds {result.get('rounds')}")
 PY
+
+# --- --lock-clocks max: locked, verified, recorded, undone (issue 49) ---------------------------
+# A short run over the last commits on one GPU. Refused without root or on MIG: said, not failed.
+set +e
+(cd "$repo" && "$kbisect" run HEAD~2 HEAD --workers 1 --runs 1 --no-confirm --lock-clocks max \
+   --cache-dir "$work/cache-lock" --json "$work/lock.json" "${build_args[@]}" -- "${bench_cmd[@]}") \
+  >"$work/lock.log" 2>&1
+lock_code=$?
+set -e
+if grep -q "lock" "$work/lock.log" && [ "$lock_code" -ne 0 ] && [ "$lock_code" -ne 3 ]; then
+  say "--lock-clocks max refused here (exit $lock_code): $(grep -m1 -i lock "$work/lock.log")"
+else
+  [ ! -e "$work/cache-lock/clock-lock/slot-0.state" ] ||
+    fail "--lock-clocks left its state file: the lock was not undone"
+  python3 - "$work/lock.json" <<'PY' || fail "--lock-clocks max: the identity does not record the lock"
+import json, sys
+result = json.load(open(sys.argv[1]))
+gpus = [g for w in result.get("workers", []) for g in w.get("identity", {}).get("gpus", [])]
+locked = [g.get("locked_sm_clock_mhz", 0) for g in gpus]
+if not locked or any(c <= 0 for c in locked):
+    print(f"gpu-smoke: FAIL: locked clocks recorded: {locked}", file=sys.stderr)
+    sys.exit(1)
+print(f"gpu-smoke: --lock-clocks max locked SM at {locked[0]} MHz, verified, undone at the end")
+PY
+fi
 
 # --- git bisect run on the same repository ----------------------------------------------------
 good="$(cd "$repo" && git checkout -q v0 && ${build_cmd:-true} && "${bench_cmd[@]}" | sed -n 's/kernel_time_us: //p')"

@@ -56,6 +56,10 @@ case "$*" in
     while :; do echo "0x0000000000000001, 1980, 3201, 85.12, 41, 45"; sleep 0.1; done ;;
   *query-gpu=clocks_event_reasons.active*) echo "0x0000000000000001, 1980, 3201, 85.12, 41, 45" ;;
   "") echo "| NVIDIA-SMI 570.86.15    Driver Version: 570.86.15    CUDA Version: 12.8     |" ;;
+  # --lock-clocks: accepted as root, read back at the lock.
+  *--lock-gpu-clocks=*|*--lock-memory-clocks=*|*--reset-gpu-clocks*|*--reset-memory-clocks*|*--persistence-mode=*)
+    echo "All done." ;;
+  *query-gpu=clocks.sm,clocks.mem*) echo "1980, 3201" ;;
   *) exit 6 ;;
 esac
 SH
@@ -88,7 +92,8 @@ echo "$out"
 [ "$code" -eq 0 ] || fail "the smoke flow on the stand-in GPU exited $code"
 for want in "kernel: cuda" "regression planted at" "culprit [0-9a-f]\{12\} found; identity NVIDIA H200 GPU-5f1e0c1a" \
             "driver 570.86.15 CUDA 12.8 (from nvidia-smi)" "SM clock 1980-1980 MHz" \
-            "reasons seen: gpu_idle" "watched by nvidia-smi" "ECC on" "wall: kbisect run .* vs git bisect run .* steps" "gpu-smoke: PASS"; do
+            "reasons seen: gpu_idle" "watched by nvidia-smi" "ECC on" \
+            "lock-clocks max locked SM at 1980 MHz, verified, undone at the end" "wall: kbisect run .* vs git bisect run .* steps" "gpu-smoke: PASS"; do
   grep -q "$want" <<<"$out" || fail "no '$want' in the smoke output"
 done
 ok "stand-in GPU: culprit, identity from nvidia-smi, clocks and throttle reasons per run, wall times"
