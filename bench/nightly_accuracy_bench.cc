@@ -18,7 +18,6 @@ namespace {
 using kbisect::triage::History;
 using kbisect::triage::NightlyAction;
 using kbisect::triage::NightlyDecision;
-using kbisect::triage::NightlyRecord;
 
 // What replaying one series night by night did: the night of its first submission (-1: none)
 // and whether that submission's window held the step.
@@ -30,19 +29,11 @@ struct Replay {
 // Replays `values` (one per night, the step at night `step`) through DecideNightly night by
 // night, the way a CI job calls `kbisect nightly`, until the first submission.
 Replay ReplayNights(const std::vector<double>& values, int step) {
+  const History all = kbisect::testing::PlainNightlies(values);
   History h;
   Replay replay;
-  for (int night = 0; night < static_cast<int>(values.size()); ++night) {
-    NightlyRecord r;
-    r.date = absl::StrFormat("2026-%02d-%02d", 1 + night / 28, 1 + night % 28);
-    r.full_sha = absl::StrFormat("%040x", night + 1);
-    r.sha = r.full_sha.substr(0, 12);
-    r.benchmark = "bench";
-    r.hardware_class = "gpu";
-    r.metric = "latency";
-    r.unit = "ms";
-    r.value = values[night];
-    kbisect::triage::AddNightly(&h, r);
+  for (int night = 0; night < static_cast<int>(all.nightlies.size()); ++night) {
+    kbisect::triage::AddNightly(&h, all.nightlies[night]);
     absl::StatusOr<NightlyDecision> d = kbisect::triage::DecideNightly(h, "bench", "gpu", {},
                                                                        nullptr, {});
     if (!d.ok() || d->action != NightlyAction::kSubmitBisect) continue;

@@ -143,6 +143,10 @@ std::function<double(int)> Flat() {
 
 }  // namespace
 
+History PlainNightlies(const std::vector<double>& values) {
+  return Nightlies(0, values, nullptr, {}, static_cast<int>(values.size()));
+}
+
 std::vector<LabelledHistory> MakeLabelledSet() {
   std::vector<LabelledHistory> set;
   int family_id = 0;

@@ -32,6 +32,10 @@ struct LabelledHistory {
   std::optional<triage::Dataset> dashboard;
 };
 
+// A plain nightly history of `values` (benchmark "bench", hardware class "gpu", metric
+// "latency" in ms, one night a value, no manifest), as the labelled set's histories are made.
+triage::History PlainNightlies(const std::vector<double>& values);
+
 // Returns the set (at least 60 histories, every cause at least 12 times).
 std::vector<LabelledHistory> MakeLabelledSet();
 
