@@ -182,10 +182,9 @@ void BuildAhead::Loop() {
 }
 
 BuildStep BuildAhead::Build(const v1::Task& task, const Cancellation* cancel) {
-  // What TaskRunner gives a probe's build, less the slot's device variables (not part of the
-  // key; a build ahead belongs to no slot).
-  std::map<std::string, std::string> env(task.env().begin(), task.env().end());
-  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  // What a probe's build gets, less the slot's device variables (not part of the key; a build
+  // ahead belongs to no slot).
+  const std::map<std::string, std::string> env = TaskEnvironment(task, {});
   BuildRequestOptions options;
   options.env = &env;
   // Behind every build a probe waits for: a build ahead is a guess.

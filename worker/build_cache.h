@@ -74,6 +74,7 @@
 #include "worker/build_inputs.h"
 #include "worker/build_key.h"
 #include "worker/build_layer.h"
+#include "worker/build_request.h"
 #include "worker/build_slots.h"
 #include "worker/build_step.h"
 #include "worker/compiler_cache.h"
@@ -99,27 +100,9 @@ struct BuildCacheOptions {
 
 class BuildCache {
  public:
-  // What to build: a commit and how to build it.
-  struct Request {
-    // The repository (a URL or path) and the full id of the commit.
-    std::string repository;
-    std::string sha;
-    // The build command with everything it sees in its environment, and its timeout.
-    BuildCommand build;
-    // The part of the environment that identifies the build (the job's `--env`); the rest of
-    // `build.env` (the slot's device variables, KBISECT_COMMIT...) does not.
-    std::map<std::string, std::string> key_env;
-    // The commits whose builds the job will use again (Task.keep_build_shas), when it named
-    // them: a miss then takes over an idle entry of another commit with the same repository and
-    // command even in a cache that is not full (the job needs that build no more). Empty: a
-    // miss takes an entry over only when the cache is full.
-    std::vector<std::string> keep_shas;
-    // Where the build installs (build_layer.h): a layer of its own by default.
-    v1::BuildIsolation isolation = v1::BUILD_ISOLATION_UNSPECIFIED;
-    // Its place among the builds waiting for one of the host's build slots (Task.build_order:
-    // lower first; HostBuildSlots::Acquire).
-    int build_order = 0;
-  };
+  // What to build: a commit and how to build it (build_request.h: BuildRequestFor makes one of a
+  // task).
+  using Request = BuildRequest;
 
   // A built checkout, or why there is none.
   struct Acquired {

@@ -3,10 +3,22 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/spec/job_spec.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace kbisect {
+
+std::map<std::string, std::string> TaskEnvironment(
+    const v1::Task& task, const std::map<std::string, std::string>& slot_env) {
+  std::map<std::string, std::string> env = slot_env;
+  for (const auto& [key, value] : task.env()) env[key] = value;
+  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
+  if (task.has_dependency()) {
+    env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
+  }
+  return env;
+}
 
 BuildCommand BuildCommandFor(const v1::Task& task, const std::string& sha,
                              std::map<std::string, std::string> env) {
@@ -22,9 +34,9 @@ BuildCommand BuildCommandFor(const v1::Task& task, const std::string& sha,
   return build;
 }
 
-BuildCache::Request BuildRequestFor(const v1::Task& task, const std::string& sha,
-                                    const BuildRequestOptions& options) {
-  BuildCache::Request request;
+BuildRequest BuildRequestFor(const v1::Task& task, const std::string& sha,
+                             const BuildRequestOptions& options) {
+  BuildRequest request;
   request.repository = task.repository();
   request.sha = sha;
   if (options.env != nullptr) {

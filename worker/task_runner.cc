@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/git/submodules.h"
 #include "common/metric/metric.h"
 #include "common/metric/metric_suite.h"
 #include "common/rpc/proto_time.h"
@@ -18,6 +17,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "worker/build_request.h"
 #include "worker/build_step.h"
+#include "worker/task_builder.h"
 #include "worker/task_manifest.h"
 
 namespace kbisect {
@@ -61,19 +61,6 @@ std::vector<std::string> BenchSchedule(const v1::Task& task, bool interleaved) {
     schedule.push_back(task.commit_sha());
   }
   return schedule;
-}
-
-// The environment of `task`'s commands, before each commit's own variables: `slot_env`, the
-// job's (Task.env, which wins), KBISECT_COMMIT_INDEX and, for a dependency follow-up,
-// KBISECT_SUPERPROJECT_COMMIT.
-std::map<std::string, std::string> TaskEnvironment(
-    const v1::Task& task, const std::map<std::string, std::string>& slot_env) {
-  std::map<std::string, std::string> env = slot_env;
-  for (const auto& [key, value] : task.env()) env[key] = value;
-  env["KBISECT_COMMIT_INDEX"] = absl::StrCat(task.commit_index());
-  if (task.has_dependency())
-    env["KBISECT_SUPERPROJECT_COMMIT"] = task.dependency().superproject_sha();
-  return env;
 }
 
 // How a task ends before its last run: its outcome, a message a user can act on, and the tail
@@ -280,8 +267,6 @@ struct TaskRunner::RunState {
   std::map<std::string, std::string> env;
   // A dependency follow-up (Task.dependency): its commits are two repositories' commits.
   bool dependency = false;
-  // Whether the commits come from the host's build cache rather than the workspace's lanes.
-  bool cached_build = false;
   // Whether both commits take turns in the workspace's primary lane, and the one it has now.
   bool one_lane = false;
   std::string checked_out;
@@ -289,7 +274,8 @@ struct TaskRunner::RunState {
   std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
   std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
-  bool builds_reused = false;
+  // Whether every commit prepared so far was found built in the build cache.
+  bool builds_reused = true;
   absl::Duration checkout_total;
   absl::Duration build_total;
   absl::Duration build_cpu_total;
@@ -297,14 +283,18 @@ struct TaskRunner::RunState {
   int throttle_retries = 0;
 };
 
+TaskRunner::TaskRunner(CommandRunner* runner, TaskBuilder* builder,
+                       std::map<std::string, std::string> slot_env, Clock* clock)
+    : runner_(runner), builder_(builder), slot_env_(std::move(slot_env)), clock_(clock) {}
+
 TaskRunner::TaskRunner(CommandRunner* runner, Workspace* workspace,
                        std::map<std::string, std::string> slot_env, Clock* clock,
                        std::map<std::string, std::string> layer_env)
     : runner_(runner),
-      workspace_(workspace),
+      own_builder_(std::make_unique<SlotBuilder>(runner, workspace, clock, std::move(layer_env))),
+      builder_(own_builder_.get()),
       slot_env_(std::move(slot_env)),
-      clock_(clock),
-      layers_(runner, std::move(layer_env)) {}
+      clock_(clock) {}
 
 v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
                                const ProgressCallback& progress) {
@@ -312,18 +302,14 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   run.interleaved = IsInterleaved(task);
   run.schedule = BenchSchedule(task, run.interleaved);
   run.env = TaskEnvironment(task, slot_env_);
-  // A dependency follow-up's probe builds in the slot's own checkout: the host's build cache
-  // keys a build by one repository's commit, and this one is two repositories' commits.
   run.dependency = task.has_dependency();
-  run.cached_build = !task.build_command().empty() && build_cache_ != nullptr && !run.dependency;
-  run.builds_reused = run.cached_build;
   // With a build, the paired commit (last-good) is prepared in the second lane, so that neither
   // is built twice. Without one, a switch is a checkout of the few files the two commits differ
   // in, far cheaper than a second lane's first checkout of the whole tree: both commits take
   // turns in the primary lane.
   run.one_lane = run.interleaved && task.build_command().empty();
 
-  if (run.cached_build) MarkKeptBuildsUsed(task);
+  builder_->StartTask(task);
   if (!PrepareCommits(&run)) return std::move(run.result);
   std::vector<std::string> foreign = WaitForTheGpu(&run);
   if (!RunBenchmarks(&run)) return std::move(run.result);
@@ -332,12 +318,6 @@ v1::TaskResult TaskRunner::Run(const v1::Task& task, const Cancellation* cancel,
   const bool pass_fail = task.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   run.Finish(pass_fail ? v1::TASK_OUTCOME_PASSED : v1::TASK_OUTCOME_SUCCEEDED, "", "");
   return std::move(run.result);
-}
-
-void TaskRunner::MarkKeptBuildsUsed(const v1::Task& task) {
-  for (const std::string& sha : task.keep_build_shas()) {
-    build_cache_->MarkUsed(BuildRequestFor(task, sha, BuildRequestOptions()));
-  }
 }
 
 bool TaskRunner::PrepareCommits(RunState* run) {
@@ -359,66 +339,19 @@ bool TaskRunner::PrepareCommits(RunState* run) {
 
 bool TaskRunner::PrepareCommit(const std::string& sha, WorkspaceLane lane, RunState* run) {
   run->Report(v1::TASK_PHASE_CHECKOUT, 0);
-  const bool prepared =
-      run->cached_build ? PrepareFromCache(sha, run) : PrepareInWorkspace(sha, lane, run);
-  if (!prepared) return false;
+  BuiltTree tree = builder_->Prepare({&run->task, sha, lane, &run->env, run->cancel,
+                                      [run] { run->Report(v1::TASK_PHASE_BUILD, 0); }});
+  run->AddTimings(tree.checkout_time, tree.step);
+  if (!tree.build_pool.empty()) {
+    run->result.mutable_timings()->set_build_pool(tree.build_pool);
+    run->result.mutable_timings()->set_build_pool_slots(tree.build_pool_slots);
+  }
+  if (!tree.step.ok()) return run->Finish(tree.step.failure, tree.step.message, tree.step.log_tail);
+  run->builds_reused = run->builds_reused && tree.reused;
+  if (tree.in_use != nullptr) run->held_builds.push_back(std::move(tree.in_use));
+  run->dirs[sha] = std::move(tree.dir);
+  run->layer_envs[sha] = std::move(tree.layer_env);
   if (run->Cancelled()) return run->Finish(v1::TASK_OUTCOME_CANCELLED, "cancelled", "");
-  return true;
-}
-
-bool TaskRunner::PrepareFromCache(const std::string& sha, RunState* run) {
-  BuildRequestOptions options;
-  options.env = &run->env;
-  options.keep_builds = true;
-  options.build_order = run->task.build_order();
-  BuildCache::Acquired built =
-      build_cache_->Acquire(BuildRequestFor(run->task, sha, options), run->cancel,
-                            [run] { run->Report(v1::TASK_PHASE_BUILD, 0); });
-  run->AddTimings(built.checkout_time, built.step);
-  if (!built.build_pool.empty()) {
-    run->result.mutable_timings()->set_build_pool(built.build_pool);
-    run->result.mutable_timings()->set_build_pool_slots(built.build_pool_slots);
-  }
-  if (!built.step.ok()) {
-    return run->Finish(built.step.failure, built.step.message, built.step.log_tail);
-  }
-  run->builds_reused = run->builds_reused && built.reused;
-  run->held_builds.push_back(std::move(built.in_use));
-  run->dirs[sha] = built.dir;
-  run->layer_envs[sha] = std::move(built.layer_env);
-  return true;
-}
-
-bool TaskRunner::PrepareInWorkspace(const std::string& sha, WorkspaceLane lane, RunState* run) {
-  const v1::Task& task = run->task;
-  const absl::Time checkout_start = clock_->Now();
-  absl::StatusOr<std::string> prepared =
-      run->dependency
-          ? workspace_->PrepareWithDependency(task.dependency(), task.repository(), sha, lane)
-          : workspace_->Prepare(task.repository(), sha, lane);
-  run->AddTimings(clock_->Now() - checkout_start, BuildStep());
-  if (!prepared.ok()) {
-    // A worker that cannot check out is an infrastructure problem: retried elsewhere. A
-    // submodule commit nobody can fetch is the commit's: it is skipped, like a failed build.
-    return run->Finish(
-        IsUnfetchableSubmodule(prepared.status()) ? v1::TASK_OUTCOME_CHECKOUT_FAILED
-                                                  : v1::TASK_OUTCOME_INFRA_ERROR,
-        absl::StrCat("checkout of ", sha.substr(0, 7), " failed: ", prepared.status().message()),
-        "");
-  }
-  run->dirs[sha] = *prepared;
-  if (task.build_command().empty() || run->Cancelled()) return true;
-  BuildCommand build = BuildCommandFor(task, sha, run->env);
-  if (run->dependency) {
-    build.env["KBISECT_DEPENDENCY_DIR"] = DependencyDir(*prepared, task.dependency());
-  }
-  run->Report(v1::TASK_PHASE_BUILD, 0);
-  // The checkout's layer sits beside it, made afresh for each build (build_layer.h).
-  const BuildStep built =
-      layers_.BuildInLayer(build, *prepared, *prepared + "-layer", task.build_isolation(), sha,
-                           run->cancel, &run->layer_envs[sha]);
-  run->AddTimings(absl::ZeroDuration(), built);
-  if (!built.ok()) return run->Finish(built.failure, built.message, built.log_tail);
   return true;
 }
 

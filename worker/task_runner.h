@@ -1,17 +1,18 @@
 // Copyright 2026 The kbisect Authors.
 //
-// TaskRunner executes one task on one slot: checkout -> build -> N benchmark runs, extracting a
-// sample from each run. With a build command and a build cache, the checkout and the build come
-// from the cache (and are skipped when it already has the commit built); otherwise they happen in
-// the slot's workspace. A confirmation prepares both of its commits once (two cache entries, or
-// the workspace's two lanes) and alternates only the benchmark runs between them. It reports
-// every failure as a TaskOutcome with a message a user can act on and the tail of the command's
-// output; it never throws away the user's data.
+// TaskRunner executes one task on one slot: its commits prepared -> N benchmark runs, extracting
+// a sample from each run. It builds nothing itself: each commit's checkout and build come from
+// the slot's build path (task_builder.h: the host's build cache, the slot's checkout, or only a
+// checkout without a build command), once each: a confirmation prepares both of its commits once
+// (two cache entries, or the workspace's two lanes) and alternates only the benchmark runs between
+// them. It reports every failure as a TaskOutcome with a message a user can act on and the tail
+// of the command's output; it never throws away the user's data.
 #ifndef KBISECT_WORKER_TASK_RUNNER_H_
 #define KBISECT_WORKER_TASK_RUNNER_H_
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "worker/build_cache.h"
 #include "worker/build_layer.h"
 #include "worker/gpu_watch.h"
+#include "worker/task_builder.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -36,12 +38,17 @@ class TaskRunner {
   // Called at each phase change and after each benchmark run.
   using ProgressCallback = std::function<void(v1::TaskPhase phase, int runs_done, int runs_total)>;
 
-  // `runner`, `workspace` and `clock` must outlive this object. `slot_env` is added to the
-  // environment of every command (e.g. CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own
-  // env wins. The task's total and checkout timings are measured on `clock` (build and
-  // benchmark timings are the commands' wall times as `runner` reports them).
-  // Builds in the workspace get a layer (build_layer.h) next to their checkout, over the
-  // environment `layer_env` (this process's by default).
+  // `runner`, `builder` and `clock` must outlive this object. Each commit a task measures is
+  // prepared by `builder`. `slot_env` is added to the environment of every command (e.g.
+  // CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own env wins. The task's total time is
+  // measured on `clock` (its checkout, build and benchmark timings are the builder's and the
+  // commands' as `runner` reports them).
+  TaskRunner(CommandRunner* runner, TaskBuilder* builder,
+             std::map<std::string, std::string> slot_env, Clock* clock = Clock::Real());
+
+  // As above, preparing commits with a SlotBuilder of its own over `workspace` (which must
+  // outlive this object), its checkouts timed on `clock` and its layers made over `layer_env`
+  // (this process's by default); set_build_cache gives it the host's build cache.
   TaskRunner(CommandRunner* runner, Workspace* workspace,
              std::map<std::string, std::string> slot_env, Clock* clock = Clock::Real(),
              std::map<std::string, std::string> layer_env = BuildLayers::ProcessEnvironment());
@@ -76,11 +83,14 @@ class TaskRunner {
   }
 
   // Makes tasks with a build command get their checkout and build from `cache` (which must
-  // outlive this object), keeping it in use while their benchmark runs. Null (the default) builds
-  // in the workspace's checkouts instead.
-  void set_build_cache(BuildCache* cache) { build_cache_ = cache; }
+  // outlive this object), keeping it in use while their benchmark runs: SlotBuilder's
+  // set_build_cache, for a runner made with a SlotBuilder of its own (the Workspace constructor).
+  // A runner given its builder ignores it: its builder has the cache it has.
+  void set_build_cache(BuildCache* cache) {
+    if (own_builder_ != nullptr) own_builder_->set_build_cache(cache);
+  }
   // The host's build cache its builds use, or null.
-  const BuildCache* build_cache() const { return build_cache_; }
+  const BuildCache* build_cache() const { return builder_->build_cache(); }
 
  private:
   // One Run()'s state, passed between its steps (defined in task_runner.cc).
@@ -88,19 +98,11 @@ class TaskRunner {
 
   // Run()'s steps. Each returns false when it ended the task early (RunState::Finish).
 
-  // Marks the builds the job will use again (Task.keep_build_shas) as used, before this task's
-  // builds make room in the cache, so that the room is taken from other builds.
-  void MarkKeptBuildsUsed(const v1::Task& task);
-  // Checks out and builds the commits the benchmark runs start with (the paired one in the
-  // second lane when both are built), once each, and collects the task's manifest.
+  // Prepares the commits the benchmark runs start with (the paired one in the second lane when
+  // both are built), once each, and collects the task's manifest.
   bool PrepareCommits(RunState* run);
-  // Checks `sha` out and builds it, from the build cache or in `lane` of the workspace.
+  // Prepares `sha` through the builder, in `lane` when it is not taken from the build cache.
   bool PrepareCommit(const std::string& sha, WorkspaceLane lane, RunState* run);
-  // Takes the build of `sha` from the build cache (building it there when it is not cached),
-  // holding it in use until the task ends.
-  bool PrepareFromCache(const std::string& sha, RunState* run);
-  // Checks `sha` out in `lane` of the workspace and builds it there in a layer of its own.
-  bool PrepareInWorkspace(const std::string& sha, WorkspaceLane lane, RunState* run);
   // Runs the benchmark as the schedule says, keeping each run's sample (or, for a pass/fail
   // benchmark, its verdict).
   bool RunBenchmarks(RunState* run);
@@ -121,12 +123,12 @@ class TaskRunner {
   std::optional<GpuWatcher> gpu_watcher_;
   ComputeAppsProbe compute_apps_probe_;
   absl::Duration foreign_wait_;
-  BuildCache* build_cache_ = nullptr;
   CommandRunner* const runner_;
-  Workspace* const workspace_;
+  // The builder the Workspace constructor made (null otherwise), and the one commits come from.
+  std::unique_ptr<SlotBuilder> own_builder_;
+  TaskBuilder* const builder_;
   const std::map<std::string, std::string> slot_env_;
   Clock* const clock_;
-  BuildLayers layers_;  // For builds in the workspace's checkouts.
 };
 
 }  // namespace kbisect

@@ -76,15 +76,16 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
                              options.probe_device, options.visible_devices)) {
   if (options.placement.ByteSizeLong() > 0) *identity_.mutable_placement() = options.placement;
   workspace_ = std::make_unique<GitWorkspace>(options.cache_dir, options.slot);
-  task_runner_ = std::make_unique<TaskRunner>(
-      runner, workspace_.get(), SlotEnvironment(options.slot, options.visible_devices));
+  builder_ = std::make_unique<SlotBuilder>(runner, workspace_.get());
   if (options.build_cache_size > 0) {
     BuildCacheOptions cache_options;
     cache_options.max_entries = options.build_cache_size;
     cache_options.compiler_cache = options.compiler_cache;
     build_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options, runner);
-    task_runner_->set_build_cache(build_cache_.get());
+    builder_->set_build_cache(build_cache_.get());
   }
+  task_runner_ = std::make_unique<TaskRunner>(
+      runner, builder_.get(), SlotEnvironment(options.slot, options.visible_devices));
   const std::string device = options.ProbedDevice();
   if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
       identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {

@@ -3,7 +3,8 @@
 // One worker slot (one GPU) assembled from its parts: the device-pinning environment its
 // commands run with, its runner identity and stable name, its private workspace under the cache
 // directory, its view of the host's build cache (shared with the other slots through the cache
-// directory), its task runner and the agent that talks to the coordinator. `kbisect run` builds
+// directory), its build path over both (task_builder.h), its task runner and the agent that talks
+// to the coordinator. `kbisect run` builds
 // one slot per local GPU (cli/local_cluster.h); the `kbisect-worker` daemon builds one.
 //
 //   v1::RunnerIdentity host = ProbeRunnerIdentity(runner.get(), "");
@@ -24,6 +25,7 @@
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
+#include "worker/task_builder.h"
 #include "worker/task_runner.h"
 #include "worker/worker_agent.h"
 #include "worker/workspace.h"
@@ -87,8 +89,8 @@ struct WorkerSlotOptions {
   BuildAhead* build_ahead = nullptr;
 };
 
-// Owns a slot's workspace, task runner and agent. Not copyable or movable (the agent points at
-// the task runner, which points at the workspace).
+// Owns a slot's workspace, build path, task runner and agent. Not copyable or movable (the agent
+// points at the task runner, which points at the build path, which points at the workspace).
 class WorkerSlot {
  public:
   // `runner` must outlive the slot. `host_identity` is the identity of the whole host (see
@@ -113,6 +115,7 @@ class WorkerSlot {
   v1::RunnerIdentity identity_;
   std::unique_ptr<GitWorkspace> workspace_;
   std::unique_ptr<BuildCache> build_cache_;  // Null when disabled.
+  std::unique_ptr<SlotBuilder> builder_;     // Its commits' one build path.
   std::unique_ptr<TaskRunner> task_runner_;
   std::unique_ptr<WorkerAgent> agent_;
 };

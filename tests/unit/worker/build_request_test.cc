@@ -30,7 +30,7 @@ v1::Task BuildTask() {
 }
 
 TEST(BuildRequestTest, TheDefaultsNameTheBuildWithoutRunningIt) {
-  const BuildCache::Request request = BuildRequestFor(BuildTask(), "1111111", {});
+  const BuildRequest request = BuildRequestFor(BuildTask(), "1111111", {});
   EXPECT_EQ(request.repository, "https://example.com/repo.git");
   EXPECT_EQ(request.sha, "1111111");
   EXPECT_EQ(request.build.shell_command, "make -j8");
@@ -48,7 +48,7 @@ TEST(BuildRequestTest, ABuildRunsWithTheGivenEnvironmentAndTheTasksTimeout) {
   options.env = &env;
   options.keep_builds = true;
   options.build_order = 7;
-  const BuildCache::Request request = BuildRequestFor(BuildTask(), "c0ffee", options);
+  const BuildRequest request = BuildRequestFor(BuildTask(), "c0ffee", options);
   EXPECT_THAT(request.build.env, ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "2"),
                                              Pair("KBISECT_COMMIT", "c0ffee"), Pair("OPT", "1")));
   EXPECT_EQ(request.build.timeout, absl::Seconds(90));
@@ -64,6 +64,22 @@ TEST(BuildRequestTest, ATaskWithoutABuildTimeoutGetsTheDefault) {
   EXPECT_EQ(BuildCommandFor(task, "c0ffee", {}).timeout, kDefaultBuildTimeout);
   task.mutable_build_timeout()->set_seconds(0);
   EXPECT_EQ(BuildCommandFor(task, "c0ffee", {}).timeout, kDefaultBuildTimeout);
+}
+
+TEST(TaskEnvironmentTest, TheJobsVariablesWinOverTheSlotsAndTheIndexIsAdded) {
+  v1::Task task = BuildTask();
+  task.set_commit_index(12);
+  (*task.mutable_env())["CUDA_VISIBLE_DEVICES"] = "0";
+  EXPECT_THAT(TaskEnvironment(task, {{"CUDA_VISIBLE_DEVICES", "2"}, {"KBISECT_WORKER", "2"}}),
+              ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "0"), Pair("KBISECT_COMMIT_INDEX", "12"),
+                          Pair("KBISECT_WORKER", "2"), Pair("OPT", "1")));
+}
+
+TEST(TaskEnvironmentTest, ADependencyFollowUpNamesItsSuperprojectCommit) {
+  v1::Task task = BuildTask();
+  task.mutable_dependency()->set_superproject_sha("5ca1ab1e");
+  EXPECT_EQ(TaskEnvironment(task, {}).at("KBISECT_SUPERPROJECT_COMMIT"), "5ca1ab1e");
+  EXPECT_EQ(TaskEnvironment(BuildTask(), {}).count("KBISECT_SUPERPROJECT_COMMIT"), 0u);
 }
 
 }  // namespace
