@@ -413,4 +413,55 @@ absl::StatusOr<RatioInterval> BootstrapMedianRatio(absl::Span<const double> a,
   return result;
 }
 
+absl::StatusOr<ShareInterval> BootstrapRecoveredShare(absl::Span<const double> good,
+                                                      absl::Span<const double> bad,
+                                                      absl::Span<const double> changed,
+                                                      const BootstrapOptions& options) {
+  RETURN_IF_ERROR(CheckSample(good, "GOOD's sample", /*allow_infinite=*/false));
+  RETURN_IF_ERROR(CheckSample(bad, "BAD's sample", /*allow_infinite=*/false));
+  RETURN_IF_ERROR(CheckSample(changed, "the changed sample", /*allow_infinite=*/false));
+  if (!(options.confidence > 0 && options.confidence < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence must be in (0, 1), got ", options.confidence));
+  }
+  if (options.resamples < 1 || options.resamples > kMaxBootstrapResamples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resamples must be in [1, ", kMaxBootstrapResamples, "], got ", options.resamples));
+  }
+  std::vector<double> rg(good.begin(), good.end());
+  std::vector<double> rb(bad.begin(), bad.end());
+  std::vector<double> rc(changed.begin(), changed.end());
+  auto share = [&](double* out) {
+    const double g = MedianInPlace(rg);
+    const double b = MedianInPlace(rb);
+    if (b == g) return false;
+    *out = (b - MedianInPlace(rc)) / (b - g);
+    return true;
+  };
+  ShareInterval result;
+  if (!share(&result.estimate)) {
+    return absl::InvalidArgumentError(
+        "GOOD and BAD have the same median: there is no regression to recover");
+  }
+  std::mt19937_64 rng(options.seed);
+  std::vector<double> shares;
+  shares.reserve(static_cast<size_t>(options.resamples));
+  for (int r = 0; r < options.resamples; ++r) {
+    for (double& x : rg) x = good[UniformIndex(rng, good.size())];
+    for (double& x : rb) x = bad[UniformIndex(rng, bad.size())];
+    for (double& x : rc) x = changed[UniformIndex(rng, changed.size())];
+    double value = 0;
+    if (share(&value)) shares.push_back(value);
+  }
+  if (shares.size() * 2 < static_cast<size_t>(options.resamples)) {
+    return absl::InvalidArgumentError(
+        "GOOD's and BAD's samples overlap too much to say how much of the move is recovered");
+  }
+  std::sort(shares.begin(), shares.end());
+  const double alpha = 1 - options.confidence;
+  result.lower = SortedQuantile(shares, alpha / 2);
+  result.upper = SortedQuantile(shares, 1 - alpha / 2);
+  return result;
+}
+
 }  // namespace kbisect

@@ -154,6 +154,29 @@ absl::StatusOr<RatioInterval> BootstrapMedianRatio(absl::Span<const double> a,
                                                    absl::Span<const double> b,
                                                    const BootstrapOptions& options);
 
+// A bootstrap confidence interval of the share of a regression that a change recovers: with
+// GOOD's samples `good`, BAD's `bad` and BAD-with-the-change's `changed`,
+//
+//   share = (median(bad) - median(changed)) / (median(bad) - median(good))
+//
+// 1 when the change brings BAD back to GOOD, 0 when it changes nothing, above 1 when it
+// overshoots, below 0 when it makes BAD worse (`--verify-revert`: the culprit reverted at BAD).
+struct ShareInterval {
+  double estimate = 0;  // The share on the original samples.
+  double lower = 0;
+  double upper = 0;
+};
+
+// Returns the percentile bootstrap interval of the share above: each resample draws each of the
+// three samples with replacement, independently, and resamples whose GOOD and BAD medians are
+// equal are skipped (their share is undefined). Errors: InvalidArgument if a sample is empty or
+// not finite, if median(good) == median(bad) (no regression to recover), if more than half of
+// the resamples were skipped, or if the options are out of range.
+absl::StatusOr<ShareInterval> BootstrapRecoveredShare(absl::Span<const double> good,
+                                                      absl::Span<const double> bad,
+                                                      absl::Span<const double> changed,
+                                                      const BootstrapOptions& options);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_COMMON_STATS_STATS_H_

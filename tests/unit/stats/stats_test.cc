@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -367,6 +368,38 @@ TEST(BootstrapTest, DeterministicForAFixedSeed) {
   ASSERT_TRUE(wider.ok());
   EXPECT_LE(wider->lower, first->lower);
   EXPECT_GE(wider->upper, first->upper);
+}
+
+// --verify-revert's figure: how much of GOOD -> BAD the culprit's revert at BAD recovers.
+TEST(BootstrapTest, RecoveredShareOfAFullAPartialAndNoRecovery) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 0.01);
+  auto sample = [&](double level, int n) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(level * (1 + noise(rng)));
+    return v;
+  };
+  const std::vector<double> good = sample(1.0, 15), bad = sample(1.44, 15);
+  BootstrapOptions options;
+  options.resamples = 2000;
+  absl::StatusOr<ShareInterval> full = BootstrapRecoveredShare(good, bad, sample(1.0, 15), options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_NEAR(full->estimate, 1.0, 0.05);
+  EXPECT_LT(full->lower, full->estimate);
+  EXPECT_GT(full->upper, full->estimate);
+  EXPECT_LT(full->lower, 1.0);
+  EXPECT_GT(full->upper, 1.0);
+  // Two steps of 22% each (in ratio terms): reverting one recovers about half.
+  absl::StatusOr<ShareInterval> half = BootstrapRecoveredShare(good, bad, sample(1.2, 15), options);
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_NEAR(half->estimate, 0.55, 0.06);
+  EXPECT_LT(half->upper, 0.8);
+  absl::StatusOr<ShareInterval> none = BootstrapRecoveredShare(good, bad, sample(1.44, 15), options);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_NEAR(none->estimate, 0.0, 0.06);
+  // No regression to recover, and bad input.
+  EXPECT_FALSE(BootstrapRecoveredShare({1, 2, 3}, {1, 2, 3}, {1}, options).ok());
+  EXPECT_FALSE(BootstrapRecoveredShare({}, bad, good, options).ok());
 }
 
 TEST(BootstrapTest, Errors) {
