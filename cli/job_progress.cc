@@ -19,6 +19,7 @@
 #include "common/rpc/status_conversion.h"
 #include "common/search/bisect_search.h"
 #include "common/text/count.h"
+#include "report/event_words.h"
 #include "report/words.h"
 
 namespace kbisect {
@@ -52,7 +53,7 @@ bool IsProgressLine(const v1::JobEvent& event) {
     case v1::JOB_EVENT_KIND_FINISHED:
       return false;
     default:
-      return !event.message().empty();
+      return !EventWords(event).empty();
   }
 }
 
@@ -61,7 +62,8 @@ ProgressLines::ProgressLines(const v1::JobStatus& job, int workers)
       rounds_(BisectSearch::EstimateRounds(job.commit_count(), std::max(1, workers))) {}
 
 std::string ProgressLines::Line(const v1::JobEvent& event, absl::Time now) {
-  std::string line = event.message();
+  // The fact's words (report/event_words), or the message of a coordinator older than facts.
+  std::string line = EventWords(event);
   line = absl::StrReplaceAll(line, {{"(1 commits left", "(1 commit left"},
                                     {", 1 probes in flight", ", 1 probe in flight"}});
   if (event.kind() != v1::JOB_EVENT_KIND_PROBE_FINISHED || !event.has_probe()) return line;

@@ -78,12 +78,15 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   calibration_.SetBadProbe(book_.at(bad_task).probe);
   book_.QueueBack(bad_task);
   ledger_.UpdateProgress();
-  std::string started = StartedText(status_.good_sha(), status_.bad_sha(), n, Log2Ceil(n));
-  if (status_.marks_size() > 0) {
-    absl::StrAppend(&started, "\n",
-                    MarksText(status_.marks(), ledger_.search().RemainingCandidates()));
-  }
-  events_.Emit(v1::JOB_EVENT_KIND_STARTED, started, nullptr, now);
+  v1::JobEvent started;
+  v1::JobStartedFact& fact = *started.mutable_started();
+  fact.set_good_sha(status_.good_sha());
+  fact.set_bad_sha(status_.bad_sha());
+  fact.set_commits(n);
+  fact.set_serial_steps(Log2Ceil(n));
+  *fact.mutable_marks() = status_.marks();
+  fact.set_remaining_candidates(ledger_.search().RemainingCandidates());
+  events_.Emit(v1::JOB_EVENT_KIND_STARTED, std::move(started), nullptr, now);
 }
 
 std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec spec,
@@ -627,11 +630,12 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
       (probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD)) {
     // Measured again for --confidence: the verdict stands, or the other side is recorded.
     if (std::optional<CulpritConfidence::Reversal> reversal = confidence_.Reverse(probe_position)) {
-      events_.Emit(v1::JOB_EVENT_KIND_WARNING, reversal->why, &probe, now);
-      ledger_.Retract({probe_position}, /*probe_again=*/false, reversal->why, now);
+      const std::string why = WarningWords(reversal->warning);
+      events_.Emit(v1::JOB_EVENT_KIND_WARNING, reversal->warning, &probe, now);
+      ledger_.Retract({probe_position}, /*probe_again=*/false, why, now);
       // Its samples are the posterior's, not the classifier's (it has run past what the
       // classifier would ask): the side they say is its verdict, and the search goes on from it.
-      book_.mutable_probe(probe_position).set_message(reversal->why);
+      book_.mutable_probe(probe_position).set_message(why);
       ApplyVerdict(probe_position, reversal->side, now);
       ClassifyPending(now);
     }
@@ -664,7 +668,10 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   v1::Probe& probe = book_.mutable_probe(probe_position);
   if (!ledger_.Record(probe_position, verdict)) {
     // It contradicts the verdicts recorded: a skip until a verdict is taken back.
-    status_.add_warnings(ContradictionText(probe.sha(), verdict));
+    v1::JobWarning contradiction;
+    contradiction.mutable_contradiction()->set_sha(probe.sha());
+    contradiction.mutable_contradiction()->set_verdict(verdict);
+    AddWarning(std::move(contradiction), &status_);
     verdict = v1::VERDICT_SKIP;
   }
   probe.set_verdict(verdict);
@@ -688,22 +695,25 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   status_.set_last_good_index(ledger_.search().last_good());
   status_.set_first_bad_index(ledger_.search().first_bad());
   CancelUseless(now);
-  ProbeLine line;
-  line.commits_left = std::max(0, ledger_.search().RemainingCandidates() - 1);
-  line.in_flight = book_.InFlightCount();
-  line.step = ledger_.steps();
+  v1::JobEvent finished;
+  v1::ProbeFinishedFact& line = *finished.mutable_probe_finished();
+  line.set_commits_left(std::max(0, ledger_.search().RemainingCandidates() - 1));
+  line.set_in_flight(book_.InFlightCount());
+  line.set_step(ledger_.steps());
+  line.set_pass_fail(pass_fail_);
+  line.set_unit(status_.metric_unit());
+  line.set_runs_per_commit(status_.spec().runs_per_commit());
   // Probes still to come after those in flight, with this job's workers: each in-flight point
   // splits the interval once it reports.
   const int pending = static_cast<int>(ledger_.search().InFlight().size());
   const int after_in_flight = (ledger_.search().RemainingCandidates() + pending) / (pending + 1);
-  line.steps_estimated =
-      ledger_.steps() + line.in_flight +
+  line.set_steps_estimated(
+      ledger_.steps() + line.in_flight() +
       BisectSearch::EstimateProbes(after_in_flight,
-                                   calibration_.ActiveWorkers(status_.spec().max_workers()));
+                                   calibration_.ActiveWorkers(status_.spec().max_workers())));
   // The probe may have moved in the table (NewTask above): read it again.
-  const v1::Probe& finished_probe = book_.probe(probe_position);
-  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED,
-               ProbeFinishedText(finished_probe, status_, pass_fail_, line), &finished_probe, now);
+  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(finished), &book_.probe(probe_position),
+               now);
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
@@ -717,8 +727,9 @@ void BisectJob::CancelUseless(absl::Time now) {
       book_.CancelTask(entry, id, OutsideIntervalText(), now, &to_cancel_);
       status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
       const v1::Probe& probe = ProbeOf(entry);
-      events_.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, ProbeCancelledText(probe.sha()), &probe,
-                   now);
+      v1::JobEvent cancelled;
+      cancelled.mutable_probe_cancelled()->set_sha(probe.sha());
+      events_.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, std::move(cancelled), &probe, now);
     }
   }
   // Measured but unclassified probes outside the interval are no longer needed.

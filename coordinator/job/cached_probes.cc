@@ -44,9 +44,17 @@ void BisectJob::CheckCachedResults(int position, absl::Time now) {
     for (double sample : check->cached_samples) row.add_samples(sample);
     row.set_median(MedianOrZero(row.samples()));
   }
+  v1::JobWarning warning;
+  v1::JobWarning::CacheCheck& fact = *warning.mutable_cache_check();
+  fact.set_worker(check->worker);
+  fact.set_cached_job_id(check->cached_job_id);
+  fact.set_sha(commits_[check->index].sha());
+  fact.set_fresh_median(check->fresh_median);
+  fact.set_cached_median(check->cached_median);
+  fact.set_unit(status_.metric_unit());
+  fact.set_agreed(check->agreed);
   events_.Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
-               CacheCheckText(*check, commits_[check->index].sha(), status_.metric_unit()), nullptr,
-               now);
+               std::move(warning), nullptr, now);
 }
 
 void BisectJob::ApplyCachedResults(absl::Time now) {

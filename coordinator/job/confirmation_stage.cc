@@ -170,9 +170,7 @@ ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext&
     early_first_bad_ = search_->first_bad();
   }
   if (rest.tasks > 0) QueueTasks(rest.tasks, rest.pairs_per_task, context.round);
-  step.warnings.push_back(ConfirmingText((*commits_)[search_->last_good()].sha(),
-                                         (*commits_)[search_->first_bad()].sha(), rest.tasks,
-                                         rest.pairs_per_task, reused, speculative));
+  step.warnings.push_back(ConfirmingFact(rest, reused, speculative));
   if (!early && !TasksPending()) return Judge(context, std::move(step));
   return step;
 }
@@ -189,10 +187,12 @@ ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext&
   if (!early_ || EarlyTargetPossible()) return step;
   // A calibration changed a verdict: the culprit the pairs measure may no longer be it.
   early_ = false;
-  CancelTasks(ConfirmationRestartText(), context.now, &step);
+  v1::JobWarning restart;
+  restart.mutable_confirmation_restart();
+  CancelTasks(WarningWords(restart), context.now, &step);
   status_->clear_confirmation();
   failure_.clear();
-  step.warnings.push_back(ConfirmationRestartText());
+  step.warnings.push_back(std::move(restart));
   return step;
 }
 
@@ -280,13 +280,24 @@ void ConfirmationStage::CancelTasks(const std::string& why, absl::Time now,
   }
 }
 
+v1::JobWarning ConfirmationStage::ConfirmingFact(const ConfirmationPlan& plan, int reused,
+                                                 int speculative) const {
+  v1::JobWarning warning;
+  v1::JobWarning::Confirming& fact = *warning.mutable_confirming();
+  fact.set_last_good((*commits_)[search_->last_good()].sha());
+  fact.set_culprit((*commits_)[search_->first_bad()].sha());
+  fact.set_tasks(plan.tasks);
+  fact.set_pairs_per_task(plan.pairs_per_task);
+  fact.set_reused_pairs(reused);
+  fact.set_speculative_pairs(speculative);
+  return warning;
+}
+
 void ConfirmationStage::QueueMorePairs(int pairs, int reused, const ConfirmationContext& context,
                                        ConfirmationStep* step) {
   const ConfirmationPlan plan = PlanConfirmation(pairs, 0, 1, 1, context.workers);
   QueueTasks(plan.tasks, plan.pairs_per_task, context.round);
-  step->warnings.push_back(ConfirmingText((*commits_)[search_->last_good()].sha(),
-                                          (*commits_)[search_->first_bad()].sha(), plan.tasks,
-                                          plan.pairs_per_task, reused, 0));
+  step->warnings.push_back(ConfirmingFact(plan, reused, 0));
 }
 
 bool ConfirmationStage::RemeasureQuarantinedPairs(const ConfirmationContext& context,
@@ -361,7 +372,7 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   const bool worse_is_up = status_->baseline().bad().median() > status_->baseline().good().median();
   ConfirmationJudgement judgement;
   if (fresh_expected && !any_fresh) {
-    step.verdict = ConfirmationFailedText(failure_);
+    step.verdict.emplace().set_failure(failure_);
   } else {
     judgement = JudgeConfirmationSets(sets, worse_is_up,
                                       MinimumConfirmedStep(status_->spec().min_effect_fraction()));
@@ -380,8 +391,8 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
       status_->set_after(status_->before() * judgement.ratio);
       status_->set_culprit_regression_pct(
           RegressionPercent(status_->before(), status_->after(), status_->direction()));
-      step.verdict = ConfirmationVerdictText(judgement, workers, confirmation->fresh_pairs(),
-                                             confirmation->reused_pairs());
+      step.verdict = ConfirmationVerdictOf(judgement, workers, confirmation->fresh_pairs(),
+                                           confirmation->reused_pairs());
     }
   }
   if (confirmation->confirmed()) {

@@ -9,7 +9,7 @@
 // the pairs kept from speculation, why a pair failed) and writes the job status's
 // `confirmation` record. It reads the job's search, commits and calibration, and creates and
 // cancels confirmation tasks in the job's probe book. It never ends the job nor emits an event:
-// each call returns what the job must do (ConfirmationStep), and the words of its warnings.
+// each call returns what the job must do (ConfirmationStep), and its warnings as facts.
 #ifndef KBISECT_COORDINATOR_JOB_CONFIRMATION_STAGE_H_
 #define KBISECT_COORDINATOR_JOB_CONFIRMATION_STAGE_H_
 
@@ -48,11 +48,11 @@ struct ConfirmationStep {
     kUnconfirmed,   // Judged and not confirmed (or no fresh pair could be measured).
   };
   Next next = Next::kWait;
-  // kConfirmed, kUnconfirmed: the judgement in words (ConfirmationVerdictText, or why no fresh
-  // pair was measured).
-  std::string verdict;
+  // kConfirmed, kUnconfirmed: the judgement (or why no fresh pair was measured); unset when
+  // nothing could be judged.
+  std::optional<v1::ConfirmationVerdictFact> verdict;
   // Warnings to emit, in order, before acting on `next`.
-  std::vector<std::string> warnings;
+  std::vector<v1::JobWarning> warnings;
   // Ids of running tasks the stage cancelled (their processes must be killed).
   std::vector<std::string> cancelled;
 };
@@ -122,6 +122,9 @@ class ConfirmationStage {
   int AdoptSpeculativePairs(absl::Time now, ConfirmationStep* step);
   // Cancels every unfinished confirmation task.
   void CancelTasks(const std::string& why, absl::Time now, ConfirmationStep* step);
+  // The warning that the confirmation of the search's interval starts: `plan`'s fresh tasks,
+  // besides `reused` pairs of the search and `speculative` measured during its last round.
+  v1::JobWarning ConfirmingFact(const ConfirmationPlan& plan, int reused, int speculative) const;
   // Queues `pairs` more fresh pairs and says so (`reused` from the search).
   void QueueMorePairs(int pairs, int reused, const ConfirmationContext& context,
                       ConfirmationStep* step);

@@ -42,15 +42,22 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
                       status_->spec().runs_per_commit(), max_runs);
   if (check.remeasure < 0) {
     if (check.probability < confidence) {
-      out.warning = ShortOfConfidenceText(check.probability, confidence, max_runs);
+      v1::JobWarning::ShortOfConfidence& fact =
+          *out.warning.emplace().mutable_short_of_confidence();
+      fact.set_probability(check.probability);
+      fact.set_confidence(confidence);
+      fact.set_max_runs(max_runs);
     }
     return out;
   }
   out.wait = true;
   out.extend_row = check.remeasure == last_good ? good_row : bad_row;
   out.more_runs = check.more_runs;
-  out.event = ConfidenceRemeasureText(check.probability, confidence,
-                                      (*commits_)[check.remeasure].sha(), check.more_runs);
+  v1::JobWarning::ConfidenceRemeasure& fact = *out.event.mutable_confidence_remeasure();
+  fact.set_probability(check.probability);
+  fact.set_confidence(confidence);
+  fact.set_sha((*commits_)[check.remeasure].sha());
+  fact.set_runs(check.more_runs);
   return out;
 }
 
@@ -62,8 +69,10 @@ std::optional<CulpritConfidence::Reversal> CulpritConfidence::Reverse(int probe_
   if (side == probe.verdict()) return std::nullopt;  // It stands; the end check decides next.
   Reversal out;
   out.side = side;
-  out.why = ConfidenceRetractText(probe.sha(), side == v1::VERDICT_BAD,
-                                  BadProbability(*posterior, probe.index()));
+  v1::JobWarning::ConfidenceRetracted& fact = *out.warning.mutable_confidence_retracted();
+  fact.set_sha(probe.sha());
+  fact.set_bad(side == v1::VERDICT_BAD);
+  fact.set_bad_probability(BadProbability(*posterior, probe.index()));
   return out;
 }
 

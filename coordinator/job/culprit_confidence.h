@@ -41,23 +41,24 @@ class CulpritConfidence {
     // The job waits: a boundary commit runs again (one still running, or `extend_row`).
     bool wait = false;
     // The row of the boundary probe to give `more_runs` more runs now, -1 when none, and the
-    // event that says so.
+    // warning event that says so (a confidence_remeasure).
     int extend_row = -1;
     int more_runs = 0;
-    std::string event;
-    // Not empty when the culprit stands short of P with both boundaries at --max-runs: the
-    // warning the result keeps.
-    std::string warning;
+    v1::JobWarning event;
+    // Set (a short_of_confidence) when the culprit stands short of P with both boundaries at
+    // --max-runs: the warning the result keeps.
+    std::optional<v1::JobWarning> warning;
   };
   // Nothing to do (wait false, no warning) for a pass/fail test, without --confidence, before the
   // search named one culprit, or when the posterior cannot be computed.
   EndCheck CheckCulprit() const;
 
   // A probe the end check measured again (it has a GOOD or BAD verdict): the side its samples
-  // put it on now and the sentence saying so, when that is not its verdict.
+  // put it on now and the warning saying so (a confidence_retracted), when that is not its
+  // verdict.
   struct Reversal {
     v1::Verdict side = v1::VERDICT_UNSPECIFIED;
-    std::string why;
+    v1::JobWarning warning;
   };
   std::optional<Reversal> Reverse(int probe_position) const;
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job/flaky_verdicts.h"
+#include "coordinator/job/job_event_log.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -52,8 +53,10 @@ EndpointStep EndpointVerdict::EvaluatePassFail() const {
     step.finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, CheckPassesAtBadText(bad)};
     return step;
   }
-  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
-                           PassFailBaselineText(good.sha(), bad.sha()));
+  v1::JobEvent baseline;
+  baseline.mutable_pass_fail_baseline()->set_good_sha(good.sha());
+  baseline.mutable_pass_fail_baseline()->set_bad_sha(bad.sha());
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(baseline));
   step.state = v1::JOB_STATE_BISECTING;
   return step;
 }
@@ -93,9 +96,15 @@ EndpointStep EndpointVerdict::EvaluateFlaky() const {
     return step;
   }
   if (status_->state() == v1::JOB_STATE_BISECTING) return step;
-  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
-                           FlakyBaselineText(status_->good_sha(), good.failures, good.runs(),
-                                             status_->bad_sha(), bad.failures, bad.runs()));
+  v1::JobEvent baseline;
+  v1::FlakyBaselineFact& fact = *baseline.mutable_flaky_baseline();
+  fact.set_good_sha(status_->good_sha());
+  fact.set_good_failures(good.failures);
+  fact.set_good_runs(good.runs());
+  fact.set_bad_sha(status_->bad_sha());
+  fact.set_bad_failures(bad.failures);
+  fact.set_bad_runs(bad.runs());
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(baseline));
   step.state = v1::JOB_STATE_BISECTING;
   return step;
 }
@@ -123,19 +132,36 @@ EndpointStep EndpointVerdict::Evaluate() {
     return step;
   }
   Record(assessment);
-  for (const std::string& warning : assessment.warnings) status_->add_warnings(warning);
-  const v1::Probe& good = book_->probe(calibration_->good_probe());
-  const v1::Probe& bad = book_->probe(calibration_->bad_probe());
-  std::string text = BaselineText(*status_, good.median(), bad.median(), assessment.regression_pct);
-  if (across_gpus) {
-    absl::StrAppend(&text, "\n", ProvisionalEndpointText(bad.worker(), good.worker()));
-  }
-  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(text));
-  for (const std::string& warning : assessment.warnings) {
-    step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING, absl::StrCat("Warning: ", warning));
+  for (const v1::JobWarning& warning : assessment.warnings) AddWarning(warning, status_);
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, MeasuredBaseline(assessment, across_gpus));
+  for (const v1::JobWarning& warning : assessment.warnings) {
+    v1::JobEvent event;
+    *event.mutable_warning() = warning;
+    step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING, std::move(event));
   }
   if (!FinishIfNoStep(assessment, &step)) step.state = v1::JOB_STATE_BISECTING;
   return step;
+}
+
+v1::JobEvent EndpointVerdict::MeasuredBaseline(const BaselineAssessment& assessment,
+                                               bool across_gpus) const {
+  const v1::Probe& good = book_->probe(calibration_->good_probe());
+  const v1::Probe& bad = book_->probe(calibration_->bad_probe());
+  v1::JobEvent event;
+  v1::MeasuredBaselineFact& fact = *event.mutable_measured_baseline();
+  fact.set_good_sha(status_->good_sha());
+  fact.set_bad_sha(status_->bad_sha());
+  fact.set_metric_name(status_->metric_name());
+  fact.set_unit(status_->metric_unit());
+  fact.set_good_median(good.median());
+  fact.set_bad_median(bad.median());
+  fact.set_regression_pct(assessment.regression_pct);
+  fact.set_direction(status_->direction());
+  if (across_gpus) {
+    fact.set_provisional_good_worker(good.worker());
+    fact.set_provisional_bad_worker(bad.worker());
+  }
+  return event;
 }
 
 EndpointStep EndpointVerdict::Settle() {
@@ -152,8 +178,15 @@ EndpointStep EndpointVerdict::Settle() {
     return step;
   }
   Record(assessment);
-  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE,
-                           SettledEndpointText(*status_, stand_in, assessment.regression_pct));
+  v1::JobEvent settled;
+  v1::SettledBaselineFact& fact = *settled.mutable_settled_baseline();
+  fact.set_good_worker(status_->baseline().good().worker());
+  fact.set_stand_in(stand_in);
+  fact.set_good_median(status_->baseline().good().median());
+  fact.set_bad_median(status_->baseline().bad().median());
+  fact.set_unit(status_->metric_unit());
+  fact.set_regression_pct(assessment.regression_pct);
+  step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(settled));
   if (FinishIfNoStep(assessment, &step)) return step;
   // Verdicts of the stand-in's frame: with an offset between the two GPUs they are all judged
   // again; without one, each provisional verdict settles against the new pool as it would
@@ -174,8 +207,12 @@ EndpointStep EndpointVerdict::ReassessIfNoisy() {
   assessed_noise_ = noise;
   const BaselineAssessment assessment = Assess();
   if (assessment.more_runs <= 0) return step;
-  step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING,
-                           NoisyBaselinesText(noise, status_->metric_unit(), assessment));
+  v1::JobEvent noisy;
+  v1::JobWarning::NoisyBaselines& fact = *noisy.mutable_warning()->mutable_noisy_baselines();
+  fact.set_noise(noise);
+  fact.set_unit(status_->metric_unit());
+  fact.set_reason(assessment.reason);
+  step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING, std::move(noisy));
   step.more_runs = assessment.more_runs;
   step.state = v1::JOB_STATE_BASELINES;
   step.judge_every_verdict_again = true;
@@ -232,8 +269,10 @@ bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, Endpo
 }
 
 void EndpointVerdict::MeasureAgain(const BaselineAssessment& assessment, EndpointStep* step) {
-  step->events.emplace_back(v1::JOB_EVENT_KIND_WARNING,
-                            absl::StrCat("Baselines unclear: ", assessment.reason));
+  // Not a fact yet (the wire has none for it): the event carries its sentence alone.
+  v1::JobEvent unclear;
+  unclear.set_message(absl::StrCat("Baselines unclear: ", assessment.reason));
+  step->events.emplace_back(v1::JOB_EVENT_KIND_WARNING, std::move(unclear));
   step->more_runs = assessment.more_runs;
 }
 

@@ -31,7 +31,8 @@ namespace kbisect {
 // worker (a flaky test's), enter `state`, judge every verdict again, end the job with `finish`.
 // Each part is optional.
 struct EndpointStep {
-  std::vector<std::pair<v1::JobEventKind, std::string>> events;
+  // Each event carries its fact only (JobEventLog::Emit stamps the rest).
+  std::vector<std::pair<v1::JobEventKind, v1::JobEvent>> events;
   int more_runs = 0;
   int more_good_runs = 0;
   int more_bad_runs = 0;
@@ -83,6 +84,9 @@ class EndpointVerdict {
   bool StepFound(const BaselineAssessment& assessment) const;
   // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
   void Record(const BaselineAssessment& assessment);
+  // The BASELINE event of the baselines just recorded; `across_gpus`: GOOD and BAD ran on two
+  // GPUs, and the verdicts count once BAD's worker has measured GOOD.
+  v1::JobEvent MeasuredBaseline(const BaselineAssessment& assessment, bool across_gpus) const;
   // Ends the job when `assessment` shows no step or swapped endpoints; returns true then.
   bool FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step);
   // Unclear baselines: says so and asks for assessment.more_runs more runs of each.

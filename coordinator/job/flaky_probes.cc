@@ -33,11 +33,17 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   const v1::Probe& probe = book_.probe(probe_position);
   const RunCounts counts = CountRuns(probe);
   const int likeliest = posterior->most_likely;
-  const std::string text =
-      FlakyRunText(ledger_.steps(), probe.sha(), counts.failures, counts.runs(),
-                   commits_[likeliest].sha(), posterior->probability[likeliest]);
-  book_.mutable_probe(probe_position).set_message(text);
-  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, text, &book_.probe(probe_position), now);
+  v1::JobEvent run;
+  v1::FlakyRunFact& fact = *run.mutable_flaky_run();
+  fact.set_step(ledger_.steps());
+  fact.set_sha(probe.sha());
+  fact.set_failures(counts.failures);
+  fact.set_runs(counts.runs());
+  fact.set_likeliest_sha(commits_[likeliest].sha());
+  fact.set_likeliest_probability(posterior->probability[likeliest]);
+  book_.mutable_probe(probe_position).set_message(EventWords(run));
+  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(run), &book_.probe(probe_position),
+               now);
 
   int search_runs = 0;
   for (const v1::Probe& row : status_.probes()) {
@@ -55,8 +61,12 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
                         FlakyPoints(status_, calibration_, book_, ledger_.search(), 1).empty());
   if (step.culprit < 0) return;
   if (step.short_of_confidence) {
-    status_.add_warnings(ShortOfConfidenceText(posterior->probability[step.culprit],
-                                               status_.spec().confidence(), max_runs));
+    v1::JobWarning warning;
+    v1::JobWarning::ShortOfConfidence& fact = *warning.mutable_short_of_confidence();
+    fact.set_probability(posterior->probability[step.culprit]);
+    fact.set_confidence(status_.spec().confidence());
+    fact.set_max_runs(max_runs);
+    AddWarning(std::move(warning), &status_);
   }
   // The search ends: every probe gets the side the named culprit puts it on, and the search's
   // interval closes on the culprit.

@@ -17,7 +17,7 @@ namespace {
 
 // The warnings on the runs a GPU slowed down (throttled: re-run or kept) or whose clocks its
 // driver capped (flagged), with the reasons the runs recorded.
-std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
+std::vector<v1::JobWarning> GpuWarnings(const v1::JobStatus& status) {
   int throttled = 0;
   int discarded = 0;
   int capped = 0;
@@ -46,15 +46,23 @@ std::vector<std::string> GpuWarnings(const v1::JobStatus& status) {
       }
     }
   }
-  std::vector<std::string> warnings;
+  std::vector<v1::JobWarning> warnings;
   if (throttled > 0) {
-    warnings.push_back(
-        ThrottledText(throttled, discarded, {throttled_reasons.begin(), throttled_reasons.end()}));
+    v1::JobWarning::Throttled& fact = *warnings.emplace_back().mutable_throttled();
+    fact.set_runs(throttled);
+    fact.set_discarded(discarded);
+    fact.mutable_reasons()->Add(throttled_reasons.begin(), throttled_reasons.end());
   }
-  if (shared > 0)
-    warnings.push_back(ForeignProcessesText(shared, {foreign.begin(), foreign.end()}));
-  if (capped > 0)
-    warnings.push_back(CappedText(capped, {capped_reasons.begin(), capped_reasons.end()}));
+  if (shared > 0) {
+    v1::JobWarning::ForeignProcesses& fact = *warnings.emplace_back().mutable_foreign_processes();
+    fact.set_runs(shared);
+    fact.mutable_processes()->Add(foreign.begin(), foreign.end());
+  }
+  if (capped > 0) {
+    v1::JobWarning::Capped& fact = *warnings.emplace_back().mutable_capped();
+    fact.set_runs(capped);
+    fact.mutable_reasons()->Add(capped_reasons.begin(), capped_reasons.end());
+  }
   return warnings;
 }
 
@@ -80,7 +88,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
   }
   // The culprit must reach the confidence first (boundary commits run again: --confidence).
   const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
-  if (!check.warning.empty()) status_.add_warnings(check.warning);
+  if (check.warning.has_value()) AddWarning(*check.warning, &status_);
   if (check.extend_row >= 0) {
     events_.Emit(v1::JOB_EVENT_KIND_WARNING, check.event, nullptr, now);
     book_.Extend(check.extend_row, check.more_runs);
@@ -110,7 +118,7 @@ ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
 
 void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
   to_cancel_.insert(to_cancel_.end(), step.cancelled.begin(), step.cancelled.end());
-  for (const std::string& warning : step.warnings) {
+  for (const v1::JobWarning& warning : step.warnings) {
     events_.Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
   }
   switch (step.next) {
@@ -120,7 +128,9 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       MaybeFinish(now);
       break;
     case ConfirmationStep::Next::kConfirmed: {
-      events_.Emit(v1::JOB_EVENT_KIND_WARNING, ConfirmedText(step.verdict), nullptr, now);
+      v1::JobWarning confirmed;
+      if (step.verdict.has_value()) *confirmed.mutable_confirmed()->mutable_verdict() = *step.verdict;
+      events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(confirmed), nullptr, now);
       const SearchResult::Conclusion conclusion = result_.Conclude();
       Finish(conclusion.outcome, conclusion.error, now);
       break;
@@ -128,7 +138,8 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
     case ConfirmationStep::Next::kUnconfirmed:
       Finish(v1::OUTCOME_INCONCLUSIVE,
              UnconfirmedText(commits_[ledger_.search().first_bad()].sha(),
-                             commits_[ledger_.search().last_good()].sha(), step.verdict),
+                             commits_[ledger_.search().last_good()].sha(),
+                             step.verdict ? ConfirmationVerdictWords(*step.verdict) : ""),
              now);
       break;
   }
@@ -162,10 +173,17 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
   calibration_.FillWorkerReport(&status_);
   suite_.Judge();
-  for (std::string& warning : GpuWarnings(status_)) status_.add_warnings(std::move(warning));
+  for (v1::JobWarning& warning : GpuWarnings(status_)) AddWarning(std::move(warning), &status_);
   *status_.mutable_finish_time() = ToProto(now);
   ledger_.UpdateProgress();
-  events_.Emit(v1::JOB_EVENT_KIND_FINISHED, FinishedText(status_, error), nullptr, now);
+  v1::JobEvent finished;
+  v1::JobFinishedFact& fact = *finished.mutable_finished();
+  fact.set_outcome(outcome);
+  fact.set_culprit_sha(status_.culprit().sha());
+  fact.set_culprit_subject(status_.culprit().subject());
+  fact.set_candidates(status_.candidates_size());
+  fact.set_error(error);
+  events_.Emit(v1::JOB_EVENT_KIND_FINISHED, std::move(finished), nullptr, now);
 }
 
 }  // namespace kbisect

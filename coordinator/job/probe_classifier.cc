@@ -276,9 +276,7 @@ BaselineAssessment AssessBaselines(absl::Span<const double> good, absl::Span<con
   }
   out.regression = true;
   if (magnitude < kNoiseWarningPct) {
-    out.warnings.push_back(absl::StrFormat(
-        "the regression is only %s (under 5%%): it may be noise; consider more --runs",
-        FormatPercent(magnitude)));
+    out.warnings.emplace_back().mutable_small_regression()->set_regression_pct(magnitude);
   }
   return out;
 }

@@ -27,13 +27,14 @@ struct BaselineAssessment {
   bool regression = false;
   // True when BAD is better than GOOD (the endpoints look swapped).
   bool improvement = false;
-  // Human-readable reasons: why there is no regression, or warnings (e.g. under 5%: maybe noise).
+  // Human-readable reason: why there is no regression, or why the baselines are unclear.
   std::string reason;
   // Set when the baselines are too thin to decide: run this many more of each and reassess.
   int more_runs = 0;
   // min(Mann-Whitney U, Kolmogorov-Smirnov) p-value of GOOD versus BAD.
   double p_value = 1;
-  std::vector<std::string> warnings;
+  // Warnings about the step (a small_regression: under 5%, maybe noise).
+  std::vector<v1::JobWarning> warnings;
 };
 
 // Compares GOOD and BAD samples. Both spans must be non-empty. `direction` must be LOWER or

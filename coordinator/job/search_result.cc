@@ -5,6 +5,7 @@
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/confidence_stop.h"
 #include "coordinator/job/flaky_verdicts.h"
+#include "coordinator/job/job_event_log.h"
 #include "coordinator/job/job_text.h"
 #include "coordinator/job/measurement_changes.h"
 #include "coordinator/job/probe_classifier.h"
@@ -40,14 +41,22 @@ void SearchResult::RecordInterval() {
     step->set_share_of_total(share);
     if (share < kSingleStepShare) {
       status_->set_multiple_steps(true);
-      status_->add_warnings(MultipleStepsText(share, status_->spec().all_culprits(),
-                                              commits[first_bad].sha(), status_->bad_sha(),
-                                              status_->good_sha(), commits[last_good].sha()));
+      v1::JobWarning warning;
+      v1::JobWarning::MultipleSteps& fact = *warning.mutable_multiple_steps();
+      fact.set_share(share);
+      fact.set_all_culprits(status_->spec().all_culprits());
+      fact.set_first_bad(commits[first_bad].sha());
+      fact.set_bad(status_->bad_sha());
+      fact.set_good(status_->good_sha());
+      fact.set_last_good(commits[last_good].sha());
+      AddWarning(std::move(warning), status_);
     }
   }
   if (candidates.size() == 1 && commits[first_bad].is_merge()) {
-    status_->add_warnings(
-        MergeCulpritText(commits[first_bad].sha(), status_->spec().descend_merges()));
+    v1::JobWarning warning;
+    warning.mutable_merge_culprit()->set_culprit(commits[first_bad].sha());
+    warning.mutable_merge_culprit()->set_descend_merges(status_->spec().descend_merges());
+    AddWarning(std::move(warning), status_);
   }
 }
 
@@ -67,7 +76,9 @@ SearchResult::Conclusion SearchResult::Conclude() {
       for (const ManifestChange& change : changes) {
         status_->add_measurement_changes(change.Describe());
       }
-      status_->add_warnings(MethodChangeText(status_->measurement_changes()));
+      v1::JobWarning warning;
+      *warning.mutable_method_change()->mutable_changes() = status_->measurement_changes();
+      AddWarning(std::move(warning), status_);
     }
     SetCulpritProbability();
     out.outcome = v1::OUTCOME_CULPRIT_FOUND;

@@ -33,8 +33,10 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   calibration_.set_bad_offset_checked(false);
   ledger_.RetractAll(now);
   status_.set_state(v1::JOB_STATE_BASELINES);
-  events_.Emit(v1::JOB_EVENT_KIND_WARNING,
-               ReferenceMovesText(worker, calibration_.reference_worker()), nullptr, now);
+  v1::JobWarning moves;
+  moves.mutable_reference_moves()->set_from(worker);
+  moves.mutable_reference_moves()->set_to(calibration_.reference_worker());
+  events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(moves), nullptr, now);
   if (!endpoints_.Ready()) return;
   FollowEndpoint(endpoints_.Evaluate(), now);
   if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
@@ -52,15 +54,16 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   Calibration::Worker& state = calibration_.worker(worker);
   if (state.quarantined) return;
   state.quarantined = true;
-  const std::string reason = QuarantineReasonText(decision, status_.metric_unit());
+  const v1::JobWarning quarantined = QuarantinedFact(decision, status_.metric_unit());
+  const std::string reason = QuarantineReasonWords(quarantined.worker_quarantined());
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
   event->set_kind(decision.kind);
   event->set_detail(reason);
   event->set_offset_fraction(decision.offset_fraction);
-  status_.add_warnings(QuarantinedWarningText(worker, reason));
-  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, QuarantinedEventText(worker, reason), nullptr, now);
+  AddWarning(quarantined, &status_);
+  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, quarantined, nullptr, now);
   // Its verdicts, provisional or not, are not trusted: their commits are probed again.
   ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
@@ -91,7 +94,10 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   state.calibration = -1;
   state.classified = 0;
   state.must_calibrate = false;
-  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, MustCalibrateAgainText(worker, why), nullptr, now);
+  v1::JobWarning again;
+  again.mutable_must_calibrate_again()->set_worker(worker);
+  again.mutable_must_calibrate_again()->set_why(why);
+  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, std::move(again), nullptr, now);
   v1::DriftEvent* event = status_.add_drift_events();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);

@@ -36,10 +36,13 @@ void WorkerStanding::SettleProvisional(absl::Time now) {
                                                     base->median(), status_->direction()));
       const double own = book_->probe(calibration_->worker(bad_worker).calibration).median();
       const double reference = book_->probe(calibration_->good_probe()).median();
-      events_->Emit(v1::JOB_EVENT_KIND_WARNING,
-                    BadWorkerOffsetText(bad_worker, own / reference - 1, base->median(),
-                                        status_->metric_unit()),
-                    nullptr, now);
+      v1::JobWarning offset;
+      v1::JobWarning::BadWorkerOffset& fact = *offset.mutable_bad_worker_offset();
+      fact.set_worker(bad_worker);
+      fact.set_offset_fraction(own / reference - 1);
+      fact.set_bad_median(base->median());
+      fact.set_unit(status_->metric_unit());
+      events_->Emit(v1::JOB_EVENT_KIND_WARNING, std::move(offset), nullptr, now);
       ledger_->RetractAll(now);
     }
   }
@@ -86,7 +89,9 @@ void WorkerStanding::RemeasureBad(const std::string& why, absl::Time now) {
   book_->QueueFront(id);
   if (status_->state() == v1::JOB_STATE_BISECTING) status_->set_state(v1::JOB_STATE_BASELINES);
   ledger_->RetractAll(now);
-  events_->Emit(v1::JOB_EVENT_KIND_WARNING, BadRemeasuredText(why), nullptr, now);
+  v1::JobWarning remeasured;
+  remeasured.mutable_bad_remeasured()->set_why(why);
+  events_->Emit(v1::JOB_EVENT_KIND_WARNING, std::move(remeasured), nullptr, now);
 }
 
 void WorkerStanding::SharpenCalibrations(absl::Time now) {

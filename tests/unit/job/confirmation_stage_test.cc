@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/event_words.h"
 #include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
@@ -129,7 +130,7 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kWait);
   ASSERT_EQ(start.warnings.size(), 1u);
-  EXPECT_THAT(start.warnings[0], HasSubstr(commits_[5].sha().substr(0, 7)));
+  EXPECT_THAT(WarningWords(start.warnings[0]), HasSubstr(commits_[5].sha().substr(0, 7)));
   const std::vector<std::string> tasks = ConfirmTasks();
   ASSERT_FALSE(tasks.empty());
   int pairs = 0;
@@ -148,7 +149,8 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
 
   const ConfirmationStep last = ReportAll(100, {120});
   EXPECT_EQ(last.next, Next::kConfirmed);
-  EXPECT_THAT(last.verdict, HasSubstr("w1"));
+  ASSERT_TRUE(last.verdict.has_value());
+  EXPECT_THAT(ConfirmationVerdictWords(*last.verdict), HasSubstr("w1"));
   EXPECT_TRUE(status_.confirmation().confirmed());
   EXPECT_EQ(status_.confirmation().fresh_pairs(), pairs);
   EXPECT_NEAR(status_.confirmation().ratio(), 1.2, 0.01);
@@ -163,7 +165,7 @@ TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
   // The culprit measures faster than last-good: not the regression's way, nothing to add.
   const ConfirmationStep last = ReportAll(100, {99});
   EXPECT_EQ(last.next, Next::kUnconfirmed);
-  EXPECT_FALSE(last.verdict.empty());
+  EXPECT_TRUE(last.verdict.has_value());
   EXPECT_FALSE(status_.confirmation().confirmed());
   EXPECT_TRUE(ConfirmTasks().empty());
 }
@@ -201,7 +203,8 @@ TEST_F(ConfirmationStageTest, PairsThatFailedLeaveItUnconfirmedWithTheReason) {
     step = stage_.OnResult(book_.ProbeOf(entry), entry.task, failed, Context());
   }
   EXPECT_EQ(step.next, Next::kUnconfirmed);
-  EXPECT_THAT(step.verdict, HasSubstr("the GPU fell off the bus"));
+  ASSERT_TRUE(step.verdict.has_value());
+  EXPECT_THAT(ConfirmationVerdictWords(*step.verdict), HasSubstr("the GPU fell off the bus"));
 }
 
 TEST_F(ConfirmationStageTest, PairsOfAGpuQuarantinedSinceAreMeasuredAgainElsewhere) {

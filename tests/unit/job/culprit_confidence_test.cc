@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "report/event_words.h"
 #include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
@@ -67,7 +68,7 @@ TEST_F(CulpritConfidenceTest, NothingToDoBeforeTheSearchNamedOneCulprit) {
   const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
   EXPECT_FALSE(check.wait);
   EXPECT_EQ(check.extend_row, -1);
-  EXPECT_TRUE(check.warning.empty());
+  EXPECT_FALSE(check.warning.has_value());
 }
 
 TEST_F(CulpritConfidenceTest, ClearStepsReachTheConfidenceWithoutMoreRuns) {
@@ -77,7 +78,7 @@ TEST_F(CulpritConfidenceTest, ClearStepsReachTheConfidenceWithoutMoreRuns) {
   const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
   EXPECT_FALSE(check.wait);
   EXPECT_EQ(check.extend_row, -1);
-  EXPECT_TRUE(check.warning.empty()) << check.warning;
+  EXPECT_FALSE(check.warning.has_value()) << WarningWords(*check.warning);
 }
 
 TEST_F(CulpritConfidenceTest, ABoundaryInDoubtRunsAgainAndTheJobWaitsForIt) {
@@ -88,8 +89,8 @@ TEST_F(CulpritConfidenceTest, ABoundaryInDoubtRunsAgainAndTheJobWaitsForIt) {
   EXPECT_TRUE(check.wait);
   ASSERT_TRUE(check.extend_row == good || check.extend_row == bad) << check.extend_row;
   EXPECT_GE(check.more_runs, 3);
-  EXPECT_FALSE(check.event.empty());
-  EXPECT_TRUE(check.warning.empty());
+  EXPECT_TRUE(check.event.has_confidence_remeasure());
+  EXPECT_FALSE(check.warning.has_value());
 
   // While that commit runs again, the job waits and nothing more is asked.
   book_.mutable_probe(check.extend_row).set_state(v1::PROBE_STATE_RUNNING);
@@ -107,7 +108,9 @@ TEST_F(CulpritConfidenceTest, BothBoundariesAtMaxRunsLeaveAWarningAndNoWait) {
   const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
   EXPECT_FALSE(check.wait);
   EXPECT_EQ(check.extend_row, -1);
-  EXPECT_TRUE(absl::StrContains(check.warning, "short of the confidence")) << check.warning;
+  ASSERT_TRUE(check.warning.has_value());
+  EXPECT_TRUE(absl::StrContains(WarningWords(*check.warning), "short of the confidence"))
+      << WarningWords(*check.warning);
 }
 
 TEST_F(CulpritConfidenceTest, AnAmbiguousProbeTakesThePosteriorsSide) {

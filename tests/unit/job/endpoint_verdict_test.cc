@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/event_words.h"
 #include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
@@ -17,11 +18,9 @@ namespace {
 using ::kbisect::bisect_job_testing::FinishWithSamples;
 using ::kbisect::bisect_job_testing::MakeCommits;
 using ::kbisect::bisect_job_testing::MakeSpec;
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using ::testing::Pair;
 using ::testing::StartsWith;
 
 constexpr int kCommits = 8;
@@ -138,8 +137,9 @@ TEST_F(EndpointVerdictTest, UnclearBaselinesAskForMoreRunsOfBoth) {
   EXPECT_GT(step.more_runs, 0);
   EXPECT_FALSE(step.finish.has_value());
   EXPECT_FALSE(step.state.has_value());
-  EXPECT_THAT(step.events,
-              ElementsAre(Pair(v1::JOB_EVENT_KIND_WARNING, StartsWith("Baselines unclear: "))));
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_WARNING);
+  EXPECT_THAT(EventWords(step.events[0].second), StartsWith("Baselines unclear: "));
 }
 
 TEST_F(EndpointVerdictTest, NoStepAcrossTwoGpusWaitsForBadsWorkerToMeasureGood) {
@@ -167,7 +167,7 @@ TEST_F(EndpointVerdictTest, AProvisionalStepIsSettledOnOneGpuAndVerdictsJudgedAg
   const EndpointStep first = verdict_.Evaluate();
   EXPECT_EQ(first.state, v1::JOB_STATE_BISECTING);
   EXPECT_TRUE(status_.baseline().provisional());
-  EXPECT_THAT(first.events[0].second, HasSubstr("w1"));
+  EXPECT_THAT(EventWords(first.events[0].second), HasSubstr("w1"));
   status_.set_state(v1::JOB_STATE_BISECTING);
 
   // w0's own GOOD is 5% slower than w1's: the stand-in had an offset.
