@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -35,6 +36,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
+#include "worker/clock_lock.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -294,6 +296,7 @@ struct SubmitFlags {
   bool quiet = false;
   std::string origin = "user";
   std::string trigger;
+  std::string lock_clocks;  // --lock-clocks: only workers locked so take part.
 };
 
 // Parses `kbisect submit`'s command line into `flags`. Returns -1 to go on, else the exit code
@@ -320,6 +323,13 @@ int ParseSubmitFlags(int argc, char** argv, SubmitFlags* flags) {
       ->capture_default_str();
   app.add_option("--trigger", flags->trigger,
                  "Free text kept with the job: CI run id, dashboard URL");
+  app.add_option("--lock-clocks", flags->lock_clocks,
+                 "base|max|SM[,MEM]: run only on workers whose GPUs are locked so (started with "
+                 "`kbisect-worker --lock-clocks`); the job is pinned to their hardware class")
+      ->check([](const std::string& spec) {
+        absl::StatusOr<ClockLockSpec> parsed = ParseClockLockSpec(spec);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      });
   if (int code = Parse(&app, args); code >= 0) return code;
   if (flags->options.repo.empty() && !flags->artifact.enabled()) {
     std::cerr << "kbisect: submit needs --repo URL|PATH, a repository location the coordinator "
@@ -345,6 +355,44 @@ absl::StatusOr<v1::JobSpec> SubmitSpec(const SubmitFlags& flags, const std::stri
                                                   : v1::ORIGIN_KIND_USER);
   job_origin->set_trigger(flags.trigger);
   return spec;
+}
+
+// --lock-clocks: pins `spec` to the hardware class of the live workers whose GPUs are locked as
+// `lock` asks (a lock is the worker's: decision 202). FailedPrecondition when none is, or when
+// they span several classes and `spec` names none of them.
+absl::Status PinToLockedWorkers(Client* client, const std::string& lock, v1::JobSpec* spec) {
+  const ClockLockSpec wanted = *ParseClockLockSpec(lock);  // Checked when parsed.
+  v1::ListWorkersResponse response;
+  auto context = Client::Context();
+  grpc::Status listed =
+      client->stub()->ListWorkers(context.get(), v1::ListWorkersRequest(), &response);
+  if (!listed.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot list the workers: ", listed.error_message()));
+  }
+  std::set<std::string> classes;
+  for (const v1::Worker& worker : response.workers()) {
+    if (worker.state() == v1::WORKER_STATE_LOST || !LockedAs(worker.identity(), wanted)) continue;
+    classes.insert(worker.identity().hardware_class());
+  }
+  if (!spec->hardware_class().empty()) {
+    if (classes.count(spec->hardware_class()) > 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("no live worker of hardware class ", spec->hardware_class(),
+                     " has its GPUs locked at --lock-clocks ", lock));
+  }
+  if (classes.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no live worker has its GPUs locked at --lock-clocks ", lock,
+        ": start workers with `kbisect-worker --lock-clocks ", lock,
+        "` (a lock is the worker's, for as long as it serves; see `kbisect workers`)"));
+  }
+  if (classes.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the workers locked at --lock-clocks ", lock, " span ", classes.size(),
+        " hardware classes (", absl::StrJoin(classes, ", "), "): choose one with --hardware-class"));
+  }
+  spec->set_hardware_class(*classes.begin());
+  return absl::OkStatus();
 }
 
 // Prints the submitted job's id (and that an earlier submission is that job), then follows it
@@ -484,6 +532,13 @@ int Submit(int argc, char** argv) {
   if (flags.wait) BlockTerminationSignals();  // Before gRPC starts its threads.
   std::unique_ptr<Client> client = Client::Connect(flags.connection);
   if (client == nullptr) return kExitUsage;
+  if (!flags.lock_clocks.empty()) {
+    if (absl::Status pinned = PinToLockedWorkers(client.get(), flags.lock_clocks, &*spec);
+        !pinned.ok()) {
+      std::cerr << "kbisect submit: " << pinned.message() << "\n";
+      return kExitError;
+    }
+  }
   if (options.find_good) return SubmitFindingGood(client.get(), *spec, *max_lookback, flags);
   return SubmitOne(client.get(), *std::move(spec), flags);
 }

@@ -169,6 +169,18 @@ absl::StatusOr<LockedClocks> LockTarget(const ClockLockSpec& spec, const v1::Gpu
   return clocks;
 }
 
+bool LockedAs(const v1::RunnerIdentity& identity, const ClockLockSpec& spec) {
+  if (identity.gpus_size() == 0) return false;
+  for (const v1::GpuInfo& gpu : identity.gpus()) {
+    absl::StatusOr<LockedClocks> target = LockTarget(spec, gpu);
+    if (!target.ok() || gpu.locked_sm_clock_mhz() != target->sm_mhz) return false;
+    if (target->memory_mhz > 0 && gpu.locked_memory_clock_mhz() != target->memory_mhz) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status ClockLock::RestoreLeftover(CommandRunner* runner, const std::string& state_file) {
   std::error_code error;
   if (!std::filesystem::exists(state_file, error)) return absl::OkStatus();

@@ -89,6 +89,11 @@ class ClockLock {
   bool restored_ = false;
 };
 
+// Whether every GPU of `identity` is locked as `spec` asks (its locked clocks are
+// LockTarget(spec, gpu)'s, the memory clock only when `spec` names one): what `kbisect submit
+// --lock-clocks` looks for among the workers, since a lock is the worker's (decision 202).
+bool LockedAs(const v1::RunnerIdentity& identity, const ClockLockSpec& spec);
+
 // Where slot `slot`'s lock notes what it changed: CACHE_DIR/clock-lock/slot-N.state.
 std::string ClockLockStateFile(const std::string& cache_dir, int slot);
 

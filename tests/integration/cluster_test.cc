@@ -153,8 +153,14 @@ TEST_F(ClusterTest, LockedClocksAreRestoredEvenAfterAKill) {
   killed->Wait(std::chrono::seconds(15));
   EXPECT_EQ(Trim(ReadFile(gpu + "/locked-sm")), "1980") << "a killed worker undoes nothing";
   std::unique_ptr<Process> next = StartWorker("next", 0, "0.01", "", "cache-k");
-  ASSERT_TRUE(WaitFor([&] { return access((gpu + "/locked-sm").c_str(), F_OK) == -1; },
-                      std::chrono::seconds(15)))
+  // The clocks are reset first, persistence last: wait for both (under load the check could
+  // fall between them).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return access((gpu + "/locked-sm").c_str(), F_OK) == -1 &&
+               Trim(ReadFile(gpu + "/persistence")) == "Disabled";
+      },
+      std::chrono::seconds(15)))
       << next->log();
   EXPECT_THAT(ReadFile(gpu + "/calls"), HasSubstr("--reset-gpu-clocks"));
   EXPECT_EQ(Trim(ReadFile(gpu + "/persistence")), "Disabled");
@@ -163,6 +169,43 @@ TEST_F(ClusterTest, LockedClocksAreRestoredEvenAfterAKill) {
   std::unique_ptr<Process> mig = StartWorker("mig", 0, "0.01", "--lock-clocks max", "cache-m");
   EXPECT_EQ(mig->Wait(std::chrono::seconds(15)), 1) << mig->log();
   EXPECT_THAT(mig->log(), HasSubstr("MIG partition"));
+}
+
+// `kbisect submit --lock-clocks max` runs only on the workers whose GPUs are locked so: the job
+// is pinned to their hardware class; a lock no worker holds is refused, naming what to start.
+TEST_F(ClusterTest, SubmitLockClocksRunsOnlyOnTheLockedWorkers) {
+  const std::string repo = tmp_.Join("repo");
+  ASSERT_EQ(MakeRepo(repo, "--commits 20 --culprit 13").size(), 40u);
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* name : {"locked", "plain"}) {
+    const std::string gpu = tmp_.Join(absl::StrCat("gpu-", name));
+    ASSERT_EQ(RunShell(absl::StrCat("mkdir -p ", gpu)).exit_code, 0);
+    worker_env_ = absl::StrCat("PATH=", ::kbisect::testing::Env("KBISECT_SOURCE_DIR"),
+                               "/tests/fakes:$PATH FAKE_NVSMI_DIR=", gpu);
+    workers.push_back(StartWorker(name, 0, "0.01",
+                                  std::string(name) == "locked" ? "--lock-clocks max" : "",
+                                  absl::StrCat("cache-", name)));
+  }
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)))
+      << workers[0]->log() << workers[1]->log();
+  const std::string locked_class = Worker("locked")["identity"]["hardware_class"];
+  EXPECT_NE(locked_class, Worker("plain")["identity"]["hardware_class"].get<std::string>());
+
+  CommandResult refused =
+      Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " --lock-clocks 1500 -- ./bench.sh"));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("no live worker has its GPUs locked at --lock-clocks 1500"));
+  EXPECT_THAT(refused.err, HasSubstr("kbisect-worker --lock-clocks 1500"));
+
+  const std::string json = tmp_.Join("locked.json");
+  CommandResult submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo,
+                                                 " --lock-clocks max --wait -q --json ", json,
+                                                 " -- ./bench.sh"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["spec"]["hardware_class"], locked_class);
+  for (const auto& probe : result["probes"]) EXPECT_EQ(probe["worker"], "locked") << probe.dump();
 }
 
 TEST_F(ClusterTest, UnreachableCoordinatorIsNamed) {

@@ -81,6 +81,22 @@ class ClockLockTest : public ::testing::Test {
   std::unique_ptr<CommandRunner> runner_ = NewSubprocessRunner();
 };
 
+// `kbisect submit --lock-clocks` picks the workers whose every GPU is locked as asked.
+TEST(ClockLockSpecTest, AWorkerIsLockedAsAskedWhenEveryGpuIs) {
+  v1::RunnerIdentity identity;
+  *identity.add_gpus() = H100();
+  *identity.add_gpus() = H100();
+  EXPECT_FALSE(LockedAs(identity, *ParseClockLockSpec("max")));
+  for (v1::GpuInfo& gpu : *identity.mutable_gpus()) gpu.set_locked_sm_clock_mhz(1980);
+  EXPECT_TRUE(LockedAs(identity, *ParseClockLockSpec("max")));
+  EXPECT_FALSE(LockedAs(identity, *ParseClockLockSpec("base")));
+  EXPECT_TRUE(LockedAs(identity, *ParseClockLockSpec("1980")));
+  EXPECT_FALSE(LockedAs(identity, *ParseClockLockSpec("1980,2619")));  // The memory is not.
+  identity.mutable_gpus(1)->set_locked_sm_clock_mhz(0);
+  EXPECT_FALSE(LockedAs(identity, *ParseClockLockSpec("max")));
+  EXPECT_FALSE(LockedAs(v1::RunnerIdentity(), *ParseClockLockSpec("max")));
+}
+
 TEST_F(ClockLockTest, LocksVerifiesAndRestores) {
   {
     absl::StatusOr<std::unique_ptr<ClockLock>> lock =
