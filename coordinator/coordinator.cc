@@ -258,6 +258,16 @@ absl::Status Coordinator::WatchJob(const std::string& job_id, int64_t after_sequ
   }
 }
 
+Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobEntry& entry,
+                                                 JournalEntry call) {
+  JobTable::Applied applied = jobs_.Apply(entry, std::move(call), replaying_);
+  if (applied.journal.has_value() && store_ != nullptr) {
+    journal_.pending(mu_).entries.emplace_back(job_id, *std::move(applied.journal));
+  }
+  AfterJobChangeLocked(job_id, entry);
+  return CallResult{std::move(applied.job.cancel), std::move(applied.job.assignments)};
+}
+
 void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entry) {
   bool restored_final = false;
   if (entry.job->finished() && !entry.reported) {

@@ -262,11 +262,20 @@ class Coordinator {
       const v1::CompleteLeaseRequest& request, std::optional<CacheWrite>* cache_write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Makes `call` on the entry's job, journals it (unless replaying), then AfterJobChangeLocked.
-  // Every mutation of a BisectJob goes through here, live and during replay alike, so that
-  // replay reproduces the job, its events and their sequence numbers exactly.
+  // Makes `call` on the entry's job (JobTable::Apply), queues its journal entry for the commit
+  // (unless replaying, or when the call leaves no trace), then AfterJobChangeLocked. Every
+  // mutation of a BisectJob goes through here, live and during replay alike, so that replay
+  // reproduces the job, its events and their sequence numbers exactly.
   CallResult ApplyLocked(const std::string& job_id, JobEntry& entry, JournalEntry call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Task -> (worker, task) of its last TaskStarted in the journals replayed: where a probe that
+  // was running at the restart goes back to.
+  using ReplayedTasks = std::map<std::string, std::pair<std::string, v1::Task>>;
+  // Replays one journal entry of the job (ApplyLocked) and notes what it tells of the probes
+  // that were running: the task each TakeTasks handed out, and the worker and attempt of each
+  // TaskStarted (the attempt into the lease table, so a new lease takes a later one).
+  void ReplayLocked(const std::string& job_id, JobEntry& entry, JournalEntry call,
+                    ReplayedTasks* replayed_tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recover's replay of `state` into empty maps.
   RecoveryReport RebuildLocked(StoredState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every job, worker, session and lease and rebuilds them from the store.
@@ -369,8 +378,6 @@ class Coordinator {
   absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // last_dispatch_ in Unix nanoseconds, for the Synchronize that takes no lock.
   std::atomic<int64_t> last_dispatch_ns_{std::numeric_limits<int64_t>::min()};
-  // Task -> (worker, task) of its last OnTaskStarted; filled while replaying only.
-  std::map<std::string, std::pair<std::string, v1::Task>> replayed_tasks_ ABSL_GUARDED_BY(mu_);
   // During Recover: follow-up jobs (by request id) not loaded yet; their parent's replay loads
   // each where it started it (StartFollowUpsLocked).
   std::map<std::string, StoredJob> unloaded_follow_ups_ ABSL_GUARDED_BY(mu_);

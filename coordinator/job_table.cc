@@ -54,6 +54,21 @@ JobEntry& JobTable::AddCompacted(StoredJob stored) {
   return entry;
 }
 
+JobTable::Applied JobTable::Apply(JobEntry& entry, JournalEntry call, bool replaying) {
+  Applied applied{entry.job->Apply(call), std::nullopt};
+  const bool leaves_trace =
+      call.kind != JournalEntry::Kind::kTakeTasks || !applied.job.assignments.empty();
+  if (call.kind == JournalEntry::Kind::kTaskStarted) entry.offers.WorkerUsed(call.worker);
+  if (leaves_trace) entry.offers.Changed();
+  if (replaying) {
+    entry.journal_sequence = call.sequence;
+  } else if (leaves_trace) {
+    call.sequence = ++entry.journal_sequence;
+    applied.journal = std::move(call);
+  }
+  return applied;
+}
+
 JobEntry* JobTable::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? nullptr : &it->second;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,25 @@ class JobTable {
   // Adds a compacted job (its commit list and journal are gone): finished and complete, its
   // status frozen as stored, its events and follow-ups as they were.
   JobEntry& AddCompacted(StoredJob stored);
+
+  // What Apply did: what the job's call returned (the tasks it handed out and those it made
+  // useless) and, when the call leaves a trace in the job's journal, the entry to journal,
+  // numbered next in the job's journal.
+  struct Applied {
+    BisectJob::Applied job;
+    std::optional<JournalEntry> journal;
+  };
+  // Makes `call` on the entry's job (BisectJob::Apply), the one way a job changes, live and when
+  // replaying its journal alike, and keeps the entry's own record of it: the job's journal
+  // position and what the lease policy remembers (JobEntry::offers: the worker a TaskStarted
+  // used, and that the job changed). A TakeTasks that hands out nothing leaves no trace in the
+  // job (every worker it looks at already has its calibration task, or it stops for lack of
+  // room), so it is not journaled: idle workers polling a job that has nothing for them would
+  // otherwise grow the journal with every heartbeat; this relies on BisectJob::TakeTasks keeping
+  // that property. `replaying`: `call` comes from the job's journal, whose position it keeps,
+  // and nothing is to be journaled again. What follows from the change (events, report,
+  // follow-ups) is the caller's.
+  Applied Apply(JobEntry& entry, JournalEntry call, bool replaying);
 
   JobEntry* Find(const std::string& job_id);
   const JobEntry* Find(const std::string& job_id) const;

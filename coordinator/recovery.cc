@@ -1,8 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 //
-// Coordinator, persistence: every call on a job goes through ApplyLocked (journaled unless
-// replaying; journal_ commits it), ReloadLocked rolls memory back to the store after a failed
-// commit, and Recover rebuilds the jobs from the store after a restart.
+// Coordinator, persistence: Recover rebuilds the jobs from the store after a restart by reading
+// their journals and replaying each entry through ApplyLocked (coordinator.cc), ReloadLocked
+// rolls memory back to the store after a failed commit, and CompactFamilyLocked has the store
+// keep a completed family as final statuses.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -21,43 +22,6 @@
 namespace kbisect {
 
 // --- Persistence --------------------------------------------------------------------------------
-
-Coordinator::CallResult Coordinator::ApplyLocked(const std::string& job_id, JobEntry& entry,
-                                                 JournalEntry call) {
-  BisectJob::Applied applied = entry.job->Apply(call);
-  CallResult out{std::move(applied.cancel), std::move(applied.assignments)};
-  bool journal = true;
-  switch (call.kind) {
-    case JournalEntry::Kind::kTakeTasks:
-      // A TakeTasks that hands out nothing leaves no trace in the job (every worker it looks at
-      // already has its calibration task, or it stops for lack of room), so it is not journaled:
-      // idle workers polling a job that has nothing for them would otherwise grow the journal
-      // with every heartbeat. This relies on BisectJob::TakeTasks keeping that property.
-      journal = !out.assignments.empty();
-      if (replaying_) {
-        for (const BisectJob::Assignment& assignment : out.assignments) {
-          replayed_tasks_[assignment.task.task_id()] = {assignment.worker, assignment.task};
-        }
-      }
-      break;
-    case JournalEntry::Kind::kTaskStarted:
-      leases_.RecordAttempt(call.task_id, call.attempt);
-      entry.offers.WorkerUsed(call.worker);
-      if (replaying_) replayed_tasks_[call.task_id].first = call.worker;
-      break;
-    default:
-      break;
-  }
-  if (journal) entry.offers.Changed();
-  if (replaying_) {
-    entry.journal_sequence = call.sequence;
-  } else if (journal && store_ != nullptr) {
-    call.sequence = ++entry.journal_sequence;
-    journal_.pending(mu_).entries.emplace_back(job_id, std::move(call));
-  }
-  AfterJobChangeLocked(job_id, entry);
-  return out;
-}
 
 absl::Status Coordinator::StoreHealth() const {
   kbisect::MutexLock lock(&mu_);
@@ -78,7 +42,6 @@ void Coordinator::ReloadLocked() {
   // Each long poll waits on its session's mailbox: closed, it finds its session gone.
   workers_.Clear();
   leases_.Clear();
-  replayed_tasks_.clear();
   unloaded_follow_ups_.clear();
   // What rebuilding journals (probes of unknown workers lost) stays pending: the first commit
   // that succeeds again takes it along.
@@ -97,6 +60,24 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
   return RebuildLocked(*std::move(state));
 }
 
+void Coordinator::ReplayLocked(const std::string& job_id, JobEntry& entry, JournalEntry call,
+                               ReplayedTasks* replayed_tasks) {
+  const JournalEntry::Kind kind = call.kind;
+  const std::string task_id = call.task_id;
+  const std::string worker = call.worker;
+  const int attempt = call.attempt;
+  const CallResult result = ApplyLocked(job_id, entry, std::move(call));
+  if (kind == JournalEntry::Kind::kTakeTasks) {
+    for (const BisectJob::Assignment& assignment : result.assignments) {
+      (*replayed_tasks)[assignment.task.task_id()] = {assignment.worker, assignment.task};
+    }
+  } else if (kind == JournalEntry::Kind::kTaskStarted) {
+    // A lease granted after the restart takes a later attempt than any the journal ran.
+    leases_.RecordAttempt(task_id, attempt);
+    (*replayed_tasks)[task_id].first = worker;
+  }
+}
+
 RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   RecoveryReport report;
   StoredState* state = &stored_state;
@@ -111,6 +92,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     ++report.workers;
   }
   replaying_ = true;
+  ReplayedTasks replayed_tasks;
   // Compacted jobs come back as they were stored. The others are rebuilt by replaying their
   // journals in the order the entries were committed, across jobs, as they ran live. A follow-up
   // job is loaded when its parent's replay starts it (StartFollowUpsLocked), as it was created,
@@ -152,7 +134,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     }
     std::vector<JournalEntry>& journal = journals[job_id];
     if (sequence < 1 || sequence > static_cast<int64_t>(journal.size())) continue;
-    ApplyLocked(job_id, *entry, std::move(journal[sequence - 1]));
+    ReplayLocked(job_id, *entry, std::move(journal[sequence - 1]), &replayed_tasks);
   }
   for (auto& [request_id, stored] : std::exchange(unloaded_follow_ups_, {})) {
     const std::string job_id = stored.job_id;
@@ -174,8 +156,8 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
     ++report.unfinished;
     for (const std::string& task_id : entry.job->ActiveTaskIds()) {
       ++report.orphaned_probes;
-      auto task = replayed_tasks_.find(task_id);
-      if (task != replayed_tasks_.end()) {
+      auto task = replayed_tasks.find(task_id);
+      if (task != replayed_tasks.end()) {
         if (WorkerEntry* worker = workers_.Find(task->second.first); worker != nullptr) {
           worker->orphans.emplace_back(job_id, std::move(task->second.second));
           continue;
@@ -190,7 +172,6 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
                         "outside the open interval");
     }
   }
-  replayed_tasks_.clear();
   for (std::string& job_id : jobs_.EraseExpired(now, options_.retain)) {
     journal_.pending(mu_).deleted.push_back(std::move(job_id));
   }

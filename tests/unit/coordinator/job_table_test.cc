@@ -1,7 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 //
 // JobTable on its own: creation order and positions, request ids, deletion, the renumbering of a
-// restart, and ListJobs' pages with their tokens and state filter.
+// restart, ListJobs' pages with their tokens and state filter, and Apply (what a call journals).
 #include "coordinator/job_table.h"
 
 #include <memory>
@@ -284,6 +284,75 @@ TEST(JobTableTest, BuildAheadHintsComeFromTheRunningJobsOfTheWorkersClass) {
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].job_id(), "job-b200");
   EXPECT_TRUE(BuildAheadHints(table, workers, "b200", 0).empty());
+}
+
+// Adds a running job of 16 commits, `job_id`.
+JobEntry& AddRunningJob(JobTable& table, const std::string& job_id) {
+  JobEntry& entry = table.Add(job_id, "");
+  entry.job = std::make_unique<BisectJob>(job_id, bisect_job_testing::MakeSpec(),
+                                          bisect_job_testing::MakeCommits(16), kNow);
+  return entry;
+}
+
+JournalEntry TakeTasks(std::vector<std::string> workers) {
+  JournalEntry take;
+  take.kind = JournalEntry::Kind::kTakeTasks;
+  take.time = kNow;
+  take.workers = std::move(workers);
+  return take;
+}
+
+TEST(JobTableTest, ApplyJournalsEachCallThatChangesTheJobNumberedInTheJobsJournal) {
+  JobTable table;
+  JobEntry& entry = AddRunningJob(table, "job-1");
+  JobTable::Applied taken = table.Apply(entry, TakeTasks({"w1"}), /*replaying=*/false);
+  ASSERT_FALSE(taken.job.assignments.empty());
+  ASSERT_TRUE(taken.journal.has_value());
+  EXPECT_EQ(taken.journal->kind, JournalEntry::Kind::kTakeTasks);
+  EXPECT_EQ(taken.journal->sequence, 1);
+
+  JournalEntry started;
+  started.kind = JournalEntry::Kind::kTaskStarted;
+  started.time = kNow;
+  started.task_id = taken.job.assignments.front().task.task_id();
+  started.worker = "w1";
+  started.attempt = 1;
+  JobTable::Applied applied = table.Apply(entry, started, /*replaying=*/false);
+  ASSERT_TRUE(applied.journal.has_value());
+  EXPECT_EQ(applied.journal->sequence, 2);
+  EXPECT_EQ(applied.journal->task_id, started.task_id);
+  EXPECT_EQ(entry.journal_sequence, 2);
+  // The lease policy remembers the worker the job used.
+  EXPECT_EQ(entry.offers.used(), (std::vector<std::string>{"w1"}));
+}
+
+TEST(JobTableTest, ATakeTasksThatHandsOutNothingIsNotJournaled) {
+  JobTable table;
+  JobEntry& entry = AddRunningJob(table, "job-1");
+  JobTable::Applied nothing = table.Apply(entry, TakeTasks({}), /*replaying=*/false);
+  EXPECT_TRUE(nothing.job.assignments.empty());
+  EXPECT_FALSE(nothing.journal.has_value());
+  EXPECT_EQ(entry.journal_sequence, 0);
+}
+
+TEST(JobTableTest, AReplayedCallKeepsItsJournalPositionAndIsNotJournaledAgain) {
+  JobTable table;
+  JobEntry& entry = AddRunningJob(table, "job-1");
+  JournalEntry take = TakeTasks({"w1", "w2"});
+  take.sequence = 7;
+  JobTable::Applied replayed = table.Apply(entry, take, /*replaying=*/true);
+  EXPECT_FALSE(replayed.job.assignments.empty());
+  EXPECT_FALSE(replayed.journal.has_value());
+  EXPECT_EQ(entry.journal_sequence, 7);
+  // Live calls after the replay continue the journal.
+  JournalEntry cancel;
+  cancel.kind = JournalEntry::Kind::kCancel;
+  cancel.time = kNow;
+  cancel.reason = "test";
+  JobTable::Applied cancelled = table.Apply(entry, cancel, /*replaying=*/false);
+  ASSERT_TRUE(cancelled.journal.has_value());
+  EXPECT_EQ(cancelled.journal->sequence, 8);
+  EXPECT_TRUE(entry.job->finished());
 }
 
 }  // namespace
