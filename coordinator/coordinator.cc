@@ -63,15 +63,17 @@ Coordinator::Coordinator(CoordinatorOptions options, RepositoryView* repositorie
             mu_.AssertHeld();
             ReloadLocked();
           }),
-      workers_(&mailboxes_),
-      poll_scheduler_(std::make_unique<PollScheduler>(clock, kPollSchedulerThreads)),
-      synchronize_calls_(std::make_unique<PollScheduler>(clock, kSynchronizeThreads)) {}
+      replies_(options.crash_points.before_reply),
+      sessions_(WorkerSessions::Options{options.heartbeat_interval, options.lease_duration,
+                                        options.max_wait},
+                &mu_, &journal_, &ids_, &leases_, clock, options.result_cache, &replies_,
+                SessionJobSide()) {}
 
 Coordinator::~Coordinator() {
   Shutdown();
   housekeeper_.reset();
-  synchronize_calls_.reset();  // The calls begun finish (their polls may wait).
-  poll_scheduler_.reset();     // Every poll still waiting ends (its deadline is brought forward).
+  // The Synchronize calls begun finish (their polls may wait), then every poll still waiting ends.
+  sessions_.Stop();
   journal_.Stop();  // What is sealed is committed while what a failed commit rebuilds is alive.
 }
 
@@ -83,17 +85,71 @@ void Coordinator::Shutdown() {
   kbisect::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
-  // Each long poll waits on its session's mailbox: closed, it asks the coordinator, which is
-  // shutting down.
-  for (auto& [id, worker] : workers_.entries()) {
-    if (worker.mailbox != nullptr) worker.mailbox->Close();
-  }
+  // Each long poll waits on its session's mailbox: closed, it asks again and is refused.
+  sessions_.Shutdown(mu_);
+}
+
+// --- Workers: WorkerSessions serves their calls ------------------------------------------------
+
+absl::StatusOr<v1::OpenSessionResponse> Coordinator::OpenSession(
+    const v1::OpenSessionRequest& request) {
+  return sessions_.OpenSession(request);
+}
+
+absl::StatusOr<v1::SynchronizeResponse> Coordinator::Synchronize(
+    const v1::SynchronizeRequest& request) {
+  return sessions_.Synchronize(request);
+}
+
+void Coordinator::SynchronizeAsync(const v1::SynchronizeRequest& request, SynchronizeDone done) {
+  sessions_.SynchronizeAsync(request, std::move(done));
+}
+
+absl::StatusOr<v1::CompleteLeaseResponse> Coordinator::CompleteLease(
+    const v1::CompleteLeaseRequest& request) {
+  return sessions_.CompleteLease(request);
+}
+
+absl::Status Coordinator::CloseSession(const v1::CloseSessionRequest& request) {
+  return sessions_.CloseSession(request);
+}
+
+v1::ListWorkersResponse Coordinator::ListWorkers() const { return sessions_.ListWorkers(); }
+
+WorkerSessions::JobSide Coordinator::SessionJobSide() {
+  WorkerSessions::JobSide side;
+  side.dispatch = [this] {
+    mu_.AssertHeld();
+    DispatchLocked();
+  };
+  side.lose_lease = [this](LeaseEntry& lease, const std::string& why) {
+    mu_.AssertHeld();
+    LoseLeaseLocked(lease, why);
+  };
+  side.worker_left = [this](WorkerEntry& worker, JournalEntry::Kind kind,
+                            const std::string& orphans_why, const std::string& why) {
+    mu_.AssertHeld();
+    WorkerLeftLocked(worker, kind, orphans_why, why);
+  };
+  side.lease_completed = [this](LeaseEntry& lease, const v1::TaskResult& result) {
+    mu_.AssertHeld();
+    return LeaseCompletedLocked(lease, result);
+  };
+  side.pool_changed = [this] {
+    mu_.AssertHeld();
+    for (const std::string& job_id : jobs_.order()) jobs_.at(job_id).offers.Changed();
+  };
+  side.build_ahead = [this](const std::string& hardware_class, int limit) {
+    mu_.AssertHeld();
+    return BuildAheadHints(jobs_, workers(), hardware_class, limit);
+  };
+  return side;
 }
 
 // --- Jobs ---------------------------------------------------------------------------------------
 
 absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
-  ReplyPoint reply(this);
+  ReplyPoint reply(replies_);
   {
     kbisect::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the coordinator is shutting down");
@@ -124,7 +180,7 @@ absl::StatusOr<v1::SubmitJobResponse> Coordinator::SubmitJob(const v1::SubmitJob
           ? std::vector<v1::CachedResult>()
           : CachedResultsOfRange(*options_.result_cache, request.spec(), *commits, clock_->Now());
 
-  WriteLock lock(this);
+  WriteLock lock(mu_, journal_);
   if (const std::string* known =
           request.request_id().empty() ? nullptr : jobs_.JobOfRequest(request.request_id())) {
     // A concurrent submission with the same request id won the race.
@@ -196,8 +252,8 @@ v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) c
 
 absl::StatusOr<v1::JobStatus> Coordinator::CancelJob(const std::string& job_id,
                                                      const std::string& reason) {
-  ReplyPoint reply(this);
-  WriteLock lock(this);
+  ReplyPoint reply(replies_);
+  WriteLock lock(mu_, journal_);
   const JobEntry* entry = jobs_.Find(job_id);
   if (entry == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id, "'"));
   if (!journal_.writable(mu_) && !entry->job->finished()) return journal_.Refusal(mu_, false);
@@ -283,7 +339,7 @@ void Coordinator::AfterJobChangeLocked(const std::string& job_id, JobEntry& entr
     } else {
       entry.reported = true;
       entry.published.AttachReport(
-          GatherReportDetails(entry.job->status(), workers_, repositories_));
+          GatherReportDetails(entry.job->status(), workers(), repositories_));
     }
   }
   if (entry.job->finished() && !entry.follow_ups_decided) {

@@ -7,14 +7,16 @@
 // tests drive it directly with a FakeClock and zero-wait long polls.
 //
 // It is composed of parts that keep their own state: JobTable (the jobs, their order, positions and
-// request ids, and ListJobs' pages; coordinator/job_table.h), WorkerRegistry (workers, sessions and
-// their mailboxes; coordinator/worker_registry.h), LeaseTable (leases, attempts, fencing, expiry;
-// coordinator/lease_table.h), JournalWriter (the group commit), and the pure cross-job lease
-// policy (coordinator/lease_policy.h). Its own methods, which sequence those parts and the jobs,
-// live in coordinator.cc (jobs, Watch, events), recovery.cc (journal apply, roll back, Recover),
-// worker_sessions.cc (the worker RPCs), coordinator_leases.cc (dispatch, leases, expiry),
-// follow_up_jobs.cc (with the pure plan and fold in follow_ups.h), and metrics.cc
-// (the metrics snapshot).
+// request ids, ListJobs' pages, and Apply, through which every call changes a job;
+// coordinator/job_table.h), WorkerSessions (the workers, their sessions and mailboxes in a
+// WorkerRegistry, and the worker RPCs served on them; coordinator/worker_sessions.h), LeaseTable
+// (leases, attempts, fencing, expiry; coordinator/lease_table.h), JournalWriter (the group
+// commit), and the pure cross-job lease policy (coordinator/lease_policy.h). Its own methods,
+// which sequence those parts and the jobs, live in coordinator.cc (jobs, ApplyLocked, Watch,
+// events, and the worker calls handed to WorkerSessions), recovery.cc (reading the journals and
+// replaying them, roll back, Recover), coordinator_leases.cc (dispatch, leases, expiry, what a
+// worker's session does to the jobs), follow_up_jobs.cc (with the pure plan and fold in
+// follow_ups.h), and metrics.cc (the metrics snapshot).
 //
 // Persistence: with a JobStore (CoordinatorOptions::store) every change of a job is journaled
 // (see coordinator/job_store.h) and committed before the call that made it returns (so a
@@ -53,9 +55,7 @@
 #ifndef KBISECT_COORDINATOR_COORDINATOR_H_
 #define KBISECT_COORDINATOR_COORDINATOR_H_
 
-#include <atomic>
 #include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +85,8 @@
 #include "coordinator/worker_entry.h"
 #include "coordinator/worker_mailbox.h"
 #include "coordinator/worker_registry.h"
+#include "coordinator/worker_sessions.h"
+#include "coordinator/write_lock.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -168,6 +170,7 @@ class Coordinator {
   // returns its final status unchanged. NotFound for an unknown job id.
   absl::StatusOr<v1::JobStatus> CancelJob(const std::string& job_id, const std::string& reason);
 
+  // Every worker as ListWorkers shows it (WorkerSessions::ListWorkers).
   v1::ListWorkersResponse ListWorkers() const;
 
   // Calls `sink` with each event of the job after `after_sequence`, in order, until the FINISHED
@@ -178,8 +181,12 @@ class Coordinator {
                         const std::function<bool(const v1::JobEvent&)>& sink,
                         const std::function<bool()>& is_cancelled = nullptr);
 
-  // --- Worker-facing operations (WorkerService). ----------------------------------------------
+  // --- Worker-facing operations (WorkerService): WorkerSessions' (coordinator/worker_sessions.h).
 
+  // The part that serves the workers' calls; the gRPC WorkerService calls it directly.
+  WorkerSessions& worker_sessions() { return sessions_; }
+
+  // WorkerSessions::OpenSession.
   absl::StatusOr<v1::OpenSessionResponse> OpenSession(const v1::OpenSessionRequest& request);
 
   // Heartbeat and work pickup. Returns at once when there are assignments or cancellations for
@@ -189,7 +196,7 @@ class Coordinator {
   absl::StatusOr<v1::SynchronizeResponse> Synchronize(const v1::SynchronizeRequest& request);
 
   // What answers a Synchronize: called once, with the reply.
-  using SynchronizeDone = std::function<void(absl::StatusOr<v1::SynchronizeResponse>)>;
+  using SynchronizeDone = WorkerSessions::SynchronizeDone;
   // Synchronize without a thread held while the poll waits (the gRPC service's long poll, so
   // that a thousand idle workers hold no thousand threads): `done` runs once with what
   // Synchronize would return, on the calling thread when the answer is ready at once (before
@@ -201,6 +208,7 @@ class Coordinator {
   // of an already accepted lease is a harmless duplicate.
   absl::StatusOr<v1::CompleteLeaseResponse> CompleteLease(const v1::CompleteLeaseRequest& request);
 
+  // Ends the session: its leases are lost and the worker leaves the jobs.
   absl::Status CloseSession(const v1::CloseSessionRequest& request);
 
   // --- Monitoring. -----------------------------------------------------------------------------
@@ -244,22 +252,19 @@ class Coordinator {
   // assignment for its next Synchronize.
   void LeaseTaskLocked(const std::string& job_id, JobEntry& entry, WorkerEntry& worker,
                        v1::Task task, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Locks mu_; on unlocking, first commits the journal entries collected meanwhile.
-  class ABSL_SCOPED_LOCKABLE WriteLock;
-  // Marks a mutating RPC: on leaving it, after the WriteLock's release, it counts the RPC as
-  // mutating if the calling thread sealed changes for commit meanwhile, and fires the
-  // before_reply crash point.
-  class ReplyPoint;
-
-  // A measurement to add to the result cache: written after the coordinator's lock is released.
-  struct CacheWrite {
-    std::string spec_digest;
-    v1::CachedResult record;
-  };
-  // CompleteLease under the lock: fences the lease, applies the result to its job and
-  // dispatches; sets `cache_write` to the measurement the result cache should keep.
-  absl::StatusOr<v1::CompleteLeaseResponse> CompleteLeaseLocked(
-      const v1::CompleteLeaseRequest& request, std::optional<CacheWrite>* cache_write)
+  // The workers and their sessions (WorkerSessions' registry).
+  WorkerRegistry& workers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sessions_.registry(mu_); }
+  const WorkerRegistry& workers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return sessions_.registry(mu_);
+  }
+  // What a worker's calls do to the jobs, for WorkerSessions: this coordinator's methods, each
+  // called with mu_ held.
+  WorkerSessions::JobSide SessionJobSide();
+  // The result of the live lease `lease` was accepted: ends the lease as completed, applies the
+  // result to its job (TaskFinished) and cancels what it made useless. Returns the measurement
+  // the result cache should keep, if any (written by WorkerSessions after the lock's release).
+  std::optional<WorkerSessions::CacheWrite> LeaseCompletedLocked(LeaseEntry& lease,
+                                                                 const v1::TaskResult& result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Makes `call` on the entry's job (JobTable::Apply), queues its journal entry for the commit
@@ -287,34 +292,6 @@ class Coordinator {
   // Hands the running jobs' tasks to the idle workers. Called after every change that may let a
   // job hand out a task (a result, a new job, a worker freed or lost, ...).
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Synchronize's pieces. The call under the lock: heartbeat, lease renewals and losses,
-  // dispatch, flush; it begins the poll on the worker's mailbox and says until when it waits.
-  absl::Status BeginSynchronizeLocked(const v1::SynchronizeRequest& request,
-                                      v1::SynchronizeResponse* response,
-                                      std::shared_ptr<WorkerMailbox>* mailbox, uint64_t* sequence,
-                                      absl::Time* deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The rest of a Synchronize whose poll began on `mailbox`: waits there until `deadline` without
-  // holding a thread, then calls `done` with AnswerSynchronize's answer.
-  void AwaitSynchronize(const v1::SynchronizeRequest& request, v1::SynchronizeResponse response,
-                        const std::shared_ptr<WorkerMailbox>& mailbox, uint64_t sequence,
-                        absl::Time deadline, SynchronizeDone done);
-  // The answer of a poll that ended with `outcome`, from what it was delivered (assignments,
-  // cancellations once each, the lease expiry), taking the coordinator's mutex only when the
-  // mailbox was closed or build-ahead hints are asked for.
-  absl::StatusOr<v1::SynchronizeResponse> AnswerSynchronize(const v1::SynchronizeRequest& request,
-                                                            v1::SynchronizeResponse response,
-                                                            WorkerMailbox::Outcome outcome,
-                                                            WorkerMailbox::Delivery delivery);
-  // How often a heartbeat that changed nothing dispatches anyway, for what time alone changed.
-  static constexpr absl::Duration kRedispatchPeriod = DispatchRound::kRedispatchPeriod;
-  // The threads that answer the polls that waited without one (poll_scheduler_): an answer is a
-  // few protobuf moves, rarely a short turn under the coordinator's mutex.
-  static constexpr int kPollSchedulerThreads = 4;
-  // The threads that run the part of a Synchronize under the coordinator's mutex (which may lead
-  // a journal commit and wait for its fsync; synchronize_calls_): enough that a commit in flight
-  // does not hold every poll, far fewer than one per worker. Apart from the answers, which would
-  // otherwise queue behind calls waiting for the mutex.
-  static constexpr int kSynchronizeThreads = 32;
   void CancelTasksLocked(const std::string& job_id, const std::vector<std::string>& task_ids,
                          const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterJobChangeLocked(const std::string& job_id, JobEntry& entry)
@@ -362,22 +339,17 @@ class Coordinator {
   // Commits the journal collected under mu_ (group commit) and knows whether the store takes
   // writes; its methods take mu_.
   JournalWriter journal_;
-  // The live sessions' mailboxes, for the Synchronize that needs no change (added and removed
-  // under mu_; read without it). Lock order: mu_, its mutex, a mailbox's.
-  SessionMailboxes mailboxes_;
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   kbisect::CondVar changed_;  // Signalled on any change a blocked call might wait for.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   IdMinter ids_ ABSL_GUARDED_BY(mu_);
   JobTable jobs_ ABSL_GUARDED_BY(mu_);
-  // The workers and their sessions; fills mailboxes_.
-  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   LeaseTable leases_ ABSL_GUARDED_BY(mu_);
-  // Mutating RPCs since this process started (for the before_reply crash point).
-  std::atomic<int64_t> mutating_replies_{0};
-  absl::Time last_dispatch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // last_dispatch_ in Unix nanoseconds, for the Synchronize that takes no lock.
-  std::atomic<int64_t> last_dispatch_ns_{std::numeric_limits<int64_t>::min()};
+  // Mutating RPCs' replies since this process started (for the before_reply crash point).
+  MutatingReplies replies_;
+  // The workers, their sessions and mailboxes, and the worker RPCs; its state is under mu_ but
+  // for the mailboxes (their own locks). Lock order: mu_, the mailboxes' index, a mailbox's.
+  WorkerSessions sessions_;
   // During Recover: follow-up jobs (by request id) not loaded yet; their parent's replay loads
   // each where it started it (StartFollowUpsLocked).
   std::map<std::string, StoredJob> unloaded_follow_ups_ ABSL_GUARDED_BY(mu_);
@@ -386,11 +358,6 @@ class Coordinator {
 
   class Housekeeper;
   std::unique_ptr<Housekeeper> housekeeper_;
-  // Runs the continuations of the polls that wait without a thread, and their deadlines. Last:
-  // destroyed first, it finishes every such poll while the members they read are alive.
-  std::unique_ptr<PollScheduler> poll_scheduler_;
-  // Runs the part of each Synchronize under the coordinator's mutex, off gRPC's callback threads.
-  std::unique_ptr<PollScheduler> synchronize_calls_;
 };
 
 }  // namespace kbisect

@@ -1,9 +1,11 @@
 // Copyright 2026 The kbisect Authors.
 //
 // Coordinator, leases: dispatching jobs' tasks to idle workers under leases, cancelling them,
-// losing them when a worker dies, and expiring them when heartbeats stop.
+// losing them when a worker dies, completing them with a result, and expiring them when
+// heartbeats stop; what a worker's session does to the jobs (WorkerSessions::JobSide).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,19 +22,18 @@ namespace kbisect {
 
 void Coordinator::DispatchLocked() {
   const absl::Time now = clock_->Now();
-  last_dispatch_ = now;
-  last_dispatch_ns_.store(absl::ToUnixNanos(now));
+  sessions_.Dispatched(mu_, now);
   std::vector<DispatchRound::IdleWorker> idle;
   std::vector<WorkerEntry*> with_orphans;
   // Each host's build slots as the worker that built there last announced them (the most any
   // of its workers announced): an idle worker carries its host's news to the jobs.
   std::map<std::string, int> pool_slots;
-  for (const auto& [id, worker] : workers_.entries()) {
+  for (const auto& [id, worker] : workers().entries()) {
     if (worker.build_pool.name.empty()) continue;
     int& slots = pool_slots[worker.build_pool.name];
     slots = std::max(slots, worker.build_pool.slots);
   }
-  for (auto& [id, worker] : workers_.entries()) {
+  for (auto& [id, worker] : workers().entries()) {
     if (!worker.Idle()) continue;
     idle.push_back({id, worker.identity.hardware_class()});
     if (!worker.orphans.empty()) with_orphans.push_back(&worker);
@@ -63,7 +64,7 @@ void Coordinator::DispatchLocked() {
     job.max_workers = entry.job->status().spec().max_workers();
     job.live_leases = entry.live_leases;
     // A job is pinned to one hardware class: the spec's, or else that of its first worker.
-    job.hardware_class = workers_.HardwareClassOf(entry.job->status());
+    job.hardware_class = workers().HardwareClassOf(entry.job->status());
     std::vector<std::string> asked = round.Candidates(job, entry.offers);
     if (asked.empty()) continue;
     JournalEntry take;
@@ -71,7 +72,7 @@ void Coordinator::DispatchLocked() {
     take.time = now;
     take.workers = asked;
     for (const std::string& worker : asked) {
-      const BuildPool& pool = workers_.entries().at(worker).build_pool;
+      const BuildPool& pool = workers().entries().at(worker).build_pool;
       if (!pool.name.empty()) take.pools[worker] = BuildPool{pool.name, pool_slots[pool.name]};
     }
     std::vector<BisectJob::Assignment> tasks =
@@ -79,7 +80,7 @@ void Coordinator::DispatchLocked() {
     std::vector<std::string> taken;
     for (BisectJob::Assignment& assignment : tasks) {
       taken.push_back(assignment.worker);
-      LeaseTaskLocked(job_id, entry, workers_.entries().at(assignment.worker),
+      LeaseTaskLocked(job_id, entry, workers().entries().at(assignment.worker),
                       std::move(assignment.task), now);
     }
     round.Answered(asked, taken, entry.offers);
@@ -123,7 +124,7 @@ void Coordinator::CancelTasksLocked(const std::string& job_id,
     LeaseEntry& lease = *live;
     // An assignment not yet delivered is simply withdrawn.
     if (EndLeaseLocked(lease, LeaseTable::State::kDead)) continue;
-    WorkerEntry* worker = workers_.Find(lease.worker_id);
+    WorkerEntry* worker = workers().Find(lease.worker_id);
     if (worker == nullptr || worker->mailbox == nullptr) continue;
     // The worker stops the task when it hears of the cancellation and asks for work again
     // when it has: until then it is not ready. (A lease handed to it now would reach it in the
@@ -145,7 +146,7 @@ bool Coordinator::EndLeaseLocked(LeaseEntry& lease, LeaseTable::State state) {
   if (!leases_.End(lease, state)) return false;  // Ended before: taken off everything then.
   if (JobEntry* job = jobs_.Find(lease.job_id); job != nullptr) --job->live_leases;
   bool withdrawn = false;
-  if (WorkerEntry* worker = workers_.Find(lease.worker_id); worker != nullptr) {
+  if (WorkerEntry* worker = workers().Find(lease.worker_id); worker != nullptr) {
     // Keeps every assignment in the mailbox one of the worker's leases (WorkerEntry::Idle relies on
     // it).
     withdrawn = worker->mailbox != nullptr && worker->mailbox->Withdraw(lease.lease_id);
@@ -171,6 +172,28 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
   call.reason = absl::StrCat("worker ", lease.worker_id, ": ", why);
   const CallResult result = ApplyLocked(lease.job_id, *job, std::move(call));
   CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
+}
+
+std::optional<WorkerSessions::CacheWrite> Coordinator::LeaseCompletedLocked(
+    LeaseEntry& lease, const v1::TaskResult& result) {
+  EndLeaseLocked(lease, LeaseTable::State::kCompleted);
+  JobEntry* job = jobs_.Find(lease.job_id);
+  if (job == nullptr) return std::nullopt;
+  JournalEntry call;
+  call.kind = JournalEntry::Kind::kTaskFinished;
+  call.time = clock_->Now();
+  call.task_id = lease.task_id;
+  call.result = result;
+  const CallResult applied = ApplyLocked(lease.job_id, *job, std::move(call));
+  std::optional<WorkerSessions::CacheWrite> cache_write;
+  if (options_.result_cache != nullptr && !job->job->status().spec().no_cache()) {
+    std::optional<v1::CachedResult> record = job->job->CacheRecordOf(lease.task_id);
+    if (record.has_value() && !record->tree_sha().empty()) {
+      cache_write = WorkerSessions::CacheWrite{job->spec_digest, *std::move(record)};
+    }
+  }
+  CancelTasksLocked(lease.job_id, applied.cancel, "outside the open interval");
+  return cache_write;
 }
 
 void Coordinator::WorkerLeftLocked(WorkerEntry& worker, JournalEntry::Kind kind,
@@ -203,7 +226,7 @@ void Coordinator::WorkerLeftLocked(WorkerEntry& worker, JournalEntry::Kind kind,
 }
 
 void Coordinator::ExpireLeases() {
-  WriteLock lock(this);
+  WriteLock lock(mu_, journal_);
   const absl::Time now = clock_->Now();
   if (!journal_.writable(mu_)) {
     // Reads only: nothing expires (that would change jobs) until the store takes writes again.
@@ -219,7 +242,7 @@ void Coordinator::ExpireLeases() {
     LoseLeaseLocked(lease, "its lease expired (no heartbeat)");
     changed = true;
   }
-  for (auto& [id, worker] : workers_.entries()) {
+  for (auto& [id, worker] : workers().entries()) {
     if (worker.HeartbeatOverdue(now, options_.lease_duration)) {
       worker.state = v1::WORKER_STATE_LOST;
       worker.ready = false;

@@ -145,11 +145,11 @@ class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorSe
 // works, but the leases the old session held are not carried over (they are re-dispatched).
 // Without client certificates (plaintext, `kbisect run`) nothing is bound.
 // Synchronize is served on gRPC's callback API: a long poll that waits holds no thread
-// (Coordinator::SynchronizeAsync), where the synchronous API holds one per idle worker.
+// (WorkerSessions::SynchronizeAsync), where the synchronous API holds one per idle worker.
 class CoordinatorServer::WorkerServiceImpl final
     : public v1::WorkerService::WithCallbackMethod_Synchronize<v1::WorkerService::Service> {
  public:
-  explicit WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {}
+  explicit WorkerServiceImpl(WorkerSessions* sessions) : worker_sessions_(sessions) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::OpenSessionResponse* response) override {
@@ -163,7 +163,7 @@ class CoordinatorServer::WorkerServiceImpl final
         checked.clear_held_leases();
       }
     }
-    absl::StatusOr<v1::OpenSessionResponse> opened = coordinator_->OpenSession(checked);
+    absl::StatusOr<v1::OpenSessionResponse> opened = worker_sessions_->OpenSession(checked);
     if (opened.ok() && !subject.empty()) {
       kbisect::MutexLock lock(&mu_);
       Binding& binding = names_[opened->worker_id()];
@@ -183,7 +183,7 @@ class CoordinatorServer::WorkerServiceImpl final
       return reactor;
     }
     // `request` and `response` live until Finish: the reply is written into `response` then.
-    coordinator_->SynchronizeAsync(
+    worker_sessions_->SynchronizeAsync(
         *request, [reactor, response](absl::StatusOr<v1::SynchronizeResponse> answer) {
           reactor->Finish(Reply(std::move(answer), response));
         });
@@ -195,7 +195,7 @@ class CoordinatorServer::WorkerServiceImpl final
     if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
       return owner;
     }
-    return Reply(coordinator_->CompleteLease(*request), response);
+    return Reply(worker_sessions_->CompleteLease(*request), response);
   }
 
   grpc::Status CloseSession(grpc::ServerContext* context, const v1::CloseSessionRequest* request,
@@ -203,7 +203,7 @@ class CoordinatorServer::WorkerServiceImpl final
     if (grpc::Status owner = CheckOwner(context, request->session_id()); !owner.ok()) {
       return owner;
     }
-    return ToGrpcStatus(coordinator_->CloseSession(*request));
+    return ToGrpcStatus(worker_sessions_->CloseSession(*request));
   }
 
  private:
@@ -234,7 +234,7 @@ class CoordinatorServer::WorkerServiceImpl final
     return grpc::Status::OK;
   }
 
-  Coordinator* const coordinator_;
+  WorkerSessions* const worker_sessions_;
   kbisect::Mutex mu_;
   // Session id -> the certificate subject that opened it (mutual TLS only).
   std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);
@@ -247,7 +247,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   server->coordinator_ = coordinator;
   server->client_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator);
-  server->worker_service_ = std::make_unique<WorkerServiceImpl>(coordinator);
+  server->worker_service_ = std::make_unique<WorkerServiceImpl>(&coordinator->worker_sessions());
 
   // Not gRPC's default health service: see coordinator/health_service.h.
   server->health_ = std::make_unique<HealthService>(HealthCheckedServices());

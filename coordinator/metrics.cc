@@ -134,7 +134,7 @@ MetricsSnapshot Coordinator::Metrics() const {
       if (event.kind() != v1::DRIFT_KIND_IDENTITY_CHANGED) ++snapshot.quarantines;
     }
   }
-  for (const auto& [id, worker] : workers_.entries()) {
+  for (const auto& [id, worker] : workers().entries()) {
     ++snapshot.workers[{worker.identity.hardware_class(), EnumLabel(worker.state)}];
   }
   snapshot.lease_expiries = leases_.expiries();

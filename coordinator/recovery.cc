@@ -40,7 +40,7 @@ void Coordinator::ReloadLocked() {
   }
   jobs_.Clear();
   // Each long poll waits on its session's mailbox: closed, it finds its session gone.
-  workers_.Clear();
+  workers().Clear();
   leases_.Clear();
   unloaded_follow_ups_.clear();
   // What rebuilding journals (probes of unknown workers lost) stays pending: the first commit
@@ -53,8 +53,8 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
   if (store_ == nullptr) return RecoveryReport();
   absl::StatusOr<StoredState> state = store_->Load();
   if (!state.ok()) return state.status();
-  WriteLock lock(this);
-  if (!jobs_.empty() || !workers_.empty()) {
+  WriteLock lock(mu_, journal_);
+  if (!jobs_.empty() || !workers().empty()) {
     return absl::FailedPreconditionError("Recover must be called before any other call");
   }
   return RebuildLocked(*std::move(state));
@@ -83,7 +83,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
   StoredState* state = &stored_state;
   const absl::Time now = clock_->Now();
   for (StoredWorker& stored : state->workers) {
-    WorkerEntry& worker = workers_.FindOrAdd(stored.worker_id);
+    WorkerEntry& worker = workers().FindOrAdd(stored.worker_id);
     worker.name = stored.name;
     worker.identity = std::move(stored.identity);
     worker.state = v1::WORKER_STATE_LOST;
@@ -158,7 +158,7 @@ RecoveryReport Coordinator::RebuildLocked(StoredState stored_state) {
       ++report.orphaned_probes;
       auto task = replayed_tasks.find(task_id);
       if (task != replayed_tasks.end()) {
-        if (WorkerEntry* worker = workers_.Find(task->second.first); worker != nullptr) {
+        if (WorkerEntry* worker = workers().Find(task->second.first); worker != nullptr) {
           worker->orphans.emplace_back(job_id, std::move(task->second.second));
           continue;
         }
