@@ -158,9 +158,10 @@ void WorkerSessions::ReplaceSessionLocked(WorkerEntry& worker,
   // A live session replaced: by another process of the same name (or a restarted one). Its poll
   // under the old session ends.
   registry_.EndSession(worker, /*superseded=*/true);
-  // Leases of the previous session survive only if the worker still holds them.
+  // Leases of the previous session survive only if the worker still holds them. Over a copy:
+  // losing a lease takes it off worker.leases.
   std::vector<std::string> keep;
-  for (const std::string& lease_id : worker.leases) {
+  for (const std::string& lease_id : std::vector<std::string>(worker.leases)) {
     const bool held =
         std::any_of(request.held_leases().begin(), request.held_leases().end(),
                     [&](const v1::LeaseStatus& held) { return held.lease_id() == lease_id; });

@@ -5,6 +5,7 @@
 // nothing waits for a commit; zero-wait polls, so nothing blocks.
 #include "coordinator/worker_sessions.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ class WorkerSessionsTest : public ::testing::Test {
       mu_.AssertHeld();
       lost_.push_back(lease.lease_id + ": " + why);
       leases_.End(lease, LeaseTable::State::kDead);
+      // As Coordinator::EndLeaseLocked does: the lease leaves its worker's list.
+      std::vector<std::string>& held = sessions_.registry(mu_).Find(lease.worker_id)->leases;
+      held.erase(std::remove(held.begin(), held.end(), lease.lease_id), held.end());
     };
     side.worker_left = [this](WorkerEntry& worker, JournalEntry::Kind kind, const std::string&,
                               const std::string& why) {
@@ -94,14 +98,22 @@ TEST_F(WorkerSessionsTest, OpeningASessionRegistersTheWorkerAndDispatches) {
 
 TEST_F(WorkerSessionsTest, AReopenedSessionKeepsOnlyTheLeasesTheWorkerStillHolds) {
   const v1::OpenSessionResponse first = Open("w1");
-  const std::string kept = Grant(first, "task-1");
-  const std::string dropped = Grant(first, "task-2");
+  const std::string dropped = Grant(first, "task-1");
+  const std::string kept = Grant(first, "task-2");
+  const std::string also_dropped = Grant(first, "task-3");
   v1::OpenSessionRequest again;
   again.set_worker_name("w1");
   again.mutable_identity()->set_hardware_class("h100");
   again.add_held_leases()->set_lease_id(kept);
   ASSERT_TRUE(sessions_.OpenSession(again).ok());
-  EXPECT_EQ(lost_, (std::vector<std::string>{dropped + ": the worker reconnected without it"}));
+  EXPECT_EQ(lost_,
+            (std::vector<std::string>{dropped + ": the worker reconnected without it",
+                                      also_dropped + ": the worker reconnected without it"}));
+  {
+    kbisect::MutexLock lock(&mu_);
+    EXPECT_EQ(sessions_.registry(mu_).Find("w1")->leases, (std::vector<std::string>{kept}));
+    EXPECT_EQ(leases_.Find(kept)->state, LeaseTable::State::kActive);
+  }
   // The old session's calls learn that another process took the name over.
   v1::SynchronizeRequest old;
   old.set_session_id(first.session_id());
