@@ -98,6 +98,7 @@ std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec s
       std::make_unique<BisectJob>(std::move(job_id), std::move(spec), std::move(ends), create_time);
   job->events_.Take();  // Its STARTED event: a compacted job emits none.
   job->status_ = std::move(final_status);
+  job->compacted_ = true;
   return job;
 }
 
@@ -208,6 +209,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
 std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
     const std::vector<std::string>& workers, absl::Time now,
     const std::map<std::string, BuildPool>& pools) {
+  Changed();
   std::vector<Assignment> out;
   if (finished()) return out;
   for (const auto& [worker, pool] : pools) announced_pools_[worker] = pool;
@@ -330,6 +332,7 @@ void BisectJob::Calibrate(const std::string& worker, std::vector<Assignment>* ou
 // --- Journal ------------------------------------------------------------------------------------
 
 BisectJob::Applied BisectJob::Apply(const JournalEntry& entry) {
+  Changed();
   Applied out;
   switch (entry.kind) {
     case JournalEntry::Kind::kTakeTasks:
@@ -361,6 +364,7 @@ BisectJob::Applied BisectJob::Apply(const JournalEntry& entry) {
 
 void BisectJob::OnTaskStarted(const std::string& task_id, const std::string& worker, int attempt,
                               absl::Time now) {
+  Changed();
   TaskEntry* entry = book_.Find(task_id);
   if (entry == nullptr || entry->done) return;
   v1::Probe& probe = ProbeOf(*entry);
@@ -371,6 +375,7 @@ void BisectJob::OnTaskStarted(const std::string& task_id, const std::string& wor
 
 std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
                                                    const v1::TaskResult& reported, absl::Time now) {
+  Changed();
   TaskEntry* found = book_.Find(task_id);
   if (found == nullptr || !found->active || found->done || finished()) return {};
   TaskEntry& entry = *found;
@@ -508,6 +513,7 @@ void BisectJob::RecheckCalibrations(absl::Time now) {
 
 std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const std::string& why,
                                                absl::Time now) {
+  Changed();
   TaskEntry* found = book_.Find(task_id);
   if (found == nullptr || !found->active || found->done || finished()) return {};
   TaskEntry& entry = *found;
@@ -554,6 +560,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
 }
 
 std::vector<std::string> BisectJob::Cancel(const std::string& reason, absl::Time now) {
+  Changed();
   if (finished()) return {};
   Finish(v1::OUTCOME_CANCELLED, CancelledText(reason), now);
   return std::exchange(to_cancel_, {});

@@ -37,6 +37,7 @@
 #ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 #define KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -158,9 +159,11 @@ class BisectJob {
   // True once the job reached a terminal state (done, failed or cancelled).
   bool finished() const;
 
-  // The job's own status: the search's state and result. The coordinator publishes it with what
-  // it adds (coordinator/published_status.h).
-  const v1::JobStatus& status() const { return status_; }
+  // The job's own status: the search's state and result, the wire form of its parts' state
+  // (job_status_projection.cc), built when the job changed since the last call. The reference
+  // stays valid as long as the job; its contents are those of the latest call. The coordinator
+  // publishes it with what it adds (coordinator/published_status.h).
+  const v1::JobStatus& status() const;
 
   // Returns the events produced since the previous call (sequence numbers unset).
   std::vector<v1::JobEvent> TakeEvents();
@@ -235,8 +238,20 @@ class BisectJob {
   void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                               std::vector<Assignment>* out);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
+  // The job changed (every public mutator calls it first): the next status() builds the
+  // projection again.
+  void Changed() { ++revision_; }
+  // Writes what the parts own into status_, the projection (job_status_projection.cc).
+  void Project() const;
 
-  v1::JobStatus status_;
+  // The job's header and the fields no part owns yet, with the parts' fields written in by
+  // Project: the projection status() returns. A compacted job (Finished) keeps its final status
+  // here and projects nothing.
+  mutable v1::JobStatus status_;
+  // Changes so far (Changed), and the change status_ was last projected at (-1: never).
+  int64_t revision_ = 0;
+  mutable int64_t projected_revision_ = -1;
+  bool compacted_ = false;  // Restored by Finished: its parts are empty.
   std::vector<v1::CommitRef> commits_;
   // The search, the probes waiting for a verdict, contradicted verdicts, steps and rounds.
   VerdictLedger ledger_;

@@ -176,6 +176,7 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   for (v1::JobWarning& warning : GpuWarnings(status_)) AddWarning(std::move(warning), &status_);
   *status_.mutable_finish_time() = ToProto(now);
   ledger_.UpdateProgress();
+  Project();  // The FINISHED event carries the whole status.
   v1::JobEvent finished;
   v1::JobFinishedFact& fact = *finished.mutable_finished();
   fact.set_outcome(outcome);

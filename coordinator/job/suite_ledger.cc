@@ -305,11 +305,7 @@ void SuiteLedger::Learn(const v1::TaskResult& result) {
 
 void SuiteLedger::Judge() {
   if (!active()) return;
-  status_->clear_suite();
-  for (v1::SuiteMetricResult& row :
-       JudgeSuite(*status_, *commits_, metrics_, &more_baseline_runs_)) {
-    *status_->add_suite() = std::move(row);
-  }
+  rows_ = JudgeSuite(*status_, *commits_, metrics_, &more_baseline_runs_);
 }
 
 }  // namespace kbisect

@@ -18,7 +18,8 @@
 //     leaves out at most 1e-5 of the probability on either side, and once the job is finished
 //     a suite follow-up (coordinator/follow_ups.h) searches that range with a metric of its
 //     own as the lead.
-// Pure: it reads the job's status and commits and writes status.suite. Thread-compatible.
+// Pure: it reads the job's status and commits and owns the suite's rows (the job's status shows
+// them, job_status_projection.cc). Thread-compatible.
 #ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 #define KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 
@@ -60,7 +61,7 @@ void ProjectOnLead(const std::string& lead, v1::TaskResult* result);
 class SuiteLedger {
  public:
   // Both must outlive the ledger.
-  SuiteLedger(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
+  SuiteLedger(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
       : status_(status), commits_(commits) {}
 
   // True when the job bisects a suite.
@@ -70,9 +71,13 @@ class SuiteLedger {
   // seen. Does nothing without a suite.
   void Learn(const v1::TaskResult& result);
 
-  // Judges every metric again on the job's probe rows (JudgeSuite) into status.suite. Does
-  // nothing without a suite.
+  // Judges every metric again on the job's probe rows (JudgeSuite) into its rows. Does nothing
+  // without a suite.
   void Judge();
+
+  // The suite's rows as last judged, one per metric in output order (JobStatus.suite); empty
+  // without a suite or before the first Judge.
+  const std::vector<v1::SuiteMetricResult>& rows() const { return rows_; }
 
   // After Judge: the runs of each baseline (on the reference worker) that would tell the metrics
   // too close to tell at the baselines apart, 0 when none is (the adaptive repeats, per metric,
@@ -80,9 +85,10 @@ class SuiteLedger {
   int more_baseline_runs() const { return more_baseline_runs_; }
 
  private:
-  v1::JobStatus* const status_;
+  const v1::JobStatus* const status_;
   const std::vector<v1::CommitRef>* const commits_;
   std::vector<v1::SuiteMetricInfo> metrics_;
+  std::vector<v1::SuiteMetricResult> rows_;
   int more_baseline_runs_ = 0;
 };
 

@@ -76,6 +76,7 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
 
 std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, const std::string& why,
                                                  absl::Time now) {
+  Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return {};
   calibration_.worker(worker).gone = true;
   standing_.DropWorkOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
@@ -87,6 +88,7 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
 }
 
 void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
+  Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return;
   standing_.DropWorkOf(worker, why, now);
   if (worker == calibration_.reference_worker()) return;  // The reference baselines stay.

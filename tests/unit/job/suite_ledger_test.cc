@@ -266,7 +266,7 @@ TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   result.add_suite_metrics()->set_name("b");
   ledger.Learn(result);
   ledger.Judge();
-  EXPECT_EQ(status.suite_size(), 0) << "no suite, no rows";
+  EXPECT_TRUE(ledger.rows().empty()) << "no suite, no rows";
 
   status.mutable_spec()->mutable_metric()->set_suite("auto");
   ledger.Learn(result);
@@ -275,10 +275,10 @@ TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   result.add_suite_metrics()->set_name("a");
   ledger.Learn(result);
   ledger.Judge();
-  ASSERT_EQ(status.suite_size(), 3);
-  EXPECT_EQ(status.suite(0).name(), "a");
-  EXPECT_EQ(status.suite(1).name(), "b");
-  EXPECT_EQ(status.suite(2).name(), "c");
+  ASSERT_EQ(ledger.rows().size(), 3u);
+  EXPECT_EQ(ledger.rows()[0].name(), "a");
+  EXPECT_EQ(ledger.rows()[1].name(), "b");
+  EXPECT_EQ(ledger.rows()[2].name(), "c");
 }
 
 TEST(ProjectOnLeadTest, ARunsSampleBecomesTheLeadsValue) {
