@@ -7,7 +7,8 @@
 
 namespace kbisect {
 
-std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
+std::vector<CommitEvidence> PosteriorEvidence(const ProbeRows& probes,
+                                              const v1::Confirmation& confirmation,
                                               const Calibration& calibration, bool pass_fail,
                                               int last_good, int first_bad) {
   std::vector<CommitEvidence> evidence;
@@ -18,8 +19,8 @@ std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
   auto frame = [&](const std::string& worker, double value) {
     return calibration.HasOffset(worker) ? calibration.InReferenceFrame(worker, value) : value;
   };
-  for (int row = 0; row < status.probes_size(); ++row) {
-    const v1::Probe& probe = status.probes(row);
+  for (int row = 0; row < probes.size(); ++row) {
+    const v1::Probe& probe = probes.Get(row);
     if (probe.state() != v1::PROBE_STATE_FINISHED || probe.provisional() ||
         probe.kind() == v1::PROBE_KIND_CONFIRM || !counts(probe.worker())) {
       continue;
@@ -38,7 +39,7 @@ std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
     evidence.push_back(std::move(e));
   }
   if (!pass_fail) {
-    for (const v1::ConfirmationPairs& set : status.confirmation().sets()) {
+    for (const v1::ConfirmationPairs& set : confirmation.sets()) {
       if (!set.interleaved() || !counts(set.worker())) continue;  // Others repeat probes.
       CommitEvidence before{last_good, {}, 0, 0};
       CommitEvidence after{first_bad, {}, 0, 0};
@@ -57,9 +58,9 @@ double BadProbability(const CulpritPosterior& posterior, int index) {
   return bad;
 }
 
-int DecidingProbe(const v1::JobStatus& status, int index, v1::Verdict verdict) {
-  for (int row = status.probes_size() - 1; row >= 0; --row) {
-    const v1::Probe& probe = status.probes(row);
+int DecidingProbe(const ProbeRows& probes, int index, v1::Verdict verdict) {
+  for (int row = probes.size() - 1; row >= 0; --row) {
+    const v1::Probe& probe = probes.Get(row);
     if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
         probe.state() == v1::PROBE_STATE_FINISHED && probe.verdict() == verdict) {
       return row;

@@ -18,24 +18,27 @@
 
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
 
 // Every measurement of the job by commit, in the reference worker's frame, for the culprit
-// posterior: the samples of each finished probe (not provisional, not of a quarantined worker),
-// those of a worker with an offset scaled as its verdicts are (Calibration::InReferenceFrame),
-// the BAD baseline as the verdicts saw it, and the fresh confirmation pairs (as last_good and
-// first_bad). Pass/fail jobs give each probe's result. (A flaky test's: FlakyEvidence.)
-std::vector<CommitEvidence> PosteriorEvidence(const v1::JobStatus& status,
+// posterior: the samples of each finished row of `probes` (not provisional, not of a quarantined
+// worker), those of a worker with an offset scaled as its verdicts are
+// (Calibration::InReferenceFrame), the BAD baseline as the verdicts saw it, and the fresh pairs
+// of `confirmation` (as last_good and first_bad). Pass/fail jobs give each probe's result. (A flaky test's: FlakyEvidence.)
+std::vector<CommitEvidence> PosteriorEvidence(const ProbeRows& probes,
+                                              const v1::Confirmation& confirmation,
                                               const Calibration& calibration, bool pass_fail,
                                               int last_good, int first_bad);
 
 // P(first bad commit <= index): the probability that commit `index` is BAD.
 double BadProbability(const CulpritPosterior& posterior, int index);
 
-// The finished bisect probe of commit `index` that carries `verdict` (the latest), or -1.
-int DecidingProbe(const v1::JobStatus& status, int index, v1::Verdict verdict);
+// The row of `probes` that is the finished bisect probe of commit `index` carrying `verdict`
+// (the latest), or -1.
+int DecidingProbe(const ProbeRows& probes, int index, v1::Verdict verdict);
 
 struct ConfidenceCheck {
   // P(first bad commit = first_bad).

@@ -31,7 +31,7 @@ std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worke
 
 }  // namespace
 
-ConfirmationStage::ConfirmationStage(v1::JobStatus* status,
+ConfirmationStage::ConfirmationStage(const v1::JobStatus* status,
                                      const std::vector<v1::CommitRef>* commits,
                                      const BisectSearch* search, const Calibration* calibration,
                                      ProbeBook* book)
@@ -138,9 +138,14 @@ ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
   return PlanConfirmation(needed, reused, sigma, step, workers);
 }
 
+v1::Confirmation* ConfirmationStage::MutableConfirmation() {
+  if (!confirmation_.has_value()) confirmation_.emplace();
+  return &*confirmation_;
+}
+
 ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext& context) {
   ConfirmationStep step;
-  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  v1::Confirmation* confirmation = MutableConfirmation();
   confirmation->Clear();
   int reused = 0;
   for (const ConfirmationSet& set : ReusableSets()) {
@@ -156,7 +161,7 @@ ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext&
     // Nothing to measure: judged from the search's samples, once they are final.
     CancelTasks(SpeculationNotNeededText(), context.now, &step);
     if (early) {
-      status_->clear_confirmation();
+      confirmation_.reset();
       return step;
     }
     return Judge(context, std::move(step));
@@ -190,7 +195,7 @@ ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext&
   v1::JobWarning restart;
   restart.mutable_confirmation_restart();
   CancelTasks(WarningWords(restart), context.now, &step);
-  status_->clear_confirmation();
+  confirmation_.reset();
   failure_.clear();
   step.warnings.push_back(std::move(restart));
   return step;
@@ -237,7 +242,7 @@ void ConfirmationStage::QueueTasks(int tasks, int pairs_per_task, int round) {
 }
 
 int ConfirmationStage::AddInterleavedPairs(const v1::ConfirmationPairs& set) {
-  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  v1::Confirmation* confirmation = MutableConfirmation();
   *confirmation->add_sets() = set;
   for (double v : set.last_good_samples()) confirmation->add_last_good_samples(v);
   for (double v : set.culprit_samples()) confirmation->add_culprit_samples(v);
@@ -302,7 +307,7 @@ void ConfirmationStage::QueueMorePairs(int pairs, int reused, const Confirmation
 
 bool ConfirmationStage::RemeasureQuarantinedPairs(const ConfirmationContext& context,
                                                   ConfirmationStep* step) {
-  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  v1::Confirmation* confirmation = MutableConfirmation();
   google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
   int dropped = 0;
   for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
@@ -349,7 +354,7 @@ ConfirmationStep ConfirmationStage::OnResult(const v1::Probe& probe, const v1::T
 
 ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
                                           ConfirmationStep step) {
-  v1::Confirmation* confirmation = status_->mutable_confirmation();
+  v1::Confirmation* confirmation = MutableConfirmation();
   std::vector<ConfirmationSet> sets;
   bool any_fresh = false;
   for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
@@ -386,11 +391,7 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
       if (confirmation->worker().empty() && !workers.empty()) {
         confirmation->set_worker(workers.front());
       }
-      // Before stays the search's median at last-good (the reference's frame); after follows
-      // from the confirmed ratio.
-      status_->set_after(status_->before() * judgement.ratio);
-      status_->set_culprit_regression_pct(
-          RegressionPercent(status_->before(), status_->after(), status_->direction()));
+      step.ratio = judgement.ratio;  // The job's after follows from it.
       step.verdict = ConfirmationVerdictOf(judgement, workers, confirmation->fresh_pairs(),
                                            confirmation->reused_pairs());
     }

@@ -51,6 +51,10 @@ struct ConfirmationStep {
   // kConfirmed, kUnconfirmed: the judgement (or why no fresh pair was measured); unset when
   // nothing could be judged.
   std::optional<v1::ConfirmationVerdictFact> verdict;
+  // Set when the confirmation was judged on measured pairs: the culprit's median over
+  // last-good's (ConfirmationJudgement::ratio). The job's `after` follows from it (its `before`
+  // stays the search's median at last-good, in the reference's frame).
+  std::optional<double> ratio;
   // Warnings to emit, in order, before acting on `next`.
   std::vector<v1::JobWarning> warnings;
   // Ids of running tasks the stage cancelled (their processes must be killed).
@@ -60,8 +64,8 @@ struct ConfirmationStep {
 class ConfirmationStage {
  public:
   // Everything passed must outlive the stage. `status`: the spec, the state, the probe table and
-  // the baselines are read; `confirmation`, `after` and `culprit_regression_pct` are written.
-  ConfirmationStage(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
+  // the baselines are read. The confirmation's record is the stage's own (confirmation()).
+  ConfirmationStage(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
                     const BisectSearch* search, const Calibration* calibration, ProbeBook* book);
 
   ConfirmationStage(const ConfirmationStage&) = delete;
@@ -91,6 +95,14 @@ class ConfirmationStage {
   // CONFIRMING now): the pairs measured ahead for this culprit since count, and the
   // confirmation is judged once no pair is outstanding.
   ConfirmationStep CompleteEarly(const ConfirmationContext& context);
+
+  // The record of the confirmation (JobStatus.confirmation): its sets, pairs and judgement.
+  // Present from Start until a confirmation started early is abandoned; the default (empty)
+  // record while absent.
+  bool has_confirmation() const { return confirmation_.has_value(); }
+  const v1::Confirmation& confirmation() const {
+    return confirmation_.has_value() ? *confirmation_ : v1::Confirmation::default_instance();
+  }
 
   // True when `task` (a confirmation task) measures the culprit whose confirmation has started.
   bool StartedFor(const v1::Task& task) const;
@@ -134,12 +146,16 @@ class ConfirmationStage {
   // Judges every set: confirmed, more pairs, or unconfirmed.
   ConfirmationStep Judge(const ConfirmationContext& context, ConfirmationStep step);
 
-  v1::JobStatus* status_;
+  // The record, created empty on first write.
+  v1::Confirmation* MutableConfirmation();
+
+  const v1::JobStatus* status_;
   const std::vector<v1::CommitRef>* commits_;
   const BisectSearch* search_;
   const Calibration* calibration_;
   ProbeBook* book_;
 
+  std::optional<v1::Confirmation> confirmation_;
   std::string failure_;  // Why a confirmation task failed, if one did.
   // A confirmation started while the calibrations owed at the end ran, for this interval.
   bool early_ = false;

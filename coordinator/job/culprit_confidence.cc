@@ -11,7 +11,7 @@ namespace kbisect {
 absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
   return ComputeCulpritPosterior(
       status_->commit_count(),
-      PosteriorEvidence(*status_, *calibration_, /*pass_fail=*/false, ledger_->search().last_good(),
+      PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_, /*pass_fail=*/false, ledger_->search().last_good(),
                         ledger_->search().first_bad()));
 }
 
@@ -32,8 +32,8 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   const int last_good = ledger_->search().last_good();
   const int first_bad = ledger_->search().first_bad();
   const int max_runs = status_->spec().max_runs();
-  const int good_row = DecidingProbe(*status_, last_good, v1::VERDICT_GOOD);
-  const int bad_row = DecidingProbe(*status_, first_bad, v1::VERDICT_BAD);
+  const int good_row = DecidingProbe(status_->probes(), last_good, v1::VERDICT_GOOD);
+  const int bad_row = DecidingProbe(status_->probes(), first_bad, v1::VERDICT_BAD);
   // A marked commit or an endpoint has no probe to extend: it has run all it may.
   const int good_runs = good_row < 0 ? max_runs : book_->probe(good_row).samples_size();
   const int bad_runs = bad_row < 0 ? max_runs : book_->probe(bad_row).samples_size();

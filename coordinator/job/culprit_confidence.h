@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/confirmation_stage.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -29,12 +30,13 @@ class CulpritConfidence {
   // All must outlive the part; they may be constructed after it.
   CulpritConfidence(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
                     const Calibration* calibration, const VerdictLedger* ledger,
-                    const ProbeBook* book)
+                    const ProbeBook* book, const ConfirmationStage* confirmation)
       : status_(status),
         commits_(commits),
         calibration_(calibration),
         ledger_(ledger),
-        book_(book) {}
+        book_(book),
+        confirmation_(confirmation) {}
 
   // The end check of a job whose search named one culprit.
   struct EndCheck {
@@ -80,6 +82,7 @@ class CulpritConfidence {
   const Calibration* calibration_;
   const VerdictLedger* ledger_;
   const ProbeBook* book_;
+  const ConfirmationStage* confirmation_;  // Its pairs count in the posterior.
 };
 
 }  // namespace kbisect

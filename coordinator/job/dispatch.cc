@@ -485,15 +485,15 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   return plan;
 }
 
-int RoundOfNewProbes(const BisectSearch& search, const v1::JobStatus& status,
+int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes,
                      int max_round_recorded, bool by_results) {
   if (search.graph() != nullptr || by_results) return max_round_recorded + 1;
   int depth = 0;
   const int ends[2] = {search.last_good(), search.first_bad()};
   const v1::Verdict sides[2] = {v1::VERDICT_GOOD, v1::VERDICT_BAD};
   for (int i = 0; i < 2; ++i) {
-    const int row = DecidingProbe(status, ends[i], sides[i]);
-    if (row >= 0) depth = std::max(depth, status.probes(row).round());
+    const int row = DecidingProbe(probes, ends[i], sides[i]);
+    if (row >= 0) depth = std::max(depth, probes.Get(row).round());
   }
   return depth + 1;
 }

@@ -42,6 +42,7 @@
 
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
+#include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -224,12 +225,12 @@ std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& check
 
 // The round of a bisect probe handed out now: one more than the rounds of the two verdicts
 // that bound the open interval of `search` (the endpoints and marks are round 0; rows of
-// `status`). A probe's place depends on those two verdicts alone (the points in flight space it
+// `probes`). A probe's place depends on those two verdicts alone (the points in flight space it
 // but are not waited for), so this is its depth in the chain of results the search waited for:
 // a verdict that came back first from a piece the interval no longer holds does not delay it.
 // Over a commit graph, or for a flaky test (`by_results`: no verdict until the search ends),
 // every result may shape the candidates: one more than `max_round_recorded`.
-int RoundOfNewProbes(const BisectSearch& search, const v1::JobStatus& status,
+int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes,
                      int max_round_recorded, bool by_results);
 
 }  // namespace kbisect

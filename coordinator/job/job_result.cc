@@ -118,6 +118,13 @@ ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
 
 void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
   to_cancel_.insert(to_cancel_.end(), step.cancelled.begin(), step.cancelled.end());
+  if (step.ratio.has_value()) {
+    // Before stays the search's median at last-good (the reference's frame); after follows from
+    // the confirmed ratio.
+    status_.set_after(status_.before() * *step.ratio);
+    status_.set_culprit_regression_pct(
+        RegressionPercent(status_.before(), status_.after(), status_.direction()));
+  }
   for (const v1::JobWarning& warning : step.warnings) {
     events_.Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
   }

@@ -17,6 +17,11 @@ const v1::JobStatus& BisectJob::status() const {
 }
 
 void BisectJob::Project() const {
+  if (confirmation_.has_confirmation()) {
+    *status_.mutable_confirmation() = confirmation_.confirmation();
+  } else {
+    status_.clear_confirmation();
+  }
   status_.clear_suite();
   for (const v1::SuiteMetricResult& row : suite_.rows()) *status_.add_suite() = row;
 }

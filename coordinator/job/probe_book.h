@@ -23,6 +23,9 @@
 
 namespace kbisect {
 
+// The job's probe table (JobStatus.probes): one row per task, in creation order.
+using ProbeRows = google::protobuf::RepeatedPtrField<v1::Probe>;
+
 // True when the probe produced a measurement: an exit code in pass/fail mode, otherwise a
 // successful run with at least one sample.
 bool IsMeasured(const v1::Probe& probe, bool pass_fail);

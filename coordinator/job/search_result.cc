@@ -107,7 +107,8 @@ void SearchResult::SetCulpritProbability() {
           ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*status_, *calibration_),
                                     FlakyPosteriorOptions())
           : ComputeCulpritPosterior(status_->commit_count(),
-                                    PosteriorEvidence(*status_, *calibration_, pass_fail,
+                                    PosteriorEvidence(status_->probes(), confirmation_->confirmation(),
+                                                      *calibration_, pass_fail,
                                                       search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   if (flaky) {

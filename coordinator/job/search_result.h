@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/confirmation_stage.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -29,8 +30,13 @@ class SearchResult {
 
   // All must outlive the part; they may be constructed after it.
   SearchResult(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
-               const Calibration* calibration, const VerdictLedger* ledger)
-      : status_(status), commits_(commits), calibration_(calibration), ledger_(ledger) {}
+               const Calibration* calibration, const VerdictLedger* ledger,
+               const ConfirmationStage* confirmation)
+      : status_(status),
+        commits_(commits),
+        calibration_(calibration),
+        ledger_(ledger),
+        confirmation_(confirmation) {}
 
   // The search is done: the last good commit, the candidates, the medians before and after the
   // step and its regression. With one candidate and a metric, the step as a culprit row with its
@@ -57,6 +63,7 @@ class SearchResult {
   const std::vector<v1::CommitRef>* const commits_;
   const Calibration* const calibration_;
   const VerdictLedger* const ledger_;
+  const ConfirmationStage* const confirmation_;  // Its pairs count in the posterior.
 };
 
 }  // namespace kbisect

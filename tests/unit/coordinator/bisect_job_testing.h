@@ -90,7 +90,8 @@ class JobPartsFixture {
       : commits_(MakeCommits(n)),
         ledger_(spec, commits_, &status_, &book_, &calibration_),
         book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false) {
+        calibration_(&status_, /*pass_fail=*/false),
+        confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_) {
     *status_.mutable_spec() = spec;
     status_.set_commit_count(n);
     status_.set_first_bad_index(n);
@@ -101,6 +102,7 @@ class JobPartsFixture {
   VerdictLedger ledger_;
   ProbeBook book_;
   Calibration calibration_;
+  ConfirmationStage confirmation_;  // None started: its record is empty.
 };
 
 // The probe table, one line a probe, for failure messages.

@@ -151,11 +151,11 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
   EXPECT_EQ(last.next, Next::kConfirmed);
   ASSERT_TRUE(last.verdict.has_value());
   EXPECT_THAT(ConfirmationVerdictWords(*last.verdict), HasSubstr("w1"));
-  EXPECT_TRUE(status_.confirmation().confirmed());
-  EXPECT_EQ(status_.confirmation().fresh_pairs(), pairs);
-  EXPECT_NEAR(status_.confirmation().ratio(), 1.2, 0.01);
-  EXPECT_NEAR(status_.after(), 120, 1);
-  EXPECT_NEAR(status_.culprit_regression_pct(), 20, 1);
+  EXPECT_TRUE(stage_.confirmation().confirmed());
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), pairs);
+  EXPECT_NEAR(stage_.confirmation().ratio(), 1.2, 0.01);
+  ASSERT_TRUE(last.ratio.has_value()) << "the job's after follows from the ratio";
+  EXPECT_NEAR(*last.ratio, 1.2, 0.01);
 }
 
 TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
@@ -166,7 +166,7 @@ TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
   const ConfirmationStep last = ReportAll(100, {99});
   EXPECT_EQ(last.next, Next::kUnconfirmed);
   EXPECT_TRUE(last.verdict.has_value());
-  EXPECT_FALSE(status_.confirmation().confirmed());
+  EXPECT_FALSE(stage_.confirmation().confirmed());
   EXPECT_TRUE(ConfirmTasks().empty());
 }
 
@@ -186,7 +186,7 @@ TEST_F(ConfirmationStageTest, AnUnclearLeaningStepGetsMorePairsUntilTheRunsAreSp
   }
   EXPECT_GE(rounds, 1);
   EXPECT_EQ(step.next, Next::kUnconfirmed);
-  EXPECT_GE(status_.confirmation().fresh_pairs(), 12);
+  EXPECT_GE(stage_.confirmation().fresh_pairs(), 12);
 }
 
 TEST_F(ConfirmationStageTest, PairsThatFailedLeaveItUnconfirmedWithTheReason) {
@@ -219,7 +219,7 @@ TEST_F(ConfirmationStageTest, PairsOfAGpuQuarantinedSinceAreMeasuredAgainElsewhe
   EXPECT_EQ(step.next, Next::kWait);
   ASSERT_EQ(step.warnings.size(), 1u);
   EXPECT_FALSE(ConfirmTasks().empty());
-  EXPECT_EQ(status_.confirmation().fresh_pairs(), 0);
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), 0);
   EXPECT_EQ(ReportAll(100, {120}).next, Next::kConfirmed);
 }
 
@@ -243,7 +243,7 @@ TEST_F(ConfirmationStageTest, AnEarlyConfirmationIsSettledByTheJobOrCancelledWhe
   EXPECT_EQ(abort.cancelled, std::vector<std::string>{running});
   ASSERT_EQ(abort.warnings.size(), 1u);
   EXPECT_TRUE(ConfirmTasks().empty());
-  EXPECT_FALSE(status_.has_confirmation());
+  EXPECT_FALSE(stage_.has_confirmation());
 
   // Started early again, its last pair hands the decision back to the job, which completes it.
   stage_.Start(/*early=*/true, Context());
@@ -278,7 +278,7 @@ TEST_F(ConfirmationStageTest, PairsMeasuredAheadCountForTheirCulpritOnly) {
   status_.set_state(v1::JOB_STATE_CONFIRMING);
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kConfirmed);
-  EXPECT_EQ(status_.confirmation().fresh_pairs(), static_cast<int>(ahead.size()));
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), static_cast<int>(ahead.size()));
   EXPECT_TRUE(ConfirmTasks().empty());
 }
 

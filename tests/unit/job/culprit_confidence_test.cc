@@ -27,7 +27,7 @@ class CulpritConfidenceTest : public ::testing::Test,
  protected:
   CulpritConfidenceTest()
       : JobPartsFixture(kCommits, Spec()),
-        confidence_(&status_, &commits_, &calibration_, &ledger_, &book_) {
+        confidence_(&status_, &commits_, &calibration_, &ledger_, &book_, &confirmation_) {
     status_.set_state(v1::JOB_STATE_BISECTING);
   }
 

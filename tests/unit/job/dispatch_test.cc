@@ -323,7 +323,7 @@ TEST(RoundOfNewProbesTest, OneMoreThanTheVerdictsThatBoundTheInterval) {
   v1::JobStatus status;
   status.set_commit_count(100);
   BisectSearch search(100);
-  EXPECT_EQ(RoundOfNewProbes(search, status, 0, false), 1) << "the endpoints are round 0";
+  EXPECT_EQ(RoundOfNewProbes(search, status.probes(), 0, false), 1) << "the endpoints are round 0";
   auto decide = [&](int index, v1::Verdict verdict, int round) {
     v1::Probe* probe = status.add_probes();
     probe->set_kind(v1::PROBE_KIND_BISECT);
@@ -336,12 +336,12 @@ TEST(RoundOfNewProbesTest, OneMoreThanTheVerdictsThatBoundTheInterval) {
   };
   decide(50, v1::VERDICT_BAD, 1);
   decide(25, v1::VERDICT_GOOD, 2);
-  EXPECT_EQ(RoundOfNewProbes(search, status, 2, false), 3);
+  EXPECT_EQ(RoundOfNewProbes(search, status.probes(), 2, false), 3);
   // A verdict of round 4 outside the interval does not delay the next probe.
   decide(75, v1::VERDICT_BAD, 4);
-  EXPECT_EQ(RoundOfNewProbes(search, status, 4, false), 3);
+  EXPECT_EQ(RoundOfNewProbes(search, status.probes(), 4, false), 3);
   // A flaky test (no verdict until the end): one past every round recorded.
-  EXPECT_EQ(RoundOfNewProbes(search, status, 4, true), 5);
+  EXPECT_EQ(RoundOfNewProbes(search, status.probes(), 4, true), 5);
 }
 
 }  // namespace
