@@ -37,6 +37,9 @@ void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);
   if (step.judge_every_verdict_again) ledger_.RetractAll(now);
+  if (step.finish.has_value() && step.finish->cause != v1::CAUSE_UNSPECIFIED) {
+    result_.SetCause(step.finish->cause);
+  }
   // A suite whose lead did not move still judges its other metrics on the baselines: those too
   // close to tell get their runs first.
   const bool suite_unclear = step.finish.has_value() &&

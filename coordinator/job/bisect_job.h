@@ -238,6 +238,8 @@ class BisectJob {
   void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                               std::vector<Assignment>* out);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
+  // Ends the job as the search's answer says: its warnings, then Finish.
+  void FinishWith(SearchResult::Conclusion conclusion, absl::Time now);
   // The job changed (every public mutator calls it first): the next status() builds the
   // projection again.
   void Changed() { ++revision_; }

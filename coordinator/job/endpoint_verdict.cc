@@ -261,8 +261,8 @@ bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, Endpo
     return true;
   }
   if (!assessment.regression && !assessment.improvement) {
-    status_->set_cause(v1::CAUSE_NOISE);
-    step->finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason};
+    step->finish =
+        EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason, v1::CAUSE_NOISE};
     return true;
   }
   return false;

@@ -7,9 +7,9 @@
 // It decides when the baselines are ready, defers a verdict measured across two GPUs that
 // found no step until BAD's worker has measured GOOD too, settles a provisional verdict once
 // it has, and judges the baselines again when the probes show more noise than they were judged
-// with. It records the baselines, the warnings and the cause in the job status; it never ends
-// the job, emits an event nor creates a task: each call returns an EndpointStep that the job
-// follows (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints (--flaky) are judged
+// with. It records the baselines and the warnings in the job status; it never ends the job,
+// emits an event nor creates a task: each call returns an EndpointStep that the job follows
+// (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints (--flaky) are judged
 // by their fail rates (decision 144).
 #ifndef KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
 #define KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
@@ -41,13 +41,16 @@ struct EndpointStep {
   struct Finish {
     v1::Outcome outcome = v1::OUTCOME_UNSPECIFIED;
     std::string error;
+    // CAUSE_NOISE when GOOD and BAD do not differ by a step (the job's answer records it even
+    // when a suite's baselines still run); CAUSE_UNSPECIFIED otherwise.
+    v1::Cause cause = v1::CAUSE_UNSPECIFIED;
   };
   std::optional<Finish> finish;
 };
 
 class EndpointVerdict {
  public:
-  // `status` (spec, state, direction, unit; the baselines, warnings and cause are written),
+  // `status` (spec, state, direction, unit; the baselines and warnings are written),
   // `calibration` and `book` must outlive this. `pass_fail`: the ends are judged by exit codes.
   EndpointVerdict(v1::JobStatus* status, const Calibration* calibration, const ProbeBook* book,
                   bool pass_fail);

@@ -94,7 +94,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
     book_.Extend(check.extend_row, check.more_runs);
   }
   if (check.wait) return;
-  result_.RecordInterval();
+  for (v1::JobWarning& warning : result_.RecordInterval()) AddWarning(std::move(warning), &status_);
   if (wants_confirmation) {
     status_.set_state(v1::JOB_STATE_CONFIRMING);
     // Started while the calibrations ran, it is judged once its last pairs are in.
@@ -104,8 +104,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
                        now);
     return;
   }
-  const SearchResult::Conclusion conclusion = result_.Conclude();
-  Finish(conclusion.outcome, conclusion.error, now);
+  FinishWith(result_.Conclude(), now);
 }
 
 ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
@@ -121,9 +120,7 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
   if (step.ratio.has_value()) {
     // Before stays the search's median at last-good (the reference's frame); after follows from
     // the confirmed ratio.
-    status_.set_after(status_.before() * *step.ratio);
-    status_.set_culprit_regression_pct(
-        RegressionPercent(status_.before(), status_.after(), status_.direction()));
+    result_.AdoptConfirmedRatio(*step.ratio);
   }
   for (const v1::JobWarning& warning : step.warnings) {
     events_.Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
@@ -138,8 +135,7 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       v1::JobWarning confirmed;
       if (step.verdict.has_value()) *confirmed.mutable_confirmed()->mutable_verdict() = *step.verdict;
       events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(confirmed), nullptr, now);
-      const SearchResult::Conclusion conclusion = result_.Conclude();
-      Finish(conclusion.outcome, conclusion.error, now);
+      FinishWith(result_.Conclude(), now);
       break;
     }
     case ConfirmationStep::Next::kUnconfirmed:
@@ -150,6 +146,11 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
              now);
       break;
   }
+}
+
+void BisectJob::FinishWith(SearchResult::Conclusion conclusion, absl::Time now) {
+  for (v1::JobWarning& warning : conclusion.warnings) AddWarning(std::move(warning), &status_);
+  Finish(conclusion.outcome, conclusion.error, now);
 }
 
 void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time now) {

@@ -5,9 +5,9 @@ namespace kbisect {
 namespace {
 
 // The manifest of the latest finished, measured probe of commit `index`, or null.
-const v1::MeasurementManifest* ManifestAt(const v1::JobStatus& status, int index) {
+const v1::MeasurementManifest* ManifestAt(const ProbeRows& probes, int index) {
   const v1::MeasurementManifest* found = nullptr;
-  for (const v1::Probe& probe : status.probes()) {
+  for (const v1::Probe& probe : probes) {
     if (probe.index() != index || probe.state() != v1::PROBE_STATE_FINISHED ||
         !probe.has_manifest() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
       continue;
@@ -19,10 +19,9 @@ const v1::MeasurementManifest* ManifestAt(const v1::JobStatus& status, int index
 
 }  // namespace
 
-std::vector<ManifestChange> MethodChangesAt(const v1::JobStatus& status, int last_good,
-                                            int first_bad) {
-  const v1::MeasurementManifest* before = ManifestAt(status, last_good);
-  const v1::MeasurementManifest* after = ManifestAt(status, first_bad);
+std::vector<ManifestChange> MethodChangesAt(const ProbeRows& probes, int last_good, int first_bad) {
+  const v1::MeasurementManifest* before = ManifestAt(probes, last_good);
+  const v1::MeasurementManifest* after = ManifestAt(probes, first_bad);
   std::vector<ManifestChange> changes;
   if (before == nullptr || after == nullptr) return changes;
   for (ManifestChange& change : DiffManifests(*before, *after)) {

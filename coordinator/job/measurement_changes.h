@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "common/manifest/manifest.h"
+#include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
 
 // The method changes between the manifests of the finished probes at `last_good` and at
-// `first_bad` in `status` (the latest of each that has a manifest; none when either has none).
-std::vector<ManifestChange> MethodChangesAt(const v1::JobStatus& status, int last_good,
-                                            int first_bad);
+// `first_bad` among `probes` (the latest of each that has a manifest; none when either has none).
+std::vector<ManifestChange> MethodChangesAt(const ProbeRows& probes, int last_good, int first_bad);
 
 }  // namespace kbisect
 

@@ -19,45 +19,50 @@ constexpr double kPosteriorMinProbability = 0.001;
 
 }  // namespace
 
-void SearchResult::RecordInterval() {
+std::vector<v1::JobWarning> SearchResult::RecordInterval() {
   const std::vector<v1::CommitRef>& commits = *commits_;
   const std::vector<int> candidates = ledger_->search().Candidates();
   const int last_good = ledger_->search().last_good();
   const int first_bad = ledger_->search().first_bad();
-  *status_->mutable_last_good() = commits[last_good];
-  for (int index : candidates) status_->add_candidates(commits[index].sha());
-  status_->set_before(calibration_->MedianAt(last_good));
-  status_->set_after(calibration_->MedianAt(first_bad));
-  status_->set_culprit_regression_pct(
-      RegressionPercent(status_->before(), status_->after(), status_->direction()));
+  std::vector<v1::JobWarning> warnings;
+  answer_.last_good = commits[last_good];
+  for (int index : candidates) answer_.candidates.push_back(commits[index].sha());
+  answer_.before = calibration_->MedianAt(last_good);
+  answer_.after = calibration_->MedianAt(first_bad);
+  answer_.culprit_regression_pct =
+      RegressionPercent(answer_.before, answer_.after, status_->direction());
   if (candidates.size() == 1 && !calibration_->pass_fail()) {
     const double total = status_->baseline().bad().median() - status_->baseline().good().median();
-    const double share = total == 0 ? 1 : (status_->after() - status_->before()) / total;
-    v1::Culprit* step = status_->add_culprits();
-    *step->mutable_commit() = commits[first_bad];
-    step->set_before(status_->before());
-    step->set_after(status_->after());
-    step->set_regression_pct(status_->culprit_regression_pct());
-    step->set_share_of_total(share);
+    const double share = total == 0 ? 1 : (answer_.after - answer_.before) / total;
+    v1::Culprit& step = answer_.culprits.emplace_back();
+    *step.mutable_commit() = commits[first_bad];
+    step.set_before(answer_.before);
+    step.set_after(answer_.after);
+    step.set_regression_pct(answer_.culprit_regression_pct);
+    step.set_share_of_total(share);
     if (share < kSingleStepShare) {
-      status_->set_multiple_steps(true);
-      v1::JobWarning warning;
-      v1::JobWarning::MultipleSteps& fact = *warning.mutable_multiple_steps();
+      answer_.multiple_steps = true;
+      v1::JobWarning::MultipleSteps& fact = *warnings.emplace_back().mutable_multiple_steps();
       fact.set_share(share);
       fact.set_all_culprits(status_->spec().all_culprits());
       fact.set_first_bad(commits[first_bad].sha());
       fact.set_bad(status_->bad_sha());
       fact.set_good(status_->good_sha());
       fact.set_last_good(commits[last_good].sha());
-      AddWarning(std::move(warning), status_);
     }
   }
   if (candidates.size() == 1 && commits[first_bad].is_merge()) {
-    v1::JobWarning warning;
-    warning.mutable_merge_culprit()->set_culprit(commits[first_bad].sha());
-    warning.mutable_merge_culprit()->set_descend_merges(status_->spec().descend_merges());
-    AddWarning(std::move(warning), status_);
+    v1::JobWarning::MergeCulprit& fact = *warnings.emplace_back().mutable_merge_culprit();
+    fact.set_culprit(commits[first_bad].sha());
+    fact.set_descend_merges(status_->spec().descend_merges());
   }
+  return warnings;
+}
+
+void SearchResult::AdoptConfirmedRatio(double ratio) {
+  answer_.after = answer_.before * ratio;
+  answer_.culprit_regression_pct =
+      RegressionPercent(answer_.before, answer_.after, status_->direction());
 }
 
 SearchResult::Conclusion SearchResult::Conclude() {
@@ -67,23 +72,24 @@ SearchResult::Conclusion SearchResult::Conclude() {
   const int first_bad = ledger_->search().first_bad();
   Conclusion out;
   if (candidates.size() == 1) {
-    *status_->mutable_culprit() = commits[first_bad];
-    status_->set_cause(v1::CAUSE_REAL_REGRESSION);
+    answer_.culprit = commits[first_bad];
+    answer_.cause = v1::CAUSE_REAL_REGRESSION;
     // A culprit that changed how the benchmark measures is a method change, named.
-    const std::vector<ManifestChange> changes = MethodChangesAt(*status_, last_good, first_bad);
+    const std::vector<ManifestChange> changes =
+        MethodChangesAt(status_->probes(), last_good, first_bad);
     if (!changes.empty()) {
-      status_->set_cause(v1::CAUSE_BENCHMARK_METHOD_CHANGE);
+      answer_.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
+      google::protobuf::RepeatedPtrField<std::string> described;
       for (const ManifestChange& change : changes) {
-        status_->add_measurement_changes(change.Describe());
+        answer_.measurement_changes.push_back(change.Describe());
+        *described.Add() = answer_.measurement_changes.back();
       }
-      v1::JobWarning warning;
-      *warning.mutable_method_change()->mutable_changes() = status_->measurement_changes();
-      AddWarning(std::move(warning), status_);
+      *out.warnings.emplace_back().mutable_method_change()->mutable_changes() = described;
     }
     SetCulpritProbability();
     out.outcome = v1::OUTCOME_CULPRIT_FOUND;
   } else if (static_cast<int>(candidates.size()) <= kMaxReportedCandidates) {
-    status_->set_cause(v1::CAUSE_REAL_REGRESSION);
+    answer_.cause = v1::CAUSE_REAL_REGRESSION;
     SetCulpritProbability();
     out.outcome = v1::OUTCOME_CANDIDATES_FOUND;
   } else {
@@ -112,16 +118,16 @@ void SearchResult::SetCulpritProbability() {
                                                       search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   if (flaky) {
-    status_->set_good_fail_rate(posterior->good_fail_rate);
-    status_->set_bad_fail_rate(posterior->bad_fail_rate);
+    answer_.good_fail_rate = posterior->good_fail_rate;
+    answer_.bad_fail_rate = posterior->bad_fail_rate;
   }
-  status_->set_culprit_probability(posterior->MassOf(search.Candidates()));
-  status_->clear_culprit_posterior();
+  answer_.culprit_probability = posterior->MassOf(search.Candidates());
+  answer_.culprit_posterior.clear();
   for (int k : posterior->Top(kPosteriorPositions, kPosteriorMinProbability)) {
-    v1::PositionProbability* position = status_->add_culprit_posterior();
-    position->set_sha((*commits_)[k].sha());
-    position->set_index(k);
-    position->set_probability(posterior->probability[k]);
+    v1::PositionProbability& position = answer_.culprit_posterior.emplace_back();
+    position.set_sha((*commits_)[k].sha());
+    position.set_index(k);
+    position.set_probability(posterior->probability[k]);
   }
 }
 

@@ -114,7 +114,7 @@ TEST_F(EndpointVerdictTest, NoStepEndsTheJobAsNoise) {
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
   EXPECT_FALSE(step.state.has_value());
-  EXPECT_EQ(status_.cause(), v1::CAUSE_NOISE);
+  EXPECT_EQ(step.finish->cause, v1::CAUSE_NOISE);
 }
 
 TEST_F(EndpointVerdictTest, SwappedEndpointsAreAnErrorUnlessImprovementsAreAllowed) {

@@ -55,34 +55,36 @@ TEST_F(SearchResultTest, OneStepIsTheCulpritWithItsShareCauseAndProbability) {
   Judged(7, 100, v1::VERDICT_GOOD);
   Judged(8, 130, v1::VERDICT_BAD);
   ASSERT_TRUE(ledger_.search().Done());
-  result_.RecordInterval();
-  EXPECT_EQ(status_.last_good().index(), 7);
-  ASSERT_EQ(status_.candidates_size(), 1);
-  EXPECT_EQ(status_.candidates(0), commits_[8].sha());
-  EXPECT_NEAR(status_.before(), 100, 1e-9);
-  EXPECT_NEAR(status_.after(), 130, 1e-9);
-  EXPECT_NEAR(status_.culprit_regression_pct(), 30, 1e-9);
-  ASSERT_EQ(status_.culprits_size(), 1);
-  EXPECT_NEAR(status_.culprits(0).share_of_total(), 1, 1e-9);
-  EXPECT_FALSE(status_.multiple_steps());
+  EXPECT_TRUE(result_.RecordInterval().empty());
+  const SearchAnswer& answer = result_.answer();
+  ASSERT_TRUE(answer.last_good.has_value());
+  EXPECT_EQ(answer.last_good->index(), 7);
+  ASSERT_EQ(answer.candidates.size(), 1u);
+  EXPECT_EQ(answer.candidates[0], commits_[8].sha());
+  EXPECT_NEAR(answer.before, 100, 1e-9);
+  EXPECT_NEAR(answer.after, 130, 1e-9);
+  EXPECT_NEAR(answer.culprit_regression_pct, 30, 1e-9);
+  ASSERT_EQ(answer.culprits.size(), 1u);
+  EXPECT_NEAR(answer.culprits[0].share_of_total(), 1, 1e-9);
+  EXPECT_FALSE(answer.multiple_steps);
 
   const SearchResult::Conclusion conclusion = result_.Conclude();
   EXPECT_EQ(conclusion.outcome, v1::OUTCOME_CULPRIT_FOUND);
   EXPECT_TRUE(conclusion.error.empty());
-  EXPECT_EQ(status_.culprit().sha(), commits_[8].sha());
-  EXPECT_EQ(status_.cause(), v1::CAUSE_REAL_REGRESSION);
-  EXPECT_GT(status_.culprit_probability(), 0.5);
-  EXPECT_GT(status_.culprit_posterior_size(), 0);
+  ASSERT_TRUE(answer.culprit.has_value());
+  EXPECT_EQ(answer.culprit->sha(), commits_[8].sha());
+  EXPECT_EQ(answer.cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_GT(answer.culprit_probability, 0.5);
+  EXPECT_FALSE(answer.culprit_posterior.empty());
 }
 
 TEST_F(SearchResultTest, AStepThatExplainsTooLittleSuggestsSeveral) {
   Judged(7, 100, v1::VERDICT_GOOD);
   Judged(8, 110, v1::VERDICT_BAD);
-  result_.RecordInterval();
-  ASSERT_EQ(status_.culprits_size(), 1);
-  EXPECT_NEAR(status_.culprits(0).share_of_total(), 1.0 / 3, 1e-9);
-  EXPECT_TRUE(status_.multiple_steps());
-  EXPECT_EQ(status_.warnings_size(), 1);
+  EXPECT_EQ(result_.RecordInterval().size(), 1u) << "the several steps' warning";
+  ASSERT_EQ(result_.answer().culprits.size(), 1u);
+  EXPECT_NEAR(result_.answer().culprits[0].share_of_total(), 1.0 / 3, 1e-9);
+  EXPECT_TRUE(result_.answer().multiple_steps);
 }
 
 TEST_F(SearchResultTest, SkipsLeaveARangeAndTooManyAnInconclusiveAnswer) {
@@ -92,11 +94,11 @@ TEST_F(SearchResultTest, SkipsLeaveARangeAndTooManyAnInconclusiveAnswer) {
   Judged(6, 0, v1::VERDICT_SKIP);
   ASSERT_TRUE(ledger_.search().Done());
   result_.RecordInterval();
-  EXPECT_EQ(status_.candidates_size(), 3);
-  EXPECT_EQ(status_.culprits_size(), 0) << "no single step";
+  EXPECT_EQ(result_.answer().candidates.size(), 3u);
+  EXPECT_TRUE(result_.answer().culprits.empty()) << "no single step";
   EXPECT_EQ(result_.Conclude().outcome, v1::OUTCOME_CANDIDATES_FOUND);
-  EXPECT_EQ(status_.cause(), v1::CAUSE_REAL_REGRESSION);
-  EXPECT_FALSE(status_.has_culprit());
+  EXPECT_EQ(result_.answer().cause, v1::CAUSE_REAL_REGRESSION);
+  EXPECT_FALSE(result_.answer().culprit.has_value());
 }
 
 TEST_F(SearchResultTest, MoreCandidatesThanReportedAreInconclusive) {
@@ -107,7 +109,7 @@ TEST_F(SearchResultTest, MoreCandidatesThanReportedAreInconclusive) {
   const SearchResult::Conclusion conclusion = result_.Conclude();
   EXPECT_EQ(conclusion.outcome, v1::OUTCOME_INCONCLUSIVE);
   EXPECT_FALSE(conclusion.error.empty());
-  EXPECT_FALSE(status_.has_culprit());
+  EXPECT_FALSE(result_.answer().culprit.has_value());
 }
 
 }  // namespace
