@@ -190,7 +190,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
   input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
   input.builds = !status_.spec().build_command().empty();
-  input.round = RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
+  input.round =
+      RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round. The pools the
   // workers announced count only for a job that builds.
@@ -222,7 +223,8 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
     auto known = calibration_.workers().find(worker);
     if (known != calibration_.workers().end()) known->second.gone = false;
   }
-  const int round = RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
+  const int round =
+      RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
       case DispatchAssignment::Kind::kQueued:

@@ -27,7 +27,8 @@ namespace kbisect {
 // posterior: the samples of each finished row of `probes` (not provisional, not of a quarantined
 // worker), those of a worker with an offset scaled as its verdicts are
 // (Calibration::InReferenceFrame), the BAD baseline as the verdicts saw it, and the fresh pairs
-// of `confirmation` (as last_good and first_bad). Pass/fail jobs give each probe's result. (A flaky test's: FlakyEvidence.)
+// of `confirmation` (as last_good and first_bad). Pass/fail jobs give each probe's result. (A flaky
+// test's: FlakyEvidence.)
 std::vector<CommitEvidence> PosteriorEvidence(const ProbeRows& probes,
                                               const v1::Confirmation& confirmation,
                                               const Calibration& calibration, bool pass_fail,

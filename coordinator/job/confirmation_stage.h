@@ -6,10 +6,11 @@
 // search is settled), the pairs as they come in, and the judgement.
 //
 // It owns the confirmation's own state (whether it started early and for which two commits,
-// the pairs kept from speculation, why a pair failed) and writes the job status's
-// `confirmation` record. It reads the job's search, commits and calibration, and creates and
-// cancels confirmation tasks in the job's probe book. It never ends the job nor emits an event:
-// each call returns what the job must do (ConfirmationStep), and its warnings as facts.
+// the pairs kept from speculation, why a pair failed) and its record (`confirmation()`, which
+// the job's status projects as JobStatus.confirmation). It reads the job's search, commits and
+// calibration, and creates and cancels confirmation tasks in the job's probe book. It never ends
+// the job nor emits an event: each call returns what the job must do (ConfirmationStep), and its
+// warnings as facts.
 #ifndef KBISECT_COORDINATOR_JOB_CONFIRMATION_STAGE_H_
 #define KBISECT_COORDINATOR_JOB_CONFIRMATION_STAGE_H_
 

@@ -11,7 +11,8 @@ namespace kbisect {
 absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
   return ComputeCulpritPosterior(
       status_->commit_count(),
-      PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_, /*pass_fail=*/false, ledger_->search().last_good(),
+      PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_,
+                        /*pass_fail=*/false, ledger_->search().last_good(),
                         ledger_->search().first_bad()));
 }
 

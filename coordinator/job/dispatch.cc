@@ -485,8 +485,8 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   return plan;
 }
 
-int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes,
-                     int max_round_recorded, bool by_results) {
+int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes, int max_round_recorded,
+                     bool by_results) {
   if (search.graph() != nullptr || by_results) return max_round_recorded + 1;
   int depth = 0;
   const int ends[2] = {search.last_good(), search.first_bad()};

@@ -230,8 +230,8 @@ std::vector<std::pair<size_t, size_t>> PairNearest(const std::vector<int>& check
 // a verdict that came back first from a piece the interval no longer holds does not delay it.
 // Over a commit graph, or for a flaky test (`by_results`: no verdict until the search ends),
 // every result may shape the candidates: one more than `max_round_recorded`.
-int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes,
-                     int max_round_recorded, bool by_results);
+int RoundOfNewProbes(const BisectSearch& search, const ProbeRows& probes, int max_round_recorded,
+                     bool by_results);
 
 }  // namespace kbisect
 

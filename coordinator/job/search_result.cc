@@ -112,10 +112,10 @@ void SearchResult::SetCulpritProbability() {
       flaky
           ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*status_, *calibration_),
                                     FlakyPosteriorOptions())
-          : ComputeCulpritPosterior(status_->commit_count(),
-                                    PosteriorEvidence(status_->probes(), confirmation_->confirmation(),
-                                                      *calibration_, pass_fail,
-                                                      search.last_good(), search.first_bad()));
+          : ComputeCulpritPosterior(
+                status_->commit_count(),
+                PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_,
+                                  pass_fail, search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   if (flaky) {
     answer_.good_fail_rate = posterior->good_fail_rate;

@@ -81,7 +81,8 @@ class SearchResult {
   struct Conclusion {
     v1::Outcome outcome = v1::OUTCOME_UNSPECIFIED;
     std::string error;  // The sentence of an inconclusive answer; empty otherwise.
-    std::vector<v1::JobWarning> warnings;  // To append to the job's, in order.
+    // The warnings it raised, to append to the job's in order.
+    std::vector<v1::JobWarning> warnings;
   };
   // The search's answer: one candidate is the culprit (a real regression, or a benchmark method
   // change when the benchmark's manifest changed at it, with the measurement changes and a

@@ -22,7 +22,8 @@ constexpr int kCommits = 16;
 class SearchResultTest : public ::testing::Test, protected bisect_job_testing::JobPartsFixture {
  protected:
   SearchResultTest()
-      : JobPartsFixture(kCommits), result_(&status_, &commits_, &calibration_, &ledger_, &confirmation_) {
+      : JobPartsFixture(kCommits),
+        result_(&status_, &commits_, &calibration_, &ledger_, &confirmation_) {
     status_.set_state(v1::JOB_STATE_BISECTING);
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
     status_.set_good_sha(commits_.front().sha());
