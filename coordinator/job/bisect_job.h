@@ -161,8 +161,9 @@ class BisectJob {
 
   // The job's own status: the search's state and result, the wire form of its parts' state
   // (job_status_projection.cc), built when the job changed since the last call. The reference
-  // stays valid as long as the job; its contents are those of the latest call. The coordinator
-  // publishes it with what it adds (coordinator/published_status.h).
+  // stays valid as long as the job; its contents are those of the latest call. Const, but it
+  // may rebuild the projection: callers serialise it with the job's mutators (the coordinator's
+  // mutex does). The coordinator publishes it with what it adds (coordinator/published_status.h).
   const v1::JobStatus& status() const;
 
   // Returns the events produced since the previous call (sequence numbers unset).
