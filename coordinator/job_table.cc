@@ -91,6 +91,9 @@ void JobTable::AppendEvent(JobEntry& entry, v1::JobEvent event) {
     if (parent_entry != nullptr && !parent_entry->complete) {
       v1::JobEvent copy = event;
       copy.clear_job();
+      // In the parent's stream the line is about another job: it travels as its prefixed
+      // sentence, and clients word the message (the fact would describe the parent).
+      copy.clear_fact();
       const v1::FollowUpKind kind = entry.job->status().spec().follow_up();
       const std::string& dependency = entry.job->status().spec().dependency().path();
       copy.set_message(absl::StrCat(kind == v1::FOLLOW_UP_KIND_DEPENDENCY
