@@ -143,7 +143,6 @@ class GpuWatcher {
   std::string source_;
   bool legacy_reasons_ = false;
   std::shared_ptr<NvmlLibrary> nvml_;
-  unsigned nvml_index_ = 0;
 };
 
 }  // namespace kbisect
