@@ -368,11 +368,11 @@ absl::StatusOr<KolmogorovSmirnovResult> KolmogorovSmirnov(absl::Span<const doubl
   return result;
 }
 
-absl::StatusOr<RatioInterval> BootstrapMedianRatio(absl::Span<const double> a,
-                                                   absl::Span<const double> b,
-                                                   const BootstrapOptions& options) {
-  RETURN_IF_ERROR(CheckSample(a, "first sample", /*allow_infinite=*/false));
-  RETURN_IF_ERROR(CheckSample(b, "second sample", /*allow_infinite=*/false));
+namespace {
+
+// InvalidArgument unless `options` has a confidence in (0, 1) and 1..kMaxBootstrapResamples
+// resamples.
+absl::Status CheckBootstrapOptions(const BootstrapOptions& options) {
   if (!(options.confidence > 0 && options.confidence < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("confidence must be in (0, 1), got ", options.confidence));
@@ -381,6 +381,17 @@ absl::StatusOr<RatioInterval> BootstrapMedianRatio(absl::Span<const double> a,
     return absl::InvalidArgumentError(absl::StrCat(
         "resamples must be in [1, ", kMaxBootstrapResamples, "], got ", options.resamples));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RatioInterval> BootstrapMedianRatio(absl::Span<const double> a,
+                                                   absl::Span<const double> b,
+                                                   const BootstrapOptions& options) {
+  RETURN_IF_ERROR(CheckSample(a, "first sample", /*allow_infinite=*/false));
+  RETURN_IF_ERROR(CheckSample(b, "second sample", /*allow_infinite=*/false));
+  RETURN_IF_ERROR(CheckBootstrapOptions(options));
   const bool positive = a[0] > 0;
   for (double x : a) {
     if (x == 0 || (x > 0) != positive) {
@@ -420,14 +431,7 @@ absl::StatusOr<ShareInterval> BootstrapRecoveredShare(absl::Span<const double> g
   RETURN_IF_ERROR(CheckSample(good, "GOOD's sample", /*allow_infinite=*/false));
   RETURN_IF_ERROR(CheckSample(bad, "BAD's sample", /*allow_infinite=*/false));
   RETURN_IF_ERROR(CheckSample(changed, "the changed sample", /*allow_infinite=*/false));
-  if (!(options.confidence > 0 && options.confidence < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("confidence must be in (0, 1), got ", options.confidence));
-  }
-  if (options.resamples < 1 || options.resamples > kMaxBootstrapResamples) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resamples must be in [1, ", kMaxBootstrapResamples, "], got ", options.resamples));
-  }
+  RETURN_IF_ERROR(CheckBootstrapOptions(options));
   std::vector<double> rg(good.begin(), good.end());
   std::vector<double> rb(bad.begin(), bad.end());
   std::vector<double> rc(changed.begin(), changed.end());
