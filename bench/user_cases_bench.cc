@@ -361,8 +361,10 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table,
     }
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     const auto target = c.max_ratio.find(w);
+    // Run before its pair's git bisect (git_s 0), the row has no ratio: the pair's line judges it.
     table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected,
-                         counter, target == c.max_ratio.end() ? 0 : target->second));
+                         counter,
+                         target == c.max_ratio.end() || git_s <= 0 ? 0 : target->second));
     return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
   };
 
@@ -534,7 +536,7 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
     run.flags.push_back(CountedBuild(h.build, counter));
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     table.Add(KbisectRow(h.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected, counter,
-                         w == 1 ? 1.05 : 1.0));
+                         git_s <= 0 ? 0 : w == 1 ? 1.05 : 1.0));
     return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
   };
   std::vector<std::string> notes;
