@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/identity/clock_events.h"
 #include "common/text/count.h"
-#include "report/html/page_format.h"
 
 namespace kbisect {
 namespace {
@@ -32,22 +32,75 @@ void AddRun(const v1::RunRecord& run, WorkerGpuDuringJob* w, std::vector<int>* m
     if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) w->reasons.insert(reason);
   }
   w->foreign.insert(gpu.foreign_processes().begin(), gpu.foreign_processes().end());
-  switch (html::GpuMarkOf(gpu)) {
-    case html::GpuRunMark::kThrottled:
-      ++(run.has_value() ? w->kept_throttled : w->rerun_throttled);
+  w->counts.Add(run);
+}
+
+}  // namespace
+
+GpuRunMark GpuMarkOf(const v1::GpuState& gpu) {
+  if (gpu.throttled()) return GpuRunMark::kThrottled;
+  for (const std::string& reason : gpu.throttle_reasons()) {
+    if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) return GpuRunMark::kCapped;
+  }
+  return gpu.foreign_processes_size() > 0 ? GpuRunMark::kShared : GpuRunMark::kClean;
+}
+
+std::string GpuMarkWords(const v1::GpuState& gpu) {
+  const GpuRunMark mark = GpuMarkOf(gpu);
+  if (mark == GpuRunMark::kClean) return "";
+  if (mark == GpuRunMark::kShared) {
+    return absl::StrCat("GPU shared with ", absl::StrJoin(gpu.foreign_processes(), ", "));
+  }
+  std::vector<std::string> reasons;
+  for (const v1::ReasonShare& share : gpu.reason_shares()) {
+    if (SeverityOfReason(share.reason()) == ClockEventSeverity::kBenign) continue;
+    reasons.push_back(absl::StrFormat("%s %.0f%% of the run", share.reason(), 100 * share.share()));
+  }
+  if (reasons.empty()) {
+    for (const std::string& reason : gpu.throttle_reasons()) {
+      if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) reasons.push_back(reason);
+    }
+  }
+  return absl::StrCat(mark == GpuRunMark::kThrottled ? "GPU throttled: " : "GPU capped: ",
+                      absl::StrJoin(reasons, ", "));
+}
+
+std::vector<const v1::GpuState*> SampleGpuStates(const v1::Probe& probe) {
+  std::vector<const v1::GpuState*> states;
+  for (const v1::RunRecord& run : probe.runs()) {
+    if (run.has_value()) states.push_back(&run.gpu_state());
+  }
+  states.resize(probe.samples_size(), nullptr);
+  return states;
+}
+
+void GpuRunCounts::Add(const v1::RunRecord& run) {
+  switch (GpuMarkOf(run.gpu_state())) {
+    case GpuRunMark::kThrottled:
+      ++(run.has_value() ? kept_throttled : rerun_throttled);
       break;
-    case html::GpuRunMark::kCapped:
-      ++w->capped;
+    case GpuRunMark::kCapped:
+      ++capped;
       break;
-    case html::GpuRunMark::kShared:
-      ++w->shared;
+    case GpuRunMark::kShared:
+      ++shared;
       break;
-    case html::GpuRunMark::kClean:
+    case GpuRunMark::kClean:
       break;
   }
 }
 
-}  // namespace
+std::vector<std::string> GpuRunCounts::ThrottleWords() const {
+  std::vector<std::string> words;
+  if (rerun_throttled > 0) {
+    words.push_back(absl::StrCat(Count(rerun_throttled, "run"), " rerun on a throttled GPU"));
+  }
+  if (kept_throttled > 0) {
+    words.push_back(absl::StrCat(Count(kept_throttled, "run"), " kept throttled"));
+  }
+  if (capped > 0) words.push_back(absl::StrCat(Count(capped, "run"), " on a capped GPU"));
+  return words;
+}
 
 std::string WorkerGpuDuringJob::Words() const {
   if (runs == 0) return "";
@@ -58,20 +111,13 @@ std::string WorkerGpuDuringJob::Words() const {
     absl::StrAppend(&out, ", SM clock min ", min_sm_clock_mhz, " MHz, median ",
                     median_sm_clock_mhz, " MHz");
   }
-  std::vector<std::string> skewed;
-  if (rerun_throttled > 0) {
-    skewed.push_back(absl::StrCat(Count(rerun_throttled, "run"), " rerun on a throttled GPU"));
-  }
-  if (kept_throttled > 0) {
-    skewed.push_back(absl::StrCat(Count(kept_throttled, "run"), " kept throttled"));
-  }
-  if (capped > 0) skewed.push_back(absl::StrCat(Count(capped, "run"), " on a capped GPU"));
+  const std::vector<std::string> skewed = counts.ThrottleWords();
   if (!skewed.empty()) {
     absl::StrAppend(&out, "; ", absl::StrJoin(skewed, ", "));
     if (!reasons.empty()) absl::StrAppend(&out, " (", absl::StrJoin(reasons, ", "), ")");
   }
-  if (shared > 0) {
-    absl::StrAppend(&out, "; ", Count(shared, "run"), " shared the GPU with ",
+  if (counts.shared > 0) {
+    absl::StrAppend(&out, "; ", Count(counts.shared, "run"), " shared the GPU with ",
                     absl::StrJoin(foreign, ", "));
   }
   return out;

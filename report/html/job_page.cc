@@ -230,28 +230,14 @@ absl::StatusOr<std::string> TimelineSection(const v1::JobStatus& job, absl::Time
 }
 
 // What the GPU did during the probe's runs: "2 runs rerun on a throttled GPU", "1 run kept
-// throttled", "3 runs capped", "1 run on a shared GPU" (none when every run was clean).
+// throttled", "3 runs on a capped GPU", "1 run on a shared GPU" (none when every run was clean).
 void AppendGpuFlags(const v1::Probe& p, std::vector<std::string>* flags) {
-  int rerun = 0, kept_throttled = 0, capped = 0, shared = 0;
-  for (const v1::RunRecord& run : p.runs()) {
-    switch (GpuMarkOf(run.gpu_state())) {
-      case GpuRunMark::kThrottled:
-        ++(run.has_value() ? kept_throttled : rerun);
-        break;
-      case GpuRunMark::kCapped:
-        ++capped;
-        break;
-      case GpuRunMark::kShared:
-        ++shared;
-        break;
-      case GpuRunMark::kClean:
-        break;
-    }
+  GpuRunCounts counts;
+  for (const v1::RunRecord& run : p.runs()) counts.Add(run);
+  for (std::string& words : counts.ThrottleWords()) flags->push_back(std::move(words));
+  if (counts.shared > 0) {
+    flags->push_back(absl::StrCat(Count(counts.shared, "run"), " on a shared GPU"));
   }
-  if (rerun > 0) flags->push_back(absl::StrCat(Count(rerun, "run"), " rerun on a throttled GPU"));
-  if (kept_throttled > 0) flags->push_back(absl::StrCat(Count(kept_throttled, "run"), " kept throttled"));
-  if (capped > 0) flags->push_back(absl::StrCat(Count(capped, "run"), " on a capped GPU"));
-  if (shared > 0) flags->push_back(absl::StrCat(Count(shared, "run"), " on a shared GPU"));
 }
 
 std::string ProbeFlags(const v1::JobStatus& job, const v1::Probe& p) {

@@ -5,9 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "common/identity/clock_events.h"
 #include "common/rpc/enum_label.h"
 
 namespace kbisect::html {
@@ -57,14 +55,6 @@ bool IsQuarantined(const v1::JobStatus& job, absl::string_view worker) {
   return false;
 }
 
-GpuRunMark GpuMarkOf(const v1::GpuState& gpu) {
-  if (gpu.throttled()) return GpuRunMark::kThrottled;
-  for (const std::string& reason : gpu.throttle_reasons()) {
-    if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) return GpuRunMark::kCapped;
-  }
-  return gpu.foreign_processes_size() > 0 ? GpuRunMark::kShared : GpuRunMark::kClean;
-}
-
 std::string GpuMarkClass(GpuRunMark mark) {
   switch (mark) {
     case GpuRunMark::kThrottled:
@@ -77,35 +67,6 @@ std::string GpuMarkClass(GpuRunMark mark) {
       break;
   }
   return "";
-}
-
-std::string GpuMarkWords(const v1::GpuState& gpu) {
-  const GpuRunMark mark = GpuMarkOf(gpu);
-  if (mark == GpuRunMark::kClean) return "";
-  if (mark == GpuRunMark::kShared) {
-    return absl::StrCat("GPU shared with ", absl::StrJoin(gpu.foreign_processes(), ", "));
-  }
-  std::vector<std::string> reasons;
-  for (const v1::ReasonShare& share : gpu.reason_shares()) {
-    if (SeverityOfReason(share.reason()) == ClockEventSeverity::kBenign) continue;
-    reasons.push_back(absl::StrFormat("%s %.0f%% of the run", share.reason(), 100 * share.share()));
-  }
-  if (reasons.empty()) {
-    for (const std::string& reason : gpu.throttle_reasons()) {
-      if (SeverityOfReason(reason) != ClockEventSeverity::kBenign) reasons.push_back(reason);
-    }
-  }
-  return absl::StrCat(mark == GpuRunMark::kThrottled ? "GPU throttled: " : "GPU capped: ",
-                      absl::StrJoin(reasons, ", "));
-}
-
-std::vector<const v1::GpuState*> SampleGpuStates(const v1::Probe& probe) {
-  std::vector<const v1::GpuState*> states;
-  for (const v1::RunRecord& run : probe.runs()) {
-    if (run.has_value()) states.push_back(&run.gpu_state());
-  }
-  states.resize(probe.samples_size(), nullptr);
-  return states;
 }
 
 std::string Headline(const v1::JobStatus& job) {

@@ -6,11 +6,11 @@
 #define KBISECT_REPORT_HTML_PAGE_FORMAT_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kbisect/v1/kbisect.pb.h"
+#include "report/gpu_during_job.h"
 #include "report/words.h"
 
 namespace kbisect::html {
@@ -31,22 +31,9 @@ std::string VerdictClass(const v1::Probe& probe);
 // True when `worker` is quarantined in `job`.
 bool IsQuarantined(const v1::JobStatus& job, absl::string_view worker);
 
-// What the GPU did during one run, for its mark on the page: the run's watched GPU state (the
-// same rule as the job's GPU warnings): a hardware slowdown that persisted through the reruns
-// ("throttled", the sample is not trusted), a software cap (sw_power_cap, sw_thermal_slowdown:
-// "capped", flagged), or another compute process on the GPU ("shared"); the worst one wins.
-enum class GpuRunMark { kClean, kShared, kCapped, kThrottled };
-GpuRunMark GpuMarkOf(const v1::GpuState& gpu);
-
-// The CSS class of a mark ("gpu-throttled", "gpu-capped", "gpu-shared"; "" when clean) and its
-// words for a tooltip ("GPU throttled: hw_slowdown 40% of the run").
+// The CSS class of a run's GPU mark (report/gpu_during_job.h): "gpu-throttled", "gpu-capped",
+// "gpu-shared"; "" when clean.
 std::string GpuMarkClass(GpuRunMark mark);
-std::string GpuMarkWords(const v1::GpuState& gpu);
-
-// The GPU state of each sample of `probe`, in sample order: its runs that produced a value (a
-// run rerun for a throttled GPU has none); null where the probe has fewer runs than samples (a
-// cached probe, a result from before runs were recorded).
-std::vector<const v1::GpuState*> SampleGpuStates(const v1::Probe& probe);
 
 // The headline of a job: "Culprit found: 5f9a72c [kernel] Retune ...", "No regression", ...
 std::string Headline(const v1::JobStatus& job);
