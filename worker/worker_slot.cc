@@ -91,9 +91,6 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
       identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
     // Temperature, clock and throttle reasons after each benchmark run.
     task_runner_->set_gpu_state_probe([runner, device] { return ProbeGpuState(runner, device); });
-  }
-  if (identity_.gpu_vendor() == v1::GPU_VENDOR_NVIDIA ||
-      identity_.gpu_vendor() == v1::GPU_VENDOR_AMD) {
     // And during each run, where NVML, nvidia-smi or amd-smi reads the GPU (worker/gpu_watch.h).
     GpuWatchOptions watch;
     watch.device = device;

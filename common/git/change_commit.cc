@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -123,12 +125,8 @@ absl::Status ApplyPatch(CommandRunner& runner, const std::string& scratch,
   const std::string absolute = std::filesystem::absolute(patch, error).string();
   ASSIGN_OR_RETURN(ExecResult r, Git(runner, scratch, {"apply", "--index", absolute}));
   if (r.ok()) return absl::OkStatus();
-  std::string text;
-  if (FILE* f = fopen(absolute.c_str(), "rb")) {
-    char buffer[65536];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
-    fclose(f);
-  }
+  std::ifstream in(absolute, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const ApplyFailure failure = ParseApplyFailure(r.output, text);
   std::string where = failure.file.empty() ? patch : failure.file;
   if (!failure.hunk.empty()) absl::StrAppend(&where, ": hunk ", failure.hunk);
