@@ -29,6 +29,7 @@
 #include "cli/report/report.h"
 #include "cli/report/status_json.h"
 #include "cli/run_command.h"
+#include "cli/try_change.h"
 #include "common/exec/signals.h"
 #include "common/flags/flag_checks.h"
 #include "common/rpc/credentials.h"
@@ -297,6 +298,9 @@ struct SubmitFlags {
   std::string origin = "user";
   std::string trigger;
   std::string lock_clocks;  // --lock-clocks: only workers locked so take part.
+  // --try: GOOD is the base and the job measures the change on it (cli/try_change.h).
+  bool try_mode = false;
+  TryFlags try_change;
 };
 
 // Parses `kbisect submit`'s command line into `flags`. Returns -1 to go on, else the exit code
@@ -330,7 +334,12 @@ int ParseSubmitFlags(int argc, char** argv, SubmitFlags* flags) {
         absl::StatusOr<ClockLockSpec> parsed = ParseClockLockSpec(spec);
         return parsed.ok() ? std::string() : std::string(parsed.status().message());
       });
+  app.add_flag("--try", flags->try_mode,
+               "Measure a change on GOOD (the base) against GOOD instead of bisecting: give "
+               "--revert SHA, --commit SHA or --patch FILE; exits 0 when significant, 3 when not");
+  AddTryFlags(&app, &flags->try_change);
   if (int code = Parse(&app, args); code >= 0) return code;
+  flags->try_mode = flags->try_mode || flags->try_change.enabled();
   if (flags->options.repo.empty() && !flags->artifact.enabled()) {
     std::cerr << "kbisect: submit needs --repo URL|PATH, a repository location the coordinator "
                  "and the workers can reach\nRun `kbisect submit --help` for usage.\n";
@@ -515,6 +524,13 @@ int Submit(int argc, char** argv) {
     std::cerr << "kbisect submit: " << spec.status().message() << "\n"
               << "Run `kbisect submit --help` for usage.\n";
     return kExitUsage;
+  }
+  if (flags.try_mode) {
+    if (int code = PrepareTry(flags.try_change, spec->repository(), "kbisect submit --try",
+                              &*spec);
+        code >= 0) {
+      return code;
+    }
   }
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
   const std::string bad = spec->bad().empty() ? "HEAD" : spec->bad();

@@ -106,6 +106,13 @@ void AddJobOptions(CLI::App* app, JobOptions* o) {
                 "Bisect every commit in the range, not only the first-parent chain");
   app->add_flag("--allow-improvement", o->allow_improvement,
                 "Bisect an improvement (BAD faster than GOOD) instead of refusing");
+  app->add_flag("--find-fix", o->find_fix,
+                "Find the commit that made the metric better: GOOD is the slow commit, BAD the "
+                "fast one; the report says \"fixed by\"");
+  app->add_flag("--verify-revert", o->verify_revert,
+                "Once the culprit is confirmed, revert it at BAD and measure that against BAD in "
+                "interleaved pairs: the report gives the share of the regression the revert "
+                "recovers (needs a local repository)");
   app->add_flag("--descend-merges", o->descend_merges,
                 "When the culprit is a merge, also bisect the merged branch (merge-base..second "
                 "parent) and report its culprit as merged_culprit");
@@ -284,6 +291,8 @@ absl::StatusOr<v1::JobSpec> ToJobSpec(const JobOptions& o, const std::string& re
   }
   spec.set_hardware_class(o.hardware_class);
   spec.set_allow_improvement(o.allow_improvement);
+  spec.set_find_fix(o.find_fix);
+  spec.set_verify_revert(o.verify_revert);
   spec.set_descend_merges(o.descend_merges);
   spec.set_descend_submodules(o.descend_submodules);
   for (const std::string& text : o.descend_pins) {

@@ -47,6 +47,8 @@ struct JobOptions {
   double build_timeout_seconds = absl::ToDoubleSeconds(kDefaultBuildTimeout);
   bool no_first_parent = false;
   bool allow_improvement = false;
+  bool find_fix = false;       // --find-fix: the first commit that made it faster.
+  bool verify_revert = false;  // --verify-revert: the culprit reverted at BAD, measured.
   bool descend_merges = false;
   bool descend_submodules = false;        // --descend-submodules.
   std::vector<std::string> descend_pins;  // --descend-pin FILE=REPOSITORY, as given.

@@ -18,6 +18,8 @@ constexpr char kUsage[] = R"(kbisect: find the commit that made a GPU benchmark 
 
 Usage:
   kbisect run GOOD [BAD] [options] -- BENCH_CMD [ARGS...]   bisect on this machine
+  kbisect try BASE (--revert SHA | --commit SHA | --patch FILE) [options] -- BENCH_CMD
+                                                           measure a change on BASE against BASE
   kbisect submit GOOD [BAD] --repo URL [options] -- BENCH_CMD [ARGS...]
                                                            bisect on a cluster's coordinator
   kbisect status [JOB]                                      list jobs, or one job's report
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? kbisect::kExitUsage : 0;
   }
   const std::string command = argv[1];
-  if (command == "run") return kbisect::RunCommand(argc - 1, argv + 1);
+  if (command == "run" || command == "try") return kbisect::RunCommand(argc - 1, argv + 1);
   if (command == "triage") return kbisect::TriageCommand(argc - 1, argv + 1);
   if (command == "nightly") return kbisect::NightlyCommand(argc - 1, argv + 1);
   if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);

@@ -117,6 +117,9 @@ struct NightlyFlags {
   std::string coordinator;
   std::vector<std::string> submit_args;
   bool no_submit = false;
+  // The bisects submitted verify their culprit by reverting it at BAD (--verify-revert) unless
+  // --no-verify-revert.
+  bool no_verify_revert = false;
   int bench_timeout = 600;
   double min_change_pct = 2.0;
   std::string json_file;
@@ -306,6 +309,7 @@ absl::StatusOr<Submitted> SubmitBisect(CommandRunner* runner, const NightlyFlags
     submit.insert(submit.end(),
                   {"--env", absl::StrCat(kManifestEnvEnv, "=", absl::StrJoin(f.record_env, ","))});
   }
+  if (!f.no_verify_revert) submit.push_back("--verify-revert");
   for (const std::string& a : f.submit_args) submit.push_back(a);
   submit.push_back("--");
   submit.insert(submit.end(), bench.begin(), bench.end());
@@ -589,6 +593,10 @@ void AddNightlyFlags(CLI::App* app, NightlyFlags* f) {
       "--submit-arg", f->submit_args,
       "Extra argument passed to `kbisect submit` (repeatable, e.g. --submit-arg=--all-culprits)");
   app->add_flag("--no-submit", f->no_submit, "Decide and print, but submit nothing");
+  app->add_flag("--no-verify-revert", f->no_verify_revert,
+                "Submit the bisect without --verify-revert (by default its confirmed culprit is "
+                "reverted at BAD and measured, which needs a repository the coordinator can "
+                "write: a local path)");
   app->add_option("--bench-timeout", f->bench_timeout, "Timeout of tonight's benchmark, seconds")
       ->capture_default_str();
   app->add_option("--min-change", f->min_change_pct, "Smallest move that counts, percent")

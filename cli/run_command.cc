@@ -43,6 +43,7 @@
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "cli/try_change.h"
 #include "worker/build_ahead.h"
 #include "worker/build_layer.h"
 #include "worker/device_binding.h"
@@ -70,6 +71,25 @@ ROCR_VISIBLE_DEVICES=i KBISECT_WORKER=i.
 
 Example:
   kbisect run v1.2 HEAD --build 'make -j8' -- ./bench --batch 32
+)";
+
+constexpr char kTryHelpFooter[] = R"(
+Usage: kbisect try BASE (--revert SHA | --commit SHA | --patch FILE) [options] -- BENCH_CMD [ARGS...]
+
+Measures BASE against BASE with the change, on the same workers: interleaved pairs (each pair's
+order drawn at random), spread over the workers, as many as the noise needs to see a 2% change
+(or --min-effect), at least --runs. The change is made into a commit in a scratch clone and kept
+under refs/kbisect/try/ of the repository; the working tree, index and branches are untouched.
+
+Exit codes:
+  0  the change is significant (the report says which way, and by how much)
+  1  error: the change does not apply (the files, hunk or later commits are named), BASE fails
+  2  usage error
+  3  no significant difference
+  130 interrupted (Ctrl-C): every worker process was stopped
+
+Example:
+  kbisect try HEAD --revert b9006fb --build 'make -j8' -- ./bench --batch 32
 )";
 
 // The host of --serve ADDR: 127.0.0.1 when ADDR names none (":8080", "8080").
@@ -127,6 +147,9 @@ struct RunFlags {
   ArtifactFlags artifact;
   std::string serve;
   std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM].
+  // `kbisect try`: the change tried on BASE.
+  bool try_mode = false;
+  TryFlags try_change;
 };
 
 // Registers `kbisect run`'s own flags (beyond the job's) on `app`.
@@ -166,11 +189,14 @@ void AddRunFlags(CLI::App* app, RunFlags* f) {
 // Parses `kbisect run`'s command line into `f`. Returns -1 to go on, else the exit code.
 int ParseRunFlags(int argc, char** argv, RunFlags* f) {
   std::vector<std::string> args = SplitAtDoubleDash(argc, argv, &f->options.bench_command);
-  CLI::App app{"Find the commit that made a benchmark slower, probing several commits at once.",
-               "kbisect run"};
-  app.footer(kRunHelpFooter);
+  CLI::App app{f->try_mode
+                   ? "Measure a change (a revert, a commit, a patch) on BASE against BASE."
+                   : "Find the commit that made a benchmark slower, probing several commits at once.",
+               f->try_mode ? "kbisect try" : "kbisect run"};
+  app.footer(f->try_mode ? kTryHelpFooter : kRunHelpFooter);
   AddJobOptions(&app, &f->options);
   AddRunFlags(&app, f);
+  if (f->try_mode) AddTryFlags(&app, &f->try_change);
   std::reverse(args.begin(), args.end());
   args.pop_back();  // The subcommand name.
   try {
@@ -221,6 +247,11 @@ int PlanRun(const RunFlags& f, RunPlan* plan) {
   const std::string repository =
       (*repo)->workdir().empty() ? (*repo)->git_dir() : (*repo)->workdir();
   plan->spec.set_repository(repository);
+  if (f.try_mode) {
+    if (int code = PrepareTry(f.try_change, repository, "kbisect try", &plan->spec); code >= 0) {
+      return code;
+    }
+  }
   // --find-good --since DATE: how far back the lookback goes, from the commit dates.
   const std::string bad = plan->spec.bad().empty() ? "HEAD" : plan->spec.bad();
   const absl::StatusOr<int> max_lookback =
@@ -479,6 +510,7 @@ void KeepLastRunLog(const std::string& cache_dir, const v1::JobStatus& status) {
 
 int RunCommand(int argc, char** argv) {
   RunFlags f;
+  f.try_mode = argc > 0 && std::string(argv[0]) == "try";
   if (int code = ParseRunFlags(argc, argv, &f); code >= 0) return code;
   RunPlan plan;
   if (int code = PlanRun(f, &plan); code >= 0) return code;

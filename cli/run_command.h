@@ -16,7 +16,8 @@ enum ExitCode {
   kExitInterrupted = 130,  // Ctrl-C / SIGTERM: every process was stopped.
 };
 
-// Runs `kbisect run` with argv starting at the subcommand name ("run", ...).
+// Runs `kbisect run` with argv starting at the subcommand name ("run", ...); with "try", `kbisect
+// try` (cli/try_change.h): the same local cluster, measuring a change on BASE.
 int RunCommand(int argc, char** argv);
 
 }  // namespace kbisect

@@ -70,6 +70,7 @@
 #include "common/clock/clock.h"
 #include "common/sync/mutex.h"
 #include "coordinator/crash_points.h"
+#include "coordinator/follow_ups.h"
 #include "coordinator/id_minter.h"
 #include "coordinator/job/bisect_job.h"
 #include "coordinator/job_entry.h"
@@ -325,6 +326,11 @@ class Coordinator {
   // little (spec.all_culprits). Each is an ordinary job with a request id derived from the
   // parent's, so a restarted coordinator finds the ones it already started.
   void StartFollowUpsLocked(const std::string& job_id, JobEntry& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --verify-revert (WantsRevertCheck): makes the commit that reverts the culprit at BAD and
+  // returns the follow-up that measures it; when the revert conflicts or cannot be made, the
+  // job's published revert_check says so and there is no follow-up.
+  std::optional<PlannedFollowUp> RevertCheckLocked(const v1::JobStatus& status, JobEntry& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once `job_id` and all its follow-ups finished: folds their results into its status and
   // releases its FINISHED event (then tells its own parent, if any).

@@ -52,7 +52,11 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
       pins.push_back(std::move(move));
     }
   }
-  for (const PlannedFollowUp& plan : PlanFollowUps(status, merged_branch, pins, &problems)) {
+  std::vector<PlannedFollowUp> planned = PlanFollowUps(status, merged_branch, pins, &problems);
+  if (std::optional<PlannedFollowUp> revert = RevertCheckLocked(status, entry)) {
+    planned.push_back(*std::move(revert));
+  }
+  for (const PlannedFollowUp& plan : planned) {
     v1::JobSpec spec = FollowUpSpec(status.spec(), job_id, plan);
     const std::string request_id = FollowUpRequestId(job_id, plan);
     std::string child_id;
@@ -83,9 +87,50 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
     }
     entry.follow_ups.push_back(child_id);
     entry.published.AddFollowUp(child_id);
+    if (plan.kind == v1::FOLLOW_UP_KIND_REVERT_CHECK) {
+      v1::RevertCheck running;
+      running.set_state(v1::RevertCheck::STATE_RUNNING);
+      running.set_job_id(child_id);
+      running.set_culprit_sha(status.culprit().sha());
+      running.set_base_sha(status.bad_sha());
+      running.set_revert_sha(plan.bad);
+      entry.published.SetRevertCheck(std::move(running));
+    }
   }
   for (std::string& problem : problems) entry.published.AddWarning(std::move(problem));
   if (!entry.follow_ups.empty()) DispatchLocked();
+}
+
+std::optional<PlannedFollowUp> Coordinator::RevertCheckLocked(const v1::JobStatus& status,
+                                                             JobEntry& entry) {
+  if (!WantsRevertCheck(status)) return std::nullopt;
+  // A little git I/O on a finished job, like resolving a follow-up's range: a scratch clone
+  // that borrows the repository's objects, the revert, a push under refs/kbisect/try/.
+  const ChangeSpec revert{ChangeSpec::Kind::kRevert, status.culprit().sha()};
+  absl::StatusOr<ChangeCommit> made =
+      repositories_->MakeChange(status.spec().repository(), status.bad_sha(), revert);
+  v1::RevertCheck check;
+  check.set_culprit_sha(status.culprit().sha());
+  check.set_base_sha(status.bad_sha());
+  check.set_regression_pct(status.regression_pct());
+  if (!made.ok()) {
+    check.set_state(v1::RevertCheck::STATE_FAILED);
+    check.set_error(std::string(made.status().message()));
+  } else if (made->conflict.has_value()) {
+    check.set_state(v1::RevertCheck::STATE_CONFLICT);
+    for (const std::string& file : made->conflict->files) check.add_conflict_files(file);
+    for (const std::string& later : made->conflict->later_commits) check.add_later_commits(later);
+  }
+  if (check.state() != v1::RevertCheck::STATE_UNSPECIFIED) {
+    entry.published.SetRevertCheck(std::move(check));
+    return std::nullopt;
+  }
+  v1::TryChange change;
+  change.set_kind(v1::TryChange::KIND_REVERT);
+  change.set_target(status.culprit().sha());
+  change.set_description(made->description);
+  change.set_ref(made->ref);
+  return PlanRevertCheck(status, made->sha, change);
 }
 
 void Coordinator::MaybeCompleteLocked(const std::string& job_id) {

@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
+#include "common/stats/stats.h"
+#include "report/event_words.h"
+#include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/suite_ledger.h"
 
 namespace kbisect {
@@ -24,6 +27,8 @@ const char* FollowUpEventPrefix(v1::FollowUpKind kind) {
       return "[dependency] ";
     case v1::FOLLOW_UP_KIND_SUITE:
       return "[suite] ";
+    case v1::FOLLOW_UP_KIND_REVERT_CHECK:
+      return "[revert check] ";
     default:
       return "";
   }
@@ -149,6 +154,78 @@ bool WantsMergedBranch(const v1::JobStatus& status) {
   return MayFollowUp(status) && status.spec().descend_merges() && status.culprit().is_merge();
 }
 
+bool WantsRevertCheck(const v1::JobStatus& status) {
+  const v1::JobSpec& spec = status.spec();
+  return MayFollowUp(status) && spec.verify_revert() && status.confirmation().confirmed() &&
+         !spec.find_fix() && !spec.has_try_change() && !spec.has_dependency() &&
+         !status.culprit().sha().empty() && !status.bad_sha().empty();
+}
+
+PlannedFollowUp PlanRevertCheck(const v1::JobStatus& status, const std::string& revert_sha,
+                                const v1::TryChange& change) {
+  PlannedFollowUp plan = PlannedRange(v1::FOLLOW_UP_KIND_REVERT_CHECK, status.bad_sha(), revert_sha);
+  plan.try_change = change;
+  return plan;
+}
+
+namespace {
+
+// The samples of `values` divided by `scale`.
+std::vector<double> Scaled(const google::protobuf::RepeatedField<double>& values, double scale) {
+  std::vector<double> out;
+  for (double value : values) out.push_back(value / scale);
+  return out;
+}
+
+}  // namespace
+
+v1::RevertCheck RevertCheckResult(const v1::JobStatus& parent, const std::string& child_id,
+                                  const v1::JobStatus& child) {
+  v1::RevertCheck check;
+  check.set_job_id(child_id);
+  check.set_culprit_sha(parent.culprit().sha());
+  check.set_base_sha(child.good_sha());
+  check.set_revert_sha(child.bad_sha());
+  check.set_regression_pct(parent.regression_pct());
+  const v1::Confirmation& pairs = child.confirmation();
+  // BAD's and the reverted BAD's samples of every set, each set scaled to its own BAD median
+  // (a worker's offset cancels); GOOD from the parent's baselines, scaled to its BAD's.
+  std::vector<double> bad;
+  std::vector<double> reverted;
+  for (const v1::ConfirmationPairs& set : pairs.sets()) {
+    const double scale = MedianOrZero(set.last_good_samples());
+    if (scale == 0 || set.culprit_samples_size() == 0) continue;
+    for (double v : Scaled(set.last_good_samples(), scale)) bad.push_back(v);
+    for (double v : Scaled(set.culprit_samples(), scale)) reverted.push_back(v);
+  }
+  const double parent_bad = parent.baseline().bad().median();
+  if (pairs.ratio() == 0 || bad.empty() || parent_bad == 0) {
+    check.set_state(v1::RevertCheck::STATE_FAILED);
+    check.set_error(child.error().empty()
+                        ? absl::StrCat("job ", child_id, " measured no pair (",
+                                       EnumLabel(child.status()), ")")
+                        : child.error());
+    return check;
+  }
+  check.set_state(v1::RevertCheck::STATE_DONE);
+  check.set_ratio(pairs.ratio());
+  check.set_ci_low(pairs.ci_low());
+  check.set_ci_high(pairs.ci_high());
+  check.set_significant(pairs.confirmed());
+  const std::vector<double> good = Scaled(parent.baseline().good().samples(), parent_bad);
+  absl::StatusOr<ShareInterval> share =
+      BootstrapRecoveredShare(good, bad, reverted, BootstrapOptions{});
+  if (!share.ok()) {
+    check.set_state(v1::RevertCheck::STATE_FAILED);
+    check.set_error(std::string(share.status().message()));
+    return check;
+  }
+  check.set_recovered_share(share->estimate);
+  check.set_share_low(share->lower);
+  check.set_share_high(share->upper);
+  return check;
+}
+
 bool WantsPinFiles(const v1::JobStatus& status) {
   return MayFollowUp(status) && status.spec().descend_pins_size() > 0 &&
          !status.spec().has_dependency();
@@ -237,6 +314,20 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
   spec.set_follow_up(plan.kind);
   spec.set_follow_up_depth(parent.follow_up_depth() + 1);
   spec.set_description(absl::StrCat(EnumLabel(plan.kind), " of ", parent_id));
+  if (plan.kind == v1::FOLLOW_UP_KIND_REVERT_CHECK) {
+    // An A/B of BAD and the revert: nothing of the parent's search applies.
+    *spec.mutable_try_change() = plan.try_change;
+    spec.set_verify_revert(false);
+    spec.set_all_culprits(false);
+    spec.set_descend_merges(false);
+    spec.set_descend_submodules(false);
+    spec.clear_descend_pins();
+    spec.clear_marks();
+    spec.set_allow_improvement(true);
+    spec.set_confirm(true);
+    spec.set_description(absl::StrCat(plan.try_change.description(), " (revert check of ",
+                                      parent_id, ")"));
+  }
   if (plan.kind == v1::FOLLOW_UP_KIND_DEPENDENCY) {
     spec.set_repository(plan.repository);
     *spec.mutable_dependency() = plan.dependency;
@@ -285,6 +376,14 @@ void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobS
                                            result->bad_sha().substr(0, 7), " (job ", child, ")");
     if (kind == v1::FOLLOW_UP_KIND_SUITE) {
       FoldSuiteRows(child, *result, range, status);
+      continue;
+    }
+    if (kind == v1::FOLLOW_UP_KIND_REVERT_CHECK) {
+      *status->mutable_revert_check() = RevertCheckResult(*status, child, *result);
+      v1::JobWarning fact;
+      *fact.mutable_revert_checked() = status->revert_check();
+      status->add_warnings(RevertCheckWords(status->revert_check()));
+      *status->add_warning_facts() = std::move(fact);
       continue;
     }
     if (result->status() == v1::OUTCOME_NO_REGRESSION) {

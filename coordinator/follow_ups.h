@@ -16,6 +16,10 @@
 //     placed in a range of their own (SuiteLedger: SUITE_METRIC_STATE_SEARCHING): bisect each such
 //     range once, for the metrics whose step lies there, led by the one that moved most; their
 //     culprits fill the parent's suite rows.
+//   * kRevertCheck: the culprit is confirmed and the spec asks to verify it (--verify-revert):
+//     BAD with the culprit reverted (a commit the coordinator makes, RepositoryView::MakeChange)
+//     is measured against BAD by a try job (JobSpec.try_change); its result is the parent's
+//     revert_check, with the share of GOOD->BAD the revert recovers.
 #ifndef KBISECT_COORDINATOR_FOLLOW_UPS_H_
 #define KBISECT_COORDINATOR_FOLLOW_UPS_H_
 
@@ -49,6 +53,8 @@ struct PlannedFollowUp {
   // (MetricSpec.lead and members).
   std::string lead;
   std::vector<std::string> members;
+  // kRevertCheck only: the change the follow-up tries (JobSpec.try_change).
+  v1::TryChange try_change;
 };
 
 // A pin file (JobSpec.descend_pins) the culprit changed: the commits it pins at last-good and
@@ -67,6 +73,25 @@ bool WantsMergedBranch(const v1::JobStatus& status);
 // and at the culprit: a culprit was found, the spec names pins, the job is not itself a
 // dependency follow-up (pins are the top superproject's), and the depth allows another level.
 bool WantsPinFiles(const v1::JobStatus& status);
+
+// True when the result asks for its culprit to be reverted at BAD and measured: the spec asks
+// (verify_revert), the culprit was found and confirmed, the job is a regression's bisect (not a
+// fix's, not a try, not a dependency's: the revert would be of another repository's commit),
+// and the depth allows another level.
+bool WantsRevertCheck(const v1::JobStatus& status);
+
+// The revert check's follow-up: BAD against `change`'s commit `revert_sha`, which reverts the
+// culprit on BAD.
+PlannedFollowUp PlanRevertCheck(const v1::JobStatus& status, const std::string& revert_sha,
+                                const v1::TryChange& change);
+
+// The parent's revert check once its follow-up `child` (job `child_id`) ended: the revert's
+// ratio against BAD and its interval from the child's pairs, and the share of the parent's
+// GOOD->BAD regression it recovers (BootstrapRecoveredShare over the parent's baselines and the
+// child's pairs, each scaled to its own BAD median). STATE_FAILED with the reason when the child
+// measured no pair. Pure.
+v1::RevertCheck RevertCheckResult(const v1::JobStatus& parent, const std::string& child_id,
+                                  const v1::JobStatus& child);
 
 // The commit a pin file's `content` names: its first line that is a full commit id (40 hex
 // digits) once surrounding whitespace is trimmed, lower-cased; nullopt when no line is. Pure.
@@ -109,6 +134,7 @@ std::string FollowUpRequestId(const std::string& parent_id, const PlannedFollowU
 // dependency_culprits (with the path, the repository and the dependency's two commits), and so
 // do the dependency's own (nested: their paths prefixed with its path); a follow-up without a
 // culprit adds a warning saying why.
+// A revert check's result becomes revert_check (RevertCheckResult) and a warning fact.
 void FoldFollowUpResults(const std::vector<std::pair<std::string, const v1::JobStatus*>>& done,
                          v1::JobStatus* status);
 

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/exec/exec.h"
 #include "common/git/git_repo.h"
 #include "common/git/mirror.h"
 #include "common/git/submodules.h"
@@ -155,6 +156,18 @@ class GitRepositoryView : public RepositoryView {
                                        const std::string& path) override {
     ASSIGN_OR_RETURN(GitRepo * repo, Open(repository, /*refresh=*/false));
     return repo->ReadFile(commit, path);
+  }
+
+  absl::StatusOr<ChangeCommit> MakeChange(const std::string& repository, const std::string& base,
+                                          const ChangeSpec& change) override {
+    if (LooksLikeUrl(repository)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the job's repository is a URL (", repository,
+          "), where the coordinator cannot push the revert's commit; bisect a local clone the "
+          "workers reach, or measure the revert with `kbisect try --revert`"));
+    }
+    std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+    return MakeChangeCommit(*runner, repository, base, change);
   }
 
   absl::StatusOr<std::vector<v1::SubmoduleBump>> SubmoduleBumps(const std::string& repository,

@@ -1,6 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/published_status.h"
 
+#include "report/event_words.h"
+
 #include <utility>
 
 namespace kbisect {
@@ -35,6 +37,13 @@ v1::JobStatus PublishedStatus::Build(const v1::JobStatus& own) const {
     }
   }
   for (const std::string& warning : warnings_) status.add_warnings(warning);
+  if (revert_check_.has_value()) {
+    *status.mutable_revert_check() = *revert_check_;
+    if (revert_check_->state() != v1::RevertCheck::STATE_RUNNING) {
+      status.add_warnings(RevertCheckWords(*revert_check_));
+      *status.add_warning_facts()->mutable_revert_checked() = *revert_check_;
+    }
+  }
   for (const std::string& id : follow_ups_) status.add_follow_up_job_ids(id);
   if (following_up_) status.set_state(v1::JOB_STATE_FOLLOWING_UP);
   return status;

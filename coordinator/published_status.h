@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kbisect/v1/kbisect.pb.h"
@@ -42,6 +43,10 @@ class PublishedStatus {
   void AddFollowUp(const std::string& job_id);
   // Adds a warning after the job's own (e.g. a follow-up that could not start).
   void AddWarning(std::string warning);
+  // The revert check (--verify-revert) as it stands: running in a follow-up, or why it could
+  // not be measured (a conflict, a failure: also a warning then). A follow-up's result replaces
+  // it when the follow-ups are folded in.
+  void SetRevertCheck(v1::RevertCheck check) { revert_check_ = std::move(check); }
   // The job's own search finished and its follow-ups run: its state shows FOLLOWING_UP until
   // Freeze.
   void HoldForFollowUps() { following_up_ = true; }
@@ -70,6 +75,7 @@ class PublishedStatus {
   std::vector<std::string> follow_ups_;
   // Warnings added after the job's own, in the order they were added (the report's first).
   std::vector<std::string> warnings_;
+  std::optional<v1::RevertCheck> revert_check_;
   bool following_up_ = false;
   int64_t revision_ = 0;
   std::optional<v1::JobStatus> frozen_;

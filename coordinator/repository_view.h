@@ -1,7 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
-// The coordinator's read-only view of the repositories it bisects: resolving a job's range to a
-// commit list, and the diff of the culprit for the report. Behind an interface so the
+// The coordinator's view of the repositories it bisects: resolving a job's range to a commit
+// list, and the diff of the culprit for the report. Read-only but for MakeChange (the revert
+// check's commit, pushed under refs/kbisect/try/). Behind an interface so the
 // coordinator's logic is tested without git; the real implementation uses libgit2.
 #ifndef KBISECT_COORDINATOR_REPOSITORY_VIEW_H_
 #define KBISECT_COORDINATOR_REPOSITORY_VIEW_H_
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/git/change_commit.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -58,6 +60,15 @@ class RepositoryView {
   virtual absl::StatusOr<std::string> ReadFile(const std::string& repository,
                                                const std::string& commit,
                                                const std::string& path) = 0;
+
+  // Makes the commit of `change` on `base` in `repository` and pushes it to refs/kbisect/try/...
+  // there (MakeChangeCommit, common/git/change_commit.h), for the revert check
+  // (--verify-revert). A conflict is a result, not an error. FailedPrecondition when
+  // `repository` is a URL: the commit must be where the workers fetch, which the coordinator can
+  // only write when it is a local path.
+  virtual absl::StatusOr<ChangeCommit> MakeChange(const std::string& repository,
+                                                  const std::string& base,
+                                                  const ChangeSpec& change) = 0;
 };
 
 // Returns a libgit2-backed view. Local paths are opened in place (read only: nothing in them is

@@ -1,6 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 #include "report/event_words.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -40,12 +42,17 @@ std::string FlakyBaselineWords(const v1::FlakyBaselineFact& f) {
 }
 
 std::string MeasuredBaselineWords(const v1::MeasuredBaselineFact& f) {
+  // regression_pct is positive when BAD is worse; an improvement (--find-fix, a try, BAD better
+  // than GOOD) is said as one.
+  const bool worse = f.regression_pct() >= 0;
+  const bool higher_is_better = f.direction() == v1::DIRECTION_HIGHER_IS_BETTER;
+  const char* way = worse ? (higher_is_better ? "lower (worse)" : "higher (worse)")
+                          : (higher_is_better ? "higher (better)" : "lower (better)");
   std::string text = absl::StrFormat(
-      "Baseline results:\n  GOOD (%s): %s = %s\n  BAD  (%s): %s = %s\n  Regression: %s %s",
+      "Baseline results:\n  GOOD (%s): %s = %s\n  BAD  (%s): %s = %s\n  %s: %s %s",
       ShortSha(f.good_sha()), f.metric_name(), MetricValue(f.good_median(), f.unit()),
       ShortSha(f.bad_sha()), f.metric_name(), MetricValue(f.bad_median(), f.unit()),
-      FormatPercent(f.regression_pct()),
-      f.direction() == v1::DIRECTION_HIGHER_IS_BETTER ? "lower (worse)" : "higher (worse)");
+      worse ? "Regression" : "Improvement", FormatPercent(std::fabs(f.regression_pct())), way);
   if (!f.provisional_bad_worker().empty()) {
     absl::StrAppend(
         &text, "\n",
@@ -236,9 +243,9 @@ std::string ConfirmingWords(const v1::JobWarning::Confirming& f) {
     return absl::StrFormat("Confirming: %s and %s interleaved, with the %s",
                            ShortSha(f.last_good()), ShortSha(f.culprit()), besides);
   }
-  return absl::StrFormat("Confirming: re-measuring %s and %s interleaved, %s on each of %s%s",
+  return absl::StrFormat("Confirming: re-measuring %s and %s interleaved, %s in each of %s%s",
                          ShortSha(f.last_good()), ShortSha(f.culprit()),
-                         Count(f.pairs_per_task(), "pair"), Count(f.tasks(), "worker"),
+                         Count(f.pairs_per_task(), "pair"), Count(f.tasks(), "task"),
                          besides.empty() ? "" : absl::StrCat(" (besides ", besides, ")"));
 }
 
@@ -281,6 +288,45 @@ std::string ConfirmationVerdictWords(const v1::ConfirmationVerdictFact& f) {
         "measurements at two moments), not a regression");
   }
   return verdict;
+}
+
+std::string RevertCheckWords(const v1::RevertCheck& check) {
+  const std::string reverting =
+      absl::StrCat("Reverting ", ShortSha(check.culprit_sha()), " at BAD (",
+                   ShortSha(check.base_sha()), ")");
+  switch (check.state()) {
+    case v1::RevertCheck::STATE_RUNNING:
+      return absl::StrCat(reverting, ": measured against BAD in job ", check.job_id());
+    case v1::RevertCheck::STATE_CONFLICT: {
+      std::string words = absl::StrCat(reverting, " does not apply cleanly: it conflicts in ",
+                                       absl::StrJoin(check.conflict_files(), ", "));
+      if (check.later_commits_size() > 0) {
+        absl::StrAppend(&words, "; later commits touched them: ",
+                        absl::StrJoin(check.later_commits(), "; "));
+      }
+      return words;
+    }
+    case v1::RevertCheck::STATE_FAILED:
+      return absl::StrCat(reverting, " could not be measured: ", check.error());
+    case v1::RevertCheck::STATE_DONE:
+      break;
+    default:
+      return "";
+  }
+  std::string words = absl::StrFormat(
+      "%s recovers %s (%s-%s) of the %s regression (reverted/BAD x%.4g, 95%% CI [%.4g, %.4g])",
+      reverting, FormatPercent(100 * check.recovered_share()),
+      FormatPercent(100 * check.share_low()), FormatPercent(100 * check.share_high()),
+      FormatPercent(std::fabs(check.regression_pct())), check.ratio(), check.ci_low(),
+      check.ci_high());
+  if (!check.significant()) {
+    absl::StrAppend(&words, ": the revert makes no significant difference at BAD");
+  }
+  if (check.share_high() < kFullRecovery) {
+    absl::StrAppend(&words,
+                    ": other commits of the range matter too (--all-culprits finds every step)");
+  }
+  return words;
 }
 
 std::string WarningWords(const v1::JobWarning& w) {
@@ -331,6 +377,10 @@ std::string WarningWords(const v1::JobWarning& w) {
              "cancelled; it starts again once the search has its culprit";
     case v1::JobWarning::kConfirmed:
       return absl::StrCat("Confirmed: ", ConfirmationVerdictWords(w.confirmed().verdict()));
+    case v1::JobWarning::kBaselinesUnclear:
+      return absl::StrCat("Baselines unclear: ", w.baselines_unclear().reason());
+    case v1::JobWarning::kRevertChecked:
+      return RevertCheckWords(w.revert_checked());
     case v1::JobWarning::FACT_NOT_SET:
       break;
   }

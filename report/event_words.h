@@ -27,6 +27,13 @@ std::string ConfirmationVerdictWords(const v1::ConfirmationVerdictFact& verdict)
 // A warning as JobStatus.warnings lists it; "" for a warning with no fact set.
 std::string WarningWords(const v1::JobWarning& warning);
 
+// Below this upper bound of the recovered share a revert check says other commits matter too.
+inline constexpr double kFullRecovery = 0.8;
+
+// The revert check's sentence (--verify-revert): "Reverting b9006fb at BAD (9f8e7d6) recovers
+// 97% (91%-103%) of the 44% regression (...)", or why it conflicts or failed.
+std::string RevertCheckWords(const v1::RevertCheck& check);
+
 // An event's line: its fact's words (a warning's as its WARNING or DRIFT event says it, which
 // may differ from WarningWords), or its `message` for an event recorded before the facts.
 std::string EventWords(const v1::JobEvent& event);

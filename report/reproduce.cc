@@ -46,6 +46,17 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
     if (descent->kind() != v1::DEPENDENCY_KIND_PIN_FILE || spec.descend_submodules()) {
       words.push_back("--descend-submodules");
     }
+  } else if (spec.has_try_change()) {
+    // A try: the base, and the change as the user gave it (the commit kbisect made from it is
+    // made again, the same).
+    words[1] = "try";
+    words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
+    const v1::TryChange& change = spec.try_change();
+    flag(change.kind() == v1::TryChange::KIND_PATCH    ? "--patch"
+         : change.kind() == v1::TryChange::KIND_COMMIT ? "--commit"
+                                                       : "--revert",
+         change.target());
+    flag("--repo", spec.repository());
   } else {
     words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
     words.push_back(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
@@ -93,7 +104,12 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
     flag("--min-effect", absl::StrFormat("%g", spec.min_effect_fraction()));
   }
   if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
-  if (spec.allow_improvement()) words.push_back("--allow-improvement");
+  if (spec.find_fix()) words.push_back("--find-fix");
+  if (spec.verify_revert()) words.push_back("--verify-revert");
+  // Implied by --find-fix and by a try (NormalizeSpec).
+  if (spec.allow_improvement() && !spec.find_fix() && !spec.has_try_change()) {
+    words.push_back("--allow-improvement");
+  }
   if (spec.descend_merges()) words.push_back("--descend-merges");
   if (spec.descend_submodules() && !spec.has_dependency()) {
     words.push_back("--descend-submodules");
@@ -102,7 +118,7 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
     flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
   }
   if (spec.all_culprits()) words.push_back("--all-culprits");
-  if (!spec.confirm()) words.push_back("--no-confirm");
+  if (!spec.confirm() && !spec.has_try_change()) words.push_back("--no-confirm");
   if (spec.discard_throttled()) words.push_back("--discard-throttled");
   if (!spec.hardware_class().empty()) flag("--hardware-class", spec.hardware_class());
   // The map's order is unspecified; sort for a stable command.

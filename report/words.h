@@ -35,6 +35,15 @@ std::string ProbeVerdictWord(const v1::Probe& probe);
 std::string MarksText(const google::protobuf::RepeatedPtrField<v1::CommitMark>& marks,
                       int commits_left);
 
+// What a job calls its culprit: "Fixed by" for --find-fix, else "Regression introduced by".
+std::string CulpritHeading(const v1::JobSpec& spec);
+
+// A try job's answer (JobSpec.try_change), from its confirmation: "time 12.0% lower with the
+// change, better (x0.88, 95% CI 0.86 to 0.9, 12 interleaved pairs): significant", or "no
+// significant difference: x1.003 (95% CI 0.99 to 1.02, 12 interleaved pairs)"; "not measured"
+// before the pairs are judged.
+std::string TryResultWords(const v1::JobStatus& job);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_REPORT_WORDS_H_

@@ -14,6 +14,7 @@
 #include "common/metric/metric_suite.h"
 #include "common/rpc/proto_time.h"
 #include "common/spec/job_spec.h"
+#include "common/text/fnv.h"
 #include "google/protobuf/util/time_util.h"
 #include "worker/build_request.h"
 #include "worker/build_step.h"
@@ -52,13 +53,28 @@ bool IsInterleaved(const v1::Task& task) {
   return task.kind() == v1::PROBE_KIND_CONFIRM && !task.paired_commit_sha().empty();
 }
 
-// Which commit each benchmark run measures: the paired commit and the task's in turn when
-// `interleaved`, else the task's commit alone; at least one run.
+}  // namespace
+
+bool PairedGoesFirst(const std::string& task_id, int pair) {
+  return (Fnv1a64(absl::StrCat(task_id, "/", pair)) >> 17) & 1;
+}
+
+namespace {
+
+// Which commit each benchmark run measures: when `interleaved`, pairs of the paired commit and
+// the task's, each pair's order drawn from the task's id and the pair's index (PairGoesFirst), so
+// that either side goes first about half the time and a rerun of the task keeps its order; else
+// the task's commit alone. At least one run.
 std::vector<std::string> BenchSchedule(const v1::Task& task, bool interleaved) {
   std::vector<std::string> schedule;
   for (int run = 0; run < std::max(1, task.runs()); ++run) {
-    if (interleaved) schedule.push_back(task.paired_commit_sha());
-    schedule.push_back(task.commit_sha());
+    if (!interleaved) {
+      schedule.push_back(task.commit_sha());
+      continue;
+    }
+    const bool paired_first = PairedGoesFirst(task.task_id(), run);
+    schedule.push_back(paired_first ? task.paired_commit_sha() : task.commit_sha());
+    schedule.push_back(paired_first ? task.commit_sha() : task.paired_commit_sha());
   }
   return schedule;
 }

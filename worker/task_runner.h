@@ -33,6 +33,11 @@ namespace kbisect {
 // the user started it, since the checkout only pins the artifact.
 inline constexpr char kBenchDirEnv[] = "KBISECT_BENCH_DIR";
 
+// Whether pair `pair` of interleaved task `task_id` runs the paired commit (last-good, or a try's
+// base) before the task's commit: drawn from a stable hash of the two, so that either side goes
+// first in about half the pairs and the same task always runs in the same order.
+bool PairedGoesFirst(const std::string& task_id, int pair);
+
 class TaskRunner {
  public:
   // Called at each phase change and after each benchmark run.

@@ -19,6 +19,7 @@
 #include "common/rpc/enum_label.h"
 #include "common/text/count.h"
 #include "coordinator/root_cause/root_cause.h"
+#include "report/event_words.h"
 #include "report/gpu_during_job.h"
 #include "report/submodule_bump.h"
 #include "report/suite_groups.h"
@@ -200,9 +201,15 @@ class ReportWriter {
 
   std::string Write() {
     Line(kBanner);
-    Line("PERFORMANCE REGRESSION BISECT RESULT");
+    Line(Title());
     Line(kBanner);
-    switch (job_.status()) {
+    const bool try_answered = job_.spec().has_try_change() &&
+                              (job_.status() == v1::OUTCOME_CULPRIT_FOUND ||
+                               job_.status() == v1::OUTCOME_NO_REGRESSION);
+    switch (try_answered ? v1::OUTCOME_UNSPECIFIED : job_.status()) {
+      case v1::OUTCOME_UNSPECIFIED:
+        TryResult();
+        break;
       case v1::OUTCOME_CULPRIT_FOUND:
         Culprit();
         break;
@@ -225,6 +232,7 @@ class ReportWriter {
         Running();
         break;
     }
+    RevertCheck();
     Suite();
     Marks();
     Baselines();
@@ -292,7 +300,8 @@ class ReportWriter {
                       Value(job_.before(), job_)));
     Line(absl::StrCat("  After (", after_label, "): ", MetricName(job_), " = ",
                       Value(job_.after(), job_)));
-    Line(absl::StrCat("  Regression: ", DescribeChange(pct, job_)));
+    Line(absl::StrCat(job_.spec().find_fix() ? "  Improvement: " : "  Regression: ",
+                      DescribeChange(pct, job_)));
   }
 
   void FilesChanged() {
@@ -384,9 +393,34 @@ class ReportWriter {
     Wrapped("  Hypothesis: ", SummarizeHypothesis(hints));
   }
 
+  std::string Title() const {
+    if (job_.spec().has_try_change()) return "PERFORMANCE TRY RESULT";
+    if (job_.spec().find_fix()) return "PERFORMANCE FIX BISECT RESULT";
+    return "PERFORMANCE REGRESSION BISECT RESULT";
+  }
+
+  // A try job's answer: the change and what it does (TryResultWords).
+  void TryResult() {
+    const v1::TryChange& change = job_.spec().try_change();
+    Line();
+    Wrapped("Change tried: ", absl::StrCat(change.description(), " (commit ",
+                                           short_(job_.bad_sha()), ", ", change.ref(), ")"));
+    Wrapped("  Result: ", TryResultWords(job_));
+    if (job_.confirmation().ratio() == 0 && !job_.error().empty()) {
+      Wrapped("  Reason: ", job_.error());
+    }
+  }
+
+  // --verify-revert: the culprit reverted at BAD (RevertCheckWords).
+  void RevertCheck() {
+    if (!job_.has_revert_check()) return;
+    Line();
+    Wrapped("Revert check: ", RevertCheckWords(job_.revert_check()));
+  }
+
   void Culprit() {
     Line();
-    Line("Regression introduced by:");
+    Line(absl::StrCat(CulpritHeading(job_.spec()), ":"));
     Commit(job_.culprit(), "  ");
     Confidence();
     if (job_.cause() != v1::CAUSE_UNSPECIFIED && job_.cause() != v1::CAUSE_REAL_REGRESSION) {
@@ -611,15 +645,17 @@ class ReportWriter {
       if (!b.worker().empty()) absl::StrAppend(&line, " [worker ", b.worker(), "]");
       Line(line);
     };
-    baseline("GOOD", good, job_.good_sha());
-    baseline("BAD", bad, job_.bad_sha());
+    const bool try_job = job_.spec().has_try_change();
+    baseline(try_job ? "BASE" : "GOOD", good, job_.good_sha());
+    baseline(try_job ? "CHANGE" : "BAD", bad, job_.bad_sha());
     double pct = job_.regression_pct();
     if (pct == 0) pct = PercentChange(good.median(), bad.median(), job_);
-    Line(absl::StrCat("  GOOD -> BAD: ", DescribeChange(pct, job_)));
+    Line(absl::StrCat(try_job ? "  BASE -> CHANGE: " : "  GOOD -> BAD: ", DescribeChange(pct, job_)));
   }
 
   void Confirmation() {
-    if (!job_.has_confirmation()) return;
+    // A try's pairs are its result (TryResult).
+    if (!job_.has_confirmation() || job_.spec().has_try_change()) return;
     const v1::Confirmation& c = job_.confirmation();
     Line();
     Line(absl::StrFormat("Confirmation: %s, culprit/last-good ratio %.4g (95%% CI %.4g to %.4g)%s",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -253,8 +254,13 @@ ApplyFailure ParseApplyFailure(absl::string_view apply_output, absl::string_view
   return failure;
 }
 
-absl::StatusOr<ChangeCommit> MakeChangeCommit(CommandRunner& runner, const std::string& repo,
+absl::StatusOr<ChangeCommit> MakeChangeCommit(CommandRunner& runner, const std::string& repository,
                                               const std::string& base, const ChangeSpec& change) {
+  // The scratch clone runs elsewhere: a relative path is made absolute first.
+  std::error_code error;
+  const std::string repo = std::filesystem::exists(repository, error)
+                               ? std::filesystem::absolute(repository, error).string()
+                               : repository;
   ChangeCommit made;
   ASSIGN_OR_RETURN(made.base, ResolveCommit(runner, repo, base, "base commit"));
   if (change.kind == ChangeSpec::Kind::kPatch) {

@@ -22,6 +22,7 @@
 #include "common/git/file_lock.h"
 #include "common/git/libgit2_util.h"
 #include "common/status_macros.h"
+#include "common/text/fnv.h"
 
 namespace kbisect {
 namespace {
@@ -384,12 +385,7 @@ absl::Status EnsureCommitInMirror(const std::string& source, const std::string& 
 }
 
 std::string MirrorKey(const std::string& repository) {
-  // FNV-1a: stable across builds and platforms, unlike std::hash.
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : repository) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
+  const uint64_t hash = Fnv1a64(repository);
   std::string base = repository;
   while (!base.empty() && (base.back() == '/' || base.back() == '\\')) base.pop_back();
   if (auto slash = base.find_last_of("/:"); slash != std::string::npos) {

@@ -34,6 +34,10 @@ void NormalizeSpec(v1::JobSpec* spec) {
   if (spec->history() == v1::HISTORY_MODE_UNSPECIFIED) {
     spec->set_history(v1::HISTORY_MODE_FIRST_PARENT);
   }
+  // A fix is an improvement bisected; a try measures the change whichever way it goes, and its
+  // answer is the confirmation's interval.
+  if (spec->find_fix() || spec->has_try_change()) spec->set_allow_improvement(true);
+  if (spec->has_try_change()) spec->set_confirm(true);
 }
 
 absl::Status ValidateSpec(const v1::JobSpec& spec) {
@@ -82,6 +86,19 @@ absl::Status ValidateJobSettings(const v1::JobSpec& spec) {
   if (spec.confidence() > 0 && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE && !spec.flaky()) {
     return absl::InvalidArgumentError(
         "--confidence needs a metric or --flaky: a plain --exit-code result is taken as certain");
+  }
+  if (spec.find_fix() && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE) {
+    return absl::InvalidArgumentError(
+        "--find-fix needs a metric: with --exit-code the fix is the first passing commit, so "
+        "bisect with GOOD and BAD swapped instead");
+  }
+  if (spec.find_fix() && !spec.metric().suite().empty()) {
+    return absl::InvalidArgumentError(
+        "--find-fix bisects one metric: drop --suite, or name the metric with --metric");
+  }
+  if (spec.has_try_change() && spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE) {
+    return absl::InvalidArgumentError(
+        "kbisect try compares a metric: give --metric (or let it find one), not --exit-code");
   }
   for (const v1::DependencyPin& pin : spec.descend_pins()) {
     if (pin.file().empty() || pin.repository().empty()) {

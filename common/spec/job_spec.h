@@ -47,8 +47,8 @@ inline constexpr int kMaxRunsPerCommit = 1000;
 // Fills the unset fields of `spec` with the defaults above: runs per commit (1 with
 // --exit-code, 4 with --flaky, else 3), max runs (at least runs per commit; 120 with --flaky, 60
 // with a metric and a confidence), the confidence (0.995 with --flaky, 0.99 with a metric unless
-// confidence_off), the threshold, first-parent history.
-// Set fields are kept.
+// confidence_off), the threshold, first-parent history; improvements allowed with --find-fix
+// and for a try job, which is also confirmed. Set fields are kept.
 void NormalizeSpec(v1::JobSpec* spec);
 
 // Checks a spec as submitted (before NormalizeSpec): a repository, a GOOD revision and a
@@ -59,7 +59,8 @@ absl::Status ValidateSpec(const v1::JobSpec& spec);
 
 // The checks of ValidateSpec on the flags' values, which need no repository, no GOOD and no
 // benchmark command: the threshold is in [0, 1), runs per commit in 0..1000, --flaky needs
-// --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, every
+// --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, --find-fix and
+// a try job have a metric (and --find-fix no suite), every
 // --descend-pin names a file and a repository, and the metric passes ValidateMetricFlags. `kbisect run` and `submit` run them (cli/job_options.h, ToJobSpec)
 // before anything starts: no cluster, no worker, no mirror.
 absl::Status ValidateJobSettings(const v1::JobSpec& spec);

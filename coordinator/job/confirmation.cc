@@ -24,6 +24,12 @@ int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_r
   return std::clamp(needed, floor, cap);
 }
 
+double TryDetectableStep(double step, double good, double min_effect_fraction) {
+  const double smallest = std::max(kTryDetectableEffect, min_effect_fraction) * std::fabs(good);
+  if (std::fabs(step) >= smallest) return step;
+  return step < 0 ? -smallest : smallest;
+}
+
 ConfirmationPlan PlanConfirmation(int needed, int reused, double sigma, double step, int workers) {
   ConfirmationPlan plan;
   plan.reused_pairs = std::max(0, reused);

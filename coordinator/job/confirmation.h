@@ -47,6 +47,15 @@ struct ConfirmationSet {
 // most `max_runs`.
 int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_runs);
 
+// A try job (JobSpec.try_change) sizes its pairs to see a change of this fraction of the base,
+// or of --min-effect when that is larger.
+inline constexpr double kTryDetectableEffect = 0.02;
+
+// The step a try job's pairs are sized for: the baselines' `step` (BAD - GOOD), or, when it is
+// smaller, kTryDetectableEffect (or `min_effect_fraction` when larger) of the base's median
+// `good`, with the step's sign. Pure.
+double TryDetectableStep(double step, double good, double min_effect_fraction);
+
 // The fresh interleaved measurement to run: `tasks` tasks of `pairs_per_task` pairs each.
 struct ConfirmationPlan {
   int tasks = 0;

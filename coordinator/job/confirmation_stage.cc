@@ -132,9 +132,22 @@ ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
   const std::vector<double> good = calibration_->PooledSamples(v1::VERDICT_GOOD);
   const std::vector<double> bad = calibration_->PooledSamples(v1::VERDICT_BAD);
   const double sigma = calibration_->JobNoise();
-  const double step = MedianOrZero(bad) - MedianOrZero(good);
+  double step = MedianOrZero(bad) - MedianOrZero(good);
+  if (status_->spec().has_try_change()) {
+    // A try measures a change of any size, none included: its pairs are sized to see at least
+    // the smallest change it reports.
+    step = TryDetectableStep(step, MedianOrZero(good), status_->spec().min_effect_fraction());
+  }
   const int needed = ConfirmationPairsNeeded(sigma, step, status_->spec().runs_per_commit(),
                                              status_->spec().max_runs());
+  // A try's answer is its interleaved pairs: at least --runs of them, whatever the baselines
+  // already hold (which still count in the judgement).
+  // They go out in tasks of --runs pairs at most, so that workers not calibrated yet take
+  // part too (attempt i on worker i % W).
+  if (status_->spec().has_try_change()) {
+    const int runs = std::max(1, status_->spec().runs_per_commit());
+    return PlanConfirmation(needed, 0, sigma, step, std::max(workers, (needed + runs - 1) / runs));
+  }
   return PlanConfirmation(needed, reused, sigma, step, workers);
 }
 
@@ -402,8 +415,12 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   }
   // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
   // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
-  const bool leaning =
-      judgement.measured && (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
+  // A try whose interval already lies within the smallest change it reports has its answer.
+  const double detectable = std::max(kTryDetectableEffect, status_->spec().min_effect_fraction());
+  const bool settled_null = status_->spec().has_try_change() && judgement.measured &&
+                            judgement.ci_low >= 1 - detectable && judgement.ci_high <= 1 + detectable;
+  const bool leaning = judgement.measured && !settled_null &&
+                       (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
   const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
   if (leaning && pairs < status_->spec().max_runs()) {
     QueueMorePairs(std::min(std::max(1, pairs), status_->spec().max_runs() - pairs), 0, context,

@@ -127,7 +127,7 @@ EndpointStep EndpointVerdict::Evaluate() {
     deferred_ = true;
     return step;
   }
-  if (assessment.more_runs > 0) {
+  if (assessment.more_runs > 0 && !TryJob()) {
     MeasureAgain(assessment, &step);
     return step;
   }
@@ -171,7 +171,7 @@ EndpointStep EndpointVerdict::Settle() {
   const std::string stand_in = status_->baseline().good().worker();
   assessed_noise_ = calibration_->ObservedNoise();
   const BaselineAssessment assessment = Assess();
-  if (assessment.more_runs > 0) {
+  if (assessment.more_runs > 0 && !TryJob()) {
     MeasureAgain(assessment, &step);
     step.state = v1::JOB_STATE_BASELINES;
     step.judge_every_verdict_again = true;
@@ -197,8 +197,9 @@ EndpointStep EndpointVerdict::Settle() {
 
 EndpointStep EndpointVerdict::ReassessIfNoisy() {
   EndpointStep step;
-  // Also nothing once the job is finished: its state is no longer BISECTING.
-  if (pass_fail_ || status_->state() != v1::JOB_STATE_BISECTING) return step;
+  // Also nothing once the job is finished: its state is no longer BISECTING. A try job's
+  // interleaved pairs answer for the noise themselves.
+  if (pass_fail_ || TryJob() || status_->state() != v1::JOB_STATE_BISECTING) return step;
   // Baselines of few runs show little spread; the probes' samples may show more. When the noise
   // seen has grown by half since the baselines were judged, they are judged again with it, and
   // if they are no longer clearly apart they are measured again and every verdict waits.
@@ -226,7 +227,10 @@ BaselineAssessment EndpointVerdict::Assess() const {
                          assessed_noise_);
 }
 
+bool EndpointVerdict::TryJob() const { return status_->spec().has_try_change(); }
+
 bool EndpointVerdict::StepFound(const BaselineAssessment& assessment) const {
+  if (TryJob()) return true;  // Its pairs measure the change whichever way it goes.
   return assessment.more_runs == 0 &&
          (assessment.regression || (assessment.improvement && status_->spec().allow_improvement()));
 }
@@ -250,6 +254,11 @@ void EndpointVerdict::Record(const BaselineAssessment& assessment) {
 }
 
 bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step) {
+  if (TryJob()) return false;
+  if (assessment.regression && status_->spec().find_fix()) {
+    step->finish = EndpointStep::Finish{v1::OUTCOME_ERROR, FixSwappedText(assessment.reason)};
+    return true;
+  }
   if (assessment.improvement && !status_->spec().allow_improvement()) {
     if (!status_->spec().metric().suite().empty()) {
       // A suite's lead that got better is one of its metrics that did not regress: the others
@@ -261,17 +270,20 @@ bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, Endpo
     return true;
   }
   if (!assessment.regression && !assessment.improvement) {
-    step->finish =
-        EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason, v1::CAUSE_NOISE};
+    step->finish = EndpointStep::Finish{
+        v1::OUTCOME_NO_REGRESSION,
+        status_->spec().find_fix() ? NoFixText(assessment.reason) : assessment.reason,
+        v1::CAUSE_NOISE};
     return true;
   }
   return false;
 }
 
 void EndpointVerdict::MeasureAgain(const BaselineAssessment& assessment, EndpointStep* step) {
-  // Not a fact yet (the wire has none for it): the event carries its sentence alone.
   v1::JobEvent unclear;
-  unclear.set_message(absl::StrCat("Baselines unclear: ", assessment.reason));
+  v1::JobWarning::BaselinesUnclear& fact = *unclear.mutable_warning()->mutable_baselines_unclear();
+  fact.set_reason(assessment.reason);
+  fact.set_more_runs(assessment.more_runs);
   step->events.emplace_back(v1::JOB_EVENT_KIND_WARNING, std::move(unclear));
   step->more_runs = assessment.more_runs;
 }

@@ -85,6 +85,9 @@ class EndpointVerdict {
   BaselineAssessment Assess() const;
   // True when `assessment` leaves something to bisect.
   bool StepFound(const BaselineAssessment& assessment) const;
+  // True for a try job (JobSpec.try_change): its endpoints are the base and the changed base,
+  // measured against each other whatever the baselines show; the confirmation's pairs answer.
+  bool TryJob() const;
   // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
   void Record(const BaselineAssessment& assessment);
   // The BASELINE event of the baselines just recorded; `across_gpus`: GOOD and BAD ran on two

@@ -139,6 +139,13 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       break;
     }
     case ConfirmationStep::Next::kUnconfirmed:
+      if (status_.spec().has_try_change() && step.ratio.has_value()) {
+        // Measured, and no significant difference: the try's answer, not a failed bisect.
+        Finish(v1::OUTCOME_NO_REGRESSION,
+               TryNotSignificantText(step.verdict ? ConfirmationVerdictWords(*step.verdict) : ""),
+               now);
+        break;
+      }
       Finish(v1::OUTCOME_INCONCLUSIVE,
              UnconfirmedText(commits_[ledger_.search().first_bad()].sha(),
                              commits_[ledger_.search().last_good()].sha(),

@@ -78,6 +78,23 @@ std::string SwappedText(const std::string& reason) {
                       "improvement.");
 }
 
+std::string FixSwappedText(const std::string& reason) {
+  return absl::StrCat(reason,
+                      ". With --find-fix GOOD is the slow commit and BAD the fast one: swap "
+                      "them, or drop --find-fix to bisect the regression.");
+}
+
+std::string NoFixText(const std::string& reason) {
+  return absl::StrCat("No fix: ", reason);
+}
+
+std::string TryNotSignificantText(const std::string& judgement) {
+  return judgement.empty()
+             ? std::string("no significant difference between the base and the change")
+             : absl::StrCat("no significant difference between the base and the change: ",
+                            judgement);
+}
+
 std::string EveryWorkerQuarantinedText() {
   return "every worker was quarantined (see the drift events): the hardware is not consistent "
          "enough to bisect on; check the GPUs and rerun";

@@ -39,6 +39,13 @@ std::string CheckFailsAtGoodText(const v1::Probe& good);
 std::string CheckPassesAtBadText(const v1::Probe& bad);
 // The endpoints look swapped and --allow-improvement was not given.
 std::string SwappedText(const std::string& reason);
+// --find-fix: BAD is slower than GOOD (the job looks for the commit that made it faster), and
+// no step at all.
+std::string FixSwappedText(const std::string& reason);
+std::string NoFixText(const std::string& reason);
+// A try job whose interleaved pairs show no significant difference (`judgement`: the
+// confirmation's verdict in words, possibly empty).
+std::string TryNotSignificantText(const std::string& judgement);
 std::string EveryWorkerQuarantinedText();
 
 // Why a confirmation task measured ahead is cancelled: its commit is not the culprit, or the

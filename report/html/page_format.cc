@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "common/rpc/enum_label.h"
+#include "report/words.h"
 
 namespace kbisect::html {
 
@@ -70,16 +71,22 @@ std::string GpuMarkClass(GpuRunMark mark) {
 }
 
 std::string Headline(const v1::JobStatus& job) {
+  const bool ended =
+      job.status() == v1::OUTCOME_CULPRIT_FOUND || job.status() == v1::OUTCOME_NO_REGRESSION;
+  if (job.spec().has_try_change() && ended) {
+    return absl::StrCat("Try ", job.spec().try_change().description(), ": ", TryResultWords(job));
+  }
   switch (job.status()) {
     case v1::OUTCOME_CULPRIT_FOUND:
-      return absl::StrCat("Culprit found: ", job.culprit().short_sha(), " ",
-                          job.culprit().subject());
+      return absl::StrCat(job.spec().find_fix() ? "Fixed by: " : "Culprit found: ",
+                          job.culprit().short_sha(), " ", job.culprit().subject());
     case v1::OUTCOME_CANDIDATES_FOUND:
       return absl::StrCat(job.candidates_size(),
                           " candidate commits (untestable commits border "
                           "the step)");
     case v1::OUTCOME_NO_REGRESSION:
-      return "No regression between GOOD and BAD";
+      return job.spec().find_fix() ? "No fix between GOOD and BAD"
+                                   : "No regression between GOOD and BAD";
     case v1::OUTCOME_INCONCLUSIVE:
       return "Inconclusive";
     case v1::OUTCOME_ERROR:

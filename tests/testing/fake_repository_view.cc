@@ -128,4 +128,10 @@ absl::StatusOr<std::string> FakeRepositoryView::ReadFile(const std::string& /*re
   return absl::NotFoundError(absl::StrCat("there is no file ", path, " in commit ", commit));
 }
 
+absl::StatusOr<ChangeCommit> FakeRepositoryView::MakeChange(const std::string& /*repository*/,
+                                                            const std::string& /*base*/,
+                                                            const ChangeSpec& /*change*/) {
+  return change_;
+}
+
 }  // namespace kbisect

@@ -61,6 +61,12 @@ class FakeRepositoryView : public RepositoryView {
   // The contents SetFile gave, else NotFound.
   absl::StatusOr<std::string> ReadFile(const std::string& repository, const std::string& commit,
                                        const std::string& path) override;
+  // What SetChange gave (every call the same), else Unimplemented: the fake history has no
+  // commits to change.
+  absl::StatusOr<ChangeCommit> MakeChange(const std::string& repository, const std::string& base,
+                                          const ChangeSpec& change) override;
+  // The result of every later MakeChange.
+  void SetChange(absl::StatusOr<ChangeCommit> change) { change_ = std::move(change); }
 
   int resolves = 0;
   int diffs = 0;
@@ -76,6 +82,7 @@ class FakeRepositoryView : public RepositoryView {
   std::map<std::string, std::string> tree_shas_;  // Commit sha -> tree id set by SetTreeSha.
   // (Commit sha, path) -> contents set by SetFile.
   std::map<std::pair<std::string, std::string>, std::string> files_;
+  absl::StatusOr<ChangeCommit> change_ = absl::UnimplementedError("no change was set");
 };
 
 }  // namespace kbisect

@@ -276,6 +276,108 @@ TEST(FollowUpsTest, FoldNamesTheDependencysCulprit) {
   EXPECT_EQ(top.dependency_culprits(1).commit().sha(), "inside-nested");
 }
 
+// A confirmed culprit of a job that asks for the revert check, GOOD at 10 and BAD at 15.
+v1::JobStatus RevertCheckParent() {
+  v1::JobStatus status = Found(/*merge=*/false, /*multiple_steps=*/false);
+  status.mutable_spec()->set_verify_revert(true);
+  status.mutable_confirmation()->set_confirmed(true);
+  status.set_regression_pct(50);
+  v1::Baseline& good = *status.mutable_baseline()->mutable_good();
+  v1::Baseline& bad = *status.mutable_baseline()->mutable_bad();
+  for (double v : {10.0, 10.1, 9.9, 10.05, 9.95}) good.add_samples(v);
+  for (double v : {15.0, 15.1, 14.9, 15.05, 14.95}) bad.add_samples(v);
+  good.set_median(10);
+  bad.set_median(15);
+  return status;
+}
+
+// The revert check's child: BAD (on a GPU 10% faster than the parent's) against the revert at
+// `reverted` of BAD, in one interleaved set.
+v1::JobStatus RevertChild(double reverted, bool significant) {
+  v1::JobStatus child;
+  child.set_status(significant ? v1::OUTCOME_CULPRIT_FOUND : v1::OUTCOME_NO_REGRESSION);
+  child.set_good_sha("bad0000");
+  child.set_bad_sha("revert0");
+  v1::Confirmation& c = *child.mutable_confirmation();
+  c.set_confirmed(significant);
+  c.set_ratio(reverted);
+  c.set_ci_low(reverted - 0.01);
+  c.set_ci_high(reverted + 0.01);
+  v1::ConfirmationPairs& set = *c.add_sets();
+  set.set_interleaved(true);
+  for (double v : {13.5, 13.6, 13.4, 13.55, 13.45, 13.5}) {
+    set.add_last_good_samples(v);
+    set.add_culprit_samples(v * reverted);
+  }
+  return child;
+}
+
+TEST(FollowUpsTest, ARevertCheckIsPlannedOnlyForAConfirmedRegressionsCulprit) {
+  v1::JobStatus status = RevertCheckParent();
+  EXPECT_TRUE(WantsRevertCheck(status));
+  v1::TryChange change;
+  change.set_kind(v1::TryChange::KIND_REVERT);
+  change.set_description("revert of culprit on bad0000");
+  const PlannedFollowUp plan = PlanRevertCheck(status, "revert0", change);
+  EXPECT_EQ(plan.kind, v1::FOLLOW_UP_KIND_REVERT_CHECK);
+  EXPECT_EQ(plan.good, "bad0000");
+  EXPECT_EQ(plan.bad, "revert0");
+  const v1::JobSpec spec = FollowUpSpec(status.spec(), "job-1", plan);
+  EXPECT_EQ(spec.try_change().description(), "revert of culprit on bad0000");
+  EXPECT_FALSE(spec.verify_revert());
+  EXPECT_FALSE(spec.all_culprits());
+  EXPECT_TRUE(spec.confirm());
+  EXPECT_EQ(FollowUpRequestId("job-1", plan), "job-1/revert_check");
+
+  v1::JobStatus unconfirmed = status;
+  unconfirmed.mutable_confirmation()->set_confirmed(false);
+  EXPECT_FALSE(WantsRevertCheck(unconfirmed));
+  v1::JobStatus fix = status;
+  fix.mutable_spec()->set_find_fix(true);
+  EXPECT_FALSE(WantsRevertCheck(fix));
+  v1::JobStatus not_asked = status;
+  not_asked.mutable_spec()->set_verify_revert(false);
+  EXPECT_FALSE(WantsRevertCheck(not_asked));
+}
+
+TEST(FollowUpsTest, TheRevertChecksShareIsOfTheWholeRegressionWhateverTheGpu) {
+  const v1::JobStatus parent = RevertCheckParent();
+  // BAD is 1.5x GOOD; a revert to 1/1.5 of BAD recovers all of it, to 1/1.25 about half.
+  const v1::RevertCheck all = RevertCheckResult(parent, "job-2", RevertChild(1 / 1.5, true));
+  EXPECT_EQ(all.state(), v1::RevertCheck::STATE_DONE);
+  EXPECT_EQ(all.job_id(), "job-2");
+  EXPECT_EQ(all.revert_sha(), "revert0");
+  EXPECT_TRUE(all.significant());
+  EXPECT_NEAR(all.recovered_share(), 1.0, 0.05);
+  EXPECT_LE(all.share_low(), all.recovered_share());
+  EXPECT_GE(all.share_high(), all.recovered_share());
+  const v1::RevertCheck half = RevertCheckResult(parent, "job-2", RevertChild(1 / 1.2, true));
+  EXPECT_NEAR(half.recovered_share(), 0.5, 0.1);
+  EXPECT_LT(half.share_high(), 0.8);
+  const v1::RevertCheck none = RevertCheckResult(parent, "job-2", RevertChild(1.0, false));
+  EXPECT_NEAR(none.recovered_share(), 0.0, 0.05);
+  EXPECT_FALSE(none.significant());
+
+  v1::JobStatus failed;
+  failed.set_status(v1::OUTCOME_ERROR);
+  failed.set_error("BAD does not build");
+  const v1::RevertCheck error = RevertCheckResult(parent, "job-2", failed);
+  EXPECT_EQ(error.state(), v1::RevertCheck::STATE_FAILED);
+  EXPECT_EQ(error.error(), "BAD does not build");
+}
+
+TEST(FollowUpsTest, FoldPutsTheRevertCheckOnTheParentAsAFact) {
+  v1::JobStatus parent = RevertCheckParent();
+  v1::JobStatus child = RevertChild(1 / 1.5, true);
+  child.mutable_spec()->set_follow_up(v1::FOLLOW_UP_KIND_REVERT_CHECK);
+  FoldFollowUpResults({{"job-2", &child}}, &parent);
+  EXPECT_EQ(parent.revert_check().state(), v1::RevertCheck::STATE_DONE);
+  ASSERT_GE(parent.warning_facts_size(), 1);
+  EXPECT_TRUE(parent.warning_facts(parent.warning_facts_size() - 1).has_revert_checked());
+  EXPECT_THAT(parent.warnings(parent.warnings_size() - 1),
+              HasSubstr("Reverting culprit at BAD (bad0000) recovers"));
+}
+
 // A suite job's rows: `name` in `state`, moved by `pct`, its step in (good, bad] when searching.
 v1::SuiteMetricResult SuiteRow(const std::string& name, v1::SuiteMetricState state, double pct,
                                int good = 0, int bad = 0) {

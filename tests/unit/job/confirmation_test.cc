@@ -79,6 +79,21 @@ TEST(ConfirmationTest, PairsFollowTheNoiseAgainstTheStep) {
   EXPECT_EQ(ConfirmationPairsNeeded(1, 0, 3, 30), 30);
 }
 
+TEST(ConfirmationTest, ATrySizesItsPairsForTheSmallestChangeItReports) {
+  // A step larger than 2% of the base is its own size; a smaller one (none included) is 2%, or
+  // --min-effect when larger, with the step's sign.
+  EXPECT_DOUBLE_EQ(TryDetectableStep(5.0, 10.0, 0), 5.0);
+  EXPECT_DOUBLE_EQ(TryDetectableStep(0.0, 10.0, 0), 0.2);
+  EXPECT_DOUBLE_EQ(TryDetectableStep(-0.1, 10.0, 0), -0.2);
+  EXPECT_DOUBLE_EQ(TryDetectableStep(0.1, 10.0, 0.05), 0.5);
+  // So a try with no change still gets a finite number of pairs, the more the noisier.
+  const int quiet = ConfirmationPairsNeeded(0.05, TryDetectableStep(0, 10, 0), 3, 60);
+  const int noisy = ConfirmationPairsNeeded(0.1, TryDetectableStep(0, 10, 0), 3, 60);
+  EXPECT_GE(quiet, 3);
+  EXPECT_LT(quiet, noisy);
+  EXPECT_LE(noisy, 60);
+}
+
 TEST(ConfirmationTest, NegligibleNoiseReusesTheSearchsSamplesAndRunsNothing) {
   const ConfirmationPlan plan = PlanConfirmation(3, 3, 0.1, 25, 7);
   EXPECT_EQ(plan.tasks, 0);

@@ -290,6 +290,17 @@ TEST_F(TaskRunnerTest, AForeignProcessOnTheGpuIsWaitedForAndNamed) {
   }
 }
 
+// The commits an interleaved task runs, in order: each pair's order is PairedGoesFirst's.
+std::vector<std::string> Schedule(const v1::Task& task) {
+  std::vector<std::string> schedule;
+  for (int pair = 0; pair < task.runs(); ++pair) {
+    const bool paired_first = PairedGoesFirst(task.task_id(), pair);
+    schedule.push_back(paired_first ? task.paired_commit_sha() : task.commit_sha());
+    schedule.push_back(paired_first ? task.commit_sha() : task.paired_commit_sha());
+  }
+  return schedule;
+}
+
 TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuilding) {
   // The "culprit" (the task's commit) is twice as slow as its paired last-good commit.
   const std::string bench =
@@ -308,9 +319,9 @@ TEST_F(TaskRunnerTest, ConfirmationInterleavesLastGoodAndCulpritWithoutRebuildin
   EXPECT_THAT(workspace_.lanes, ElementsAre(WorkspaceLane::kPaired, WorkspaceLane::kPrimary));
   EXPECT_EQ(testing::ReadFile(dir_.Join("paired/builds.log")), "built\n");
   EXPECT_EQ(testing::ReadFile(dir_.Join("builds.log")), "built\n");
-  const std::string a = task.paired_commit_sha() + "\n";
-  const std::string b = task.commit_sha() + "\n";
-  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), a + b + a + b + a + b);
+  std::string runs;
+  for (const std::string& sha : Schedule(task)) absl::StrAppend(&runs, sha, "\n");
+  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), runs);
   EXPECT_FALSE(result.timings().build_reused()) << "no build cache here";
 }
 
@@ -327,11 +338,31 @@ TEST_F(TaskRunnerTest, AConfirmationWithoutABuildAlternatesInOneCheckout) {
   ASSERT_EQ(result.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << result.message();
   EXPECT_THAT(result.samples(), ElementsAre(2, 2));
   EXPECT_THAT(result.paired_samples(), ElementsAre(1, 1));
-  const std::string a = task.paired_commit_sha();
-  const std::string b = task.commit_sha();
-  EXPECT_THAT(workspace_.prepared, ElementsAre(a, b, a, b));
+  // A checkout whenever the next run's commit differs from the one checked out.
+  std::vector<std::string> checkouts;
+  std::string runs;
+  for (const std::string& sha : Schedule(task)) {
+    if (checkouts.empty() || checkouts.back() != sha) checkouts.push_back(sha);
+    absl::StrAppend(&runs, sha, "\n");
+  }
+  EXPECT_EQ(workspace_.prepared, checkouts);
   EXPECT_THAT(workspace_.lanes, Each(WorkspaceLane::kPrimary));
-  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), a + "\n" + b + "\n" + a + "\n" + b + "\n");
+  EXPECT_EQ(testing::ReadFile(dir_.Join("runs.log")), runs);
+}
+
+TEST(PairOrderTest, EitherSideGoesFirstAboutHalfTheTimeAndATaskKeepsItsOrder) {
+  int paired_first = 0;
+  for (int task = 0; task < 50; ++task) {
+    for (int pair = 0; pair < 20; ++pair) {
+      const std::string id = absl::StrCat("job-7/p", task);
+      paired_first += PairedGoesFirst(id, pair) ? 1 : 0;
+      EXPECT_EQ(PairedGoesFirst(id, pair), PairedGoesFirst(id, pair));
+    }
+  }
+  // 1,000 pairs: a fair coin lands within 450..550 with probability > 99.8%; the hash is fixed,
+  // so this either always holds or never does.
+  EXPECT_GT(paired_first, 450);
+  EXPECT_LT(paired_first, 550);
 }
 
 // The task's total and checkout timings come from the runner's clock, the build and benchmark
