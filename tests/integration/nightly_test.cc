@@ -206,8 +206,11 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
   CommandResult lost = Night(kNights, shas[kNights], history);
   EXPECT_EQ(lost.exit_code, 3) << lost.out << lost.err;
   EXPECT_THAT(lost.out, HasSubstr(absl::StrCat("Already submitted: job ", job_id)));
+  // One bisect, and its revert check (nightly submissions --verify-revert): a follow-up job.
   nlohmann::json jobs = Json("status --json");
-  EXPECT_EQ(jobs["jobs"].size(), 1u) << jobs.dump(2);
+  ASSERT_EQ(jobs["jobs"].size(), 2u) << jobs.dump(2);
+  const nlohmann::json& other =
+      jobs["jobs"][0]["job_id"] == job_id ? jobs["jobs"][1] : jobs["jobs"][0];
 
   // The submitting night followed the bisect to its end and posted it once, with the evidence.
   hook.stop();
@@ -229,6 +232,11 @@ TEST_F(NightlyTest, FourteenNightsOneBisectAndAMethodChangeNamedByTheManifest) {
   EXPECT_EQ(job["spec"]["origin"]["kind"], "nightly");
   EXPECT_EQ(job["good_sha"], shas[kRegressionNight - 1]);
   EXPECT_EQ(job["bad_sha"], shas[kRegressionNight]);
+  // The culprit reverted at BAD brings the speed back: the other job measured it.
+  EXPECT_EQ(job["revert_check"]["state"], "done") << job["revert_check"].dump(2);
+  EXPECT_EQ(job["revert_check"]["job_id"], other["job_id"]);
+  EXPECT_EQ(other["good"], shas[kRegressionNight]);
+  EXPECT_GT(job["revert_check"]["recovered_share"].get<double>(), 0.7);
 }
 
 // A suite's nightly (--suite): 16 nights of scripts/make-suite-repo.sh's 20 kernels, four commits
