@@ -156,6 +156,72 @@ TEST_F(TryTest, VerifyRevertSaysWhenTheRevertConflictsAndTheJobStillSucceeds) {
   EXPECT_THAT(run.out, HasSubstr("does not apply cleanly"));
 }
 
+// A repository of 12 commits whose benchmark prints a.txt times b.txt: commit 4 takes a.txt from
+// 1.0 to 1.5 and commit 8 takes b.txt from 1.0 to 1.3, two steps in two files. Returns the
+// first step's sha.
+std::string MakeTwoStepRepo(const std::string& dir) {
+  RunShell(absl::StrCat("mkdir -p ", dir));
+  testing::WriteFile(dir + "/bench.sh",
+                     "#!/bin/sh\na=$(cat a.txt); b=$(cat b.txt)\n"
+                     "awk -v a=\"$a\" -v b=\"$b\" 'BEGIN { printf \"Latency: %.4f ms\\n\", a * b }'\n");
+  const CommandResult made = RunShell(absl::StrCat(
+      "set -e; cd ", dir,
+      " && chmod +x bench.sh && git init -q -b main . && git config user.email t@example.com && "
+      "git config user.name t && echo 1.0 > a.txt && echo 1.0 > b.txt && git add . && git "
+      "commit -qm c0 && git tag v1.0 && for i in $(seq 1 12); do echo $i > notes$i.txt; "
+      "if [ $i = 4 ]; then echo 1.5 > a.txt; fi; if [ $i = 8 ]; then echo 1.3 > b.txt; fi; "
+      "git add . && git commit -qm c$i; done && git rev-parse HEAD~8"));
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  return Trim(made.out);
+}
+
+TEST_F(TryTest, VerifyRevertOfOneOfTwoStepsRecoversPartOfTheRegression) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string first_step = MakeTwoStepRepo(repo);
+  CommandResult run = Run(absl::StrCat("run v1.0 HEAD --verify-revert --repo ", repo,
+                                       " --workers 2 --json run.json -- ./bench.sh"));
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = ReadJson("run.json");
+  // The threshold lands on the first step (1.5 of 1.95); its revert leaves b's 1.3 of 1.95:
+  // (1.95 - 1.3) / 0.95 = 68% of the regression.
+  EXPECT_EQ(result["culprit"]["sha"], first_step);
+  const nlohmann::json& check = result["revert_check"];
+  ASSERT_EQ(check["state"], "done") << check.dump();
+  EXPECT_NEAR(check["recovered_share"].get<double>(), 0.68, 0.05);
+  EXPECT_THAT(run.out, HasSubstr("other commits of the range matter too"));
+}
+
+TEST_F(TryTest, TryingACommitOnAnotherBaseOverFourWorkers) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 20 --culprit 12");
+  // The culprit picked onto v1.0 makes it 1.45x slower there too.
+  CommandResult run = Run(absl::StrCat("try v1.0 --commit ", culprit, " --repo ", repo,
+                                       " --workers 4 --runs 4 --json try.json -- ./bench.sh"));
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("higher with the change, worse"));
+  const nlohmann::json result = ReadJson("try.json");
+  EXPECT_EQ(result["spec"]["try_change"]["kind"], "commit");
+  EXPECT_NEAR(result["confirmation"]["ratio"].get<double>(), 1.45, 0.07);
+  // At least --runs fresh interleaved pairs, spread over tasks of at most --runs pairs.
+  EXPECT_GE(result["confirmation"]["fresh_pairs"].get<int>(), 4);
+}
+
+TEST_F(TryTest, TryingAPatchOnOneWorker) {
+  const std::string repo = tmp_.Join("repo");
+  MakeRepo(repo, "--commits 10 --culprit 9");
+  const std::string latency = Trim(RunShell(absl::StrCat(
+      "git -C ", repo, " show HEAD:params.txt | sed -n 's/^latency_ms=//p'")).out);
+  testing::WriteFile(tmp_.Join("fix.patch"),
+                     absl::StrCat("--- a/params.txt\n+++ b/params.txt\n@@ -1,2 +1,2 @@\n",
+                                  "-latency_ms=", latency, "\n+latency_ms=1.00\n noise=0.01\n"));
+  CommandResult run = Run(absl::StrCat("try HEAD --patch fix.patch --repo ", repo,
+                                       " --workers 1 --json try.json -- ./bench.sh"));
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json result = ReadJson("try.json");
+  EXPECT_EQ(result["spec"]["try_change"]["kind"], "patch");
+  EXPECT_NEAR(result["confirmation"]["ratio"].get<double>(), 1 / 1.45, 0.05);
+}
+
 TEST_F(TryTest, FindFixNamesTheCommitThatMadeItFaster) {
   const std::string repo = tmp_.Join("repo");
   // The planted step makes the benchmark 0.6x as slow: a fix.
