@@ -546,5 +546,39 @@ TEST_F(ClusterTest, SubmitTakesTheSearchOptionsFindGoodSinceAndConfidence) {
   EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
 }
 
+// Issue 50 on a cluster: the coordinator reverts a bisect's culprit at BAD by itself
+// (--verify-revert, a follow-up job), and `submit --try` measures a change on the same workers.
+TEST_F(ClusterTest, SubmitVerifiesTheRevertAndTriesAChange) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 30 --culprit 25");
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> w0 = StartWorker("node-t/gpu0", 0);
+  std::unique_ptr<Process> w1 = StartWorker("node-t/gpu1", 1);
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)));
+
+  const std::string bisect = tmp_.Join("bisect.json");
+  CommandResult verified = Kbisect(absl::StrCat("submit v1.0 --repo ", repo,
+                                                " --verify-revert --wait --json ", bisect,
+                                                " -- ./bench.sh"));
+  ASSERT_EQ(verified.exit_code, 0) << verified.out << verified.err << coordinator->log();
+  nlohmann::json result = nlohmann::json::parse(ReadFile(bisect));
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+  EXPECT_EQ(result["revert_check"]["state"], "done") << result["revert_check"].dump(2);
+  EXPECT_NEAR(result["revert_check"]["recovered_share"].get<double>(), 1.0, 0.15);
+  EXPECT_EQ(result["follow_up_job_ids"].size(), 1u);
+
+  const std::string tried = tmp_.Join("try.json");
+  CommandResult change = Kbisect(absl::StrCat("submit --try HEAD --revert ", culprit, " --repo ",
+                                              repo, " --wait --json ", tried, " -- ./bench.sh"));
+  EXPECT_EQ(change.exit_code, 0) << change.out << change.err << coordinator->log();
+  EXPECT_THAT(change.out, HasSubstr("PERFORMANCE TRY RESULT"));
+  result = nlohmann::json::parse(ReadFile(tried));
+  EXPECT_TRUE(result["confirmation"]["confirmed"].get<bool>());
+  // The revert the check made is the same commit: the same change on the same base.
+  EXPECT_EQ(result["bad_sha"], nlohmann::json::parse(ReadFile(bisect))["revert_check"]["revert_sha"]);
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
+}
+
 }  // namespace
 }  // namespace kbisect
