@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "report/markdown_summary.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "common/metric/percent.h"
 #include "common/rpc/enum_label.h"
 #include "common/text/count.h"
+#include "report/event_words.h"
 #include "report/html/page_format.h"
 #include "report/reproduce.h"
 #include "report/submodule_bump.h"
@@ -68,13 +70,16 @@ std::string SuiteSection(const v1::JobStatus& job) {
 std::string MarkdownSummary(const v1::JobStatus& job) {
   const std::string& unit = job.metric_unit();
   std::string out;
-  if (job.has_culprit()) {
+  // A try's answer is its headline (html::Headline, TryResultWords): there is no culprit.
+  if (job.has_culprit() && !job.spec().has_try_change()) {
     const v1::CommitRef& c = job.culprit();
-    absl::StrAppend(&out, "### kbisect: culprit ", Code(c.short_sha()), " ", Cell(c.subject()),
+    const double pct = job.culprit_regression_pct();
+    absl::StrAppend(&out, "### kbisect: ", job.spec().find_fix() ? "fixed by " : "culprit ",
+                    Code(c.short_sha()), " ", Cell(c.subject()),
                     "\n\n**Author:** ", Cell(c.author()), " · **Date:** ", Cell(c.date()),
                     " · **Commit:** ", Code(c.sha()), "\n\n**Change:** ", Cell(job.metric_name()),
                     " ", html::Value(job.before(), unit), " → ", html::Value(job.after(), unit),
-                    absl::StrCat(" (", FormatPercent(job.culprit_regression_pct()), " worse)"));
+                    absl::StrCat(" (", FormatPercent(std::fabs(pct)), pct < 0 ? " better)" : " worse)"));
     if (job.has_confirmation()) {
       const v1::Confirmation& k = job.confirmation();
       absl::StrAppend(&out, ", ", k.confirmed() ? "confirmed" : "**not confirmed**",
@@ -103,6 +108,10 @@ std::string MarkdownSummary(const v1::JobStatus& job) {
                       Code(found.commit().short_sha()), " ", Cell(found.commit().subject()), " (",
                       Cell(found.repository()), ", ", Code(found.old_sha().substr(0, 7)), "..",
                       Code(found.new_sha().substr(0, 7)), ")\n");
+    }
+    if (job.has_revert_check()) {
+      absl::StrAppend(&out, "\n**Revert check:** ", Cell(RevertCheckWords(job.revert_check())),
+                      "\n");
     }
     if (job.culprits_size() > 1) {
       absl::StrAppend(&out, "\n**Every step:** ");

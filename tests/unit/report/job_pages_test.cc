@@ -16,6 +16,7 @@
 #include "report/html/job_page.h"
 #include "report/html/sample_plot.h"
 #include "report/html/template.h"
+#include "report/html/page_format.h"
 #include "report/markdown_summary.h"
 #include "report/gpu_during_job.h"
 #include "report/reproduce.h"
@@ -345,6 +346,39 @@ TEST(MarkdownSummaryTest, NamesTheCulpritChangeCauseAndTabulatesTheProbes) {
   EXPECT_EQ(Count(md, "\n| 1"), 4);
   EXPECT_THAT(md, HasSubstr("| good (provisional) |"));
   EXPECT_THAT(md, HasSubstr("| bad (cached) |"));
+}
+
+TEST(MarkdownSummaryTest, AFixATryAndARevertCheckAreSaidAsSuch) {
+  v1::JobStatus fix = FinishedJob();
+  fix.mutable_spec()->set_find_fix(true);
+  fix.set_culprit_regression_pct(-40);
+  EXPECT_THAT(MarkdownSummary(fix), HasSubstr("### kbisect: fixed by `"));
+  EXPECT_THAT(MarkdownSummary(fix), HasSubstr("(40.0% better)"));
+  EXPECT_THAT(html::Headline(fix), ::testing::StartsWith("Fixed by: "));
+
+  v1::JobStatus checked = FinishedJob();
+  v1::RevertCheck& check = *checked.mutable_revert_check();
+  check.set_state(v1::RevertCheck::STATE_DONE);
+  check.set_culprit_sha("1234567abc");
+  check.set_base_sha("89abcdef01");
+  check.set_recovered_share(0.97);
+  check.set_share_low(0.91);
+  check.set_share_high(1.03);
+  check.set_regression_pct(44);
+  check.set_significant(true);
+  EXPECT_THAT(MarkdownSummary(checked),
+              HasSubstr("**Revert check:** Reverting 1234567 at BAD (89abcde) recovers 97.0% "
+                        "(91.0%-103.0%) of the 44.0% regression"));
+
+  v1::JobStatus tried = FinishedJob();
+  tried.mutable_spec()->mutable_try_change()->set_description("revert of 1234567abc on 89abcdef01");
+  tried.mutable_confirmation()->set_confirmed(false);
+  tried.mutable_confirmation()->set_ratio(1.002);
+  tried.set_status(v1::OUTCOME_NO_REGRESSION);
+  const std::string md = MarkdownSummary(tried);
+  EXPECT_THAT(md, HasSubstr("### kbisect: Try revert of 1234567abc on 89abcdef01: no significant "
+                            "difference: x1.002"));
+  EXPECT_THAT(md, ::testing::Not(HasSubstr("culprit `")));
 }
 
 TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
