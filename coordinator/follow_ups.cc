@@ -9,9 +9,9 @@
 #include "absl/strings/str_split.h"
 #include "common/rpc/enum_label.h"
 #include "common/stats/stats.h"
-#include "report/event_words.h"
 #include "coordinator/job/probe_classifier.h"
 #include "coordinator/job/suite_ledger.h"
+#include "report/event_words.h"
 
 namespace kbisect {
 
