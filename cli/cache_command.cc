@@ -133,6 +133,12 @@ void PrintBuildCaches(const std::string& cache_dir) {
               << absl::StrFormat("%.0f%%", 100 * compiled->HitRate()) << " hit rate), "
               << FormatBytes(compiled->size_bytes) << " in " << Count(compiled->files, "file")
               << "\n";
+    if (compiled->remote_hits > 0 || compiled->remote_errors > 0) {
+      // Only builds with --compiler-cache-remote read a remote storage.
+      std::cout << "          " << compiled->local_hits << " served locally, "
+                << compiled->remote_hits << " from the remote storage, "
+                << Count(compiled->remote_errors, "remote error") << "\n";
+    }
   }
   std::cout << std::flush;
 }

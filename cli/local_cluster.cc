@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     BuildCacheOptions cache_options;
     cache_options.max_entries = options.build_cache_size;
     cache_options.compiler_cache = options.compiler_cache;
+    cache_options.compiler_cache_remote = options.compiler_cache_remote;
     cluster->build_ahead_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options,
                                                                cluster->command_runner_.get());
     cluster->build_ahead_ =
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     slot_options.cache_dir = options.cache_dir;
     slot_options.build_cache_size = options.build_cache_size;
     slot_options.compiler_cache = options.compiler_cache;
+    slot_options.compiler_cache_remote = options.compiler_cache_remote;
     slot_options.slot = static_cast<int>(i);
     if (i < options.slot_devices.size()) {
       slot_options.visible_devices = options.slot_devices[i];

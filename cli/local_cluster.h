@@ -34,8 +34,10 @@ struct LocalClusterOptions {
   std::string cache_dir;
   // Built checkouts the build cache keeps; 0 disables it (WorkerSlotOptions::build_cache_size).
   int build_cache_size = kDefaultBuildCacheSize;
-  // Builds compile through the host's ccache when it is installed (`--no-compiler-cache`).
+  // Builds compile through the host's ccache when it is installed (`--no-compiler-cache`), with
+  // a remote storage shared with other hosts (`--compiler-cache-remote`).
   bool compiler_cache = true;
+  CompilerCacheRemote compiler_cache_remote;
   // Builds the host prepares ahead at once for all its slots (worker/build_ahead.h); 0 disables
   // it, as does a disabled build cache.
   int build_ahead = DefaultBuildAhead();

@@ -141,6 +141,7 @@ struct RunFlags {
   std::string cache_dir = DefaultCacheDir();
   int build_cache_size = kDefaultBuildCacheSize;
   bool no_compiler_cache = false;
+  CompilerCacheRemote compiler_cache_remote;  // --compiler-cache-remote, --compiler-cache-read-only
   int build_ahead = DefaultBuildAhead();
   bool quiet = false;
   bool fresh = false;
@@ -166,6 +167,17 @@ void AddRunFlags(CLI::App* app, RunFlags* f) {
   app->add_flag("--no-compiler-cache", f->no_compiler_cache,
                 "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                 "by default when ccache is installed");
+  app->add_option("--compiler-cache-remote", f->compiler_cache_remote.url,
+                  "A remote storage the compiler cache shares with other hosts and runs: "
+                  "redis://HOST[:PORT], http://HOST[:PORT]/PATH or file:///DIR (ccache's "
+                  "remote_storage); one that cannot be reached costs a warning, never a build")
+      ->envname("KBISECT_COMPILER_CACHE_REMOTE")
+      ->check([](const std::string& url) {
+        const absl::Status checked = CheckCompilerCacheRemoteUrl(url);
+        return checked.ok() ? std::string() : std::string(checked.message());
+      });
+  app->add_flag("--compiler-cache-read-only", f->compiler_cache_remote.read_only,
+                "Read the --compiler-cache-remote, never write to it");
   app->add_option("--build-ahead", f->build_ahead,
                   "Builds (--build) prepared at once, at low priority, for the commits the next "
                   "round will probe whichever way the running probes come out; a probe then "
@@ -308,6 +320,10 @@ int PlanSlots(const RunFlags& f, LocalClusterOptions* cluster) {
   cluster->cache_dir = f.cache_dir;
   cluster->build_cache_size = f.build_cache_size;
   cluster->compiler_cache = !f.no_compiler_cache;
+  cluster->compiler_cache_remote = f.compiler_cache_remote;
+  if (std::optional<std::string> warning = CompilerCacheRemoteWarning(f.compiler_cache_remote)) {
+    std::cerr << "kbisect: warning: " << *warning << "\n";
+  }
   cluster->build_ahead = f.build_ahead;
   return -1;
 }

@@ -64,6 +64,9 @@ TEST_PACKAGES=(
   # Real virtualenvs, pip, setuptools, wheel and a C extension's headers: build_layer_test and
   # python_builds_test bisect Python kernel packages built with `pip install -e .`.
   python3-venv python3-pip python3-setuptools python3-wheel python3-dev
+  # redis-server: compiler_cache_remote_test shares ccache's remote storage between two
+  # workers' caches through a real redis (`--compiler-cache-remote redis://...`).
+  redis-server
 )
 
 PACKAGES=("${DEMO_PACKAGES[@]}")

@@ -407,11 +407,18 @@ std::string HostName() {
 // The builds whose cost sizes the host's build slots.
 constexpr size_t kRecentBuilds = 8;
 
+// The default options with `max_entries`.
+BuildCacheOptions WithMaxEntries(int max_entries) {
+  BuildCacheOptions options;
+  options.max_entries = max_entries;
+  return options;
+}
+
 }  // namespace
 
 BuildCache::BuildCache(std::string cache_dir, int max_entries, CommandRunner* runner, Clock* clock,
                        std::map<std::string, std::string> layer_env)
-    : BuildCache(std::move(cache_dir), BuildCacheOptions{max_entries}, runner, clock,
+    : BuildCache(std::move(cache_dir), WithMaxEntries(max_entries), runner, clock,
                  std::move(layer_env)) {}
 
 BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
@@ -421,6 +428,7 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
       builds_dir_(cache_dir_ + "/builds"),
       max_entries_(std::max(1, options.max_entries)),
       use_compiler_cache_(options.compiler_cache),
+      compiler_cache_remote_(options.compiler_cache_remote),
       fixed_build_slots_(options.fixed_build_slots),
       runner_(runner),
       clock_(clock),
@@ -660,7 +668,7 @@ BuildCommand BuildCache::ThroughCompilerCache(const BuildCommand& build,
   if (!use_compiler_cache_) return cached;
   std::map<std::string, std::string> env = process_env_;
   for (const auto& [name, value] : cached.env) env[name] = value;
-  if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env)) {
+  if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env, compiler_cache_remote_)) {
     for (auto& [name, value] : ccache->Variables(src, env)) cached.env[name] = value;
   }
   return cached;

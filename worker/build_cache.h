@@ -91,6 +91,8 @@ struct BuildCacheOptions {
   int max_entries = kDefaultBuildCacheSize;
   // Compile through the host's compiler cache when ccache is installed (`--compiler-cache`).
   bool compiler_cache = true;
+  // The remote storage the compiler cache shares with other hosts (`--compiler-cache-remote`).
+  CompilerCacheRemote compiler_cache_remote;
   // The cores the host's build slots are sized for; 0: HostCores().
   int build_cores = 0;
   // A fixed number of build slots instead of the one the cores and the recent builds' costs
@@ -282,6 +284,7 @@ class BuildCache {
   const std::string builds_dir_;
   const int max_entries_;
   const bool use_compiler_cache_;
+  const CompilerCacheRemote compiler_cache_remote_;
   const int fixed_build_slots_;
   CommandRunner* const runner_;
   Clock* const clock_;

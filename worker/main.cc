@@ -67,6 +67,7 @@ struct WorkerFlags {
   double idle_poll_seconds = 5;
   int build_cache_size = kDefaultBuildCacheSize;
   bool no_compiler_cache = false;
+  CompilerCacheRemote compiler_cache_remote;  // --compiler-cache-remote, --compiler-cache-read-only
   int build_ahead = DefaultBuildAhead();
   std::string class_keys;
   std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM]; empty: not locked.
@@ -94,6 +95,17 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
   app.add_flag("--no-compiler-cache", f->no_compiler_cache,
                "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                "by default when ccache is installed");
+  app.add_option("--compiler-cache-remote", f->compiler_cache_remote.url,
+                 "A remote storage the compiler cache shares with the cluster's other hosts: "
+                 "redis://HOST[:PORT], http://HOST[:PORT]/PATH or file:///DIR (ccache's "
+                 "remote_storage); one that cannot be reached costs a warning, never a build")
+      ->envname("KBISECT_COMPILER_CACHE_REMOTE")
+      ->check([](const std::string& url) {
+        const absl::Status checked = CheckCompilerCacheRemoteUrl(url);
+        return checked.ok() ? std::string() : std::string(checked.message());
+      });
+  app.add_flag("--compiler-cache-read-only", f->compiler_cache_remote.read_only,
+               "Read the --compiler-cache-remote, never write to it");
   app.add_option("--build-ahead", f->build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
                  "the commits the coordinator expects to probe next (needs the build cache). "
@@ -170,6 +182,7 @@ WorkerSlotOptions SlotOptions(const WorkerFlags& f, std::vector<std::string> key
   options.cache_dir = f.cache_dir;
   options.build_cache_size = f.build_cache_size;
   options.compiler_cache = !f.no_compiler_cache;
+  options.compiler_cache_remote = f.compiler_cache_remote;
   options.slot = binding.slot;
   options.visible_devices = binding.visible_devices;
   options.probe_device = binding.probe_device;
@@ -193,6 +206,7 @@ BuildsAhead StartBuildsAhead(const WorkerFlags& f, CommandRunner* runner) {
     BuildCacheOptions cache_options;
     cache_options.max_entries = f.build_cache_size;
     cache_options.compiler_cache = !f.no_compiler_cache;
+    cache_options.compiler_cache_remote = f.compiler_cache_remote;
     ahead.cache = std::make_unique<BuildCache>(f.cache_dir, cache_options, runner);
     ahead.builds = std::make_unique<BuildAhead>(ahead.cache.get(), f.build_ahead);
   }
@@ -232,6 +246,9 @@ void LogStart(const Logger& log, const WorkerSlot& slot, const DeviceBinding& bi
             {"hardware_class", slot.identity().hardware_class()},
             {"coordinator", f.coordinator},
             {"tls", OverTls(f) ? "true" : "false"}});
+  if (std::optional<std::string> warning = CompilerCacheRemoteWarning(f.compiler_cache_remote)) {
+    log.Warning(*warning, {{"worker", slot.name()}});
+  }
   // Where builds install by default (worker/build_layer.h): over this process's Python.
   BuildLayers layers(runner, BuildLayers::ProcessEnvironment());
   const std::optional<PythonBase> base = layers.Base();

@@ -61,8 +61,10 @@ struct WorkerSlotOptions {
   // How many built checkouts the host's build cache keeps (<cache_dir>/builds/); 0 disables it
   // (builds run in the slot's checkouts, as without a build command).
   int build_cache_size = kDefaultBuildCacheSize;
-  // Whether the build cache's builds compile through the host's ccache (compiler_cache.h).
+  // Whether the build cache's builds compile through the host's ccache (compiler_cache.h), and
+  // the remote storage it shares with other hosts (`--compiler-cache-remote`).
   bool compiler_cache = true;
+  CompilerCacheRemote compiler_cache_remote;
   // The slot number (checkout directories, default name, KBISECT_WORKER).
   int slot = 0;
   // The device list the slot's commands see (empty = the slot number) and the device the vendor

@@ -5,7 +5,10 @@
 // one build at once.
 #include "worker/build_cache.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -31,6 +34,7 @@ namespace fs = std::filesystem;
 
 using ::kbisect::testing::GitFixture;
 using ::kbisect::testing::ReadFile;
+using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::kbisect::testing::TempDir;
 using ::kbisect::testing::WaitFor;
@@ -516,6 +520,84 @@ TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {
   r.repository = project.path();
   ASSERT_TRUE(uncached.Acquire(r, nullptr, nullptr).step.ok());
   EXPECT_FALSE(CompilerCache::Stats(tmp_.Join("cache-off"), runner_.get()).ok());
+}
+
+// A free loopback port: bound, then closed.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST_F(BuildCacheTest, TwoHostsShareCompilesThroughARemoteRedisAndAnUnreachableOneCostsNoBuild) {
+  if (!CompilerCache::Find(tmp_.Join("probe"), {}).has_value() ||
+      RunShell("command -v redis-server").exit_code != 0) {
+    GTEST_SKIP() << "ccache or redis-server is not installed (scripts/install-deps.sh)";
+  }
+  // A real redis, as deploy/ starts next to the coordinator.
+  const int port = FreePort();
+  testing::Process redis(absl::StrCat("redis-server --port ", port,
+                                      " --bind 127.0.0.1 --save '' --appendonly no"),
+                         tmp_.Join("redis.log"));
+  CompilerCacheRemote remote{absl::StrCat("redis://127.0.0.1:", port), false};
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return ReachCompilerCacheRemote(remote, absl::Milliseconds(200)).ok(); },
+      std::chrono::seconds(10)))
+      << redis.log();
+  GitFixture project(tmp_.Join("c-project"));
+  project.Init();
+  const std::string one = project.Commit("one", {{"lib.c", "int scaled(int x) { return 2 * x; }\n"}});
+  const std::string compile = "cc -MD -c lib.c -o lib.o";
+  // Two hosts: two cache directories, each with its own local store, one remote.
+  auto build_on = [&](const std::string& host, const CompilerCacheRemote& shared) {
+    BuildCacheOptions options;
+    options.compiler_cache_remote = shared;
+    BuildCache cache(tmp_.Join(host), options, runner_.get());
+    BuildCache::Request r = Request(one, compile);
+    r.repository = project.path();
+    const BuildCache::Acquired built = cache.Acquire(r, nullptr, nullptr);
+    EXPECT_TRUE(built.step.ok()) << built.step.message << built.step.log_tail;
+    absl::StatusOr<CompilerCacheStats> stats = CompilerCache::Stats(tmp_.Join(host), runner_.get());
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? *stats : CompilerCacheStats{};
+  };
+  const CompilerCacheStats first = build_on("host-a", remote);
+  EXPECT_EQ(first.misses, 1);
+  const CompilerCacheStats second = build_on("host-b", remote);
+  EXPECT_EQ(second.hits, 1) << "compiled on host-a, served to host-b";
+  EXPECT_EQ(second.remote_hits, 1);
+  EXPECT_EQ(second.misses, 0);
+
+  // A read-only host reads, never writes: a compile it makes is not there for the next.
+  GitFixture other(tmp_.Join("other-project"));
+  other.Init();
+  const std::string two = other.Commit("two", {{"lib.c", "int tripled(int x) { return 3 * x; }\n"}});
+  auto build_other = [&](const std::string& host, const CompilerCacheRemote& shared) {
+    BuildCacheOptions options;
+    options.compiler_cache_remote = shared;
+    BuildCache cache(tmp_.Join(host), options, runner_.get());
+    BuildCache::Request r = Request(two, compile);
+    r.repository = other.path();
+    EXPECT_TRUE(cache.Acquire(r, nullptr, nullptr).step.ok());
+    return *CompilerCache::Stats(tmp_.Join(host), runner_.get());
+  };
+  CompilerCacheRemote read_only = remote;
+  read_only.read_only = true;
+  EXPECT_EQ(build_other("host-c", read_only).misses, 1);
+  EXPECT_EQ(build_other("host-d", remote).remote_hits, 0) << "host-c wrote nothing";
+
+  // The remote gone: builds still succeed, and the failed reads are counted.
+  redis.Signal(SIGKILL);
+  redis.Wait(std::chrono::seconds(5));
+  const CompilerCacheStats unreachable = build_other("host-e", remote);
+  EXPECT_EQ(unreachable.misses, 1);
+  EXPECT_GE(unreachable.remote_errors, 1);
 }
 
 TEST_F(BuildCacheTest, TwoSlotsAskingForTheSameBuildAtOnceBuildItOnce) {
