@@ -28,14 +28,20 @@ constexpr int kControlMinUntested = 4;
 // ceil(log2(n)) for n >= 1.
 int Log2Ceil(int n) { return BisectSearch::EstimateRounds(n, 1); }
 
+// `spec` with its defaults filled in (NormalizeSpec).
+v1::JobSpec Normalized(v1::JobSpec spec) {
+  NormalizeSpec(&spec);
+  return spec;
+}
+
 }  // namespace
 
 BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
                      absl::Time now, std::vector<v1::CachedResult> cached)
     : commits_(std::move(commits)),
       ledger_(spec, commits_, &status_, &book_, &calibration_),
-      book_(&status_, &commits_),
-      calibration_(&status_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
+      book_(job_id, Normalized(spec), &commits_),
+      calibration_(&status_, &book_.rows(), spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
                  ? ResultReuse()
                  : ResultReuse(cached, commits_)),
@@ -43,7 +49,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
                  spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
       confidence_(&status_, &commits_, &calibration_, &ledger_, &book_, &confirmation_),
-      result_(&status_, &commits_, &calibration_, &ledger_, &confirmation_),
+      result_(&status_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_),
       standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, &events_, &to_cancel_,
                 spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       start_time_(now) {
@@ -170,7 +176,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     running.worker = probe.worker();
     input.running.push_back(running);
   }
-  for (const v1::Probe& probe : status_.probes()) {
+  for (const v1::Probe& probe : book_.rows()) {
     if (probe.state() != v1::PROBE_STATE_FINISHED || !probe.has_start_time() ||
         !probe.has_end_time() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
       continue;
@@ -191,13 +197,13 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
   input.builds = !status_.spec().build_command().empty();
   input.round =
-      RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
+      RoundOfNewProbes(ledger_.search(), book_.rows(), ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round. The pools the
   // workers announced count only for a job that builds.
   input.max_workers = CapTasksInFlight(
       status_.spec().max_workers(),
-      BuildCapacity(taking_part, status_.probes(),
+      BuildCapacity(taking_part, book_.rows(),
                     input.builds ? announced_pools_ : std::map<std::string, BuildPool>()));
   input.commit_count = status_.commit_count();
   input.search = &ledger_.search();
@@ -224,7 +230,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
     if (known != calibration_.workers().end()) known->second.gone = false;
   }
   const int round =
-      RoundOfNewProbes(ledger_.search(), status_.probes(), ledger_.max_round(), FlakySearch());
+      RoundOfNewProbes(ledger_.search(), book_.rows(), ledger_.max_round(), FlakySearch());
   for (const DispatchAssignment& assignment : plan.assignments) {
     switch (assignment.kind) {
       case DispatchAssignment::Kind::kQueued:
@@ -419,6 +425,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     probe.set_median(MedianOrZero(probe.samples()));
     if (status_.metric_name().empty()) {
       status_.set_metric_name(result.metric_name());
+      book_.SetLeadMetric(result.metric_name());
       status_.set_metric_unit(result.metric_unit());
     }
     if (status_.direction() == v1::DIRECTION_UNSPECIFIED &&

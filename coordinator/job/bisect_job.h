@@ -270,7 +270,7 @@ class BisectJob {
   // What a worker's changed standing does to the measurements and the work (worker_standing.h).
   WorkerStanding standing_;
   // Every metric of a suite, judged on the job's shared runs (suite_ledger.h).
-  SuiteLedger suite_{&status_, &commits_};
+  SuiteLedger suite_{&status_, &book_.rows(), &commits_};
   // The build pools the workers announced (TakeTasks), for the build capacity.
   std::map<std::string, BuildPool> announced_pools_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.

@@ -68,7 +68,7 @@ void BisectJob::ApplyCachedResults(absl::Time now) {
     if (IsMarked(status_.marks(), index))
       continue;  // The user's verdict stands (a skip mark is not a gap).
     const bool probed =
-        std::any_of(status_.probes().begin(), status_.probes().end(), [&](const v1::Probe& probe) {
+        std::any_of(book_.rows().begin(), book_.rows().end(), [&](const v1::Probe& probe) {
           return probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == index &&
                  probe.state() != v1::PROBE_STATE_CANCELLED;
         });

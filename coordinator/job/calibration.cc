@@ -11,8 +11,8 @@
 
 namespace kbisect {
 
-Calibration::Calibration(const v1::JobStatus* status, bool pass_fail)
-    : status_(status), pass_fail_(pass_fail) {}
+Calibration::Calibration(const v1::JobStatus* status, const ProbeRows* probes, bool pass_fail)
+    : status_(status), probes_(probes), pass_fail_(pass_fail) {}
 
 bool Calibration::Measured(const v1::Probe& probe) const { return IsMeasured(probe, pass_fail_); }
 
@@ -106,7 +106,7 @@ std::vector<Calibration::TopUp> Calibration::TopUps() const {
 std::set<std::string> Calibration::OwingCalibration(const std::vector<int>& awaiting) const {
   std::set<std::string> workers;
   if (pass_fail_) return workers;
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : *probes_) {
     if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
     if (probe.provisional() || probe.state() == v1::PROBE_STATE_PENDING ||
         probe.state() == v1::PROBE_STATE_RUNNING ||
@@ -119,7 +119,7 @@ std::set<std::string> Calibration::OwingCalibration(const std::vector<int>& awai
 }
 
 bool Calibration::Settled(const std::vector<int>& awaiting) const {
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : *probes_) {
     if (probe.provisional()) return false;
   }
   const std::set<std::string> owing = OwingCalibration(awaiting);
@@ -157,7 +157,7 @@ double Calibration::MedianAt(int index) const {
   // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
   if (index == 0 && good_probe_ >= 0) return probe(good_probe_).median();
   if (index == status_->commit_count() && bad_probe_ >= 0) return ReferenceBadMedian();
-  for (const v1::Probe& row : status_->probes()) {
+  for (const v1::Probe& row : *probes_) {
     if (row.index() != index || row.kind() != v1::PROBE_KIND_BISECT ||
         (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
       continue;
@@ -288,7 +288,7 @@ std::vector<double> Calibration::PooledSamples(v1::Verdict side) const {
     }
   }
   if (!Bisecting()) return pooled;
-  for (const v1::Probe& row : status_->probes()) {
+  for (const v1::Probe& row : *probes_) {
     if (row.kind() != v1::PROBE_KIND_BISECT || row.verdict() != side ||
         row.state() != v1::PROBE_STATE_FINISHED || row.provisional() ||
         members.count(row.worker()) == 0) {
@@ -347,7 +347,7 @@ double Calibration::ObservedNoise() const {
   };
   for (double v : probe(good_probe_).samples()) add(v, good);
   for (double v : ReferenceBadSamples()) add(v, bad);
-  for (const v1::Probe& row : status_->probes()) {
+  for (const v1::Probe& row : *probes_) {
     if (row.kind() != v1::PROBE_KIND_BISECT || row.state() != v1::PROBE_STATE_FINISHED ||
         (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
       continue;
@@ -449,7 +449,7 @@ void Calibration::FillWorkerReport(v1::JobStatus* status) const {
       out->set_reason(event.detail());
     }
     int probes = 0;
-    for (const v1::Probe& row : status->probes()) {
+    for (const v1::Probe& row : *probes_) {
       probes += row.worker() == name && row.kind() == v1::PROBE_KIND_BISECT ? 1 : 0;
     }
     out->set_probes(probes);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -54,9 +55,9 @@ class Calibration {
     bool must_calibrate = false;
   };
 
-  // `status` (the probe table, state and baselines) must outlive this. `pass_fail`: verdicts
-  // come from exit codes and nothing is calibrated.
-  Calibration(const v1::JobStatus* status, bool pass_fail);
+  // `status` (the state and baselines) and `probes` (the job's probe table, ProbeBook's) must
+  // outlive this. `pass_fail`: verdicts come from exit codes and nothing is calibrated.
+  Calibration(const v1::JobStatus* status, const ProbeRows* probes, bool pass_fail);
 
   // True for a pass/fail test (--exit-code): the job's one record of its mode, which the parts
   // that read the calibration ask here.
@@ -206,15 +207,17 @@ class Calibration {
                                                  const v1::Probe& control) const;
 
   // The worker section of the report: one entry per worker, its calibration in the reference's
-  // frame, quarantine and drift (from `status`'s drift events), and its bisect probe count.
+  // frame, quarantine and drift (from `status`'s drift events), and its bisect probe count (in
+  // the probe table).
   void FillWorkerReport(v1::JobStatus* status) const;
 
  private:
   bool Measured(const v1::Probe& probe) const;
-  const v1::Probe& probe(int position) const { return status_->probes(position); }
+  const v1::Probe& probe(int position) const { return probes_->Get(position); }
   bool Bisecting() const { return status_->state() == v1::JOB_STATE_BISECTING; }
 
   const v1::JobStatus* status_;
+  const ProbeRows* probes_;
   bool pass_fail_;
   std::map<std::string, Worker> workers_;
   // The reference GOOD (the first calibration handed out; its worker is the reference) and BAD

@@ -69,7 +69,7 @@ int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
   // Who measures (or measured) each commit, and how many samples: the probe that decided it,
   // the one in flight, or the reference baseline at an end of the range.
   auto measurer = [&](int index, v1::Verdict verdict) -> std::pair<std::string, int> {
-    for (const v1::Probe& probe : status_->probes()) {
+    for (const v1::Probe& probe : book_->rows()) {
       if (probe.kind() != v1::PROBE_KIND_BISECT || probe.index() != index) continue;
       if (probe.state() == v1::PROBE_STATE_FINISHED && probe.verdict() == verdict) {
         return {probe.worker(), probe.samples_size()};
@@ -106,7 +106,7 @@ std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
     std::vector<double>& side = culprit_side ? set.culprit : set.last_good;
     side.insert(side.end(), probe.samples().begin(), probe.samples().end());
   };
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : book_->rows()) {
     if (probe.kind() == v1::PROBE_KIND_BISECT && probe.index() == last_good &&
         probe.verdict() == v1::VERDICT_GOOD) {
       add(probe, false);

@@ -11,7 +11,7 @@ namespace kbisect {
 absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
   return ComputeCulpritPosterior(
       status_->commit_count(),
-      PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_,
+      PosteriorEvidence(book_->rows(), confirmation_->confirmation(), *calibration_,
                         /*pass_fail=*/false, ledger_->search().last_good(),
                         ledger_->search().first_bad()));
 }
@@ -21,7 +21,7 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   if (calibration_->pass_fail()) return out;
   const double confidence = status_->spec().confidence();
   if (confidence <= 0 || ledger_->search().Candidates().size() != 1) return out;
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : book_->rows()) {
     if (probe.kind() == v1::PROBE_KIND_BISECT &&
         (probe.state() == v1::PROBE_STATE_PENDING || probe.state() == v1::PROBE_STATE_RUNNING)) {
       out.wait = true;  // A boundary commit is measured again.
@@ -33,8 +33,8 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   const int last_good = ledger_->search().last_good();
   const int first_bad = ledger_->search().first_bad();
   const int max_runs = status_->spec().max_runs();
-  const int good_row = DecidingProbe(status_->probes(), last_good, v1::VERDICT_GOOD);
-  const int bad_row = DecidingProbe(status_->probes(), first_bad, v1::VERDICT_BAD);
+  const int good_row = DecidingProbe(book_->rows(), last_good, v1::VERDICT_GOOD);
+  const int bad_row = DecidingProbe(book_->rows(), first_bad, v1::VERDICT_BAD);
   // A marked commit or an endpoint has no probe to extend: it has run all it may.
   const int good_runs = good_row < 0 ? max_runs : book_->probe(good_row).samples_size();
   const int bad_runs = bad_row < 0 ? max_runs : book_->probe(bad_row).samples_size();

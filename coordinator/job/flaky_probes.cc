@@ -24,7 +24,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   ledger_.CountStep(round);
   status_.set_rounds(std::max(status_.rounds(), round));
   const absl::StatusOr<CulpritPosterior> posterior =
-      FlakyPosteriorWithin(status_, calibration_, ledger_.search());
+      FlakyPosteriorWithin(status_.commit_count(), book_.rows(), calibration_, ledger_.search());
   if (!posterior.ok()) {  // Not for a valid job: every count comes from its own probes.
     book_.mutable_probe(probe_position).set_message(std::string(posterior.status().message()));
     ApplyVerdict(probe_position, v1::VERDICT_SKIP, now);
@@ -46,7 +46,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
                now);
 
   int search_runs = 0;
-  for (const v1::Probe& row : status_.probes()) {
+  for (const v1::Probe& row : book_.rows()) {
     if (row.kind() == v1::PROBE_KIND_BISECT) search_runs += CountRuns(row).runs();
   }
   bool running = false;
@@ -70,7 +70,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   }
   // The search ends: every probe gets the side the named culprit puts it on, and the search's
   // interval closes on the culprit.
-  for (int row = 0; row < status_.probes_size(); ++row) {
+  for (int row = 0; row < book_.probe_count(); ++row) {
     v1::Probe& measured = book_.mutable_probe(row);
     if (measured.kind() != v1::PROBE_KIND_BISECT || measured.state() != v1::PROBE_STATE_FINISHED ||
         measured.verdict() != v1::VERDICT_UNSPECIFIED) {

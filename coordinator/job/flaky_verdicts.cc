@@ -36,10 +36,9 @@ RunCounts CountRuns(const v1::Probe& probe) {
   return counts;
 }
 
-std::vector<CommitEvidence> FlakyEvidence(const v1::JobStatus& status,
-                                          const Calibration& calibration) {
+std::vector<CommitEvidence> FlakyEvidence(const ProbeRows& probes, const Calibration& calibration) {
   std::vector<CommitEvidence> evidence;
-  for (const v1::Probe& probe : status.probes()) {
+  for (const v1::Probe& probe : probes) {
     if (!IsMeasuredRow(probe)) continue;
     const Calibration::Worker* worker = calibration.Find(probe.worker());
     if (worker != nullptr && worker->quarantined) continue;
@@ -119,11 +118,11 @@ FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, in
   return step;
 }
 
-absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(const v1::JobStatus& status,
+absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(int commit_count, const ProbeRows& probes,
                                                       const Calibration& calibration,
                                                       const BisectSearch& search) {
   absl::StatusOr<CulpritPosterior> posterior = ComputeCulpritPosterior(
-      status.commit_count(), FlakyEvidence(status, calibration), FlakyPosteriorOptions());
+      commit_count, FlakyEvidence(probes, calibration), FlakyPosteriorOptions());
   if (!posterior.ok()) return posterior;
   return WithinInterval(*std::move(posterior), search.last_good(), search.first_bad());
 }
@@ -132,7 +131,7 @@ std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& cal
                              const ProbeBook& book, const BisectSearch& search, int count) {
   if (count <= 0) return {};
   const absl::StatusOr<CulpritPosterior> posterior =
-      FlakyPosteriorWithin(status, calibration, search);
+      FlakyPosteriorWithin(status.commit_count(), book.rows(), calibration, search);
   if (!posterior.ok()) return {};
   const int max_runs = status.spec().max_runs();
   std::vector<int> in_flight;
@@ -142,7 +141,7 @@ std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& cal
     in_flight.push_back(entry.task.commit_index());
     runs[entry.task.commit_index()] += std::max(1, entry.task.runs());
   }
-  for (const v1::Probe& probe : status.probes()) {
+  for (const v1::Probe& probe : book.rows()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED) {
       continue;
     }

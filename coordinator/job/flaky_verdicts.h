@@ -34,8 +34,8 @@ RunCounts CountRuns(const v1::Probe& probe);
 
 // Every run of the job by commit: the baselines, calibrations and bisect probes (those still
 // measuring too: the runs they have), not cancelled ones nor those of quarantined workers.
-std::vector<CommitEvidence> FlakyEvidence(const v1::JobStatus& status,
-                                          const Calibration& calibration);
+// `probes` is the job's probe table.
+std::vector<CommitEvidence> FlakyEvidence(const ProbeRows& probes, const Calibration& calibration);
 
 // The posterior's options for a flaky test: the two fail rates estimated (the Beta priors of
 // PosteriorOptions: q mean 5%, p uniform).
@@ -77,15 +77,15 @@ FlakyStep NextFlakyStep(const CulpritPosterior& posterior, double confidence, in
                         int run_budget, bool nothing_left);
 
 // The posterior over every run of the job (FlakyEvidence) within the search's interval
-// (WithinInterval); an error only for an invalid job.
-absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(const v1::JobStatus& status,
+// (WithinInterval) of `commit_count` commits; an error only for an invalid job.
+absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(int commit_count, const ProbeRows& probes,
                                                       const Calibration& calibration,
                                                       const BisectSearch& search);
 
 // The commits `count` idle workers run next (NextFlakyProbes): from the posterior within the
 // search's interval, given the bisect tasks of `book` not done (in flight or queued), and the
-// runs every commit has had or will have (an untestable commit counts --max-runs: it is not run
-// again).
+// runs every commit has had (in its probe table) or will have (an untestable commit counts
+// --max-runs: it is not run again).
 std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& calibration,
                              const ProbeBook& book, const BisectSearch& search, int count);
 

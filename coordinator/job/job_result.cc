@@ -15,9 +15,9 @@
 namespace kbisect {
 namespace {
 
-// The warnings on the runs a GPU slowed down (throttled: re-run or kept) or whose clocks its
-// driver capped (flagged), with the reasons the runs recorded.
-std::vector<v1::JobWarning> GpuWarnings(const v1::JobStatus& status) {
+// The warnings on the runs of `probes` a GPU slowed down (throttled: re-run or kept) or whose
+// clocks its driver capped (flagged), with the reasons the runs recorded.
+std::vector<v1::JobWarning> GpuWarnings(const ProbeRows& probes) {
   int throttled = 0;
   int discarded = 0;
   int capped = 0;
@@ -25,7 +25,7 @@ std::vector<v1::JobWarning> GpuWarnings(const v1::JobStatus& status) {
   std::set<std::string> foreign;
   std::set<std::string> throttled_reasons;
   std::set<std::string> capped_reasons;
-  for (const v1::Probe& probe : status.probes()) {
+  for (const v1::Probe& probe : probes) {
     for (const v1::RunRecord& run : probe.runs()) {
       const v1::GpuState& gpu = run.gpu_state();
       if (gpu.foreign_processes_size() > 0) {
@@ -188,7 +188,8 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
   status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
   calibration_.FillWorkerReport(&status_);
   suite_.Judge();
-  for (v1::JobWarning& warning : GpuWarnings(status_)) AddWarning(std::move(warning), &status_);
+  for (v1::JobWarning& warning : GpuWarnings(book_.rows()))
+    AddWarning(std::move(warning), &status_);
   *status_.mutable_finish_time() = ToProto(now);
   ledger_.UpdateProgress();
   Project();  // The FINISHED event carries the whole status.

@@ -54,6 +54,7 @@ const v1::JobStatus& BisectJob::status() const {
 }
 
 void BisectJob::Project() const {
+  *status_.mutable_probes() = book_.rows();
   if (confirmation_.has_confirmation()) {
     *status_.mutable_confirmation() = confirmation_.confirmation();
   } else {

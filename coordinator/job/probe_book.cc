@@ -45,19 +45,20 @@ void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) 
   }
 }
 
-ProbeBook::ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
-    : status_(status), commits_(commits) {}
+ProbeBook::ProbeBook(std::string job_id, v1::JobSpec spec,
+                     const std::vector<v1::CommitRef>* commits)
+    : job_id_(std::move(job_id)), spec_(std::move(spec)), commits_(commits) {}
 
 std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
                                const std::string& pinned_worker) {
-  const std::string id = absl::StrCat(status_->job_id(), "/p", next_task_++);
+  const std::string id = absl::StrCat(job_id_, "/p", next_task_++);
   TaskEntry entry;
   entry.pinned_worker = pinned_worker;
   v1::Task& task = entry.task;
-  const v1::JobSpec& spec = status_->spec();
+  const v1::JobSpec& spec = spec_;
   const v1::CommitRef& commit = (*commits_)[index];
   task.set_task_id(id);
-  task.set_job_id(status_->job_id());
+  task.set_job_id(job_id_);
   task.set_kind(kind);
   task.set_repository(spec.repository());
   task.set_commit_sha(commit.sha());
@@ -71,7 +72,7 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   // A suite's lead, once the job knows it (the first result's), travels in every later task:
   // every run's sample is then the same metric's, whatever else a run prints.
   if (!spec.metric().suite().empty() && spec.metric().lead().empty()) {
-    task.mutable_metric()->set_lead(status_->metric_name());
+    task.mutable_metric()->set_lead(lead_metric_);
   }
   task.set_runs(spec.runs_per_commit());
   task.set_discard_throttled(spec.discard_throttled());
@@ -84,14 +85,14 @@ std::string ProbeBook::NewTask(v1::ProbeKind kind, int index, int round,
   if (spec.has_build_timeout()) *task.mutable_build_timeout() = spec.build_timeout();
   if (spec.has_bench_timeout()) *task.mutable_bench_timeout() = spec.bench_timeout();
 
-  v1::Probe* probe = status_->add_probes();
+  v1::Probe* probe = rows_.Add();
   probe->set_probe_id(id);
   probe->set_kind(kind);
   probe->set_sha(commit.sha());
   probe->set_index(index);
   probe->set_round(round);
   probe->set_state(v1::PROBE_STATE_PENDING);
-  entry.probe = status_->probes_size() - 1;
+  entry.probe = rows_.size() - 1;
   tasks_.emplace(id, std::move(entry));
   return id;
 }
@@ -100,7 +101,7 @@ int ProbeBook::AddCachedProbe(int index, int round, const v1::CachedResult& cach
   const std::string id = NewTask(v1::PROBE_KIND_BISECT, index, round, cached.worker());
   TaskEntry& entry = tasks_.at(id);
   entry.done = true;
-  v1::Probe& row = *status_->mutable_probes(entry.probe);
+  v1::Probe& row = mutable_probe(entry.probe);
   row.set_state(v1::PROBE_STATE_FINISHED);
   row.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
   row.set_worker(cached.worker());
@@ -176,8 +177,8 @@ const ProbeBook::TaskEntry* ProbeBook::Find(const std::string& task_id) const {
 std::vector<int> ProbeBook::ProbePositions(
     const std::function<bool(const v1::Probe&)>& which) const {
   std::vector<int> positions;
-  for (int i = 0; i < status_->probes_size(); ++i) {
-    if (which(status_->probes(i))) positions.push_back(i);
+  for (int i = 0; i < rows_.size(); ++i) {
+    if (which(rows_.Get(i))) positions.push_back(i);
   }
   return positions;
 }

@@ -6,7 +6,8 @@
 // its row). It decides nothing: BisectJob and its policies (dispatch, calibration, verdicts) say
 // what to create, queue, hand out or drop; the book keeps tasks and rows consistent.
 //
-// The probe table is the job status's `probes` (what clients see), owned by the caller.
+// The book owns the probe table; the job's status (JobStatus.probes, what clients see) is a copy
+// of it made by the projection (job_status_projection.cc).
 #ifndef KBISECT_COORDINATOR_JOB_PROBE_BOOK_H_
 #define KBISECT_COORDINATOR_JOB_PROBE_BOOK_H_
 
@@ -51,8 +52,9 @@ class ProbeBook {
     std::string pinned_worker;  // Only this worker may run it (calibrations, re-measurements).
   };
 
-  // `status` (its job id, spec and probe table) and `commits` must outlive the book.
-  ProbeBook(v1::JobStatus* status, const std::vector<v1::CommitRef>* commits);
+  // The book of job `job_id`, whose tasks are made from `spec` (the normalized spec) at
+  // `commits`, which must outlive the book.
+  ProbeBook(std::string job_id, v1::JobSpec spec, const std::vector<v1::CommitRef>* commits);
 
   ProbeBook(const ProbeBook&) = delete;
   ProbeBook& operator=(const ProbeBook&) = delete;
@@ -71,6 +73,10 @@ class ProbeBook {
   // Creates a task that adds `runs` samples to the probe at `position` on the probe's worker,
   // sets the row PENDING again, and queues the task first. Its id is "<probe id>.<runs so far>".
   void Extend(int position, int runs);
+
+  // The suite's lead metric, once the job knows it (its first result's): every later task of a
+  // suite whose spec names no lead carries it.
+  void SetLeadMetric(const std::string& name) { lead_metric_ = name; }
 
   // Queues a task at the front or the back of the ready queue.
   void QueueFront(const std::string& task_id) { queue_.push_front(task_id); }
@@ -104,11 +110,12 @@ class ProbeBook {
   // Ready task ids in hand-out order (entries may be done until DropDoneFromQueue).
   const std::deque<std::string>& queue() const { return queue_; }
 
-  // The probe table.
-  const v1::Probe& probe(int position) const { return status_->probes(position); }
-  v1::Probe& mutable_probe(int position) { return *status_->mutable_probes(position); }
+  // The probe table: every row, and one row to read or to change.
+  const ProbeRows& rows() const { return rows_; }
+  const v1::Probe& probe(int position) const { return rows_.Get(position); }
+  v1::Probe& mutable_probe(int position) { return *rows_.Mutable(position); }
   v1::Probe& ProbeOf(const TaskEntry& entry) { return mutable_probe(entry.probe); }
-  int probe_count() const { return status_->probes_size(); }
+  int probe_count() const { return rows_.size(); }
 
   // Rows of the probe table that `which` accepts, in table order.
   std::vector<int> ProbePositions(const std::function<bool(const v1::Probe&)>& which) const;
@@ -120,8 +127,11 @@ class ProbeBook {
   std::vector<std::string> ActiveTaskIds() const;
 
  private:
-  v1::JobStatus* status_;
+  const std::string job_id_;
+  const v1::JobSpec spec_;
   const std::vector<v1::CommitRef>* commits_;
+  std::string lead_metric_;  // SetLeadMetric's.
+  ProbeRows rows_;           // The probe table, one row per task in creation order.
   std::map<std::string, TaskEntry> tasks_;
   std::set<std::string> active_;  // Ids of the tasks that are active.
   std::deque<std::string> queue_;

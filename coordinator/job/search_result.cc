@@ -75,8 +75,7 @@ SearchResult::Conclusion SearchResult::Conclude() {
     answer_.culprit = commits[first_bad];
     answer_.cause = v1::CAUSE_REAL_REGRESSION;
     // A culprit that changed how the benchmark measures is a method change, named.
-    const std::vector<ManifestChange> changes =
-        MethodChangesAt(status_->probes(), last_good, first_bad);
+    const std::vector<ManifestChange> changes = MethodChangesAt(*probes_, last_good, first_bad);
     if (!changes.empty()) {
       answer_.cause = v1::CAUSE_BENCHMARK_METHOD_CHANGE;
       google::protobuf::RepeatedPtrField<std::string> described;
@@ -110,12 +109,12 @@ void SearchResult::SetCulpritProbability() {
   const bool flaky = pass_fail && status_->spec().flaky();
   const absl::StatusOr<CulpritPosterior> posterior =
       flaky
-          ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*status_, *calibration_),
+          ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*probes_, *calibration_),
                                     FlakyPosteriorOptions())
           : ComputeCulpritPosterior(
                 status_->commit_count(),
-                PosteriorEvidence(status_->probes(), confirmation_->confirmation(), *calibration_,
-                                  pass_fail, search.last_good(), search.first_bad()));
+                PosteriorEvidence(*probes_, confirmation_->confirmation(), *calibration_, pass_fail,
+                                  search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   if (flaky) {
     answer_.good_fail_rate = posterior->good_fail_rate;

@@ -50,11 +50,13 @@ class SearchResult {
   // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
   static constexpr double kSingleStepShare = 0.6;
 
-  // All must outlive the part; they may be constructed after it. `status` is only read.
-  SearchResult(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
-               const Calibration* calibration, const VerdictLedger* ledger,
-               const ConfirmationStage* confirmation)
+  // All must outlive the part; they may be constructed after it. `status` is only read;
+  // `probes` is the job's probe table (ProbeBook's).
+  SearchResult(const v1::JobStatus* status, const ProbeRows* probes,
+               const std::vector<v1::CommitRef>* commits, const Calibration* calibration,
+               const VerdictLedger* ledger, const ConfirmationStage* confirmation)
       : status_(status),
+        probes_(probes),
         commits_(commits),
         calibration_(calibration),
         ledger_(ledger),
@@ -95,6 +97,7 @@ class SearchResult {
   void SetCulpritProbability();
 
   const v1::JobStatus* const status_;
+  const ProbeRows* const probes_;
   const std::vector<v1::CommitRef>* const commits_;
   const Calibration* const calibration_;
   const VerdictLedger* const ledger_;

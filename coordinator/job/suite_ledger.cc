@@ -64,11 +64,11 @@ v1::Direction DirectionOf(const v1::JobStatus& status, const v1::SuiteMetricInfo
 
 class MetricJudge {
  public:
-  MetricJudge(const v1::JobStatus& status, const std::vector<v1::CommitRef>& commits,
+  MetricJudge(const ProbeRows& probes, const std::vector<v1::CommitRef>& commits,
               const std::string& metric, const std::string& reference)
-      : status_(status), commits_(commits), metric_(metric), reference_(reference) {
+      : probes_(probes), commits_(commits), metric_(metric), reference_(reference) {
     const int last = static_cast<int>(commits.size()) - 1;
-    for (const v1::Probe& probe : status.probes()) {
+    for (const v1::Probe& probe : probes) {
       if (!MeasuresOneCommit(probe)) continue;
       std::vector<double> samples = SamplesOf(probe, metric);
       if (samples.empty()) continue;
@@ -97,7 +97,7 @@ class MetricJudge {
     const double reference_good = MedianOrZero(good);
     const int last = static_cast<int>(commits_.size()) - 1;
     std::map<int, std::vector<double>> samples_at = {{0, good}, {last, bad_}};
-    for (const v1::Probe& probe : status_.probes()) {
+    for (const v1::Probe& probe : probes_) {
       if (!MeasuresOneCommit(probe) || probe.index() <= 0 || probe.index() >= last) continue;
       auto own_good = good_.find(probe.worker());
       if (own_good == good_.end()) continue;
@@ -114,7 +114,7 @@ class MetricJudge {
   }
 
  private:
-  const v1::JobStatus& status_;
+  const ProbeRows& probes_;
   const std::vector<v1::CommitRef>& commits_;
   const std::string& metric_;
   const std::string& reference_;
@@ -126,7 +126,7 @@ class MetricJudge {
 // close to tell (0 otherwise).
 // `suite_size`: the metrics judged, for the significance a move of a metric other than the lead
 // needs when the baselines reached max_runs (AssessBaselines then decides by a p-value).
-v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
+v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status, const ProbeRows& probes,
                                   const std::vector<v1::CommitRef>& commits,
                                   const v1::SuiteMetricInfo& info, const std::string& reference,
                                   int suite_size, int* more_runs) {
@@ -138,7 +138,7 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status,
   row.set_lead(info.name() == status.metric_name());
   const v1::Direction direction = DirectionOf(status, info, row.lead());
   row.set_direction(direction);
-  const MetricJudge judge(status, commits, info.name(), reference);
+  const MetricJudge judge(probes, commits, info.name(), reference);
   const std::vector<double>* good = judge.ReferenceGood();
   if (good == nullptr || judge.Bad().empty()) return row;  // Not judged yet.
   const BaselineAssessment baselines =
@@ -229,7 +229,7 @@ bool SuiteFollowsUp(const v1::JobStatus& status) {
          status.spec().follow_up_depth() < kMaxSuiteFollowUpDepth;
 }
 
-std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
+std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status, const ProbeRows& probes,
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs) {
@@ -246,7 +246,7 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
     if (!members.empty() && !members.contains(info.name())) continue;
     int more_runs = 0;
     rows.push_back(JudgeMetric(
-        status, commits, info, reference,
+        status, probes, commits, info, reference,
         members.empty() ? static_cast<int>(metrics.size()) : static_cast<int>(members.size()),
         &more_runs));
     *more_baseline_runs = std::max(*more_baseline_runs, more_runs);
@@ -305,7 +305,7 @@ void SuiteLedger::Learn(const v1::TaskResult& result) {
 
 void SuiteLedger::Judge() {
   if (!active()) return;
-  rows_ = JudgeSuite(*status_, *commits_, metrics_, &more_baseline_runs_);
+  rows_ = JudgeSuite(*status_, *probes_, *commits_, metrics_, &more_baseline_runs_);
 }
 
 }  // namespace kbisect

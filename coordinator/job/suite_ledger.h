@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -38,14 +39,14 @@ inline constexpr int kMaxSuiteFollowUpDepth = 8;
 // found its culprit, or its lead did not move; and the depth allows another level.
 bool SuiteFollowsUp(const v1::JobStatus& status);
 
-// The metrics of a suite judged on `status`'s probe rows over `commits` (index 0 = GOOD, last =
-// BAD), one row per metric of `metrics` in their order (only those of the spec's members, when
-// it names some). A metric whose GOOD or BAD the reference worker has not measured yet is
-// UNSPECIFIED; one whose GOOD and BAD are too close to tell is UNRESOLVED, and
+// The metrics of a suite of the job `status` judged on its probe rows `probes` over `commits`
+// (index 0 = GOOD, last = BAD), one row per metric of `metrics` in their order (only those of
+// the spec's members, when it names some). A metric whose GOOD or BAD the reference worker has not
+// measured yet is UNSPECIFIED; one whose GOOD and BAD are too close to tell is UNRESOLVED, and
 // `more_baseline_runs` (when not null) is set to the most runs of each baseline such a metric
 // asks for (AssessBaselines; 0 when none does). Once the job is finished, a row still SEARCHING
 // that no follow-up will search (SuiteFollowsUp) is UNRESOLVED, saying where its step lies. Pure.
-std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status,
+std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status, const ProbeRows& probes,
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs = nullptr);
@@ -60,9 +61,10 @@ void ProjectOnLead(const std::string& lead, v1::TaskResult* result);
 
 class SuiteLedger {
  public:
-  // Both must outlive the ledger.
-  SuiteLedger(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits)
-      : status_(status), commits_(commits) {}
+  // All must outlive the ledger; `probes` is the job's probe table (ProbeBook's).
+  SuiteLedger(const v1::JobStatus* status, const ProbeRows* probes,
+              const std::vector<v1::CommitRef>* commits)
+      : status_(status), probes_(probes), commits_(commits) {}
 
   // True when the job bisects a suite.
   bool active() const { return !status_->spec().metric().suite().empty(); }
@@ -86,6 +88,7 @@ class SuiteLedger {
 
  private:
   const v1::JobStatus* const status_;
+  const ProbeRows* const probes_;
   const std::vector<v1::CommitRef>* const commits_;
   std::vector<v1::SuiteMetricInfo> metrics_;
   std::vector<v1::SuiteMetricResult> rows_;

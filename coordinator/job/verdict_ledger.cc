@@ -134,7 +134,7 @@ void VerdictLedger::RetractAll(absl::Time now) {
 void VerdictLedger::Rebuild() {
   BisectSearch search = empty_;
   RecordMarks(status_->marks(), &search);
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : book_->rows()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
         probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(status_->marks(), probe.index())) {
       continue;
@@ -157,7 +157,7 @@ void VerdictLedger::Rebuild() {
 void VerdictLedger::UpdateProgress() {
   v1::Progress* progress = status_->mutable_progress();
   int finished_probes = 0;
-  for (const v1::Probe& probe : status_->probes()) {
+  for (const v1::Probe& probe : book_->rows()) {
     if (probe.state() == v1::PROBE_STATE_FINISHED) ++finished_probes;
   }
   progress->set_probes_finished(finished_probes);

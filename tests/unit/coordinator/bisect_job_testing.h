@@ -89,8 +89,8 @@ class JobPartsFixture {
   explicit JobPartsFixture(int n, const v1::JobSpec& spec = MakeSpec())
       : commits_(MakeCommits(n)),
         ledger_(spec, commits_, &status_, &book_, &calibration_),
-        book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false),
+        book_(status_.job_id(), spec, &commits_),
+        calibration_(&status_, &book_.rows(), /*pass_fail=*/false),
         confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_) {
     *status_.mutable_spec() = spec;
     status_.set_commit_count(n);

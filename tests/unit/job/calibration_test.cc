@@ -17,7 +17,7 @@ using ::testing::UnorderedElementsAre;
 // A probe table built by hand: GOOD calibrations per worker, the BAD baseline.
 class CalibrationTest : public ::testing::Test {
  protected:
-  CalibrationTest() : calibration_(&status_, /*pass_fail=*/false) {
+  CalibrationTest() : calibration_(&status_, &status_.probes(), /*pass_fail=*/false) {
     status_.set_state(v1::JOB_STATE_BISECTING);
   }
 
@@ -318,7 +318,7 @@ TEST_F(CalibrationTest, ShortCalibrationsAreToppedUpToTheRunsNeededButNotTheRefe
 
 TEST(CalibrationPassFailTest, NobodyOwesACalibrationWithExitCodes) {
   v1::JobStatus status;
-  Calibration calibration(&status, /*pass_fail=*/true);
+  Calibration calibration(&status, &status.probes(), /*pass_fail=*/true);
   v1::Probe* probe = status.add_probes();
   probe->set_kind(v1::PROBE_KIND_BISECT);
   probe->set_worker("w0");

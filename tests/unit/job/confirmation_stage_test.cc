@@ -29,15 +29,11 @@ class ConfirmationStageTest : public ::testing::Test {
   ConfirmationStageTest()
       : commits_(MakeCommits(kCommits)),
         search_(kCommits),
-        book_(&status_, &commits_),
-        calibration_(&status_, /*pass_fail=*/false),
+        book_("job", Spec(), &commits_),
+        calibration_(&status_, &book_.rows(), /*pass_fail=*/false),
         stage_(&status_, &commits_, &search_, &calibration_, &book_) {
-    v1::JobSpec spec = MakeSpec();
-    spec.set_runs_per_commit(3);
-    spec.set_max_runs(12);
-    spec.set_confirm(true);
     status_.set_job_id("job");
-    *status_.mutable_spec() = spec;
+    *status_.mutable_spec() = Spec();
     status_.set_commit_count(kCommits);
     status_.set_state(v1::JOB_STATE_BISECTING);
     const int good =
@@ -51,6 +47,15 @@ class ConfirmationStageTest : public ::testing::Test {
     status_.mutable_baseline()->mutable_bad()->set_median(120);
     status_.set_before(100);
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+
+  // The job's spec: 3 runs a commit, at most 12, with a confirmation.
+  static v1::JobSpec Spec() {
+    v1::JobSpec spec = MakeSpec();
+    spec.set_runs_per_commit(3);
+    spec.set_max_runs(12);
+    spec.set_confirm(true);
+    return spec;
   }
 
   // Hands task `id` to `worker` and finishes its row with `samples`; returns the row.

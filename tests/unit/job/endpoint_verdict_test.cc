@@ -29,18 +29,23 @@ class EndpointVerdictTest : public ::testing::Test {
  protected:
   explicit EndpointVerdictTest(bool pass_fail = false)
       : commits_(MakeCommits(kCommits)),
-        book_(&status_, &commits_),
-        calibration_(&status_, pass_fail),
+        book_("job", Spec(), &commits_),
+        calibration_(&status_, &book_.rows(), pass_fail),
         verdict_(&status_, &calibration_, &book_, pass_fail) {
+    status_.set_job_id("job");
+    *status_.mutable_spec() = Spec();
+    status_.set_commit_count(kCommits);
+    status_.set_state(v1::JOB_STATE_BASELINES);
+    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  }
+
+  // The job's spec: 5 runs a commit, at most 20, a step of at least 2%.
+  static v1::JobSpec Spec() {
     v1::JobSpec spec = MakeSpec();
     spec.set_runs_per_commit(5);
     spec.set_max_runs(20);
     spec.set_min_effect_fraction(0.02);
-    status_.set_job_id("job");
-    *status_.mutable_spec() = spec;
-    status_.set_commit_count(kCommits);
-    status_.set_state(v1::JOB_STATE_BASELINES);
-    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+    return spec;
   }
 
   // Creates a task of `kind` at `index` on `worker`, finished with `samples`; returns its row.

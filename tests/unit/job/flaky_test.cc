@@ -101,8 +101,8 @@ TEST(FlakySearchRulesTest, PointsCountTheRunsOfTheProbeTableAndTheTasksNotDone) 
   status.mutable_spec()->mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   std::vector<v1::CommitRef> commits(kN + 1);
   for (int i = 0; i <= kN; ++i) commits[i].set_sha("sha" + std::to_string(i));
-  ProbeBook book(&status, &commits);
-  Calibration calibration(&status, /*pass_fail=*/true);
+  ProbeBook book(status.job_id(), status.spec(), &commits);
+  Calibration calibration(&status, &book.rows(), /*pass_fail=*/true);
   BisectSearch search(kN);
   auto finish = [&](v1::ProbeKind kind, int index, std::vector<int> exit_codes) {
     const std::string id = book.NewTask(kind, index, 0);
@@ -116,7 +116,7 @@ TEST(FlakySearchRulesTest, PointsCountTheRunsOfTheProbeTableAndTheTasksNotDone) 
   };
   calibration.SetReference("w0", finish(v1::PROBE_KIND_BASELINE_GOOD, 0, {0, 0, 0, 0, 0, 0}));
   calibration.SetBadProbe(finish(v1::PROBE_KIND_BASELINE_BAD, kN, {0, 1, 0, 1, 1, 0}));
-  ASSERT_TRUE(FlakyPosteriorWithin(status, calibration, search).ok());
+  ASSERT_TRUE(FlakyPosteriorWithin(kN, book.rows(), calibration, search).ok());
 
   const std::vector<int> first = FlakyPoints(status, calibration, book, search, 1);
   ASSERT_EQ(first.size(), 1u);

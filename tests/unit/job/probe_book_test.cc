@@ -13,10 +13,7 @@ namespace {
 
 class ProbeBookTest : public ::testing::Test {
  protected:
-  ProbeBookTest() : book_(&status_, &commits_) {
-    status_.set_job_id("job");
-    status_.mutable_spec()->set_runs_per_commit(3);
-    status_.mutable_spec()->add_bench_command("./bench.sh");
+  ProbeBookTest() : book_("job", Spec(), &commits_) {
     for (int i = 0; i <= 10; ++i) {
       v1::CommitRef commit;
       commit.set_sha(std::string(39, 'a') + std::to_string(i % 10));
@@ -24,7 +21,14 @@ class ProbeBookTest : public ::testing::Test {
       commits_.push_back(commit);
     }
   }
-  v1::JobStatus status_;
+  // The job's spec: 3 runs a commit of ./bench.sh.
+  static v1::JobSpec Spec() {
+    v1::JobSpec spec;
+    spec.set_runs_per_commit(3);
+    spec.add_bench_command("./bench.sh");
+    return spec;
+  }
+
   std::vector<v1::CommitRef> commits_;
   ProbeBook book_;
 };
@@ -91,8 +95,7 @@ TEST_F(ProbeBookTest, TasksCarryTheActionDigestOfTheirTreeAndSpec) {
   commits_[7].set_tree_sha(std::string(40, 'b'));
   const v1::Task& three = book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 3, 1)).task;
   const v1::Task& seven = book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 7, 1)).task;
-  EXPECT_EQ(three.action_digest(),
-            ActionDigest(std::string(40, 'b'), SpecDigest(status_.spec()), ""));
+  EXPECT_EQ(three.action_digest(), ActionDigest(std::string(40, 'b'), SpecDigest(Spec()), ""));
   EXPECT_EQ(three.action_digest(), seven.action_digest());
   EXPECT_TRUE(book_.at(book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1)).task.action_digest().empty());
 }

@@ -23,7 +23,7 @@ class SearchResultTest : public ::testing::Test, protected bisect_job_testing::J
  protected:
   SearchResultTest()
       : JobPartsFixture(kCommits),
-        result_(&status_, &commits_, &calibration_, &ledger_, &confirmation_) {
+        result_(&status_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_) {
     status_.set_state(v1::JOB_STATE_BISECTING);
     status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
     status_.set_good_sha(commits_.front().sha());

@@ -108,7 +108,8 @@ class SuiteLedgerTest : public ::testing::Test {
 
   std::map<std::string, v1::SuiteMetricResult> Judge() const {
     std::map<std::string, v1::SuiteMetricResult> rows;
-    for (const v1::SuiteMetricResult& row : JudgeSuite(status_, commits_, metrics_)) {
+    for (const v1::SuiteMetricResult& row :
+         JudgeSuite(status_, status_.probes(), commits_, metrics_)) {
       rows[row.name()] = row;
     }
     return rows;
@@ -122,7 +123,8 @@ class SuiteLedgerTest : public ::testing::Test {
 TEST_F(SuiteLedgerTest, NothingIsJudgedBeforeTheReferenceMeasuredBothEnds) {
   status_.mutable_baseline()->clear_bad();
   Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0");
-  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(status_, commits_, metrics_);
+  const std::vector<v1::SuiteMetricResult> rows =
+      JudgeSuite(status_, status_.probes(), commits_, metrics_);
   ASSERT_EQ(rows.size(), metrics_.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].name(), metrics_[i].name()) << "in the order the output prints them";
@@ -208,7 +210,8 @@ TEST_F(SuiteLedgerTest, OnlyTheSpecsMembersAreJudged) {
   status_.mutable_spec()->mutable_metric()->add_members("early_ms");
   status_.mutable_spec()->mutable_metric()->add_members("flat_ms");
   Baselines();
-  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(status_, commits_, metrics_);
+  const std::vector<v1::SuiteMetricResult> rows =
+      JudgeSuite(status_, status_.probes(), commits_, metrics_);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].name(), "flat_ms");
   EXPECT_EQ(rows[1].name(), "early_ms");
@@ -260,7 +263,7 @@ TEST_F(SuiteLedgerTest, AtMaxRunsAMetricOtherThanTheLeadMustStandOutAmongTheSuit
 TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   v1::JobStatus status;
   std::vector<v1::CommitRef> commits(3);
-  SuiteLedger ledger(&status, &commits);
+  SuiteLedger ledger(&status, &status.probes(), &commits);
   v1::TaskResult result;
   result.add_suite_metrics()->set_name("a");
   result.add_suite_metrics()->set_name("b");
