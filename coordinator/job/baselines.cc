@@ -32,7 +32,7 @@ void BisectJob::MakeReference(const std::string& worker) {
 
 void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
   for (const auto& [kind, fact] : step.events) events_.Emit(kind, fact, nullptr, now);
-  if (step.more_runs > 0) standing_.ExtendBaselines(step.more_runs, now);
+  if (step.more_runs > 0) FollowStanding(standing_.ExtendBaselines(step.more_runs, now), now);
   if (step.more_good_runs > 0) book_.Extend(calibration_.good_probe(), step.more_good_runs);
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
   if (step.state.has_value()) status_.set_state(*step.state);

@@ -50,7 +50,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
       confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
       confidence_(&status_, &commits_, &calibration_, &ledger_, &book_, &confirmation_),
       result_(&status_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_),
-      standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, &events_, &to_cancel_,
+      standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_,
                 spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
@@ -515,9 +515,32 @@ void BisectJob::RecheckCalibrations(absl::Time now) {
   }
   // Quarantining may change the reference and add probes: decided first, applied after.
   for (const QuarantineDecision& outlier : calibration_.FindOutliers()) Quarantine(outlier, now);
-  standing_.SharpenCalibrations(now);
-  standing_.SettleProvisional(now);
+  FollowStanding(standing_.SharpenCalibrations(now), now);
+  SettleProvisional(now);
   ClassifyPending(now);
+}
+
+void BisectJob::SettleProvisional(absl::Time now) {
+  if (std::optional<RestatedBad> bad = standing_.RestateBad()) {
+    v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
+    base->mutable_samples()->Assign(bad->samples.begin(), bad->samples.end());
+    base->set_median(MedianOrZero(bad->samples));
+    status_.set_regression_pct(
+        RegressionPercent(status_.baseline().good().median(), base->median(), status_.direction()));
+    events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(bad->warning), nullptr, now);
+    ledger_.RetractAll(now);
+  }
+  standing_.SettleProvisional(now);
+}
+
+void BisectJob::FollowStanding(StandingStep step, absl::Time now) {
+  to_cancel_.insert(to_cancel_.end(), step.to_cancel.begin(), step.to_cancel.end());
+  if (step.back_to_baselines && status_.state() == v1::JOB_STATE_BISECTING) {
+    status_.set_state(v1::JOB_STATE_BASELINES);
+  }
+  for (v1::JobWarning& warning : step.warnings) {
+    events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(warning), nullptr, now);
+  }
 }
 
 std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const std::string& why,
@@ -531,7 +554,7 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   if (!entry.pinned_worker.empty()) {
     // Work only its worker could do: the worker is gone (see WorkerStanding::LosePinnedTask).
     const std::string worker = entry.pinned_worker;
-    standing_.LosePinnedTask(entry, why, now);
+    FollowStanding(standing_.LosePinnedTask(entry, why, now), now);
     OnRoleHolderLost(worker, "was lost", now);
     MaybeFinish(now);  // Its calibration is no longer owed (see OnWorkerGone).
     ledger_.UpdateProgress();

@@ -212,6 +212,13 @@ class BisectJob {
   // After a baseline or calibration changed: outliers, sharper calibrations, provisional
   // verdicts, then the probes waiting to be classified.
   void RecheckCalibrations(absl::Time now);
+  // Settles the provisional verdicts (WorkerStanding::SettleProvisional), after restating BAD in
+  // the reference's frame, with a warning, and taking every verdict back, when BAD's worker
+  // turned out to have an offset (WorkerStanding::RestateBad).
+  void SettleProvisional(absl::Time now);
+  // Acts on what a call of WorkerStanding returned, in StandingStep's order: the running tasks
+  // it cancelled join to_cancel_, the job goes back to its baselines, its warnings are emitted.
+  void FollowStanding(StandingStep step, absl::Time now);
   void ClassifyPending(absl::Time now);
   // Classifies a measured probe: a verdict, or more runs (Extend) when the samples cannot tell.
   void Classify(int probe_position, absl::Time now);
@@ -276,7 +283,9 @@ class BisectJob {
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_{&status_};
-  std::vector<std::string> to_cancel_;  // Returned (and cleared) by the public mutators.
+  // Tasks cancelled while running, their processes to kill: what the parts' steps and the job's
+  // own cancellations add, returned (and cleared) by the public mutators.
+  std::vector<std::string> to_cancel_;
 };
 
 }  // namespace kbisect

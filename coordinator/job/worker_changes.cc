@@ -21,7 +21,7 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   // reference's frame.
   if (!pass_fail_ && worker == calibration_.BadWorker() &&
       (quarantined || !calibration_.CalibrationDone(worker))) {
-    standing_.RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now);
+    FollowStanding(standing_.RemeasureBad(absl::StrCat("its worker ", worker, " ", why), now), now);
   }
   if (worker != calibration_.reference_worker() || (!quarantined && endpoints_.Ready())) return;
   // A reference that left after the baselines settled keeps its measurements; one that was
@@ -43,8 +43,8 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
     for (const Calibration::TopUp& top_up : calibration_.TopUps()) {
       book_.Extend(top_up.row, top_up.runs);
     }
-    standing_.SharpenCalibrations(now);
-    standing_.SettleProvisional(now);
+    FollowStanding(standing_.SharpenCalibrations(now), now);
+    SettleProvisional(now);
     ClassifyPending(now);
   }
 }
@@ -68,7 +68,7 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
       /*probe_again=*/true, "its worker was quarantined", now);
-  standing_.DropWorkOf(worker, "its worker was quarantined", now);
+  FollowStanding(standing_.DropWorkOf(worker, "its worker was quarantined", now), now);
   // A quarantined worker holding the reference GOOD or the BAD baseline hands it on.
   OnRoleHolderLost(worker, "was quarantined", now);
   if (!calibration_.AnyoneLeft()) Finish(v1::OUTCOME_ERROR, EveryWorkerQuarantinedText(), now);
@@ -79,7 +79,9 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
   Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return {};
   calibration_.worker(worker).gone = true;
-  standing_.DropWorkOf(worker, absl::StrCat("its worker left: ", why), now, /*keep_measured=*/true);
+  FollowStanding(standing_.DropWorkOf(worker, absl::StrCat("its worker left: ", why), now,
+                                      /*keep_measured=*/true),
+                 now);
   OnRoleHolderLost(worker, "left", now);
   // What waited for this worker (its calibration) is no longer owed: the search may be over.
   MaybeFinish(now);
@@ -90,7 +92,7 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
 void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
   Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return;
-  standing_.DropWorkOf(worker, why, now);
+  FollowStanding(standing_.DropWorkOf(worker, why, now), now);
   if (worker == calibration_.reference_worker()) return;  // The reference baselines stay.
   Calibration::Worker& state = calibration_.worker(worker);
   state.calibration = -1;

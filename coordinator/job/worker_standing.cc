@@ -2,6 +2,8 @@
 #include "coordinator/job/worker_standing.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,32 +22,34 @@ bool Finished(const v1::JobStatus& status) {
 
 }  // namespace
 
-void WorkerStanding::SettleProvisional(absl::Time now) {
-  if (pass_fail_ || Finished(*status_) || status_->state() != v1::JOB_STATE_BISECTING) return;
+bool WorkerStanding::Bisecting() const {
+  return !pass_fail_ && !Finished(*status_) && status_->state() == v1::JOB_STATE_BISECTING;
+}
+
+std::optional<RestatedBad> WorkerStanding::RestateBad() {
+  if (!Bisecting()) return std::nullopt;
   const std::string bad_worker = calibration_->BadWorker();
-  if (!calibration_->bad_offset_checked() && calibration_->CalibrationDone(bad_worker)) {
-    calibration_->set_bad_offset_checked(true);
-    if (calibration_->HasOffset(bad_worker)) {
-      // BAD was measured on a GPU with an offset: in the reference's frame it is another
-      // value, and every verdict judged against it is judged again.
-      const std::vector<double> bad = calibration_->ReferenceBadSamples();
-      v1::Baseline* base = status_->mutable_baseline()->mutable_bad();
-      base->mutable_samples()->Assign(bad.begin(), bad.end());
-      base->set_median(MedianOrZero(bad));
-      status_->set_regression_pct(RegressionPercent(status_->baseline().good().median(),
-                                                    base->median(), status_->direction()));
-      const double own = book_->probe(calibration_->worker(bad_worker).calibration).median();
-      const double reference = book_->probe(calibration_->good_probe()).median();
-      v1::JobWarning offset;
-      v1::JobWarning::BadWorkerOffset& fact = *offset.mutable_bad_worker_offset();
-      fact.set_worker(bad_worker);
-      fact.set_offset_fraction(own / reference - 1);
-      fact.set_bad_median(base->median());
-      fact.set_unit(status_->metric_unit());
-      events_->Emit(v1::JOB_EVENT_KIND_WARNING, std::move(offset), nullptr, now);
-      ledger_->RetractAll(now);
-    }
+  if (calibration_->bad_offset_checked() || !calibration_->CalibrationDone(bad_worker)) {
+    return std::nullopt;
   }
+  calibration_->set_bad_offset_checked(true);
+  if (!calibration_->HasOffset(bad_worker)) return std::nullopt;
+  // BAD was measured on a GPU with an offset: in the reference's frame it is another value, and
+  // every verdict judged against it is judged again.
+  RestatedBad restated;
+  restated.samples = calibration_->ReferenceBadSamples();
+  const double own = book_->probe(calibration_->worker(bad_worker).calibration).median();
+  const double reference = book_->probe(calibration_->good_probe()).median();
+  v1::JobWarning::BadWorkerOffset& fact = *restated.warning.mutable_bad_worker_offset();
+  fact.set_worker(bad_worker);
+  fact.set_offset_fraction(own / reference - 1);
+  fact.set_bad_median(MedianOrZero(restated.samples));
+  fact.set_unit(status_->metric_unit());
+  return restated;
+}
+
+void WorkerStanding::SettleProvisional(absl::Time now) {
+  if (!Bisecting()) return;
   std::vector<int> judge_again;
   for (int i = 0; i < book_->probe_count(); ++i) {
     v1::Probe& probe = book_->mutable_probe(i);
@@ -66,7 +70,13 @@ void WorkerStanding::SettleProvisional(absl::Time now) {
   if (!judge_again.empty()) ledger_->Retract(judge_again, /*probe_again=*/false, "", now);
 }
 
-void WorkerStanding::RemeasureBad(const std::string& why, absl::Time now) {
+StandingStep WorkerStanding::RemeasureBad(const std::string& why, absl::Time now) {
+  StandingStep step;
+  RemeasureBadInto(why, now, &step);
+  return step;
+}
+
+void WorkerStanding::RemeasureBadInto(const std::string& why, absl::Time now, StandingStep* step) {
   const int bad_probe = calibration_->bad_probe();
   if (bad_probe < 0) return;
   // BAD not measured yet: its queued or retried task is still to come, for any worker. More runs
@@ -80,21 +90,20 @@ void WorkerStanding::RemeasureBad(const std::string& why, absl::Time now) {
   }
   for (auto& [id, entry] : book_->tasks()) {
     if (!entry.done && entry.probe == bad_probe) {
-      book_->CancelTask(entry, id, DiscardedText(why), now, to_cancel_);
+      book_->CancelTask(entry, id, DiscardedText(why), now, &step->to_cancel);
     }
   }
   const std::string id = book_->NewTask(v1::PROBE_KIND_BASELINE_BAD, status_->commit_count(), 0);
   calibration_->SetBadProbe(book_->at(id).probe);
   calibration_->set_bad_offset_checked(false);
   book_->QueueFront(id);
-  if (status_->state() == v1::JOB_STATE_BISECTING) status_->set_state(v1::JOB_STATE_BASELINES);
+  step->back_to_baselines = true;
   ledger_->RetractAll(now);
-  v1::JobWarning remeasured;
-  remeasured.mutable_bad_remeasured()->set_why(why);
-  events_->Emit(v1::JOB_EVENT_KIND_WARNING, std::move(remeasured), nullptr, now);
+  step->warnings.emplace_back().mutable_bad_remeasured()->set_why(why);
 }
 
-void WorkerStanding::SharpenCalibrations(absl::Time now) {
+StandingStep WorkerStanding::SharpenCalibrations(absl::Time now) {
+  StandingStep step;
   for (auto& [worker, state] : calibration_->workers()) {
     if (state.quarantined || state.calibration < 0) continue;
     const v1::Probe& calibration = book_->probe(state.calibration);
@@ -104,15 +113,24 @@ void WorkerStanding::SharpenCalibrations(absl::Time now) {
     if (missing <= 0 || !calibration_->HasOffset(worker)) continue;
     if (state.gone) {
       // It cannot re-measure: what it measured cannot be judged; others probe it again.
-      DropWorkOf(worker, "its worker left before its calibration was complete", now);
+      DropWorkInto(worker, "its worker left before its calibration was complete", now,
+                   /*keep_measured=*/false, &step);
     } else {
       book_->Extend(state.calibration, missing);
     }
   }
+  return step;
 }
 
-void WorkerStanding::DropWorkOf(const std::string& worker, const std::string& why, absl::Time now,
-                                bool keep_measured) {
+StandingStep WorkerStanding::DropWorkOf(const std::string& worker, const std::string& why,
+                                        absl::Time now, bool keep_measured) {
+  StandingStep step;
+  DropWorkInto(worker, why, now, keep_measured, &step);
+  return step;
+}
+
+void WorkerStanding::DropWorkInto(const std::string& worker, const std::string& why, absl::Time now,
+                                  bool keep_measured, StandingStep* step) {
   // Confirmation pairs belong to no worker: one waiting in the queue (a retry whose row still
   // names the worker that lost it) stays for any other, and one the worker was measuring is
   // queued again, so the confirmation still gets its pairs and is judged when they are in.
@@ -129,7 +147,7 @@ void WorkerStanding::DropWorkOf(const std::string& worker, const std::string& wh
     }
     if (entry.task.kind() == v1::PROBE_KIND_BISECT)
       ledger_->search().Abandon(entry.task.commit_index());
-    book_->CancelTask(entry, id, DiscardedText(why), now, to_cancel_);
+    book_->CancelTask(entry, id, DiscardedText(why), now, &step->to_cancel);
   }
   for (int pairs : pairs_again) confirmation_->QueueTasks(1, pairs, ledger_->max_round() + 1);
   // A calibration cancelled with its worker (an extension it did not measure) is measured again,
@@ -156,7 +174,8 @@ void WorkerStanding::DropWorkOf(const std::string& worker, const std::string& wh
   });
 }
 
-void WorkerStanding::ExtendBaselines(int runs, absl::Time now) {
+StandingStep WorkerStanding::ExtendBaselines(int runs, absl::Time now) {
+  StandingStep step;
   // A baseline whose worker left cannot get more runs there (a task pinned to it would wait for
   // ever): the reference moves to another calibrated worker, whose GOOD gets them, and BAD is
   // measured again by any worker.
@@ -166,14 +185,17 @@ void WorkerStanding::ExtendBaselines(int runs, absl::Time now) {
   const std::string bad_worker = calibration_->BadWorker();
   const Calibration::Worker* bad = calibration_->Find(bad_worker);
   if (bad != nullptr && bad->gone) {
-    RemeasureBad(absl::StrCat("its worker ", bad_worker, " left before it could measure more"),
-                 now);
+    RemeasureBadInto(absl::StrCat("its worker ", bad_worker, " left before it could measure more"),
+                     now, &step);
   } else {
     book_->Extend(calibration_->bad_probe(), runs);
   }
+  return step;
 }
 
-void WorkerStanding::LosePinnedTask(TaskEntry& entry, const std::string& why, absl::Time now) {
+StandingStep WorkerStanding::LosePinnedTask(TaskEntry& entry, const std::string& why,
+                                            absl::Time now) {
+  StandingStep step;
   v1::Probe& probe = book_->ProbeOf(entry);
   // Work that only its worker could do (a calibration, a control, a re-measurement against
   // its calibration): the worker is gone, so is what depended on it. Its commits are probed
@@ -191,7 +213,11 @@ void WorkerStanding::LosePinnedTask(TaskEntry& entry, const std::string& why, ab
   Calibration::Worker& state = calibration_->worker(worker);
   if (state.calibration == entry.probe) state.calibration = -1;
   state.gone = true;
-  DropWorkOf(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true);
-  if (bad_lost) RemeasureBad(absl::StrCat("its worker ", worker, " was lost measuring it"), now);
+  DropWorkInto(worker, absl::StrCat("worker lost: ", why), now, /*keep_measured=*/true, &step);
+  if (bad_lost) {
+    RemeasureBadInto(absl::StrCat("its worker ", worker, " was lost measuring it"), now, &step);
+  }
+  return step;
 }
+
 }  // namespace kbisect

@@ -27,9 +27,7 @@ class WorkerStandingTest : public ::testing::Test, protected bisect_job_testing:
   WorkerStandingTest()
       : JobPartsFixture(kCommits),
         confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
-        events_(&status_),
-        standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, &events_, &to_cancel_,
-                  /*pass_fail=*/false) {
+        standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, /*pass_fail=*/false) {
     status_.set_state(v1::JOB_STATE_BISECTING);
   }
 
@@ -53,8 +51,6 @@ class WorkerStandingTest : public ::testing::Test, protected bisect_job_testing:
   }
 
   ConfirmationStage confirmation_;
-  JobEventLog events_;
-  std::vector<std::string> to_cancel_;
   WorkerStanding standing_;
 };
 
@@ -62,8 +58,10 @@ TEST_F(WorkerStandingTest, ADepartedWorkersRunningProbeIsCancelledAndItsCommitGi
   Baselines("w0");
   const std::string gone = Running(3, "w1");
   const std::string stays = Running(5, "w0");
-  standing_.DropWorkOf("w1", "its worker left: no heartbeat", kNow);
-  EXPECT_EQ(to_cancel_, std::vector<std::string>{gone});
+  const StandingStep step = standing_.DropWorkOf("w1", "its worker left: no heartbeat", kNow);
+  EXPECT_EQ(step.to_cancel, std::vector<std::string>{gone});
+  EXPECT_FALSE(step.back_to_baselines);
+  EXPECT_TRUE(step.warnings.empty());
   const v1::Probe& dropped = book_.ProbeOf(book_.at(gone));
   EXPECT_EQ(dropped.state(), v1::PROBE_STATE_CANCELLED);
   EXPECT_TRUE(absl::StrContains(dropped.message(), "no heartbeat")) << dropped.message();
@@ -80,11 +78,12 @@ TEST_F(WorkerStandingTest, MeasuredProbesWaitingForAVerdictGoUnlessTheyCanStillB
                                     {101, 100.8, 101.2});
   ledger_.search().MarkInFlight(4);
   ledger_.Await(row);
-  standing_.DropWorkOf("w1", "its worker left", kNow, /*keep_measured=*/true);
+  const StandingStep step = standing_.DropWorkOf("w1", "its worker left", kNow,
+                                                 /*keep_measured=*/true);
   EXPECT_TRUE(ledger_.awaiting().empty());
   EXPECT_EQ(book_.probe(row).state(), v1::PROBE_STATE_CANCELLED);
   EXPECT_TRUE(ledger_.search().InFlight().empty());
-  EXPECT_TRUE(to_cancel_.empty());  // Nothing was running.
+  EXPECT_TRUE(step.to_cancel.empty());  // Nothing was running.
 
   // w0's calibration can judge what it measured: kept when asked to keep measurements.
   const int kept =
@@ -99,22 +98,23 @@ TEST_F(WorkerStandingTest, MeasuredProbesWaitingForAVerdictGoUnlessTheyCanStillB
 TEST_F(WorkerStandingTest, BadIsMeasuredAgainFromTheStartWhenItsWorkerCannotVouchForIt) {
   Baselines("w0");
   const int old_bad = calibration_.bad_probe();
-  standing_.RemeasureBad("its worker w0 was quarantined", kNow);
+  const StandingStep step = standing_.RemeasureBad("its worker w0 was quarantined", kNow);
   const int new_bad = calibration_.bad_probe();
   ASSERT_NE(new_bad, old_bad);
   EXPECT_EQ(book_.probe(new_bad).kind(), v1::PROBE_KIND_BASELINE_BAD);
   EXPECT_EQ(book_.probe(new_bad).index(), kCommits);
   EXPECT_EQ(book_.probe(new_bad).state(), v1::PROBE_STATE_PENDING);
-  EXPECT_EQ(status_.state(), v1::JOB_STATE_BASELINES);
-  const std::vector<v1::JobEvent> events = events_.Take();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind(), v1::JOB_EVENT_KIND_WARNING);
-  EXPECT_TRUE(absl::StrContains(events[0].message(), "quarantined")) << events[0].message();
+  EXPECT_TRUE(step.back_to_baselines);
+  EXPECT_EQ(status_.state(), v1::JOB_STATE_BISECTING) << "the job applies the step, not the part";
+  ASSERT_EQ(step.warnings.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(step.warnings[0].bad_remeasured().why(), "quarantined"))
+      << step.warnings[0].bad_remeasured().why();
 
   // Its first measurement still to come (queued for any worker): nothing more to do.
-  standing_.RemeasureBad("its worker w1 left", kNow);
+  const StandingStep again = standing_.RemeasureBad("its worker w1 left", kNow);
   EXPECT_EQ(calibration_.bad_probe(), new_bad);
-  EXPECT_TRUE(events_.Take().empty());
+  EXPECT_FALSE(again.back_to_baselines);
+  EXPECT_TRUE(again.warnings.empty());
 }
 
 }  // namespace
