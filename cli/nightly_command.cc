@@ -384,6 +384,198 @@ int SuiteExitCode(const std::vector<triage::NightlyDecision>& decisions) {
   return triage::NightlyExitCode(NightlyAction::kNothing);
 }
 
+// Tonight's suite once recorded: every metric of the output, and the history with each metric's
+// night added to its series.
+struct RecordedSuite {
+  SuiteReading reading;
+  triage::History history;
+};
+
+// Reads every metric of tonight's `output` (--suite), adds each to its own series of the history
+// (`base` with the metric's name, unit and value), writes the history file and prints the night's
+// line. Errors say what failed; one about the output says "tonight's suite".
+absl::StatusOr<RecordedSuite> RecordSuiteNight(const NightlyFlags& f, const std::string& output,
+                                               const triage::NightlyRecord& base) {
+  const absl::StatusOr<MetricSuiteSpec> spec = ParseMetricSuiteSpec(f.suite);
+  absl::StatusOr<SuiteReading> reading =
+      spec.ok() ? ReadSuite(*spec, output, "", {}) : absl::StatusOr<SuiteReading>(spec.status());
+  if (!reading.ok()) {
+    return absl::Status(reading.status().code(),
+                        absl::StrCat("tonight's suite: ", reading.status().message()));
+  }
+  ASSIGN_OR_RETURN(triage::History history, triage::ReadHistoryFile(f.history));
+  for (const NamedMetric& named : reading->metrics) {
+    triage::NightlyRecord record = base;
+    record.benchmark = SuiteSeries(f.benchmark, named.name);
+    record.metric = named.name;
+    record.unit = named.metric.unit;
+    record.value = named.metric.value;
+    triage::AddNightly(&history, std::move(record));
+  }
+  RETURN_IF_ERROR(triage::WriteHistoryFile(f.history, history));
+  std::cout << "Night " << f.date << ": " << f.benchmark << " on " << f.hardware_class << " at "
+            << base.sha << ": " << Count(static_cast<int>(reading->metrics.size()), "metric")
+            << " of the suite\n";
+  return RecordedSuite{*std::move(reading), std::move(history)};
+}
+
+// What the triage of a suite's night found: each metric's decision (in the reading's order) and
+// its JSON row, and for the metrics with a regression step to bisect, the window that covers
+// every step, the metric that moved most and each one's move ("name +12.3%").
+struct SuiteTriage {
+  std::vector<triage::NightlyDecision> decisions;
+  nlohmann::json metrics = nlohmann::json::array();
+  const NamedMetric* lead = nullptr;  // Into the reading triaged; null: nothing to bisect.
+  std::optional<triage::NightlyRef> last_good;
+  std::optional<triage::NightlyRef> first_bad;
+  std::vector<std::string> moved;
+};
+
+// Prints metric `named`'s line of the night with its decision `d`, and returns its JSON row. A
+// step to bisect is said as such: the suite's one job bisects it, not the series' own request id
+// that the decision's summary names.
+nlohmann::json ReportSuiteMetric(const NightlyFlags& f, const NamedMetric& named,
+                                 const triage::NightlyDecision& d) {
+  const std::string summary =
+      d.action == triage::NightlyAction::kSubmitBisect
+          ? absl::StrCat("a real regression step between the nightlies of ",
+                         d.triage.last_good->date, " and ", d.triage.first_bad->date)
+          : d.summary;
+  std::cout << "  " << named.name << " = " << FormatValue(named.metric.value, named.metric.unit)
+            << ": " << triage::NightlyActionName(d.action) << " (" << summary << ")\n";
+  return {{"metric", named.name},
+          {"series", SuiteSeries(f.benchmark, named.name)},
+          {"value", named.metric.value},
+          {"unit", named.metric.unit},
+          {"action", triage::NightlyActionName(d.action)},
+          {"cause", triage::CauseName(d.triage.diagnosis.cause)},
+          {"summary", summary}};
+}
+
+// Triages each metric of `reading` in its series of `history` (its own direction where the
+// request has none), printing its line, and gathers the steps to bisect into one window. Errors
+// name the metric whose triage failed.
+absl::StatusOr<SuiteTriage> TriageSuiteMetrics(const NightlyFlags& f, const SuiteReading& reading,
+                                               const triage::History& history,
+                                               const triage::TriageRequest& request,
+                                               const GitRepo* repo,
+                                               const std::vector<std::string>& harness_globs) {
+  SuiteTriage found;
+  double lead_move = -1;
+  for (const NamedMetric& named : reading.metrics) {
+    triage::TriageRequest metric_request = request;
+    if (metric_request.roles.primary_direction == Direction::kUnknown) {
+      metric_request.roles.primary_direction = named.metric.direction;
+    }
+    absl::StatusOr<triage::NightlyDecision> decision =
+        triage::DecideNightly(history, SuiteSeries(f.benchmark, named.name), f.hardware_class,
+                              metric_request, repo, harness_globs);
+    if (!decision.ok()) {
+      return absl::Status(decision.status().code(),
+                          absl::StrCat(named.name, ": ", decision.status().message()));
+    }
+    found.decisions.push_back(*std::move(decision));
+    const triage::NightlyDecision& d = found.decisions.back();
+    found.metrics.push_back(ReportSuiteMetric(f, named, d));
+    if (d.action != triage::NightlyAction::kSubmitBisect) continue;
+    const triage::KernelTriage& k = d.triage;
+    const double move = std::fabs(k.evidence.primary.relative_change);
+    found.moved.push_back(absl::StrCat(
+        named.name, " ", FormatSignedPercent(100 * k.evidence.primary.relative_change)));
+    if (move > lead_move) {
+      lead_move = move;
+      found.lead = &named;
+    }
+    // Copies: `decisions` grows.
+    if (!found.last_good.has_value() || k.last_good->date < found.last_good->date) {
+      found.last_good = k.last_good;
+    }
+    if (!found.first_bad.has_value() || k.first_bad->date > found.first_bad->date) {
+      found.first_bad = k.first_bad;
+    }
+  }
+  return found;
+}
+
+// The trigger text of the suite's bisect: the night, and which metrics regressed between which
+// nightlies by how much.
+std::string SuiteTrigger(const NightlyFlags& f, const SuiteTriage& found) {
+  return absl::StrCat("kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ", f.date,
+                      f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "", ": ",
+                      Count(found.moved.size(), "metric"),
+                      " of the suite regressed between the nightlies of ", found.last_good->date,
+                      " and ", found.first_bad->date, ": ", absl::StrJoin(found.moved, ", "));
+}
+
+// Records the suite's bisect, job `job_id` under `request_id`, in each regressed series of
+// `recorded`'s history, so that later nights do not submit its step again, and writes the
+// history file. Errors say why it could not be written.
+absl::Status RecordSuiteBisect(const NightlyFlags& f, const SuiteTriage& found,
+                               const std::string& request_id, const std::string& job_id,
+                               RecordedSuite* recorded) {
+  for (size_t i = 0; i < found.decisions.size(); ++i) {
+    if (found.decisions[i].action != triage::NightlyAction::kSubmitBisect) continue;
+    triage::BisectRecord record;
+    record.benchmark = SuiteSeries(f.benchmark, recorded->reading.metrics[i].name);
+    record.hardware_class = f.hardware_class;
+    record.last_good = found.last_good->full_sha;
+    record.last_good_date = found.last_good->date;
+    record.first_bad = found.first_bad->full_sha;
+    record.first_bad_date = found.first_bad->date;
+    record.request_id = request_id;
+    record.job_id = job_id;
+    record.date = f.date;
+    recorded->history.bisects.push_back(record);
+  }
+  return triage::WriteHistoryFile(f.history, recorded->history);
+}
+
+// Submits the suite's one bisect of `found`'s window, led by the metric that moved most (unless
+// --no-submit), records it in the history and follows it to --notify-url when set, printing what
+// was done. Adds the request id, the lead, the job and whether it was submitted to `out`, and
+// writes it to --json. Returns the night's exit code.
+int SubmitSuiteBisect(const NightlyFlags& f, const std::vector<std::string>& bench,
+                      const SuiteTriage& found, CommandRunner* runner, RecordedSuite* recorded,
+                      nlohmann::json* out) {
+  const std::string request_id = triage::NightlyRequestId(
+      f.benchmark, f.hardware_class, found.last_good->full_sha, found.first_bad->full_sha);
+  std::cout << "Regressed: " << absl::StrJoin(found.moved, ", ") << "; one bisect of "
+            << found.last_good->sha << ".." << found.first_bad->sha << " led by "
+            << found.lead->name << "\n";
+  (*out)["request_id"] = request_id;
+  (*out)["lead"] = found.lead->name;
+  const int exit_code = SuiteExitCode(found.decisions);
+  auto write_json = [&]() { return WriteDecisionJson(f.json_file, *out); };
+  if (f.no_submit) {
+    std::cout << "Not submitted (--no-submit).\n";
+    return write_json() ? exit_code : kExitError;
+  }
+  absl::StatusOr<Submitted> submitted = SubmitBisect(
+      runner, f, bench, found.last_good->full_sha, found.first_bad->full_sha, request_id,
+      SuiteTrigger(f, found), {"--suite", f.suite, "--lead", found.lead->name});
+  if (!submitted.ok()) {
+    std::cerr << "kbisect nightly: " << submitted.status().message() << "\n";
+    return kExitError;
+  }
+  std::cout << (submitted->existed ? "Already submitted: job " : "Submitted: job ")
+            << submitted->job_id << " (request " << request_id << ")\n";
+  if (absl::Status written = RecordSuiteBisect(f, found, request_id, submitted->job_id, recorded);
+      !written.ok()) {
+    std::cerr << "kbisect nightly: " << written.message() << "\n";
+    return kExitError;
+  }
+  (*out)["job_id"] = submitted->job_id;
+  (*out)["submitted"] = !submitted->existed;
+  if (!f.notify_url.empty() && !submitted->job_id.empty() && !submitted->existed) {
+    if (absl::Status notified = NotifyWhenDone(runner, f, submitted->job_id); !notified.ok()) {
+      std::cerr << "kbisect nightly: " << notified.message() << "\n";
+      write_json();
+      return kExitError;
+    }
+  }
+  return write_json() ? exit_code : kExitError;
+}
+
 // A night of a suite (--suite): every metric of tonight's output is its own series
 // ("<benchmark>/<metric>") in the history, each is triaged, and the metrics with a real
 // regression step are bisected by ONE suite job over the window that covers all their steps,
@@ -392,148 +584,26 @@ int SuiteNight(const NightlyFlags& f, const std::vector<std::string>& bench,
                const std::string& output, const triage::NightlyRecord& base,
                const triage::TriageRequest& request, const GitRepo* repo,
                const std::vector<std::string>& harness_globs, CommandRunner* runner) {
-  const absl::StatusOr<MetricSuiteSpec> spec = ParseMetricSuiteSpec(f.suite);
-  absl::StatusOr<SuiteReading> reading =
-      spec.ok() ? ReadSuite(*spec, output, "", {}) : absl::StatusOr<SuiteReading>(spec.status());
-  if (!reading.ok()) {
-    std::cerr << "kbisect nightly: tonight's suite: " << reading.status().message() << "\n";
+  absl::StatusOr<RecordedSuite> recorded = RecordSuiteNight(f, output, base);
+  if (!recorded.ok()) {
+    std::cerr << "kbisect nightly: " << recorded.status().message() << "\n";
     return kExitError;
   }
-  absl::StatusOr<triage::History> history = triage::ReadHistoryFile(f.history);
-  if (!history.ok()) {
-    std::cerr << "kbisect nightly: " << history.status().message() << "\n";
+  absl::StatusOr<SuiteTriage> found =
+      TriageSuiteMetrics(f, recorded->reading, recorded->history, request, repo, harness_globs);
+  if (!found.ok()) {
+    std::cerr << "kbisect nightly: " << found.status().message() << "\n";
     return kExitError;
   }
-  for (const NamedMetric& named : reading->metrics) {
-    triage::NightlyRecord record = base;
-    record.benchmark = SuiteSeries(f.benchmark, named.name);
-    record.metric = named.name;
-    record.unit = named.metric.unit;
-    record.value = named.metric.value;
-    triage::AddNightly(&*history, std::move(record));
+  nlohmann::json out = {
+      {"schema", "kbisect.nightly.v1"}, {"date", f.date},
+      {"benchmark", f.benchmark},       {"hardware_class", f.hardware_class},
+      {"sha", base.full_sha},           {"suite", f.suite},
+      {"metrics", found->metrics},      {"exit_code", SuiteExitCode(found->decisions)}};
+  if (found->lead == nullptr) {
+    return WriteDecisionJson(f.json_file, out) ? SuiteExitCode(found->decisions) : kExitError;
   }
-  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
-    std::cerr << "kbisect nightly: " << written.message() << "\n";
-    return kExitError;
-  }
-  std::cout << "Night " << f.date << ": " << f.benchmark << " on " << f.hardware_class << " at "
-            << base.sha << ": " << Count(static_cast<int>(reading->metrics.size()), "metric")
-            << " of the suite\n";
-
-  nlohmann::json metrics = nlohmann::json::array();
-  std::vector<triage::NightlyDecision> decisions;
-  const NamedMetric* lead = nullptr;
-  double lead_move = -1;
-  // The window covering every regressed metric's step (copies: `decisions` grows).
-  std::optional<triage::NightlyRef> last_good;
-  std::optional<triage::NightlyRef> first_bad;
-  std::vector<std::string> moved;
-  for (const NamedMetric& named : reading->metrics) {
-    triage::TriageRequest metric_request = request;
-    if (metric_request.roles.primary_direction == Direction::kUnknown) {
-      metric_request.roles.primary_direction = named.metric.direction;
-    }
-    absl::StatusOr<triage::NightlyDecision> decision =
-        triage::DecideNightly(*history, SuiteSeries(f.benchmark, named.name), f.hardware_class,
-                              metric_request, repo, harness_globs);
-    if (!decision.ok()) {
-      std::cerr << "kbisect nightly: " << named.name << ": " << decision.status().message() << "\n";
-      return kExitError;
-    }
-    decisions.push_back(*std::move(decision));
-    const triage::NightlyDecision& d = decisions.back();
-    // A step to bisect is bisected by the suite's one job (below), not under the series' own
-    // request id that the decision's summary names.
-    const std::string summary =
-        d.action == triage::NightlyAction::kSubmitBisect
-            ? absl::StrCat("a real regression step between the nightlies of ",
-                           d.triage.last_good->date, " and ", d.triage.first_bad->date)
-            : d.summary;
-    std::cout << "  " << named.name << " = " << FormatValue(named.metric.value, named.metric.unit)
-              << ": " << triage::NightlyActionName(d.action) << " (" << summary << ")\n";
-    metrics.push_back({{"metric", named.name},
-                       {"series", SuiteSeries(f.benchmark, named.name)},
-                       {"value", named.metric.value},
-                       {"unit", named.metric.unit},
-                       {"action", triage::NightlyActionName(d.action)},
-                       {"cause", triage::CauseName(d.triage.diagnosis.cause)},
-                       {"summary", summary}});
-    if (d.action != triage::NightlyAction::kSubmitBisect) continue;
-    const triage::KernelTriage& k = d.triage;
-    const double move = std::fabs(k.evidence.primary.relative_change);
-    moved.push_back(absl::StrCat(named.name, " ",
-                                 FormatSignedPercent(100 * k.evidence.primary.relative_change)));
-    if (move > lead_move) {
-      lead_move = move;
-      lead = &named;
-    }
-    if (!last_good.has_value() || k.last_good->date < last_good->date) last_good = k.last_good;
-    if (!first_bad.has_value() || k.first_bad->date > first_bad->date) first_bad = k.first_bad;
-  }
-  nlohmann::json out = {{"schema", "kbisect.nightly.v1"},
-                        {"date", f.date},
-                        {"benchmark", f.benchmark},
-                        {"hardware_class", f.hardware_class},
-                        {"sha", base.full_sha},
-                        {"suite", f.suite},
-                        {"metrics", metrics},
-                        {"exit_code", SuiteExitCode(decisions)}};
-  auto write_json = [&]() { return WriteDecisionJson(f.json_file, out); };
-  if (lead == nullptr) return write_json() ? SuiteExitCode(decisions) : kExitError;
-
-  const std::string request_id = triage::NightlyRequestId(f.benchmark, f.hardware_class,
-                                                          last_good->full_sha, first_bad->full_sha);
-  std::cout << "Regressed: " << absl::StrJoin(moved, ", ") << "; one bisect of " << last_good->sha
-            << ".." << first_bad->sha << " led by " << lead->name << "\n";
-  out["request_id"] = request_id;
-  out["lead"] = lead->name;
-  if (f.no_submit) {
-    std::cout << "Not submitted (--no-submit).\n";
-    return write_json() ? SuiteExitCode(decisions) : kExitError;
-  }
-  const std::string trigger = absl::StrCat(
-      "kbisect nightly ", f.benchmark, " on ", f.hardware_class, " ", f.date,
-      f.run_id != 0 ? absl::StrCat(" run ", f.run_id) : "", ": ", Count(moved.size(), "metric"),
-      " of the suite regressed between the nightlies of ", last_good->date, " and ",
-      first_bad->date, ": ", absl::StrJoin(moved, ", "));
-  absl::StatusOr<Submitted> submitted =
-      SubmitBisect(runner, f, bench, last_good->full_sha, first_bad->full_sha, request_id, trigger,
-                   {"--suite", f.suite, "--lead", lead->name});
-  if (!submitted.ok()) {
-    std::cerr << "kbisect nightly: " << submitted.status().message() << "\n";
-    return kExitError;
-  }
-  std::cout << (submitted->existed ? "Already submitted: job " : "Submitted: job ")
-            << submitted->job_id << " (request " << request_id << ")\n";
-  // Each regressed series remembers the bisect, so later nights do not submit its step again.
-  for (size_t i = 0; i < decisions.size(); ++i) {
-    if (decisions[i].action != triage::NightlyAction::kSubmitBisect) continue;
-    triage::BisectRecord record;
-    record.benchmark = SuiteSeries(f.benchmark, reading->metrics[i].name);
-    record.hardware_class = f.hardware_class;
-    record.last_good = last_good->full_sha;
-    record.last_good_date = last_good->date;
-    record.first_bad = first_bad->full_sha;
-    record.first_bad_date = first_bad->date;
-    record.request_id = request_id;
-    record.job_id = submitted->job_id;
-    record.date = f.date;
-    history->bisects.push_back(record);
-  }
-  if (absl::Status written = triage::WriteHistoryFile(f.history, *history); !written.ok()) {
-    std::cerr << "kbisect nightly: " << written.message() << "\n";
-    return kExitError;
-  }
-  out["job_id"] = submitted->job_id;
-  out["submitted"] = !submitted->existed;
-  if (!f.notify_url.empty() && !submitted->job_id.empty() && !submitted->existed) {
-    if (absl::Status notified = NotifyWhenDone(runner, f, submitted->job_id); !notified.ok()) {
-      std::cerr << "kbisect nightly: " << notified.message() << "\n";
-      write_json();
-      return kExitError;
-    }
-  }
-  return write_json() ? SuiteExitCode(decisions) : kExitError;
+  return SubmitSuiteBisect(f, bench, *found, runner, &*recorded, &out);
 }
 
 // Registers `kbisect nightly`'s flags on `app`.
