@@ -104,127 +104,152 @@ MetricRoles DefaultRoles(const Dataset& data) {
   return roles;
 }
 
-absl::StatusOr<TriageResult> Triage(const Dataset& data, const TriageRequest& request_in) {
-  TriageRequest request = request_in;
-  if (!request.date.empty()) {
-    const std::string& dt = request.date;
-    bool ok = dt.size() == 10 && dt[4] == '-' && dt[7] == '-';
-    for (int i = 0; ok && i < 10; ++i) {
-      if (i != 4 && i != 7 && !absl::ascii_isdigit(dt[i])) ok = false;
-    }
-    if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--date: expected YYYY-MM-DD, got '", request.date, "'"));
-    }
-  }
-  const MetricRoles defaults = DefaultRoles(data);
-  MetricRoles& roles = request.roles;
-  if (roles.primary.empty()) roles.primary = defaults.primary;
-  if (roles.baselines.empty() && roles.primary == defaults.primary) {
-    roles.baselines = defaults.baselines;
-  }
-  if (roles.timer.empty() && roles.primary == defaults.primary) roles.timer = defaults.timer;
+namespace {
 
+// Checks that --date, when given, has the shape YYYY-MM-DD. InvalidArgument says what was given.
+absl::Status CheckDateShape(const std::string& date) {
+  if (date.empty()) return absl::OkStatus();
+  bool ok = date.size() == 10 && date[4] == '-' && date[7] == '-';
+  for (int i = 0; ok && i < 10; ++i) {
+    if (i != 4 && i != 7 && !absl::ascii_isdigit(date[i])) ok = false;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--date: expected YYYY-MM-DD, got '", date, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Fills the roles the request left empty from the data's defaults (DefaultRoles): the primary
+// metric, and the baselines and the timer when the primary is the default one.
+void FillDefaultRoles(const Dataset& data, MetricRoles* roles) {
+  const MetricRoles defaults = DefaultRoles(data);
+  if (roles->primary.empty()) roles->primary = defaults.primary;
+  if (roles->baselines.empty() && roles->primary == defaults.primary) {
+    roles->baselines = defaults.baselines;
+  }
+  if (roles->timer.empty() && roles->primary == defaults.primary) roles->timer = defaults.timer;
+}
+
+// Picks the series to triage: those of the request's platform (set to the data's only platform
+// when the request names none), of its kernel when it names one. InvalidArgument when the
+// platform is ambiguous or absent, or the kernel has no series there, listing what there is.
+absl::StatusOr<std::vector<const Series*>> SelectSeries(const Dataset& data,
+                                                        TriageRequest* request) {
   std::set<std::string> platforms;
   for (const Series& s : data.series) platforms.insert(s.platform_short);
-  if (request.platform.empty()) {
+  if (request->platform.empty()) {
     if (platforms.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat("--platform is required: the data has ",
                                                      platforms.size(), " platforms (",
                                                      absl::StrJoin(platforms, ", "), ")"));
     }
-    request.platform = *platforms.begin();
+    request->platform = *platforms.begin();
   }
   std::vector<const Series*> selected;
   std::set<std::string> kernels;
   for (const Series& s : data.series) {
-    if (s.platform_short != request.platform && s.platform != request.platform) continue;
+    if (s.platform_short != request->platform && s.platform != request->platform) continue;
     kernels.insert(s.kernel);
-    if (!request.kernel.empty() && s.kernel != request.kernel) continue;
+    if (!request->kernel.empty() && s.kernel != request->kernel) continue;
     selected.push_back(&s);
   }
   if (kernels.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--platform: '", request.platform, "' is not in ", data.source,
+        absl::StrCat("--platform: '", request->platform, "' is not in ", data.source,
                      " (platforms: ", absl::StrJoin(platforms, ", "), ")"));
   }
   if (selected.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--kernel: '", request.kernel, "' has no series on platform ",
-                     request.platform, " (kernels: ", absl::StrJoin(kernels, ", "), ")"));
+        absl::StrCat("--kernel: '", request->kernel, "' has no series on platform ",
+                     request->platform, " (kernels: ", absl::StrJoin(kernels, ", "), ")"));
   }
+  return selected;
+}
 
-  TriageResult result;
-  result.source = data.source;
-  result.format = data.format;
-  result.platform = request.platform;
-  result.date = request.date;
-  result.roles = roles;
-  result.notes = data.notes;
-  for (const Series* s : selected) {
-    internal::Prepared p = internal::Prepare(*s, roles.primary, request.include_non_nightly);
-    if (p.values.empty()) {
-      std::set<std::string> available;
-      for (const Nightly& n : s->nightlies) {
-        for (const auto& [name, value] : n.metrics) available.insert(name);
-      }
-      if (!request.kernel.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--metric: '", roles.primary, "' is not in the history of ", s->Label(),
-                         " (metrics: ", absl::StrJoin(available, ", "), ")"));
-      }
-      result.notes.push_back(
-          absl::StrCat(s->Label(), " has no ", roles.primary, " values and was skipped."));
-      continue;
+// Says that series `s` has no values of the primary metric: an error naming the metrics it has
+// when the request asked for its kernel, else a note in `notes` that it was skipped.
+absl::Status SkipSeriesWithoutPrimary(const Series& s, const TriageRequest& request,
+                                      std::vector<std::string>* notes) {
+  const std::string& primary = request.roles.primary;
+  if (!request.kernel.empty()) {
+    std::set<std::string> available;
+    for (const Nightly& n : s.nightlies) {
+      for (const auto& [name, value] : n.metrics) available.insert(name);
     }
-    internal::Window(&p, request.date, request.max_nightlies);
-    KernelTriage k;
-    k.kernel = s->kernel;
-    k.platform = s->platform;
-    k.platform_short = s->platform_short;
-    k.primary_metric = roles.primary;
-    k.direction = internal::DirectionOf(roles.primary, roles.primary_direction);
-    for (size_t i = 0; i < p.nightlies.size(); ++i) {
-      k.nightlies.push_back(internal::Ref(*p.nightlies[i], static_cast<int>(i)));
-    }
-    k.values = p.values;
-    std::vector<std::pair<std::string, std::string>> others;
-    for (const std::string& b : roles.baselines) others.emplace_back(b, "baseline");
-    if (!roles.timer.empty()) others.emplace_back(roles.timer, "timer");
-    for (const auto& [metric, role] : others) {
-      CompanionSeries c{metric,
-                        role,
-                        internal::DirectionOf(
-                            metric, role == "timer" ? roles.timer_direction : Direction::kUnknown),
-                        {}};
-      bool any = false;
-      for (const Nightly* n : p.nightlies) {
-        c.values.push_back(n->Metric(metric));
-        any = any || c.values.back().has_value();
-      }
-      if (any) k.companions.push_back(std::move(c));
-    }
-    ASSIGN_OR_RETURN(k.analysis, AnalyzeSeries(p.values, request.change_point));
-    if (static_cast<int>(p.values.size()) < 2 * request.change_point.min_segment) {
-      k.notes.push_back(absl::StrCat("Only ", p.values.size(),
-                                     " nightlies: too few to tell a step from noise (need ",
-                                     2 * request.change_point.min_segment, ")."));
-    }
-    if (!request.date.empty() && !p.nightlies.empty() &&
-        (request.date < p.nightlies.front()->date || request.date > p.nightlies.back()->date)) {
-      k.notes.push_back(absl::StrCat("--date ", request.date, " is outside the history (",
-                                     p.nightlies.front()->date, " .. ", p.nightlies.back()->date,
-                                     ")."));
-    }
-    internal::GatherEvidence(&k, data, request, p);
-    Reclassify(&k);
-    result.kernels.push_back(std::move(k));
-  }
-  if (result.kernels.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--metric: no series of platform ", request.platform, " has ", roles.primary));
+        absl::StrCat("--metric: '", primary, "' is not in the history of ", s.Label(),
+                     " (metrics: ", absl::StrJoin(available, ", "), ")"));
   }
-  // Headline first: steps before drifts before excursions/spikes before nothing; then by size.
+  notes->push_back(absl::StrCat(s.Label(), " has no ", primary, " values and was skipped."));
+  return absl::OkStatus();
+}
+
+// The baselines' and the timer's values over the nightlies of `p`, each with its role and
+// direction; a metric none of the nightlies has is left out.
+std::vector<CompanionSeries> CompanionsOf(const internal::Prepared& p, const MetricRoles& roles) {
+  std::vector<std::pair<std::string, std::string>> others;
+  for (const std::string& b : roles.baselines) others.emplace_back(b, "baseline");
+  if (!roles.timer.empty()) others.emplace_back(roles.timer, "timer");
+  std::vector<CompanionSeries> companions;
+  for (const auto& [metric, role] : others) {
+    CompanionSeries c{metric,
+                      role,
+                      internal::DirectionOf(
+                          metric, role == "timer" ? roles.timer_direction : Direction::kUnknown),
+                      {}};
+    bool any = false;
+    for (const Nightly* n : p.nightlies) {
+      c.values.push_back(n->Metric(metric));
+      any = any || c.values.back().has_value();
+    }
+    if (any) companions.push_back(std::move(c));
+  }
+  return companions;
+}
+
+// Notes what limits the triage of the window `p`: too few nightlies to tell a step from noise,
+// or a --date outside the history.
+void AddWindowNotes(const internal::Prepared& p, const TriageRequest& request, KernelTriage* k) {
+  if (static_cast<int>(p.values.size()) < 2 * request.change_point.min_segment) {
+    k->notes.push_back(absl::StrCat("Only ", p.values.size(),
+                                    " nightlies: too few to tell a step from noise (need ",
+                                    2 * request.change_point.min_segment, ")."));
+  }
+  if (!request.date.empty() && !p.nightlies.empty() &&
+      (request.date < p.nightlies.front()->date || request.date > p.nightlies.back()->date)) {
+    k->notes.push_back(absl::StrCat("--date ", request.date, " is outside the history (",
+                                    p.nightlies.front()->date, " .. ", p.nightlies.back()->date,
+                                    ")."));
+  }
+}
+
+// Triages series `s` over its windowed nightlies `p`: its values and companions, the detector's
+// analysis, the notes, the evidence and the classification. Errors are the detector's.
+absl::StatusOr<KernelTriage> TriageKernel(const Series& s, const internal::Prepared& p,
+                                          const Dataset& data, const TriageRequest& request) {
+  const MetricRoles& roles = request.roles;
+  KernelTriage k;
+  k.kernel = s.kernel;
+  k.platform = s.platform;
+  k.platform_short = s.platform_short;
+  k.primary_metric = roles.primary;
+  k.direction = internal::DirectionOf(roles.primary, roles.primary_direction);
+  for (size_t i = 0; i < p.nightlies.size(); ++i) {
+    k.nightlies.push_back(internal::Ref(*p.nightlies[i], static_cast<int>(i)));
+  }
+  k.values = p.values;
+  k.companions = CompanionsOf(p, roles);
+  ASSIGN_OR_RETURN(k.analysis, AnalyzeSeries(p.values, request.change_point));
+  AddWindowNotes(p, request, &k);
+  internal::GatherEvidence(&k, data, request, p);
+  Reclassify(&k);
+  return k;
+}
+
+// Orders `kernels` headline first: steps before drifts before excursions and spikes before
+// nothing; within a shape, the larger relative change first (a stable sort).
+void SortHeadlineFirst(std::vector<KernelTriage>* kernels) {
   auto rank = [](const KernelTriage& k) {
     switch (k.evidence.shape) {
       case Shape::kStep:
@@ -240,12 +265,44 @@ absl::StatusOr<TriageResult> Triage(const Dataset& data, const TriageRequest& re
     }
     return 4;
   };
-  std::stable_sort(result.kernels.begin(), result.kernels.end(),
+  std::stable_sort(kernels->begin(), kernels->end(),
                    [&](const KernelTriage& a, const KernelTriage& b) {
                      if (rank(a) != rank(b)) return rank(a) < rank(b);
                      return std::fabs(a.evidence.primary.relative_change) >
                             std::fabs(b.evidence.primary.relative_change);
                    });
+}
+
+}  // namespace
+
+absl::StatusOr<TriageResult> Triage(const Dataset& data, const TriageRequest& request_in) {
+  TriageRequest request = request_in;
+  RETURN_IF_ERROR(CheckDateShape(request.date));
+  FillDefaultRoles(data, &request.roles);
+  ASSIGN_OR_RETURN(const std::vector<const Series*> selected, SelectSeries(data, &request));
+  const MetricRoles& roles = request.roles;
+  TriageResult result;
+  result.source = data.source;
+  result.format = data.format;
+  result.platform = request.platform;
+  result.date = request.date;
+  result.roles = roles;
+  result.notes = data.notes;
+  for (const Series* s : selected) {
+    internal::Prepared p = internal::Prepare(*s, roles.primary, request.include_non_nightly);
+    if (p.values.empty()) {
+      RETURN_IF_ERROR(SkipSeriesWithoutPrimary(*s, request, &result.notes));
+      continue;
+    }
+    internal::Window(&p, request.date, request.max_nightlies);
+    ASSIGN_OR_RETURN(KernelTriage k, TriageKernel(*s, p, data, request));
+    result.kernels.push_back(std::move(k));
+  }
+  if (result.kernels.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metric: no series of platform ", request.platform, " has ", roles.primary));
+  }
+  SortHeadlineFirst(&result.kernels);
   return result;
 }
 
