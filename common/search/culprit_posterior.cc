@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace kbisect {
 namespace {
@@ -251,6 +252,193 @@ double AddNumericLogLikelihood(const NumericData& data, int commits, const std::
   return scale;
 }
 
+// The evidence of each measured commit, by its index in the range.
+using EvidenceByCommit = std::map<int, CommitEvidence>;
+
+// Checks the range's size and the options' rates and priors. InvalidArgument says which is wrong.
+absl::Status CheckPosteriorInputs(int n, const PosteriorOptions& options) {
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("range of ", n, " commits"));
+  if (!(options.flake_rate > 0 && options.flake_rate < 0.5) ||
+      !(options.outlier_weight > 0 && options.outlier_weight < 0.5)) {
+    return absl::InvalidArgumentError("flake_rate and outlier_weight must be in (0, 0.5)");
+  }
+  if (!(options.good_fail_prior_a > 0 && options.good_fail_prior_b > 0 &&
+        options.bad_fail_prior_a > 0 && options.bad_fail_prior_b > 0)) {
+    return absl::InvalidArgumentError("the fail rates' Beta priors need positive parameters");
+  }
+  return absl::OkStatus();
+}
+
+// Merges the evidence of each commit index (its samples in order, its counts summed), leaving
+// out commits with none. InvalidArgument on an index outside 0..n, a negative count or a sample
+// that is not finite.
+absl::StatusOr<EvidenceByCommit> MergeEvidence(int n, absl::Span<const CommitEvidence> evidence) {
+  EvidenceByCommit merged;
+  for (const CommitEvidence& e : evidence) {
+    if (e.index < 0 || e.index > n) {
+      return absl::InvalidArgumentError(absl::StrCat("commit index ", e.index, " outside 0..", n));
+    }
+    if (e.passes < 0 || e.failures < 0) {
+      return absl::InvalidArgumentError("negative pass/fail count");
+    }
+    for (double v : e.samples) {
+      if (!std::isfinite(v)) return absl::InvalidArgumentError("sample is not finite");
+    }
+    if (e.samples.empty() && e.passes == 0 && e.failures == 0) continue;
+    CommitEvidence& into = merged[e.index];
+    into.index = e.index;
+    into.samples.insert(into.samples.end(), e.samples.begin(), e.samples.end());
+    into.passes += e.passes;
+    into.failures += e.failures;
+  }
+  return merged;
+}
+
+// The splits of a range of n commits at its measured ones: split j (0..commits) puts the first j
+// measured commits GOOD, i.e. the culprit k in low[j]..high[j], possible when `valid[j]`; with
+// the failures and passes of those first j commits (the GOOD side of split j).
+struct Splits {
+  int commits = 0;  // The measured commits.
+  std::vector<int> low;
+  std::vector<int> high;
+  std::vector<bool> valid;
+  std::vector<long> failures_below;
+  std::vector<long> passes_below;
+
+  long all_failures() const { return failures_below[commits]; }
+  long all_passes() const { return passes_below[commits]; }
+  int width(int j) const { return high[j] - low[j] + 1; }
+};
+
+// The splits of 1..n at the commits of `merged`.
+Splits SplitsOf(int n, const EvidenceByCommit& merged) {
+  Splits s;
+  s.commits = static_cast<int>(merged.size());
+  std::vector<int> index;
+  for (const auto& [i, e] : merged) index.push_back(i);
+  s.low.resize(s.commits + 1);
+  s.high.resize(s.commits + 1);
+  s.valid.resize(s.commits + 1);
+  for (int j = 0; j <= s.commits; ++j) {
+    s.low[j] = j == 0 ? 1 : std::max(1, index[j - 1] + 1);
+    s.high[j] = j == s.commits ? n : std::min(n, index[j]);
+    s.valid[j] = s.low[j] <= s.high[j];
+  }
+  s.failures_below.assign(s.commits + 1, 0);
+  s.passes_below.assign(s.commits + 1, 0);
+  int rank = 0;
+  for (const auto& [i, e] : merged) {
+    s.failures_below[rank + 1] = s.failures_below[rank] + e.failures;
+    s.passes_below[rank + 1] = s.passes_below[rank] + e.passes;
+    ++rank;
+  }
+  return s;
+}
+
+// Every sample of `merged`, in commit order, with its commit's rank among the measured ones.
+NumericData NumericDataOf(const EvidenceByCommit& merged) {
+  NumericData numeric;
+  int rank = 0;
+  for (const auto& [i, e] : merged) {
+    for (double v : e.samples) {
+      numeric.values.push_back(v);
+      numeric.rank.push_back(rank);
+    }
+    ++rank;
+  }
+  return numeric;
+}
+
+// Adds the pass/fail log-likelihood of every valid split to log_lik: GOOD commits pass and BAD
+// ones fail, each result wrong with flake_rate, or, estimating the fail rates, each side's
+// failures Beta-binomial under its prior.
+void AddPassFailLogLikelihood(const Splits& s, const PosteriorOptions& options,
+                              std::vector<double>* log_lik) {
+  const double right = std::log1p(-options.flake_rate);
+  const double wrong = std::log(options.flake_rate);
+  for (int j = 0; j <= s.commits; ++j) {
+    if (!s.valid[j]) continue;
+    const long good_failures = s.failures_below[j];
+    const long good_passes = s.passes_below[j];
+    const long bad_failures = s.all_failures() - good_failures;
+    const long bad_passes = s.all_passes() - good_passes;
+    if (options.estimate_flake_rates) {
+      (*log_lik)[j] += LogBetaBinomial(good_failures, good_passes, options.good_fail_prior_a,
+                                       options.good_fail_prior_b) +
+                       LogBetaBinomial(bad_failures, bad_passes, options.bad_fail_prior_a,
+                                       options.bad_fail_prior_b);
+    } else {
+      (*log_lik)[j] += (good_passes + bad_failures) * right + (good_failures + bad_passes) * wrong;
+    }
+  }
+}
+
+// Each split's weight (its likelihood over the peak's) and the total mass over every position.
+struct SplitWeights {
+  std::vector<double> weight;
+  double total = 0;
+};
+
+// The weights of the valid splits from their log-likelihoods.
+SplitWeights WeighSplits(const Splits& s, const std::vector<double>& log_lik) {
+  double peak = -std::numeric_limits<double>::infinity();
+  for (int j = 0; j <= s.commits; ++j) {
+    if (s.valid[j]) peak = std::max(peak, log_lik[j]);
+  }
+  SplitWeights w;
+  w.weight.assign(s.commits + 1, 0);
+  for (int j = 0; j <= s.commits; ++j) {
+    if (!s.valid[j]) continue;
+    w.weight[j] = std::exp(log_lik[j] - peak);
+    w.total += w.weight[j] * s.width(j);
+  }
+  return w;
+}
+
+// Adds split j's fail rates to `posterior`: the rates' posterior means under the split, at each
+// of its positions and, weighted by the split's mass, to the overall rates.
+void AddSplitFailRates(const Splits& s, int j, const SplitWeights& w,
+                       const PosteriorOptions& options, CulpritPosterior* posterior) {
+  const double mass = w.weight[j] * s.width(j) / w.total;
+  const double good_failures = s.failures_below[j];
+  const double good_runs = good_failures + s.passes_below[j];
+  const double bad_failures = s.all_failures() - good_failures;
+  const double bad_runs = bad_failures + s.all_passes() - s.passes_below[j];
+  const double good_rate = (options.good_fail_prior_a + good_failures) /
+                           (options.good_fail_prior_a + options.good_fail_prior_b + good_runs);
+  const double bad_rate = (options.bad_fail_prior_a + bad_failures) /
+                          (options.bad_fail_prior_a + options.bad_fail_prior_b + bad_runs);
+  posterior->good_fail_rate += mass * good_rate;
+  posterior->bad_fail_rate += mass * bad_rate;
+  for (int k = s.low[j]; k <= s.high[j]; ++k) {
+    posterior->good_fail_rate_at[k] = good_rate;
+    posterior->bad_fail_rate_at[k] = bad_rate;
+  }
+}
+
+// Spreads each split's weight over its positions into `posterior` (with the fail rates when they
+// are estimated) and picks the most likely position, the lowest on a tie.
+void FillPosterior(const Splits& s, const SplitWeights& w, const PosteriorOptions& options,
+                   CulpritPosterior* posterior) {
+  const int n = posterior->n;
+  posterior->probability.assign(n + 1, 0.0);
+  if (options.estimate_flake_rates) {
+    posterior->good_fail_rate_at.assign(n + 1, 0.0);
+    posterior->bad_fail_rate_at.assign(n + 1, 0.0);
+  }
+  for (int j = 0; j <= s.commits; ++j) {
+    if (!s.valid[j]) continue;
+    for (int k = s.low[j]; k <= s.high[j]; ++k) posterior->probability[k] = w.weight[j] / w.total;
+    if (options.estimate_flake_rates) AddSplitFailRates(s, j, w, options, posterior);
+  }
+  posterior->most_likely = 1;
+  for (int k = 2; k <= n; ++k) {
+    if (posterior->probability[k] > posterior->probability[posterior->most_likely]) {
+      posterior->most_likely = k;
+    }
+  }
+}
+
 }  // namespace
 
 double CulpritPosterior::MassOf(absl::Span<const int> positions) const {
@@ -275,141 +463,19 @@ std::vector<int> CulpritPosterior::Top(int count, double min_probability) const 
 absl::StatusOr<CulpritPosterior> ComputeCulpritPosterior(int n,
                                                          absl::Span<const CommitEvidence> evidence,
                                                          const PosteriorOptions& options) {
-  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("range of ", n, " commits"));
-  if (!(options.flake_rate > 0 && options.flake_rate < 0.5) ||
-      !(options.outlier_weight > 0 && options.outlier_weight < 0.5)) {
-    return absl::InvalidArgumentError("flake_rate and outlier_weight must be in (0, 0.5)");
-  }
-  if (!(options.good_fail_prior_a > 0 && options.good_fail_prior_b > 0 &&
-        options.bad_fail_prior_a > 0 && options.bad_fail_prior_b > 0)) {
-    return absl::InvalidArgumentError("the fail rates' Beta priors need positive parameters");
-  }
-  std::map<int, CommitEvidence> merged;
-  for (const CommitEvidence& e : evidence) {
-    if (e.index < 0 || e.index > n) {
-      return absl::InvalidArgumentError(absl::StrCat("commit index ", e.index, " outside 0..", n));
-    }
-    if (e.passes < 0 || e.failures < 0) {
-      return absl::InvalidArgumentError("negative pass/fail count");
-    }
-    for (double v : e.samples) {
-      if (!std::isfinite(v)) return absl::InvalidArgumentError("sample is not finite");
-    }
-    if (e.samples.empty() && e.passes == 0 && e.failures == 0) continue;
-    CommitEvidence& into = merged[e.index];
-    into.index = e.index;
-    into.samples.insert(into.samples.end(), e.samples.begin(), e.samples.end());
-    into.passes += e.passes;
-    into.failures += e.failures;
-  }
-  const int commits = static_cast<int>(merged.size());
-  std::vector<int> index;
-  for (const auto& [i, e] : merged) index.push_back(i);
-
-  // Split j: the first j measured commits are GOOD, i.e. k in (index[j-1], index[j]].
-  std::vector<int> low(commits + 1);
-  std::vector<int> high(commits + 1);
-  std::vector<bool> valid(commits + 1);
-  for (int j = 0; j <= commits; ++j) {
-    low[j] = j == 0 ? 1 : std::max(1, index[j - 1] + 1);
-    high[j] = j == commits ? n : std::min(n, index[j]);
-    valid[j] = low[j] <= high[j];
-  }
-
-  std::vector<double> log_lik(commits + 1, 0);
-  // Pass/fail: GOOD commits pass and BAD ones fail, each result wrong with flake_rate.
-  const double right = std::log1p(-options.flake_rate);
-  const double wrong = std::log(options.flake_rate);
-  NumericData numeric;
-  {
-    int rank = 0;
-    for (const auto& [i, e] : merged) {
-      for (double v : e.samples) {
-        numeric.values.push_back(v);
-        numeric.rank.push_back(rank);
-      }
-      ++rank;
-    }
-  }
-  // Failures and passes of the first j measured commits (the GOOD side of split j).
-  std::vector<long> failures_below(commits + 1, 0);
-  std::vector<long> passes_below(commits + 1, 0);
-  {
-    int rank = 0;
-    for (const auto& [i, e] : merged) {
-      failures_below[rank + 1] = failures_below[rank] + e.failures;
-      passes_below[rank + 1] = passes_below[rank] + e.passes;
-      ++rank;
-    }
-  }
-  const long all_failures = failures_below[commits];
-  const long all_passes = passes_below[commits];
-  for (int j = 0; j <= commits; ++j) {
-    if (!valid[j]) continue;
-    const long good_failures = failures_below[j];
-    const long good_passes = passes_below[j];
-    const long bad_failures = all_failures - good_failures;
-    const long bad_passes = all_passes - good_passes;
-    if (options.estimate_flake_rates) {
-      log_lik[j] += LogBetaBinomial(good_failures, good_passes, options.good_fail_prior_a,
-                                    options.good_fail_prior_b) +
-                    LogBetaBinomial(bad_failures, bad_passes, options.bad_fail_prior_a,
-                                    options.bad_fail_prior_b);
-    } else {
-      log_lik[j] += (good_passes + bad_failures) * right + (good_failures + bad_passes) * wrong;
-    }
-  }
+  RETURN_IF_ERROR(CheckPosteriorInputs(n, options));
+  ASSIGN_OR_RETURN(const EvidenceByCommit merged, MergeEvidence(n, evidence));
+  const Splits splits = SplitsOf(n, merged);
+  std::vector<double> log_lik(splits.commits + 1, 0);
+  AddPassFailLogLikelihood(splits, options, &log_lik);
   CulpritPosterior posterior;
   posterior.n = n;
+  const NumericData numeric = NumericDataOf(merged);
   if (!numeric.values.empty()) {
-    posterior.noise_scale =
-        AddNumericLogLikelihood(numeric, commits, valid, options.outlier_weight, &log_lik);
+    posterior.noise_scale = AddNumericLogLikelihood(numeric, splits.commits, splits.valid,
+                                                    options.outlier_weight, &log_lik);
   }
-
-  double peak = -std::numeric_limits<double>::infinity();
-  for (int j = 0; j <= commits; ++j) {
-    if (valid[j]) peak = std::max(peak, log_lik[j]);
-  }
-  std::vector<double> weight(commits + 1, 0);
-  double total = 0;
-  for (int j = 0; j <= commits; ++j) {
-    if (!valid[j]) continue;
-    weight[j] = std::exp(log_lik[j] - peak);
-    total += weight[j] * (high[j] - low[j] + 1);
-  }
-  posterior.probability.assign(n + 1, 0.0);
-  if (options.estimate_flake_rates) {
-    posterior.good_fail_rate_at.assign(n + 1, 0.0);
-    posterior.bad_fail_rate_at.assign(n + 1, 0.0);
-  }
-  for (int j = 0; j <= commits; ++j) {
-    if (!valid[j]) continue;
-    for (int k = low[j]; k <= high[j]; ++k) posterior.probability[k] = weight[j] / total;
-    if (options.estimate_flake_rates) {
-      // The rates' posterior means under split j, weighted by the split's mass.
-      const double mass = weight[j] * (high[j] - low[j] + 1) / total;
-      const double good_failures = failures_below[j];
-      const double good_runs = good_failures + passes_below[j];
-      const double bad_failures = all_failures - good_failures;
-      const double bad_runs = bad_failures + all_passes - passes_below[j];
-      const double good_rate = (options.good_fail_prior_a + good_failures) /
-                               (options.good_fail_prior_a + options.good_fail_prior_b + good_runs);
-      const double bad_rate = (options.bad_fail_prior_a + bad_failures) /
-                              (options.bad_fail_prior_a + options.bad_fail_prior_b + bad_runs);
-      posterior.good_fail_rate += mass * good_rate;
-      posterior.bad_fail_rate += mass * bad_rate;
-      for (int k = low[j]; k <= high[j]; ++k) {
-        posterior.good_fail_rate_at[k] = good_rate;
-        posterior.bad_fail_rate_at[k] = bad_rate;
-      }
-    }
-  }
-  posterior.most_likely = 1;
-  for (int k = 2; k <= n; ++k) {
-    if (posterior.probability[k] > posterior.probability[posterior.most_likely]) {
-      posterior.most_likely = k;
-    }
-  }
+  FillPosterior(splits, WeighSplits(splits, log_lik), options, &posterior);
   return posterior;
 }
 
