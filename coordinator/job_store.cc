@@ -111,6 +111,73 @@ bool ParseEvents(const std::string& blob, const v1::JobStatus& final_status,
   return true;
 }
 
+// The job of a row of `SELECT job_id, request_id, spec, commits, create_time_ns, final_status,
+// events FROM jobs`, its spec and final status upgraded (UpgradeFollowUp). DataLoss, naming the
+// database at `path` and the job, when a part cannot be parsed.
+absl::StatusOr<StoredJob> StoredJobFromRow(const SqliteStatement& row, const std::string& path) {
+  StoredJob job;
+  job.job_id = row.Text(0);
+  job.request_id = row.Text(1);
+  std::vector<std::string> commits;
+  if (!job.spec.ParseFromString(row.Text(2)) || !SplitChunks(row.Text(3), &commits)) {
+    return absl::DataLossError(
+        absl::StrCat("job database ", path, ": job ", job.job_id, " cannot be parsed"));
+  }
+  UpgradeFollowUp(&job.spec);
+  for (const std::string& commit : commits) {
+    if (!job.commits.emplace_back().ParseFromString(commit)) {
+      return absl::DataLossError(absl::StrCat("job database ", path, ": a commit of job ",
+                                              job.job_id, " cannot be parsed"));
+    }
+  }
+  job.create_time = absl::FromUnixNanos(row.Int(4));
+  if (!row.IsNull(5)) {
+    job.has_final_status = job.final_status.ParseFromString(row.Text(5));
+    if (!job.has_final_status) {
+      return absl::DataLossError(absl::StrCat("job database ", path, ": the final status of ",
+                                              job.job_id, " cannot be parsed"));
+    }
+    UpgradeFollowUp(job.final_status.mutable_spec());
+  }
+  if (!row.IsNull(6)) {
+    job.compacted = true;
+    if (!job.has_final_status || !ParseEvents(row.Text(6), job.final_status, &job.events)) {
+      return absl::DataLossError(
+          absl::StrCat("job database ", path, ": the events of ", job.job_id, " cannot be parsed"));
+    }
+  }
+  return job;
+}
+
+// The entry of a row of `SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason,
+// payload, global_seq FROM journal` of job `job_id`, whose journal holds `stored` entries so far.
+// DataLoss, naming the database at `path`, when the entry does not follow them, its kind is
+// unknown or its payload cannot be parsed.
+absl::StatusOr<JournalEntry> JournalEntryFromRow(const SqliteStatement& row,
+                                                 const std::string& job_id, size_t stored,
+                                                 const std::string& path) {
+  JournalEntry entry;
+  entry.sequence = row.Int(1);
+  if (entry.sequence != static_cast<int64_t>(stored) + 1) {
+    return absl::DataLossError(absl::StrCat("job database ", path, ": the journal of ", job_id,
+                                            " misses entry ", stored + 1));
+  }
+  if (!JournalEntry::KindFromName(row.Text(2), &entry.kind)) {
+    return absl::DataLossError(absl::StrCat("job database ", path, ": unknown entry kind '",
+                                            row.Text(2), "' in the journal of ", job_id));
+  }
+  entry.time = absl::FromUnixNanos(row.Int(3));
+  entry.task_id = row.Text(4);
+  entry.worker = row.Text(5);
+  entry.attempt = static_cast<int>(row.Int(6));
+  entry.reason = row.Text(7);
+  if (!entry.DecodePayload(row.Text(8))) {
+    return absl::DataLossError(absl::StrCat("job database ", path, ": journal entry ",
+                                            entry.sequence, " of ", job_id, " cannot be parsed"));
+  }
+  return entry;
+}
+
 }  // namespace
 
 // --- MemoryJobStore -----------------------------------------------------------------------------
@@ -333,133 +400,96 @@ absl::Status SqliteJobStore::Exec(const char* sql) {
 absl::StatusOr<StoredState> SqliteJobStore::Load() {
   kbisect::MutexLock lock(&mu_);
   StoredState state;
-  std::map<std::string, size_t> index;
-  {
-    SqliteStatement jobs(db_,
-                         "SELECT job_id, request_id, spec, commits, create_time_ns, final_status, "
-                         "events FROM jobs ORDER BY position");
-    if (!jobs.ok()) return Error("cannot read the jobs");
-    while (jobs.Next()) {
-      StoredJob job;
-      job.job_id = jobs.Text(0);
-      job.request_id = jobs.Text(1);
-      std::vector<std::string> commits;
-      if (!job.spec.ParseFromString(jobs.Text(2)) || !SplitChunks(jobs.Text(3), &commits)) {
-        return absl::DataLossError(
-            absl::StrCat("job database ", path_, ": job ", job.job_id, " cannot be parsed"));
-      }
-      UpgradeFollowUp(&job.spec);
-      for (const std::string& commit : commits) {
-        if (!job.commits.emplace_back().ParseFromString(commit)) {
-          return absl::DataLossError(absl::StrCat("job database ", path_, ": a commit of job ",
-                                                  job.job_id, " cannot be parsed"));
-        }
-      }
-      job.create_time = absl::FromUnixNanos(jobs.Int(4));
-      if (!jobs.IsNull(5)) {
-        job.has_final_status = job.final_status.ParseFromString(jobs.Text(5));
-        if (!job.has_final_status) {
-          return absl::DataLossError(absl::StrCat("job database ", path_, ": the final status of ",
-                                                  job.job_id, " cannot be parsed"));
-        }
-        UpgradeFollowUp(job.final_status.mutable_spec());
-      }
-      if (!jobs.IsNull(6)) {
-        job.compacted = true;
-        if (!job.has_final_status || !ParseEvents(jobs.Text(6), job.final_status, &job.events)) {
-          return absl::DataLossError(absl::StrCat("job database ", path_, ": the events of ",
-                                                  job.job_id, " cannot be parsed"));
-        }
-      }
-      index[job.job_id] = state.jobs.size();
-      state.jobs.push_back(std::move(job));
-    }
-    if (!jobs.done()) return Error("cannot read the jobs");
+  JobPlaces places;
+  RETURN_IF_ERROR(LoadJobsLocked(&state, &places));
+  RETURN_IF_ERROR(LoadCachedResultsLocked(places, &state));
+  RETURN_IF_ERROR(LoadJournalLocked(places, &state));
+  RETURN_IF_ERROR(LoadWorkersLocked(&state));
+  return state;
+}
+
+absl::Status SqliteJobStore::LoadJobsLocked(StoredState* state, JobPlaces* places) {
+  SqliteStatement jobs(db_,
+                       "SELECT job_id, request_id, spec, commits, create_time_ns, final_status, "
+                       "events FROM jobs ORDER BY position");
+  if (!jobs.ok()) return Error("cannot read the jobs");
+  while (jobs.Next()) {
+    ASSIGN_OR_RETURN(StoredJob job, StoredJobFromRow(jobs, path_));
+    (*places)[job.job_id] = state->jobs.size();
+    state->jobs.push_back(std::move(job));
   }
-  {
-    SqliteStatement cached(db_, "SELECT job_id, results FROM job_cached_results");
-    if (!cached.ok()) return Error("cannot read the jobs' cached results");
-    while (cached.Next()) {
-      auto it = index.find(cached.Text(0));
-      std::vector<std::string> chunks;
-      if (it == index.end() || !SplitChunks(cached.Text(1), &chunks)) {
-        return absl::DataLossError(absl::StrCat("job database ", path_, ": the cached results of ",
+  if (!jobs.done()) return Error("cannot read the jobs");
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::LoadCachedResultsLocked(const JobPlaces& places, StoredState* state) {
+  SqliteStatement cached(db_, "SELECT job_id, results FROM job_cached_results");
+  if (!cached.ok()) return Error("cannot read the jobs' cached results");
+  while (cached.Next()) {
+    auto it = places.find(cached.Text(0));
+    std::vector<std::string> chunks;
+    if (it == places.end() || !SplitChunks(cached.Text(1), &chunks)) {
+      return absl::DataLossError(absl::StrCat("job database ", path_, ": the cached results of ",
+                                              cached.Text(0), " cannot be parsed"));
+    }
+    for (const std::string& chunk : chunks) {
+      if (!state->jobs[it->second].cached.emplace_back().ParseFromString(chunk)) {
+        return absl::DataLossError(absl::StrCat("job database ", path_, ": a cached result of ",
                                                 cached.Text(0), " cannot be parsed"));
       }
-      for (const std::string& chunk : chunks) {
-        if (!state.jobs[it->second].cached.emplace_back().ParseFromString(chunk)) {
-          return absl::DataLossError(absl::StrCat("job database ", path_, ": a cached result of ",
-                                                  cached.Text(0), " cannot be parsed"));
-        }
-      }
     }
   }
-  {
-    SqliteStatement journal(db_,
-                            "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
-                            "payload, global_seq FROM journal ORDER BY job_id, seq");
-    if (!journal.ok()) return Error("cannot read the journal");
-    // Replay order: entries of version 1 (no global_seq) first, job by job in creation order;
-    // then the others in the order they were committed.
-    std::vector<std::tuple<int, int64_t, int64_t, std::string>> order;
-    while (journal.Next()) {
-      const std::string job_id = journal.Text(0);
-      auto it = index.find(job_id);
-      if (it == index.end()) {
-        return absl::DataLossError(
-            absl::StrCat("job database ", path_, ": journal entries of unknown job ", job_id));
-      }
-      StoredJob& job = state.jobs[it->second];
-      JournalEntry entry;
-      entry.sequence = journal.Int(1);
-      if (entry.sequence != static_cast<int64_t>(job.journal.size()) + 1) {
-        return absl::DataLossError(absl::StrCat("job database ", path_, ": the journal of ", job_id,
-                                                " misses entry ", job.journal.size() + 1));
-      }
-      if (!JournalEntry::KindFromName(journal.Text(2), &entry.kind)) {
-        return absl::DataLossError(absl::StrCat("job database ", path_, ": unknown entry kind '",
-                                                journal.Text(2), "' in the journal of ", job_id));
-      }
-      entry.time = absl::FromUnixNanos(journal.Int(3));
-      entry.task_id = journal.Text(4);
-      entry.worker = journal.Text(5);
-      entry.attempt = static_cast<int>(journal.Int(6));
-      entry.reason = journal.Text(7);
-      if (!entry.DecodePayload(journal.Text(8))) {
-        return absl::DataLossError(absl::StrCat("job database ", path_, ": journal entry ",
-                                                entry.sequence, " of ", job_id,
-                                                " cannot be parsed"));
-      }
-      if (journal.IsNull(9)) {
-        order.emplace_back(0, static_cast<int64_t>(it->second), entry.sequence, job_id);
-      } else {
-        order.emplace_back(1, journal.Int(9), entry.sequence, job_id);
-      }
-      job.journal.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::LoadJournalLocked(const JobPlaces& places, StoredState* state) {
+  SqliteStatement journal(db_,
+                          "SELECT job_id, seq, kind, time_ns, task_id, worker, attempt, reason, "
+                          "payload, global_seq FROM journal ORDER BY job_id, seq");
+  if (!journal.ok()) return Error("cannot read the journal");
+  // Replay order: entries of version 1 (no global_seq) first, job by job in creation order;
+  // then the others in the order they were committed.
+  std::vector<std::tuple<int, int64_t, int64_t, std::string>> order;
+  while (journal.Next()) {
+    const std::string job_id = journal.Text(0);
+    auto it = places.find(job_id);
+    if (it == places.end()) {
+      return absl::DataLossError(
+          absl::StrCat("job database ", path_, ": journal entries of unknown job ", job_id));
     }
-    if (!journal.done()) return Error("cannot read the journal");
-    std::sort(order.begin(), order.end());
-    for (auto& [versioned, at, sequence, job_id] : order) {
-      state.order.emplace_back(std::move(job_id), sequence);
+    StoredJob& job = state->jobs[it->second];
+    ASSIGN_OR_RETURN(JournalEntry entry,
+                     JournalEntryFromRow(journal, job_id, job.journal.size(), path_));
+    if (journal.IsNull(9)) {
+      order.emplace_back(0, static_cast<int64_t>(it->second), entry.sequence, job_id);
+    } else {
+      order.emplace_back(1, journal.Int(9), entry.sequence, job_id);
     }
+    job.journal.push_back(std::move(entry));
   }
-  {
-    SqliteStatement workers(db_,
-                            "SELECT worker_id, name, identity FROM workers ORDER BY worker_id");
-    if (!workers.ok()) return Error("cannot read the workers");
-    while (workers.Next()) {
-      StoredWorker worker;
-      worker.worker_id = workers.Text(0);
-      worker.name = workers.Text(1);
-      if (!worker.identity.ParseFromString(workers.Text(2))) {
-        return absl::DataLossError(absl::StrCat("job database ", path_, ": worker ",
-                                                worker.worker_id, " cannot be parsed"));
-      }
-      state.workers.push_back(std::move(worker));
-    }
-    if (!workers.done()) return Error("cannot read the workers");
+  if (!journal.done()) return Error("cannot read the journal");
+  std::sort(order.begin(), order.end());
+  for (auto& [versioned, at, sequence, job_id] : order) {
+    state->order.emplace_back(std::move(job_id), sequence);
   }
-  return state;
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::LoadWorkersLocked(StoredState* state) {
+  SqliteStatement workers(db_, "SELECT worker_id, name, identity FROM workers ORDER BY worker_id");
+  if (!workers.ok()) return Error("cannot read the workers");
+  while (workers.Next()) {
+    StoredWorker worker;
+    worker.worker_id = workers.Text(0);
+    worker.name = workers.Text(1);
+    if (!worker.identity.ParseFromString(workers.Text(2))) {
+      return absl::DataLossError(
+          absl::StrCat("job database ", path_, ": worker ", worker.worker_id, " cannot be parsed"));
+    }
+    state->workers.push_back(std::move(worker));
+  }
+  if (!workers.done()) return Error("cannot read the workers");
+  return absl::OkStatus();
 }
 
 absl::Status SqliteJobStore::Commit(const StoreChanges& changes) {
@@ -497,98 +527,119 @@ absl::Status SqliteJobStore::CheckWritable() {
 }
 
 absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
-  if (!changes.new_jobs.empty()) {
-    SqliteStatement insert(db_,
-                           "INSERT INTO jobs(job_id, position, request_id, spec, commits, "
-                           "create_time_ns, final_status) VALUES(?, ?, ?, ?, ?, ?, NULL)");
-    if (!insert.ok()) return Error("cannot prepare a job insert");
-    for (const StoredJob& job : changes.new_jobs) {
-      std::string commits;
-      for (const v1::CommitRef& commit : job.commits) {
-        AppendChunk(commit.SerializeAsString(), &commits);
-      }
-      insert.Bind(1, job.job_id);
-      insert.Bind(2, next_position_++);
-      insert.Bind(3, job.request_id);
-      insert.BindBlob(4, job.spec.SerializeAsString());
-      insert.BindBlob(5, commits);
-      insert.Bind(6, absl::ToUnixNanos(job.create_time));
-      if (!insert.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
+  RETURN_IF_ERROR(InsertJobsLocked(changes.new_jobs));
+  RETURN_IF_ERROR(AppendJournalLocked(changes.entries));
+  RETURN_IF_ERROR(StoreFinalStatusesLocked(changes.final_statuses));
+  RETURN_IF_ERROR(CompactJobsLocked(changes.compacted));
+  RETURN_IF_ERROR(DeleteJobsLocked(changes.deleted));
+  return StoreWorkersLocked(changes.workers);
+}
+
+absl::Status SqliteJobStore::InsertJobsLocked(const std::vector<StoredJob>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
+  SqliteStatement insert(db_,
+                         "INSERT INTO jobs(job_id, position, request_id, spec, commits, "
+                         "create_time_ns, final_status) VALUES(?, ?, ?, ?, ?, ?, NULL)");
+  if (!insert.ok()) return Error("cannot prepare a job insert");
+  for (const StoredJob& job : jobs) {
+    std::string commits;
+    for (const v1::CommitRef& commit : job.commits) {
+      AppendChunk(commit.SerializeAsString(), &commits);
     }
-    SqliteStatement cached(db_, "INSERT INTO job_cached_results(job_id, results) VALUES(?, ?)");
-    if (!cached.ok()) return Error("cannot prepare a cached-results insert");
-    for (const StoredJob& job : changes.new_jobs) {
-      if (job.cached.empty()) continue;
-      std::string results;
-      for (const v1::CachedResult& result : job.cached) {
-        AppendChunk(result.SerializeAsString(), &results);
-      }
-      cached.Bind(1, job.job_id);
-      cached.BindBlob(2, results);
-      if (!cached.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
-    }
+    insert.Bind(1, job.job_id);
+    insert.Bind(2, next_position_++);
+    insert.Bind(3, job.request_id);
+    insert.BindBlob(4, job.spec.SerializeAsString());
+    insert.BindBlob(5, commits);
+    insert.Bind(6, absl::ToUnixNanos(job.create_time));
+    if (!insert.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
   }
-  if (!changes.entries.empty()) {
-    SqliteStatement insert(
-        db_,
-        "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
-        "reason, payload, global_seq) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    SqliteStatement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
-    SqliteStatement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
-    if (!insert.ok() || !previous.ok() || !known.ok()) {
-      return Error("cannot prepare a journal insert");
+  SqliteStatement cached(db_, "INSERT INTO job_cached_results(job_id, results) VALUES(?, ?)");
+  if (!cached.ok()) return Error("cannot prepare a cached-results insert");
+  for (const StoredJob& job : jobs) {
+    if (job.cached.empty()) continue;
+    std::string results;
+    for (const v1::CachedResult& result : job.cached) {
+      AppendChunk(result.SerializeAsString(), &results);
     }
-    std::map<std::string, int64_t> last;  // Job id -> its last stored sequence.
-    for (const auto& [job_id, entry] : changes.entries) {
-      auto it = last.find(job_id);
-      if (it == last.end()) {
-        known.Bind(1, job_id);
-        const bool exists = known.Next();
-        known.Reset();
-        if (!exists) {
-          return absl::NotFoundError(
-              absl::StrCat("job database ", path_, ": journal entry for unknown job ", job_id));
-        }
-        previous.Bind(1, job_id);
-        if (!previous.Next()) return Error("cannot read the journal");
-        it = last.emplace(job_id, previous.Int(0)).first;
-        previous.Reset();
-      }
-      if (entry.sequence != it->second + 1) {
-        return absl::AlreadyExistsError(absl::StrCat("job database ", path_, ": journal entry ",
-                                                     entry.sequence, " of ", job_id,
-                                                     " does not follow entry ", it->second));
-      }
-      it->second = entry.sequence;
-      insert.Bind(1, job_id);
-      insert.Bind(2, entry.sequence);
-      insert.Bind(3, std::string(JournalEntry::KindName(entry.kind)));
-      insert.Bind(4, absl::ToUnixNanos(entry.time));
-      insert.Bind(5, entry.task_id);
-      insert.Bind(6, entry.worker);
-      insert.Bind(7, static_cast<int64_t>(entry.attempt));
-      insert.Bind(8, entry.reason);
-      insert.BindBlob(9, entry.EncodePayload());
-      insert.Bind(10, next_global_seq_++);
-      if (!insert.Run()) {
-        return Error(absl::StrCat("cannot append entry ", entry.sequence, " of ", job_id));
-      }
-    }
+    cached.Bind(1, job.job_id);
+    cached.BindBlob(2, results);
+    if (!cached.Run()) return Error(absl::StrCat("cannot store job ", job.job_id));
   }
-  if (!changes.final_statuses.empty()) {
-    SqliteStatement update(db_, "UPDATE jobs SET final_status = ? WHERE job_id = ?");
-    if (!update.ok()) return Error("cannot prepare a status update");
-    for (const auto& [job_id, status] : changes.final_statuses) {
-      update.BindBlob(1, status.SerializeAsString());
-      update.Bind(2, job_id);
-      if (!update.Run()) return Error(absl::StrCat("cannot store the status of ", job_id));
-      if (sqlite3_changes(db_) != 1) {
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::AppendJournalLocked(
+    const std::vector<std::pair<std::string, JournalEntry>>& entries) {
+  if (entries.empty()) return absl::OkStatus();
+  SqliteStatement insert(
+      db_,
+      "INSERT INTO journal(job_id, seq, kind, time_ns, task_id, worker, attempt, "
+      "reason, payload, global_seq) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  SqliteStatement previous(db_, "SELECT COALESCE(MAX(seq), 0) FROM journal WHERE job_id = ?");
+  SqliteStatement known(db_, "SELECT 1 FROM jobs WHERE job_id = ?");
+  if (!insert.ok() || !previous.ok() || !known.ok()) {
+    return Error("cannot prepare a journal insert");
+  }
+  std::map<std::string, int64_t> last;  // Job id -> its last stored sequence.
+  for (const auto& [job_id, entry] : entries) {
+    auto it = last.find(job_id);
+    if (it == last.end()) {
+      known.Bind(1, job_id);
+      const bool exists = known.Next();
+      known.Reset();
+      if (!exists) {
         return absl::NotFoundError(
-            absl::StrCat("job database ", path_, ": final status for unknown job ", job_id));
+            absl::StrCat("job database ", path_, ": journal entry for unknown job ", job_id));
       }
+      previous.Bind(1, job_id);
+      if (!previous.Next()) return Error("cannot read the journal");
+      it = last.emplace(job_id, previous.Int(0)).first;
+      previous.Reset();
+    }
+    if (entry.sequence != it->second + 1) {
+      return absl::AlreadyExistsError(absl::StrCat("job database ", path_, ": journal entry ",
+                                                   entry.sequence, " of ", job_id,
+                                                   " does not follow entry ", it->second));
+    }
+    it->second = entry.sequence;
+    insert.Bind(1, job_id);
+    insert.Bind(2, entry.sequence);
+    insert.Bind(3, std::string(JournalEntry::KindName(entry.kind)));
+    insert.Bind(4, absl::ToUnixNanos(entry.time));
+    insert.Bind(5, entry.task_id);
+    insert.Bind(6, entry.worker);
+    insert.Bind(7, static_cast<int64_t>(entry.attempt));
+    insert.Bind(8, entry.reason);
+    insert.BindBlob(9, entry.EncodePayload());
+    insert.Bind(10, next_global_seq_++);
+    if (!insert.Run()) {
+      return Error(absl::StrCat("cannot append entry ", entry.sequence, " of ", job_id));
     }
   }
-  for (const auto& [job_id, events] : changes.compacted) {
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::StoreFinalStatusesLocked(
+    const std::vector<std::pair<std::string, v1::JobStatus>>& final_statuses) {
+  if (final_statuses.empty()) return absl::OkStatus();
+  SqliteStatement update(db_, "UPDATE jobs SET final_status = ? WHERE job_id = ?");
+  if (!update.ok()) return Error("cannot prepare a status update");
+  for (const auto& [job_id, status] : final_statuses) {
+    update.BindBlob(1, status.SerializeAsString());
+    update.Bind(2, job_id);
+    if (!update.Run()) return Error(absl::StrCat("cannot store the status of ", job_id));
+    if (sqlite3_changes(db_) != 1) {
+      return absl::NotFoundError(
+          absl::StrCat("job database ", path_, ": final status for unknown job ", job_id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::CompactJobsLocked(
+    const std::vector<std::pair<std::string, std::vector<v1::JobEvent>>>& compacted) {
+  for (const auto& [job_id, events] : compacted) {
     SqliteStatement compact(
         db_,
         "UPDATE jobs SET events = ?, commits = x'' WHERE job_id = ? AND final_status IS NOT NULL");
@@ -608,7 +659,11 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
       return Error(absl::StrCat("cannot compact job ", job_id));
     }
   }
-  for (const std::string& job_id : changes.deleted) {
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::DeleteJobsLocked(const std::vector<std::string>& deleted) {
+  for (const std::string& job_id : deleted) {
     for (const char* sql :
          {"DELETE FROM journal WHERE job_id = ?", "DELETE FROM job_cached_results WHERE job_id = ?",
           "DELETE FROM jobs WHERE job_id = ?"}) {
@@ -618,16 +673,19 @@ absl::Status SqliteJobStore::CommitLocked(const StoreChanges& changes) {
       if (!remove.Run()) return Error(absl::StrCat("cannot delete job ", job_id));
     }
   }
-  if (!changes.workers.empty()) {
-    SqliteStatement upsert(
-        db_, "INSERT OR REPLACE INTO workers(worker_id, name, identity) VALUES(?, ?, ?)");
-    if (!upsert.ok()) return Error("cannot prepare a worker update");
-    for (const StoredWorker& worker : changes.workers) {
-      upsert.Bind(1, worker.worker_id);
-      upsert.Bind(2, worker.name);
-      upsert.BindBlob(3, worker.identity.SerializeAsString());
-      if (!upsert.Run()) return Error(absl::StrCat("cannot store worker ", worker.worker_id));
-    }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteJobStore::StoreWorkersLocked(const std::vector<StoredWorker>& workers) {
+  if (workers.empty()) return absl::OkStatus();
+  SqliteStatement upsert(
+      db_, "INSERT OR REPLACE INTO workers(worker_id, name, identity) VALUES(?, ?, ?)");
+  if (!upsert.ok()) return Error("cannot prepare a worker update");
+  for (const StoredWorker& worker : workers) {
+    upsert.Bind(1, worker.worker_id);
+    upsert.Bind(2, worker.name);
+    upsert.BindBlob(3, worker.identity.SerializeAsString());
+    if (!upsert.Run()) return Error(absl::StrCat("cannot store worker ", worker.worker_id));
   }
   return absl::OkStatus();
 }

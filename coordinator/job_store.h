@@ -21,6 +21,7 @@
 #define KBISECT_COORDINATOR_JOB_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -175,8 +176,52 @@ class SqliteJobStore : public JobStore {
  private:
   SqliteJobStore(std::string path, sqlite3* db, int lock_fd);
 
+  // Where each loaded job lies in StoredState::jobs, by job id.
+  using JobPlaces = std::map<std::string, size_t>;
+
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Load's steps, each reading one table into `state`. Errors: Error's when a statement fails,
+  // DataLoss naming the database and the row that cannot be parsed or belongs to no job.
+  // Reads the jobs, in their order, and where each lies into `places`.
+  absl::Status LoadJobsLocked(StoredState* state, JobPlaces* places)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the cached results of the jobs at `places`.
+  absl::Status LoadCachedResultsLocked(const JobPlaces& places, StoredState* state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the journals of the jobs at `places`, each in sequence without a gap, and the replay
+  // order: entries without a global sequence (schema version 1) first, job by job, then the
+  // others in the order they were committed.
+  absl::Status LoadJournalLocked(const JobPlaces& places, StoredState* state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the workers, by id.
+  absl::Status LoadWorkersLocked(StoredState* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Writes `changes` inside Commit's transaction, kind by kind in the steps below, each in the
+  // order given; the first error ends it (Commit rolls back).
   absl::Status CommitLocked(const StoreChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts new jobs at the next positions, and their cached results.
+  absl::Status InsertJobsLocked(const std::vector<StoredJob>& jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends journal entries with the next global sequences. NotFound for an unknown job,
+  // AlreadyExists for an entry that does not follow its job's last one.
+  absl::Status AppendJournalLocked(const std::vector<std::pair<std::string, JournalEntry>>& entries)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores the final statuses of finished jobs. NotFound for an unknown job.
+  absl::Status StoreFinalStatusesLocked(
+      const std::vector<std::pair<std::string, v1::JobStatus>>& final_statuses)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps each job's event log instead of its journal, commits and cached results.
+  // FailedPrecondition for a job that is unknown or has no final status.
+  absl::Status CompactJobsLocked(
+      const std::vector<std::pair<std::string, std::vector<v1::JobEvent>>>& compacted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes jobs with everything stored for them.
+  absl::Status DeleteJobsLocked(const std::vector<std::string>& deleted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts or replaces workers.
+  absl::Status StoreWorkersLocked(const std::vector<StoredWorker>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) const;
 
   const std::string path_;
