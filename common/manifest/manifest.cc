@@ -130,25 +130,24 @@ std::function<bool(const std::string&)> TrackedInCommit(const std::string& dir,
   };
 }
 
-absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec,
-                                                        const ManifestInputs& inputs) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path root(inputs.dir);
-  if (inputs.dir.empty() || !fs::is_directory(root, error)) {
-    return absl::NotFoundError(
-        absl::StrCat("measurement manifest: '", inputs.dir, "' is not a directory"));
-  }
-  v1::MeasurementManifest m;
-  for (const std::string& g : spec.harness_globs) m.add_harness_globs(g);
-  for (const std::string& a : inputs.bench_argv) m.add_bench_command(a);
+namespace {
 
-  // Harness files: the globs over the checkout (without .git), plus the command's own files.
+// The harness files of a checkout: their relative paths ('/'-separated, at most
+// kMaxHarnessFiles) and how many more the globs matched.
+struct HarnessPaths {
   std::set<std::string> paths;
   size_t left_out = 0;
-  // The walk costs what the globs can match: a tree of thousands of files outside them (a
-  // 2,000-file checkout took 35 ms a probe with fs::relative and no pruning) is not visited, and
-  // paths are made relative lexically (fs::relative resolves every component with system calls).
+};
+
+// Adds the files of the checkout at `root` (without .git) that a harness glob matches and
+// `inputs.tracked` holds to `found`. The walk costs what the globs can match: a tree of thousands
+// of files outside them (a 2,000-file checkout took 35 ms a probe with fs::relative and no
+// pruning) is not visited, and paths are made relative lexically (fs::relative resolves every
+// component with system calls).
+void AddGlobbedFiles(const ManifestSpec& spec, const ManifestInputs& inputs,
+                     const std::filesystem::path& root, HarnessPaths* found) {
+  namespace fs = std::filesystem;
+  std::error_code error;
   for (fs::recursive_directory_iterator
            it(root, fs::directory_options::skip_permission_denied, error),
        end;
@@ -169,39 +168,57 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
     if (inputs.tracked && !inputs.tracked(rel)) continue;
     for (const std::string& g : spec.harness_globs) {
       if (GlobMatch(g, rel)) {
-        if (paths.size() < kMaxHarnessFiles) {
-          paths.insert(rel);
+        if (found->paths.size() < kMaxHarnessFiles) {
+          found->paths.insert(rel);
         } else {
-          ++left_out;
+          ++found->left_out;
         }
         break;
       }
     }
   }
+}
+
+// Adds the benchmark command's own files to `found`: each argument that names a regular file of
+// the checkout at `root` (relative, not an option, not climbing out) that `inputs.tracked` holds.
+void AddCommandFiles(const ManifestInputs& inputs, const std::filesystem::path& root,
+                     HarnessPaths* found) {
+  namespace fs = std::filesystem;
+  std::error_code error;
   for (const std::string& a : inputs.bench_argv) {
     if (a.empty() || a[0] == '-' || a[0] == '/' || absl::StrContains(a, "..")) continue;
     const fs::path p = root / a;
     const std::string rel = fs::path(a).lexically_normal().generic_string();
     if (fs::is_regular_file(p, error) && (!inputs.tracked || inputs.tracked(rel))) {
-      paths.insert(rel);
+      found->paths.insert(rel);
     }
   }
+}
+
+// Records the harness files of `found` that can be read, each with its git blob id, and the
+// digest over them all (and the count left out) in `m`.
+void AddHarnessFiles(const std::filesystem::path& root, const HarnessPaths& found,
+                     v1::MeasurementManifest* m) {
   std::string digest_input;
-  for (const std::string& rel : paths) {
+  for (const std::string& rel : found.paths) {
     std::optional<std::string> text = ReadFile(root / rel);
     if (!text.has_value()) continue;
-    v1::HarnessFile* f = m.add_harness_files();
+    v1::HarnessFile* f = m->add_harness_files();
     f->set_path(rel);
     f->set_blob_id(GitBlobId(*text));
     absl::StrAppend(&digest_input, f->blob_id(), " ", rel, "\n");
   }
-  if (left_out > 0) absl::StrAppend(&digest_input, "... ", left_out, " more\n");
-  m.set_harness_digest(GitBlobId(digest_input));
+  if (found.left_out > 0) absl::StrAppend(&digest_input, "... ", found.left_out, " more\n");
+  m->set_harness_digest(GitBlobId(digest_input));
+}
 
-  // Named environment variables: the benchmark's own env first, then the inherited one.
+// Records the environment variables the spec names in `m`: the benchmark's own env first, then
+// the inherited one.
+void AddNamedEnvironment(const ManifestSpec& spec, const ManifestInputs& inputs,
+                         v1::MeasurementManifest* m) {
   for (const std::string& pattern : spec.env_names) {
     for (const auto& [name, value] : inputs.env) {
-      if (MatchesEnvName(pattern, name)) (*m.mutable_env())[name] = value;
+      if (MatchesEnvName(pattern, name)) (*m->mutable_env())[name] = value;
     }
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const std::string entry(*e);
@@ -209,58 +226,79 @@ absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec
       if (eq == std::string::npos) continue;
       const std::string name = entry.substr(0, eq);
       if (MatchesEnvName(pattern, name) && inputs.env.count(name) == 0) {
-        (*m.mutable_env())[name] = entry.substr(eq + 1);
+        (*m->mutable_env())[name] = entry.substr(eq + 1);
       }
     }
   }
+}
 
-  // Tool versions.
-  for (const auto& [name, command] : spec.tool_commands) {
-    std::string version = "unavailable (no command runner)";
-    if (inputs.runner != nullptr) {
-      ExecRequest request;
-      request.shell_command = command;
-      request.cwd = inputs.dir;
-      request.env = inputs.env;
-      request.timeout = absl::Seconds(30);
-      request.output_limit_bytes = 4096;
-      absl::StatusOr<ExecResult> ran = inputs.runner->Run(request);
-      if (!ran.ok()) {
-        version = absl::StrCat("unavailable (", ran.status().message(), ")");
-      } else if (!ran->ok()) {
-        version = absl::StrCat("unavailable (", ran->Describe(), ")");
-      } else {
-        version = "";
-        for (absl::string_view line : absl::StrSplit(ran->output, '\n')) {
-          line = absl::StripAsciiWhitespace(line);
-          if (!line.empty()) {
-            version = std::string(line);
-            break;
-          }
-        }
-      }
-    }
-    (*m.mutable_tool_versions())[name] = version;
+// The version a tool's shell `command` prints: the first non-blank line of its output, run in the
+// checkout with the benchmark's env; "unavailable (...)" with the reason when it cannot be run or
+// fails, or when there is no command runner.
+std::string ToolVersion(const std::string& command, const ManifestInputs& inputs) {
+  if (inputs.runner == nullptr) return "unavailable (no command runner)";
+  ExecRequest request;
+  request.shell_command = command;
+  request.cwd = inputs.dir;
+  request.env = inputs.env;
+  request.timeout = absl::Seconds(30);
+  request.output_limit_bytes = 4096;
+  absl::StatusOr<ExecResult> ran = inputs.runner->Run(request);
+  if (!ran.ok()) return absl::StrCat("unavailable (", ran.status().message(), ")");
+  if (!ran->ok()) return absl::StrCat("unavailable (", ran->Describe(), ")");
+  for (absl::string_view line : absl::StrSplit(ran->output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty()) return std::string(line);
   }
+  return "";
+}
 
+// Records the machine in `m`: the first GPU's model, uuid, clocks, power limit and settings, the
+// driver and toolkit versions and the hardware class (from `inputs.identity`), and the GPU's
+// state before the run.
+void AddMachine(const ManifestInputs& inputs, v1::MeasurementManifest* m) {
   if (inputs.identity != nullptr) {
     const v1::RunnerIdentity& id = *inputs.identity;
     if (id.gpus_size() > 0) {
-      m.set_gpu_model(id.gpus(0).model());
-      m.set_gpu_uuid(id.gpus(0).uuid());
-      m.set_max_sm_clock_mhz(id.gpus(0).max_sm_clock_mhz());
-      m.set_power_limit_watts(id.gpus(0).power_limit_watts());
-      m.set_gpu_settings(GpuSettingsKey(id.gpus(0)));
+      m->set_gpu_model(id.gpus(0).model());
+      m->set_gpu_uuid(id.gpus(0).uuid());
+      m->set_max_sm_clock_mhz(id.gpus(0).max_sm_clock_mhz());
+      m->set_power_limit_watts(id.gpus(0).power_limit_watts());
+      m->set_gpu_settings(GpuSettingsKey(id.gpus(0)));
     }
-    m.set_driver_version(id.driver_version());
-    m.set_cuda_version(id.cuda_version());
-    m.set_rocm_version(id.rocm_version());
-    m.set_hardware_class(id.hardware_class());
+    m->set_driver_version(id.driver_version());
+    m->set_cuda_version(id.cuda_version());
+    m->set_rocm_version(id.rocm_version());
+    m->set_hardware_class(id.hardware_class());
   }
   if (inputs.gpu_state.has_value()) {
-    m.set_sm_clock_mhz(inputs.gpu_state->sm_clock_mhz());
-    m.set_throttled(inputs.gpu_state->throttled());
+    m->set_sm_clock_mhz(inputs.gpu_state->sm_clock_mhz());
+    m->set_throttled(inputs.gpu_state->throttled());
   }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::MeasurementManifest> CollectManifest(const ManifestSpec& spec,
+                                                        const ManifestInputs& inputs) {
+  std::error_code error;
+  const std::filesystem::path root(inputs.dir);
+  if (inputs.dir.empty() || !std::filesystem::is_directory(root, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("measurement manifest: '", inputs.dir, "' is not a directory"));
+  }
+  v1::MeasurementManifest m;
+  for (const std::string& g : spec.harness_globs) m.add_harness_globs(g);
+  for (const std::string& a : inputs.bench_argv) m.add_bench_command(a);
+  HarnessPaths found;
+  AddGlobbedFiles(spec, inputs, root, &found);
+  AddCommandFiles(inputs, root, &found);
+  AddHarnessFiles(root, found, &m);
+  AddNamedEnvironment(spec, inputs, &m);
+  for (const auto& [name, command] : spec.tool_commands) {
+    (*m.mutable_tool_versions())[name] = ToolVersion(command, inputs);
+  }
+  AddMachine(inputs, &m);
   return m;
 }
 
