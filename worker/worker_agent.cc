@@ -2,7 +2,10 @@
 #include "worker/worker_agent.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/rpc/proto_time.h"
@@ -193,116 +196,97 @@ void WorkerAgent::FinishTask() {
   }
 }
 
-void WorkerAgent::Run() {
-  absl::Duration delay = options_.min_backoff;
-  while (true) {
-    {
-      kbisect::MutexLock lock(&mu_);
-      if (stop_) break;
-      if (drain_ && task_ == nullptr) break;
-    }
-    bool have_session;
-    {
-      kbisect::MutexLock lock(&mu_);
-      have_session = !session_id_.empty();
-    }
-    if (!have_session) {
-      if (!OpenSession()) {
-        Backoff(&delay);
-        continue;
-      }
-      delay = options_.min_backoff;
-    }
+bool WorkerAgent::ShouldLeave() const {
+  kbisect::MutexLock lock(&mu_);
+  return stop_ || (drain_ && task_ == nullptr);
+}
 
-    bool finished = false;
-    v1::SynchronizeRequest request;
-    absl::Duration timeout;
-    {
-      kbisect::MutexLock lock(&mu_);
-      finished = task_ != nullptr && task_->finished;
-      if (!finished) {
-        request.set_session_id(session_id_);
-        if (task_ != nullptr) {
-          v1::LeaseStatus* status = request.add_leases();
-          status->set_lease_id(task_->lease.lease_id());
-          status->set_attempt(task_->lease.attempt());
-          status->set_phase(task_->phase);
-          status->set_runs_done(task_->runs_done);
-          status->set_runs_total(task_->lease.task().runs());
-        }
-        request.set_ready_for_work(task_ == nullptr && !drain_);
-        if (options_.build_ahead != nullptr) {
-          request.set_build_ahead_slots(options_.build_ahead->max_builds());
-        }
-        if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
-          announced_slots_ = cache->Pool().second;
-          request.set_build_pool_slots(announced_slots_);
-        }
-        request.set_draining(drain_);
-        const absl::Duration wait = task_ != nullptr ? kBusyPoll : options_.idle_poll;
-        *request.mutable_wait() = ToProto(drain_ && task_ == nullptr ? absl::ZeroDuration() : wait);
-        timeout = wait + kRpcSlack;
-        polling_ = true;
+bool WorkerAgent::HasSession() const {
+  kbisect::MutexLock lock(&mu_);
+  return !session_id_.empty();
+}
+
+std::optional<WorkerAgent::SynchronizeCall> WorkerAgent::NextSynchronizeCall() {
+  kbisect::MutexLock lock(&mu_);
+  if (task_ != nullptr && task_->finished) return std::nullopt;
+  SynchronizeCall call;
+  v1::SynchronizeRequest& request = call.request;
+  request.set_session_id(session_id_);
+  if (task_ != nullptr) {
+    v1::LeaseStatus* status = request.add_leases();
+    status->set_lease_id(task_->lease.lease_id());
+    status->set_attempt(task_->lease.attempt());
+    status->set_phase(task_->phase);
+    status->set_runs_done(task_->runs_done);
+    status->set_runs_total(task_->lease.task().runs());
+  }
+  request.set_ready_for_work(task_ == nullptr && !drain_);
+  if (options_.build_ahead != nullptr) {
+    request.set_build_ahead_slots(options_.build_ahead->max_builds());
+  }
+  if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
+    announced_slots_ = cache->Pool().second;
+    request.set_build_pool_slots(announced_slots_);
+  }
+  request.set_draining(drain_);
+  const absl::Duration wait = task_ != nullptr ? kBusyPoll : options_.idle_poll;
+  *request.mutable_wait() = ToProto(drain_ && task_ == nullptr ? absl::ZeroDuration() : wait);
+  call.timeout = wait + kRpcSlack;
+  polling_ = true;
+  return call;
+}
+
+bool WorkerAgent::ContinueAfterSynchronizeError(const absl::Status& status, absl::Duration* delay) {
+  if (absl::IsCancelled(status)) return true;  // Woken locally.
+  if (absl::IsFailedPrecondition(status)) {
+    // Another process took over this worker's name: taking it back would only make the two
+    // steal each other's sessions (and leases) forever.
+    kbisect::MutexLock lock(&mu_);
+    stop_reason_ = status;
+    stop_ = true;
+    session_id_.clear();
+    return false;
+  }
+  if (absl::IsNotFound(status)) {
+    kbisect::MutexLock lock(&mu_);
+    session_id_.clear();
+    return true;
+  }
+  Backoff(delay);
+  return true;
+}
+
+void WorkerAgent::FollowSynchronizeResponse(const v1::SynchronizeResponse& response) {
+  std::vector<std::string> in_use;  // The commits the running task builds or uses.
+  {
+    kbisect::MutexLock lock(&mu_);
+    for (const v1::LeaseCancellation& cancel : response.cancellations()) {
+      if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
+        task_->cancelled_by_coordinator = true;
+        task_->cancel.Cancel();
       }
     }
-    if (finished) {
-      FinishTask();
-      continue;
+    for (const v1::Lease& lease : response.assignments()) {
+      if (task_ == nullptr && !stop_) StartTask(lease);
+      // A second assignment while busy cannot happen (the worker only asks when idle); if it
+      // did, not reporting it makes the coordinator re-dispatch it.
     }
-    absl::StatusOr<v1::SynchronizeResponse> response = client_->Synchronize(request, timeout);
-    {
-      kbisect::MutexLock lock(&mu_);
-      polling_ = false;
-    }
-    if (!response.ok()) {
-      if (absl::IsCancelled(response.status())) continue;  // Woken locally.
-      if (absl::IsFailedPrecondition(response.status())) {
-        // Another process took over this worker's name: taking it back would only make the two
-        // steal each other's sessions (and leases) forever.
-        kbisect::MutexLock lock(&mu_);
-        stop_reason_ = response.status();
-        stop_ = true;
-        session_id_.clear();
-        break;
-      }
-      if (absl::IsNotFound(response.status())) {
-        kbisect::MutexLock lock(&mu_);
-        session_id_.clear();
-        continue;
-      }
-      Backoff(&delay);
-      continue;
-    }
-    delay = options_.min_backoff;
-    std::vector<std::string> in_use;  // The commits the running task builds or uses.
-    {
-      kbisect::MutexLock lock(&mu_);
-      for (const v1::LeaseCancellation& cancel : response->cancellations()) {
-        if (task_ != nullptr && task_->lease.lease_id() == cancel.lease_id()) {
-          task_->cancelled_by_coordinator = true;
-          task_->cancel.Cancel();
-        }
-      }
-      for (const v1::Lease& lease : response->assignments()) {
-        if (task_ == nullptr && !stop_) StartTask(lease);
-        // A second assignment while busy cannot happen (the worker only asks when idle); if it
-        // did, not reporting it makes the coordinator re-dispatch it.
-      }
-      if (task_ != nullptr && !task_->cancelled_by_coordinator) {
-        in_use.push_back(task_->lease.task().commit_sha());
-        const std::string& paired = task_->lease.task().paired_commit_sha();
-        if (!paired.empty()) in_use.push_back(paired);
-      }
-    }
-    if (options_.build_ahead != nullptr) {
-      options_.build_ahead->Update(
-          options_.name,
-          std::vector<v1::Task>(response->build_ahead().begin(), response->build_ahead().end()),
-          in_use);
+    if (task_ != nullptr && !task_->cancelled_by_coordinator) {
+      in_use.push_back(task_->lease.task().commit_sha());
+      const std::string& paired = task_->lease.task().paired_commit_sha();
+      if (!paired.empty()) in_use.push_back(paired);
     }
   }
+  if (options_.build_ahead != nullptr) {
+    options_.build_ahead->Update(
+        options_.name,
+        std::vector<v1::Task>(response.build_ahead().begin(), response.build_ahead().end()),
+        in_use);
+  }
+}
+
+void WorkerAgent::Leave() {
   if (options_.build_ahead != nullptr) options_.build_ahead->Forget(options_.name);
-  // Leaving: kill and hand back any task, close the session.
   {
     kbisect::MutexLock lock(&mu_);
     if (task_ != nullptr) task_->cancel.Cancel();
@@ -319,6 +303,37 @@ void WorkerAgent::Run() {
     request.set_reason("worker stopping");
     (void)client_->CloseSession(request, kGoodbyeTimeout);
   }
+}
+
+void WorkerAgent::Run() {
+  absl::Duration delay = options_.min_backoff;
+  while (!ShouldLeave()) {
+    if (!HasSession()) {
+      if (!OpenSession()) {
+        Backoff(&delay);
+        continue;
+      }
+      delay = options_.min_backoff;
+    }
+    std::optional<SynchronizeCall> call = NextSynchronizeCall();
+    if (!call.has_value()) {  // The task finished: report it before asking for more.
+      FinishTask();
+      continue;
+    }
+    absl::StatusOr<v1::SynchronizeResponse> response =
+        client_->Synchronize(call->request, call->timeout);
+    {
+      kbisect::MutexLock lock(&mu_);
+      polling_ = false;
+    }
+    if (!response.ok()) {
+      if (!ContinueAfterSynchronizeError(response.status(), &delay)) break;
+      continue;
+    }
+    delay = options_.min_backoff;
+    FollowSynchronizeResponse(*response);
+  }
+  Leave();
 }
 
 }  // namespace kbisect

@@ -96,6 +96,34 @@ class WorkerAgent {
   WorkerAgent(WorkerAgentOptions options, std::unique_ptr<CoordinatorClient> owned_client,
               CoordinatorClient* client, TaskRunner* task_runner);
 
+  // A Synchronize call ready to make: the request (the running task's progress, whether the
+  // worker wants work, its build slots, the long poll's wait) and the RPC's deadline.
+  struct SynchronizeCall {
+    v1::SynchronizeRequest request;
+    absl::Duration timeout;
+  };
+
+  // Run's steps, one loop turn: leave, or open a session, then report a finished task or make
+  // one Synchronize call and follow its answer.
+  // Whether Run should leave: Stop() was called, or Drain() and no task runs.
+  bool ShouldLeave() const;
+  // Whether the worker holds a session.
+  bool HasSession() const;
+  // The next Synchronize call, marking the poll in flight; nullopt when the running task has
+  // finished and must be reported (FinishTask) first.
+  std::optional<SynchronizeCall> NextSynchronizeCall();
+  // Acts on a failed Synchronize: nothing when it was woken locally, the session dropped when
+  // the coordinator does not know it, a backoff on `delay` for any other error. Returns false,
+  // having stopped the worker with the status as its stop reason, when another process took over
+  // the worker's name.
+  bool ContinueAfterSynchronizeError(const absl::Status& status, absl::Duration* delay);
+  // Follows Synchronize's answer: cancels the task the coordinator cancelled, starts an assigned
+  // one when idle, and hands the builds ahead to the build-ahead pool with the commits the
+  // running task uses.
+  void FollowSynchronizeResponse(const v1::SynchronizeResponse& response);
+  // Leaves: forgets the builds ahead, kills and hands back any task, and closes the session.
+  void Leave();
+
   bool OpenSession();
   void StartTask(const v1::Lease& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishTask();  // Joins the task thread and reports its result.
