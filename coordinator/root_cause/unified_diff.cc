@@ -1,7 +1,9 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/root_cause/unified_diff.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -91,132 +93,172 @@ void ParseGitHeaderPaths(absl::string_view s, FileDiff* file) {
   file->new_path = StripPrefix(ReadPathToken(s.substr(split + 1), nullptr));
 }
 
+// Reads a patch line by line into files and hunks: the parser's state between lines. A hunk's
+// body is read by the line counts of its `@@` header.
+class DiffReader {
+ public:
+  // Reads one line of the patch (without its "\n"; a trailing "\r" is dropped).
+  void Read(absl::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (ReadHunkBody(line) || ReadFileHeader(line) || ReadExtendedHeader(line)) return;
+    ReadHunkHeader(line);
+  }
+
+  // The files read, in patch order. The deleted or new side of a file keeps its path empty; a
+  // rename keeps both.
+  std::vector<FileDiff> Finish() && {
+    for (FileDiff& f : files_) {
+      if (f.is_new && !f.is_rename) f.old_path.clear();
+      if (f.is_deleted && !f.is_rename) f.new_path.clear();
+    }
+    return std::move(files_);
+  }
+
+ private:
+  // Starts the next file; no hunk is open.
+  void StartFile() {
+    files_.emplace_back();
+    file_ = &files_.back();
+    hunk_ = nullptr;
+    old_left_ = new_left_ = 0;
+    expect_plus_ = false;
+  }
+
+  // Reads `line` as the open hunk's next body line while the hunk has lines left: a context,
+  // removed or added line, or a "\ No newline at end of file" marker. Returns false when it is
+  // not one: no hunk is open, or the hunk was truncated (it is closed, and the line is read as a
+  // header).
+  bool ReadHunkBody(absl::string_view line) {
+    if (hunk_ == nullptr || (old_left_ <= 0 && new_left_ <= 0)) return false;
+    DiffLine body;
+    const char marker = line.empty() ? ' ' : line.front();
+    if (marker == ' ' && old_left_ > 0 && new_left_ > 0) {
+      body.kind = ' ';
+      body.old_line = old_line_++;
+      body.new_line = new_line_++;
+      --old_left_;
+      --new_left_;
+    } else if (marker == '-' && old_left_ > 0) {
+      body.kind = '-';
+      body.old_line = old_line_++;
+      --old_left_;
+    } else if (marker == '+' && new_left_ > 0) {
+      body.kind = '+';
+      body.new_line = new_line_++;
+      --new_left_;
+    } else if (marker == '\\') {
+      return true;  // "\ No newline at end of file".
+    } else {
+      old_left_ = new_left_ = 0;  // A truncated hunk: read the line as a header.
+      return false;
+    }
+    body.text = std::string(line.empty() ? line : line.substr(1));
+    hunk_->lines.push_back(std::move(body));
+    return true;
+  }
+
+  // Reads `line` as a file header: "diff --git a/... b/..." or "--- " (each may start a file)
+  // or the "+++ " line that follows "--- ". Returns false when it is none of them.
+  bool ReadFileHeader(absl::string_view line) {
+    if (absl::StartsWith(line, "diff --git ")) {
+      StartFile();
+      ParseGitHeaderPaths(line.substr(11), file_);
+      return true;
+    }
+    if (absl::StartsWith(line, "--- ")) {
+      // Plain `diff -u` output has no "diff --git" line: a "--- " after a hunk starts a file.
+      if (file_ == nullptr || !file_->hunks.empty()) StartFile();
+      file_->old_path = StripPrefix(ReadPathToken(line.substr(4), nullptr));
+      if (file_->old_path.empty()) file_->is_new = true;
+      expect_plus_ = true;
+      return true;
+    }
+    if (absl::StartsWith(line, "+++ ") && file_ != nullptr &&
+        (expect_plus_ || file_->hunks.empty())) {
+      file_->new_path = StripPrefix(ReadPathToken(line.substr(4), nullptr));
+      if (file_->new_path.empty()) file_->is_deleted = true;
+      expect_plus_ = false;
+      return true;
+    }
+    return false;
+  }
+
+  // Reads `line` as one of git's extended headers before a file's first hunk: a rename, a new or
+  // deleted file, a binary file. Returns false when it is none of them.
+  bool ReadExtendedHeader(absl::string_view line) {
+    if (file_ == nullptr || hunk_ != nullptr) return false;
+    if (absl::StartsWith(line, "rename from ")) {
+      file_->old_path = ReadPathToken(line.substr(12), nullptr);
+      file_->is_rename = true;
+      return true;
+    }
+    if (absl::StartsWith(line, "rename to ")) {
+      file_->new_path = ReadPathToken(line.substr(10), nullptr);
+      file_->is_rename = true;
+      return true;
+    }
+    if (absl::StartsWith(line, "new file mode")) {
+      file_->is_new = true;
+      return true;
+    }
+    if (absl::StartsWith(line, "deleted file mode")) {
+      file_->is_deleted = true;
+      return true;
+    }
+    if (absl::StartsWith(line, "Binary files ") || line == "GIT binary patch") {
+      file_->is_binary = true;
+      return true;
+    }
+    return false;
+  }
+
+  // Reads `line` as a hunk header "@@ -a,b +c,d @@ ..." (a count left out is 1) and opens the
+  // hunk in the current file (a file of its own when there is none). Returns false when it is not
+  // one.
+  bool ReadHunkHeader(absl::string_view line) {
+    static const RE2 kHunkHeader(R"(^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+.*$)");
+    std::string old_start, old_count, new_start, new_count;
+    if (!absl::StartsWith(line, "@@") ||
+        !RE2::FullMatch(re2::StringPiece(line.data(), line.size()), kHunkHeader, &old_start,
+                        &old_count, &new_start, &new_count)) {
+      return false;
+    }
+    if (file_ == nullptr) StartFile();
+    file_->hunks.emplace_back();
+    hunk_ = &file_->hunks.back();
+    hunk_->header = std::string(line);
+    int value = 0;
+    hunk_->old_start = absl::SimpleAtoi(old_start, &value) ? value : 0;
+    hunk_->old_count = old_count.empty() ? 1 : (absl::SimpleAtoi(old_count, &value) ? value : 0);
+    hunk_->new_start = absl::SimpleAtoi(new_start, &value) ? value : 0;
+    hunk_->new_count = new_count.empty() ? 1 : (absl::SimpleAtoi(new_count, &value) ? value : 0);
+    old_left_ = hunk_->old_count;
+    new_left_ = hunk_->new_count;
+    old_line_ = hunk_->old_start;
+    new_line_ = hunk_->new_start;
+    expect_plus_ = false;
+    return true;
+  }
+
+  std::vector<FileDiff> files_;
+  FileDiff* file_ = nullptr;  // The file being read, in files_.
+  DiffHunk* hunk_ = nullptr;  // Its hunk being read.
+  // The open hunk's old and new lines still to read, and the next line numbers.
+  int old_left_ = 0;
+  int new_left_ = 0;
+  int old_line_ = 0;
+  int new_line_ = 0;
+  // True between a "--- " header and its "+++ " line.
+  bool expect_plus_ = false;
+};
+
 }  // namespace
 
 std::vector<FileDiff> ParseUnifiedDiff(std::string_view patch_view) {
   const absl::string_view patch(patch_view.data(), patch_view.size());
-  static const RE2 kHunkHeader(R"(^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+.*$)");
-  std::vector<FileDiff> files;
-  FileDiff* file = nullptr;
-  DiffHunk* hunk = nullptr;
-  int old_left = 0;
-  int new_left = 0;
-  int old_line = 0;
-  int new_line = 0;
-  // True between a "--- " header and its "+++ " line.
-  bool expect_plus = false;
-
-  auto start_file = [&]() {
-    files.emplace_back();
-    file = &files.back();
-    hunk = nullptr;
-    old_left = new_left = 0;
-    expect_plus = false;
-  };
-
-  for (absl::string_view line : absl::StrSplit(patch, '\n')) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-
-    if (hunk != nullptr && (old_left > 0 || new_left > 0)) {
-      DiffLine body;
-      const char marker = line.empty() ? ' ' : line.front();
-      if (marker == ' ' && old_left > 0 && new_left > 0) {
-        body.kind = ' ';
-        body.old_line = old_line++;
-        body.new_line = new_line++;
-        --old_left;
-        --new_left;
-      } else if (marker == '-' && old_left > 0) {
-        body.kind = '-';
-        body.old_line = old_line++;
-        --old_left;
-      } else if (marker == '+' && new_left > 0) {
-        body.kind = '+';
-        body.new_line = new_line++;
-        --new_left;
-      } else if (marker == '\\') {
-        continue;  // "\ No newline at end of file".
-      } else {
-        old_left = new_left = 0;  // A truncated hunk: read the line as a header below.
-        body.kind = 0;
-      }
-      if (body.kind != 0) {
-        body.text = std::string(line.empty() ? line : line.substr(1));
-        hunk->lines.push_back(std::move(body));
-        continue;
-      }
-    }
-
-    if (absl::StartsWith(line, "diff --git ")) {
-      start_file();
-      ParseGitHeaderPaths(line.substr(11), file);
-      continue;
-    }
-    if (absl::StartsWith(line, "--- ")) {
-      // Plain `diff -u` output has no "diff --git" line: a "--- " after a hunk starts a file.
-      if (file == nullptr || !file->hunks.empty()) start_file();
-      file->old_path = StripPrefix(ReadPathToken(line.substr(4), nullptr));
-      if (file->old_path.empty()) file->is_new = true;
-      expect_plus = true;
-      continue;
-    }
-    if (absl::StartsWith(line, "+++ ") && file != nullptr && (expect_plus || file->hunks.empty())) {
-      file->new_path = StripPrefix(ReadPathToken(line.substr(4), nullptr));
-      if (file->new_path.empty()) file->is_deleted = true;
-      expect_plus = false;
-      continue;
-    }
-    if (file != nullptr && hunk == nullptr) {
-      if (absl::StartsWith(line, "rename from ")) {
-        file->old_path = ReadPathToken(line.substr(12), nullptr);
-        file->is_rename = true;
-        continue;
-      }
-      if (absl::StartsWith(line, "rename to ")) {
-        file->new_path = ReadPathToken(line.substr(10), nullptr);
-        file->is_rename = true;
-        continue;
-      }
-      if (absl::StartsWith(line, "new file mode")) {
-        file->is_new = true;
-        continue;
-      }
-      if (absl::StartsWith(line, "deleted file mode")) {
-        file->is_deleted = true;
-        continue;
-      }
-      if (absl::StartsWith(line, "Binary files ") || line == "GIT binary patch") {
-        file->is_binary = true;
-        continue;
-      }
-    }
-    std::string old_start, old_count, new_start, new_count;
-    if (absl::StartsWith(line, "@@") &&
-        RE2::FullMatch(re2::StringPiece(line.data(), line.size()), kHunkHeader, &old_start,
-                       &old_count, &new_start, &new_count)) {
-      if (file == nullptr) start_file();
-      file->hunks.emplace_back();
-      hunk = &file->hunks.back();
-      hunk->header = std::string(line);
-      int value = 0;
-      hunk->old_start = absl::SimpleAtoi(old_start, &value) ? value : 0;
-      hunk->old_count = old_count.empty() ? 1 : (absl::SimpleAtoi(old_count, &value) ? value : 0);
-      hunk->new_start = absl::SimpleAtoi(new_start, &value) ? value : 0;
-      hunk->new_count = new_count.empty() ? 1 : (absl::SimpleAtoi(new_count, &value) ? value : 0);
-      old_left = hunk->old_count;
-      new_left = hunk->new_count;
-      old_line = hunk->old_start;
-      new_line = hunk->new_start;
-      expect_plus = false;
-      continue;
-    }
-  }
-  // The deleted/new side of a file keeps its path empty; a rename keeps both.
-  for (FileDiff& f : files) {
-    if (f.is_new && !f.is_rename) f.old_path.clear();
-    if (f.is_deleted && !f.is_rename) f.new_path.clear();
-  }
-  return files;
+  DiffReader reader;
+  for (absl::string_view line : absl::StrSplit(patch, '\n')) reader.Read(line);
+  return std::move(reader).Finish();
 }
 
 }  // namespace kbisect
