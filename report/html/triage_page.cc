@@ -78,45 +78,83 @@ const triage::ChangePoint* Focus(const KernelTriage& k) {
   return &k.analysis.change_points[k.focus_change_point];
 }
 
-absl::StatusOr<std::string> Chart(const KernelTriage& k, const Plotted& s) {
-  const int n = static_cast<int>(k.nightlies.size());
-  const bool primary = s.role == "primary";
-  const double height = primary ? 260 : 170;
+// The frame of one series' chart: its height, the value range shown (the values' range padded
+// by a tenth on each side) and where a nightly's index and a value fall in the SVG.
+struct ChartFrame {
+  int n = 0;             // The nightlies.
+  bool primary = false;  // The metric explained (taller, with every change point).
+  double height = 0;
+  double lo = 0;
+  double hi = 0;
+  double plot_w = 0;
+  double plot_h = 0;
+
+  double x(double i) const { return kLeft + plot_w * (i + 0.5) / n; }
+  double y(double v) const { return kTop + plot_h * (1.0 - (v - lo) / (hi - lo)); }
+};
+
+// The frame of series `s` over `k`'s nightlies; nullopt when there is nothing to draw (no
+// nightly, or no value).
+std::optional<ChartFrame> FrameOf(const KernelTriage& k, const Plotted& s) {
+  ChartFrame f;
+  f.n = static_cast<int>(k.nightlies.size());
+  f.primary = s.role == "primary";
+  f.height = f.primary ? 260 : 170;
   double lo = INFINITY, hi = -INFINITY;
   for (const std::optional<double>& v : s.values) {
     if (!v.has_value()) continue;
     lo = std::min(lo, *v);
     hi = std::max(hi, *v);
   }
-  if (n == 0 || !(hi >= lo)) return std::string();
+  if (f.n == 0 || !(hi >= lo)) return std::nullopt;
   if (!(hi > lo)) hi = lo + std::max(1e-9, std::fabs(lo) * 0.01);
   const double pad = (hi - lo) * 0.1;
-  lo -= pad;
-  hi += pad;
-  const double plot_w = kWidth - kLeft - kRight;
-  const double plot_h = height - kTop - kBottom;
-  auto x = [&](double i) { return kLeft + plot_w * (i + 0.5) / n; };
-  auto y = [&](double v) { return kTop + plot_h * (1.0 - (v - lo) / (hi - lo)); };
+  f.lo = lo - pad;
+  f.hi = hi + pad;
+  f.plot_w = kWidth - kLeft - kRight;
+  f.plot_h = f.height - kTop - kBottom;
+  return f;
+}
 
+// The move the charts mark: the change point explained, and its last-good and first-bad
+// nightlies (-1 when there is none, as for a spike).
+struct ChartMove {
+  const triage::ChangePoint* focus = nullptr;
+  int last_good = -1;
+  int first_bad = -1;
+};
+
+// The move `k` explains.
+ChartMove MoveOf(const KernelTriage& k) {
+  ChartMove move;
+  move.focus = Focus(k);
+  move.last_good = move.focus != nullptr && k.last_good.has_value() ? k.last_good->index : -1;
+  move.first_bad = move.focus != nullptr && k.first_bad.has_value() ? k.first_bad->index : -1;
+  return move;
+}
+
+// Four horizontal grid lines with their values.
+std::string GridLines(const ChartFrame& f) {
   std::string grid;
   for (int t = 0; t <= 3; ++t) {
-    const double v = lo + (hi - lo) * t / 3.0;
+    const double v = f.lo + (f.hi - f.lo) * t / 3.0;
     absl::StrAppend(&grid, "<line class=\"grid\" x1=\"", Num(kLeft), "\" x2=\"",
-                    Num(kWidth - kRight), "\" y1=\"", Num(y(v)), "\" y2=\"", Num(y(v)),
-                    "\"/><text class=\"tick\" x=\"", Num(kLeft - 6), "\" y=\"", Num(y(v) + 4),
+                    Num(kWidth - kRight), "\" y1=\"", Num(f.y(v)), "\" y2=\"", Num(f.y(v)),
+                    "\"/><text class=\"tick\" x=\"", Num(kLeft - 6), "\" y=\"", Num(f.y(v) + 4),
                     "\" text-anchor=\"end\">", Escape(Number(v)), "</text>");
   }
-  // The last-good and first-bad nightlies of the change point explained (a spike has none).
-  const triage::ChangePoint* focus = Focus(k);
-  const int last_good = focus != nullptr && k.last_good.has_value() ? k.last_good->index : -1;
-  const int first_bad = focus != nullptr && k.first_bad.has_value() ? k.first_bad->index : -1;
-  // Change points: every one on the primary chart, the explained one on every chart.
+  return grid;
+}
+
+// The change points' marks: every one on the primary chart (with its percentage and the levels
+// on either side), the explained one on every chart.
+std::string ChangePointMarks(const KernelTriage& k, const ChartFrame& f, const ChartMove& move) {
   std::string splits;
   for (size_t c = 0; c < k.analysis.change_points.size(); ++c) {
     const triage::ChangePoint& cp = k.analysis.change_points[c];
-    const bool is_focus = &cp == focus;
-    if (!primary && !is_focus) continue;
-    const double sx = x(cp.index - 0.5);
+    const bool is_focus = &cp == move.focus;
+    if (!f.primary && !is_focus) continue;
+    const double sx = f.x(cp.index - 0.5);
     const NightlyRef& before = k.nightlies[cp.index - 1];
     const NightlyRef& after = k.nightlies[cp.index];
     absl::StrAppend(
@@ -127,60 +165,90 @@ absl::StatusOr<std::string> Chart(const KernelTriage& k, const Plotted& s) {
                             after.sha, ": ", Number(cp.before), " -> ", Number(cp.after), " (",
                             FormatSignedPercent(100 * cp.relative_change), ")")),
         "</title><line x1=\"", Num(sx), "\" x2=\"", Num(sx), "\" y1=\"", Num(kTop), "\" y2=\"",
-        Num(height - kBottom), "\"/>",
-        primary ? absl::StrCat("<text x=\"", Num(sx + 4), "\" y=\"", Num(kTop + 10), "\">",
-                               Escape(FormatSignedPercent(100 * cp.relative_change)), "</text>")
-                : "",
+        Num(f.height - kBottom), "\"/>",
+        f.primary ? absl::StrCat("<text x=\"", Num(sx + 4), "\" y=\"", Num(kTop + 10), "\">",
+                                 Escape(FormatSignedPercent(100 * cp.relative_change)), "</text>")
+                  : "",
         "</g>");
-    if (primary) {
+    if (f.primary) {
       for (const auto& [from, to, level] :
            {std::tuple<int, int, double>{cp.begin, cp.index, cp.before},
             {cp.index, cp.end, cp.after}}) {
-        absl::StrAppend(&splits, "<line class=\"level\" x1=\"", Num(x(from - 0.4)), "\" x2=\"",
-                        Num(x(to - 0.6)), "\" y1=\"", Num(y(level)), "\" y2=\"", Num(y(level)),
-                        "\"/>");
+        absl::StrAppend(&splits, "<line class=\"level\" x1=\"", Num(f.x(from - 0.4)), "\" x2=\"",
+                        Num(f.x(to - 0.6)), "\" y1=\"", Num(f.y(level)), "\" y2=\"",
+                        Num(f.y(level)), "\"/>");
       }
     }
   }
-  std::vector<bool> spike(n, false);
-  if (primary) {
+  return splits;
+}
+
+// A series drawn: the polyline's points and a circle per value.
+struct DrawnSeries {
+  std::string trace;
+  std::string points;
+};
+
+// Draws series `s`'s values, each circle classed by its role, its side of the move, the move's
+// nightlies and the spikes (on the primary chart), with its date, sha and value as its title.
+DrawnSeries DrawSeries(const KernelTriage& k, const Plotted& s, const ChartFrame& f,
+                       const ChartMove& move) {
+  std::vector<bool> spike(f.n, false);
+  if (f.primary) {
     for (const triage::Spike& sp : k.analysis.spikes) {
-      if (sp.index >= 0 && sp.index < n) spike[sp.index] = true;
+      if (sp.index >= 0 && sp.index < f.n) spike[sp.index] = true;
     }
   }
   const bool regression = k.IsRegression();
-  std::string trace, points;
-  for (int i = 0; i < n && i < static_cast<int>(s.values.size()); ++i) {
+  DrawnSeries drawn;
+  for (int i = 0; i < f.n && i < static_cast<int>(s.values.size()); ++i) {
     if (!s.values[i].has_value()) continue;
     const double v = *s.values[i];
-    absl::StrAppend(&trace, trace.empty() ? "" : " ", Num(x(i)), ",", Num(y(v)));
+    absl::StrAppend(&drawn.trace, drawn.trace.empty() ? "" : " ", Num(f.x(i)), ",", Num(f.y(v)));
     std::string cls = absl::StrCat("point role-", s.role);
-    if (first_bad >= 0 && i >= first_bad) {
-      absl::StrAppend(&cls, " after", primary && regression ? " regression" : "");
+    if (move.first_bad >= 0 && i >= move.first_bad) {
+      absl::StrAppend(&cls, " after", f.primary && regression ? " regression" : "");
     }
-    if (primary && i == last_good) absl::StrAppend(&cls, " last-good");
-    if (primary && i == first_bad) absl::StrAppend(&cls, " first-bad");
+    if (f.primary && i == move.last_good) absl::StrAppend(&cls, " last-good");
+    if (f.primary && i == move.first_bad) absl::StrAppend(&cls, " first-bad");
     if (spike[i]) absl::StrAppend(&cls, " spike");
     const NightlyRef& r = k.nightlies[i];
-    absl::StrAppend(&points, "<circle class=\"", cls, "\" cx=\"", Num(x(i)), "\" cy=\"", Num(y(v)),
-                    "\" r=\"", primary ? "3.5" : "2.5", "\" data-nightly=\"", i, "\"><title>",
+    absl::StrAppend(&drawn.points, "<circle class=\"", cls, "\" cx=\"", Num(f.x(i)), "\" cy=\"",
+                    Num(f.y(v)), "\" r=\"", f.primary ? "3.5" : "2.5", "\" data-nightly=\"", i,
+                    "\"><title>",
                     Escape(absl::StrCat(r.date, " ", r.sha, ": ", s.metric, " ", Number(v))),
                     "</title></circle>");
   }
-  // Date labels: the ends, the move, and about eight in between.
+  return drawn;
+}
+
+// Date labels: the ends, the move, and about eight in between, none crowding the move's.
+std::string DateLabels(const KernelTriage& k, const ChartFrame& f, const ChartMove& move) {
   std::string labels;
+  const int n = f.n;
   const int every = std::max(1, n / 8);
   for (int i = 0; i < n; ++i) {
-    const bool move = i == last_good || i == first_bad;
-    if (i % every != 0 && i != n - 1 && !move) continue;
-    if (!move && ((last_good >= 0 && std::abs(i - last_good) * plot_w / n < 60) ||
-                  (first_bad >= 0 && std::abs(i - first_bad) * plot_w / n < 60))) {
+    const bool moved = i == move.last_good || i == move.first_bad;
+    if (i % every != 0 && i != n - 1 && !moved) continue;
+    if (!moved && ((move.last_good >= 0 && std::abs(i - move.last_good) * f.plot_w / n < 60) ||
+                   (move.first_bad >= 0 && std::abs(i - move.first_bad) * f.plot_w / n < 60))) {
       continue;
     }
-    absl::StrAppend(&labels, "<text class=\"xlabel", move ? " move" : "", "\" x=\"", Num(x(i)),
-                    "\" y=\"", Num(height - kBottom + 14 + (i == first_bad ? 12 : 0)),
+    absl::StrAppend(&labels, "<text class=\"xlabel", moved ? " move" : "", "\" x=\"", Num(f.x(i)),
+                    "\" y=\"", Num(f.height - kBottom + 14 + (i == move.first_bad ? 12 : 0)),
                     "\" text-anchor=\"middle\">", Escape(k.nightlies[i].date.substr(5)), "</text>");
   }
+  return labels;
+}
+
+// The chart of series `s` over `k`'s nightlies, as a figure with its caption; empty when there is
+// nothing to draw.
+absl::StatusOr<std::string> Chart(const KernelTriage& k, const Plotted& s) {
+  const std::optional<ChartFrame> frame = FrameOf(k, s);
+  if (!frame.has_value()) return std::string();
+  const ChartFrame& f = *frame;
+  const ChartMove move = MoveOf(k);
+  const DrawnSeries drawn = DrawSeries(k, s, f, move);
   const char* dir = s.direction == Direction::kHigherIsBetter  ? ", higher is better"
                     : s.direction == Direction::kLowerIsBetter ? ", lower is better"
                                                                : "";
@@ -188,18 +256,18 @@ absl::StatusOr<std::string> Chart(const KernelTriage& k, const Plotted& s) {
       R"html(<figure class="series role-{{role}}"><figcaption><b>{{metric}}</b> <span class="muted">{{what}}{{dir}}</span></figcaption><svg class="series-chart" data-metric="{{metric}}" viewBox="0 0 {{w}} {{h}}" role="img" aria-label="{{metric}} over {{n}} nightlies" xmlns="http://www.w3.org/2000/svg">{{{grid}}}{{{splits}}}<polyline class="trace role-{{role}}" points="{{trace}}"/>{{{points}}}{{{labels}}}</svg></figure>)html",
       {{"role", s.role},
        {"metric", s.metric},
-       {"what", primary                ? "the metric explained"
+       {"what", f.primary              ? "the metric explained"
                 : s.role == "baseline" ? "baseline on the same machine"
                                        : "independent timer"},
        {"dir", dir},
        {"w", Num(kWidth)},
-       {"h", Num(height)},
-       {"n", absl::StrCat(n)},
-       {"grid", grid},
-       {"splits", splits},
-       {"trace", trace},
-       {"points", points},
-       {"labels", labels}});
+       {"h", Num(f.height)},
+       {"n", absl::StrCat(f.n)},
+       {"grid", GridLines(f)},
+       {"splits", ChangePointMarks(k, f, move)},
+       {"trace", drawn.trace},
+       {"points", drawn.points},
+       {"labels", DateLabels(k, f, move)}});
 }
 
 std::string MoveRow(const triage::MetricMove& m, absl::string_view role) {
