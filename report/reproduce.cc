@@ -2,6 +2,7 @@
 #include "report/reproduce.h"
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,13 +22,26 @@ std::string ShellWord(absl::string_view s) {
   return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
 }
 
-std::string ReproduceCommand(const v1::JobStatus& job) {
-  const v1::JobSpec& spec = job.spec();
-  std::vector<std::string> words = {"kbisect", "run"};
-  auto flag = [&](absl::string_view name, absl::string_view value) {
+namespace {
+
+// The words of a command line being built, unquoted.
+struct CommandWords {
+  std::vector<std::string> words;
+
+  // Adds one word.
+  void Add(absl::string_view word) { words.emplace_back(word); }
+  // Adds a flag and its value, two words.
+  void Flag(absl::string_view name, absl::string_view value) {
     words.emplace_back(name);
     words.emplace_back(value);
-  };
+  }
+};
+
+// Adds the subcommand's revisions and repository: a dependency follow-up's superproject step
+// with the descent that starts it again, a try's base and change, or GOOD and BAD (the resolved
+// shas when the job has them).
+void AddRevisions(const v1::JobStatus& job, CommandWords* command) {
+  const v1::JobSpec& spec = job.spec();
   if (spec.has_dependency()) {
     // A dependency follow-up has no command of its own: the superproject's one-commit step
     // (its culprit's first parent .. the culprit) with the descent that starts it again.
@@ -37,98 +51,126 @@ std::string ReproduceCommand(const v1::JobStatus& job) {
     for (; descent->has_outer(); descent = &descent->outer()) {
       repository = descent->superproject();
     }
-    words.push_back(descent->superproject_sha() + "^");
-    words.push_back(descent->superproject_sha());
-    flag("--repo", descent->superproject());
+    command->Add(descent->superproject_sha() + "^");
+    command->Add(descent->superproject_sha());
+    command->Flag("--repo", descent->superproject());
     if (descent->kind() == v1::DEPENDENCY_KIND_PIN_FILE) {
-      flag("--descend-pin", absl::StrCat(descent->path(), "=", repository));
+      command->Flag("--descend-pin", absl::StrCat(descent->path(), "=", repository));
     }
     if (descent->kind() != v1::DEPENDENCY_KIND_PIN_FILE || spec.descend_submodules()) {
-      words.push_back("--descend-submodules");
+      command->Add("--descend-submodules");
     }
   } else if (spec.has_try_change()) {
     // A try: the base, and the change as the user gave it (the commit kbisect made from it is
     // made again, the same).
-    words[1] = "try";
-    words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
+    command->words[1] = "try";
+    command->Add(job.good_sha().empty() ? spec.good() : job.good_sha());
     const v1::TryChange& change = spec.try_change();
-    flag(change.kind() == v1::TryChange::KIND_PATCH    ? "--patch"
-         : change.kind() == v1::TryChange::KIND_COMMIT ? "--commit"
-                                                       : "--revert",
-         change.target());
-    flag("--repo", spec.repository());
+    command->Flag(change.kind() == v1::TryChange::KIND_PATCH    ? "--patch"
+                  : change.kind() == v1::TryChange::KIND_COMMIT ? "--commit"
+                                                                : "--revert",
+                  change.target());
+    command->Flag("--repo", spec.repository());
   } else {
-    words.push_back(job.good_sha().empty() ? spec.good() : job.good_sha());
-    words.push_back(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
-                                          : job.bad_sha());
-    flag("--repo", spec.repository());
+    command->Add(job.good_sha().empty() ? spec.good() : job.good_sha());
+    command->Add(job.bad_sha().empty() ? (spec.bad().empty() ? "HEAD" : spec.bad())
+                                       : job.bad_sha());
+    command->Flag("--repo", spec.repository());
   }
-  if (!spec.build_command().empty()) flag("--build", spec.build_command());
+}
+
+// Adds the build command and what is measured: the metric's flag, the direction and --flaky.
+void AddMeasurementFlags(const v1::JobSpec& spec, CommandWords* command) {
+  if (!spec.build_command().empty()) command->Flag("--build", spec.build_command());
   switch (spec.metric().kind()) {
     case v1::METRIC_KIND_REGEX:
-      flag("--metric", spec.metric().pattern());
+      command->Flag("--metric", spec.metric().pattern());
       break;
     case v1::METRIC_KIND_JSON_PATH:
-      flag("--metric-json", spec.metric().pattern());
+      command->Flag("--metric-json", spec.metric().pattern());
       break;
     case v1::METRIC_KIND_EXIT_CODE:
-      words.push_back("--exit-code");
+      command->Add("--exit-code");
       break;
     default:
       break;
   }
-  if (spec.direction() == v1::DIRECTION_LOWER_IS_BETTER) words.push_back("--lower-is-better");
-  if (spec.direction() == v1::DIRECTION_HIGHER_IS_BETTER) words.push_back("--higher-is-better");
-  if (spec.flaky()) words.push_back("--flaky");
-  // The defaults of a spec of this shape (NormalizeSpec's), which the command need not repeat.
+  if (spec.direction() == v1::DIRECTION_LOWER_IS_BETTER) command->Add("--lower-is-better");
+  if (spec.direction() == v1::DIRECTION_HIGHER_IS_BETTER) command->Add("--higher-is-better");
+  if (spec.flaky()) command->Add("--flaky");
+}
+
+// Adds the confidence, the run counts, the threshold and the minimum effect where they differ
+// from the defaults of a spec of this shape (NormalizeSpec's), which the command need not repeat.
+void AddThresholdFlags(const v1::JobSpec& spec, CommandWords* command) {
   v1::JobSpec defaults;
   *defaults.mutable_metric() = spec.metric();
   defaults.set_flaky(spec.flaky());
   defaults.set_confidence_off(spec.confidence_off());
   NormalizeSpec(&defaults);
   if (spec.confidence_off()) {
-    flag("--confidence", "off");
+    command->Flag("--confidence", "off");
   } else if (spec.confidence() > 0 && spec.confidence() != defaults.confidence()) {
-    flag("--confidence", absl::StrFormat("%g", spec.confidence()));
+    command->Flag("--confidence", absl::StrFormat("%g", spec.confidence()));
   }
   if (spec.runs_per_commit() != 0 && spec.runs_per_commit() != defaults.runs_per_commit()) {
-    flag("--runs", absl::StrCat(spec.runs_per_commit()));
+    command->Flag("--runs", absl::StrCat(spec.runs_per_commit()));
   }
   if (spec.max_runs() != 0 && spec.max_runs() != defaults.max_runs()) {
-    flag("--max-runs", absl::StrCat(spec.max_runs()));
+    command->Flag("--max-runs", absl::StrCat(spec.max_runs()));
   }
   if (spec.threshold_fraction() != 0 && spec.threshold_fraction() != 0.3) {
-    flag("--threshold", absl::StrFormat("%g", spec.threshold_fraction()));
+    command->Flag("--threshold", absl::StrFormat("%g", spec.threshold_fraction()));
   }
   if (spec.min_effect_fraction() != 0) {
-    flag("--min-effect", absl::StrFormat("%g", spec.min_effect_fraction()));
+    command->Flag("--min-effect", absl::StrFormat("%g", spec.min_effect_fraction()));
   }
-  if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) words.push_back("--no-first-parent");
-  if (spec.find_fix()) words.push_back("--find-fix");
-  if (spec.verify_revert()) words.push_back("--verify-revert");
+}
+
+// Adds how the search walks the history and what follows a culprit, leaving out what the job's
+// kind implies (--allow-improvement with --find-fix or a try, --descend-submodules in a
+// dependency follow-up, --no-confirm in a try).
+void AddSearchFlags(const v1::JobSpec& spec, CommandWords* command) {
+  if (spec.history() == v1::HISTORY_MODE_ALL_COMMITS) command->Add("--no-first-parent");
+  if (spec.find_fix()) command->Add("--find-fix");
+  if (spec.verify_revert()) command->Add("--verify-revert");
   // Implied by --find-fix and by a try (NormalizeSpec).
   if (spec.allow_improvement() && !spec.find_fix() && !spec.has_try_change()) {
-    words.push_back("--allow-improvement");
+    command->Add("--allow-improvement");
   }
-  if (spec.descend_merges()) words.push_back("--descend-merges");
-  if (spec.descend_submodules() && !spec.has_dependency()) {
-    words.push_back("--descend-submodules");
-  }
+  if (spec.descend_merges()) command->Add("--descend-merges");
+  if (spec.descend_submodules() && !spec.has_dependency()) command->Add("--descend-submodules");
   for (const v1::DependencyPin& pin : spec.descend_pins()) {
-    flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
+    command->Flag("--descend-pin", absl::StrCat(pin.file(), "=", pin.repository()));
   }
-  if (spec.all_culprits()) words.push_back("--all-culprits");
-  if (!spec.confirm() && !spec.has_try_change()) words.push_back("--no-confirm");
-  if (spec.discard_throttled()) words.push_back("--discard-throttled");
-  if (!spec.hardware_class().empty()) flag("--hardware-class", spec.hardware_class());
-  // The map's order is unspecified; sort for a stable command.
+  if (spec.all_culprits()) command->Add("--all-culprits");
+  if (!spec.confirm() && !spec.has_try_change()) command->Add("--no-confirm");
+}
+
+// Adds where the job runs: throttled runs discarded, the hardware class, and the environment
+// sorted by name (the map's order is unspecified).
+void AddPlacementFlags(const v1::JobSpec& spec, CommandWords* command) {
+  if (spec.discard_throttled()) command->Add("--discard-throttled");
+  if (!spec.hardware_class().empty()) command->Flag("--hardware-class", spec.hardware_class());
   const std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
-  for (const auto& [key, value] : env) flag("--env", absl::StrCat(key, "=", value));
-  words.push_back("--");
-  for (const std::string& arg : spec.bench_command()) words.push_back(arg);
+  for (const auto& [key, value] : env) command->Flag("--env", absl::StrCat(key, "=", value));
+}
+
+}  // namespace
+
+std::string ReproduceCommand(const v1::JobStatus& job) {
+  const v1::JobSpec& spec = job.spec();
+  CommandWords command{{"kbisect", "run"}};
+  AddRevisions(job, &command);
+  AddMeasurementFlags(spec, &command);
+  AddThresholdFlags(spec, &command);
+  AddSearchFlags(spec, &command);
+  AddPlacementFlags(spec, &command);
+  command.Add("--");
+  for (const std::string& arg : spec.bench_command()) command.Add(arg);
   std::vector<std::string> quoted;
-  quoted.reserve(words.size());
-  for (const std::string& w : words) quoted.push_back(ShellWord(w));
+  quoted.reserve(command.words.size());
+  for (const std::string& w : command.words) quoted.push_back(ShellWord(w));
   return absl::StrJoin(quoted, " ");
 }
 
