@@ -338,11 +338,120 @@ const Json* Follow(const Json& node, const std::vector<std::string>& parts, size
   return at;
 }
 
+// A suite's JSON path split at its wildcard.
+struct WildcardPath {
+  std::vector<std::string> parts;
+  size_t star = 0;  // The wildcard's index in `parts`.
+  // The key that describes the values: the last one after the wildcard ("results.*.latency_ms"),
+  // else the one before it ("latency_ms.*"); an array index describes nothing. Empty: none.
+  std::string key;
+};
+
+// Splits `path` at its wildcard. Errors: SplitJsonPath's.
+absl::StatusOr<WildcardPath> SplitAtWildcard(absl::string_view path) {
+  WildcardPath split;
+  ASSIGN_OR_RETURN(split.parts, SplitJsonPath(path));
+  const std::vector<std::string>& parts = split.parts;
+  split.star =
+      static_cast<size_t>(std::find(parts.begin(), parts.end(), kWildcard) - parts.begin());
+  if (split.star + 1 < parts.size()) {
+    split.key = parts.back();
+  } else if (split.star > 0) {
+    split.key = parts[split.star - 1];
+  }
+  return split;
+}
+
+// The container the wildcard runs over, and the path walked to it ("$.results").
+struct WildcardNode {
+  const Json* node = nullptr;
+  std::string walked;
+};
+
+// Follows the components before the wildcard from `root`, with the errors of ExtractMetric's
+// JSON path mode (NotFound for a missing key or index, InvalidArgument for a step into a value
+// that is not a container, or when the node reached is none), each with `output`'s tail.
+absl::StatusOr<WildcardNode> WalkToWildcard(absl::string_view path, const WildcardPath& split,
+                                            const Json& root, absl::string_view output) {
+  WildcardNode at{&root, "$"};
+  for (size_t i = 0; i < split.star; ++i) {
+    const std::string& part = split.parts[i];
+    const Json* node = at.node;
+    if (node->is_object()) {
+      const auto it = node->find(part);
+      if (it == node->end()) {
+        std::vector<std::string> keys;
+        for (auto k = node->begin(); k != node->end(); ++k) keys.push_back(k.key());
+        return metric_internal::NotFoundWithTail(
+            absl::StrCat("metric suite JSON path '", path, "': no key '", part,
+                         "' in the object at '", at.walked, "' (keys: ", absl::StrJoin(keys, ", "),
+                         ")"),
+            output);
+      }
+      at.node = &*it;
+    } else if (node->is_array()) {
+      size_t index = 0;
+      if (!ArrayIndex(part, &index)) {
+        return metric_internal::InvalidWithTail(
+            absl::StrCat("metric suite JSON path '", path, "': '", part,
+                         "' is not an array index, but '", at.walked, "' is an array"),
+            output);
+      }
+      if (index >= node->size()) {
+        return metric_internal::NotFoundWithTail(
+            absl::StrCat("metric suite JSON path '", path, "': index ", index,
+                         " is out of range of the array at '", at.walked, "' (size ", node->size(),
+                         ")"),
+            output);
+      }
+      at.node = &(*node)[index];
+    } else {
+      return metric_internal::InvalidWithTail(
+          absl::StrCat("metric suite JSON path '", path, "': '", at.walked, "' is a JSON ",
+                       JsonTypeName(*node), ", which has no member '", part, "'"),
+          output);
+    }
+    absl::StrAppend(&at.walked, ".", part);
+  }
+  if (!at.node->is_object() && !at.node->is_array()) {
+    return metric_internal::InvalidWithTail(
+        absl::StrCat("metric suite JSON path '", path, "': '", at.walked, "' is a JSON ",
+                     JsonTypeName(*at.node), "; the wildcard runs over an object or an array"),
+        output);
+  }
+  return at;
+}
+
+// Adds metric `name` of the wildcard's `member` (of container `node`, reached as `step`) to
+// `builder`: the number the components after the wildcard lead to, with the unit of a sibling
+// and the concrete path matched. A member without one adds nothing; a non-finite one is noted.
+void AddWildcardMember(const WildcardPath& split, const Json& node, const Json& member,
+                       const std::string& name, const std::string& step, SuiteBuilder& builder) {
+  const Json* parent = &node;
+  const Json* leaf = Follow(member, split.parts, split.star + 1, split.parts.size(), &parent);
+  if (leaf == nullptr) return;
+  double value = 0;
+  switch (ReadJsonNumber(*leaf, &value)) {
+    case JsonValueKind::kNone:
+      return;
+    case JsonValueKind::kNonFinite:
+      builder.AddNonFinite(name);
+      return;
+    case JsonValueKind::kFinite:
+      break;
+  }
+  std::vector<std::string> concrete = split.parts;
+  concrete[split.star] = step;
+  const std::string matched = absl::StrCat(absl::StrJoin(concrete, "."), " = ", leaf->dump());
+  const absl::string_view label =
+      split.key.empty() ? absl::string_view(name) : absl::string_view(split.key);
+  builder.Add(name, Describe(absl::StripAsciiWhitespace(name), label, value, std::nullopt,
+                             SiblingUnit(*parent), matched));
+}
+
 absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_view path,
                                                                   absl::string_view output) {
-  ASSIGN_OR_RETURN(const std::vector<std::string> parts, SplitJsonPath(path));
-  const size_t star =
-      static_cast<size_t>(std::find(parts.begin(), parts.end(), kWildcard) - parts.begin());
+  ASSIGN_OR_RETURN(const WildcardPath split, SplitAtWildcard(path));
   const std::optional<Json> root = LastJsonObject(output);
   if (!root.has_value()) {
     return metric_internal::NotFoundWithTail(
@@ -351,99 +460,25 @@ absl::StatusOr<std::vector<NamedMetric>> ExtractSuiteWithJsonPath(absl::string_v
                      path, "')"),
         output);
   }
-  // The components before the wildcard, with the errors of ExtractMetric's JSON path mode.
-  const Json* node = &*root;
-  std::string walked = "$";
-  for (size_t i = 0; i < star; ++i) {
-    const std::string& part = parts[i];
-    if (node->is_object()) {
-      const auto it = node->find(part);
-      if (it == node->end()) {
-        std::vector<std::string> keys;
-        for (auto k = node->begin(); k != node->end(); ++k) keys.push_back(k.key());
-        return metric_internal::NotFoundWithTail(
-            absl::StrCat("metric suite JSON path '", path, "': no key '", part,
-                         "' in the object at '", walked, "' (keys: ", absl::StrJoin(keys, ", "),
-                         ")"),
-            output);
-      }
-      node = &*it;
-    } else if (node->is_array()) {
-      size_t index = 0;
-      if (!ArrayIndex(part, &index)) {
-        return metric_internal::InvalidWithTail(
-            absl::StrCat("metric suite JSON path '", path, "': '", part,
-                         "' is not an array index, but '", walked, "' is an array"),
-            output);
-      }
-      if (index >= node->size()) {
-        return metric_internal::NotFoundWithTail(
-            absl::StrCat("metric suite JSON path '", path, "': index ", index,
-                         " is out of range of the array at '", walked, "' (size ", node->size(),
-                         ")"),
-            output);
-      }
-      node = &(*node)[index];
-    } else {
-      return metric_internal::InvalidWithTail(
-          absl::StrCat("metric suite JSON path '", path, "': '", walked, "' is a JSON ",
-                       JsonTypeName(*node), ", which has no member '", part, "'"),
-          output);
-    }
-    absl::StrAppend(&walked, ".", part);
-  }
-  if (!node->is_object() && !node->is_array()) {
-    return metric_internal::InvalidWithTail(
-        absl::StrCat("metric suite JSON path '", path, "': '", walked, "' is a JSON ",
-                     JsonTypeName(*node), "; the wildcard runs over an object or an array"),
-        output);
-  }
-  // The wildcard and the components after it, for each member.
-  // The key that describes the values: the last one after the wildcard ("results.*.latency_ms"),
-  // else the one before it ("latency_ms.*"); an array index describes nothing.
-  absl::string_view key;
-  if (star + 1 < parts.size()) {
-    key = parts.back();
-  } else if (star > 0) {
-    key = parts[star - 1];
-  }
+  ASSIGN_OR_RETURN(const WildcardNode at, WalkToWildcard(path, split, *root, output));
+  const Json& node = *at.node;
   SuiteBuilder builder;
-  auto add_member = [&](const Json& member, const std::string& name, const std::string& step) {
-    const Json* parent = node;
-    const Json* leaf = Follow(member, parts, star + 1, parts.size(), &parent);
-    if (leaf == nullptr) return;
-    double value = 0;
-    switch (ReadJsonNumber(*leaf, &value)) {
-      case JsonValueKind::kNone:
-        return;
-      case JsonValueKind::kNonFinite:
-        builder.AddNonFinite(name);
-        return;
-      case JsonValueKind::kFinite:
-        break;
+  if (node.is_object()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      AddWildcardMember(split, node, it.value(), it.key(), it.key(), builder);
     }
-    std::vector<std::string> concrete = parts;
-    concrete[star] = step;
-    const std::string matched = absl::StrCat(absl::StrJoin(concrete, "."), " = ", leaf->dump());
-    const absl::string_view label = key.empty() ? absl::string_view(name) : key;
-    builder.Add(name, Describe(absl::StripAsciiWhitespace(name), label, value, std::nullopt,
-                               SiblingUnit(*parent), matched));
-  };
-  if (node->is_object()) {
-    for (auto it = node->begin(); it != node->end(); ++it)
-      add_member(it.value(), it.key(), it.key());
   } else {
-    for (size_t i = 0; i < node->size(); ++i) {
-      const Json& element = (*node)[i];
+    for (size_t i = 0; i < node.size(); ++i) {
+      const Json& element = node[i];
       const std::string index = absl::StrCat(i);
       std::string name(absl::StripAsciiWhitespace(StringMember(element, "name")));
-      add_member(element, name.empty() ? index : name, index);
+      AddWildcardMember(split, node, element, name.empty() ? index : name, index, builder);
     }
   }
   if (!builder.HasMetric()) {
     return NothingFound(
-        absl::StrCat("metric suite JSON path '", path, "' found no number under '", walked, "' (",
-                     node->size(), " member", node->size() == 1 ? "" : "s", ")"),
+        absl::StrCat("metric suite JSON path '", path, "' found no number under '", at.walked,
+                     "' (", node.size(), " member", node.size() == 1 ? "" : "s", ")"),
         builder, output);
   }
   return std::move(builder).Take();
