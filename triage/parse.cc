@@ -238,20 +238,13 @@ void SortNightlies(std::vector<Nightly>* nightlies) {
   });
 }
 
-absl::StatusOr<Dataset> ParseSummaryFile(std::string_view text, std::string_view source,
-                                         InputFormat format) {
-  Json root;
-  RETURN_IF_ERROR(ParseJsonText(text, source, &root));
+// The "summary" array of a Helion dashboard file's top-level object `root`. InvalidArgument,
+// naming `source` or the top-level keys found, when `root` is not an object or has no such array.
+absl::StatusOr<const Json*> SummaryArrayOf(const Json& root, std::string_view source) {
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         ToAbsl(source), ": expected a JSON object with a \"summary\" array at the top, got ",
         root.type_name()));
-  }
-  Dataset data;
-  data.format = format;
-  data.source = std::string(source);
-  if (auto it = root.find("generated_at"); it != root.end() && it->is_string()) {
-    data.generated_at = it->get<std::string>();
   }
   auto summary = root.find("summary");
   if (summary == root.end()) {
@@ -269,77 +262,127 @@ absl::StatusOr<Dataset> ParseSummaryFile(std::string_view text, std::string_view
     return absl::InvalidArgumentError(
         absl::StrCat("summary: expected an array, got ", Describe(*summary)));
   }
+  return &*summary;
+}
+
+// What reading a summary counted for its notes: the history entries with each compile-time
+// aggregate, and the entries skipped for having no history.
+struct SummaryTally {
   int avg_entries = 0;
   int geomean_entries = 0;
   int skipped_without_history = 0;
-  for (size_t i = 0; i < summary->size(); ++i) {
-    const Json& entry = (*summary)[i];
-    const std::string path = absl::StrCat("summary[", i, "]");
-    if (!entry.is_object()) {
+};
+
+// The series that summary entry `entry` (at `path`, "summary[3]") names, without its nightlies:
+// its kernel and platform (each of platform and platform_short standing in for the other).
+// InvalidArgument when a name is not a string or the kernel or both platforms are missing.
+absl::StatusOr<Series> SeriesOfEntry(const Json& entry, const std::string& path) {
+  Series series;
+  auto get_string = [&](const char* key, std::string* out) -> absl::Status {
+    auto it = entry.find(key);
+    if (it == entry.end() || it->is_null()) return absl::OkStatus();
+    if (!it->is_string()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": expected an object, got ", Describe(entry)));
+          absl::StrCat(path, ".", key, ": expected a string, got ", Describe(*it)));
     }
-    Series series;
-    auto get_string = [&](const char* key, std::string* out) -> absl::Status {
-      auto it = entry.find(key);
-      if (it == entry.end() || it->is_null()) return absl::OkStatus();
-      if (!it->is_string()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ".", key, ": expected a string, got ", Describe(*it)));
-      }
-      *out = it->get<std::string>();
-      return absl::OkStatus();
-    };
-    RETURN_IF_ERROR(get_string("kernel", &series.kernel));
-    RETURN_IF_ERROR(get_string("platform", &series.platform));
-    RETURN_IF_ERROR(get_string("platform_short", &series.platform_short));
-    if (series.kernel.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ".kernel: missing"));
-    }
-    if (series.platform_short.empty() && series.platform.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".platform_short: missing (and no \"platform\" either)"));
-    }
-    if (series.platform_short.empty()) series.platform_short = series.platform;
-    if (series.platform.empty()) series.platform = series.platform_short;
-    auto history = entry.find("history");
-    if (history == entry.end() || history->is_null()) {
-      ++skipped_without_history;
-      continue;
-    }
-    if (!history->is_array()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".history: expected an array, got ", Describe(*history)));
-    }
-    for (size_t j = 0; j < history->size(); ++j) {
-      const Json& run = (*history)[j];
-      const std::string run_path = absl::StrCat(path, ".history[", j, "]");
-      if (!run.is_object()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(run_path, ": expected an object, got ", Describe(run)));
-      }
-      Nightly nightly;
-      for (auto it = run.begin(); it != run.end(); ++it) {
-        RETURN_IF_ERROR(AddField(run_path, it.key(), it.value(), &nightly));
-      }
-      RETURN_IF_ERROR(CheckNightly(run_path, &nightly));
-      if (nightly.metrics.count("compile_time_avg_s")) ++avg_entries;
-      if (nightly.metrics.count("compile_time_geomean_s")) ++geomean_entries;
-      series.nightlies.push_back(std::move(nightly));
-    }
-    SortNightlies(&series.nightlies);
-    data.series.push_back(std::move(series));
+    *out = it->get<std::string>();
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(get_string("kernel", &series.kernel));
+  RETURN_IF_ERROR(get_string("platform", &series.platform));
+  RETURN_IF_ERROR(get_string("platform_short", &series.platform_short));
+  if (series.kernel.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ".kernel: missing"));
   }
-  if (avg_entries > 0) {
-    data.notes.push_back(absl::StrCat(
-        avg_entries, " history entries use the older compile_time_avg_s (", geomean_entries,
+  if (series.platform_short.empty() && series.platform.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".platform_short: missing (and no \"platform\" either)"));
+  }
+  if (series.platform_short.empty()) series.platform_short = series.platform;
+  if (series.platform.empty()) series.platform = series.platform_short;
+  return series;
+}
+
+// Reads the nightlies of `history` (the array at `path`.history) into `series`, sorted by date
+// and run, counting their compile-time aggregates in `tally`. Errors name the run's path.
+absl::Status ReadHistory(const Json& history, const std::string& path, Series* series,
+                         SummaryTally* tally) {
+  for (size_t j = 0; j < history.size(); ++j) {
+    const Json& run = history[j];
+    const std::string run_path = absl::StrCat(path, ".history[", j, "]");
+    if (!run.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(run_path, ": expected an object, got ", Describe(run)));
+    }
+    Nightly nightly;
+    for (auto it = run.begin(); it != run.end(); ++it) {
+      RETURN_IF_ERROR(AddField(run_path, it.key(), it.value(), &nightly));
+    }
+    RETURN_IF_ERROR(CheckNightly(run_path, &nightly));
+    if (nightly.metrics.count("compile_time_avg_s")) ++tally->avg_entries;
+    if (nightly.metrics.count("compile_time_geomean_s")) ++tally->geomean_entries;
+    series->nightlies.push_back(std::move(nightly));
+  }
+  SortNightlies(&series->nightlies);
+  return absl::OkStatus();
+}
+
+// Adds the series of summary entry `entry` (at `path`) with its nightlies to `data`; an entry
+// without a history is counted in `tally` and skipped. Errors name the path of what is wrong.
+absl::Status AddSummaryEntry(const Json& entry, const std::string& path, SummaryTally* tally,
+                             Dataset* data) {
+  if (!entry.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected an object, got ", Describe(entry)));
+  }
+  ASSIGN_OR_RETURN(Series series, SeriesOfEntry(entry, path));
+  auto history = entry.find("history");
+  if (history == entry.end() || history->is_null()) {
+    ++tally->skipped_without_history;
+    return absl::OkStatus();
+  }
+  if (!history->is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".history: expected an array, got ", Describe(*history)));
+  }
+  RETURN_IF_ERROR(ReadHistory(*history, path, &series, tally));
+  data->series.push_back(std::move(series));
+  return absl::OkStatus();
+}
+
+// Adds the notes `tally` calls for to `data`: the older compile-time aggregate in use, and the
+// entries skipped.
+void AddSummaryNotes(const SummaryTally& tally, Dataset* data) {
+  if (tally.avg_entries > 0) {
+    data->notes.push_back(absl::StrCat(
+        tally.avg_entries, " history entries use the older compile_time_avg_s (",
+        tally.geomean_entries,
         " use compile_time_geomean_s); the two are different aggregates and are kept apart, with "
         "the attribute compile_time_aggregate marking which one a run reported."));
   }
-  if (skipped_without_history > 0) {
-    data.notes.push_back(absl::StrCat(skipped_without_history,
-                                      " summary entries have no history and were skipped."));
+  if (tally.skipped_without_history > 0) {
+    data->notes.push_back(absl::StrCat(tally.skipped_without_history,
+                                       " summary entries have no history and were skipped."));
   }
+}
+
+absl::StatusOr<Dataset> ParseSummaryFile(std::string_view text, std::string_view source,
+                                         InputFormat format) {
+  Json root;
+  RETURN_IF_ERROR(ParseJsonText(text, source, &root));
+  ASSIGN_OR_RETURN(const Json* summary, SummaryArrayOf(root, source));
+  Dataset data;
+  data.format = format;
+  data.source = std::string(source);
+  if (auto it = root.find("generated_at"); it != root.end() && it->is_string()) {
+    data.generated_at = it->get<std::string>();
+  }
+  SummaryTally tally;
+  for (size_t i = 0; i < summary->size(); ++i) {
+    RETURN_IF_ERROR(
+        AddSummaryEntry((*summary)[i], absl::StrCat("summary[", i, "]"), &tally, &data));
+  }
+  AddSummaryNotes(tally, &data);
   if (data.series.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("summary: no entry has a history[] of nightlies in ", ToAbsl(source)));
