@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -37,7 +38,11 @@ std::map<std::string, std::string> Render(const std::string& dir) {
     const size_t at = doc.find("kind: ");
     if (at == absl::string_view::npos) continue;
     const size_t end = doc.find('\n', at);
-    by_kind[std::string(doc.substr(at + 6, end - at - 6))] = std::string(doc);
+    // The compiler cache's own Deployment, Service and NetworkPolicy are kept apart.
+    const bool compiler_cache =
+        absl::StrContains(doc, "app.kubernetes.io/name: kbisect-compiler-cache");
+    by_kind[absl::StrCat(compiler_cache ? "compiler-cache/" : "",
+                         doc.substr(at + 6, end - at - 6))] = std::string(doc);
   }
   return by_kind;
 }
@@ -93,6 +98,13 @@ class K8sManifestsTest : public ::testing::Test {
 TEST_F(K8sManifestsTest, BaseRenders) {
   std::map<std::string, std::string> docs = RenderAndCheckCommon(K8sDir() + "/base");
   EXPECT_THAT(docs["StatefulSet"], HasSubstr("nvidia.com/gpu: 1"));
+  // The workers share a compiler cache: a password-protected redis only kbisect's pods reach.
+  EXPECT_THAT(docs["compiler-cache/Deployment"], HasSubstr("redis-server --port 6379"));
+  EXPECT_THAT(docs["compiler-cache/Deployment"], HasSubstr("--requirepass"));
+  EXPECT_THAT(docs["compiler-cache/Service"], HasSubstr("port: 6379"));
+  EXPECT_THAT(docs["compiler-cache/NetworkPolicy"], HasSubstr("port: 6379"));
+  EXPECT_THAT(docs["StatefulSet"],
+              HasSubstr("redis://:$(KBISECT_COMPILER_CACHE_PASSWORD)@kbisect-compiler-cache"));
 }
 
 TEST_F(K8sManifestsTest, NvidiaOverlaysSelectTheirGpus) {
