@@ -88,11 +88,9 @@ void Coordinator::StartFollowUpsLocked(const std::string& job_id, JobEntry& entr
     entry.follow_ups.push_back(child_id);
     entry.published.AddFollowUp(child_id);
     if (plan.kind == v1::FOLLOW_UP_KIND_REVERT_CHECK) {
-      v1::RevertCheck running;
+      v1::RevertCheck running = RevertCheckOf(status);
       running.set_state(v1::RevertCheck::STATE_RUNNING);
       running.set_job_id(child_id);
-      running.set_culprit_sha(status.culprit().sha());
-      running.set_base_sha(status.bad_sha());
       running.set_revert_sha(plan.bad);
       entry.published.SetRevertCheck(std::move(running));
     }
@@ -109,10 +107,7 @@ std::optional<PlannedFollowUp> Coordinator::RevertCheckLocked(const v1::JobStatu
   const ChangeSpec revert{ChangeSpec::Kind::kRevert, status.culprit().sha()};
   absl::StatusOr<ChangeCommit> made =
       repositories_->MakeChange(status.spec().repository(), status.bad_sha(), revert);
-  v1::RevertCheck check;
-  check.set_culprit_sha(status.culprit().sha());
-  check.set_base_sha(status.bad_sha());
-  check.set_regression_pct(status.regression_pct());
+  v1::RevertCheck check = RevertCheckOf(status);
   if (!made.ok()) {
     check.set_state(v1::RevertCheck::STATE_FAILED);
     check.set_error(std::string(made.status().message()));

@@ -161,6 +161,14 @@ bool WantsRevertCheck(const v1::JobStatus& status) {
          !status.culprit().sha().empty() && !status.bad_sha().empty();
 }
 
+v1::RevertCheck RevertCheckOf(const v1::JobStatus& status) {
+  v1::RevertCheck check;
+  check.set_culprit_sha(status.culprit().sha());
+  check.set_base_sha(status.bad_sha());
+  check.set_regression_pct(status.regression_pct());
+  return check;
+}
+
 PlannedFollowUp PlanRevertCheck(const v1::JobStatus& status, const std::string& revert_sha,
                                 const v1::TryChange& change) {
   PlannedFollowUp plan = PlannedRange(v1::FOLLOW_UP_KIND_REVERT_CHECK, status.bad_sha(), revert_sha);
@@ -181,12 +189,9 @@ std::vector<double> Scaled(const google::protobuf::RepeatedField<double>& values
 
 v1::RevertCheck RevertCheckResult(const v1::JobStatus& parent, const std::string& child_id,
                                   const v1::JobStatus& child) {
-  v1::RevertCheck check;
+  v1::RevertCheck check = RevertCheckOf(parent);
   check.set_job_id(child_id);
-  check.set_culprit_sha(parent.culprit().sha());
-  check.set_base_sha(child.good_sha());
   check.set_revert_sha(child.bad_sha());
-  check.set_regression_pct(parent.regression_pct());
   const v1::Confirmation& pairs = child.confirmation();
   // BAD's and the reverted BAD's samples of every set, each set scaled to its own BAD median
   // (a worker's offset cancels); GOOD from the parent's baselines, scaled to its BAD's.

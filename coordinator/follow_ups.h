@@ -80,6 +80,10 @@ bool WantsPinFiles(const v1::JobStatus& status);
 // and the depth allows another level.
 bool WantsRevertCheck(const v1::JobStatus& status);
 
+// What a revert check of `status`'s culprit is before it is measured: the culprit, BAD (where it
+// is reverted) and the GOOD->BAD regression. Its state is unset. Pure.
+v1::RevertCheck RevertCheckOf(const v1::JobStatus& status);
+
 // The revert check's follow-up: BAD against `change`'s commit `revert_sha`, which reverts the
 // culprit on BAD.
 PlannedFollowUp PlanRevertCheck(const v1::JobStatus& status, const std::string& revert_sha,

@@ -33,6 +33,7 @@
 #include "worker/build_cache.h"
 #include "worker/build_layer.h"
 #include "worker/clock_lock.h"
+#include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
 #include "worker/worker_slot.h"
 
@@ -95,17 +96,7 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
   app.add_flag("--no-compiler-cache", f->no_compiler_cache,
                "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                "by default when ccache is installed");
-  app.add_option("--compiler-cache-remote", f->compiler_cache_remote.url,
-                 "A remote storage the compiler cache shares with the cluster's other hosts: "
-                 "redis://HOST[:PORT], http://HOST[:PORT]/PATH or file:///DIR (ccache's "
-                 "remote_storage); one that cannot be reached costs a warning, never a build")
-      ->envname("KBISECT_COMPILER_CACHE_REMOTE")
-      ->check([](const std::string& url) {
-        const absl::Status checked = CheckCompilerCacheRemoteUrl(url);
-        return checked.ok() ? std::string() : std::string(checked.message());
-      });
-  app.add_flag("--compiler-cache-read-only", f->compiler_cache_remote.read_only,
-               "Read the --compiler-cache-remote, never write to it");
+  AddCompilerCacheRemoteFlags(&app, &f->compiler_cache_remote);
   app.add_option("--build-ahead", f->build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
                  "the commits the coordinator expects to probe next (needs the build cache). "

@@ -24,8 +24,12 @@ int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_r
   return std::clamp(needed, floor, cap);
 }
 
+double TryDetectableFraction(double min_effect_fraction) {
+  return std::max(kTryDetectableEffect, min_effect_fraction);
+}
+
 double TryDetectableStep(double step, double good, double min_effect_fraction) {
-  const double smallest = std::max(kTryDetectableEffect, min_effect_fraction) * std::fabs(good);
+  const double smallest = TryDetectableFraction(min_effect_fraction) * std::fabs(good);
   if (std::fabs(step) >= smallest) return step;
   return step < 0 ? -smallest : smallest;
 }

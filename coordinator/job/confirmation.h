@@ -51,9 +51,12 @@ int ConfirmationPairsNeeded(double sigma, double step, int runs_floor, int max_r
 // or of --min-effect when that is larger.
 inline constexpr double kTryDetectableEffect = 0.02;
 
+// The smallest change a try job reports, as a fraction of the base: kTryDetectableEffect, or
+// `min_effect_fraction` (--min-effect) when larger. Pure.
+double TryDetectableFraction(double min_effect_fraction);
+
 // The step a try job's pairs are sized for: the baselines' `step` (BAD - GOOD), or, when it is
-// smaller, kTryDetectableEffect (or `min_effect_fraction` when larger) of the base's median
-// `good`, with the step's sign. Pure.
+// smaller, TryDetectableFraction of the base's median `good`, with the step's sign. Pure.
 double TryDetectableStep(double step, double good, double min_effect_fraction);
 
 // The fresh interleaved measurement to run: `tasks` tasks of `pairs_per_task` pairs each.

@@ -416,7 +416,7 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
   // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
   // A try whose interval already lies within the smallest change it reports has its answer.
-  const double detectable = std::max(kTryDetectableEffect, status_->spec().min_effect_fraction());
+  const double detectable = TryDetectableFraction(status_->spec().min_effect_fraction());
   const bool settled_null = status_->spec().has_try_change() && judgement.measured &&
                             judgement.ci_low >= 1 - detectable && judgement.ci_high <= 1 + detectable;
   const bool leaning = judgement.measured && !settled_null &&
