@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -56,6 +58,11 @@ class TaskRunnerTest : public ::testing::Test {
         workspace_(dir_.path()),
         task_runner_(runner_.get(), &workspace_,
                      {{"CUDA_VISIBLE_DEVICES", "3"}, {"KBISECT_WORKER", "3"}}) {}
+  // The checkout is dir_ itself, so a build's layer sits beside it (SlotBuilder): remove it too.
+  ~TaskRunnerTest() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_.path() + "-layer", ignored);
+  }
 
   v1::Task Task(const std::string& script, int runs = 3) {
     WriteFile(dir_.Join("bench.sh"), "#!/bin/sh\n" + script + "\n");
