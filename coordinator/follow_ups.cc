@@ -72,7 +72,7 @@ PlannedFollowUp PlannedDependency(const v1::JobStatus& status, v1::DependencyKin
 // A suite's ranges (SUITE_METRIC_STATE_SEARCHING rows), once each, in the order of their first row:
 // led by the metric of the range that moved most.
 void PlanSuiteFollowUps(const v1::JobStatus& status, std::vector<PlannedFollowUp>* planned) {
-  if (!SuiteFollowsUp(status)) return;
+  if (!SuiteFollowsUp(status.status(), status.spec())) return;
   std::vector<PlannedFollowUp> ranges;
   std::vector<double> moved;  // The lead's move, by range.
   for (const v1::SuiteMetricResult& row : status.suite()) {
@@ -171,7 +171,8 @@ v1::RevertCheck RevertCheckOf(const v1::JobStatus& status) {
 
 PlannedFollowUp PlanRevertCheck(const v1::JobStatus& status, const std::string& revert_sha,
                                 const v1::TryChange& change) {
-  PlannedFollowUp plan = PlannedRange(v1::FOLLOW_UP_KIND_REVERT_CHECK, status.bad_sha(), revert_sha);
+  PlannedFollowUp plan =
+      PlannedRange(v1::FOLLOW_UP_KIND_REVERT_CHECK, status.bad_sha(), revert_sha);
   plan.try_change = change;
   return plan;
 }
@@ -206,10 +207,9 @@ v1::RevertCheck RevertCheckResult(const v1::JobStatus& parent, const std::string
   const double parent_bad = parent.baseline().bad().median();
   if (pairs.ratio() == 0 || bad.empty() || parent_bad == 0) {
     check.set_state(v1::RevertCheck::STATE_FAILED);
-    check.set_error(child.error().empty()
-                        ? absl::StrCat("job ", child_id, " measured no pair (",
-                                       EnumLabel(child.status()), ")")
-                        : child.error());
+    check.set_error(child.error().empty() ? absl::StrCat("job ", child_id, " measured no pair (",
+                                                         EnumLabel(child.status()), ")")
+                                          : child.error());
     return check;
   }
   check.set_state(v1::RevertCheck::STATE_DONE);
@@ -330,8 +330,8 @@ v1::JobSpec FollowUpSpec(const v1::JobSpec& parent, const std::string& parent_id
     spec.clear_marks();
     spec.set_allow_improvement(true);
     spec.set_confirm(true);
-    spec.set_description(absl::StrCat(plan.try_change.description(), " (revert check of ",
-                                      parent_id, ")"));
+    spec.set_description(
+        absl::StrCat(plan.try_change.description(), " (revert check of ", parent_id, ")"));
   }
   if (plan.kind == v1::FOLLOW_UP_KIND_DEPENDENCY) {
     spec.set_repository(plan.repository);

@@ -31,11 +31,14 @@ void BisectJob::MakeReference(const std::string& worker) {
 }
 
 void BisectJob::FollowEndpoint(const EndpointStep& step, absl::Time now) {
-  for (const auto& [kind, fact] : step.events) events_.Emit(kind, fact, nullptr, now);
+  if (step.record.has_value()) frame_.recorded = *step.record;
+  if (step.direction.has_value()) frame_.direction = *step.direction;
+  for (const v1::JobWarning& warning : step.warnings) Warn(warning);
+  for (const auto& [kind, fact] : step.events) Emit(kind, fact, nullptr, now);
   if (step.more_runs > 0) FollowStanding(standing_.ExtendBaselines(step.more_runs, now), now);
   if (step.more_good_runs > 0) book_.Extend(calibration_.good_probe(), step.more_good_runs);
   if (step.more_bad_runs > 0) book_.Extend(calibration_.bad_probe(), step.more_bad_runs);
-  if (step.state.has_value()) status_.set_state(*step.state);
+  if (step.state.has_value()) frame_.state = *step.state;
   if (step.judge_every_verdict_again) ledger_.RetractAll(now);
   if (step.finish.has_value() && step.finish->cause != v1::CAUSE_UNSPECIFIED) {
     result_.SetCause(step.finish->cause);

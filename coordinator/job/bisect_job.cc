@@ -39,44 +39,39 @@ v1::JobSpec Normalized(v1::JobSpec spec) {
 BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::CommitRef> commits,
                      absl::Time now, std::vector<v1::CachedResult> cached)
     : commits_(std::move(commits)),
-      ledger_(spec, commits_, &status_, &book_, &calibration_),
+      ledger_(spec, commits_, &frame_, &book_, &calibration_),
       book_(job_id, Normalized(spec), &commits_),
-      calibration_(&status_, &book_.rows(), spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
+      calibration_(&frame_, &book_.rows(), spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       reuse_(spec.no_cache() || spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE
                  ? ResultReuse()
                  : ResultReuse(cached, commits_)),
-      endpoints_(&status_, &calibration_, &book_,
-                 spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
-      confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
-      confidence_(&status_, &commits_, &calibration_, &ledger_, &book_, &confirmation_),
-      result_(&status_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_),
-      standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_,
+      endpoints_(&frame_, &calibration_, &book_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
+      confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_),
+      confidence_(&frame_, &commits_, &calibration_, &ledger_, &book_, &confirmation_),
+      result_(&frame_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_),
+      standing_(&frame_, &book_, &ledger_, &calibration_, &confirmation_,
                 spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
       start_time_(now) {
   pass_fail_ = spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   NormalizeSpec(&spec);
   const int n = static_cast<int>(commits_.size()) - 1;
-  status_.set_job_id(std::move(job_id));
-  *status_.mutable_spec() = std::move(spec);
-  status_.set_state(v1::JOB_STATE_BASELINES);
-  status_.set_status(v1::OUTCOME_RUNNING);
-  status_.set_good_sha(commits_.front().sha());
-  status_.set_bad_sha(commits_.back().sha());
-  status_.set_commit_count(n);
-  status_.set_last_good_index(0);
-  status_.set_first_bad_index(n);
-  status_.set_direction(status_.spec().direction());
-  *status_.mutable_create_time() = ToProto(now);
+  frame_.job_id = std::move(job_id);
+  frame_.spec = std::move(spec);
+  frame_.pass_fail = pass_fail_;
+  frame_.create_time = now;
+  frame_.good_sha = commits_.front().sha();
+  frame_.bad_sha = commits_.back().sha();
+  frame_.commit_count = n;
+  frame_.direction = frame_.spec.direction();
 
   // The user's marks stand in for measurements. They were checked when the job was submitted
   // (Coordinator::SubmitJob); marks that no longer resolve are left out rather than guessed.
-  absl::StatusOr<std::vector<v1::CommitMark>> marks = ResolveMarks(status_.spec(), commits_);
+  absl::StatusOr<std::vector<v1::CommitMark>> marks = ResolveMarks(frame_.spec, commits_);
   if (marks.ok()) {
-    for (v1::CommitMark& mark : *marks) *status_.add_marks() = std::move(mark);
+    for (v1::CommitMark& mark : *marks) *frame_.marks.Add() = std::move(mark);
   }
-  RecordMarks(status_.marks(), &ledger_.search());
-  status_.set_last_good_index(ledger_.search().last_good());
-  status_.set_first_bad_index(ledger_.search().first_bad());
+  RecordMarks(frame_.marks, &ledger_.search());
+  ledger_.ShowInterval();
 
   // BAD is measured by the first worker to ask; GOOD by every worker (its calibration), the
   // first of which is the reference GOOD.
@@ -86,26 +81,13 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   ledger_.UpdateProgress();
   v1::JobEvent started;
   v1::JobStartedFact& fact = *started.mutable_started();
-  fact.set_good_sha(status_.good_sha());
-  fact.set_bad_sha(status_.bad_sha());
+  fact.set_good_sha(frame_.good_sha);
+  fact.set_bad_sha(frame_.bad_sha);
   fact.set_commits(n);
   fact.set_serial_steps(Log2Ceil(n));
-  *fact.mutable_marks() = status_.marks();
+  *fact.mutable_marks() = frame_.marks;
   fact.set_remaining_candidates(ledger_.search().RemainingCandidates());
-  events_.Emit(v1::JOB_EVENT_KIND_STARTED, std::move(started), nullptr, now);
-}
-
-std::unique_ptr<BisectJob> BisectJob::Finished(std::string job_id, v1::JobSpec spec,
-                                               v1::JobStatus final_status, absl::Time create_time) {
-  std::vector<v1::CommitRef> ends(2);
-  ends[0].set_sha(final_status.good_sha());
-  ends[1].set_sha(final_status.bad_sha());
-  auto job =
-      std::make_unique<BisectJob>(std::move(job_id), std::move(spec), std::move(ends), create_time);
-  job->events_.Take();  // Its STARTED event: a compacted job emits none.
-  job->status_ = std::move(final_status);
-  job->compacted_ = true;
-  return job;
+  Emit(v1::JOB_EVENT_KIND_STARTED, std::move(started), nullptr, now);
 }
 
 // --- Dispatch -----------------------------------------------------------------------------------
@@ -143,7 +125,7 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     // Before the baselines are settled, a worker probes ahead while BAD's worker measures BAD
     // and then GOOD: kProbesAheadOfBaselines measured probes wait for them, placed together so
     // that they split the interval evenly (they are all of the first round).
-    worker.waits_for_baselines = status_.state() != v1::JOB_STATE_BISECTING &&
+    worker.waits_for_baselines = frame_.state != v1::JOB_STATE_BISECTING &&
                                  ledger_.FreshAwaitingOf(name) >= kProbesAheadOfBaselines;
     worker.must_calibrate = state.must_calibrate;
     worker.checked_out = state.checked_out;
@@ -191,25 +173,25 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     input.bad_worker = calibration_.BadWorker();
   }
   input.pass_fail = pass_fail_;
-  input.first_wave = !pass_fail_ && status_.state() == v1::JOB_STATE_BASELINES &&
+  input.first_wave = !pass_fail_ && frame_.state == v1::JOB_STATE_BASELINES &&
                      ledger_.steps() == 0 && ledger_.awaiting().empty() && !endpoints_.Ready();
-  input.baselines_settled = status_.state() != v1::JOB_STATE_BASELINES;
+  input.baselines_settled = frame_.state != v1::JOB_STATE_BASELINES;
   input.calibration_runs = calibration_.RunsForRole(/*reference=*/false, !reuse_.empty());
-  input.builds = !status_.spec().build_command().empty();
+  input.builds = !frame_.spec.build_command().empty();
   input.round =
       RoundOfNewProbes(ledger_.search(), book_.rows(), ledger_.max_round(), FlakySearch());
   // On a host whose cores carry fewer builds than the job has workers, fewer tasks at once
   // (build_capacity.h): the round plan then places fewer points per round. The pools the
   // workers announced count only for a job that builds.
   input.max_workers = CapTasksInFlight(
-      status_.spec().max_workers(),
+      frame_.spec.max_workers(),
       BuildCapacity(taking_part, book_.rows(),
                     input.builds ? announced_pools_ : std::map<std::string, BuildPool>()));
-  input.commit_count = status_.commit_count();
+  input.commit_count = frame_.commit_count;
   input.search = &ledger_.search();
   if (FlakySearch())
-    input.chosen_points =
-        FlakyPoints(status_, calibration_, book_, ledger_.search(), static_cast<int>(idle.size()));
+    input.chosen_points = FlakyPoints(frame_.commit_count, frame_.spec.max_runs(), calibration_,
+                                      book_, ledger_.search(), static_cast<int>(idle.size()));
   return input;
 }
 
@@ -275,7 +257,7 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
 
 void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                                        std::vector<Assignment>* out) {
-  if (pass_fail_ || !status_.spec().confirm() || status_.state() != v1::JOB_STATE_BISECTING ||
+  if (pass_fail_ || !frame_.spec.confirm() || frame_.state != v1::JOB_STATE_BISECTING ||
       ledger_.search().Done()) {
     return;
   }
@@ -298,9 +280,9 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
     }
     spare.push_back(worker);
   }
-  if (status_.spec().max_workers() > 0) {
+  if (frame_.spec.max_workers() > 0) {
     const int running = book_.InFlightCount();
-    const int room = std::max(0, status_.spec().max_workers() - running);
+    const int room = std::max(0, frame_.spec.max_workers() - running);
     if (static_cast<int>(spare.size()) > room) spare.resize(room);
   }
   if (spare.empty()) return;
@@ -390,12 +372,12 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   // A suite's task handed out before the job knew its lead measured the same runs; its samples
   // are the lead's from them.
   v1::TaskResult projected;
-  const bool project = suite_.active() && !status_.metric_name().empty() &&
+  const bool project = suite_.active() && !frame_.metric_name.empty() &&
                        entry.task.kind() != v1::PROBE_KIND_CONFIRM &&
-                       reported.metric_name() != status_.metric_name();
+                       reported.metric_name() != frame_.metric_name;
   if (project) {
     projected = reported;
-    ProjectOnLead(status_.metric_name(), &projected);
+    ProjectOnLead(frame_.metric_name, &projected);
   }
   const v1::TaskResult& result = project ? projected : reported;
   if (result.outcome() == v1::TASK_OUTCOME_INFRA_ERROR ||
@@ -419,18 +401,18 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   probe.set_worker_hardware_class(result.hardware_class());
   if (result.has_manifest()) *probe.mutable_manifest() = result.manifest();
   *probe.mutable_end_time() = ToProto(now);
-  status_.set_bench_runs(status_.bench_runs() + result.runs_size());
+  tally_.bench_runs += result.runs_size();
   const bool measured = Measured(probe);
   if (measured && !pass_fail_) {
     probe.set_median(MedianOrZero(probe.samples()));
-    if (status_.metric_name().empty()) {
-      status_.set_metric_name(result.metric_name());
+    if (frame_.metric_name.empty()) {
+      frame_.metric_name = result.metric_name();
       book_.SetLeadMetric(result.metric_name());
-      status_.set_metric_unit(result.metric_unit());
+      frame_.metric_unit = result.metric_unit();
     }
-    if (status_.direction() == v1::DIRECTION_UNSPECIFIED &&
+    if (frame_.direction == v1::DIRECTION_UNSPECIFIED &&
         result.metric_direction() != v1::DIRECTION_UNSPECIFIED) {
-      status_.set_direction(result.metric_direction());
+      frame_.direction = result.metric_direction();
     }
   }
 
@@ -460,20 +442,20 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   }
   if (!baseline && of_good) {
     // Another worker's calibration, or an A/A control of GOOD.
-    if (probe.kind() == v1::PROBE_KIND_CONTROL && status_.state() == v1::JOB_STATE_BISECTING) {
+    if (probe.kind() == v1::PROBE_KIND_CONTROL && frame_.bisecting()) {
       if (std::optional<QuarantineDecision> drift = calibration_.CheckControl(worker, probe)) {
         Quarantine(*drift, now);
       }
     } else if (calibration_.AdoptBadWorkersReference(entry.probe)) {
       // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
       // verdict is made again (or for the first time) on one GPU.
-      if (status_.state() == v1::JOB_STATE_BISECTING) {
+      if (frame_.bisecting()) {
         FollowEndpoint(endpoints_.Settle(), now);
       } else if (endpoints_.Ready()) {
         FollowEndpoint(endpoints_.Evaluate(), now);
       }
-      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
-    } else if (status_.state() == v1::JOB_STATE_BISECTING) {
+      if (!finished() && frame_.bisecting()) RecheckCalibrations(now);
+    } else if (frame_.bisecting()) {
       RecheckCalibrations(now);
     }
     MaybeFinish(now);
@@ -488,7 +470,7 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
     }
     if (endpoints_.Ready()) {
       FollowEndpoint(endpoints_.Evaluate(), now);
-      if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) RecheckCalibrations(now);
+      if (!finished() && frame_.bisecting()) RecheckCalibrations(now);
     }
   } else if (!measured && (pass_fail_ || calibration_.CalibrationDone(worker))) {
     ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
@@ -522,12 +504,12 @@ void BisectJob::RecheckCalibrations(absl::Time now) {
 
 void BisectJob::SettleProvisional(absl::Time now) {
   if (std::optional<RestatedBad> bad = standing_.RestateBad()) {
-    v1::Baseline* base = status_.mutable_baseline()->mutable_bad();
+    v1::Baseline* base = frame_.recorded.baselines.mutable_bad();
     base->mutable_samples()->Assign(bad->samples.begin(), bad->samples.end());
     base->set_median(MedianOrZero(bad->samples));
-    status_.set_regression_pct(
-        RegressionPercent(status_.baseline().good().median(), base->median(), status_.direction()));
-    events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(bad->warning), nullptr, now);
+    frame_.recorded.regression_pct =
+        RegressionPercent(frame_.good_baseline().median(), base->median(), frame_.direction);
+    Emit(v1::JOB_EVENT_KIND_WARNING, std::move(bad->warning), nullptr, now);
     ledger_.RetractAll(now);
   }
   standing_.SettleProvisional(now);
@@ -535,11 +517,9 @@ void BisectJob::SettleProvisional(absl::Time now) {
 
 void BisectJob::FollowStanding(StandingStep step, absl::Time now) {
   to_cancel_.insert(to_cancel_.end(), step.to_cancel.begin(), step.to_cancel.end());
-  if (step.back_to_baselines && status_.state() == v1::JOB_STATE_BISECTING) {
-    status_.set_state(v1::JOB_STATE_BASELINES);
-  }
+  if (step.back_to_baselines && frame_.bisecting()) frame_.state = v1::JOB_STATE_BASELINES;
   for (v1::JobWarning& warning : step.warnings) {
-    events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(warning), nullptr, now);
+    Emit(v1::JOB_EVENT_KIND_WARNING, std::move(warning), nullptr, now);
   }
 }
 
@@ -598,10 +578,7 @@ std::vector<std::string> BisectJob::Cancel(const std::string& reason, absl::Time
   return std::exchange(to_cancel_, {});
 }
 
-bool BisectJob::finished() const {
-  return status_.state() == v1::JOB_STATE_DONE || status_.state() == v1::JOB_STATE_FAILED ||
-         status_.state() == v1::JOB_STATE_CANCELLED;
-}
+bool BisectJob::finished() const { return frame_.finished(); }
 
 std::vector<v1::JobEvent> BisectJob::TakeEvents() { return events_.Take(); }
 
@@ -611,7 +588,7 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   std::vector<v1::Task> tasks;
   // A dependency follow-up builds in the slots' own checkouts, never in the host's build cache
   // (whose key is one repository's commit): nothing to build ahead.
-  if (finished() || status_.spec().build_command().empty() || status_.spec().has_dependency() ||
+  if (finished() || frame_.spec.build_command().empty() || frame_.spec.has_dependency() ||
       limit <= 0) {
     return tasks;
   }
@@ -623,9 +600,9 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   const int good = calibration_.good_probe();
   const bool good_measured = good >= 0 && book_.probe(good).state() == v1::PROBE_STATE_FINISHED;
   for (int index :
-       PlanBuildAhead(ledger_.search(), calibration_.ActiveWorkers(status_.spec().max_workers()),
+       PlanBuildAhead(ledger_.search(), calibration_.ActiveWorkers(frame_.spec.max_workers()),
                       limit, bad_running && !good_measured)) {
-    tasks.push_back(BuildAheadTask(status_.job_id(), status_.spec(), commits_[index], index));
+    tasks.push_back(BuildAheadTask(frame_.job_id, frame_.spec, commits_[index], index));
   }
   return tasks;
 }
@@ -655,7 +632,7 @@ void BisectJob::ClassifyPending(absl::Time now) {
 
 void BisectJob::Classify(int probe_position, absl::Time now) {
   v1::Probe& probe = book_.mutable_probe(probe_position);
-  if (pass_fail_ && status_.spec().flaky()) {
+  if (pass_fail_ && frame_.spec.flaky()) {
     ClassifyFlaky(probe_position, now);
     return;
   }
@@ -665,12 +642,12 @@ void BisectJob::Classify(int probe_position, absl::Time now) {
                  now);
     return;
   }
-  if (status_.spec().confidence() > 0 &&
+  if (frame_.spec.confidence() > 0 &&
       (probe.verdict() == v1::VERDICT_GOOD || probe.verdict() == v1::VERDICT_BAD)) {
     // Measured again for --confidence: the verdict stands, or the other side is recorded.
     if (std::optional<CulpritConfidence::Reversal> reversal = confidence_.Reverse(probe_position)) {
       const std::string why = WarningWords(reversal->warning);
-      events_.Emit(v1::JOB_EVENT_KIND_WARNING, reversal->warning, &probe, now);
+      Emit(v1::JOB_EVENT_KIND_WARNING, reversal->warning, &probe, now);
       ledger_.Retract({probe_position}, /*probe_again=*/false, why, now);
       // Its samples are the posterior's, not the classifier's (it has run past what the
       // classifier would ask): the side they say is its verdict, and the search goes on from it.
@@ -710,13 +687,13 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     v1::JobWarning contradiction;
     contradiction.mutable_contradiction()->set_sha(probe.sha());
     contradiction.mutable_contradiction()->set_verdict(verdict);
-    AddWarning(std::move(contradiction), &status_);
+    Warn(std::move(contradiction));
     verdict = v1::VERDICT_SKIP;
   }
   probe.set_verdict(verdict);
   probe.set_provisional(calibration_.IsProvisional(probe));
   if (verdict == v1::VERDICT_SKIP || verdict == v1::VERDICT_AMBIGUOUS) {
-    status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
+    ledger_.CountSkip();
   }
   ledger_.CountStep(probe.round());
   if (!pass_fail_ && calibration_.CalibrationDone(probe.worker()) &&
@@ -730,9 +707,7 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
     book_.at(control).task.set_runs(calibration_.RunsNeeded());
     book_.QueueFront(control);
   }
-  status_.set_rounds(std::max(status_.rounds(), probe.round()));
-  status_.set_last_good_index(ledger_.search().last_good());
-  status_.set_first_bad_index(ledger_.search().first_bad());
+  ledger_.ShowInterval();
   CancelUseless(now);
   v1::JobEvent finished;
   v1::ProbeFinishedFact& line = *finished.mutable_probe_finished();
@@ -740,8 +715,8 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   line.set_in_flight(book_.InFlightCount());
   line.set_step(ledger_.steps());
   line.set_pass_fail(pass_fail_);
-  line.set_unit(status_.metric_unit());
-  line.set_runs_per_commit(status_.spec().runs_per_commit());
+  line.set_unit(frame_.metric_unit);
+  line.set_runs_per_commit(frame_.spec.runs_per_commit());
   // Probes still to come after those in flight, with this job's workers: each in-flight point
   // splits the interval once it reports.
   const int pending = static_cast<int>(ledger_.search().InFlight().size());
@@ -749,10 +724,9 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   line.set_steps_estimated(
       ledger_.steps() + line.in_flight() +
       BisectSearch::EstimateProbes(after_in_flight,
-                                   calibration_.ActiveWorkers(status_.spec().max_workers())));
+                                   calibration_.ActiveWorkers(frame_.spec.max_workers())));
   // The probe may have moved in the table (NewTask above): read it again.
-  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(finished), &book_.probe(probe_position),
-               now);
+  Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(finished), &book_.probe(probe_position), now);
 }
 
 void BisectJob::CancelUseless(absl::Time now) {
@@ -764,11 +738,11 @@ void BisectJob::CancelUseless(absl::Time now) {
         continue;
       }
       book_.CancelTask(entry, id, OutsideIntervalText(), now, &to_cancel_);
-      status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
+      ledger_.CountCancelled();
       const v1::Probe& probe = ProbeOf(entry);
       v1::JobEvent cancelled;
       cancelled.mutable_probe_cancelled()->set_sha(probe.sha());
-      events_.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, std::move(cancelled), &probe, now);
+      Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, std::move(cancelled), &probe, now);
     }
   }
   // Measured but unclassified probes outside the interval are no longer needed.

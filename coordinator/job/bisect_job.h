@@ -57,6 +57,7 @@
 #include "coordinator/job/dispatch.h"
 #include "coordinator/job/endpoint_verdict.h"
 #include "coordinator/job/job_event_log.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/journal_entry.h"
 #include "coordinator/job/marks.h"
 #include "coordinator/job/probe_book.h"
@@ -69,6 +70,19 @@
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
+
+// What a job counted and kept along the way, besides its parts' state: BisectJob's own, shown in
+// its status (job_status_projection.cc).
+struct JobTally {
+  int bench_runs = 0;     // Benchmark executions in total, baselines included.
+  int cached_probes = 0;  // Probe rows taken from the result cache.
+  std::vector<std::string> cache_refused_workers;  // Their cached results disagreed.
+  std::vector<v1::DriftEvent> drift_events;
+  std::vector<v1::JobWarning> warnings;      // Shown as facts and as sentences.
+  std::vector<v1::JobWorker> worker_report;  // Made when the job finishes.
+  std::optional<absl::Time> finish_time;
+  double wall_seconds = 0;
+};
 
 class BisectJob {
  public:
@@ -227,7 +241,7 @@ class BisectJob {
   // information (decision 144): its probes carry no verdict; each result updates the posterior
   // over every run, and the search ends, recording the sides of every probe, once the
   // likeliest culprit reaches the confidence (or the run budget is spent, or nothing may run).
-  bool FlakySearch() const { return pass_fail_ && status_.spec().flaky(); }
+  bool FlakySearch() const { return pass_fail_ && frame_.spec.flaky(); }
   void ClassifyFlaky(int probe_position, absl::Time now);
   // The worker left or was quarantined: a reference GOOD not yet settled goes to another
   // worker; a BAD its worker can no longer calibrate for is measured again.
@@ -248,17 +262,30 @@ class BisectJob {
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
   // Ends the job as the search's answer says: its warnings, then Finish.
   void FinishWith(SearchResult::Conclusion conclusion, absl::Time now);
+  // Appends an event of `fact` (see JobEventLog::Emit) with the progress as it is now.
+  void Emit(v1::JobEventKind kind, v1::JobEvent fact, const v1::Probe* probe, absl::Time now) {
+    events_.Emit(kind, std::move(fact), probe, ledger_.progress(), now);
+  }
+  void Emit(v1::JobEventKind kind, v1::JobWarning warning, const v1::Probe* probe, absl::Time now) {
+    events_.Emit(kind, std::move(warning), probe, ledger_.progress(), now);
+  }
+  // Keeps `warning` for the job's status (its fact and its sentence).
+  void Warn(v1::JobWarning warning) { tally_.warnings.push_back(std::move(warning)); }
   // The job changed (every public mutator calls it first): the next status() builds the
   // projection again.
   void Changed() { ++revision_; }
-  // Writes what the parts own into status_, the projection (job_status_projection.cc).
+  // Writes the frame, the tally and what the parts own into projection_
+  // (job_status_projection.cc, the one writer of the job's wire status).
   void Project() const;
 
-  // The job's header and the fields no part owns yet, with the parts' fields written in by
-  // Project: the projection status() returns. A compacted job (Finished) keeps its final status
-  // here and projects nothing.
-  mutable v1::JobStatus status_;
-  // Changes so far (Changed), and the change status_ was last projected at (-1: never).
+  // What every part reads (job_frame.h); the job is its only writer.
+  JobFrame frame_;
+  // What the job counted and kept along the way, besides its parts' state.
+  JobTally tally_;
+  // The wire status status() returns, built by Project from the above. A compacted job
+  // (Finished) keeps its final status here and projects nothing.
+  mutable v1::JobStatus projection_;
+  // Changes so far (Changed), and the change projection_ was last projected at (-1: never).
   int64_t revision_ = 0;
   mutable int64_t projected_revision_ = -1;
   bool compacted_ = false;  // Restored by Finished: its parts are empty.
@@ -277,12 +304,12 @@ class BisectJob {
   // What a worker's changed standing does to the measurements and the work (worker_standing.h).
   WorkerStanding standing_;
   // Every metric of a suite, judged on the job's shared runs (suite_ledger.h).
-  SuiteLedger suite_{&status_, &book_.rows(), &commits_};
+  SuiteLedger suite_{&frame_, &book_.rows(), &commits_};
   // The build pools the workers announced (TakeTasks), for the build capacity.
   std::map<std::string, BuildPool> announced_pools_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
-  JobEventLog events_{&status_};
+  JobEventLog events_;
   // Tasks cancelled while running, their processes to kill: what the parts' steps and the job's
   // own cancellations add, returned (and cleared) by the public mutators.
   std::vector<std::string> to_cancel_;

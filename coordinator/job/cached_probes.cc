@@ -22,10 +22,10 @@ std::optional<v1::CachedResult> BisectJob::CacheRecordOf(const std::string& task
   const v1::Probe& probe = book_.probe(entry->probe);
   if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return std::nullopt;
   std::optional<v1::CachedResult> record =
-      ToCachedResult(probe, commits_[probe.index()], status_.job_id());
+      ToCachedResult(probe, commits_[probe.index()], frame_.job_id);
   if (record.has_value()) {
-    record->set_metric_name(status_.metric_name());
-    record->set_metric_unit(status_.metric_unit());
+    record->set_metric_name(frame_.metric_name);
+    record->set_metric_unit(frame_.metric_unit);
   }
   return record;
 }
@@ -37,7 +37,7 @@ void BisectJob::CheckCachedResults(int position, absl::Time now) {
   const std::optional<ResultReuse::Check> check =
       reuse_.OnMeasured(probe.worker(), probe.index(), samples);
   if (!check.has_value()) return;
-  if (!check->agreed) status_.add_cache_refused_workers(check->worker);
+  if (!check->agreed) tally_.cache_refused_workers.push_back(check->worker);
   if (check->agreed && probe.kind() == v1::PROBE_KIND_BISECT) {
     // The same commit on the same GPU, which has not drifted: the cached samples join the fresh.
     v1::Probe& row = book_.mutable_probe(position);
@@ -51,10 +51,10 @@ void BisectJob::CheckCachedResults(int position, absl::Time now) {
   fact.set_sha(commits_[check->index].sha());
   fact.set_fresh_median(check->fresh_median);
   fact.set_cached_median(check->cached_median);
-  fact.set_unit(status_.metric_unit());
+  fact.set_unit(frame_.metric_unit);
   fact.set_agreed(check->agreed);
-  events_.Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT,
-               std::move(warning), nullptr, now);
+  Emit(check->agreed ? v1::JOB_EVENT_KIND_WARNING : v1::JOB_EVENT_KIND_DRIFT, std::move(warning),
+       nullptr, now);
 }
 
 void BisectJob::ApplyCachedResults(absl::Time now) {
@@ -65,7 +65,7 @@ void BisectJob::ApplyCachedResults(absl::Time now) {
     const int index = entry->index;
     if (index <= ledger_.search().last_good() || index >= ledger_.search().first_bad()) continue;
     if (std::find(in_flight.begin(), in_flight.end(), index) != in_flight.end()) continue;
-    if (IsMarked(status_.marks(), index))
+    if (IsMarked(frame_.marks, index))
       continue;  // The user's verdict stands (a skip mark is not a gap).
     const bool probed =
         std::any_of(book_.rows().begin(), book_.rows().end(), [&](const v1::Probe& probe) {
@@ -75,7 +75,7 @@ void BisectJob::ApplyCachedResults(absl::Time now) {
     entry->used = true;
     if (probed) continue;
     const int position = book_.AddCachedProbe(index, ledger_.max_round() + 1, entry->result);
-    status_.set_cached_probes(status_.cached_probes() + 1);
+    ++tally_.cached_probes;
     v1::Probe& probe = book_.mutable_probe(position);
     probe.set_median(MedianOrZero(probe.samples()));
     ledger_.search().MarkInFlight(index);

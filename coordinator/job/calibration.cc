@@ -11,8 +11,8 @@
 
 namespace kbisect {
 
-Calibration::Calibration(const v1::JobStatus* status, const ProbeRows* probes, bool pass_fail)
-    : status_(status), probes_(probes), pass_fail_(pass_fail) {}
+Calibration::Calibration(const JobFrame* frame, const ProbeRows* probes, bool pass_fail)
+    : frame_(frame), probes_(probes), pass_fail_(pass_fail) {}
 
 bool Calibration::Measured(const v1::Probe& probe) const { return IsMeasured(probe, pass_fail_); }
 
@@ -46,13 +46,12 @@ int Calibration::RunsNeeded() const {
   // standard errors: with the noise the job has seen far below that, fewer runs than --runs do.
   // The step is known once the baselines are settled, while the search runs and while the
   // confirmation does (the calibrations still owed run beside it).
-  const int floor = status_->spec().runs_per_commit();
-  if (pass_fail_ || (status_->state() != v1::JOB_STATE_BISECTING &&
-                     status_->state() != v1::JOB_STATE_CONFIRMING)) {
+  const int floor = frame_->spec.runs_per_commit();
+  if (pass_fail_ ||
+      (frame_->state != v1::JOB_STATE_BISECTING && frame_->state != v1::JOB_STATE_CONFIRMING)) {
     return floor;
   }
-  const double step =
-      std::fabs(status_->baseline().bad().median() - status_->baseline().good().median());
+  const double step = std::fabs(frame_->bad_baseline().median() - frame_->good_baseline().median());
   const double noise = JobNoise();
   if (step == 0 || noise == 0) return floor;
   const double z = 3.0 * noise / (step / 3.0);
@@ -72,7 +71,7 @@ int Calibration::RunsAtHandOut(const std::string& worker, bool reuses_cached) co
 
 int Calibration::RunsForRole(bool reference, bool reuses_cached) const {
   const bool settled =
-      status_->state() == v1::JOB_STATE_BISECTING || status_->state() == v1::JOB_STATE_CONFIRMING;
+      frame_->state == v1::JOB_STATE_BISECTING || frame_->state == v1::JOB_STATE_CONFIRMING;
   if (pass_fail_ || settled || reference || !reuses_cached) {
     return RunsNeeded();
   }
@@ -143,9 +142,9 @@ ProbeClassification Calibration::Judge(const v1::Probe& probe) const {
   std::vector<double> bad;
   BaselinesFor(probe.worker(), &good, &bad);
   ClassifierOptions options;
-  options.threshold_fraction = status_->spec().threshold_fraction();
-  options.max_runs = status_->spec().max_runs();
-  options.min_runs = status_->spec().runs_per_commit();
+  options.threshold_fraction = frame_->spec.threshold_fraction();
+  options.max_runs = frame_->spec.max_runs();
+  options.min_runs = frame_->spec.runs_per_commit();
   // The job's noise, brought from the reference's frame to this worker's.
   const double to_reference = InReferenceFrame(probe.worker(), 1.0);
   options.noise_floor = to_reference > 0 ? ObservedNoise() / to_reference : 0;
@@ -156,7 +155,7 @@ double Calibration::MedianAt(int index) const {
   // The reference baselines at the ends; inside, the probe that decided the commit, scaled to the
   // reference worker by the ratio of the GOOD calibrations (workers' offsets cancel out).
   if (index == 0 && good_probe_ >= 0) return probe(good_probe_).median();
-  if (index == status_->commit_count() && bad_probe_ >= 0) return ReferenceBadMedian();
+  if (index == frame_->commit_count && bad_probe_ >= 0) return ReferenceBadMedian();
   for (const v1::Probe& row : *probes_) {
     if (row.index() != index || row.kind() != v1::PROBE_KIND_BISECT ||
         (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
@@ -418,7 +417,7 @@ std::optional<QuarantineDecision> Calibration::CheckControl(const std::string& w
                                                             const v1::Probe& control) const {
   const v1::Probe& calibration = probe(workers_.at(worker).calibration);
   const double moved = control.median() - calibration.median();
-  const double step = status_->baseline().bad().median() - status_->baseline().good().median();
+  const double step = frame_->bad_baseline().median() - frame_->good_baseline().median();
   if (step == 0 || !OffsetExceeds(control.samples(), calibration.samples(),
                                   Mean(calibration.samples()).value_or(0), std::fabs(step) / 3)) {
     return std::nullopt;
@@ -430,10 +429,11 @@ std::optional<QuarantineDecision> Calibration::CheckControl(const std::string& w
   return decision;
 }
 
-void Calibration::FillWorkerReport(v1::JobStatus* status) const {
-  status->clear_workers();
+std::vector<v1::JobWorker> Calibration::WorkerReport(
+    const std::vector<v1::DriftEvent>& drift_events) const {
+  std::vector<v1::JobWorker> report;
   for (const auto& [name, state] : workers_) {
-    v1::JobWorker* out = status->add_workers();
+    v1::JobWorker* out = &report.emplace_back();
     out->set_worker(name);
     if (state.calibration >= 0) {
       const double good = probe(state.calibration).median();
@@ -443,7 +443,7 @@ void Calibration::FillWorkerReport(v1::JobStatus* status) const {
       }
     }
     out->set_quarantined(state.quarantined);
-    for (const v1::DriftEvent& event : status->drift_events()) {
+    for (const v1::DriftEvent& event : drift_events) {
       if (event.worker() != name) continue;
       out->set_drift(true);
       out->set_reason(event.detail());
@@ -454,6 +454,7 @@ void Calibration::FillWorkerReport(v1::JobStatus* status) const {
     }
     out->set_probes(probes);
   }
+  return report;
 }
 
 }  // namespace kbisect

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -55,9 +56,9 @@ class Calibration {
     bool must_calibrate = false;
   };
 
-  // `status` (the state and baselines) and `probes` (the job's probe table, ProbeBook's) must
+  // `frame` (the state and baselines) and `probes` (the job's probe table, ProbeBook's) must
   // outlive this. `pass_fail`: verdicts come from exit codes and nothing is calibrated.
-  Calibration(const v1::JobStatus* status, const ProbeRows* probes, bool pass_fail);
+  Calibration(const JobFrame* frame, const ProbeRows* probes, bool pass_fail);
 
   // True for a pass/fail test (--exit-code): the job's one record of its mode, which the parts
   // that read the calibration ask here.
@@ -207,16 +208,16 @@ class Calibration {
                                                  const v1::Probe& control) const;
 
   // The worker section of the report: one entry per worker, its calibration in the reference's
-  // frame, quarantine and drift (from `status`'s drift events), and its bisect probe count (in
+  // frame, quarantine and drift (from `drift_events`, the job's), and its bisect probe count (in
   // the probe table).
-  void FillWorkerReport(v1::JobStatus* status) const;
+  std::vector<v1::JobWorker> WorkerReport(const std::vector<v1::DriftEvent>& drift_events) const;
 
  private:
   bool Measured(const v1::Probe& probe) const;
   const v1::Probe& probe(int position) const { return probes_->Get(position); }
-  bool Bisecting() const { return status_->state() == v1::JOB_STATE_BISECTING; }
+  bool Bisecting() const { return frame_->bisecting(); }
 
-  const v1::JobStatus* status_;
+  const JobFrame* frame_;
   const ProbeRows* probes_;
   bool pass_fail_;
   std::map<std::string, Worker> workers_;

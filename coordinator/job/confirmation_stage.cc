@@ -31,11 +31,11 @@ std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worke
 
 }  // namespace
 
-ConfirmationStage::ConfirmationStage(const v1::JobStatus* status,
+ConfirmationStage::ConfirmationStage(const JobFrame* frame,
                                      const std::vector<v1::CommitRef>* commits,
                                      const BisectSearch* search, const Calibration* calibration,
                                      ProbeBook* book)
-    : status_(status), commits_(commits), search_(search), calibration_(calibration), book_(book) {}
+    : frame_(frame), commits_(commits), search_(search), calibration_(calibration), book_(book) {}
 
 bool ConfirmationStage::HasSpeculationCandidates() const {
   return !SpeculationCandidates(*search_, speculated_).empty();
@@ -75,12 +75,12 @@ int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
         return {probe.worker(), probe.samples_size()};
       }
       if (probe.state() == v1::PROBE_STATE_RUNNING) {
-        return {probe.worker(), std::max(1, status_->spec().runs_per_commit())};
+        return {probe.worker(), std::max(1, frame_->spec.runs_per_commit())};
       }
     }
-    const int baseline = index == 0                         ? calibration_->good_probe()
-                         : index == status_->commit_count() ? calibration_->bad_probe()
-                                                            : -1;
+    const int baseline = index == 0                      ? calibration_->good_probe()
+                         : index == frame_->commit_count ? calibration_->bad_probe()
+                                                         : -1;
     if (baseline >= 0) {
       const v1::Probe& probe = book_->probe(baseline);
       return {probe.worker(), probe.samples_size()};
@@ -118,7 +118,7 @@ std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
   if (last_good == 0 && calibration_->good_probe() >= 0) {
     add(book_->probe(calibration_->good_probe()), false);
   }
-  if (first_bad == status_->commit_count() && calibration_->bad_probe() >= 0) {
+  if (first_bad == frame_->commit_count && calibration_->bad_probe() >= 0) {
     add(book_->probe(calibration_->bad_probe()), true);
   }
   std::vector<ConfirmationSet> sets;
@@ -133,19 +133,19 @@ ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
   const std::vector<double> bad = calibration_->PooledSamples(v1::VERDICT_BAD);
   const double sigma = calibration_->JobNoise();
   double step = MedianOrZero(bad) - MedianOrZero(good);
-  if (status_->spec().has_try_change()) {
+  if (frame_->spec.has_try_change()) {
     // A try measures a change of any size, none included: its pairs are sized to see at least
     // the smallest change it reports.
-    step = TryDetectableStep(step, MedianOrZero(good), status_->spec().min_effect_fraction());
+    step = TryDetectableStep(step, MedianOrZero(good), frame_->spec.min_effect_fraction());
   }
-  const int needed = ConfirmationPairsNeeded(sigma, step, status_->spec().runs_per_commit(),
-                                             status_->spec().max_runs());
+  const int needed =
+      ConfirmationPairsNeeded(sigma, step, frame_->spec.runs_per_commit(), frame_->spec.max_runs());
   // A try's answer is its interleaved pairs: at least --runs of them, whatever the baselines
   // already hold (which still count in the judgement).
   // They go out in tasks of --runs pairs at most, so that workers not calibrated yet take
   // part too (attempt i on worker i % W).
-  if (status_->spec().has_try_change()) {
-    const int runs = std::max(1, status_->spec().runs_per_commit());
+  if (frame_->spec.has_try_change()) {
+    const int runs = std::max(1, frame_->spec.runs_per_commit());
     return PlanConfirmation(needed, 0, sigma, step, std::max(workers, (needed + runs - 1) / runs));
   }
   return PlanConfirmation(needed, reused, sigma, step, workers);
@@ -237,7 +237,7 @@ bool ConfirmationStage::StartedFor(const v1::Task& task) const {
     return task.commit_index() == early_first_bad_ &&
            task.paired_commit_sha() == (*commits_)[early_last_good_].sha() && EarlyTargetPossible();
   }
-  return status_->state() == v1::JOB_STATE_CONFIRMING && search_->Done() &&
+  return frame_->state == v1::JOB_STATE_CONFIRMING && search_->Done() &&
          task.commit_index() == search_->first_bad() &&
          task.paired_commit_sha() == (*commits_)[search_->last_good()].sha();
 }
@@ -358,7 +358,7 @@ ConfirmationStep ConfirmationStage::OnResult(const v1::Probe& probe, const v1::T
     failure_ = result.message();
   }
   if (TasksPending()) return step;  // More to come.
-  if (status_->state() != v1::JOB_STATE_CONFIRMING) {
+  if (frame_->state != v1::JOB_STATE_CONFIRMING) {
     step.next = ConfirmationStep::Next::kSettleSearch;  // Started early: judged once settled.
     return step;
   }
@@ -387,13 +387,13 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
       RemeasureQuarantinedPairs(context, &step)) {
     return step;  // Every fresh pair came from a GPU quarantined since: measured again elsewhere.
   }
-  const bool worse_is_up = status_->baseline().bad().median() > status_->baseline().good().median();
+  const bool worse_is_up = frame_->bad_baseline().median() > frame_->good_baseline().median();
   ConfirmationJudgement judgement;
   if (fresh_expected && !any_fresh) {
     step.verdict.emplace().set_failure(failure_);
   } else {
     judgement = JudgeConfirmationSets(sets, worse_is_up,
-                                      MinimumConfirmedStep(status_->spec().min_effect_fraction()));
+                                      MinimumConfirmedStep(frame_->spec.min_effect_fraction()));
     if (judgement.measured) {
       std::vector<std::string> workers;
       for (const ConfirmationSet& set : sets) workers.push_back(set.worker);
@@ -416,14 +416,15 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   // Not confirmed yet: when the estimate points the regression's way and runs are left, measure
   // as many pairs again (the interval narrows with more pairs); otherwise it did not reproduce.
   // A try whose interval already lies within the smallest change it reports has its answer.
-  const double detectable = TryDetectableFraction(status_->spec().min_effect_fraction());
-  const bool settled_null = status_->spec().has_try_change() && judgement.measured &&
-                            judgement.ci_low >= 1 - detectable && judgement.ci_high <= 1 + detectable;
+  const double detectable = TryDetectableFraction(frame_->spec.min_effect_fraction());
+  const bool settled_null = frame_->spec.has_try_change() && judgement.measured &&
+                            judgement.ci_low >= 1 - detectable &&
+                            judgement.ci_high <= 1 + detectable;
   const bool leaning = judgement.measured && !settled_null &&
                        (worse_is_up ? judgement.ratio > 1 : judgement.ratio < 1);
   const int pairs = confirmation->fresh_pairs() + confirmation->reused_pairs();
-  if (leaning && pairs < status_->spec().max_runs()) {
-    QueueMorePairs(std::min(std::max(1, pairs), status_->spec().max_runs() - pairs), 0, context,
+  if (leaning && pairs < frame_->spec.max_runs()) {
+    QueueMorePairs(std::min(std::max(1, pairs), frame_->spec.max_runs() - pairs), 0, context,
                    &step);
     return step;
   }

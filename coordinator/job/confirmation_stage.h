@@ -25,6 +25,7 @@
 #include "common/search/bisect_search.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -64,9 +65,9 @@ struct ConfirmationStep {
 
 class ConfirmationStage {
  public:
-  // Everything passed must outlive the stage. `status`: the spec, the state, the probe table and
-  // the baselines are read. The confirmation's record is the stage's own (confirmation()).
-  ConfirmationStage(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
+  // Everything passed must outlive the stage. `frame`: the spec, the state and the baselines are
+  // read. The confirmation's record is the stage's own (confirmation()).
+  ConfirmationStage(const JobFrame* frame, const std::vector<v1::CommitRef>* commits,
                     const BisectSearch* search, const Calibration* calibration, ProbeBook* book);
 
   ConfirmationStage(const ConfirmationStage&) = delete;
@@ -150,7 +151,7 @@ class ConfirmationStage {
   // The record, created empty on first write.
   v1::Confirmation* MutableConfirmation();
 
-  const v1::JobStatus* status_;
+  const JobFrame* frame_;
   const std::vector<v1::CommitRef>* commits_;
   const BisectSearch* search_;
   const Calibration* calibration_;

@@ -10,7 +10,7 @@ namespace kbisect {
 
 absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
   return ComputeCulpritPosterior(
-      status_->commit_count(),
+      frame_->commit_count,
       PosteriorEvidence(book_->rows(), confirmation_->confirmation(), *calibration_,
                         /*pass_fail=*/false, ledger_->search().last_good(),
                         ledger_->search().first_bad()));
@@ -19,7 +19,7 @@ absl::StatusOr<CulpritPosterior> CulpritConfidence::Posterior() const {
 CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   EndCheck out;
   if (calibration_->pass_fail()) return out;
-  const double confidence = status_->spec().confidence();
+  const double confidence = frame_->spec.confidence();
   if (confidence <= 0 || ledger_->search().Candidates().size() != 1) return out;
   for (const v1::Probe& probe : book_->rows()) {
     if (probe.kind() == v1::PROBE_KIND_BISECT &&
@@ -32,7 +32,7 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   if (!posterior.ok()) return out;
   const int last_good = ledger_->search().last_good();
   const int first_bad = ledger_->search().first_bad();
-  const int max_runs = status_->spec().max_runs();
+  const int max_runs = frame_->spec.max_runs();
   const int good_row = DecidingProbe(book_->rows(), last_good, v1::VERDICT_GOOD);
   const int bad_row = DecidingProbe(book_->rows(), first_bad, v1::VERDICT_BAD);
   // A marked commit or an endpoint has no probe to extend: it has run all it may.
@@ -40,7 +40,7 @@ CulpritConfidence::EndCheck CulpritConfidence::CheckCulprit() const {
   const int bad_runs = bad_row < 0 ? max_runs : book_->probe(bad_row).samples_size();
   const ConfidenceCheck check =
       CheckConfidence(*posterior, last_good, first_bad, good_runs, bad_runs, confidence,
-                      status_->spec().runs_per_commit(), max_runs);
+                      frame_->spec.runs_per_commit(), max_runs);
   if (check.remeasure < 0) {
     if (check.probability < confidence) {
       v1::JobWarning::ShortOfConfidence& fact =
@@ -80,7 +80,7 @@ std::optional<CulpritConfidence::Reversal> CulpritConfidence::Reverse(int probe_
 CulpritConfidence::Side CulpritConfidence::Resolve(int probe_position, v1::Verdict verdict) const {
   Side out;
   out.verdict = verdict;
-  if (verdict != v1::VERDICT_AMBIGUOUS || status_->spec().confidence() <= 0) return out;
+  if (verdict != v1::VERDICT_AMBIGUOUS || frame_->spec.confidence() <= 0) return out;
   const absl::StatusOr<CulpritPosterior> posterior = Posterior();
   if (!posterior.ok()) return out;
   const double bad = BadProbability(*posterior, book_->probe(probe_position).index());

@@ -4,7 +4,7 @@
 // end check measures a boundary commit again until the culprit posterior puts P on the culprit
 // (or both boundaries ran --max-runs); a commit whose new samples put it on the other side has
 // its verdict taken back; a probe the classifier leaves AMBIGUOUS at --max-runs is put on the
-// posterior's side. The rules are confidence_stop.h's; this part reads the job's status,
+// posterior's side. The rules are confidence_stop.h's; this part reads the job's frame,
 // calibration, search and probe table through the pointers it is given, and returns what to do:
 // the job emits the events, extends the probes and records the verdicts. A flaky pass/fail test
 // has its own rules (flaky_verdicts.h). Thread-compatible.
@@ -19,6 +19,7 @@
 #include "common/search/culprit_posterior.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation_stage.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -28,10 +29,10 @@ namespace kbisect {
 class CulpritConfidence {
  public:
   // All must outlive the part; they may be constructed after it.
-  CulpritConfidence(const v1::JobStatus* status, const std::vector<v1::CommitRef>* commits,
+  CulpritConfidence(const JobFrame* frame, const std::vector<v1::CommitRef>* commits,
                     const Calibration* calibration, const VerdictLedger* ledger,
                     const ProbeBook* book, const ConfirmationStage* confirmation)
-      : status_(status),
+      : frame_(frame),
         commits_(commits),
         calibration_(calibration),
         ledger_(ledger),
@@ -77,7 +78,7 @@ class CulpritConfidence {
   // The posterior over the first bad commit from every measurement that counts.
   absl::StatusOr<CulpritPosterior> Posterior() const;
 
-  const v1::JobStatus* status_;
+  const JobFrame* frame_;
   const std::vector<v1::CommitRef>* commits_;
   const Calibration* calibration_;
   const VerdictLedger* ledger_;

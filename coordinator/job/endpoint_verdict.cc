@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job/flaky_verdicts.h"
-#include "coordinator/job/job_event_log.h"
 #include "coordinator/job/job_text.h"
 
 namespace kbisect {
@@ -24,9 +23,9 @@ constexpr int kFlakyBadFailures = 1;
 
 }  // namespace
 
-EndpointVerdict::EndpointVerdict(v1::JobStatus* status, const Calibration* calibration,
+EndpointVerdict::EndpointVerdict(const JobFrame* frame, const Calibration* calibration,
                                  const ProbeBook* book, bool pass_fail)
-    : status_(status), calibration_(calibration), book_(book), pass_fail_(pass_fail) {}
+    : frame_(frame), calibration_(calibration), book_(book), pass_fail_(pass_fail) {}
 
 bool EndpointVerdict::Ready() const {
   // An endpoint verdict across two GPUs that found no step waits for BAD's worker's GOOD.
@@ -66,8 +65,8 @@ EndpointStep EndpointVerdict::EvaluateFlaky() const {
   const v1::Probe& bad_probe = book_->probe(calibration_->bad_probe());
   const RunCounts good = CountRuns(good_probe);
   const RunCounts bad = CountRuns(bad_probe);
-  const int min_runs = status_->spec().runs_per_commit();
-  const int max_runs = status_->spec().max_runs();
+  const int min_runs = frame_->spec.runs_per_commit();
+  const int max_runs = frame_->spec.max_runs();
   EndpointStep step;
   if (bad.failures < kFlakyBadFailures && bad.runs() < max_runs) {
     // As many runs again as it had (at least --runs): a rare flake is found in a few tasks.
@@ -95,13 +94,13 @@ EndpointStep EndpointVerdict::EvaluateFlaky() const {
         v1::OUTCOME_ERROR, FlakyFailsAtGoodText(good_probe, good.failures, good.runs())};
     return step;
   }
-  if (status_->state() == v1::JOB_STATE_BISECTING) return step;
+  if (frame_->bisecting()) return step;
   v1::JobEvent baseline;
   v1::FlakyBaselineFact& fact = *baseline.mutable_flaky_baseline();
-  fact.set_good_sha(status_->good_sha());
+  fact.set_good_sha(frame_->good_sha);
   fact.set_good_failures(good.failures);
   fact.set_good_runs(good.runs());
-  fact.set_bad_sha(status_->bad_sha());
+  fact.set_bad_sha(frame_->bad_sha);
   fact.set_bad_failures(bad.failures);
   fact.set_bad_runs(bad.runs());
   step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(baseline));
@@ -110,12 +109,10 @@ EndpointStep EndpointVerdict::EvaluateFlaky() const {
 }
 
 EndpointStep EndpointVerdict::Evaluate() {
-  if (pass_fail_ && status_->spec().flaky()) return EvaluateFlaky();
+  if (pass_fail_ && frame_->spec.flaky()) return EvaluateFlaky();
   if (pass_fail_) return EvaluatePassFail();
   EndpointStep step;
-  if (status_->direction() == v1::DIRECTION_UNSPECIFIED) {
-    status_->set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  }
+  if (frame_->direction == v1::DIRECTION_UNSPECIFIED) step.direction = Direction();
   // Calibrations that agree with the reference's GOOD sharpen it (see PooledSamples).
   assessed_noise_ = calibration_->ObservedNoise();
   const BaselineAssessment assessment = Assess();
@@ -131,8 +128,8 @@ EndpointStep EndpointVerdict::Evaluate() {
     MeasureAgain(assessment, &step);
     return step;
   }
-  Record(assessment);
-  for (const v1::JobWarning& warning : assessment.warnings) AddWarning(warning, status_);
+  step.record = Record(assessment);
+  step.warnings = assessment.warnings;
   step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, MeasuredBaseline(assessment, across_gpus));
   for (const v1::JobWarning& warning : assessment.warnings) {
     v1::JobEvent event;
@@ -149,14 +146,14 @@ v1::JobEvent EndpointVerdict::MeasuredBaseline(const BaselineAssessment& assessm
   const v1::Probe& bad = book_->probe(calibration_->bad_probe());
   v1::JobEvent event;
   v1::MeasuredBaselineFact& fact = *event.mutable_measured_baseline();
-  fact.set_good_sha(status_->good_sha());
-  fact.set_bad_sha(status_->bad_sha());
-  fact.set_metric_name(status_->metric_name());
-  fact.set_unit(status_->metric_unit());
+  fact.set_good_sha(frame_->good_sha);
+  fact.set_bad_sha(frame_->bad_sha);
+  fact.set_metric_name(frame_->metric_name);
+  fact.set_unit(frame_->metric_unit);
   fact.set_good_median(good.median());
   fact.set_bad_median(bad.median());
   fact.set_regression_pct(assessment.regression_pct);
-  fact.set_direction(status_->direction());
+  fact.set_direction(Direction());
   if (across_gpus) {
     fact.set_provisional_good_worker(good.worker());
     fact.set_provisional_bad_worker(bad.worker());
@@ -168,7 +165,7 @@ EndpointStep EndpointVerdict::Settle() {
   // BAD's worker's GOOD is the reference now: the step is judged again on one GPU, whose
   // offset cancels, and every verdict judged in the stand-in's frame is judged in this one.
   EndpointStep step;
-  const std::string stand_in = status_->baseline().good().worker();
+  const std::string stand_in = frame_->good_baseline().worker();
   assessed_noise_ = calibration_->ObservedNoise();
   const BaselineAssessment assessment = Assess();
   if (assessment.more_runs > 0 && !TryJob()) {
@@ -177,14 +174,15 @@ EndpointStep EndpointVerdict::Settle() {
     step.judge_every_verdict_again = true;
     return step;
   }
-  Record(assessment);
+  step.record = Record(assessment);
+  const v1::Baselines& recorded = step.record->baselines;
   v1::JobEvent settled;
   v1::SettledBaselineFact& fact = *settled.mutable_settled_baseline();
-  fact.set_good_worker(status_->baseline().good().worker());
+  fact.set_good_worker(recorded.good().worker());
   fact.set_stand_in(stand_in);
-  fact.set_good_median(status_->baseline().good().median());
-  fact.set_bad_median(status_->baseline().bad().median());
-  fact.set_unit(status_->metric_unit());
+  fact.set_good_median(recorded.good().median());
+  fact.set_bad_median(recorded.bad().median());
+  fact.set_unit(frame_->metric_unit);
   fact.set_regression_pct(assessment.regression_pct);
   step.events.emplace_back(v1::JOB_EVENT_KIND_BASELINE, std::move(settled));
   if (FinishIfNoStep(assessment, &step)) return step;
@@ -199,7 +197,7 @@ EndpointStep EndpointVerdict::ReassessIfNoisy() {
   EndpointStep step;
   // Also nothing once the job is finished: its state is no longer BISECTING. A try job's
   // interleaved pairs answer for the noise themselves.
-  if (pass_fail_ || TryJob() || status_->state() != v1::JOB_STATE_BISECTING) return step;
+  if (pass_fail_ || TryJob() || !frame_->bisecting()) return step;
   // Baselines of few runs show little spread; the probes' samples may show more. When the noise
   // seen has grown by half since the baselines were judged, they are judged again with it, and
   // if they are no longer clearly apart they are measured again and every verdict waits.
@@ -211,7 +209,7 @@ EndpointStep EndpointVerdict::ReassessIfNoisy() {
   v1::JobEvent noisy;
   v1::JobWarning::NoisyBaselines& fact = *noisy.mutable_warning()->mutable_noisy_baselines();
   fact.set_noise(noise);
-  fact.set_unit(status_->metric_unit());
+  fact.set_unit(frame_->metric_unit);
   fact.set_reason(assessment.reason);
   step.events.emplace_back(v1::JOB_EVENT_KIND_WARNING, std::move(noisy));
   step.more_runs = assessment.more_runs;
@@ -221,46 +219,52 @@ EndpointStep EndpointVerdict::ReassessIfNoisy() {
 }
 
 BaselineAssessment EndpointVerdict::Assess() const {
-  return AssessBaselines(calibration_->PooledSamples(v1::VERDICT_GOOD),
-                         calibration_->ReferenceBadSamples(), status_->direction(),
-                         status_->spec().min_effect_fraction(), status_->spec().max_runs(),
-                         assessed_noise_);
+  return AssessBaselines(
+      calibration_->PooledSamples(v1::VERDICT_GOOD), calibration_->ReferenceBadSamples(),
+      Direction(), frame_->spec.min_effect_fraction(), frame_->spec.max_runs(), assessed_noise_);
 }
 
-bool EndpointVerdict::TryJob() const { return status_->spec().has_try_change(); }
+bool EndpointVerdict::TryJob() const { return frame_->spec.has_try_change(); }
 
 bool EndpointVerdict::StepFound(const BaselineAssessment& assessment) const {
   if (TryJob()) return true;  // Its pairs measure the change whichever way it goes.
   return assessment.more_runs == 0 &&
-         (assessment.regression || (assessment.improvement && status_->spec().allow_improvement()));
+         (assessment.regression || (assessment.improvement && frame_->spec.allow_improvement()));
 }
 
-void EndpointVerdict::Record(const BaselineAssessment& assessment) {
+RecordedBaselines EndpointVerdict::Record(const BaselineAssessment& assessment) const {
   const v1::Probe& good = book_->probe(calibration_->good_probe());
   const v1::Probe& bad = book_->probe(calibration_->bad_probe());
-  v1::Baseline* good_base = status_->mutable_baseline()->mutable_good();
+  RecordedBaselines record;
+  v1::Baseline* good_base = record.baselines.mutable_good();
   good_base->set_sha(good.sha());
   *good_base->mutable_samples() = good.samples();
   good_base->set_median(good.median());
   good_base->set_worker(good.worker());
-  v1::Baseline* bad_base = status_->mutable_baseline()->mutable_bad();
+  v1::Baseline* bad_base = record.baselines.mutable_bad();
   bad_base->set_sha(bad.sha());
   const std::vector<double> bad_samples = calibration_->ReferenceBadSamples();
   bad_base->mutable_samples()->Assign(bad_samples.begin(), bad_samples.end());
   bad_base->set_median(MedianOrZero(bad_samples));
   bad_base->set_worker(bad.worker());
-  status_->mutable_baseline()->set_provisional(!calibration_->EndpointsOnOneGpu());
-  status_->set_regression_pct(assessment.regression_pct);
+  record.baselines.set_provisional(!calibration_->EndpointsOnOneGpu());
+  record.regression_pct = assessment.regression_pct;
+  return record;
+}
+
+v1::Direction EndpointVerdict::Direction() const {
+  return frame_->direction == v1::DIRECTION_UNSPECIFIED ? v1::DIRECTION_LOWER_IS_BETTER
+                                                        : frame_->direction;
 }
 
 bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, EndpointStep* step) {
   if (TryJob()) return false;
-  if (assessment.regression && status_->spec().find_fix()) {
+  if (assessment.regression && frame_->spec.find_fix()) {
     step->finish = EndpointStep::Finish{v1::OUTCOME_ERROR, FixSwappedText(assessment.reason)};
     return true;
   }
-  if (assessment.improvement && !status_->spec().allow_improvement()) {
-    if (!status_->spec().metric().suite().empty()) {
+  if (assessment.improvement && !frame_->spec.allow_improvement()) {
+    if (!frame_->spec.metric().suite().empty()) {
       // A suite's lead that got better is one of its metrics that did not regress: the others
       // are judged on the baselines (SuiteLedger), and those that moved are followed up.
       step->finish = EndpointStep::Finish{v1::OUTCOME_NO_REGRESSION, assessment.reason};
@@ -272,7 +276,7 @@ bool EndpointVerdict::FinishIfNoStep(const BaselineAssessment& assessment, Endpo
   if (!assessment.regression && !assessment.improvement) {
     step->finish = EndpointStep::Finish{
         v1::OUTCOME_NO_REGRESSION,
-        status_->spec().find_fix() ? NoFixText(assessment.reason) : assessment.reason,
+        frame_->spec.find_fix() ? NoFixText(assessment.reason) : assessment.reason,
         v1::CAUSE_NOISE};
     return true;
   }

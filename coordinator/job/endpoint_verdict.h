@@ -7,10 +7,10 @@
 // It decides when the baselines are ready, defers a verdict measured across two GPUs that
 // found no step until BAD's worker has measured GOOD too, settles a provisional verdict once
 // it has, and judges the baselines again when the probes show more noise than they were judged
-// with. It records the baselines and the warnings in the job status; it never ends the job,
-// emits an event nor creates a task: each call returns an EndpointStep that the job follows
-// (BisectJob::FollowEndpoint). A flaky pass/fail test's endpoints (--flaky) are judged
-// by their fail rates (decision 144).
+// with. It reads the job's frame and never writes it; it never ends the job, emits an event
+// nor creates a task: each call returns an EndpointStep that the job follows
+// (BisectJob::FollowEndpoint), the baselines to record in the frame among them. A flaky pass/fail
+// test's endpoints (--flaky) are judged by their fail rates (decision 144).
 #ifndef KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
 #define KBISECT_COORDINATOR_JOB_ENDPOINT_VERDICT_H_
 
@@ -20,17 +20,25 @@
 #include <vector>
 
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
 
-// What the job does after a call, in this order: emit `events`, give both baselines
+// What the job does after a call, in this order: record `record`, `direction` and `warnings`,
+// emit `events`, give both baselines
 // `more_runs` more runs (WorkerStanding::ExtendBaselines), or only one of them more runs on its own
 // worker (a flaky test's), enter `state`, judge every verdict again, end the job with `finish`.
 // Each part is optional.
 struct EndpointStep {
+  // The baselines as judged, for the job's frame.
+  std::optional<RecordedBaselines> record;
+  // The direction the metric is judged in, when the verdict had to assume one.
+  std::optional<v1::Direction> direction;
+  // The assessment's warnings, for the job's status (their events are in `events` too).
+  std::vector<v1::JobWarning> warnings;
   // Each event carries its fact only (JobEventLog::Emit stamps the rest).
   std::vector<std::pair<v1::JobEventKind, v1::JobEvent>> events;
   int more_runs = 0;
@@ -50,9 +58,9 @@ struct EndpointStep {
 
 class EndpointVerdict {
  public:
-  // `status` (spec, state, direction, unit; the baselines and warnings are written),
-  // `calibration` and `book` must outlive this. `pass_fail`: the ends are judged by exit codes.
-  EndpointVerdict(v1::JobStatus* status, const Calibration* calibration, const ProbeBook* book,
+  // `frame` (spec, state, direction, unit, the baselines recorded), `calibration` and `book`
+  // must outlive this. `pass_fail`: the ends are judged by exit codes.
+  EndpointVerdict(const JobFrame* frame, const Calibration* calibration, const ProbeBook* book,
                   bool pass_fail);
 
   EndpointVerdict(const EndpointVerdict&) = delete;
@@ -88,8 +96,10 @@ class EndpointVerdict {
   // True for a try job (JobSpec.try_change): its endpoints are the base and the changed base,
   // measured against each other whatever the baselines show; the confirmation's pairs answer.
   bool TryJob() const;
-  // Records the reference GOOD and BAD (in the reference's frame) as the job's baselines.
-  void Record(const BaselineAssessment& assessment);
+  // The reference GOOD and BAD (in the reference's frame) to record as the job's baselines.
+  RecordedBaselines Record(const BaselineAssessment& assessment) const;
+  // The frame's direction, or lower-is-better when nothing has named one.
+  v1::Direction Direction() const;
   // The BASELINE event of the baselines just recorded; `across_gpus`: GOOD and BAD ran on two
   // GPUs, and the verdicts count once BAD's worker has measured GOOD.
   v1::JobEvent MeasuredBaseline(const BaselineAssessment& assessment, bool across_gpus) const;
@@ -100,7 +110,7 @@ class EndpointVerdict {
   EndpointStep EvaluatePassFail() const;
   EndpointStep EvaluateFlaky() const;
 
-  v1::JobStatus* status_;
+  const JobFrame* frame_;
   const Calibration* calibration_;
   const ProbeBook* book_;
   bool pass_fail_;

@@ -22,9 +22,8 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   ledger_.search().Abandon(book_.probe(probe_position).index());
   const int round = book_.probe(probe_position).round();
   ledger_.CountStep(round);
-  status_.set_rounds(std::max(status_.rounds(), round));
   const absl::StatusOr<CulpritPosterior> posterior =
-      FlakyPosteriorWithin(status_.commit_count(), book_.rows(), calibration_, ledger_.search());
+      FlakyPosteriorWithin(frame_.commit_count, book_.rows(), calibration_, ledger_.search());
   if (!posterior.ok()) {  // Not for a valid job: every count comes from its own probes.
     book_.mutable_probe(probe_position).set_message(std::string(posterior.status().message()));
     ApplyVerdict(probe_position, v1::VERDICT_SKIP, now);
@@ -42,8 +41,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   fact.set_likeliest_sha(commits_[likeliest].sha());
   fact.set_likeliest_probability(posterior->probability[likeliest]);
   book_.mutable_probe(probe_position).set_message(EventWords(run));
-  events_.Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(run), &book_.probe(probe_position),
-               now);
+  Emit(v1::JOB_EVENT_KIND_PROBE_FINISHED, std::move(run), &book_.probe(probe_position), now);
 
   int search_runs = 0;
   for (const v1::Probe& row : book_.rows()) {
@@ -53,20 +51,21 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
   for (const auto& [id, entry] : book_.tasks()) {
     running = running || (!entry.done && entry.task.kind() == v1::PROBE_KIND_BISECT);
   }
-  const int max_runs = status_.spec().max_runs();
-  const FlakyStep step =
-      NextFlakyStep(*posterior, status_.spec().confidence(), search_runs,
-                    FlakyRunBudget(status_.commit_count(), max_runs),
-                    /*nothing_left=*/!running &&
-                        FlakyPoints(status_, calibration_, book_, ledger_.search(), 1).empty());
+  const int max_runs = frame_.spec.max_runs();
+  const FlakyStep step = NextFlakyStep(
+      *posterior, frame_.spec.confidence(), search_runs,
+      FlakyRunBudget(frame_.commit_count, max_runs),
+      /*nothing_left=*/!running &&
+          FlakyPoints(frame_.commit_count, max_runs, calibration_, book_, ledger_.search(), 1)
+              .empty());
   if (step.culprit < 0) return;
   if (step.short_of_confidence) {
     v1::JobWarning warning;
     v1::JobWarning::ShortOfConfidence& fact = *warning.mutable_short_of_confidence();
     fact.set_probability(posterior->probability[step.culprit]);
-    fact.set_confidence(status_.spec().confidence());
+    fact.set_confidence(frame_.spec.confidence());
     fact.set_max_runs(max_runs);
-    AddWarning(std::move(warning), &status_);
+    Warn(std::move(warning));
   }
   // The search ends: every probe gets the side the named culprit puts it on, and the search's
   // interval closes on the culprit.
@@ -84,8 +83,7 @@ void BisectJob::ClassifyFlaky(int probe_position, absl::Time now) {
     (void)ledger_.search().Record(step.culprit - 1, v1::VERDICT_GOOD);
   if (step.culprit < ledger_.search().first_bad())
     (void)ledger_.search().Record(step.culprit, v1::VERDICT_BAD);
-  status_.set_last_good_index(ledger_.search().last_good());
-  status_.set_first_bad_index(ledger_.search().first_bad());
+  ledger_.ShowInterval();
   CancelUseless(now);
 }
 

@@ -127,13 +127,12 @@ absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(int commit_count, const Pr
   return WithinInterval(*std::move(posterior), search.last_good(), search.first_bad());
 }
 
-std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& calibration,
+std::vector<int> FlakyPoints(int commit_count, int max_runs, const Calibration& calibration,
                              const ProbeBook& book, const BisectSearch& search, int count) {
   if (count <= 0) return {};
   const absl::StatusOr<CulpritPosterior> posterior =
-      FlakyPosteriorWithin(status.commit_count(), book.rows(), calibration, search);
+      FlakyPosteriorWithin(commit_count, book.rows(), calibration, search);
   if (!posterior.ok()) return {};
-  const int max_runs = status.spec().max_runs();
   std::vector<int> in_flight;
   std::map<int, int> runs;  // Runs of each commit, those in flight or queued included.
   for (const auto& [id, entry] : book.tasks()) {

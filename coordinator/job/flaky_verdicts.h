@@ -82,11 +82,12 @@ absl::StatusOr<CulpritPosterior> FlakyPosteriorWithin(int commit_count, const Pr
                                                       const Calibration& calibration,
                                                       const BisectSearch& search);
 
-// The commits `count` idle workers run next (NextFlakyProbes): from the posterior within the
-// search's interval, given the bisect tasks of `book` not done (in flight or queued), and the
+// The commits `count` idle workers run next (NextFlakyProbes) in a job of `commit_count` commits
+// after GOOD with at most `max_runs` runs a commit: from the posterior within the search's
+// interval, given the bisect tasks of `book` not done (in flight or queued), and the
 // runs every commit has had (in its probe table) or will have (an untestable commit counts
 // --max-runs: it is not run again).
-std::vector<int> FlakyPoints(const v1::JobStatus& status, const Calibration& calibration,
+std::vector<int> FlakyPoints(int commit_count, int max_runs, const Calibration& calibration,
                              const ProbeBook& book, const BisectSearch& search, int count);
 
 }  // namespace kbisect

@@ -7,26 +7,20 @@
 namespace kbisect {
 
 void JobEventLog::Emit(v1::JobEventKind kind, v1::JobEvent fact, const v1::Probe* probe,
-                       absl::Time now) {
+                       const v1::Progress& progress, absl::Time now) {
   v1::JobEvent& event = events_.emplace_back(std::move(fact));
   event.set_kind(kind);
   *event.mutable_time() = ToProto(now);
   if (probe != nullptr) *event.mutable_probe() = *probe;
-  *event.mutable_progress() = status_->progress();
-  if (kind == v1::JOB_EVENT_KIND_FINISHED) *event.mutable_job() = *status_;
+  *event.mutable_progress() = progress;
   event.set_message(EventWords(event));
 }
 
 void JobEventLog::Emit(v1::JobEventKind kind, v1::JobWarning warning, const v1::Probe* probe,
-                       absl::Time now) {
+                       const v1::Progress& progress, absl::Time now) {
   v1::JobEvent fact;
   *fact.mutable_warning() = std::move(warning);
-  Emit(kind, std::move(fact), probe, now);
-}
-
-void AddWarning(v1::JobWarning warning, v1::JobStatus* status) {
-  status->add_warnings(WarningWords(warning));
-  *status->add_warning_facts() = std::move(warning);
+  Emit(kind, std::move(fact), probe, progress, now);
 }
 
 }  // namespace kbisect

@@ -69,7 +69,7 @@ std::vector<v1::JobWarning> GpuWarnings(const ProbeRows& probes) {
 }  // namespace
 
 void BisectJob::MaybeFinish(absl::Time now) {
-  if (finished() || status_.state() != v1::JOB_STATE_BISECTING) return;
+  if (finished() || !frame_.bisecting()) return;
   // A verdict taken back (a worker lost, a calibration) reopens the search: the early
   // confirmation's pairs still count if the search closes on the same two commits again, and
   // are dropped once it cannot.
@@ -78,7 +78,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
   }
   if (!ledger_.search().Done()) return;
   const bool wants_confirmation =
-      ledger_.search().Candidates().size() == 1 && status_.spec().confirm() && !pass_fail_;
+      ledger_.search().Candidates().size() == 1 && frame_.spec.confirm() && !pass_fail_;
   if (!calibration_.Settled(ledger_.awaiting())) {
     // The calibrations still owed run beside the confirmation's pairs: both take a span.
     if (wants_confirmation && !confirmation_.early()) {
@@ -88,15 +88,15 @@ void BisectJob::MaybeFinish(absl::Time now) {
   }
   // The culprit must reach the confidence first (boundary commits run again: --confidence).
   const CulpritConfidence::EndCheck check = confidence_.CheckCulprit();
-  if (check.warning.has_value()) AddWarning(*check.warning, &status_);
+  if (check.warning.has_value()) Warn(*check.warning);
   if (check.extend_row >= 0) {
-    events_.Emit(v1::JOB_EVENT_KIND_WARNING, check.event, nullptr, now);
+    Emit(v1::JOB_EVENT_KIND_WARNING, check.event, nullptr, now);
     book_.Extend(check.extend_row, check.more_runs);
   }
   if (check.wait) return;
-  for (v1::JobWarning& warning : result_.RecordInterval()) AddWarning(std::move(warning), &status_);
+  for (v1::JobWarning& warning : result_.RecordInterval()) Warn(std::move(warning));
   if (wants_confirmation) {
-    status_.set_state(v1::JOB_STATE_CONFIRMING);
+    frame_.state = v1::JOB_STATE_CONFIRMING;
     // Started while the calibrations ran, it is judged once its last pairs are in.
     FollowConfirmation(confirmation_.early()
                            ? confirmation_.CompleteEarly(ConfirmationNow(now))
@@ -110,7 +110,7 @@ void BisectJob::MaybeFinish(absl::Time now) {
 ConfirmationContext BisectJob::ConfirmationNow(absl::Time now) const {
   ConfirmationContext context;
   context.now = now;
-  context.workers = calibration_.ActiveWorkers(status_.spec().max_workers());
+  context.workers = calibration_.ActiveWorkers(frame_.spec.max_workers());
   context.round = ledger_.max_round() + 1;
   return context;
 }
@@ -123,7 +123,7 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
     result_.AdoptConfirmedRatio(*step.ratio);
   }
   for (const v1::JobWarning& warning : step.warnings) {
-    events_.Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
+    Emit(v1::JOB_EVENT_KIND_WARNING, warning, nullptr, now);
   }
   switch (step.next) {
     case ConfirmationStep::Next::kWait:
@@ -133,13 +133,14 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
       break;
     case ConfirmationStep::Next::kConfirmed: {
       v1::JobWarning confirmed;
-      if (step.verdict.has_value()) *confirmed.mutable_confirmed()->mutable_verdict() = *step.verdict;
-      events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(confirmed), nullptr, now);
+      if (step.verdict.has_value())
+        *confirmed.mutable_confirmed()->mutable_verdict() = *step.verdict;
+      Emit(v1::JOB_EVENT_KIND_WARNING, std::move(confirmed), nullptr, now);
       FinishWith(result_.Conclude(), now);
       break;
     }
     case ConfirmationStep::Next::kUnconfirmed:
-      if (status_.spec().has_try_change() && step.ratio.has_value()) {
+      if (frame_.spec.has_try_change() && step.ratio.has_value()) {
         // Measured, and no significant difference: the try's answer, not a failed bisect.
         Finish(v1::OUTCOME_NO_REGRESSION,
                TryNotSignificantText(step.verdict ? ConfirmationVerdictWords(*step.verdict) : ""),
@@ -156,7 +157,7 @@ void BisectJob::FollowConfirmation(ConfirmationStep step, absl::Time now) {
 }
 
 void BisectJob::FinishWith(SearchResult::Conclusion conclusion, absl::Time now) {
-  for (v1::JobWarning& warning : conclusion.warnings) AddWarning(std::move(warning), &status_);
+  for (v1::JobWarning& warning : conclusion.warnings) Warn(std::move(warning));
   Finish(conclusion.outcome, conclusion.error, now);
 }
 
@@ -169,38 +170,39 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
     v1::Probe& probe = ProbeOf(entry);
     if (probe.state() != v1::PROBE_STATE_FINISHED) {
       probe.set_state(v1::PROBE_STATE_CANCELLED);
-      status_.mutable_progress()->set_probes_cancelled(status_.progress().probes_cancelled() + 1);
+      ledger_.CountCancelled();
     }
   }
   book_.ClearQueue();
-  status_.set_status(outcome);
-  status_.set_error(error);
+  frame_.outcome = outcome;
+  frame_.error = error;
   switch (outcome) {
     case v1::OUTCOME_CANCELLED:
-      status_.set_state(v1::JOB_STATE_CANCELLED);
+      frame_.state = v1::JOB_STATE_CANCELLED;
       break;
     case v1::OUTCOME_ERROR:
-      status_.set_state(v1::JOB_STATE_FAILED);
+      frame_.state = v1::JOB_STATE_FAILED;
       break;
     default:
-      status_.set_state(v1::JOB_STATE_DONE);
+      frame_.state = v1::JOB_STATE_DONE;
   }
-  status_.set_wall_seconds(absl::ToDoubleSeconds(now - start_time_));
-  calibration_.FillWorkerReport(&status_);
+  tally_.wall_seconds = absl::ToDoubleSeconds(now - start_time_);
+  tally_.worker_report = calibration_.WorkerReport(tally_.drift_events);
   suite_.Judge();
-  for (v1::JobWarning& warning : GpuWarnings(book_.rows()))
-    AddWarning(std::move(warning), &status_);
-  *status_.mutable_finish_time() = ToProto(now);
+  for (v1::JobWarning& warning : GpuWarnings(book_.rows())) Warn(std::move(warning));
+  tally_.finish_time = now;
   ledger_.UpdateProgress();
   Project();  // The FINISHED event carries the whole status.
+  const v1::JobStatus& projected = projection_;
   v1::JobEvent finished;
   v1::JobFinishedFact& fact = *finished.mutable_finished();
   fact.set_outcome(outcome);
-  fact.set_culprit_sha(status_.culprit().sha());
-  fact.set_culprit_subject(status_.culprit().subject());
-  fact.set_candidates(status_.candidates_size());
+  fact.set_culprit_sha(projected.culprit().sha());
+  fact.set_culprit_subject(projected.culprit().subject());
+  fact.set_candidates(projected.candidates_size());
   fact.set_error(error);
-  events_.Emit(v1::JOB_EVENT_KIND_FINISHED, std::move(finished), nullptr, now);
+  *finished.mutable_job() = projected;
+  Emit(v1::JOB_EVENT_KIND_FINISHED, std::move(finished), nullptr, now);
 }
 
 }  // namespace kbisect

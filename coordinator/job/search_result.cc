@@ -30,9 +30,9 @@ std::vector<v1::JobWarning> SearchResult::RecordInterval() {
   answer_.before = calibration_->MedianAt(last_good);
   answer_.after = calibration_->MedianAt(first_bad);
   answer_.culprit_regression_pct =
-      RegressionPercent(answer_.before, answer_.after, status_->direction());
+      RegressionPercent(answer_.before, answer_.after, frame_->direction);
   if (candidates.size() == 1 && !calibration_->pass_fail()) {
-    const double total = status_->baseline().bad().median() - status_->baseline().good().median();
+    const double total = frame_->bad_baseline().median() - frame_->good_baseline().median();
     const double share = total == 0 ? 1 : (answer_.after - answer_.before) / total;
     v1::Culprit& step = answer_.culprits.emplace_back();
     *step.mutable_commit() = commits[first_bad];
@@ -44,17 +44,17 @@ std::vector<v1::JobWarning> SearchResult::RecordInterval() {
       answer_.multiple_steps = true;
       v1::JobWarning::MultipleSteps& fact = *warnings.emplace_back().mutable_multiple_steps();
       fact.set_share(share);
-      fact.set_all_culprits(status_->spec().all_culprits());
+      fact.set_all_culprits(frame_->spec.all_culprits());
       fact.set_first_bad(commits[first_bad].sha());
-      fact.set_bad(status_->bad_sha());
-      fact.set_good(status_->good_sha());
+      fact.set_bad(frame_->bad_sha);
+      fact.set_good(frame_->good_sha);
       fact.set_last_good(commits[last_good].sha());
     }
   }
   if (candidates.size() == 1 && commits[first_bad].is_merge()) {
     v1::JobWarning::MergeCulprit& fact = *warnings.emplace_back().mutable_merge_culprit();
     fact.set_culprit(commits[first_bad].sha());
-    fact.set_descend_merges(status_->spec().descend_merges());
+    fact.set_descend_merges(frame_->spec.descend_merges());
   }
   return warnings;
 }
@@ -62,7 +62,7 @@ std::vector<v1::JobWarning> SearchResult::RecordInterval() {
 void SearchResult::AdoptConfirmedRatio(double ratio) {
   answer_.after = answer_.before * ratio;
   answer_.culprit_regression_pct =
-      RegressionPercent(answer_.before, answer_.after, status_->direction());
+      RegressionPercent(answer_.before, answer_.after, frame_->direction);
 }
 
 SearchResult::Conclusion SearchResult::Conclude() {
@@ -106,15 +106,14 @@ void SearchResult::SetCulpritProbability() {
   if (search.graph() != nullptr) return;
   const bool pass_fail = calibration_->pass_fail();
   // A flaky test: every run counts, and the two fail rates are estimated (flaky_verdicts.h).
-  const bool flaky = pass_fail && status_->spec().flaky();
+  const bool flaky = pass_fail && frame_->spec.flaky();
   const absl::StatusOr<CulpritPosterior> posterior =
-      flaky
-          ? ComputeCulpritPosterior(status_->commit_count(), FlakyEvidence(*probes_, *calibration_),
-                                    FlakyPosteriorOptions())
-          : ComputeCulpritPosterior(
-                status_->commit_count(),
-                PosteriorEvidence(*probes_, confirmation_->confirmation(), *calibration_, pass_fail,
-                                  search.last_good(), search.first_bad()));
+      flaky ? ComputeCulpritPosterior(frame_->commit_count, FlakyEvidence(*probes_, *calibration_),
+                                      FlakyPosteriorOptions())
+            : ComputeCulpritPosterior(
+                  frame_->commit_count,
+                  PosteriorEvidence(*probes_, confirmation_->confirmation(), *calibration_,
+                                    pass_fail, search.last_good(), search.first_bad()));
   if (!posterior.ok()) return;  // Nothing to say (no commits); the answer stands.
   if (flaky) {
     answer_.good_fail_rate = posterior->good_fail_rate;

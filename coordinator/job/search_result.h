@@ -7,7 +7,7 @@
 // job may end, Conclude names the culprit (its cause and the posterior's probability), the
 // candidates, or why the answer is inconclusive, and returns the outcome the job finishes with.
 // Both return the warnings they raise, which the job appends to its own; the job ends itself
-// (BisectJob::Finish). It reads the job's status (spec, shas, direction, baselines, probe rows),
+// (BisectJob::Finish). It reads the job's frame (spec, shas, direction, baselines), probe rows,
 // commits, calibration, verdicts and confirmation through the pointers it is given.
 // Thread-compatible.
 #ifndef KBISECT_COORDINATOR_JOB_SEARCH_RESULT_H_
@@ -19,6 +19,7 @@
 
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation_stage.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -50,12 +51,12 @@ class SearchResult {
   // A culprit explaining less than this share of the GOOD->BAD move suggests several steps.
   static constexpr double kSingleStepShare = 0.6;
 
-  // All must outlive the part; they may be constructed after it. `status` is only read;
+  // All must outlive the part; they may be constructed after it. `frame` is only read;
   // `probes` is the job's probe table (ProbeBook's).
-  SearchResult(const v1::JobStatus* status, const ProbeRows* probes,
+  SearchResult(const JobFrame* frame, const ProbeRows* probes,
                const std::vector<v1::CommitRef>* commits, const Calibration* calibration,
                const VerdictLedger* ledger, const ConfirmationStage* confirmation)
-      : status_(status),
+      : frame_(frame),
         probes_(probes),
         commits_(commits),
         calibration_(calibration),
@@ -96,7 +97,7 @@ class SearchResult {
   // Sets culprit_probability (the posterior mass of the candidates) and culprit_posterior.
   void SetCulpritProbability();
 
-  const v1::JobStatus* const status_;
+  const JobFrame* const frame_;
   const ProbeRows* const probes_;
   const std::vector<v1::CommitRef>* const commits_;
   const Calibration* const calibration_;

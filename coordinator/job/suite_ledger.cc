@@ -54,9 +54,9 @@ v1::CommitRef RowCommit(const v1::CommitRef& commit) {
 
 // The direction of `info`: the spec's for the lead when it gives one, else the one the worker
 // inferred, else lower is better (as for the job's own metric).
-v1::Direction DirectionOf(const v1::JobStatus& status, const v1::SuiteMetricInfo& info, bool lead) {
-  if (lead && status.spec().direction() != v1::DIRECTION_UNSPECIFIED) {
-    return status.spec().direction();
+v1::Direction DirectionOf(const JobFrame& frame, const v1::SuiteMetricInfo& info, bool lead) {
+  if (lead && frame.spec.direction() != v1::DIRECTION_UNSPECIFIED) {
+    return frame.spec.direction();
   }
   return info.direction() == v1::DIRECTION_UNSPECIFIED ? v1::DIRECTION_LOWER_IS_BETTER
                                                        : info.direction();
@@ -126,17 +126,17 @@ class MetricJudge {
 // close to tell (0 otherwise).
 // `suite_size`: the metrics judged, for the significance a move of a metric other than the lead
 // needs when the baselines reached max_runs (AssessBaselines then decides by a p-value).
-v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status, const ProbeRows& probes,
+v1::SuiteMetricResult JudgeMetric(const JobFrame& frame, const ProbeRows& probes,
                                   const std::vector<v1::CommitRef>& commits,
                                   const v1::SuiteMetricInfo& info, const std::string& reference,
                                   int suite_size, int* more_runs) {
   *more_runs = 0;
-  const v1::JobSpec& spec = status.spec();
+  const v1::JobSpec& spec = frame.spec;
   v1::SuiteMetricResult row;
   row.set_name(info.name());
   row.set_unit(info.unit());
-  row.set_lead(info.name() == status.metric_name());
-  const v1::Direction direction = DirectionOf(status, info, row.lead());
+  row.set_lead(info.name() == frame.metric_name);
+  const v1::Direction direction = DirectionOf(frame, info, row.lead());
   row.set_direction(direction);
   const MetricJudge judge(probes, commits, info.name(), reference);
   const std::vector<double>* good = judge.ReferenceGood();
@@ -217,19 +217,18 @@ v1::SuiteMetricResult JudgeMetric(const v1::JobStatus& status, const ProbeRows& 
   row.set_before(MedianOrZero(before));
   row.set_after(MedianOrZero(after));
   row.set_culprit_regression_pct(RegressionPercent(row.before(), row.after(), direction));
-  row.set_job_id(status.job_id());
+  row.set_job_id(frame.job_id);
   return row;
 }
 
 }  // namespace
 
-bool SuiteFollowsUp(const v1::JobStatus& status) {
-  return (status.status() == v1::OUTCOME_CULPRIT_FOUND ||
-          status.status() == v1::OUTCOME_NO_REGRESSION) &&
-         status.spec().follow_up_depth() < kMaxSuiteFollowUpDepth;
+bool SuiteFollowsUp(v1::Outcome outcome, const v1::JobSpec& spec) {
+  return (outcome == v1::OUTCOME_CULPRIT_FOUND || outcome == v1::OUTCOME_NO_REGRESSION) &&
+         spec.follow_up_depth() < kMaxSuiteFollowUpDepth;
 }
 
-std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status, const ProbeRows& probes,
+std::vector<v1::SuiteMetricResult> JudgeSuite(const JobFrame& frame, const ProbeRows& probes,
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs) {
@@ -238,29 +237,29 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status, const
   *more_baseline_runs = 0;
   std::vector<v1::SuiteMetricResult> rows;
   if (commits.size() < 2) return rows;
-  const absl::flat_hash_set<std::string> members(status.spec().metric().members().begin(),
-                                                 status.spec().metric().members().end());
+  const absl::flat_hash_set<std::string> members(frame.spec.metric().members().begin(),
+                                                 frame.spec.metric().members().end());
   // The reference worker measured BAD; before BAD is measured nothing is judged.
-  const std::string& reference = status.baseline().bad().worker();
+  const std::string& reference = frame.bad_baseline().worker();
   for (const v1::SuiteMetricInfo& info : metrics) {
     if (!members.empty() && !members.contains(info.name())) continue;
     int more_runs = 0;
     rows.push_back(JudgeMetric(
-        status, probes, commits, info, reference,
+        frame, probes, commits, info, reference,
         members.empty() ? static_cast<int>(metrics.size()) : static_cast<int>(members.size()),
         &more_runs));
     *more_baseline_runs = std::max(*more_baseline_runs, more_runs);
   }
   const bool finished =
-      status.status() != v1::OUTCOME_UNSPECIFIED && status.status() != v1::OUTCOME_RUNNING;
-  if (!finished || SuiteFollowsUp(status)) return rows;
+      frame.outcome != v1::OUTCOME_UNSPECIFIED && frame.outcome != v1::OUTCOME_RUNNING;
+  if (!finished || SuiteFollowsUp(frame.outcome, frame.spec)) return rows;
   for (v1::SuiteMetricResult& row : rows) {
     if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
     row.set_state(v1::SUITE_METRIC_STATE_UNRESOLVED);
     row.set_reason(absl::StrCat(
         "its step lies after ", row.last_good().short_sha(), ", at or before ",
         row.first_bad().short_sha(),
-        status.spec().follow_up_depth() >= kMaxSuiteFollowUpDepth
+        frame.spec.follow_up_depth() >= kMaxSuiteFollowUpDepth
             ? absl::StrCat(", deeper than ", kMaxSuiteFollowUpDepth,
                            " follow-ups search: bisect that range with --lead ", row.name())
             : "; the job ended before it was searched"));
@@ -305,7 +304,7 @@ void SuiteLedger::Learn(const v1::TaskResult& result) {
 
 void SuiteLedger::Judge() {
   if (!active()) return;
-  rows_ = JudgeSuite(*status_, *probes_, *commits_, metrics_, &more_baseline_runs_);
+  rows_ = JudgeSuite(*frame_, *probes_, *commits_, metrics_, &more_baseline_runs_);
 }
 
 }  // namespace kbisect

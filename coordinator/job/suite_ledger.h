@@ -18,7 +18,7 @@
 //     leaves out at most 1e-5 of the probability on either side, and once the job is finished
 //     a suite follow-up (coordinator/follow_ups.h) searches that range with a metric of its
 //     own as the lead.
-// Pure: it reads the job's status and commits and owns the suite's rows (the job's status shows
+// Pure: it reads the job's frame and commits and owns the suite's rows (the job's status shows
 // them, job_status_projection.cc). Thread-compatible.
 #ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
 #define KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -35,18 +36,19 @@ namespace kbisect {
 // is narrower than its parent's, or its metrics fewer, so the chain ends anyway.
 inline constexpr int kMaxSuiteFollowUpDepth = 8;
 
-// True when the finished job `status` hands its suite's SEARCHING rows to follow-ups: its search
-// found its culprit, or its lead did not move; and the depth allows another level.
-bool SuiteFollowsUp(const v1::JobStatus& status);
+// True when a job of `spec` that finished with `outcome` hands its suite's SEARCHING rows to
+// follow-ups: its search found its culprit, or its lead did not move; and the depth allows
+// another level.
+bool SuiteFollowsUp(v1::Outcome outcome, const v1::JobSpec& spec);
 
-// The metrics of a suite of the job `status` judged on its probe rows `probes` over `commits`
+// The metrics of a suite of the job `frame` judged on its probe rows `probes` over `commits`
 // (index 0 = GOOD, last = BAD), one row per metric of `metrics` in their order (only those of
 // the spec's members, when it names some). A metric whose GOOD or BAD the reference worker has not
 // measured yet is UNSPECIFIED; one whose GOOD and BAD are too close to tell is UNRESOLVED, and
 // `more_baseline_runs` (when not null) is set to the most runs of each baseline such a metric
 // asks for (AssessBaselines; 0 when none does). Once the job is finished, a row still SEARCHING
 // that no follow-up will search (SuiteFollowsUp) is UNRESOLVED, saying where its step lies. Pure.
-std::vector<v1::SuiteMetricResult> JudgeSuite(const v1::JobStatus& status, const ProbeRows& probes,
+std::vector<v1::SuiteMetricResult> JudgeSuite(const JobFrame& frame, const ProbeRows& probes,
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs = nullptr);
@@ -62,12 +64,12 @@ void ProjectOnLead(const std::string& lead, v1::TaskResult* result);
 class SuiteLedger {
  public:
   // All must outlive the ledger; `probes` is the job's probe table (ProbeBook's).
-  SuiteLedger(const v1::JobStatus* status, const ProbeRows* probes,
+  SuiteLedger(const JobFrame* frame, const ProbeRows* probes,
               const std::vector<v1::CommitRef>* commits)
-      : status_(status), probes_(probes), commits_(commits) {}
+      : frame_(frame), probes_(probes), commits_(commits) {}
 
   // True when the job bisects a suite.
-  bool active() const { return !status_->spec().metric().suite().empty(); }
+  bool active() const { return !frame_->spec.metric().suite().empty(); }
 
   // Records the metrics `result`'s runs carry (TaskResult.suite_metrics), in the order first
   // seen. Does nothing without a suite.
@@ -87,7 +89,7 @@ class SuiteLedger {
   int more_baseline_runs() const { return more_baseline_runs_; }
 
  private:
-  const v1::JobStatus* const status_;
+  const JobFrame* const frame_;
   const ProbeRows* const probes_;
   const std::vector<v1::CommitRef>* const commits_;
   std::vector<v1::SuiteMetricInfo> metrics_;

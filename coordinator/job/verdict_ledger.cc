@@ -41,12 +41,13 @@ void AddOnce(std::vector<int>* positions, int position) {
 }  // namespace
 
 VerdictLedger::VerdictLedger(const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits,
-                             v1::JobStatus* status, ProbeBook* book, const Calibration* calibration)
-    : status_(status),
+                             const JobFrame* frame, ProbeBook* book, const Calibration* calibration)
+    : frame_(frame),
       book_(book),
       calibration_(calibration),
       empty_(NewSearch(spec, commits)),
-      search_(empty_) {}
+      search_(empty_),
+      shown_first_bad_(search_.first_bad()) {}
 
 std::vector<int> VerdictLedger::TakeAwaiting() { return std::exchange(awaiting_, {}); }
 
@@ -92,7 +93,7 @@ void VerdictLedger::Retract(const std::vector<int>& positions, bool probe_again,
     // A verdict that contradicted one of these was recorded as a skip: it is judged again too.
     retract.insert(retract.end(), contradicted_.begin(), contradicted_.end());
   }
-  v1::Progress* progress = status_->mutable_progress();
+  v1::Progress* progress = &progress_;
   for (int position : retract) {
     v1::Probe& probe = book_->mutable_probe(position);
     const bool contradicted =
@@ -133,10 +134,10 @@ void VerdictLedger::RetractAll(absl::Time now) {
 
 void VerdictLedger::Rebuild() {
   BisectSearch search = empty_;
-  RecordMarks(status_->marks(), &search);
+  RecordMarks(frame_->marks, &search);
   for (const v1::Probe& probe : book_->rows()) {
     if (probe.kind() != v1::PROBE_KIND_BISECT || probe.state() != v1::PROBE_STATE_FINISHED ||
-        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(status_->marks(), probe.index())) {
+        probe.verdict() == v1::VERDICT_UNSPECIFIED || IsMarked(frame_->marks, probe.index())) {
       continue;
     }
     if (!search.Record(probe.index(), probe.verdict()).ok()) {
@@ -150,12 +151,11 @@ void VerdictLedger::Rebuild() {
   }
   for (int position : awaiting_) search.MarkInFlight(book_->probe(position).index());
   search_ = std::move(search);
-  status_->set_last_good_index(search_.last_good());
-  status_->set_first_bad_index(search_.first_bad());
+  ShowInterval();
 }
 
 void VerdictLedger::UpdateProgress() {
-  v1::Progress* progress = status_->mutable_progress();
+  v1::Progress* progress = &progress_;
   int finished_probes = 0;
   for (const v1::Probe& probe : book_->rows()) {
     if (probe.state() == v1::PROBE_STATE_FINISHED) ++finished_probes;
@@ -164,7 +164,7 @@ void VerdictLedger::UpdateProgress() {
   progress->set_probes_in_flight(book_->InFlightCount());
   progress->set_remaining_commits(search_.RemainingCandidates());
   progress->set_estimated_rounds(BisectSearch::EstimateRounds(
-      search_.RemainingCandidates(), calibration_->ActiveWorkers(status_->spec().max_workers())));
+      search_.RemainingCandidates(), calibration_->ActiveWorkers(frame_->spec.max_workers())));
 }
 
 }  // namespace kbisect

@@ -4,9 +4,10 @@
 // open interval and the points in flight), the measured probes that wait for a verdict (their
 // worker has not calibrated, or the baselines are not settled), the verdicts that contradicted the
 // search and stand as skips until a verdict is taken back, and the count of steps and the latest
-// round recorded. It records a verdict (a skip when it contradicts), takes verdicts back and
-// rebuilds the search from the probe table, and keeps the status' interval in step with the
-// search after each.
+// round recorded, the job's progress (probes finished, in flight, skipped and cancelled, the
+// commits and rounds left), and the interval the job shows. It records a verdict (a skip when
+// it contradicts), takes verdicts back and rebuilds the search from the probe table, and keeps
+// the interval shown in step with the search after each.
 //
 // The probe rows are the ProbeBook's; the ledger changes only a row's verdict, provisional flag,
 // and, for a row it discards, its state, message and end time. Which verdict a probe gets is the
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/search/bisect_search.h"
 #include "coordinator/job/calibration.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "kbisect/v1/kbisect.pb.h"
 
@@ -32,10 +34,10 @@ class VerdictLedger {
   // The ledger of a job over `commits` (index 0 = GOOD, last = BAD; at least two), with no
   // verdict yet: its search runs over their commit graph when `spec` asks for every commit
   // (HISTORY_MODE_ALL_COMMITS) and the commits carry their parent_indices and a merge, else over
-  // the list (the first-parent path). `status`, `book` and `calibration` must outlive it; they
-  // may be constructed after it.
+  // the list (the first-parent path). `frame` (its marks and max_workers are read), `book` and
+  // `calibration` must outlive it; they may be constructed after it.
   VerdictLedger(const v1::JobSpec& spec, const std::vector<v1::CommitRef>& commits,
-                v1::JobStatus* status, ProbeBook* book, const Calibration* calibration);
+                const JobFrame* frame, ProbeBook* book, const Calibration* calibration);
 
   VerdictLedger(const VerdictLedger&) = delete;
   VerdictLedger& operator=(const VerdictLedger&) = delete;
@@ -65,10 +67,25 @@ class VerdictLedger {
   void CountStep(int round);
   // Probes that got a verdict (steps of the progress lines), and the latest round among them.
   int steps() const { return steps_; }
-  // Writes the status' progress: probes finished and in flight, the commits left, and the rounds
-  // the search still needs with the job's active workers.
+  // Counts the probes finished and in flight, the commits left, and the rounds the search still
+  // needs with the job's active workers, into the progress.
   void UpdateProgress();
   int max_round() const { return max_round_; }
+  // A verdict recorded as a skip (or AMBIGUOUS) counts in the progress.
+  void CountSkip() { progress_.set_skips(progress_.skips() + 1); }
+  // A probe cancelled before it finished counts in the progress.
+  void CountCancelled() { progress_.set_probes_cancelled(progress_.probes_cancelled() + 1); }
+  // The progress as last counted (JobStatus.progress and every event's).
+  const v1::Progress& progress() const { return progress_; }
+
+  // The interval the job shows, (last_good_index, first_bad_index]: the search's, as of the
+  // last ShowInterval or Rebuild.
+  void ShowInterval() {
+    shown_last_good_ = search_.last_good();
+    shown_first_bad_ = search_.first_bad();
+  }
+  int shown_last_good() const { return shown_last_good_; }
+  int shown_first_bad() const { return shown_first_bad_; }
 
   // Takes back the verdicts of the rows at `positions` that were judged against the baselines
   // (others are ignored), with every verdict that contradicted one and stands as a skip, and
@@ -80,13 +97,13 @@ class VerdictLedger {
   // Takes back every verdict judged against the baselines; their samples are judged again.
   void RetractAll(absl::Time now);
 
-  // Rebuilds the search from the status' marks, the recorded verdicts of the probe table (a
+  // Rebuilds the search from the frame's marks, the recorded verdicts of the probe table (a
   // verdict that no longer fits is a skip), the bisect tasks not done and the waiting rows, and
-  // sets the status' interval from it.
+  // shows its interval.
   void Rebuild();
 
  private:
-  v1::JobStatus* const status_;
+  const JobFrame* const frame_;
   ProbeBook* const book_;
   const Calibration* const calibration_;
   BisectSearch empty_;  // The search with no verdict and nothing in flight: Rebuild's start.
@@ -95,6 +112,9 @@ class VerdictLedger {
   std::set<int> contradicted_;
   int steps_ = 0;
   int max_round_ = 0;
+  v1::Progress progress_;
+  int shown_last_good_ = 0;
+  int shown_first_bad_ = 0;
 };
 
 }  // namespace kbisect

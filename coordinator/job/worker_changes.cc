@@ -27,19 +27,19 @@ void BisectJob::OnRoleHolderLost(const std::string& worker, const std::string& w
   // A reference that left after the baselines settled keeps its measurements; one that was
   // quarantined hands the reference GOOD to another worker, and every verdict judged against
   // it is judged again.
-  const bool settled = endpoints_.Ready() && status_.state() == v1::JOB_STATE_BISECTING;
+  const bool settled = endpoints_.Ready() && frame_.bisecting();
   calibration_.ResetReference();
   if (!settled) return;
   calibration_.set_bad_offset_checked(false);
   ledger_.RetractAll(now);
-  status_.set_state(v1::JOB_STATE_BASELINES);
+  frame_.state = v1::JOB_STATE_BASELINES;
   v1::JobWarning moves;
   moves.mutable_reference_moves()->set_from(worker);
   moves.mutable_reference_moves()->set_to(calibration_.reference_worker());
-  events_.Emit(v1::JOB_EVENT_KIND_WARNING, std::move(moves), nullptr, now);
+  Emit(v1::JOB_EVENT_KIND_WARNING, std::move(moves), nullptr, now);
   if (!endpoints_.Ready()) return;
   FollowEndpoint(endpoints_.Evaluate(), now);
-  if (!finished() && status_.state() == v1::JOB_STATE_BISECTING) {
+  if (!finished() && frame_.bisecting()) {
     for (const Calibration::TopUp& top_up : calibration_.TopUps()) {
       book_.Extend(top_up.row, top_up.runs);
     }
@@ -54,16 +54,16 @@ void BisectJob::Quarantine(const QuarantineDecision& decision, absl::Time now) {
   Calibration::Worker& state = calibration_.worker(worker);
   if (state.quarantined) return;
   state.quarantined = true;
-  const v1::JobWarning quarantined = QuarantinedFact(decision, status_.metric_unit());
+  const v1::JobWarning quarantined = QuarantinedFact(decision, frame_.metric_unit);
   const std::string reason = QuarantineReasonWords(quarantined.worker_quarantined());
-  v1::DriftEvent* event = status_.add_drift_events();
+  v1::DriftEvent* event = &tally_.drift_events.emplace_back();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
   event->set_kind(decision.kind);
   event->set_detail(reason);
   event->set_offset_fraction(decision.offset_fraction);
-  AddWarning(quarantined, &status_);
-  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, quarantined, nullptr, now);
+  Warn(quarantined);
+  Emit(v1::JOB_EVENT_KIND_DRIFT, quarantined, nullptr, now);
   // Its verdicts, provisional or not, are not trusted: their commits are probed again.
   ledger_.Retract(
       book_.ProbePositions([&](const v1::Probe& probe) { return probe.worker() == worker; }),
@@ -101,8 +101,8 @@ void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, 
   v1::JobWarning again;
   again.mutable_must_calibrate_again()->set_worker(worker);
   again.mutable_must_calibrate_again()->set_why(why);
-  events_.Emit(v1::JOB_EVENT_KIND_DRIFT, std::move(again), nullptr, now);
-  v1::DriftEvent* event = status_.add_drift_events();
+  Emit(v1::JOB_EVENT_KIND_DRIFT, std::move(again), nullptr, now);
+  v1::DriftEvent* event = &tally_.drift_events.emplace_back();
   event->set_worker(worker);
   *event->mutable_time() = ToProto(now);
   event->set_kind(v1::DRIFT_KIND_IDENTITY_CHANGED);

@@ -15,16 +15,9 @@ namespace {
 
 using TaskEntry = ProbeBook::TaskEntry;
 
-bool Finished(const v1::JobStatus& status) {
-  return status.state() == v1::JOB_STATE_DONE || status.state() == v1::JOB_STATE_FAILED ||
-         status.state() == v1::JOB_STATE_CANCELLED;
-}
-
 }  // namespace
 
-bool WorkerStanding::Bisecting() const {
-  return !pass_fail_ && !Finished(*status_) && status_->state() == v1::JOB_STATE_BISECTING;
-}
+bool WorkerStanding::Bisecting() const { return !pass_fail_ && frame_->bisecting(); }
 
 std::optional<RestatedBad> WorkerStanding::RestateBad() {
   if (!Bisecting()) return std::nullopt;
@@ -44,7 +37,7 @@ std::optional<RestatedBad> WorkerStanding::RestateBad() {
   fact.set_worker(bad_worker);
   fact.set_offset_fraction(own / reference - 1);
   fact.set_bad_median(MedianOrZero(restated.samples));
-  fact.set_unit(status_->metric_unit());
+  fact.set_unit(frame_->metric_unit);
   return restated;
 }
 
@@ -93,7 +86,7 @@ void WorkerStanding::RemeasureBadInto(const std::string& why, absl::Time now, St
       book_->CancelTask(entry, id, DiscardedText(why), now, &step->to_cancel);
     }
   }
-  const std::string id = book_->NewTask(v1::PROBE_KIND_BASELINE_BAD, status_->commit_count(), 0);
+  const std::string id = book_->NewTask(v1::PROBE_KIND_BASELINE_BAD, frame_->commit_count, 0);
   calibration_->SetBadProbe(book_->at(id).probe);
   calibration_->set_bad_offset_checked(false);
   book_->QueueFront(id);

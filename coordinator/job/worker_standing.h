@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "coordinator/job/calibration.h"
 #include "coordinator/job/confirmation_stage.h"
+#include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/verdict_ledger.h"
 #include "kbisect/v1/kbisect.pb.h"
@@ -50,12 +51,12 @@ struct RestatedBad {
 
 class WorkerStanding {
  public:
-  // All must outlive the part; they may be constructed after it. `status` is only read (its
+  // All must outlive the part; they may be constructed after it. `frame` is only read (its
   // state, commit count and unit). `pass_fail`: verdicts from exit codes (--exit-code), which
   // have no offsets and nothing provisional.
-  WorkerStanding(const v1::JobStatus* status, ProbeBook* book, VerdictLedger* ledger,
+  WorkerStanding(const JobFrame* frame, ProbeBook* book, VerdictLedger* ledger,
                  Calibration* calibration, ConfirmationStage* confirmation, bool pass_fail)
-      : status_(status),
+      : frame_(frame),
         book_(book),
         ledger_(ledger),
         calibration_(calibration),
@@ -112,7 +113,7 @@ class WorkerStanding {
   // True while the job bisects with a metric (SettleProvisional and RestateBad act only then).
   bool Bisecting() const;
 
-  const v1::JobStatus* const status_;
+  const JobFrame* const frame_;
   ProbeBook* const book_;
   VerdictLedger* const ledger_;
   Calibration* const calibration_;

@@ -81,23 +81,22 @@ inline int FinishWithSamples(ProbeBook* book, const std::string& id, const std::
   return entry.probe;
 }
 
-// A job's parts without the job, wired as BisectJob wires them: the status, the commits 0..n,
+// A job's parts without the job, wired as BisectJob wires them: the frame, the commits 0..n,
 // the ledger with its search, the probe table and a calibration with a metric. The tests of a
 // part that reads them derive from it (with ::testing::Test).
 class JobPartsFixture {
  protected:
   explicit JobPartsFixture(int n, const v1::JobSpec& spec = MakeSpec())
       : commits_(MakeCommits(n)),
-        ledger_(spec, commits_, &status_, &book_, &calibration_),
-        book_(status_.job_id(), spec, &commits_),
-        calibration_(&status_, &book_.rows(), /*pass_fail=*/false),
-        confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_) {
-    *status_.mutable_spec() = spec;
-    status_.set_commit_count(n);
-    status_.set_first_bad_index(n);
+        ledger_(spec, commits_, &frame_, &book_, &calibration_),
+        book_(frame_.job_id, spec, &commits_),
+        calibration_(&frame_, &book_.rows(), /*pass_fail=*/false),
+        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_) {
+    frame_.spec = spec;
+    frame_.commit_count = n;
   }
 
-  v1::JobStatus status_;
+  JobFrame frame_;
   std::vector<v1::CommitRef> commits_;
   VerdictLedger ledger_;
   ProbeBook book_;

@@ -17,12 +17,12 @@ using ::testing::UnorderedElementsAre;
 // A probe table built by hand: GOOD calibrations per worker, the BAD baseline.
 class CalibrationTest : public ::testing::Test {
  protected:
-  CalibrationTest() : calibration_(&status_, &status_.probes(), /*pass_fail=*/false) {
-    status_.set_state(v1::JOB_STATE_BISECTING);
+  CalibrationTest() : calibration_(&frame_, &rows_, /*pass_fail=*/false) {
+    frame_.state = v1::JOB_STATE_BISECTING;
   }
 
   int AddProbe(v1::ProbeKind kind, const std::string& worker, std::vector<double> samples) {
-    v1::Probe* probe = status_.add_probes();
+    v1::Probe* probe = rows_.Add();
     probe->set_kind(kind);
     probe->set_worker(worker);
     probe->set_state(v1::PROBE_STATE_FINISHED);
@@ -31,7 +31,7 @@ class CalibrationTest : public ::testing::Test {
     std::sort(sorted.begin(), sorted.end());
     probe->set_median(sorted[sorted.size() / 2]);
     for (double s : samples) probe->add_samples(s);
-    return status_.probes_size() - 1;
+    return rows_.size() - 1;
   }
 
   void Calibrate(const std::string& worker, std::vector<double> samples) {
@@ -47,7 +47,8 @@ class CalibrationTest : public ::testing::Test {
     calibration_.worker(worker).checked_out = 10;
   }
 
-  v1::JobStatus status_;
+  JobFrame frame_;
+  ProbeRows rows_;
   Calibration calibration_;
 };
 
@@ -107,13 +108,12 @@ TEST_F(CalibrationTest, TheReferenceItselfCanBeTheOutlier) {
 TEST_F(CalibrationTest, AControlThatMovedIsDrift) {
   Calibrate("w0", {1.00, 1.01, 0.99});
   MeasureBad("w0", {1.25, 1.26, 1.24});
-  status_.mutable_baseline()->mutable_good()->set_median(1.0);
-  status_.mutable_baseline()->mutable_bad()->set_median(1.25);
+  frame_.recorded.baselines.mutable_good()->set_median(1.0);
+  frame_.recorded.baselines.mutable_bad()->set_median(1.25);
   const int steady = AddProbe(v1::PROBE_KIND_CONTROL, "w0", {1.0, 1.004, 0.998});
-  EXPECT_FALSE(calibration_.CheckControl("w0", status_.probes(steady)).has_value());
+  EXPECT_FALSE(calibration_.CheckControl("w0", rows_.Get(steady)).has_value());
   const int moved = AddProbe(v1::PROBE_KIND_CONTROL, "w0", {1.2, 1.21, 1.19});
-  const std::optional<QuarantineDecision> drift =
-      calibration_.CheckControl("w0", status_.probes(moved));
+  const std::optional<QuarantineDecision> drift = calibration_.CheckControl("w0", rows_.Get(moved));
   ASSERT_TRUE(drift.has_value());
   EXPECT_EQ(drift->kind, v1::DRIFT_KIND_CONTROL_MOVED);
   EXPECT_NEAR(drift->offset_fraction, 0.2, 0.01);
@@ -134,20 +134,20 @@ TEST_F(CalibrationTest, WorkerReportShowsCalibrationInTheReferenceFrame) {
   Calibrate("w0", {1.00, 1.01, 0.99});
   Calibrate("w1", {1.10, 1.11, 1.09});
   MeasureBad("w0", {1.25, 1.26, 1.24});
-  v1::DriftEvent* event = status_.add_drift_events();
-  event->set_worker("w1");
-  event->set_detail("slow");
-  calibration_.FillWorkerReport(&status_);
-  ASSERT_EQ(status_.workers_size(), 2);
-  EXPECT_EQ(status_.workers(1).worker(), "w1");
-  EXPECT_NEAR(status_.workers(1).calibration_bad(), 1.25 * 1.10, 1e-9);
-  EXPECT_TRUE(status_.workers(1).drift());
-  EXPECT_EQ(status_.workers(1).reason(), "slow");
+  std::vector<v1::DriftEvent> drift(1);
+  drift[0].set_worker("w1");
+  drift[0].set_detail("slow");
+  const std::vector<v1::JobWorker> report = calibration_.WorkerReport(drift);
+  ASSERT_EQ(report.size(), 2u);
+  EXPECT_EQ(report[1].worker(), "w1");
+  EXPECT_NEAR(report[1].calibration_bad(), 1.25 * 1.10, 1e-9);
+  EXPECT_TRUE(report[1].drift());
+  EXPECT_EQ(report[1].reason(), "slow");
 }
 
 TEST_F(CalibrationTest, CalibrationsTakeTheRunsTheStepAndNoiseNeedOnceTheSearchRuns) {
-  status_.mutable_spec()->set_runs_per_commit(9);
-  status_.set_state(v1::JOB_STATE_BASELINES);
+  frame_.spec.set_runs_per_commit(9);
+  frame_.state = v1::JOB_STATE_BASELINES;
   Calibrate("w0", {1.00, 1.01, 0.99});
   MeasureBad("w0", {1.25, 1.26, 1.24});
   // Before the step is known: --runs.
@@ -158,20 +158,20 @@ TEST_F(CalibrationTest, CalibrationsTakeTheRunsTheStepAndNoiseNeedOnceTheSearchR
   EXPECT_EQ(calibration_.RunsForRole(/*reference=*/true, /*reuses_cached=*/true), 9);
   // The search runs: a 25% step against 1% noise is told from an offset of a third of it by
   // three standard errors in fewer runs than --runs.
-  status_.set_state(v1::JOB_STATE_BISECTING);
-  status_.mutable_baseline()->mutable_good()->set_median(1.00);
-  status_.mutable_baseline()->mutable_bad()->set_median(1.25);
+  frame_.state = v1::JOB_STATE_BISECTING;
+  frame_.recorded.baselines.mutable_good()->set_median(1.00);
+  frame_.recorded.baselines.mutable_bad()->set_median(1.25);
   const int needed = calibration_.RunsNeeded();
   EXPECT_GE(needed, 1);
   EXPECT_LT(needed, 9);
   EXPECT_EQ(calibration_.RunsForRole(/*reference=*/false, /*reuses_cached=*/true), needed);
   // A step lost in the noise: --runs at most.
-  status_.mutable_baseline()->mutable_bad()->set_median(1.001);
+  frame_.recorded.baselines.mutable_bad()->set_median(1.001);
   EXPECT_EQ(calibration_.RunsNeeded(), 9);
 }
 
 TEST_F(CalibrationTest, BadsWorkerTakesTheReferenceBackWithItsOwnGood) {
-  status_.set_state(v1::JOB_STATE_BASELINES);
+  frame_.state = v1::JOB_STATE_BASELINES;
   MeasureBad("w0", {1.25, 1.26, 1.24});
   Calibrate("w1", {1.00, 1.01, 0.99});  // Stood in as the reference.
   ASSERT_EQ(calibration_.reference_worker(), "w1");
@@ -189,14 +189,14 @@ TEST_F(CalibrationTest, BadsWorkerTakesTheReferenceBackWithItsOwnGood) {
 }
 
 TEST_F(CalibrationTest, AnUnstartedReferenceGoodMayBeStoodInFor) {
-  status_.set_state(v1::JOB_STATE_BASELINES);
-  status_.mutable_spec()->set_runs_per_commit(5);
+  frame_.state = v1::JOB_STATE_BASELINES;
+  frame_.spec.set_runs_per_commit(5);
   MeasureBad("w0", {1.25, 1.26, 1.24});
   // BAD's worker's GOOD is queued, not handed out.
-  v1::Probe* queued = status_.add_probes();
+  v1::Probe* queued = rows_.Add();
   queued->set_kind(v1::PROBE_KIND_BASELINE_GOOD);
   queued->set_state(v1::PROBE_STATE_PENDING);
-  calibration_.SetReference("w0", status_.probes_size() - 1);
+  calibration_.SetReference("w0", rows_.size() - 1);
   EXPECT_TRUE(calibration_.ReferenceNotStarted());
   // Another worker calibrating now stands in as the reference: --runs, even in a job that
   // reuses cached results; BAD's worker itself is not a stand-in.
@@ -224,24 +224,24 @@ TEST_F(CalibrationTest, AVerdictIsProvisionalUntilItsWorkerAndBadsWorkerCalibrat
   Calibrate("w0", {1.00, 1.01, 0.99});
   MeasureBad("w2", {1.25, 1.26, 1.24});
   const int row = AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.25});
-  status_.mutable_probes(row)->set_verdict(v1::VERDICT_BAD);
-  EXPECT_TRUE(calibration_.IsProvisional(status_.probes(row))) << "w1 has not calibrated";
+  rows_.Mutable(row)->set_verdict(v1::VERDICT_BAD);
+  EXPECT_TRUE(calibration_.IsProvisional(rows_.Get(row))) << "w1 has not calibrated";
   Calibrate("w1", {1.0, 1.0, 1.0});
-  EXPECT_TRUE(calibration_.IsProvisional(status_.probes(row))) << "BAD's worker w2 has not";
+  EXPECT_TRUE(calibration_.IsProvisional(rows_.Get(row))) << "BAD's worker w2 has not";
   Calibrate("w2", {1.0, 1.0, 1.0});
-  EXPECT_FALSE(calibration_.IsProvisional(status_.probes(row)));
-  status_.mutable_probes(row)->set_verdict(v1::VERDICT_SKIP);
-  EXPECT_FALSE(calibration_.IsProvisional(status_.probes(row))) << "a skip is no verdict";
+  EXPECT_FALSE(calibration_.IsProvisional(rows_.Get(row)));
+  rows_.Mutable(row)->set_verdict(v1::VERDICT_SKIP);
+  EXPECT_FALSE(calibration_.IsProvisional(rows_.Get(row))) << "a skip is no verdict";
 }
 
 TEST_F(CalibrationTest, MediansAtCommitsAreInTheReferencesFrame) {
-  status_.set_commit_count(10);
+  frame_.commit_count = 10;
   Calibrate("w0", {1.00, 1.01, 0.99});
   Calibrate("w1", {1.10, 1.11, 1.09});  // 10% slower.
   MeasureBad("w0", {1.25, 1.26, 1.24});
   const int row = AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.32, 1.32, 1.32});
-  status_.mutable_probes(row)->set_index(6);
-  status_.mutable_probes(row)->set_verdict(v1::VERDICT_BAD);
+  rows_.Mutable(row)->set_index(6);
+  rows_.Mutable(row)->set_verdict(v1::VERDICT_BAD);
   EXPECT_DOUBLE_EQ(calibration_.MedianAt(0), 1.00);
   EXPECT_DOUBLE_EQ(calibration_.MedianAt(10), 1.25);
   EXPECT_NEAR(calibration_.MedianAt(6), 1.32 / 1.10, 1e-9);
@@ -249,9 +249,9 @@ TEST_F(CalibrationTest, MediansAtCommitsAreInTheReferencesFrame) {
 }
 
 TEST_F(CalibrationTest, AProbeIsJudgedAgainstItsWorkersBaselines) {
-  status_.mutable_spec()->set_runs_per_commit(3);
-  status_.mutable_spec()->set_max_runs(12);
-  status_.mutable_spec()->set_threshold_fraction(0.5);
+  frame_.spec.set_runs_per_commit(3);
+  frame_.spec.set_max_runs(12);
+  frame_.spec.set_threshold_fraction(0.5);
   Calibrate("w0", {1.00, 1.01, 0.99});
   Calibrate("w1", {1.10, 1.11, 1.09});  // 10% slower: judged in its own frame.
   MeasureBad("w0", {1.25, 1.26, 1.24});
@@ -275,10 +275,10 @@ TEST_F(CalibrationTest, WorkersOweACalibrationForWhatTheyMeasuredAndTheJobSettle
   // w1 measured a bisect probe, w2 runs one, w3's row waits for a verdict, w4 only failed.
   AddProbe(v1::PROBE_KIND_BISECT, "w1", {1.1, 1.1, 1.1});
   const int running = AddProbe(v1::PROBE_KIND_BISECT, "w2", {1.0});
-  status_.mutable_probes(running)->set_state(v1::PROBE_STATE_RUNNING);
+  rows_.Mutable(running)->set_state(v1::PROBE_STATE_RUNNING);
   const int waiting = AddProbe(v1::PROBE_KIND_BISECT, "w3", {1.2});
   const int failed = AddProbe(v1::PROBE_KIND_BISECT, "w4", {1.0});
-  status_.mutable_probes(failed)->set_outcome(v1::TASK_OUTCOME_FAILED);
+  rows_.Mutable(failed)->set_outcome(v1::TASK_OUTCOME_FAILED);
   for (const char* worker : {"w1", "w2", "w3", "w4"}) calibration_.worker(worker);
   EXPECT_THAT(calibration_.OwingCalibration({}), UnorderedElementsAre("w1", "w2", "w3"));
   EXPECT_THAT(calibration_.OwingCalibration({waiting}), UnorderedElementsAre("w1", "w2", "w3"));
@@ -291,13 +291,13 @@ TEST_F(CalibrationTest, WorkersOweACalibrationForWhatTheyMeasuredAndTheJobSettle
   calibration_.worker("w3").gone = true;
   EXPECT_TRUE(calibration_.Settled({waiting}));
   // A provisional verdict holds it back whoever owes what.
-  status_.mutable_probes(waiting)->set_provisional(true);
+  rows_.Mutable(waiting)->set_provisional(true);
   EXPECT_FALSE(calibration_.Settled({}));
 }
 
 TEST_F(CalibrationTest, ShortCalibrationsAreToppedUpToTheRunsNeededButNotTheReference) {
-  status_.mutable_spec()->set_runs_per_commit(9);
-  status_.set_state(v1::JOB_STATE_BASELINES);
+  frame_.spec.set_runs_per_commit(9);
+  frame_.state = v1::JOB_STATE_BASELINES;
   Calibrate("w0", {1.00, 1.01, 0.99});  // The reference GOOD: --runs, never topped up.
   MeasureBad("w0", {1.25, 1.26, 1.24});
   Calibrate("w1", {1.00});  // One run, handed out before the step was known.
@@ -312,14 +312,15 @@ TEST_F(CalibrationTest, ShortCalibrationsAreToppedUpToTheRunsNeededButNotTheRefe
   EXPECT_EQ(top_ups[0].row, w1_row);
   EXPECT_EQ(top_ups[0].runs, 8);
   // A calibration still running is not topped up.
-  status_.mutable_probes(w1_row)->set_state(v1::PROBE_STATE_RUNNING);
+  rows_.Mutable(w1_row)->set_state(v1::PROBE_STATE_RUNNING);
   EXPECT_TRUE(calibration_.TopUps().empty());
 }
 
 TEST(CalibrationPassFailTest, NobodyOwesACalibrationWithExitCodes) {
-  v1::JobStatus status;
-  Calibration calibration(&status, &status.probes(), /*pass_fail=*/true);
-  v1::Probe* probe = status.add_probes();
+  JobFrame frame;
+  ProbeRows rows;
+  Calibration calibration(&frame, &rows, /*pass_fail=*/true);
+  v1::Probe* probe = rows.Add();
   probe->set_kind(v1::PROBE_KIND_BISECT);
   probe->set_worker("w0");
   probe->set_state(v1::PROBE_STATE_RUNNING);

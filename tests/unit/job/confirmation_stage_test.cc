@@ -30,12 +30,12 @@ class ConfirmationStageTest : public ::testing::Test {
       : commits_(MakeCommits(kCommits)),
         search_(kCommits),
         book_("job", Spec(), &commits_),
-        calibration_(&status_, &book_.rows(), /*pass_fail=*/false),
-        stage_(&status_, &commits_, &search_, &calibration_, &book_) {
-    status_.set_job_id("job");
-    *status_.mutable_spec() = Spec();
-    status_.set_commit_count(kCommits);
-    status_.set_state(v1::JOB_STATE_BISECTING);
+        calibration_(&frame_, &book_.rows(), /*pass_fail=*/false),
+        stage_(&frame_, &commits_, &search_, &calibration_, &book_) {
+    frame_.job_id = "job";
+    frame_.spec = Spec();
+    frame_.commit_count = kCommits;
+    frame_.state = v1::JOB_STATE_BISECTING;
     const int good =
         Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0", {99, 100, 101});
     const int bad =
@@ -43,10 +43,9 @@ class ConfirmationStageTest : public ::testing::Test {
     calibration_.SetReference("w0", good);
     calibration_.worker("w0").calibration = good;
     calibration_.SetBadProbe(bad);
-    status_.mutable_baseline()->mutable_good()->set_median(100);
-    status_.mutable_baseline()->mutable_bad()->set_median(120);
-    status_.set_before(100);
-    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+    frame_.recorded.baselines.mutable_good()->set_median(100);
+    frame_.recorded.baselines.mutable_bad()->set_median(120);
+    frame_.direction = v1::DIRECTION_LOWER_IS_BETTER;
   }
 
   // The job's spec: 3 runs a commit, at most 12, with a confirmation.
@@ -119,7 +118,7 @@ class ConfirmationStageTest : public ::testing::Test {
     return step;
   }
 
-  v1::JobStatus status_;
+  JobFrame frame_;
   std::vector<v1::CommitRef> commits_;
   BisectSearch search_;
   ProbeBook book_;
@@ -131,7 +130,7 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
   SearchEndsAt(4, 5);
   const std::string probe = book_.NewTask(v1::PROBE_KIND_BISECT, 6, 2);
   book_.QueueBack(probe);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kWait);
   ASSERT_EQ(start.warnings.size(), 1u);
@@ -165,7 +164,7 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
 
 TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
   SearchEndsAt(4, 5);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   stage_.Start(/*early=*/false, Context());
   // The culprit measures faster than last-good: not the regression's way, nothing to add.
   const ConfirmationStep last = ReportAll(100, {99});
@@ -177,7 +176,7 @@ TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {
 
 TEST_F(ConfirmationStageTest, AnUnclearLeaningStepGetsMorePairsUntilTheRunsAreSpent) {
   SearchEndsAt(4, 5);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   stage_.Start(/*early=*/false, Context());
   // Pairs 3.4% slower and 2% faster, two to one: the estimate leans the regression's way but
   // its interval holds "no step". More pairs, then unconfirmed once --max-runs (12) are in.
@@ -196,7 +195,7 @@ TEST_F(ConfirmationStageTest, AnUnclearLeaningStepGetsMorePairsUntilTheRunsAreSp
 
 TEST_F(ConfirmationStageTest, PairsThatFailedLeaveItUnconfirmedWithTheReason) {
   SearchEndsAt(4, 5);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   stage_.Start(/*early=*/false, Context());
   ConfirmationStep step;
   for (const std::string& id : ConfirmTasks()) {
@@ -214,7 +213,7 @@ TEST_F(ConfirmationStageTest, PairsThatFailedLeaveItUnconfirmedWithTheReason) {
 
 TEST_F(ConfirmationStageTest, PairsOfAGpuQuarantinedSinceAreMeasuredAgainElsewhere) {
   SearchEndsAt(4, 5);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   stage_.Start(/*early=*/false, Context());
   std::vector<std::string> first = ConfirmTasks();
   ConfirmationStep step;
@@ -253,7 +252,7 @@ TEST_F(ConfirmationStageTest, AnEarlyConfirmationIsSettledByTheJobOrCancelledWhe
   // Started early again, its last pair hands the decision back to the job, which completes it.
   stage_.Start(/*early=*/true, Context());
   EXPECT_EQ(ReportAll(100, {120}).next, Next::kSettleSearch);
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   EXPECT_EQ(stage_.CompleteEarly(Context()).next, Next::kConfirmed);
   EXPECT_FALSE(stage_.early());
 }
@@ -280,7 +279,7 @@ TEST_F(ConfirmationStageTest, PairsMeasuredAheadCountForTheirCulpritOnly) {
   ASSERT_TRUE(search_.Record(4, v1::VERDICT_GOOD).ok());
   ASSERT_TRUE(search_.Record(5, v1::VERDICT_GOOD).ok());
   ASSERT_TRUE(search_.Done());
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kConfirmed);
   EXPECT_EQ(stage_.confirmation().fresh_pairs(), static_cast<int>(ahead.size()));
@@ -297,7 +296,7 @@ TEST_F(ConfirmationStageTest, PairsAheadOfAnotherCommitAreCancelledWhenTheCulpri
   // 5 came back BAD and 4 GOOD: the culprit is 5, not 6.
   ASSERT_TRUE(search_.Record(4, v1::VERDICT_GOOD).ok());
   ASSERT_TRUE(search_.Record(5, v1::VERDICT_BAD).ok());
-  status_.set_state(v1::JOB_STATE_CONFIRMING);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
   const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
   EXPECT_EQ(start.next, Next::kWait);
   EXPECT_EQ(start.cancelled, ahead);

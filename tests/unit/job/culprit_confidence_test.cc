@@ -27,8 +27,8 @@ class CulpritConfidenceTest : public ::testing::Test,
  protected:
   CulpritConfidenceTest()
       : JobPartsFixture(kCommits, Spec()),
-        confidence_(&status_, &commits_, &calibration_, &ledger_, &book_, &confirmation_) {
-    status_.set_state(v1::JOB_STATE_BISECTING);
+        confidence_(&frame_, &commits_, &calibration_, &ledger_, &book_, &confirmation_) {
+    frame_.state = v1::JOB_STATE_BISECTING;
   }
 
   static v1::JobSpec Spec() {

@@ -30,13 +30,23 @@ class EndpointVerdictTest : public ::testing::Test {
   explicit EndpointVerdictTest(bool pass_fail = false)
       : commits_(MakeCommits(kCommits)),
         book_("job", Spec(), &commits_),
-        calibration_(&status_, &book_.rows(), pass_fail),
-        verdict_(&status_, &calibration_, &book_, pass_fail) {
-    status_.set_job_id("job");
-    *status_.mutable_spec() = Spec();
-    status_.set_commit_count(kCommits);
-    status_.set_state(v1::JOB_STATE_BASELINES);
-    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+        calibration_(&frame_, &book_.rows(), pass_fail),
+        verdict_(&frame_, &calibration_, &book_, pass_fail) {
+    frame_.job_id = "job";
+    frame_.spec = Spec();
+    frame_.commit_count = kCommits;
+    frame_.state = v1::JOB_STATE_BASELINES;
+    frame_.direction = v1::DIRECTION_LOWER_IS_BETTER;
+  }
+
+  // The verdict's calls, with what they record applied to the frame as the job does
+  // (BisectJob::FollowEndpoint).
+  EndpointStep Evaluate() { return Applied(verdict_.Evaluate()); }
+  EndpointStep Settle() { return Applied(verdict_.Settle()); }
+  EndpointStep Applied(EndpointStep step) {
+    if (step.record.has_value()) frame_.recorded = *step.record;
+    if (step.direction.has_value()) frame_.direction = *step.direction;
+    return step;
   }
 
   // The job's spec: 5 runs a commit, at most 20, a step of at least 2%.
@@ -70,7 +80,7 @@ class EndpointVerdictTest : public ::testing::Test {
     calibration_.SetReference(worker, own);
   }
 
-  v1::JobStatus status_;
+  JobFrame frame_;
   std::vector<v1::CommitRef> commits_;
   ProbeBook book_;
   Calibration calibration_;
@@ -99,23 +109,23 @@ TEST_F(EndpointVerdictTest, IsReadyOnceBothBaselinesAreMeasured) {
 TEST_F(EndpointVerdictTest, AClearStepOnOneGpuIsRecordedAndTheSearchStarts) {
   Baselines("w0", kGood, "w0", kBad);
   ASSERT_TRUE(verdict_.Ready());
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
   EXPECT_FALSE(step.finish.has_value());
   EXPECT_EQ(step.more_runs, 0);
   EXPECT_FALSE(step.judge_every_verdict_again);
   ASSERT_EQ(step.events.size(), 1u);
   EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
-  EXPECT_DOUBLE_EQ(status_.baseline().good().median(), 100);
-  EXPECT_DOUBLE_EQ(status_.baseline().bad().median(), 120);
-  EXPECT_EQ(status_.baseline().bad().worker(), "w0");
-  EXPECT_FALSE(status_.baseline().provisional());
-  EXPECT_NEAR(status_.regression_pct(), 20, 0.01);
+  EXPECT_DOUBLE_EQ(frame_.recorded.baselines.good().median(), 100);
+  EXPECT_DOUBLE_EQ(frame_.recorded.baselines.bad().median(), 120);
+  EXPECT_EQ(frame_.recorded.baselines.bad().worker(), "w0");
+  EXPECT_FALSE(frame_.recorded.baselines.provisional());
+  EXPECT_NEAR(frame_.recorded.regression_pct, 20, 0.01);
 }
 
 TEST_F(EndpointVerdictTest, NoStepEndsTheJobAsNoise) {
   Baselines("w0", kGood, "w0", {99.5, 100.5, 100, 99, 101});
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
   EXPECT_FALSE(step.state.has_value());
@@ -124,13 +134,13 @@ TEST_F(EndpointVerdictTest, NoStepEndsTheJobAsNoise) {
 
 TEST_F(EndpointVerdictTest, SwappedEndpointsAreAnErrorUnlessImprovementsAreAllowed) {
   Baselines("w0", kBad, "w0", kGood);
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
   EXPECT_THAT(step.finish->error, Not(IsEmpty()));
 
-  status_.mutable_spec()->set_allow_improvement(true);
-  const EndpointStep allowed = verdict_.Evaluate();
+  frame_.spec.set_allow_improvement(true);
+  const EndpointStep allowed = Evaluate();
   EXPECT_FALSE(allowed.finish.has_value());
   EXPECT_EQ(allowed.state, v1::JOB_STATE_BISECTING);
 }
@@ -138,7 +148,7 @@ TEST_F(EndpointVerdictTest, SwappedEndpointsAreAnErrorUnlessImprovementsAreAllow
 TEST_F(EndpointVerdictTest, UnclearBaselinesAskForMoreRunsOfBoth) {
   // One run each, 1% apart: nothing can be told yet.
   Baselines("w0", {100}, "w0", {101.5});
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_GT(step.more_runs, 0);
   EXPECT_FALSE(step.finish.has_value());
   EXPECT_FALSE(step.state.has_value());
@@ -151,7 +161,7 @@ TEST_F(EndpointVerdictTest, NoStepAcrossTwoGpusWaitsForBadsWorkerToMeasureGood) 
   // GOOD on w1 stood in for BAD's worker w0, and they look the same.
   Baselines("w1", kGood, "w0", {99.5, 100.5, 100, 99, 101});
   ASSERT_TRUE(verdict_.Ready());
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_TRUE(step.events.empty());
   EXPECT_FALSE(step.finish.has_value());
   EXPECT_FALSE(step.state.has_value());
@@ -160,40 +170,40 @@ TEST_F(EndpointVerdictTest, NoStepAcrossTwoGpusWaitsForBadsWorkerToMeasureGood) 
   // On w0 itself GOOD is 17% faster than BAD: measured on one GPU there is a step after all.
   TakesTheReferenceBack("w0", {83, 83.5, 84, 82.5, 83.2});
   ASSERT_TRUE(verdict_.Ready());
-  const EndpointStep settled = verdict_.Evaluate();
+  const EndpointStep settled = Evaluate();
   EXPECT_EQ(settled.state, v1::JOB_STATE_BISECTING);
-  EXPECT_FALSE(status_.baseline().provisional());
-  EXPECT_EQ(status_.baseline().good().worker(), "w0");
+  EXPECT_FALSE(frame_.recorded.baselines.provisional());
+  EXPECT_EQ(frame_.recorded.baselines.good().worker(), "w0");
 }
 
 TEST_F(EndpointVerdictTest, AProvisionalStepIsSettledOnOneGpuAndVerdictsJudgedAgainAfterAnOffset) {
   // GOOD on w1, BAD on w0: a step, provisional.
   Baselines("w1", kGood, "w0", kBad);
-  const EndpointStep first = verdict_.Evaluate();
+  const EndpointStep first = Evaluate();
   EXPECT_EQ(first.state, v1::JOB_STATE_BISECTING);
-  EXPECT_TRUE(status_.baseline().provisional());
+  EXPECT_TRUE(frame_.recorded.baselines.provisional());
   EXPECT_THAT(EventWords(first.events[0].second), HasSubstr("w1"));
-  status_.set_state(v1::JOB_STATE_BISECTING);
+  frame_.state = v1::JOB_STATE_BISECTING;
 
   // w0's own GOOD is 5% slower than w1's: the stand-in had an offset.
   TakesTheReferenceBack("w0", {104, 105, 106, 105.5, 104.5});
-  const EndpointStep settled = verdict_.Settle();
+  const EndpointStep settled = Settle();
   EXPECT_FALSE(settled.finish.has_value());
   EXPECT_TRUE(settled.judge_every_verdict_again);
   ASSERT_EQ(settled.events.size(), 1u);
   EXPECT_EQ(settled.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
-  EXPECT_FALSE(status_.baseline().provisional());
-  EXPECT_DOUBLE_EQ(status_.baseline().good().median(), 105);
-  EXPECT_NEAR(status_.regression_pct(), 100.0 * (120.0 / 105 - 1), 0.01);
+  EXPECT_FALSE(frame_.recorded.baselines.provisional());
+  EXPECT_DOUBLE_EQ(frame_.recorded.baselines.good().median(), 105);
+  EXPECT_NEAR(frame_.recorded.regression_pct, 100.0 * (120.0 / 105 - 1), 0.01);
 }
 
 TEST_F(EndpointVerdictTest, AProvisionalStepGoneOnOneGpuEndsTheJob) {
   Baselines("w1", kGood, "w0", kBad);
-  verdict_.Evaluate();
-  status_.set_state(v1::JOB_STATE_BISECTING);
+  Evaluate();
+  frame_.state = v1::JOB_STATE_BISECTING;
   // On w0 GOOD measures as BAD does: the step was w1's offset.
   TakesTheReferenceBack("w0", {119.5, 120.5, 120, 119, 121});
-  const EndpointStep settled = verdict_.Settle();
+  const EndpointStep settled = Settle();
   ASSERT_TRUE(settled.finish.has_value());
   EXPECT_EQ(settled.finish->outcome, v1::OUTCOME_NO_REGRESSION);
 }
@@ -201,9 +211,9 @@ TEST_F(EndpointVerdictTest, AProvisionalStepGoneOnOneGpuEndsTheJob) {
 TEST_F(EndpointVerdictTest, MoreNoiseInTheProbesSendsTheSearchBackToTheBaselines) {
   // Single runs: they show no spread, and a 3% step looks clear.
   Baselines("w0", {100}, "w0", {103});
-  status_.mutable_spec()->set_runs_per_commit(1);
-  ASSERT_EQ(verdict_.Evaluate().state, v1::JOB_STATE_BISECTING);
-  status_.set_state(v1::JOB_STATE_BISECTING);
+  frame_.spec.set_runs_per_commit(1);
+  ASSERT_EQ(Evaluate().state, v1::JOB_STATE_BISECTING);
+  frame_.state = v1::JOB_STATE_BISECTING;
   EXPECT_EQ(verdict_.ReassessIfNoisy().more_runs, 0) << "no probe yet";
 
   // Probes of w0 spread by 4% around GOOD and BAD.
@@ -240,7 +250,7 @@ class PassFailEndpointVerdictTest : public EndpointVerdictTest {
 TEST_F(PassFailEndpointVerdictTest, GoodMustPassAndBadFail) {
   Ends(v1::TASK_OUTCOME_PASSED, v1::TASK_OUTCOME_FAILED);
   ASSERT_TRUE(verdict_.Ready());
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
   ASSERT_EQ(step.events.size(), 1u);
   EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
@@ -248,14 +258,14 @@ TEST_F(PassFailEndpointVerdictTest, GoodMustPassAndBadFail) {
 
 TEST_F(PassFailEndpointVerdictTest, AFailingGoodIsAnError) {
   Ends(v1::TASK_OUTCOME_FAILED, v1::TASK_OUTCOME_FAILED);
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
 }
 
 TEST_F(PassFailEndpointVerdictTest, APassingBadIsNoRegression) {
   Ends(v1::TASK_OUTCOME_PASSED, v1::TASK_OUTCOME_PASSED);
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
 }
@@ -264,8 +274,8 @@ TEST_F(PassFailEndpointVerdictTest, APassingBadIsNoRegression) {
 class FlakyEndpointVerdictTest : public EndpointVerdictTest {
  protected:
   FlakyEndpointVerdictTest() : EndpointVerdictTest(/*pass_fail=*/true) {
-    status_.mutable_spec()->set_flaky(true);
-    status_.mutable_spec()->set_runs_per_commit(4);
+    frame_.spec.set_flaky(true);
+    frame_.spec.set_runs_per_commit(4);
   }
 
   // GOOD and BAD with these exit codes, one run each.
@@ -281,7 +291,7 @@ class FlakyEndpointVerdictTest : public EndpointVerdictTest {
 
 TEST_F(FlakyEndpointVerdictTest, BadRunsAgainUntilItFailsOnce) {
   Ends({0, 0, 0, 0}, {0, 0, 0, 0});
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_EQ(step.more_bad_runs, 4);  // As many again as it had.
   EXPECT_EQ(step.more_good_runs, 0);
   EXPECT_FALSE(step.finish.has_value());
@@ -290,34 +300,34 @@ TEST_F(FlakyEndpointVerdictTest, BadRunsAgainUntilItFailsOnce) {
 
 TEST_F(FlakyEndpointVerdictTest, ABadThatNeverFailsInMaxRunsIsNoRegression) {
   Ends({0, 0, 0, 0}, std::vector<int>(20, 0));
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_NO_REGRESSION);
 }
 
 TEST_F(FlakyEndpointVerdictTest, AGoodThatStoppedAtAFailureRunsTheRestOfItsRuns) {
   Ends({0, 1}, {0, 1, 1, 0});
-  EXPECT_EQ(verdict_.Evaluate().more_good_runs, 2);
+  EXPECT_EQ(Evaluate().more_good_runs, 2);
 }
 
 TEST_F(FlakyEndpointVerdictTest, AGoodFailingMostRunsGetsOneMoreLookThenIsAnError) {
   Ends({1, 1, 1, 0}, {1, 1, 1, 1});
-  EXPECT_EQ(verdict_.Evaluate().more_good_runs, 4);
+  EXPECT_EQ(Evaluate().more_good_runs, 4);
   for (int code : {1, 1, 1, 1})
     book_.mutable_probe(calibration_.good_probe()).add_runs()->set_exit_code(code);
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   ASSERT_TRUE(step.finish.has_value());
   EXPECT_EQ(step.finish->outcome, v1::OUTCOME_ERROR);
 }
 
 TEST_F(FlakyEndpointVerdictTest, AGoodThatRarelyFailsAndABadThatFailsStartTheSearchOnce) {
   Ends({0, 0, 1, 0}, {0, 1, 0, 0});
-  const EndpointStep step = verdict_.Evaluate();
+  const EndpointStep step = Evaluate();
   EXPECT_EQ(step.state, v1::JOB_STATE_BISECTING);
   ASSERT_EQ(step.events.size(), 1u);
   EXPECT_EQ(step.events[0].first, v1::JOB_EVENT_KIND_BASELINE);
-  status_.set_state(v1::JOB_STATE_BISECTING);
-  const EndpointStep again = verdict_.Evaluate();
+  frame_.state = v1::JOB_STATE_BISECTING;
+  const EndpointStep again = Evaluate();
   EXPECT_TRUE(again.events.empty());
   EXPECT_FALSE(again.state.has_value());
 }

@@ -92,17 +92,17 @@ TEST(FlakySearchRulesTest, ProbesGoInsideTheIntervalAndSkipCommitsAtMaxRuns) {
 // runs no more.
 TEST(FlakySearchRulesTest, PointsCountTheRunsOfTheProbeTableAndTheTasksNotDone) {
   constexpr int kN = 40;
-  v1::JobStatus status;
-  status.set_job_id("job");
-  status.set_commit_count(kN);
-  status.mutable_spec()->set_max_runs(6);
-  status.mutable_spec()->set_runs_per_commit(3);
-  status.mutable_spec()->set_flaky(true);
-  status.mutable_spec()->mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
+  JobFrame frame;
+  frame.job_id = "job";
+  frame.commit_count = kN;
+  frame.spec.set_max_runs(6);
+  frame.spec.set_runs_per_commit(3);
+  frame.spec.set_flaky(true);
+  frame.spec.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);
   std::vector<v1::CommitRef> commits(kN + 1);
   for (int i = 0; i <= kN; ++i) commits[i].set_sha("sha" + std::to_string(i));
-  ProbeBook book(status.job_id(), status.spec(), &commits);
-  Calibration calibration(&status, &book.rows(), /*pass_fail=*/true);
+  ProbeBook book(frame.job_id, frame.spec, &commits);
+  Calibration calibration(&frame, &book.rows(), /*pass_fail=*/true);
   BisectSearch search(kN);
   auto finish = [&](v1::ProbeKind kind, int index, std::vector<int> exit_codes) {
     const std::string id = book.NewTask(kind, index, 0);
@@ -118,25 +118,25 @@ TEST(FlakySearchRulesTest, PointsCountTheRunsOfTheProbeTableAndTheTasksNotDone) 
   calibration.SetBadProbe(finish(v1::PROBE_KIND_BASELINE_BAD, kN, {0, 1, 0, 1, 1, 0}));
   ASSERT_TRUE(FlakyPosteriorWithin(kN, book.rows(), calibration, search).ok());
 
-  const std::vector<int> first = FlakyPoints(status, calibration, book, search, 1);
+  const std::vector<int> first = FlakyPoints(kN, 6, calibration, book, search, 1);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_GT(first[0], 0);
   EXPECT_LT(first[0], kN);
   // That commit has had --max-runs runs, all passing: the next point is another.
   finish(v1::PROBE_KIND_BISECT, first[0], {0, 0, 0, 0, 0, 0});
-  const std::vector<int> second = FlakyPoints(status, calibration, book, search, 1);
+  const std::vector<int> second = FlakyPoints(kN, 6, calibration, book, search, 1);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_NE(second[0], first[0]);
   // A queued task of --max-runs runs at that one counts too: both points go elsewhere.
   const std::string queued = book.NewTask(v1::PROBE_KIND_BISECT, second[0], 1);
   book.at(queued).task.set_runs(6);
-  const std::vector<int> third = FlakyPoints(status, calibration, book, search, 2);
+  const std::vector<int> third = FlakyPoints(kN, 6, calibration, book, search, 2);
   EXPECT_FALSE(third.empty());
   for (int index : third) {
     EXPECT_NE(index, first[0]);
     EXPECT_NE(index, second[0]);
   }
-  EXPECT_TRUE(FlakyPoints(status, calibration, book, search, 0).empty());
+  EXPECT_TRUE(FlakyPoints(kN, 6, calibration, book, search, 0).empty());
 }
 
 // The real job over n commits with a test failing with `bad_rate` from `culprit` on and

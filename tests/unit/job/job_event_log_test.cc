@@ -1,9 +1,8 @@
 // Copyright 2026 The kbisect Authors.
 //
 // JobEventLog on its own: each event is stamped with its time, the job's progress at that moment
-// and a copy of its probe; a FINISHED event carries the whole status; Take hands the events over
-// once, oldest first; each event's message is its fact's words, and a warning is kept as a fact
-// and as its sentence.
+// and a copy of its probe; a FINISHED event keeps the status the job put in it; Take hands the
+// events over once, oldest first; each event's message is its fact's words.
 #include "coordinator/job/job_event_log.h"
 
 #include "common/rpc/proto_time.h"
@@ -16,20 +15,20 @@ namespace {
 constexpr absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
 TEST(JobEventLogTest, StampsEachEventWithTheProgressOfItsMomentAndCopiesItsProbe) {
-  v1::JobStatus status;
-  status.mutable_progress()->set_remaining_commits(40);
-  JobEventLog log(&status);
+  v1::Progress progress;
+  progress.set_remaining_commits(40);
+  JobEventLog log;
   v1::Probe probe;
   probe.set_index(7);
   probe.set_sha("7777777aaaa");
   v1::JobEvent cancelled;
   cancelled.mutable_probe_cancelled()->set_sha(probe.sha());
-  log.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, cancelled, &probe, kNow);
+  log.Emit(v1::JOB_EVENT_KIND_PROBE_CANCELLED, cancelled, &probe, progress, kNow);
   probe.set_index(8);  // A copy was taken.
-  status.mutable_progress()->set_remaining_commits(20);
+  progress.set_remaining_commits(20);
   v1::JobWarning moves;
   moves.mutable_reference_moves()->set_from("w0");
-  log.Emit(v1::JOB_EVENT_KIND_WARNING, moves, nullptr, kNow + absl::Seconds(1));
+  log.Emit(v1::JOB_EVENT_KIND_WARNING, moves, nullptr, progress, kNow + absl::Seconds(1));
 
   const std::vector<v1::JobEvent> events = log.Take();
   ASSERT_EQ(events.size(), 2u);
@@ -48,32 +47,19 @@ TEST(JobEventLogTest, StampsEachEventWithTheProgressOfItsMomentAndCopiesItsProbe
   EXPECT_TRUE(log.Take().empty());
 }
 
-TEST(JobEventLogTest, AFinishedEventCarriesTheWholeStatus) {
-  v1::JobStatus status;
-  status.set_job_id("job-1");
-  status.set_state(v1::JOB_STATE_DONE);
-  JobEventLog log(&status);
+TEST(JobEventLogTest, AFinishedEventKeepsTheStatusTheJobPutInIt) {
+  JobEventLog log;
   v1::JobEvent finished;
   finished.mutable_finished()->set_outcome(v1::OUTCOME_ERROR);
   finished.mutable_finished()->set_error("done");
-  log.Emit(v1::JOB_EVENT_KIND_FINISHED, finished, nullptr, kNow);
+  finished.mutable_job()->set_job_id("job-1");
+  finished.mutable_job()->set_state(v1::JOB_STATE_DONE);
+  log.Emit(v1::JOB_EVENT_KIND_FINISHED, finished, nullptr, v1::Progress(), kNow);
   const std::vector<v1::JobEvent> events = log.Take();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].job().job_id(), "job-1");
   EXPECT_EQ(events[0].job().state(), v1::JOB_STATE_DONE);
   EXPECT_EQ(events[0].message(), "done");
-}
-
-TEST(JobEventLogTest, AWarningIsKeptAsAFactAndAsItsSentence) {
-  v1::JobStatus status;
-  v1::JobWarning warning;
-  warning.mutable_bad_remeasured()->set_why("its worker left");
-  AddWarning(warning, &status);
-  ASSERT_EQ(status.warning_facts_size(), 1);
-  EXPECT_EQ(status.warning_facts(0).bad_remeasured().why(), "its worker left");
-  ASSERT_EQ(status.warnings_size(), 1);
-  EXPECT_EQ(status.warnings(0),
-            "BAD is measured again: its worker left; the verdicts so far wait for it");
 }
 
 }  // namespace

@@ -23,11 +23,11 @@ class SearchResultTest : public ::testing::Test, protected bisect_job_testing::J
  protected:
   SearchResultTest()
       : JobPartsFixture(kCommits),
-        result_(&status_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_) {
-    status_.set_state(v1::JOB_STATE_BISECTING);
-    status_.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-    status_.set_good_sha(commits_.front().sha());
-    status_.set_bad_sha(commits_.back().sha());
+        result_(&frame_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_) {
+    frame_.state = v1::JOB_STATE_BISECTING;
+    frame_.direction = v1::DIRECTION_LOWER_IS_BETTER;
+    frame_.good_sha = commits_.front().sha();
+    frame_.bad_sha = commits_.back().sha();
     // The baselines on worker w0: GOOD 100, BAD 130.
     const int good = FinishWithSamples(&book_, book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0),
                                        "w0", {100, 100.5, 99.5});
@@ -37,8 +37,8 @@ class SearchResultTest : public ::testing::Test, protected bisect_job_testing::J
     calibration_.SetBadProbe(
         FinishWithSamples(&book_, book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0",
                           {130, 130.5, 129.5}));
-    status_.mutable_baseline()->mutable_good()->set_median(100);
-    status_.mutable_baseline()->mutable_bad()->set_median(130);
+    frame_.recorded.baselines.mutable_good()->set_median(100);
+    frame_.recorded.baselines.mutable_bad()->set_median(130);
   }
 
   // A bisect probe of commit `index` on w0 at `value`, judged `verdict`.

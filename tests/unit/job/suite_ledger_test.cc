@@ -37,13 +37,13 @@ class SuiteLedgerTest : public ::testing::Test {
       commit.set_body("long message body");
       commits_.push_back(commit);
     }
-    status_.set_job_id("job-1");
-    status_.mutable_spec()->mutable_metric()->set_suite("auto");
-    status_.mutable_spec()->set_threshold_fraction(0.3);
-    status_.mutable_spec()->set_max_runs(30);
-    status_.mutable_spec()->set_runs_per_commit(3);
-    status_.set_metric_name("lead_ms");
-    status_.mutable_baseline()->mutable_bad()->set_worker("w0");
+    frame_.job_id = "job-1";
+    frame_.spec.mutable_metric()->set_suite("auto");
+    frame_.spec.set_threshold_fraction(0.3);
+    frame_.spec.set_max_runs(30);
+    frame_.spec.set_runs_per_commit(3);
+    frame_.metric_name = "lead_ms";
+    frame_.recorded.baselines.mutable_bad()->set_worker("w0");
     AddInfo("lead_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
     AddInfo("flat_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
     AddInfo("early_ms", "ms", v1::DIRECTION_LOWER_IS_BETTER);
@@ -73,7 +73,7 @@ class SuiteLedgerTest : public ::testing::Test {
   // A probe row of commit `index` on `worker` with `runs`.
   void AddRow(v1::ProbeKind kind, int index, const std::string& worker,
               const std::vector<RunValues>& runs) {
-    v1::Probe* probe = status_.add_probes();
+    v1::Probe* probe = rows_.Add();
     probe->set_kind(kind);
     probe->set_index(index);
     probe->set_sha(commits_[index].sha());
@@ -108,23 +108,22 @@ class SuiteLedgerTest : public ::testing::Test {
 
   std::map<std::string, v1::SuiteMetricResult> Judge() const {
     std::map<std::string, v1::SuiteMetricResult> rows;
-    for (const v1::SuiteMetricResult& row :
-         JudgeSuite(status_, status_.probes(), commits_, metrics_)) {
+    for (const v1::SuiteMetricResult& row : JudgeSuite(frame_, rows_, commits_, metrics_)) {
       rows[row.name()] = row;
     }
     return rows;
   }
 
-  v1::JobStatus status_;
+  JobFrame frame_;
+  ProbeRows rows_;
   std::vector<v1::CommitRef> commits_;
   std::vector<v1::SuiteMetricInfo> metrics_;
 };
 
 TEST_F(SuiteLedgerTest, NothingIsJudgedBeforeTheReferenceMeasuredBothEnds) {
-  status_.mutable_baseline()->clear_bad();
+  frame_.recorded.baselines.clear_bad();
   Measure(v1::PROBE_KIND_BASELINE_GOOD, 0, "w0");
-  const std::vector<v1::SuiteMetricResult> rows =
-      JudgeSuite(status_, status_.probes(), commits_, metrics_);
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(frame_, rows_, commits_, metrics_);
   ASSERT_EQ(rows.size(), metrics_.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].name(), metrics_[i].name()) << "in the order the output prints them";
@@ -207,11 +206,10 @@ TEST_F(SuiteLedgerTest, RowsThatCannotTellNarrowNothing) {
 }
 
 TEST_F(SuiteLedgerTest, OnlyTheSpecsMembersAreJudged) {
-  status_.mutable_spec()->mutable_metric()->add_members("early_ms");
-  status_.mutable_spec()->mutable_metric()->add_members("flat_ms");
+  frame_.spec.mutable_metric()->add_members("early_ms");
+  frame_.spec.mutable_metric()->add_members("flat_ms");
   Baselines();
-  const std::vector<v1::SuiteMetricResult> rows =
-      JudgeSuite(status_, status_.probes(), commits_, metrics_);
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(frame_, rows_, commits_, metrics_);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].name(), "flat_ms");
   EXPECT_EQ(rows[1].name(), "early_ms");
@@ -220,19 +218,19 @@ TEST_F(SuiteLedgerTest, OnlyTheSpecsMembersAreJudged) {
 TEST_F(SuiteLedgerTest, AFinishedJobThatWillNotFollowUpSaysWhereEachStepLies) {
   Baselines();
   Measure(v1::PROBE_KIND_BISECT, 5, "w0");
-  status_.set_status(v1::OUTCOME_CULPRIT_FOUND);
-  EXPECT_TRUE(SuiteFollowsUp(status_));
+  frame_.outcome = v1::OUTCOME_CULPRIT_FOUND;
+  EXPECT_TRUE(SuiteFollowsUp(frame_.outcome, frame_.spec));
   EXPECT_EQ(Judge()["early_ms"].state(), v1::SUITE_METRIC_STATE_SEARCHING) << "left to a follow-up";
 
-  status_.set_status(v1::OUTCOME_ERROR);
-  EXPECT_FALSE(SuiteFollowsUp(status_));
+  frame_.outcome = v1::OUTCOME_ERROR;
+  EXPECT_FALSE(SuiteFollowsUp(frame_.outcome, frame_.spec));
   v1::SuiteMetricResult early = Judge()["early_ms"];
   EXPECT_EQ(early.state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
   EXPECT_TRUE(absl::StrContains(early.reason(), commits_[5].short_sha())) << early.reason();
   EXPECT_TRUE(absl::StrContains(early.reason(), "ended before")) << early.reason();
 
-  status_.set_status(v1::OUTCOME_NO_REGRESSION);
-  status_.mutable_spec()->set_follow_up_depth(kMaxSuiteFollowUpDepth);
+  frame_.outcome = v1::OUTCOME_NO_REGRESSION;
+  frame_.spec.set_follow_up_depth(kMaxSuiteFollowUpDepth);
   early = Judge()["early_ms"];
   EXPECT_EQ(early.state(), v1::SUITE_METRIC_STATE_UNRESOLVED);
   EXPECT_TRUE(absl::StrContains(early.reason(), "--lead early_ms")) << early.reason();
@@ -261,9 +259,10 @@ TEST_F(SuiteLedgerTest, AtMaxRunsAMetricOtherThanTheLeadMustStandOutAmongTheSuit
 }
 
 TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
-  v1::JobStatus status;
+  JobFrame frame;
+  ProbeRows rows;
   std::vector<v1::CommitRef> commits(3);
-  SuiteLedger ledger(&status, &status.probes(), &commits);
+  SuiteLedger ledger(&frame, &rows, &commits);
   v1::TaskResult result;
   result.add_suite_metrics()->set_name("a");
   result.add_suite_metrics()->set_name("b");
@@ -271,7 +270,7 @@ TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
   ledger.Judge();
   EXPECT_TRUE(ledger.rows().empty()) << "no suite, no rows";
 
-  status.mutable_spec()->mutable_metric()->set_suite("auto");
+  frame.spec.mutable_metric()->set_suite("auto");
   ledger.Learn(result);
   result.clear_suite_metrics();
   result.add_suite_metrics()->set_name("c");

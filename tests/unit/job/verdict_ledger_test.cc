@@ -38,7 +38,7 @@ class VerdictLedgerTest : public ::testing::Test, protected bisect_job_testing::
     const int row = Measured(index, worker);
     if (!ledger_.Record(row, verdict)) {
       verdict = v1::VERDICT_SKIP;
-      status_.mutable_progress()->set_skips(status_.progress().skips() + 1);
+      ledger_.CountSkip();
     }
     book_.mutable_probe(row).set_verdict(verdict);
     return row;
@@ -66,8 +66,8 @@ TEST_F(VerdictLedgerTest, TakingAVerdictBackRebuildsTheSearchAndTheStatusInterva
   EXPECT_THAT(ledger_.awaiting(), ElementsAre(bad)) << "its samples are judged again";
   EXPECT_EQ(ledger_.search().last_good(), 2);
   EXPECT_EQ(ledger_.search().first_bad(), kCommits);
-  EXPECT_EQ(status_.last_good_index(), 2);
-  EXPECT_EQ(status_.first_bad_index(), kCommits);
+  EXPECT_EQ(ledger_.shown_last_good(), 2);
+  EXPECT_EQ(ledger_.shown_first_bad(), kCommits);
   EXPECT_THAT(ledger_.search().InFlight(), ElementsAre(6)) << "waiting for its verdict again";
 }
 
@@ -75,12 +75,12 @@ TEST_F(VerdictLedgerTest, ContradictedVerdictsAreJudgedAgainWithTheOnesTakenBack
   const int good = Judged(4, v1::VERDICT_GOOD);
   const int contradicted = Judged(3, v1::VERDICT_BAD);
   EXPECT_EQ(book_.probe(contradicted).verdict(), v1::VERDICT_SKIP);
-  EXPECT_EQ(status_.progress().skips(), 1);
+  EXPECT_EQ(ledger_.progress().skips(), 1);
   ledger_.Retract({good}, /*probe_again=*/false, "", kNow);
   EXPECT_EQ(book_.probe(contradicted).verdict(), v1::VERDICT_UNSPECIFIED);
   EXPECT_EQ(book_.probe(good).verdict(), v1::VERDICT_UNSPECIFIED);
   EXPECT_THAT(ledger_.awaiting(), UnorderedElementsAre(good, contradicted));
-  EXPECT_EQ(status_.progress().skips(), 0) << "the skip it stood as is taken back";
+  EXPECT_EQ(ledger_.progress().skips(), 0) << "the skip it stood as is taken back";
   EXPECT_EQ(ledger_.search().last_good(), 0);
   // Nothing to take back: the contradiction stands.
   const int again = Judged(2, v1::VERDICT_GOOD);
@@ -108,17 +108,18 @@ TEST_F(VerdictLedgerTest, RetractAllTakesBackEveryJudgedVerdictButNotFailures) {
   const int good = Judged(2, v1::VERDICT_GOOD);
   const int failed = Judged(4, v1::VERDICT_SKIP);  // A build failure: not judged.
   const int ambiguous = Judged(5, v1::VERDICT_AMBIGUOUS);
-  status_.mutable_progress()->set_skips(2);
+  ledger_.CountSkip();  // The failure and the AMBIGUOUS verdict.
+  ledger_.CountSkip();
   ledger_.RetractAll(kNow);
   EXPECT_EQ(book_.probe(good).verdict(), v1::VERDICT_UNSPECIFIED);
   EXPECT_EQ(book_.probe(failed).verdict(), v1::VERDICT_SKIP);
   EXPECT_EQ(book_.probe(ambiguous).verdict(), v1::VERDICT_UNSPECIFIED);
-  EXPECT_EQ(status_.progress().skips(), 1);
+  EXPECT_EQ(ledger_.progress().skips(), 1);
   EXPECT_THAT(ledger_.awaiting(), UnorderedElementsAre(good, ambiguous));
 }
 
 TEST_F(VerdictLedgerTest, RebuildKeepsMarksRunningTasksAndWaitingRowsInTheSearch) {
-  v1::CommitMark* mark = status_.add_marks();
+  v1::CommitMark* mark = frame_.marks.Add();
   mark->set_index(1);
   mark->set_verdict(v1::VERDICT_GOOD);
   book_.HandOut(book_.NewTask(v1::PROBE_KIND_BISECT, 5, 1), "w0");  // Running.
@@ -127,7 +128,7 @@ TEST_F(VerdictLedgerTest, RebuildKeepsMarksRunningTasksAndWaitingRowsInTheSearch
   ledger_.Rebuild();
   EXPECT_EQ(ledger_.search().last_good(), 1) << "the user's mark";
   EXPECT_THAT(ledger_.search().InFlight(), UnorderedElementsAre(3, 5));
-  EXPECT_EQ(status_.last_good_index(), 1);
+  EXPECT_EQ(ledger_.shown_last_good(), 1);
 
   // Once GOOD is recorded above it, the waiting row is no longer needed.
   Judged(4, v1::VERDICT_GOOD);

@@ -26,9 +26,9 @@ class WorkerStandingTest : public ::testing::Test, protected bisect_job_testing:
  protected:
   WorkerStandingTest()
       : JobPartsFixture(kCommits),
-        confirmation_(&status_, &commits_, &ledger_.search(), &calibration_, &book_),
-        standing_(&status_, &book_, &ledger_, &calibration_, &confirmation_, /*pass_fail=*/false) {
-    status_.set_state(v1::JOB_STATE_BISECTING);
+        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_),
+        standing_(&frame_, &book_, &ledger_, &calibration_, &confirmation_, /*pass_fail=*/false) {
+    frame_.state = v1::JOB_STATE_BISECTING;
   }
 
   // GOOD and BAD measured on `worker`, which is the reference.
@@ -105,7 +105,7 @@ TEST_F(WorkerStandingTest, BadIsMeasuredAgainFromTheStartWhenItsWorkerCannotVouc
   EXPECT_EQ(book_.probe(new_bad).index(), kCommits);
   EXPECT_EQ(book_.probe(new_bad).state(), v1::PROBE_STATE_PENDING);
   EXPECT_TRUE(step.back_to_baselines);
-  EXPECT_EQ(status_.state(), v1::JOB_STATE_BISECTING) << "the job applies the step, not the part";
+  EXPECT_EQ(frame_.state, v1::JOB_STATE_BISECTING) << "the job applies the step, not the part";
   ASSERT_EQ(step.warnings.size(), 1u);
   EXPECT_TRUE(absl::StrContains(step.warnings[0].bad_remeasured().why(), "quarantined"))
       << step.warnings[0].bad_remeasured().why();
