@@ -239,6 +239,18 @@ absl::StatusOr<v1::JobStatus> Coordinator::GetJob(const std::string& job_id) con
   return status;
 }
 
+absl::StatusOr<v1::JobState> Coordinator::GetJobState(const std::string& job_id) const {
+  kbisect::MutexLock lock(&mu_);
+  const JobEntry* entry = jobs_.Find(job_id);
+  if (entry == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("no job '", job_id, "'; `kbisect status` lists the known jobs"));
+  }
+  const v1::JobState state = entry->State();
+  if (absl::Status durable = journal_.AwaitDurable(mu_); !durable.ok()) return durable;
+  return state;
+}
+
 v1::ListJobsResponse Coordinator::ListJobs(const v1::ListJobsRequest& request) const {
   kbisect::MutexLock lock(&mu_);
   // What a failed commit rolled back while this call waited is not shown: the page is listed

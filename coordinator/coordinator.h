@@ -160,6 +160,10 @@ class Coordinator {
   // NotFound for an unknown job id.
   absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
 
+  // The job's state alone, as GetJob's status would show it (WorkerService.GetJobState, for a
+  // worker that serves until the job has ended). NotFound for an unknown job id.
+  absl::StatusOr<v1::JobState> GetJobState(const std::string& job_id) const;
+
   // Jobs newest first, filtered by request.states, paged: page_size jobs (default 50, at most
   // 1,000) and, when more match, a next_page_token that continues below the page's last job,
   // whatever was submitted meanwhile. A page costs the jobs it lists or skips by state.

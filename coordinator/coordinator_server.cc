@@ -149,7 +149,9 @@ class CoordinatorServer::CoordinatorServiceImpl final : public v1::CoordinatorSe
 class CoordinatorServer::WorkerServiceImpl final
     : public v1::WorkerService::WithCallbackMethod_Synchronize<v1::WorkerService::Service> {
  public:
-  explicit WorkerServiceImpl(WorkerSessions* sessions) : worker_sessions_(sessions) {}
+  // Serves the sessions' calls with `sessions`, and GetJobState with `coordinator`.
+  WorkerServiceImpl(WorkerSessions* sessions, const Coordinator* coordinator)
+      : worker_sessions_(sessions), coordinator_(coordinator) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::OpenSessionResponse* response) override {
@@ -206,6 +208,15 @@ class CoordinatorServer::WorkerServiceImpl final
     return ToGrpcStatus(worker_sessions_->CloseSession(*request));
   }
 
+  // A job's state alone: what a worker with --until-job needs, and no more of the job.
+  grpc::Status GetJobState(grpc::ServerContext*, const v1::GetJobStateRequest* request,
+                           v1::GetJobStateResponse* response) override {
+    absl::StatusOr<v1::JobState> state = coordinator_->GetJobState(request->job_id());
+    if (!state.ok()) return ToGrpcStatus(state.status());
+    response->set_state(*state);
+    return grpc::Status::OK;
+  }
+
  private:
   struct Binding {
     std::string subject;
@@ -235,6 +246,7 @@ class CoordinatorServer::WorkerServiceImpl final
   }
 
   WorkerSessions* const worker_sessions_;
+  const Coordinator* const coordinator_;
   kbisect::Mutex mu_;
   // Session id -> the certificate subject that opened it (mutual TLS only).
   std::map<std::string, std::string> sessions_ ABSL_GUARDED_BY(mu_);
@@ -247,7 +259,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   server->coordinator_ = coordinator;
   server->client_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator);
-  server->worker_service_ = std::make_unique<WorkerServiceImpl>(&coordinator->worker_sessions());
+  server->worker_service_ =
+      std::make_unique<WorkerServiceImpl>(&coordinator->worker_sessions(), coordinator);
 
   // Not gRPC's default health service: see coordinator/health_service.h.
   server->health_ = std::make_unique<HealthService>(HealthCheckedServices());

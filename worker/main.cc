@@ -35,6 +35,7 @@
 #include "worker/clock_lock.h"
 #include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
+#include "worker/until_job.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -54,6 +55,10 @@ in the runner identity (`kbisect workers --json`, "placement"). See deploy/slurm
 
 Signals: SIGTERM/SIGINT drain (finish and report the current probe, then exit 0); a second one
 stops at once (the probe is killed and handed back to the coordinator).
+
+--until-job JOB serves until that job has ended (done, cancelled or failed; not while its
+follow-ups run), then drains as on SIGTERM and exits 0: the pods of `kbisect k8s-job`'s Indexed
+Job, which then completes. A job the coordinator does not know exits 2 at once.
 )";
 
 // kbisect-worker's command line.
@@ -72,6 +77,7 @@ struct WorkerFlags {
   int build_ahead = DefaultBuildAhead();
   std::string class_keys;
   std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM]; empty: not locked.
+  std::string until_job;    // --until-job JOB; empty: serve until a signal.
 };
 
 // Parses kbisect-worker's command line into `f`. Returns the exit code when the process is to
@@ -132,6 +138,11 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
                  "clock), max, or SM[,MEM] in MHz; verified to read back within 10 MHz, undone "
                  "when the worker stops (or, after a kill, when it next starts); refused on MIG")
       ->envname("KBISECT_LOCK_CLOCKS");
+  app.add_option("--until-job", f->until_job,
+                 "Serve until this job has ended, then drain as on SIGTERM and exit 0 (one "
+                 "Indexed Job's pods per bisect, `kbisect k8s-job`); exit 2 when the coordinator "
+                 "does not know the job")
+      ->envname("KBISECT_UNTIL_JOB");
   app.add_option("--idle-poll", f->idle_poll_seconds, "Seconds an idle worker's long poll lasts")
       ->capture_default_str()
       ->check(NumberIn(0.1, 60, "seconds"));
@@ -249,16 +260,52 @@ void LogStart(const Logger& log, const WorkerSlot& slot, const DeviceBinding& bi
            {{"worker", slot.name()}});
 }
 
+// The end of serving that --until-job's watch found, handed from its thread to Serve's.
+struct UntilJobEnd {
+  kbisect::Notification found;
+  UntilJobStep step;  // Written before `found` is notified.
+};
+
+// Starts the watch of --until-job `job_id` over `channel` (null without --until-job); `end`
+// receives what ends the serving.
+std::unique_ptr<UntilJobWatch> WatchUntilJob(const std::string& job_id,
+                                             std::shared_ptr<grpc::Channel> channel,
+                                             UntilJobEnd* end) {
+  if (job_id.empty()) return nullptr;
+  return std::make_unique<UntilJobWatch>(UntilJobWatch::Options{.job_id = job_id},
+                                         std::move(channel), [end](const UntilJobStep& step) {
+                                           end->step = step;
+                                           end->found.Notify();
+                                         });
+}
+
 // Runs the slot's agent until it stops: the first SIGTERM or SIGINT drains it, a second stops it
-// at once. Returns the process's exit code: 1 when the agent stopped on an error, else 0.
-int Serve(WorkerSlot* slot, const Logger& log) {
+// at once; with --until-job (`until_job`), the job's end drains it, and a job the coordinator
+// cannot follow stops it. Returns the process's exit code: the --until-job failure's, 1 when the
+// agent stopped on an error, else 0.
+int Serve(WorkerSlot* slot, const Logger& log, const std::string& until_job,
+          std::shared_ptr<grpc::Channel> channel) {
   kbisect::Notification done;
   std::thread agent_thread([&] {
     slot->agent()->Run();
     done.Notify();
   });
+  UntilJobEnd until_job_end;
+  std::unique_ptr<UntilJobWatch> watch =
+      WatchUntilJob(until_job, std::move(channel), &until_job_end);
+  bool until_job_seen = false;
   int signals = 0;
   while (!done.HasBeenNotified()) {
+    if (!until_job_seen && until_job_end.found.HasBeenNotified()) {
+      until_job_seen = true;
+      if (until_job_end.step.action == UntilJobStep::Action::kDrain) {
+        log.Info(until_job_end.step.message, {{"worker", slot->name()}, {"job", until_job}});
+        slot->agent()->Drain();
+      } else {
+        log.Error(until_job_end.step.message, {{"worker", slot->name()}, {"job", until_job}});
+        slot->agent()->Stop();
+      }
+    }
     const int sig = WaitForTerminationSignal(absl::Milliseconds(200));
     if (sig == 0) continue;
     if (++signals == 1) {
@@ -271,6 +318,9 @@ int Serve(WorkerSlot* slot, const Logger& log) {
     }
   }
   agent_thread.join();
+  if (until_job_seen && until_job_end.step.action == UntilJobStep::Action::kFail) {
+    return until_job_end.step.exit_code;
+  }
   if (const absl::Status reason = slot->agent()->stop_reason(); !reason.ok()) {
     log.Error(absl::StrCat(slot->name(), ": ", reason.message()), {{"worker", slot->name()}});
     return 1;
@@ -353,10 +403,14 @@ int Main(int argc, char** argv) {
   }
   BuildsAhead ahead = StartBuildsAhead(flags, runner.get());
   options.build_ahead = ahead.builds.get();
-  WorkerSlot slot(options, runner.get(), host_identity,
-                  CoordinatorChannel(flags.coordinator, *credentials));
+  std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, *credentials);
+  WorkerSlot slot(options, runner.get(), host_identity, channel);
   LogStart(log, slot, *binding, flags, ahead.builds.get(), runner.get());
-  return Serve(&slot, log);
+  if (!flags.until_job.empty()) {
+    log.Info(absl::StrCat(slot.name(), " serves until job ", flags.until_job, " has ended"),
+             {{"worker", slot.name()}, {"job", flags.until_job}});
+  }
+  return Serve(&slot, log, flags.until_job, std::move(channel));
 }
 
 }  // namespace

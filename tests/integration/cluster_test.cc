@@ -3,8 +3,9 @@
 // Cluster mode end to end: the real `kbisect-coordinator` daemon on a free loopback port, real
 // `kbisect-worker` processes dialing it, and the `kbisect` client commands (submit, status,
 // watch, workers, cancel) against it. Also: plaintext refused on a non-loopback address,
-// idempotent request ids, a worker drained by SIGTERM mid-probe, and the Prometheus metrics
-// endpoint. TLS, tokens and roles are in cluster_security_test.
+// idempotent request ids, a worker drained by SIGTERM mid-probe, workers that serve until a job
+// has ended (--until-job), and the Prometheus metrics endpoint. TLS, tokens and roles are in
+// cluster_security_test.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -390,6 +391,38 @@ TEST_F(ClusterTest, SigtermDrainsAWorkerMidProbeAndItsResultCounts) {
                                        result["baseline"]["bad"]["worker"]};
   for (const auto& probe : result["probes"]) measured_by.insert(probe["worker"]);
   EXPECT_EQ(measured_by.count("drainer"), 1u) << result.dump(2);
+}
+
+// `kbisect-worker --until-job JOB`, the pods of `kbisect k8s-job`'s Indexed Job: a job the
+// coordinator does not know exits 2 at once; workers serving a job exit 0 once it has ended, and
+// one started after it ended (an index Kueue admitted late) exits 0 without serving.
+TEST_F(ClusterTest, UntilJobWorkersExitOnceTheirJobHasEnded) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 20 --culprit 9");
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  std::unique_ptr<Process> typo = StartWorker("typo", 0, "0.01", "--until-job job-none");
+  EXPECT_EQ(typo->Wait(std::chrono::seconds(30)), 2) << typo->log();
+  EXPECT_THAT(typo->log(), HasSubstr("--until-job job-none: the coordinator knows no such job"));
+
+  CommandResult submitted = Kbisect(absl::StrCat("submit v1.0 --repo ", repo, " -- ./bench.sh"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string job_id = Trim(submitted.out);
+  std::unique_ptr<Process> w0 = StartWorker("pod-0", 0, "0.01", "--until-job " + job_id);
+  std::unique_ptr<Process> w1 =
+      StartWorker("pod-1", 1, "0.01", "--until-job " + job_id + " --log-format json");
+  CommandResult watched = Kbisect("watch -q " + job_id);
+  ASSERT_EQ(watched.exit_code, 0) << watched.out << watched.err << w0->log();
+  EXPECT_EQ(Json("status --json " + job_id)["culprit"]["sha"], culprit);
+  for (Process* worker : {w0.get(), w1.get()}) {
+    EXPECT_EQ(worker->Wait(std::chrono::seconds(30)), 0) << worker->log();
+    EXPECT_THAT(worker->log(), HasSubstr("serves until job " + job_id + " has ended"));
+    EXPECT_THAT(worker->log(), HasSubstr("job " + job_id + " has ended (done)"));
+  }
+  EXPECT_GE(Json("workers --json")["workers"].size(), 2u);
+
+  std::unique_ptr<Process> late = StartWorker("pod-2", 0, "0.01", "--until-job " + job_id);
+  EXPECT_EQ(late->Wait(std::chrono::seconds(30)), 0) << late->log();
+  EXPECT_THAT(late->log(), HasSubstr("exiting after 0 reported probe(s)"));
 }
 
 // GET /metrics on --metrics-listen: Prometheus text whose numbers match a finished job.
