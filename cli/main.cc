@@ -6,6 +6,7 @@
 
 #include "cli/cache_command.h"
 #include "cli/client_commands.h"
+#include "cli/k8s_job_command.h"
 #include "cli/metrics_command.h"
 #include "cli/nightly_command.h"
 #include "cli/run_command.h"
@@ -25,6 +26,9 @@ Usage:
   kbisect status [JOB]                                      list jobs, or one job's report
   kbisect watch JOB                                         follow a job's progress live
   kbisect workers                                           list the coordinator's workers
+  kbisect k8s-job --job-id JOB [--workers W] [--min-workers M] [--hardware-class C]
+                                                           the Kubernetes Job (Kueue) of a
+                                                           submitted bisect's workers
   kbisect cancel JOB                                        cancel a job
   kbisect triage --dashboard FILE|URL --platform P [--kernel K] [--date D]
                                                            explain a dashboard move
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   if (command == "nightly") return kbisect::NightlyCommand(argc - 1, argv + 1);
   if (command == "cache") return kbisect::CacheCommand(argc - 1, argv + 1);
   if (command == "metrics") return kbisect::MetricsCommand(argc - 1, argv + 1);
+  if (command == "k8s-job") return kbisect::K8sJobCommand(argc - 1, argv + 1);
   if (kbisect::IsClientCommand(command)) return kbisect::ClientCommand(argc - 1, argv + 1);
   if (command == "version" || command == "--version") {
     std::cout << "kbisect " << kbisect::kKbisectVersion << "\n";

@@ -59,6 +59,9 @@ TEST_PACKAGES=(
   # Python's gRPC and protobuf: tests/integration/health_reflection_test.py checks the daemon's
   # health and reflection services with a client that is not kbisect's own C++ stack.
   python3-grpcio python3-protobuf
+  # Python's YAML parser: kueue_manifests_test reads the Kueue manifests and `kbisect k8s-job`'s
+  # Job with it (tests/integration/k8s_schema_check.py); kubectl renders them (skipped without).
+  python3-yaml
   # Prometheus's promtool: metrics_test lints the coordinator's /metrics exposition with it.
   prometheus
   # Real virtualenvs, pip, setuptools, wheel and a C extension's headers: build_layer_test and
