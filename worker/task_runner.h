@@ -1,12 +1,13 @@
 // Copyright 2026 The kbisect Authors.
 //
-// TaskRunner executes one task on one slot: its commits prepared -> N benchmark runs, extracting
-// a sample from each run. It builds nothing itself: each commit's checkout and build come from
-// the slot's build path (task_builder.h: the host's build cache, the slot's checkout, or only a
-// checkout without a build command), once each: a confirmation prepares both of its commits once
-// (two cache entries, or the workspace's two lanes) and alternates only the benchmark runs between
-// them. It reports every failure as a TaskOutcome with a message a user can act on and the tail
-// of the command's output; it never throws away the user's data.
+// TaskRunner executes one task on one slot (the TaskExecutor of a worker that runs its tasks
+// itself): its commits prepared -> N benchmark runs, extracting a sample from each run. It builds
+// nothing itself: each commit's checkout and build come from the slot's build path
+// (task_builder.h: the host's build cache, the slot's checkout, or only a checkout without a build
+// command), once each: a confirmation prepares both of its commits once (two cache entries, or the
+// workspace's two lanes) and alternates only the benchmark runs between them. It reports every
+// failure as a TaskOutcome with a message a user can act on and the tail of the command's output;
+// it never throws away the user's data.
 #ifndef KBISECT_WORKER_TASK_RUNNER_H_
 #define KBISECT_WORKER_TASK_RUNNER_H_
 
@@ -24,6 +25,7 @@
 #include "worker/build_layer.h"
 #include "worker/gpu_watch.h"
 #include "worker/task_builder.h"
+#include "worker/task_executor.h"
 #include "worker/workspace.h"
 
 namespace kbisect {
@@ -38,11 +40,8 @@ inline constexpr char kBenchDirEnv[] = "KBISECT_BENCH_DIR";
 // first in about half the pairs and the same task always runs in the same order.
 bool PairedGoesFirst(const std::string& task_id, int pair);
 
-class TaskRunner {
+class TaskRunner : public TaskExecutor {
  public:
-  // Called at each phase change and after each benchmark run.
-  using ProgressCallback = std::function<void(v1::TaskPhase phase, int runs_done, int runs_total)>;
-
   // `runner`, `builder` and `clock` must outlive this object. Each commit a task measures is
   // prepared by `builder`. `slot_env` is added to the environment of every command (e.g.
   // CUDA_VISIBLE_DEVICES=2, KBISECT_WORKER=2); the task's own env wins. The task's total time is
@@ -61,7 +60,7 @@ class TaskRunner {
   // Runs `task` to completion or until `cancel` is set (then the outcome is CANCELLED and the
   // running command's process group has been killed). `progress` may be null.
   v1::TaskResult Run(const v1::Task& task, const Cancellation* cancel,
-                     const ProgressCallback& progress);
+                     const ProgressCallback& progress) override;
 
   // Reads the GPU's dynamic state (temperature, clock, throttle reasons); called after each
   // benchmark run when set. A run that ends throttled is flagged in its RunRecord and, when the
@@ -95,7 +94,7 @@ class TaskRunner {
     if (own_builder_ != nullptr) own_builder_->set_build_cache(cache);
   }
   // The host's build cache its builds use, or null.
-  const BuildCache* build_cache() const { return builder_->build_cache(); }
+  const BuildCache* build_cache() const override { return builder_->build_cache(); }
 
  private:
   // One Run()'s state, passed between its steps (defined in task_runner.cc).

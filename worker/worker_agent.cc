@@ -24,21 +24,21 @@ constexpr int kReportAttempts = 20;
 
 WorkerAgent::WorkerAgent(WorkerAgentOptions options,
                          std::unique_ptr<CoordinatorClient> owned_client, CoordinatorClient* client,
-                         TaskRunner* task_runner)
+                         TaskExecutor* executor)
     : options_(std::move(options)),
       owned_client_(std::move(owned_client)),
       client_(owned_client_ != nullptr ? owned_client_.get() : client),
       clock_(options_.clock),
-      task_runner_(task_runner) {}
+      executor_(executor) {}
 
 WorkerAgent::WorkerAgent(WorkerAgentOptions options, CoordinatorClient* client,
-                         TaskRunner* task_runner)
-    : WorkerAgent(std::move(options), nullptr, client, task_runner) {}
+                         TaskExecutor* executor)
+    : WorkerAgent(std::move(options), nullptr, client, executor) {}
 
 WorkerAgent::WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
-                         TaskRunner* task_runner)
+                         TaskExecutor* executor)
     : WorkerAgent(std::move(options), std::make_unique<GrpcCoordinatorClient>(std::move(channel)),
-                  nullptr, task_runner) {}
+                  nullptr, executor) {}
 
 WorkerAgent::~WorkerAgent() {
   Stop();
@@ -94,7 +94,7 @@ bool WorkerAgent::OpenSession() {
   v1::OpenSessionRequest request;
   *request.mutable_identity() = options_.identity;
   request.set_worker_name(options_.name);
-  if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
+  if (const BuildCache* cache = executor_->build_cache(); cache != nullptr) {
     const auto [pool, slots] = cache->Pool();
     request.set_build_pool(pool);
     request.set_build_pool_slots(slots);
@@ -119,13 +119,13 @@ void WorkerAgent::StartTask(const v1::Lease& lease) {
   task_->lease = lease;
   RunningTask* task = task_.get();
   task->thread = std::thread([this, task] {
-    v1::TaskResult result = task_runner_->Run(
+    v1::TaskResult result = executor_->Run(
         task->lease.task(), &task->cancel, [this, task](v1::TaskPhase phase, int runs_done, int) {
           kbisect::MutexLock lock(&mu_);
           // A build measured: when the host now runs more (or fewer) builds at once, the
           // coordinator hears it now rather than after the benchmark (decision 190).
           if (phase == v1::TASK_PHASE_BENCH && task->phase != v1::TASK_PHASE_BENCH) {
-            const BuildCache* cache = task_runner_->build_cache();
+            const BuildCache* cache = executor_->build_cache();
             if (cache != nullptr && cache->Pool().second != announced_slots_) WakePollLocked();
           }
           task->phase = phase;
@@ -224,7 +224,7 @@ std::optional<WorkerAgent::SynchronizeCall> WorkerAgent::NextSynchronizeCall() {
   if (options_.build_ahead != nullptr) {
     request.set_build_ahead_slots(options_.build_ahead->max_builds());
   }
-  if (const BuildCache* cache = task_runner_->build_cache(); cache != nullptr) {
+  if (const BuildCache* cache = executor_->build_cache(); cache != nullptr) {
     announced_slots_ = cache->Pool().second;
     request.set_build_pool_slots(announced_slots_);
   }

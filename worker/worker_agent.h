@@ -2,9 +2,10 @@
 //
 // WorkerAgent is the loop of one worker slot: it opens a session with the coordinator carrying
 // its runner identity, then Synchronizes (heartbeat + work pickup, long poll), runs each leased
-// task with a TaskRunner on a task thread, reports the result on the lease, and obeys
-// cancellations at once by killing the task's processes. It reconnects with backoff when the
-// coordinator goes away and reopens its session when the coordinator forgot it.
+// task with a TaskExecutor (a TaskRunner, or a Slurm job per task) on a task thread, reports the
+// result on the lease, and obeys cancellations at once by killing the task's processes. It
+// reconnects with backoff when the coordinator goes away and reopens its session when the
+// coordinator forgot it.
 //
 // It talks to the coordinator through a CoordinatorClient (worker/coordinator_client.h) and reads
 // time and waits through a Clock (common/clock/clock.h), so that its tests can script the
@@ -27,7 +28,7 @@
 #include "kbisect/v1/kbisect.pb.h"
 #include "worker/build_ahead.h"
 #include "worker/coordinator_client.h"
-#include "worker/task_runner.h"
+#include "worker/task_executor.h"
 
 namespace kbisect {
 
@@ -51,14 +52,14 @@ struct WorkerAgentOptions {
 
 class WorkerAgent {
  public:
-  // Talks to the coordinator through `client`. `client` and `task_runner` must outlive the
+  // Talks to the coordinator through `client`. `client` and `executor` must outlive the
   // agent.
-  WorkerAgent(WorkerAgentOptions options, CoordinatorClient* client, TaskRunner* task_runner);
+  WorkerAgent(WorkerAgentOptions options, CoordinatorClient* client, TaskExecutor* executor);
 
   // Talks to the coordinator over `channel` (with a GrpcCoordinatorClient the agent owns);
-  // `task_runner` must outlive the agent.
+  // `executor` must outlive the agent.
   WorkerAgent(WorkerAgentOptions options, std::shared_ptr<grpc::Channel> channel,
-              TaskRunner* task_runner);
+              TaskExecutor* executor);
   ~WorkerAgent();
 
   WorkerAgent(const WorkerAgent&) = delete;
@@ -94,7 +95,7 @@ class WorkerAgent {
   };
 
   WorkerAgent(WorkerAgentOptions options, std::unique_ptr<CoordinatorClient> owned_client,
-              CoordinatorClient* client, TaskRunner* task_runner);
+              CoordinatorClient* client, TaskExecutor* executor);
 
   // A Synchronize call ready to make: the request (the running task's progress, whether the
   // worker wants work, its build slots, the long poll's wait) and the RPC's deadline.
@@ -136,7 +137,7 @@ class WorkerAgent {
   const std::unique_ptr<CoordinatorClient> owned_client_;  // Null when the caller owns it.
   CoordinatorClient* const client_;
   Clock* const clock_;
-  TaskRunner* const task_runner_;
+  TaskExecutor* const executor_;
 
   mutable kbisect::Mutex mu_;
   kbisect::CondVar wake_;

@@ -106,6 +106,7 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
         [runner, device] { return ProbeComputeApps(runner, device); },
         options.foreign_process_wait);
   }
+  if (channel == nullptr) return;
   WorkerAgentOptions agent_options;
   agent_options.name = name_;
   agent_options.identity = identity_;

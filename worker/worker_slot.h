@@ -96,15 +96,21 @@ struct WorkerSlotOptions {
 class WorkerSlot {
  public:
   // `runner` must outlive the slot. `host_identity` is the identity of the whole host (see
-  // SlotIdentity); `channel` connects to the coordinator.
+  // SlotIdentity); `channel` connects to the coordinator. A null `channel` makes no agent: the
+  // slot then only runs tasks it is handed through task_runner() (a probe job's one task,
+  // worker/probe_job.h).
   WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
              const v1::RunnerIdentity& host_identity, std::shared_ptr<grpc::Channel> channel);
 
   WorkerSlot(const WorkerSlot&) = delete;
   WorkerSlot& operator=(const WorkerSlot&) = delete;
 
-  // The agent: call Run() on a thread of your own, Stop() or Drain() from any thread.
+  // The agent: call Run() on a thread of your own, Stop() or Drain() from any thread. Null when
+  // the slot was made without a channel.
   WorkerAgent* agent() { return agent_.get(); }
+
+  // The slot's task runner (its workspace, build path and GPU probes).
+  TaskRunner* task_runner() { return task_runner_.get(); }
 
   // The name the worker registers with.
   const std::string& name() const { return name_; }
