@@ -8,8 +8,15 @@
 // SIGTERM or SIGINT drains: no new work is taken, the current probe finishes and is reported,
 // then the process exits 0. A second signal stops at once: the running probe is killed and its
 // lease handed back to the coordinator, which re-dispatches it.
+//
+// With --slurm-per-probe it is instead a launcher on a login node that runs each leased task as
+// a Slurm job of its own (worker/slurm_launcher.h); the job runs this binary with the hidden
+// --slurm-probe-job DIR on its node (worker/probe_job.h).
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -36,6 +43,8 @@
 #include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
 #include "worker/until_job.h"
+#include "worker/probe_job.h"
+#include "worker/slurm_launcher.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {
@@ -59,6 +68,10 @@ stops at once (the probe is killed and handed back to the coordinator).
 --until-job JOB serves until that job has ended (done, cancelled or failed; not while its
 follow-ups run), then drains as on SIGTERM and exits 0: the pods of `kbisect k8s-job`'s Indexed
 Job, which then completes. A job the coordinator does not know exits 2 at once.
+Per-probe Slurm mode (--slurm-per-probe): on a login node, the process leases tasks for
+--slurm-max-jobs slots and runs each as `sbatch --wait --gres=gpu:1` job of its own, after one
+identity job that tells it the probes' hardware. SIGTERM/SIGINT scancel its running jobs, hand
+their probes back and exit 0.
 )";
 
 // kbisect-worker's command line.
@@ -78,7 +91,49 @@ struct WorkerFlags {
   std::string class_keys;
   std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM]; empty: not locked.
   std::string until_job;    // --until-job JOB; empty: serve until a signal.
+  // --slurm-per-probe: a launcher that runs each task as a Slurm job (worker/slurm_launcher.h).
+  bool slurm_per_probe = false;
+  int slurm_max_jobs = 4;
+  std::string slurm_gres = "gpu:1";
+  std::vector<std::string> slurm_options;  // --slurm-option, each passed to sbatch as it is.
+  bool slurm_pin_node = false;
+  std::string slurm_jobs_dir;        // Empty: CACHE_DIR/slurm-jobs.
+  std::string slurm_node_cache_dir;  // Empty: node-local scratch (SlurmProbeOptions).
+  // Hidden: the probe job's side on the node (worker/probe_job.h), and its launcher slot.
+  std::string slurm_probe_job;
+  int slurm_probe_slot = 0;
 };
+
+// Registers the per-probe Slurm mode's flags on `app`, into `f`.
+void AddSlurmFlags(CLI::App* app, WorkerFlags* f) {
+  app->add_flag("--slurm-per-probe", f->slurm_per_probe,
+                "Run on a login node as a launcher: lease tasks like --slurm-max-jobs workers, "
+                "but run each one as a Slurm job of its own (sbatch --wait --gres=gpu:1) on a "
+                "node with a GPU; see docs/operations.md, Slurm");
+  app->add_option("--slurm-max-jobs", f->slurm_max_jobs,
+                  "Slurm jobs a --slurm-per-probe launcher runs at once (one lease each)")
+      ->capture_default_str()
+      ->check(WholeNumberIn(1, 256, "jobs"));
+  app->add_option("--slurm-gres", f->slurm_gres,
+                  "What each probe job asks for with sbatch --gres; empty asks for none")
+      ->capture_default_str();
+  app->add_option("--slurm-option", f->slurm_options,
+                  "An sbatch option for every probe job, as it is (--slurm-option=--partition=gpu "
+                  "--slurm-option=--time=30); repeat it")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app->add_flag("--slurm-pin-node", f->slurm_pin_node,
+                "Send every probe job to the node the first one ran on (--nodelist), whose "
+                "node-local build cache holds the builds");
+  app->add_option("--slurm-jobs-dir", f->slurm_jobs_dir,
+                  "Where each probe job gets its directory (task, result, exit code, output): "
+                  "a path every node sees (default: CACHE_DIR/slurm-jobs)");
+  app->add_option("--slurm-node-cache-dir", f->slurm_node_cache_dir,
+                  "The probe jobs' cache directory on the node (default: "
+                  "${SLURM_TMPDIR:-${TMPDIR:-/tmp}}/kbisect-$USER there)");
+  app->add_option("--slurm-probe-job", f->slurm_probe_job)->group("");
+  app->add_option("--slurm-probe-slot", f->slurm_probe_slot)->group("");
+}
 
 // Parses kbisect-worker's command line into `f`. Returns the exit code when the process is to
 // exit at once (--help, a usage error, said on stderr), else nullopt.
@@ -147,6 +202,7 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
       ->capture_default_str()
       ->check(NumberIn(0.1, 60, "seconds"));
   AddLogFormatFlag(&app, "text or json (JSON lines, for log pipelines)", &f->daemon);
+  AddSlurmFlags(&app, f);
   if (std::optional<int> exit_code = ParseDaemonCommandLine(&app, argc, argv)) return exit_code;
   f->gpu_given = gpu_option->count() > 0;
   return std::nullopt;
@@ -365,6 +421,73 @@ int LockClocks(const WorkerFlags& f, const WorkerSlotOptions& options, CommandRu
   return -1;
 }
 
+// The probe job's side on the node (`--slurm-probe-job DIR`, worker/probe_job.h): one slot bound
+// to the device Slurm gave the job, named by the launcher's slot, runs DIR's task. Returns the
+// exit code.
+int ProbeJobMain(const WorkerFlags& flags, const std::vector<std::string>& keys,
+                 const Logger& log) {
+  absl::StatusOr<DeviceBinding> binding = ResolveDeviceBinding(EnvironmentMap(), std::nullopt);
+  if (!binding.ok()) {
+    log.Error(absl::StrCat("device binding: ", binding.status().message()));
+    return 2;
+  }
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  const v1::RunnerIdentity host_identity = ProbeRunnerIdentity(runner.get(), "");
+  WorkerSlotOptions options = SlotOptions(flags, keys, *binding, host_identity.host());
+  // The launcher's slot names the checkouts: its jobs may share a node, one job each at a time.
+  options.slot = flags.slurm_probe_slot;
+  WorkerSlot slot(options, runner.get(), host_identity, nullptr);
+  return RunProbeJob(flags.slurm_probe_job, slot.identity(), slot.task_runner(), log);
+}
+
+// The launcher of `--slurm-per-probe` (worker/slurm_launcher.h), dialing the coordinator with
+// `credentials`. Returns the exit code.
+int LauncherMain(const WorkerFlags& flags,
+                 const std::shared_ptr<grpc::ChannelCredentials>& credentials, const Logger& log) {
+  if (!flags.lock_clocks.empty()) {
+    log.Error(
+        "--lock-clocks cannot be used with --slurm-per-probe: the probes run on nodes "
+        "Slurm chooses, one job at a time");
+    return 2;
+  }
+  SlurmLauncherOptions options;
+  std::error_code error;
+  options.probe.worker_binary = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  if (options.probe.worker_binary.empty()) {
+    log.Error("--slurm-per-probe: cannot tell where this kbisect-worker is (/proc/self/exe)");
+    return 1;
+  }
+  options.probe.jobs_dir =
+      flags.slurm_jobs_dir.empty() ? flags.cache_dir + "/slurm-jobs" : flags.slurm_jobs_dir;
+  options.probe.node_cache_dir = flags.slurm_node_cache_dir;
+  options.probe.gres = flags.slurm_gres;
+  options.probe.sbatch_options = flags.slurm_options;
+  std::vector<std::string>& probe_flags = options.probe.probe_flags;
+  probe_flags = {"--build-cache-size", absl::StrCat(flags.build_cache_size)};
+  if (flags.no_compiler_cache) probe_flags.push_back("--no-compiler-cache");
+  if (flags.compiler_cache_remote.read_only) probe_flags.push_back("--compiler-cache-read-only");
+  if (!flags.class_keys.empty()) {
+    probe_flags.insert(probe_flags.end(), {"--hardware-class-keys", flags.class_keys});
+  }
+  // The remote's URL holds its password: it reaches the jobs through the environment sbatch
+  // exports (--export=ALL, its default), never through a command line or the job's script.
+  if (flags.compiler_cache_remote.enabled()) {
+    setenv("KBISECT_COMPILER_CACHE_REMOTE", flags.compiler_cache_remote.url.c_str(), 1);
+  }
+  options.max_jobs = flags.slurm_max_jobs;
+  options.pin_node = flags.slurm_pin_node;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  options.name_prefix = flags.name.empty() ? std::string(host) : flags.name;
+  options.idle_poll = absl::Seconds(flags.idle_poll_seconds);
+  log.Info(absl::StrCat("--slurm-per-probe: serving coordinator ", flags.coordinator,
+                        OverTls(flags) ? " over TLS" : "", " with up to ", options.max_jobs,
+                        " Slurm job(s) at once"));
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  return RunSlurmLauncher(options, CoordinatorChannel(flags.coordinator, credentials), runner.get(),
+                          log);
+}
+
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
   WorkerFlags flags;
@@ -385,6 +508,8 @@ int Main(int argc, char** argv) {
     log.Error(absl::StrCat("--hardware-class-keys: ", keys.status().message()));
     return 2;
   }
+  if (!flags.slurm_probe_job.empty()) return ProbeJobMain(flags, *keys, log);
+  if (flags.slurm_per_probe) return LauncherMain(flags, *credentials, log);
   absl::StatusOr<DeviceBinding> binding = ResolveDeviceBinding(
       EnvironmentMap(), flags.gpu_given ? std::optional<int>(flags.gpu) : std::nullopt);
   if (!binding.ok()) {

@@ -8,11 +8,16 @@
 // worker was bound to its own device (identity and the benchmark's own environment), then
 // drains the pool with `scancel --signal=TERM` and checks that no worker process is left. The
 // daemons are stopped by PID. Where slurmd cannot run here the test skips and says why.
+//
+// The per-probe mode (`kbisect-worker --slurm-per-probe`) runs on the same cluster: a launcher
+// whose probes each run as an `sbatch --wait --gres=gpu:1` job bisects to the planted culprit
+// through a probe job scancelled under it, and SIGTERM leaves nothing of it in Slurm's queue.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -189,6 +194,23 @@ class SlurmTest : public ::kbisect::testing::ClusterFixture {
                     .out);
   }
 
+  // Starts a `kbisect-worker --slurm-per-probe` launcher named "launcher" on this test's cluster
+  // (its probe jobs' cache in tmp_/node-cache), with `flags`.
+  std::unique_ptr<Process> StartLauncher(const std::string& flags) {
+    return std::make_unique<Process>(
+        absl::StrCat("env SLURM_CONF=", ShellQuote(conf_), " KBISECT_DEMO_SLEEP=0.01 ",
+                     Bin("kbisect-worker"), " --slurm-per-probe --coordinator ", address_,
+                     " --cache-dir ", ShellQuote(tmp_.Join("launcher")), " --name launcher",
+                     " --idle-poll 1 --slurm-option=--time=10 --slurm-node-cache-dir ",
+                     ShellQuote(tmp_.Join("node-cache")), " ", flags),
+        tmp_.Join("launcher.log"));
+  }
+
+  // This test's probe jobs in Slurm's queue (queued or running), one "ID STATE" a line.
+  std::string ProbeJobs() {
+    return Trim(Slurm("timeout 3 squeue -h -o '%i %T %j' | grep kbisect-probe").out);
+  }
+
   std::string dir_;
   std::string conf_;
   std::string node_;
@@ -306,6 +328,141 @@ TEST_F(SlurmTest, ThePoolScriptRefusesToStartWithoutACoordinatorAddress) {
   const std::string job = Trim(submitted.out);
   EXPECT_THAT(ReadFile(tmp_.Join(absl::StrCat("nocoord-", job, ".out"))),
               HasSubstr("set KBISECT_COORDINATOR=host:port"));
+}
+
+// The per-probe mode (issue 52 item 4): a launcher leases like three workers but runs each task as
+// a Slurm job of its own with --gres=gpu:1, pinned to the node of its identity job. The first
+// benchmark run hangs and the test scancels its job: that probe is an infrastructure loss, run
+// again, and the bisect still finds the planted culprit. Every benchmark ran inside a Slurm job on
+// the test's node with a device Slurm bound. SIGTERM then stops the launcher, which exits 0.
+TEST_F(SlurmTest, ThePerProbeLauncherBisectsWithOneSlurmJobPerProbe) {
+  const std::string repo = tmp_.Join("repo");
+  const std::string culprit = MakeRepo(repo, "--commits 16 --culprit 11");
+  ASSERT_EQ(culprit.size(), 40u);
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  ASSERT_FALSE(address_.empty());
+
+  // The first run anywhere records its job and hangs; every run records its job, device, node.
+  const std::string seen = tmp_.Join("seen.txt");
+  const std::string hung = tmp_.Join("hung");
+  const std::string bench = tmp_.Join("bench-slurm.sh");
+  WriteFile(bench, absl::StrCat("#!/bin/sh\nif mkdir ", hung, " 2>/dev/null; then\n  echo ",
+                                "\"$SLURM_JOB_ID\" > ", hung, "/job\n  sleep 600\nfi\n",
+                                "echo \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $SLURMD_NODENAME\" >> ",
+                                seen, "\nexec ./bench.sh\n"));
+  RunShell("chmod +x " + ShellQuote(bench));
+
+  std::unique_ptr<Process> launcher = StartLauncher("--slurm-max-jobs 3 --slurm-pin-node");
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 3; }, std::chrono::seconds(60)))
+      << launcher->log() << Slurm("timeout 3 squeue").out;
+  for (const auto& worker : Json("workers --json")["workers"]) {
+    const std::string name = worker["worker_id"];
+    EXPECT_THAT(name, ::testing::StartsWith("launcher/slurm-probe"));
+    const nlohmann::json& placement = worker["identity"]["placement"];
+    EXPECT_EQ(placement.value("scheduler", ""), "slurm") << worker.dump();
+    EXPECT_EQ(placement.value("node", ""), node_) << "pinned to the identity job's node";
+  }
+
+  const std::string json = tmp_.Join("result.json");
+  std::unique_ptr<Process> bisect = std::make_unique<Process>(
+      absl::StrCat("env KBISECT_COORDINATOR=", address_, " ", Bin("kbisect"), " submit v1.0 HEAD",
+                   " --repo ", ShellQuote(repo), " --wait --json ", ShellQuote(json), " -- ",
+                   ShellQuote(bench)),
+      tmp_.Join("submit.log"));
+  ASSERT_TRUE(WaitFor([&] { return Exists(hung + "/job"); }, std::chrono::seconds(60)))
+      << launcher->log();
+  const std::string hung_job = Trim(ReadFile(hung + "/job"));
+  ASSERT_FALSE(hung_job.empty());
+  EXPECT_EQ(Slurm("timeout 10 scancel " + hung_job).exit_code, 0);
+
+  ASSERT_EQ(bisect->Wait(std::chrono::seconds(150)), 0)
+      << ReadFile(tmp_.Join("submit.log")) << launcher->log() << coordinator->log();
+  const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(result["status"], "culprit_found");
+  EXPECT_EQ(result["culprit"]["sha"], culprit);
+
+  // Every run ran in a Slurm job on the node with a bound device; one job per task.
+  std::set<std::string> jobs;
+  for (absl::string_view line : absl::StrSplit(ReadFile(seen), '\n', absl::SkipEmpty())) {
+    const std::vector<std::string> fields = absl::StrSplit(line, ' ');
+    ASSERT_EQ(fields.size(), 3u) << line;
+    EXPECT_NE(fields[0], hung_job);
+    EXPECT_THAT(fields[1], ::testing::MatchesRegex("[0-3]")) << line;
+    EXPECT_EQ(fields[2], node_) << line;
+    jobs.insert(fields[0]);
+  }
+  EXPECT_GE(jobs.size(), 3u);
+  const std::string log = launcher->log();
+  for (const std::string& job : jobs) {
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("ran as Slurm job ", job, " ")));
+  }
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("Slurm job ", hung_job)));
+  EXPECT_THAT(log, HasSubstr("ended before its probe did"));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("every job pinned to ", node_)));
+
+  launcher->Signal(SIGTERM);
+  EXPECT_EQ(launcher->Wait(std::chrono::seconds(30)), 0) << launcher->log();
+  EXPECT_EQ(ProbeJobs(), "");
+}
+
+// SIGTERM while probe jobs run: the launcher scancels them, hands their leases back and exits 0;
+// nothing of it is left in Slurm's queue, and the coordinator has the probes to give out again.
+TEST_F(SlurmTest, SigtermStopsThePerProbeLauncherAndLeavesNothingInSlurm) {
+  const std::string repo = tmp_.Join("repo");
+  ASSERT_EQ(MakeRepo(repo, "--commits 8 --culprit 5").size(), 40u);
+  std::unique_ptr<Process> coordinator = StartCoordinator();
+  ASSERT_FALSE(address_.empty());
+  const std::string bench = tmp_.Join("bench-hang.sh");
+  WriteFile(bench, "#!/bin/sh\nsleep 600\n");
+  RunShell("chmod +x " + ShellQuote(bench));
+  std::unique_ptr<Process> launcher = StartLauncher("--slurm-max-jobs 2");
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(60)))
+      << launcher->log();
+  CommandResult submitted = Kbisect(
+      absl::StrCat("submit v1.0 HEAD --repo ", ShellQuote(repo), " -- ", ShellQuote(bench)));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string jobs = ProbeJobs();
+        return std::count(jobs.begin(), jobs.end(), '\n') == 1 &&
+               jobs.find("PENDING") == std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << ProbeJobs() << launcher->log();
+
+  launcher->Signal(SIGTERM);
+  EXPECT_EQ(launcher->Wait(std::chrono::seconds(60)), 0) << launcher->log();
+  // Cancelled before the launcher exited: none queued or running, at most completing (Slurm's
+  // KillWait), and soon gone.
+  const std::string left = ProbeJobs();
+  EXPECT_EQ(left.find("PENDING"), std::string::npos) << left;
+  EXPECT_EQ(left.find("RUNNING"), std::string::npos) << left;
+  EXPECT_TRUE(WaitFor([&] { return ProbeJobs().empty(); }, std::chrono::seconds(30)))
+      << ProbeJobs();
+  EXPECT_THAT(launcher->log(), HasSubstr("cancelled"));
+  EXPECT_THAT(launcher->log(), HasSubstr("SIGTERM: stopping"));
+  // The leases were handed back or their session closed, not left to lapse: each leased probe
+  // says the launcher stopped, and none is still running.
+  const std::string job_id = Trim(submitted.out.substr(0, submitted.out.find('\n')));
+  nlohmann::json status;
+  const bool settled = WaitFor(
+      [&] {
+        status = Json("status --json " + job_id);
+        int leased = 0;
+        for (const auto& probe : status["probes"]) {
+          if (probe.value("attempt", 0) == 0) continue;
+          ++leased;
+          const std::string message = probe.value("message", "");
+          if (probe.value("state", "") == "running" ||
+              (message.find("the worker was stopped") == std::string::npos &&
+               message.find("it closed its session") == std::string::npos)) {
+            return false;
+          }
+        }
+        return leased == 2;
+      },
+      std::chrono::seconds(20));
+  EXPECT_TRUE(settled) << status.dump();
 }
 
 }  // namespace
