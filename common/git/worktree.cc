@@ -115,6 +115,17 @@ absl::Status RemoveUntracked(git_repository* repo, const std::string& root) {
   return absl::OkStatus();
 }
 
+// True when `repo`'s HEAD is unborn and its working tree `root` holds nothing but `.git`: a
+// first checkout there writes every file the tree ends up with.
+bool EmptyUnbornWorktree(git_repository* repo, const std::string& root) {
+  if (git_repository_head_unborn(repo) != 1) return false;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() != ".git") return false;
+  }
+  return !ec;
+}
+
 }  // namespace
 
 void Worktree::RepositoryDeleter::operator()(git_repository* repo) const {
@@ -219,18 +230,25 @@ absl::Status Worktree::Checkout(std::string_view sha_view) {
   // libgit2's GIT_CHECKOUT_REMOVE_UNTRACKED would delete an untracked directory together with the
   // ignored files inside it, so untracked files are removed afterwards, one by one, like
   // `git clean -fd` does. That also judges ignores by the .gitignore files of the new commit.
+  // A first checkout into an empty directory (every worker's first probe) has no file to unlink
+  // and leaves nothing untracked: it skips both, and the status that finds the untracked files,
+  // which hashed every file it had just written (their times equal the index's).
+  const bool first = EmptyUnbornWorktree(repo_.get(), path_);
   git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
   options.checkout_strategy = GIT_CHECKOUT_FORCE;
-  options.notify_flags = GIT_CHECKOUT_NOTIFY_UPDATED;
-  options.notify_cb = UnlinkBeforeUpdate;
   std::string root = path_;  // The callback's payload is not const.
-  options.notify_payload = &root;
+  if (!first) {
+    options.notify_flags = GIT_CHECKOUT_NOTIFY_UPDATED;
+    options.notify_cb = UnlinkBeforeUpdate;
+    options.notify_payload = &root;
+  }
   rc = git_checkout_tree(repo_.get(), commit.get(), &options);
   if (rc != 0) {
     return Git2Error(rc, absl::StrCat("cannot check out ", sha, " in '", path_, "'"));
   }
   rc = git_repository_set_head_detached(repo_.get(), git_object_id(commit.get()));
   if (rc != 0) return Git2Error(rc, absl::StrCat("cannot move HEAD of '", path_, "'"));
+  if (first) return absl::OkStatus();
   return RemoveUntracked(repo_.get(), path_);
 }
 
