@@ -258,8 +258,12 @@ v1::TaskResult SlurmProbeExecutor::Run(const v1::Task& task, const Cancellation*
       RunSlurmProbeJob(options_, slot_, &task, *nodes_, runner_, cancel);
   if (!job.ok()) return InfraError(std::string(job.status().message()), "");
   if (job->sbatch.cancelled) {
-    log_->Info(absl::StrCat("slot ", slot_, ": task ", task.task_id(), " stopped; Slurm job ",
-                            job->name, " cancelled"));
+    // sbatch printed the job's id when it submitted it, unless it was stopped before that.
+    const std::string submitted = SubmittedJobId(job->sbatch.output);
+    log_->Info(
+        absl::StrCat("slot ", slot_, ": task ", task.task_id(), " stopped; Slurm job ",
+                     submitted.empty() ? job->name : absl::StrCat(submitted, " (", job->name, ")"),
+                     " cancelled"));
     v1::TaskResult cancelled;
     cancelled.set_outcome(v1::TASK_OUTCOME_CANCELLED);
     return cancelled;
