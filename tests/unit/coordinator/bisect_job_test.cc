@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/event_words.h"
 #include "tests/unit/coordinator/bisect_job_testing.h"
 
 namespace kbisect {
@@ -523,6 +524,11 @@ TEST(BisectJobTest, ASmallStepAmongSeveralIsFlagged) {
   ASSERT_EQ(job.status().culprits_size(), 1);
   EXPECT_NEAR(job.status().culprits(0).share_of_total(), 0.45, 1e-9);
   EXPECT_THAT(job.status().warnings(), ::testing::Contains(HasSubstr("several steps")));
+  // Each warning is in the status as its fact and as that fact's words, in the same order.
+  ASSERT_EQ(job.status().warnings_size(), job.status().warning_facts_size());
+  for (int i = 0; i < job.status().warnings_size(); ++i) {
+    EXPECT_EQ(job.status().warnings(i), WarningWords(job.status().warning_facts(i)));
+  }
 }
 
 TEST(BisectJobTest, NoisyButRealBaselinesAreReMeasuredBeforeJudging) {
