@@ -42,9 +42,9 @@
 #include "worker/clock_lock.h"
 #include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
-#include "worker/until_job.h"
 #include "worker/probe_job.h"
 #include "worker/slurm_launcher.h"
+#include "worker/until_job.h"
 #include "worker/worker_slot.h"
 
 namespace kbisect {

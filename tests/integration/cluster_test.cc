@@ -200,9 +200,9 @@ TEST_F(ClusterTest, SubmitLockClocksRunsOnlyOnTheLockedWorkers) {
   EXPECT_THAT(refused.err, HasSubstr("kbisect-worker --lock-clocks 1500"));
 
   const std::string json = tmp_.Join("locked.json");
-  CommandResult submitted = Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo,
-                                                 " --lock-clocks max --wait -q --json ", json,
-                                                 " -- ./bench.sh"));
+  CommandResult submitted =
+      Kbisect(absl::StrCat("submit v1.0 HEAD --repo ", repo, " --lock-clocks max --wait -q --json ",
+                           json, " -- ./bench.sh"));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const nlohmann::json result = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(result["spec"]["hardware_class"], locked_class);
@@ -590,9 +590,8 @@ TEST_F(ClusterTest, SubmitVerifiesTheRevertAndTriesAChange) {
   ASSERT_TRUE(WaitFor([&] { return LiveWorkers() == 2; }, std::chrono::seconds(15)));
 
   const std::string bisect = tmp_.Join("bisect.json");
-  CommandResult verified = Kbisect(absl::StrCat("submit v1.0 --repo ", repo,
-                                                " --verify-revert --wait --json ", bisect,
-                                                " -- ./bench.sh"));
+  CommandResult verified = Kbisect(absl::StrCat(
+      "submit v1.0 --repo ", repo, " --verify-revert --wait --json ", bisect, " -- ./bench.sh"));
   ASSERT_EQ(verified.exit_code, 0) << verified.out << verified.err << coordinator->log();
   nlohmann::json result = nlohmann::json::parse(ReadFile(bisect));
   EXPECT_EQ(result["culprit"]["sha"], culprit);
@@ -608,7 +607,8 @@ TEST_F(ClusterTest, SubmitVerifiesTheRevertAndTriesAChange) {
   result = nlohmann::json::parse(ReadFile(tried));
   EXPECT_TRUE(result["confirmation"]["confirmed"].get<bool>());
   // The revert the check made is the same commit: the same change on the same base.
-  EXPECT_EQ(result["bad_sha"], nlohmann::json::parse(ReadFile(bisect))["revert_check"]["revert_sha"]);
+  EXPECT_EQ(result["bad_sha"],
+            nlohmann::json::parse(ReadFile(bisect))["revert_check"]["revert_sha"]);
   coordinator->Signal(SIGTERM);
   EXPECT_EQ(coordinator->Wait(std::chrono::seconds(15)), 0) << coordinator->log();
 }
