@@ -5,7 +5,11 @@
 // the clock (times are passed in), so the coordinator's behaviour can be tested step by step.
 // The Coordinator owns one per job and serialises calls to it.
 //
-// It is the facade over the job's pieces, each in its own file of coordinator/job/:
+// It owns the job's frame (job_frame.h: id, spec, range, marks, stage, outcome, the metric and
+// the recorded baselines), which every piece reads and only the job writes, and its tally (the
+// counters, warnings and drift events); status() projects them and each piece's own state into
+// the wire status (job_status_projection.cc, its one writer). It is the facade over the job's
+// pieces, each in its own file of coordinator/job/:
 //   job_spec (common/spec)  the defaults and the checks of the spec;
 //   probe_book              tasks, the ready queue and the probe table;
 //   dispatch                PlanDispatch, the pure scheduler (who gets what now);
