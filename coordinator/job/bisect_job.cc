@@ -57,7 +57,6 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
   const int n = static_cast<int>(commits_.size()) - 1;
   frame_.job_id = std::move(job_id);
   frame_.spec = std::move(spec);
-  frame_.pass_fail = pass_fail_;
   frame_.create_time = now;
   frame_.good_sha = commits_.front().sha();
   frame_.bad_sha = commits_.back().sha();

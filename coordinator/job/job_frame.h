@@ -28,7 +28,6 @@ struct RecordedBaselines {
 struct JobFrame {
   std::string job_id;
   v1::JobSpec spec;        // With its defaults filled in (NormalizeSpec).
-  bool pass_fail = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time create_time;
   std::string good_sha;
   std::string bad_sha;

@@ -9,9 +9,6 @@
 // --cache-dir` of that host shows; a remote that does not answer costs each worker a warning
 // and each host counted remote errors, never a build or the culprit. Skipped when ccache or
 // redis-server is not installed (scripts/install-deps.sh installs both).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,19 +53,6 @@ using ::testing::Not;
 constexpr int kCommits = 12;
 constexpr int kModules = 24;
 constexpr int kModulesNoCommitEdits = kModules - kCommits;
-
-// A free loopback port: bound, then closed.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // What `kbisect cache stats --cache-dir` says of a host's compiler cache.
 struct CompilerCacheLines {
@@ -195,7 +179,7 @@ class SharedCompilerCacheTest : public ::kbisect::testing::ClusterFixture {
 // build is a fresh one in its own cache directory, yet every module A compiled as B needs it is
 // a remote hit: at least the 12 modules no commit edits.
 TEST_F(SharedCompilerCacheTest, TheSecondHostGetsRemoteHitsForWhatTheFirstCompiled) {
-  const int port = FreePort();
+  const int port = testing::FreeLoopbackPort();
   std::unique_ptr<Process> redis = StartRedis(port);
   const std::string remote = absl::StrCat("redis://127.0.0.1:", port);
   std::unique_ptr<Process> coordinator = StartCoordinator();
@@ -241,7 +225,7 @@ TEST_F(SharedCompilerCacheTest, TheSecondHostGetsRemoteHitsForWhatTheFirstCompil
 // host's local store (the failed remote reads counted as remote errors), and the bisect ends as
 // it would without a remote.
 TEST_F(SharedCompilerCacheTest, ARemoteThatIsDownCostsAWarningOnly) {
-  const std::string remote = absl::StrCat("redis://127.0.0.1:", FreePort());
+  const std::string remote = absl::StrCat("redis://127.0.0.1:", testing::FreeLoopbackPort());
   std::unique_ptr<Process> coordinator = StartCoordinator();
   std::unique_ptr<Process> host_a = StartHost("host-a", remote);
   std::unique_ptr<Process> host_b = StartHost("host-b", remote);

@@ -12,9 +12,7 @@
 // The per-probe mode (`kbisect-worker --slurm-per-probe`) runs on the same cluster: a launcher
 // whose probes each run as an `sbatch --wait --gres=gpu:1` job bisects to the planted culprit
 // through a probe job scancelled under it, and SIGTERM leaves nothing of it in Slurm's queue.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,22 +48,6 @@ using ::kbisect::testing::WriteFile;
 using ::testing::HasSubstr;
 
 constexpr int kGpus = 4;
-
-// A free loopback TCP port (bound once, then released for the daemon).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
@@ -141,8 +123,8 @@ class SlurmTest : public ::kbisect::testing::ClusterFixture {
     conf_ = dir_ + "/slurm.conf";
     WriteFile(conf_,
               absl::StrCat(
-                  "ClusterName=kbisect\nSlurmctldHost=", host, "(127.0.0.1)\n",
-                  "SlurmctldPort=", FreePort(), "\nSlurmdPort=", FreePort(), "\n",
+                  "ClusterName=kbisect\nSlurmctldHost=", host, "(127.0.0.1)\n", "SlurmctldPort=",
+                  testing::FreeLoopbackPort(), "\nSlurmdPort=", testing::FreeLoopbackPort(), "\n",
                   "AuthType=auth/munge\nCredType=cred/munge\n", "AuthInfo=socket=", munge,
                   "/munge.socket\n", "StateSaveLocation=", dir_, "/state\nSlurmdSpoolDir=", dir_,
                   "/spool\n", "SlurmctldPidFile=", dir_, "/slurmctld.pid\n", "SlurmdPidFile=", dir_,

@@ -1,7 +1,10 @@
 // Copyright 2026 The kbisect Authors.
 #include "tests/testing/process.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +28,22 @@ std::string Env(const char* name) {
 std::string Bin(const std::string& name) { return Env("KBISECT_BIN_DIR") + "/" + name; }
 
 std::string Trim(const std::string& s) { return std::string(absl::StripAsciiWhitespace(s)); }
+
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 bool ProcessRunning(pid_t pid) {
   std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));

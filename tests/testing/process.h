@@ -45,6 +45,10 @@ bool ProcessRunning(pid_t pid);
 // Polls `done` every 50 ms until it holds or `timeout` passes; returns its last value.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
+// A free loopback TCP port for a daemon a test starts: bound once, then released (0 when none
+// could be bound).
+int FreeLoopbackPort();
+
 // A background process started with /bin/sh, its stdout and stderr appended to a log file.
 // Killed (SIGKILL) when destroyed if it is still running.
 class Process {

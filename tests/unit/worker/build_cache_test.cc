@@ -5,10 +5,7 @@
 // one build at once.
 #include "worker/build_cache.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -522,29 +519,16 @@ TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {
   EXPECT_FALSE(CompilerCache::Stats(tmp_.Join("cache-off"), runner_.get()).ok());
 }
 
-// A free loopback port: bound, then closed.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 TEST_F(BuildCacheTest, TwoHostsShareCompilesThroughARemoteRedisAndAnUnreachableOneCostsNoBuild) {
   if (!CompilerCache::Find(tmp_.Join("probe"), {}).has_value() ||
       RunShell("command -v redis-server").exit_code != 0) {
     GTEST_SKIP() << "ccache or redis-server is not installed (scripts/install-deps.sh)";
   }
   // A real redis, as deploy/ starts next to the coordinator.
-  const int port = FreePort();
-  testing::Process redis(absl::StrCat("redis-server --port ", port,
-                                      " --bind 127.0.0.1 --save '' --appendonly no"),
-                         tmp_.Join("redis.log"));
+  const int port = testing::FreeLoopbackPort();
+  testing::Process redis(
+      absl::StrCat("redis-server --port ", port, " --bind 127.0.0.1 --save '' --appendonly no"),
+      tmp_.Join("redis.log"));
   CompilerCacheRemote remote{absl::StrCat("redis://127.0.0.1:", port), false};
   ASSERT_TRUE(testing::WaitFor(
       [&] { return ReachCompilerCacheRemote(remote, absl::Milliseconds(200)).ok(); },
@@ -552,7 +536,8 @@ TEST_F(BuildCacheTest, TwoHostsShareCompilesThroughARemoteRedisAndAnUnreachableO
       << redis.log();
   GitFixture project(tmp_.Join("c-project"));
   project.Init();
-  const std::string one = project.Commit("one", {{"lib.c", "int scaled(int x) { return 2 * x; }\n"}});
+  const std::string one =
+      project.Commit("one", {{"lib.c", "int scaled(int x) { return 2 * x; }\n"}});
   const std::string compile = "cc -MD -c lib.c -o lib.o";
   // Two hosts: two cache directories, each with its own local store, one remote.
   auto build_on = [&](const std::string& host, const CompilerCacheRemote& shared) {
@@ -577,7 +562,8 @@ TEST_F(BuildCacheTest, TwoHostsShareCompilesThroughARemoteRedisAndAnUnreachableO
   // A read-only host reads, never writes: a compile it makes is not there for the next.
   GitFixture other(tmp_.Join("other-project"));
   other.Init();
-  const std::string two = other.Commit("two", {{"lib.c", "int tripled(int x) { return 3 * x; }\n"}});
+  const std::string two =
+      other.Commit("two", {{"lib.c", "int tripled(int x) { return 3 * x; }\n"}});
   auto build_other = [&](const std::string& host, const CompilerCacheRemote& shared) {
     BuildCacheOptions options;
     options.compiler_cache_remote = shared;
