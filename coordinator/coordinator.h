@@ -82,6 +82,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
+#include "coordinator/built_commits.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/worker_entry.h"
 #include "coordinator/worker_mailbox.h"
@@ -262,6 +263,10 @@ class Coordinator {
   const WorkerRegistry& workers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return sessions_.registry(mu_);
   }
+  // Adds to `take`, a TakeTasks of `job`, the commits of the job's open interval already built
+  // where each worker asked reads builds (built_commits_).
+  void AddBuiltCommitsLocked(const BisectJob& job, JournalEntry* take)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a worker's calls do to the jobs, for WorkerSessions: this coordinator's methods, each
   // called with mu_ held.
   WorkerSessions::JobSide SessionJobSide();
@@ -355,6 +360,9 @@ class Coordinator {
   IdMinter ids_ ABSL_GUARDED_BY(mu_);
   JobTable jobs_ ABSL_GUARDED_BY(mu_);
   LeaseTable leases_ ABSL_GUARDED_BY(mu_);
+  // The commits built on the workers' hosts and in their build stores (built_commits.h), learned
+  // from every finished task: the jobs prefer probe points already built.
+  BuiltCommits built_commits_ ABSL_GUARDED_BY(mu_);
   // Mutating RPCs' replies since this process started (for the before_reply crash point).
   MutatingReplies replies_;
   // The workers, their sessions and mailboxes, and the worker RPCs; its state is under mu_ but

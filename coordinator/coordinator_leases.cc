@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,7 @@ void Coordinator::DispatchLocked() {
       const BuildPool& pool = workers().entries().at(worker).build_pool;
       if (!pool.name.empty()) take.pools[worker] = BuildPool{pool.name, pool_slots[pool.name]};
     }
+    AddBuiltCommitsLocked(*entry.job, &take);
     std::vector<BisectJob::Assignment> tasks =
         ApplyLocked(job_id, entry, std::move(take)).assignments;
     std::vector<std::string> taken;
@@ -174,11 +176,29 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
   CancelTasksLocked(lease.job_id, result.cancel, "outside the open interval");
 }
 
+void Coordinator::AddBuiltCommitsLocked(const BisectJob& job, JournalEntry* take) {
+  const std::string signature = BuildSignature(job.status().spec());
+  if (signature.empty() || built_commits_.size(signature) == 0) return;
+  for (const std::string& worker : take->workers) {
+    const WorkerEntry& entry = workers().entries().at(worker);
+    const std::set<std::string> shas = built_commits_.BuiltIn(
+        signature, BuildPlaces(entry.build_pool.name, entry.build_store,
+                               entry.identity.hardware_class()));
+    std::vector<int> indices = job.IndicesInsideInterval(shas);
+    if (!indices.empty()) take->built[worker] = std::move(indices);
+  }
+}
+
 std::optional<WorkerSessions::CacheWrite> Coordinator::LeaseCompletedLocked(
     LeaseEntry& lease, const v1::TaskResult& result) {
   EndLeaseLocked(lease, LeaseTable::State::kCompleted);
   JobEntry* job = jobs_.Find(lease.job_id);
   if (job == nullptr) return std::nullopt;
+  if (const v1::Task* task = job->job->TaskOf(lease.task_id); task != nullptr) {
+    const WorkerEntry* worker = workers().Find(lease.worker_id);
+    built_commits_.RecordResult(*task, result,
+                                worker == nullptr ? "" : worker->identity.hardware_class());
+  }
   JournalEntry call;
   call.kind = JournalEntry::Kind::kTaskFinished;
   call.time = clock_->Now();

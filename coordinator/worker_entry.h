@@ -29,6 +29,9 @@ struct WorkerEntry {
   // The host's build slots its builds take, as it announced them when it connected
   // (OpenSessionRequest.build_pool): unnamed without a build cache.
   BuildPool build_pool;
+  // The shared build store it publishes builds to and fetches them from, as it named it when it
+  // connected (OpenSessionRequest.build_store): empty without one.
+  std::string build_store;
   v1::WorkerState state = v1::WORKER_STATE_IDLE;
   bool ready = false;
   bool draining = false;

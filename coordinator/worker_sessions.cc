@@ -128,6 +128,7 @@ absl::StatusOr<v1::OpenSessionResponse> WorkerSessions::OpenSession(
   }
   worker->identity = request.identity();
   worker->build_pool = BuildPool{request.build_pool(), request.build_pool_slots()};
+  worker->build_store = request.build_store();
   worker->awaiting_reconnect = false;
   if (journal_->enabled()) {
     journal_->pending(*mu_).workers.push_back(

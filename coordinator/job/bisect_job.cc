@@ -133,6 +133,8 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
   // part too).
   for (const std::string& name : idle) {
     input.workers[name].anchors = reuse_.Anchors(name);
+    auto built = built_by_worker_.find(name);
+    if (built != built_by_worker_.end()) input.workers[name].built = built->second;
     if (calibration_.workers().count(name) == 0) taking_part.push_back(name);
   }
   for (const std::string& id : book_.queue()) {
@@ -196,11 +198,20 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
 
 std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
     const std::vector<std::string>& workers, absl::Time now,
-    const std::map<std::string, BuildPool>& pools) {
+    const std::map<std::string, BuildPool>& pools,
+    const std::map<std::string, std::vector<int>>& built) {
   Changed();
   std::vector<Assignment> out;
   if (finished()) return out;
   for (const auto& [worker, pool] : pools) announced_pools_[worker] = pool;
+  for (const std::string& worker : workers) {
+    auto commits = built.find(worker);
+    if (commits == built.end()) {
+      built_by_worker_.erase(worker);
+    } else {
+      built_by_worker_[worker] = commits->second;
+    }
+  }
   ApplyCachedResults(now);
   if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
@@ -325,7 +336,7 @@ BisectJob::Applied BisectJob::Apply(const JournalEntry& entry) {
   Applied out;
   switch (entry.kind) {
     case JournalEntry::Kind::kTakeTasks:
-      out.assignments = TakeTasks(entry.workers, entry.time, entry.pools);
+      out.assignments = TakeTasks(entry.workers, entry.time, entry.pools, entry.built);
       break;
     case JournalEntry::Kind::kTaskStarted:
       OnTaskStarted(entry.task_id, entry.worker, entry.attempt, entry.time);
@@ -582,6 +593,21 @@ bool BisectJob::finished() const { return frame_.finished(); }
 std::vector<v1::JobEvent> BisectJob::TakeEvents() { return events_.Take(); }
 
 std::vector<std::string> BisectJob::ActiveTaskIds() const { return book_.ActiveTaskIds(); }
+
+const v1::Task* BisectJob::TaskOf(const std::string& task_id) const {
+  const TaskEntry* entry = book_.Find(task_id);
+  return entry == nullptr ? nullptr : &entry->task;
+}
+
+std::vector<int> BisectJob::IndicesInsideInterval(const std::set<std::string>& shas) const {
+  std::vector<int> indices;
+  if (finished() || shas.empty()) return indices;
+  const BisectSearch& search = ledger_.search();
+  for (int index = search.last_good() + 1; index < search.first_bad(); ++index) {
+    if (shas.count(commits_[index].sha()) > 0) indices.push_back(index);
+  }
+  return indices;
+}
 
 std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   std::vector<v1::Task> tasks;

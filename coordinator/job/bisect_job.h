@@ -127,9 +127,21 @@ class BisectJob {
   // cached commit when one is close). Cached results that became usable join the search first.
   // Quarantined workers get nothing. Respects the spec's max_workers, and the builds the hosts
   // can run (build_capacity.h), judged from the results and, before those, from the build pools
-  // the workers announced (`pools`, remembered). Returns none once finished.
+  // the workers announced (`pools`, remembered). A point goes to a worker that can read a build
+  // of a commit close to it (`built`: commit indices by worker, replacing what earlier calls said
+  // of the workers asked), moved onto that commit, when it splits about as well
+  // (AssignBuiltProbes in dispatch.h). Returns none once finished.
   std::vector<Assignment> TakeTasks(const std::vector<std::string>& workers, absl::Time now,
-                                    const std::map<std::string, BuildPool>& pools = {});
+                                    const std::map<std::string, BuildPool>& pools = {},
+                                    const std::map<std::string, std::vector<int>>& built = {});
+
+  // The task `task_id` as it was made, or null for a task the job does not know.
+  const v1::Task* TaskOf(const std::string& task_id) const;
+
+  // The indices of the commits among `shas` strictly inside the open interval, ascending: what
+  // TakeTasks's `built` needs of the commits built where a worker reads builds. Empty once
+  // finished.
+  std::vector<int> IndicesInsideInterval(const std::set<std::string>& shas) const;
 
   // What Apply returned: tasks handed out (kTakeTasks) and tasks to cancel.
   struct Applied {
@@ -311,6 +323,8 @@ class BisectJob {
   SuiteLedger suite_{&frame_, &book_.rows(), &commits_};
   // The build pools the workers announced (TakeTasks), for the build capacity.
   std::map<std::string, BuildPool> announced_pools_;
+  // The commits built where each worker reads builds, as the latest TakeTasks that asked it said.
+  std::map<std::string, std::vector<int>> built_by_worker_;
   bool pass_fail_ = false;  // --exit-code: verdicts from exit codes, no metric.
   absl::Time start_time_;
   JobEventLog events_;

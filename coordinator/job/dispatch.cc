@@ -57,6 +57,11 @@ bool WaitKeepsRoundBound(const std::vector<RunningTask>& running, std::optional<
   return latest + BisectSearch::EstimateRounds(search.LargestPieceWith({}), workers) <= bound;
 }
 
+int BuiltSnapDistance(int interval, int points) {
+  if (interval <= 0 || points <= 0) return 0;
+  return static_cast<int>(kBuiltSnapFraction * interval / (points + 1));
+}
+
 bool PointsKeepRoundBound(const BisectSearch& search, const std::vector<int>& points,
                           int commit_count, int workers, int round) {
   const int bound = BisectSearch::EstimateRounds(commit_count, workers);
@@ -438,6 +443,52 @@ void AssignAnchoredProbes(const DispatchInput& input, const std::vector<int>& po
   }
 }
 
+// Hands each point not yet placed that a commit already built where a probing worker reads builds
+// is close to (BuiltSnapDistance) to that worker, moved onto the closest such commit, while the
+// points moved so far still keep the round bound: the probe then fetches or reuses the build
+// instead of making it.
+void AssignBuiltProbes(const DispatchInput& input, std::vector<int> points,
+                       const std::vector<std::string>& probing, PlanState* state,
+                       Placement* placement, DispatchPlan* plan) {
+  const BisectSearch& search = *input.search;
+  const int snap = BuiltSnapDistance(search.first_bad() - search.last_good(),
+                                     static_cast<int>(points.size()));
+  if (snap <= 0) return;
+  std::set<int> taken(points.begin(), points.end());
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (placement->point_placed[i]) continue;
+    int best_worker = -1;
+    int best_commit = -1;
+    for (size_t w = 0; w < probing.size(); ++w) {
+      if (placement->worker_busy[w]) continue;
+      for (int commit : state->Worker(probing[w]).built) {
+        if (commit <= search.last_good() || commit >= search.first_bad() ||
+            (taken.count(commit) > 0 && commit != points[i]) ||
+            std::abs(commit - points[i]) > snap) {
+          continue;
+        }
+        if (best_commit < 0 || std::abs(commit - points[i]) < std::abs(best_commit - points[i])) {
+          best_commit = commit;
+          best_worker = static_cast<int>(w);
+        }
+      }
+    }
+    if (best_worker < 0) continue;
+    std::vector<int> moved = points;
+    moved[i] = best_commit;
+    if (!PointsKeepRoundBound(search, moved, input.commit_count, state->Slots(), input.round)) {
+      continue;
+    }
+    taken.erase(points[i]);
+    taken.insert(best_commit);
+    points = std::move(moved);
+    placement->point_placed[i] = true;
+    placement->worker_busy[best_worker] = true;
+    plan->assignments.push_back(
+        {DispatchAssignment::Kind::kProbe, probing[best_worker], "", best_commit});
+  }
+}
+
 // Hands the points not yet placed to the probing workers not yet busy, each to the one whose
 // checkout is nearest (PairNearest): a checkout costs about one file write per commit between
 // the two.
@@ -481,6 +532,7 @@ DispatchPlan PlanDispatch(const DispatchInput& input, absl::Time now) {
   Placement placement{std::vector<bool>(points->size(), false),
                       std::vector<bool>(probing.size(), false)};
   AssignAnchoredProbes(input, *points, probing, &state, &placement, &plan);
+  AssignBuiltProbes(input, *points, probing, &state, &placement, &plan);
   AssignNearestProbes(input, *points, probing, placement, &state, &plan);
   return plan;
 }

@@ -23,7 +23,7 @@ namespace kbisect {
 // the kind; the others stay empty.
 struct JournalEntry {
   enum class Kind {
-    kTakeTasks = 1,     // TakeTasks(workers, time, pools)
+    kTakeTasks = 1,     // TakeTasks(workers, time, pools, built)
     kTaskStarted = 2,   // OnTaskStarted(task_id, worker, attempt, time)
     kTaskFinished = 3,  // OnTaskFinished(task_id, result, time)
     kTaskLost = 4,      // OnTaskLost(task_id, reason, time)
@@ -39,6 +39,9 @@ struct JournalEntry {
   std::vector<std::string> workers;
   // The build pools the workers of a TakeTasks announced (those that announced one).
   std::map<std::string, BuildPool> pools;
+  // The commits of the job's open interval (indices) already built where each worker of a
+  // TakeTasks reads builds (coordinator/built_commits.h; those with none are absent).
+  std::map<std::string, std::vector<int>> built;
   std::string task_id;
   std::string worker;
   int attempt = 0;
@@ -51,8 +54,9 @@ struct JournalEntry {
   static bool KindFromName(const std::string& name, Kind* kind);
 
   // The kind-specific arguments as the journal keeps them: the workers of a TakeTasks as
-  // length-prefixed chunks (one that announced a build pool as "<worker>\0<pool>\0<slots>":
-  // names hold no NUL, and entries written before pools were announced read back as they were),
+  // length-prefixed chunks (one that announced a build pool as "<worker>\0<pool>\0<slots>",
+  // and one with built commits as "<worker>\0<pool or nothing>\0<slots>\0<i>,<j>,...": names
+  // hold no NUL, and entries written before pools or built commits read back as they were),
   // the serialized result of a TaskFinished, nothing for the other kinds (their arguments have
   // columns of their own). DecodePayload reads that form for this entry's `kind` into it, and
   // returns false when it does not parse.

@@ -5,13 +5,16 @@
 #include "coordinator/coordinator.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/job/build_ahead.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
@@ -593,6 +596,118 @@ TEST_F(CoordinatorTest, WorkersOfOneSmallHostGetTheFirstWaveItCanBuildUntilItBui
   int more = 0;
   for (size_t i = 2; i < sessions.size(); ++i) more += Sync(sessions[i], true).assignments_size();
   EXPECT_EQ(more, 2) << "the two idle workers probe";
+}
+
+// A worker of a host with a build cache and, optionally, a shared build store.
+struct BuildingWorker {
+  std::string name;
+  std::string pool;
+  std::string store;
+  std::string session;
+};
+
+// Runs job `job_id` to its end on `workers`, each result saying it was built in the worker's
+// pool (and store); returns the commit indices of its bisect probes, in hand-out order.
+std::vector<int> RunBuildingJob(Coordinator& coordinator, const std::string& job_id,
+                                std::vector<BuildingWorker>& workers) {
+  std::vector<int> probed;
+  for (int guard = 0; guard < 300; ++guard) {
+    absl::StatusOr<v1::JobStatus> job = coordinator.GetJob(job_id);
+    if (!job.ok() || job->state() == v1::JOB_STATE_DONE) break;
+    for (BuildingWorker& worker : workers) {
+      v1::SynchronizeRequest sync;
+      sync.set_session_id(worker.session);
+      sync.set_ready_for_work(true);
+      absl::StatusOr<v1::SynchronizeResponse> response = coordinator.Synchronize(sync);
+      if (!response.ok()) continue;
+      for (const v1::Lease& lease : response->assignments()) {
+        if (lease.task().kind() == v1::PROBE_KIND_BISECT) {
+          probed.push_back(lease.task().commit_index());
+        }
+        v1::CompleteLeaseRequest complete;
+        complete.set_session_id(worker.session);
+        complete.set_lease_id(lease.lease_id());
+        complete.set_attempt(lease.attempt());
+        *complete.mutable_result() = Measure(lease.task(), 41);
+        complete.mutable_result()->mutable_timings()->set_build_pool(worker.pool);
+        complete.mutable_result()->mutable_timings()->set_build_pool_slots(4);
+        complete.mutable_result()->mutable_timings()->set_build_store(worker.store);
+        (void)coordinator.CompleteLease(complete);
+      }
+    }
+  }
+  return probed;
+}
+
+TEST_F(CoordinatorTest, ASecondJobProbesCommitsAlreadyBuiltInAStoreItsWorkersRead) {
+  v1::JobSpec spec = Spec();
+  spec.set_build_command("make -j4");
+  auto open = [&](BuildingWorker* worker) {
+    v1::OpenSessionRequest request;
+    request.set_worker_name(worker->name);
+    request.mutable_identity()->set_hardware_class("hc-1");
+    request.set_build_pool(worker->pool);
+    request.set_build_pool_slots(4);
+    request.set_build_store(worker->store);
+    absl::StatusOr<v1::OpenSessionResponse> opened = coordinator_.OpenSession(request);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    worker->session = opened->session_id();
+  };
+  auto submit = [&](const std::string& bench) {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    request.mutable_spec()->set_bench_command(0, bench);
+    absl::StatusOr<v1::SubmitJobResponse> submitted = coordinator_.SubmitJob(request);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    return submitted.ok() ? submitted->job_id() : "";
+  };
+  // Host A, one worker, builds the first job's binary search and publishes to the store.
+  std::vector<BuildingWorker> host_a = {{"a0", "host-a:/cache", "/shared/store", ""}};
+  open(&host_a[0]);
+  const std::vector<int> first = RunBuildingJob(coordinator_, submit("./bench.sh"), host_a);
+  ASSERT_FALSE(first.empty());
+  std::set<int> built(first.begin(), first.end());
+  // A host leaves once its job is done: the next job's tasks go to the next host.
+  auto leave = [&](const std::vector<BuildingWorker>& host) {
+    for (const BuildingWorker& worker : host) {
+      v1::CloseSessionRequest close;
+      close.set_session_id(worker.session);
+      ASSERT_TRUE(coordinator_.CloseSession(close).ok());
+    }
+  };
+  leave(host_a);
+  // Host C reads no store: its job, another benchmark of the same build, splits in fifths.
+  std::vector<BuildingWorker> host_c;
+  for (int i = 0; i < 4; ++i) host_c.push_back({absl::StrCat("c", i), "host-c:/cache", "", ""});
+  for (BuildingWorker& worker : host_c) open(&worker);
+  const std::vector<int> apart = RunBuildingJob(coordinator_, submit("./other.sh"), host_c);
+  leave(host_c);
+  // Host B reads the store: the same job moves its points onto commits host A built, when they
+  // split about as well.
+  std::vector<BuildingWorker> host_b;
+  for (int i = 0; i < 4; ++i) {
+    host_b.push_back({absl::StrCat("b", i), "host-b:/cache", "/shared/store", ""});
+  }
+  for (BuildingWorker& worker : host_b) open(&worker);
+  const std::vector<int> shared = RunBuildingJob(coordinator_, submit("./third.sh"), host_b);
+  auto count_built = [&](const std::vector<int>& probed) {
+    return std::count_if(probed.begin(), probed.end(),
+                         [&](int index) { return built.count(index) > 0; });
+  };
+  ASSERT_FALSE(apart.empty());
+  ASSERT_FALSE(shared.empty());
+  EXPECT_GT(count_built(shared), count_built(apart))
+      << "host A built " << absl::StrJoin(built, ",") << "; host C probed "
+      << absl::StrJoin(apart, ",") << "; host B probed " << absl::StrJoin(shared, ",");
+  // Every job found the culprit.
+  const v1::ListJobsResponse jobs = coordinator_.ListJobs({});
+  ASSERT_EQ(jobs.jobs_size(), 3);
+  for (const auto& listed : jobs.jobs()) {
+    absl::StatusOr<v1::JobStatus> job = coordinator_.GetJob(listed.job_id());
+    ASSERT_TRUE(job.ok());
+    EXPECT_EQ(job->culprit().index(), 41)
+        << listed.job_id() << " " << v1::JobState_Name(job->state()) << " " << job->error();
+  }
 }
 
 TEST_F(CoordinatorTest, NoBuildCommandMeansNoBuildAhead) {

@@ -64,6 +64,18 @@ TEST(JournalEntryTest, TheRecordEncodesItsOwnArguments) {
   ASSERT_EQ(take_read.pools.count("node-b/gpu1"), 1u);
   EXPECT_EQ(take_read.pools["node-b/gpu1"].slots, 3);
   EXPECT_EQ(take_read.pools.count("node-a/gpu0"), 0u);
+  EXPECT_TRUE(take_read.built.empty());
+  // Built commits, with or without a pool, read back; an entry without them as before.
+  take.built["node-a/gpu0"] = {3, 17};
+  take.built["node-b/gpu1"] = {5};
+  JournalEntry built_read;
+  built_read.kind = take.kind;
+  ASSERT_TRUE(built_read.DecodePayload(take.EncodePayload()));
+  EXPECT_EQ(built_read.workers, take.workers);
+  EXPECT_EQ(built_read.built, take.built);
+  EXPECT_EQ(built_read.pools.count("node-a/gpu0"), 0u) << "no pool is read from no pool";
+  ASSERT_EQ(built_read.pools.count("node-b/gpu1"), 1u);
+  EXPECT_EQ(built_read.pools["node-b/gpu1"].name, "node-b:/cache");
 
   JournalEntry finished;
   finished.kind = JournalEntry::Kind::kTaskFinished;

@@ -2,6 +2,7 @@
 #include "coordinator/job/dispatch.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,63 @@ TEST(PlanDispatchTest, InAJobThatReusesResultsAWorkerWithoutAnyCalibratesInTheFi
   plan = PlanDispatch(f.input, kNow);
   ASSERT_EQ(plan.assignments.size(), 3u);
   for (const DispatchAssignment& a : plan.assignments) EXPECT_EQ(a.kind, Kind::kProbe) << a.worker;
+}
+
+TEST(PlanDispatchTest, APointCloseToABuiltCommitMovesOntoItForTheWorkerThatReadsIt) {
+  // Two calibrated workers split (0, 1000) in thirds: 333 and 666. w1 reads a build of 700
+  // (too far: a quarter of a piece is 83) and of 640 (close), w0 reads none.
+  Fixture f(1000);
+  f.input.idle = {"w0", "w1"};
+  f.input.workers["w0"] = Calibrated(0);
+  f.input.workers["w1"] = Calibrated(0);
+  f.input.workers["w1"].built = {640, 1000};
+  const std::vector<int> even = f.search.PlanProbes(2);
+  ASSERT_EQ(even.size(), 2u);
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  std::map<std::string, int> point_of;
+  for (const DispatchAssignment& a : plan.assignments) point_of[a.worker] = a.commit_index;
+  ASSERT_EQ(point_of.size(), 2u);
+  EXPECT_EQ(point_of["w1"], 640);
+  EXPECT_EQ(point_of["w0"], even[0]);
+  // A built commit further than BuiltSnapDistance stays unused.
+  f.input.workers["w1"].built = {750};
+  plan = PlanDispatch(f.input, kNow);
+  std::set<int> points;
+  for (const DispatchAssignment& a : plan.assignments) points.insert(a.commit_index);
+  EXPECT_THAT(points, ::testing::ElementsAre(even[0], even[1]));
+}
+
+TEST(PlanDispatchTest, ABuiltCommitThatWouldCostARoundIsNotTaken) {
+  // Eight commits, one worker: the round bound is 3 rounds (ceil(log2 8)), and round 1's point
+  // is 4. A build of 3 leaves a piece of 5 (2^2 < 5): one more round, so the point stays.
+  Fixture f(8);
+  f.input.idle = {"w0"};
+  f.input.workers["w0"] = Calibrated(0);
+  f.input.workers["w0"].built = {3};
+  EXPECT_EQ(BuiltSnapDistance(8, 1), 1);
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 4);
+  // Over 1000 commits (bound 10 rounds, 2^10 = 1024) a move that leaves pieces of 490 and 510
+  // costs none: it is taken. One to 480 would leave 520 (> 2^9): the point stays.
+  Fixture g(1000);
+  g.input.idle = {"w0"};
+  g.input.workers["w0"] = Calibrated(0);
+  g.input.workers["w0"].built = {490};
+  plan = PlanDispatch(g.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 490);
+  g.input.workers["w0"].built = {480};
+  plan = PlanDispatch(g.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 500);
+}
+
+TEST(BuiltSnapDistanceTest, AQuarterOfThePieceEachPointSplitsOff) {
+  EXPECT_EQ(BuiltSnapDistance(1000, 1), 125);
+  EXPECT_EQ(BuiltSnapDistance(1000, 7), 31);
+  EXPECT_EQ(BuiltSnapDistance(4, 1), 0);
+  EXPECT_EQ(BuiltSnapDistance(0, 3), 0);
 }
 
 TEST(PlanDispatchTest, MaxWorkersCapsTasksInFlight) {
