@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Two "hosts" bisecting one history with and without the compiler cache they share
-# (`kbisect-worker --compiler-cache-remote redis://...`, issue 52), as docs/benchmarks.md "Two
-# hosts sharing a compiler cache" quotes it.
+# Two "hosts" bisecting one history with and without what they share: the compiler cache
+# (`kbisect-worker --compiler-cache-remote redis://...`) or the build store (`--build-store DIR`),
+# issue 52, as docs/benchmarks.md "Two hosts sharing a compiler cache" and "Two hosts sharing a
+# build store" quote it.
 #
-#   bench/two_hosts_compiler_cache.sh --lz4 PATH [--commits N] [--pairs P]
-#   bench/two_hosts_compiler_cache.sh --c-repo [--commits N] [--pairs P]
+#   bench/two_hosts_compiler_cache.sh --lz4 PATH [--commits N] [--pairs P] [--variants A,B]
+#   bench/two_hosts_compiler_cache.sh --c-repo [--commits N] [--pairs P] [--variants A,B]
 #
 # --lz4 PATH: lz4's last N (default 873) first-parent commits (the repository `fetch
 # github:lz4/lz4` brings), `make -C lib -j2 -s` at every probe, the benchmark script of
@@ -15,13 +16,17 @@
 # Each run starts everything fresh (coordinator state, both hosts' cache directories, the redis)
 # and bisects with W=4: a kbisect-coordinator on loopback and four kbisect-workers, two per
 # "host" (host-a/slot0, host-a/slot1 sharing --cache-dir host-a; host-b likewise), through
-# `kbisect submit --wait --no-cache`. Variants, run in P interleaved pairs (A B, then B A, ...):
+# `kbisect submit --wait --no-cache`. Two variants (--variants, default local,shared), run in P
+# interleaved pairs (A B, then B A, ...):
 #   local   each host's own compiler cache only
 #   shared  the same, plus --compiler-cache-remote redis://127.0.0.1:PORT on every worker (a
 #           redis-server started for the run, nothing kept on disk)
+#   store   the same as local, plus --build-store DIR on every worker (a directory made for the
+#           run): a commit one host built is fetched by the other
 # Prints one line per run: wall, builds, the builds' CPU seconds (user + system of each build
 # command and its children, /usr/bin/time), the compiler cache's hits, misses and remote hits
-# (`kbisect cache stats --cache-dir` of both hosts, summed), the culprit, the time it started
+# (`kbisect cache stats --cache-dir` of both hosts, summed), the builds fetched from the store
+# (probes whose timings say build_fetched), the culprit, the time it started
 # and the ninja and ctest processes running beside it at its start and end (another build or
 # test run on the same cores: its figures are not an idle machine's); then the medians.
 # Needs build/bin/{kbisect,kbisect-coordinator,kbisect-worker}, ccache, redis-server and
@@ -31,15 +36,21 @@ lz4=""
 c_repo=0
 commits=""
 pairs=2
+variants=local,shared
 while [ $# -gt 0 ]; do
   case "$1" in
     --lz4) lz4="$2"; shift 2 ;;
     --c-repo) c_repo=1; shift ;;
     --commits) commits="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --variants) variants="$2"; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "two_hosts_compiler_cache: unknown option $1" >&2; exit 2 ;;
   esac
+done
+IFS=, read -r first_variant second_variant <<<"$variants"
+for v in "$first_variant" "$second_variant"; do
+  case "$v" in local|shared|store) ;; *) echo "two_hosts_compiler_cache: unknown variant '$v'" >&2; exit 2 ;; esac
 done
 if [ -z "$lz4" ] && [ "$c_repo" -eq 0 ]; then
   echo "two_hosts_compiler_cache: give --lz4 PATH or --c-repo" >&2
@@ -123,6 +134,9 @@ run() {
     pids+=($!)
     until grep -q "Ready to accept" "$run_dir/redis.log"; do sleep 0.1; done
     remote_flags=(--compiler-cache-remote "redis://127.0.0.1:$port")
+  elif [ "$variant" = store ]; then
+    mkdir -p "$run_dir/store"
+    remote_flags=(--build-store "$run_dir/store")
   fi
   "$bin/kbisect-coordinator" --listen 127.0.0.1:0 --state-dir "$run_dir/state" \
     --port-file "$run_dir/port" >"$run_dir/coordinator.log" 2>&1 &
@@ -161,28 +175,29 @@ r = json.load(open(run_dir + "/result.json"))
 builds = [l.split() for l in open(run_dir + "/build-cpu") if l.strip() and l[0].isdigit()]
 cpu = sum(float(u) + float(s) for _, u, s in builds)
 culprit = (r.get("culprit") or {}).get("sha", "")
-print("%-8s %8.2f s %3d builds %8.1f CPU s %5d hits %5d misses %5d remote (a %d, b %d)  %s"
-      "  at %s, others %s" % (
+fetched = sum(1 for p in r.get("probes", []) if (p.get("timings") or {}).get("build_fetched"))
+print("%-8s %8.2f s %3d builds %8.1f CPU s %5d hits %5d misses %5d remote (a %d, b %d) %3d fetched"
+      "  %s  at %s, others %s" % (
     name, float(end) - float(start), len(builds), cpu, hits, misses, a_remote + b_remote,
-    a_remote, b_remote, "culprit ok" if culprit == expected else "culprit WRONG " + culprit[:12],
-    clock, busy))
+    a_remote, b_remote, fetched,
+    "culprit ok" if culprit == expected else "culprit WRONG " + culprit[:12], clock, busy))
 PY
 }
 
 for i in $(seq 1 "$pairs"); do
   if [ $((i % 2)) -eq 1 ]; then
-    run "local-$i" local; run "shared-$i" shared
+    run "$first_variant-$i" "$first_variant"; run "$second_variant-$i" "$second_variant"
   else
-    run "shared-$i" shared; run "local-$i" local
+    run "$second_variant-$i" "$second_variant"; run "$first_variant-$i" "$first_variant"
   fi
 done | tee "$work/results.txt"
-python3 - "$work/results.txt" <<'PY'
+python3 - "$work/results.txt" "$first_variant" "$second_variant" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 def med(variant, col):
     return statistics.median(float(r[col]) for r in rows if r[0].startswith(variant + "-"))
-for v in ("local", "shared"):
-    print("median %-6s: wall %.2f s, %d builds, %.1f build CPU s, %d remote hits"
-          % (v, med(v, 1), med(v, 3), med(v, 5), med(v, 12)))
+for v in sys.argv[2:4]:
+    print("median %-6s: wall %.2f s, %d builds, %.1f build CPU s, %d remote hits, %d fetched"
+          % (v, med(v, 1), med(v, 3), med(v, 5), med(v, 12), med(v, 18)))
 PY
-echo "command: bench/two_hosts_compiler_cache.sh ${lz4:+--lz4 $lz4 }$([ "$c_repo" -eq 1 ] && echo '--c-repo ')--commits $commits --pairs $pairs"
+echo "command: bench/two_hosts_compiler_cache.sh ${lz4:+--lz4 $lz4 }$([ "$c_repo" -eq 1 ] && echo '--c-repo ')--commits $commits --pairs $pairs --variants $variants"
