@@ -29,12 +29,14 @@ std::string BuildKey::Text() const {
   return text;
 }
 
-std::string BuildKey::Digest() const {
+std::string BuildKey::Digest() const { return KeyDigest(Text()); }
+
+std::string KeyDigest(std::string_view text) {
   // FNV-1a, 128 bits: stable across builds and platforms, unlike std::hash.
   using uint128 = unsigned __int128;
   const uint128 prime = (static_cast<uint128>(1) << 88) + 0x13b;
   uint128 hash = (static_cast<uint128>(0x6c62272e07bb0142ull) << 64) | 0x62b821756295c58dull;
-  for (unsigned char c : Text()) {
+  for (unsigned char c : text) {
     hash ^= c;
     hash *= prime;
   }

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace kbisect {
 
@@ -33,6 +34,10 @@ struct BuildKey {
   // every build and on every host.
   std::string Digest() const;
 };
+
+// A file-name-safe digest of `text`: 32 lowercase hex digits (FNV-1a, 128 bits), the same in every
+// build and on every host.
+std::string KeyDigest(std::string_view text);
 
 }  // namespace kbisect
 

@@ -93,6 +93,28 @@ std::string Prepend(const std::string& first, const std::map<std::string, std::s
   return absl::StrCat(first, ":", it->second);
 }
 
+// Replaces `from` by `to` in the text files (up to 1 MiB, links excluded) under `dir`; false when
+// one cannot be rewritten.
+bool RewritePaths(const fs::path& dir, const std::string& from, const std::string& to) {
+  constexpr uintmax_t kLargestText = 1 << 20;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->is_symlink(ec) || it->file_size(ec) > kLargestText) {
+      continue;
+    }
+    std::ifstream in(it->path(), std::ios::binary);
+    std::stringstream contents;
+    contents << in.rdbuf();
+    std::string text = contents.str();
+    if (text.find(from) == std::string::npos) continue;
+    text = absl::StrReplaceAll(text, {{from, to}});
+    std::ofstream out(it->path(), std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return false;
+  }
+  return !ec;
+}
+
 bool IsExecutable(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
@@ -354,24 +376,20 @@ bool BuildLayers::CopyPristine(const std::string& from, const std::string& to) {
   if (!ec) fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
   if (ec) return give_up();
   // The activation scripts, pyvenv.cfg and the pip shims name the layer's directory.
-  constexpr uintmax_t kLargestText = 1 << 20;
-  for (fs::recursive_directory_iterator it(to, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->is_symlink(ec) || it->file_size(ec) > kLargestText) {
-      continue;
-    }
-    std::ifstream in(it->path(), std::ios::binary);
-    std::stringstream contents;
-    contents << in.rdbuf();
-    std::string text = contents.str();
-    if (text.find(from) == std::string::npos) continue;
-    text = absl::StrReplaceAll(text, {{from, to}});
-    std::ofstream out(it->path(), std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) return give_up();
-  }
-  if (ec) return give_up();
+  if (!RewritePaths(to, from, to)) return give_up();
   if (!WriteText(fs::path(to) / kPristineListing, LayerListing(to), false).ok()) return give_up();
   return true;
+}
+
+bool BuildLayers::Relocate(const std::string& dir, const std::string& from_prefix,
+                           const std::string& to_prefix) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  const std::optional<PythonBase> base = Base();
+  const bool pristine = base.has_value() && PristinePythonLayer(dir, base->description);
+  if (!RewritePaths(dir, from_prefix, to_prefix)) return false;
+  // Still as it was made: its next build keeps it rather than making it again.
+  return !pristine || WriteText(fs::path(dir) / kPristineListing, LayerListing(dir), false).ok();
 }
 
 absl::StatusOr<BuildLayer> BuildLayers::Create(

@@ -134,6 +134,13 @@ class BuildLayers {
   // `from` is no such layer or the copy fails.
   bool CopyPristine(const std::string& from, const std::string& to);
 
+  // Moves the layer at `dir`, unpacked from another host's entry (build_store.h), to where it
+  // now is: `from_prefix` (the publisher's entry directory, ending in '/') becomes `to_prefix`
+  // (this entry's) in its text files, as CopyPristine does for a copy; a layer as it was made
+  // stays so. True when there is no layer; false when a file cannot be rewritten.
+  bool Relocate(const std::string& dir, const std::string& from_prefix,
+                const std::string& to_prefix);
+
   // The layer that Create made at `dir` with `isolation`, for a build that is reused: its
   // variables, without touching the directory.
   BuildLayer Open(const std::string& dir, v1::BuildIsolation isolation,
