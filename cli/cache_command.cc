@@ -25,6 +25,7 @@
 #include "common/text/count.h"
 #include "coordinator/result_cache.h"
 #include "worker/build_cache.h"
+#include "worker/build_store.h"
 #include "worker/compiler_cache.h"
 #include "worker/worker_slot.h"
 
@@ -88,8 +89,8 @@ std::unique_ptr<ResultCache> Open(const std::string& path) {
   return *std::move(cache);
 }
 
-// The builds and the compiler cache under `cache_dir` (worker/build_cache.h,
-// worker/compiler_cache.h).
+// The builds, the build store's counters and the compiler cache under `cache_dir`
+// (worker/build_cache.h, worker/build_store.h, worker/compiler_cache.h).
 void PrintBuildCaches(const std::string& cache_dir) {
   const std::string builds = cache_dir + "/builds";
   int kept = 0;
@@ -122,6 +123,13 @@ void PrintBuildCaches(const std::string& cache_dir) {
     }
     std::cout << "Reads:    " << Count(static_cast<int>(inputs.read().size()), "file") << " ("
               << absl::StrJoin(where, ", ") << ") for `" << command << "`\n";
+  }
+  // What this host fetched from and published to a --build-store (worker/build_store.h).
+  if (const BuildStoreCounters store = BuildStoreCounters::Read(cache_dir);
+      store.fetches > 0 || store.publishes > 0) {
+    std::cout << "Build store: " << Count(store.fetches, "build") << " fetched ("
+              << FormatBytes(store.fetched_bytes) << "), " << Count(store.publishes, "build")
+              << " published (" << FormatBytes(store.published_bytes) << ")\n";
   }
   std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
   absl::StatusOr<CompilerCacheStats> compiled = CompilerCache::Stats(cache_dir, runner.get());

@@ -38,6 +38,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     cache_options.max_entries = options.build_cache_size;
     cache_options.compiler_cache = options.compiler_cache;
     cache_options.compiler_cache_remote = options.compiler_cache_remote;
+    cache_options.build_store = options.build_store;
+    // Slot 0's class: the slots of one host share it unless their GPUs differ.
+    cache_options.hardware_class = SlotIdentity(host_identity, 0).hardware_class();
     cluster->build_ahead_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options,
                                                                cluster->command_runner_.get());
     cluster->build_ahead_ =
@@ -51,6 +54,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     slot_options.build_cache_size = options.build_cache_size;
     slot_options.compiler_cache = options.compiler_cache;
     slot_options.compiler_cache_remote = options.compiler_cache_remote;
+    slot_options.build_store = options.build_store;
     slot_options.slot = static_cast<int>(i);
     if (i < options.slot_devices.size()) {
       slot_options.visible_devices = options.slot_devices[i];

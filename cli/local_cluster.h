@@ -38,6 +38,8 @@ struct LocalClusterOptions {
   // a remote storage shared with other hosts (`--compiler-cache-remote`).
   bool compiler_cache = true;
   CompilerCacheRemote compiler_cache_remote;
+  // The build store shared with other hosts (`--build-store`, worker/build_store.h); empty: none.
+  std::string build_store;
   // Builds the host prepares ahead at once for all its slots (worker/build_ahead.h); 0 disables
   // it, as does a disabled build cache.
   int build_ahead = DefaultBuildAhead();

@@ -31,6 +31,7 @@
 #include "cli/report/report.h"
 #include "cli/report/status_json.h"
 #include "cli/run_journal.h"
+#include "cli/try_change.h"
 #include "common/exec/exec.h"
 #include "common/exec/signals.h"
 #include "common/flags/flag_checks.h"
@@ -43,9 +44,9 @@
 #include "grpcpp/create_channel.h"
 #include "kbisect/v1/kbisect.grpc.pb.h"
 #include "nlohmann/json.hpp"
-#include "cli/try_change.h"
 #include "worker/build_ahead.h"
 #include "worker/build_layer.h"
+#include "worker/build_store.h"
 #include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
 
@@ -143,6 +144,7 @@ struct RunFlags {
   int build_cache_size = kDefaultBuildCacheSize;
   bool no_compiler_cache = false;
   CompilerCacheRemote compiler_cache_remote;  // --compiler-cache-remote, --compiler-cache-read-only
+  std::string build_store;                    // --build-store; empty: none.
   int build_ahead = DefaultBuildAhead();
   bool quiet = false;
   bool fresh = false;
@@ -169,6 +171,7 @@ void AddRunFlags(CLI::App* app, RunFlags* f) {
                 "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                 "by default when ccache is installed");
   AddCompilerCacheRemoteFlags(app, &f->compiler_cache_remote);
+  AddBuildStoreFlag(app, &f->build_store);
   app->add_option("--build-ahead", f->build_ahead,
                   "Builds (--build) prepared at once, at low priority, for the commits the next "
                   "round will probe whichever way the running probes come out; a probe then "
@@ -313,6 +316,10 @@ int PlanSlots(const RunFlags& f, LocalClusterOptions* cluster) {
   cluster->compiler_cache = !f.no_compiler_cache;
   cluster->compiler_cache_remote = f.compiler_cache_remote;
   if (std::optional<std::string> warning = CompilerCacheRemoteWarning(f.compiler_cache_remote)) {
+    std::cerr << "kbisect: warning: " << *warning << "\n";
+  }
+  cluster->build_store = f.build_store;
+  if (std::optional<std::string> warning = BuildStoreWarning(f.build_store)) {
     std::cerr << "kbisect: warning: " << *warning << "\n";
   }
   cluster->build_ahead = f.build_ahead;

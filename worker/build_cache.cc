@@ -373,11 +373,13 @@ std::vector<std::string> EntryNames(const std::vector<EntryState>& entries, bool
   return names;
 }
 
-// The text of the marker of a build of `key`, made for `request` and recorded in `acquired`,
-// that shared the cores with `overlapping` other builds, read `inputs` and ended at `built_at`.
+// The text of the marker of a build of `key`, made for `request` at `cost` (or fetched from
+// build store `fetched_from`, when set, at its publisher's cost), started from commit
+// `started_from`, that read `inputs` and ended at `built_at`.
 std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
-                       const BuildCache::Acquired& acquired, int overlapping,
-                       const BuildInputs& inputs, absl::Time built_at) {
+                       const BuildCost& cost, const std::string& started_from,
+                       const std::string& fetched_from, const BuildInputs& inputs,
+                       absl::Time built_at) {
   nlohmann::json marker;
   marker["key"] = key.Text();
   marker["tree"] = key.tree;
@@ -385,10 +387,11 @@ std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
   marker["env"] = key.env;
   marker["repository"] = request.repository;
   marker["sha"] = request.sha;
-  marker["build_seconds"] = absl::ToDoubleSeconds(acquired.step.wall_time);
-  marker["cpu_seconds"] = absl::ToDoubleSeconds(acquired.step.cpu_time);
-  marker["overlapping_builds"] = overlapping;
-  marker["started_from"] = acquired.started_from;
+  marker["build_seconds"] = absl::ToDoubleSeconds(cost.wall);
+  marker["cpu_seconds"] = absl::ToDoubleSeconds(cost.cpu);
+  marker["overlapping_builds"] = cost.overlapping;
+  marker["started_from"] = started_from;
+  if (!fetched_from.empty()) marker["fetched_from"] = fetched_from;
   if (inputs.known()) {
     marker["inputs"]["read"] = inputs.read();
     marker["inputs"]["unread"] = inputs.unread();
@@ -436,7 +439,12 @@ BuildCache::BuildCache(std::string cache_dir, const BuildCacheOptions& options,
       build_slots_(cache_dir_ + "/build-slots",
                    options.build_cores > 0 ? options.build_cores : HostCores(), clock),
       process_env_(std::move(layer_env)),
-      build_pool_(absl::StrCat(HostName(), ":", cache_dir_)) {}
+      build_pool_(absl::StrCat(HostName(), ":", cache_dir_)),
+      store_(options.build_store.empty()
+                 ? nullptr
+                 : std::make_unique<DirectoryBuildStore>(options.build_store, runner)),
+      hardware_class_(options.hardware_class),
+      toolchain_(store_ == nullptr ? "" : ToolchainIdentity(process_env_)) {}
 
 int BuildCache::EntryCount() const { return static_cast<int>(ListEntries(builds_dir_).size()); }
 
@@ -444,6 +452,8 @@ std::pair<std::string, int> BuildCache::Pool() const {
   if (pool_slots_.load() == 0) pool_slots_.store(BuildSlotLimit());
   return {build_pool_, pool_slots_.load()};
 }
+
+std::string BuildCache::StoreName() const { return store_ == nullptr ? "" : store_->name(); }
 
 std::map<std::string, BuildInputs> BuildCache::InputsByCommand(const std::string& cache_dir) {
   std::map<std::string, BuildInputs> inputs;
@@ -528,6 +538,11 @@ struct BuildCache::Acquisition {
   // shared the cores with.
   BuildInputs inputs;
   int overlapping = 0;
+  // Whether the build store was asked for the key, whether the claim is for a fetch from it,
+  // and what the store said of the build fetched.
+  bool store_asked = false;
+  bool fetching = false;
+  StoredBuild stored;
 };
 
 BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellation* cancel,
@@ -536,8 +551,12 @@ BuildCache::Acquired BuildCache::Acquire(const Request& request, const Cancellat
   // Each step returns false once it has finished the acquisition: with a failure, or with the
   // build found in the cache. Once an entry is claimed, this slot builds it; nobody else uses it
   // until it is marked built.
-  if (LookUpKey(&acq) && ClaimEntry(&acq) && CheckOutEntry(&acq) && BuildEntry(&acq)) {
-    RecordBuild(&acq);
+  if (LookUpKey(&acq) && ClaimEntry(&acq)) {
+    // A build the store has is fetched; one that cannot be is built here after all.
+    const bool fetched = FetchEntry(&acq);
+    if ((fetched || (CheckOutEntry(&acq) && BuildEntry(&acq))) && RecordBuild(&acq) && !fetched) {
+      PublishBuild(&acq);
+    }
   }
   return std::move(acq.acquired);
 }
@@ -572,6 +591,13 @@ bool BuildCache::ClaimEntry(Acquisition* acq) {
       return false;
     }
     if (found->needs_build) {
+      if (!acq->store_asked) {
+        // Asked once: a build another host published is fetched into a new entry, no build
+        // slot needed.
+        acq->store_asked = true;
+        acq->fetching = StoreHasBuild(*acq);
+        if (acq->fetching) continue;
+      }
       if (!WaitForBuildSlot(acq)) return false;
       continue;  // Looked up again: another slot may have built it meanwhile.
     }
@@ -591,8 +617,10 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimUnderCacheLock(const Acquisit
     absl::StatusOr<std::unique_ptr<FileLock>> cache_lock =
         FileLock::Acquire(absl::StrCat(builds_dir_, "/", kCacheLock));
     if (!cache_lock.ok()) return cache_lock.status();
-    found = ClaimLocked(acq.key, acq.request, acq.mirror,
-                        /*may_build=*/acq.build_slot != nullptr, &trash);
+    const ClaimMode mode = acq.build_slot != nullptr ? ClaimMode::kBuild
+                           : acq.fetching            ? ClaimMode::kFetch
+                                                     : ClaimMode::kLookUp;
+    found = ClaimLocked(acq.key, acq.request, acq.mirror, mode, &trash);
   }
   DeleteTrash(trash);
   return found;
@@ -621,6 +649,8 @@ bool BuildCache::WaitForBuildSlot(Acquisition* acq) {
 }
 
 bool BuildCache::CheckOutEntry(Acquisition* acq) {
+  // An entry claimed for a fetch that failed is built after all, within the host's slots.
+  if (acq->build_slot == nullptr && !WaitForBuildSlot(acq)) return false;
   StartFromNearest(acq);
   const fs::path src = fs::path(builds_dir_) / acq->claim.name / kSource;
   absl::Status checked_out =
@@ -660,6 +690,86 @@ void BuildCache::StartFromNearest(Acquisition* acq) {
     fs::remove_all(src, ec);  // A fresh checkout instead.
     claim.start_inputs = BuildInputs::Read({}, {});
   }
+}
+
+bool BuildCache::FetchEntry(Acquisition* acq) {
+  if (!acq->fetching) return false;
+  acq->fetching = false;
+  const fs::path entry = fs::path(builds_dir_) / acq->claim.name;
+  const fs::path src = entry / kSource;
+  absl::StatusOr<StoredBuild> fetched = store_->Fetch(StoreKeyOf(*acq), entry.string());
+  if (fetched.ok()) {
+    // The publisher's build trees and layer name its entry: moved here, as a copy from another
+    // entry is (StartFromNearest), they rebuild only what later checkouts change.
+    const std::string from = fetched->entry_dir + "/";
+    const std::string to = entry.string() + "/";
+    RelocateCMakeTrees(src, from, to);
+    const bool relocated = layers_.Relocate((entry / kLayer).string(), from, to);
+    // Its .git borrows the publisher's mirror: Worktree re-points it at this host's, and the
+    // forced checkout of the same commit writes no file that is unchanged (file times stay).
+    const absl::Status checked_out =
+        relocated ? CheckOutInto(acq->mirror, src, acq->request.repository, acq->request.sha)
+                  : absl::InternalError("its layer cannot be relocated");
+    if (checked_out.ok()) {
+      BuildStoreCounters fetch;
+      fetch.fetches = 1;
+      fetch.fetched_bytes = fetched->archive_bytes;
+      BuildStoreCounters::Add(cache_dir_, fetch);
+      acq->stored = *std::move(fetched);
+      acq->inputs = acq->stored.inputs;
+      acq->acquired.fetched = true;
+      acq->acquired.build_store = store_->name();
+      acq->acquired.layer_env =
+          layers_.Open((entry / kLayer).string(), acq->request.isolation, acq->request.build.env)
+              .variables;
+      acq->acquired.checkout_time = clock_->Now() - acq->start;
+      return true;
+    }
+  }
+  // A miss after all (or an archive that cannot be read): built here from a fresh checkout.
+  std::error_code ec;
+  fs::remove_all(src, ec);
+  fs::remove_all(entry / kLayer, ec);
+  acq->claim.start_inputs = BuildInputs::Read({}, {});
+  return false;
+}
+
+void BuildCache::PublishBuild(Acquisition* acq) {
+  if (store_ == nullptr) return;
+  const absl::Duration wall = acq->acquired.step.wall_time;
+  if (wall < kBuildStoreFloor) return;  // Decided before the entry's files are counted.
+  const std::string entry = (fs::path(builds_dir_) / acq->claim.name).string();
+  const int64_t bytes = ArchivedBytes(entry);
+  if (!BuildStoreTransferPays(wall, bytes, store_->Throughput())) return;
+  StoredBuild build;
+  build.commit = acq->request.sha;
+  build.repository = acq->request.repository;
+  build.build_wall = wall;
+  build.build_cpu = acq->acquired.step.cpu_time;
+  build.entry_dir = entry;
+  build.inputs = acq->inputs;
+  // The entry is held in use (shared): nothing changes it while it is archived.
+  const absl::Status published = store_->Publish(StoreKeyOf(*acq), entry, std::move(build));
+  if (published.ok()) {
+    BuildStoreCounters publish;
+    publish.publishes = 1;
+    publish.published_bytes = bytes;
+    BuildStoreCounters::Add(cache_dir_, publish);
+  }
+  if (published.ok() || absl::IsAlreadyExists(published)) {
+    acq->acquired.build_store = store_->name();
+  }
+}
+
+bool BuildCache::StoreHasBuild(const Acquisition& acq) {
+  if (store_ == nullptr) return false;
+  absl::StatusOr<StoredBuild> stored = store_->Look(StoreKeyOf(acq));
+  return stored.ok() &&
+         BuildStoreTransferPays(stored->build_wall, stored->archive_bytes, store_->Throughput());
+}
+
+BuildStoreKey BuildCache::StoreKeyOf(const Acquisition& acq) const {
+  return BuildStoreKey{acq.key.Text(), hardware_class_, toolchain_};
 }
 
 BuildCommand BuildCache::ThroughCompilerCache(const BuildCommand& build,
@@ -705,9 +815,13 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
 
 bool BuildCache::RecordBuild(Acquisition* acq) {
   const fs::path entry = fs::path(builds_dir_) / acq->claim.name;
-  absl::Status marked =
-      WriteFileDurably(entry / kMarker, MarkerText(acq->key, acq->request, acq->acquired,
-                                                   acq->overlapping, acq->inputs, clock_->Now()));
+  const bool fetched = acq->acquired.fetched;
+  const BuildCost cost = fetched ? BuildCost{acq->stored.build_wall, acq->stored.build_cpu, 0, 0}
+                                 : BuildCost{acq->acquired.step.wall_time,
+                                             acq->acquired.step.cpu_time, acq->overlapping, 0};
+  absl::Status marked = WriteFileDurably(
+      entry / kMarker, MarkerText(acq->key, acq->request, cost, acq->acquired.started_from,
+                                  fetched ? store_->name() : "", acq->inputs, clock_->Now()));
   if (!marked.ok()) return acq->FailInfra("recording the build", marked);
   // Released once the cost is recorded: the builds waiting for a slot size the limit with it.
   acq->build_slot.reset();
@@ -725,6 +839,7 @@ bool BuildCache::RecordBuild(Acquisition* acq) {
   DeleteTrash(trash);
   acq->acquired.in_use = std::move(acq->claim.building);
   acq->acquired.dir = (entry / kSource).string();
+  if (fetched) return true;  // No build ran: the host's build slots learned nothing.
   acq->acquired.build_pool = build_pool_;
   acq->acquired.build_pool_slots = BuildSlotLimit();
   pool_slots_.store(acq->acquired.build_pool_slots);
@@ -734,7 +849,7 @@ bool BuildCache::RecordBuild(Acquisition* acq) {
 absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
                                                           const Request& request,
                                                           const std::string& mirror_dir,
-                                                          bool may_build,
+                                                          ClaimMode mode,
                                                           std::vector<std::string>* trash) {
   const std::string key_text = key.Text();
   const std::vector<EntryState> entries = ListEntries(builds_dir_);
@@ -750,13 +865,17 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
   // failed, was cancelled or crashed: build again in place, from what the checkout still has.
   for (const EntryState& entry : entries) {
     if (!entry.marker.has_value() && entry.claim == key_text) {
-      return BuildAgainLocked(entry.name, may_build);
+      return BuildAgainLocked(entry.name, mode != ClaimMode::kLookUp);
     }
   }
   Claim claim;
-  if (!may_build) {
+  if (mode == ClaimMode::kLookUp) {
     claim.needs_build = true;
     return claim;
+  }
+  if (mode == ClaimMode::kFetch) {
+    return ClaimForFetchLocked(EntryNames(entries, /*built=*/false),
+                               EntryNames(entries, /*built=*/true), key_text, trash);
   }
   // A new build, from the nearest build of the same repository, command, environment and
   // isolation.
@@ -842,6 +961,19 @@ absl::Status BuildCache::TrashIdleLocked(const std::vector<std::string>& names, 
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<BuildCache::Claim> BuildCache::ClaimForFetchLocked(
+    const std::vector<std::string>& unbuilt, const std::vector<std::string>& built,
+    const std::string& key_text, std::vector<std::string>* trash) {
+  int count = static_cast<int>(unbuilt.size() + built.size());
+  RETURN_IF_ERROR(TrashIdleLocked(unbuilt, &count, trash));
+  RETURN_IF_ERROR(TrashIdleLocked(built, &count, trash));
+  Claim claim;
+  // A fetched build knows what its lineage read from its manifest; until then, a fresh start.
+  claim.start_inputs = BuildInputs::Read({}, {});
+  RETURN_IF_ERROR(CreateEntryLocked(key_text, &claim));
+  return claim;
 }
 
 absl::Status BuildCache::CreateEntryLocked(const std::string& key_text, Claim* claim) {

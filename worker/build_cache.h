@@ -41,6 +41,13 @@
 // where they cannot be. Only a miss with no such entry starts from a fresh checkout, i.e. a clean
 // build.
 //
+// With a build store shared by the cluster's hosts (build_store.h, `--build-store`), a miss whose
+// build another host of the same hardware class and toolchain published is fetched into a new
+// entry instead of built, when the transfer pays (BuildStoreTransferPays): unpacked with its file
+// times, its paths moved from the publisher's entry to this one (CMake trees, the layer) and its
+// checkout's .git pointed at this host's mirror, it is then the host's own build. A fetch takes
+// no build slot. A build that pays is published after it succeeded.
+//
 // Builds run through the host's compiler cache (compiler_cache.h) unless it is turned off, and
 // take one of the host's build slots (build_slots.h) first: no more builds at once than the
 // host's cores carry, judged from the CPU time of its recent builds.
@@ -77,6 +84,7 @@
 #include "worker/build_request.h"
 #include "worker/build_slots.h"
 #include "worker/build_step.h"
+#include "worker/build_store.h"
 #include "worker/compiler_cache.h"
 
 namespace kbisect {
@@ -98,6 +106,12 @@ struct BuildCacheOptions {
   // A fixed number of build slots instead of the one the cores and the recent builds' costs
   // give (0: sized, the default).
   int fixed_build_slots = 0;
+  // The directory of the build store shared with other hosts (`--build-store`, build_store.h);
+  // empty: none. Builds that pay are published to it, and fetched from it instead of built.
+  std::string build_store;
+  // The worker's hardware class (RunnerIdentity.hardware_class), part of the store's key: only
+  // hosts of one class share builds.
+  std::string hardware_class;
 };
 
 class BuildCache {
@@ -129,8 +143,14 @@ class BuildCache {
     std::string build_pool;
     int build_pool_slots = 0;
     // The time until the directory was ready, the build excepted: the mirror and the lookup,
-    // waiting for another slot that was building the same key, and the checkout of a miss.
+    // waiting for another slot that was building the same key, and the checkout of a miss (or
+    // the fetch from the build store).
     absl::Duration checkout_time = absl::ZeroDuration();
+    // The build store the build was fetched from or published to (TaskTimings.build_store);
+    // empty when neither happened.
+    std::string build_store;
+    // True when the build was fetched from the build store: no build ran on this host.
+    bool fetched = false;
     // Holds the entry in use (never evicted or rebuilt) until destroyed.
     std::unique_ptr<FileLock> in_use;
   };
@@ -176,6 +196,10 @@ class BuildCache {
   // builds say): OpenSessionRequest.build_pool, SynchronizeRequest.build_pool_slots. Cheap.
   std::pair<std::string, int> Pool() const;
 
+  // The build store the cache shares builds through, as the worker names it
+  // (OpenSessionRequest.build_store); empty without one.
+  std::string StoreName() const;
+
   // What the builds under `cache_dir` read (build_inputs.h), by build command: what the built
   // entries of each command know, together. Commands whose builds learned nothing are absent.
   // For operators (`kbisect cache stats`).
@@ -206,6 +230,11 @@ class BuildCache {
     bool needs_build = false;
   };
 
+  // What a lookup may claim: nothing that needs a build (the caller holds no build slot yet), an
+  // entry to build in (started from the nearest build), or a new entry to fetch the build into
+  // from the build store (no build slot needed: a fetch does not load the cores).
+  enum class ClaimMode { kLookUp, kBuild, kFetch };
+
   // One Acquire()'s state, passed between its steps (defined in build_cache.cc).
   struct Acquisition;
 
@@ -222,6 +251,18 @@ class BuildCache {
   bool CheckOutEntry(Acquisition* acq);
   // Runs the build in the claimed entry, watching what it reads and the builds it overlaps.
   bool BuildEntry(Acquisition* acq);
+  // When the claim was made for a fetch: unpacks the store's build into the claimed entry,
+  // relocates it there and checks its commit out (writing no file that is unchanged). False
+  // when nothing was to be fetched, or the fetch failed: the entry is then left empty, to be
+  // built from a fresh checkout.
+  bool FetchEntry(Acquisition* acq);
+  // Publishes the entry just built to the build store, when a fetch of it would pay
+  // (BuildStoreTransferPays).
+  void PublishBuild(Acquisition* acq);
+  // Whether the build store has the acquisition's build and fetching it pays.
+  bool StoreHasBuild(const Acquisition& acq);
+  // The acquisition's key in the build store.
+  BuildStoreKey StoreKeyOf(const Acquisition& acq) const;
   // Marks the entry built (its marker), turns the build's lock into a use of it and evicts what
   // the bound requires.
   bool RecordBuild(Acquisition* acq);
@@ -243,12 +284,13 @@ class BuildCache {
   // Looks the key `key` of `request` up and claims its entry for use or for building, making
   // room (taking the nearest idle entry over, or evicting one) for a new entry. `mirror_dir` is
   // the request's mirror (for the distances between commits). Directories to delete once the
-  // cache lock is released are added to `trash`. With `may_build` false (the caller holds no
+  // cache lock is released are added to `trash`. With `mode` kLookUp (the caller holds no
   // build slot yet) an entry that needs a build is neither claimed nor made room for: the claim
   // says `needs_build`, so that no built entry is taken over by a build that may be cancelled
-  // while it waits for a slot. The caller holds the cache lock.
+  // while it waits for a slot. With kFetch a new entry is claimed (nothing taken over or copied).
+  // The caller holds the cache lock.
   absl::StatusOr<Claim> ClaimLocked(const BuildKey& key, const Request& request,
-                                    const std::string& mirror_dir, bool may_build,
+                                    const std::string& mirror_dir, ClaimMode mode,
                                     std::vector<std::string>* trash);
 
   // ClaimLocked()'s claims. The caller holds the cache lock.
@@ -265,6 +307,12 @@ class BuildCache {
                                std::vector<std::string>* trash);
   // Creates a new entry for a build of `key_text`, named in `claim`, and claims it for building.
   absl::Status CreateEntryLocked(const std::string& key_text, Claim* claim);
+  // Claims a new, empty entry for a fetch of `key_text` from the build store, making room by
+  // trashing idle entries: those of `unbuilt` first, then those of `built`, in order.
+  absl::StatusOr<Claim> ClaimForFetchLocked(const std::vector<std::string>& unbuilt,
+                                            const std::vector<std::string>& built,
+                                            const std::string& key_text,
+                                            std::vector<std::string>* trash);
 
   // Evicts idle entries, least recently used first (unbuilt ones before any), until at most
   // max_entries_ are left, adding them to `trash`. The caller holds the cache lock.
@@ -292,6 +340,10 @@ class BuildCache {
   HostBuildSlots build_slots_;
   const std::map<std::string, std::string> process_env_;
   const std::string build_pool_;
+  // The build store (null without one), the hardware class and toolchain in its keys.
+  std::unique_ptr<BuildStore> store_;
+  const std::string hardware_class_;
+  const std::string toolchain_;
   // BuildSlotLimit() after the latest build (0: not asked yet), for Pool().
   mutable std::atomic<int> pool_slots_{0};
 };

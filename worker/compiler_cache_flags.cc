@@ -25,4 +25,12 @@ void AddCompilerCacheRemoteFlags(CLI::App* app, CompilerCacheRemote* remote) {
                 "Read the --compiler-cache-remote, never write to it");
 }
 
+void AddBuildStoreFlag(CLI::App* app, std::string* dir) {
+  app->add_option("--build-store", *dir,
+                  "A directory on a shared file system where hosts of one hardware class share "
+                  "their builds: a build that pays is published there, and fetched instead of "
+                  "built; one that is missing or cannot be written costs a warning, never a build")
+      ->envname("KBISECT_BUILD_STORE");
+}
+
 }  // namespace kbisect

@@ -39,6 +39,7 @@
 #include "worker/build_ahead.h"
 #include "worker/build_cache.h"
 #include "worker/build_layer.h"
+#include "worker/build_store.h"
 #include "worker/clock_lock.h"
 #include "worker/compiler_cache_flags.h"
 #include "worker/device_binding.h"
@@ -87,6 +88,7 @@ struct WorkerFlags {
   int build_cache_size = kDefaultBuildCacheSize;
   bool no_compiler_cache = false;
   CompilerCacheRemote compiler_cache_remote;  // --compiler-cache-remote, --compiler-cache-read-only
+  std::string build_store;                    // --build-store; empty: none.
   int build_ahead = DefaultBuildAhead();
   std::string class_keys;
   std::string lock_clocks;  // --lock-clocks base|max|SM[,MEM]; empty: not locked.
@@ -158,6 +160,7 @@ std::optional<int> ParseFlags(int argc, char** argv, WorkerFlags* f) {
                "Compile without the host's ccache (CACHE_DIR/compiler-cache), which builds use "
                "by default when ccache is installed");
   AddCompilerCacheRemoteFlags(&app, &f->compiler_cache_remote);
+  AddBuildStoreFlag(&app, &f->build_store);
   app.add_option("--build-ahead", f->build_ahead,
                  "Builds this process prepares at once, at low priority, into the build cache for "
                  "the commits the coordinator expects to probe next (needs the build cache). "
@@ -241,6 +244,7 @@ WorkerSlotOptions SlotOptions(const WorkerFlags& f, std::vector<std::string> key
   options.build_cache_size = f.build_cache_size;
   options.compiler_cache = !f.no_compiler_cache;
   options.compiler_cache_remote = f.compiler_cache_remote;
+  options.build_store = f.build_store;
   options.slot = binding.slot;
   options.visible_devices = binding.visible_devices;
   options.probe_device = binding.probe_device;
@@ -257,14 +261,18 @@ struct BuildsAhead {
   std::unique_ptr<BuildAhead> builds;
 };
 
-// Starts the builds ahead the flags ask for, running their builds through `runner`.
-BuildsAhead StartBuildsAhead(const WorkerFlags& f, CommandRunner* runner) {
+// Starts the builds ahead the flags ask for, running their builds through `runner`; what they
+// publish to the build store is keyed by `hardware_class`, the slot's.
+BuildsAhead StartBuildsAhead(const WorkerFlags& f, CommandRunner* runner,
+                             const std::string& hardware_class) {
   BuildsAhead ahead;
   if (f.build_ahead > 0 && f.build_cache_size > 0) {
     BuildCacheOptions cache_options;
     cache_options.max_entries = f.build_cache_size;
     cache_options.compiler_cache = !f.no_compiler_cache;
     cache_options.compiler_cache_remote = f.compiler_cache_remote;
+    cache_options.build_store = f.build_store;
+    cache_options.hardware_class = hardware_class;
     ahead.cache = std::make_unique<BuildCache>(f.cache_dir, cache_options, runner);
     ahead.builds = std::make_unique<BuildAhead>(ahead.cache.get(), f.build_ahead);
   }
@@ -305,6 +313,9 @@ void LogStart(const Logger& log, const WorkerSlot& slot, const DeviceBinding& bi
             {"coordinator", f.coordinator},
             {"tls", OverTls(f) ? "true" : "false"}});
   if (std::optional<std::string> warning = CompilerCacheRemoteWarning(f.compiler_cache_remote)) {
+    log.Warning(*warning, {{"worker", slot.name()}});
+  }
+  if (std::optional<std::string> warning = BuildStoreWarning(f.build_store)) {
     log.Warning(*warning, {{"worker", slot.name()}});
   }
   // Where builds install by default (worker/build_layer.h): over this process's Python.
@@ -466,6 +477,9 @@ int LauncherMain(const WorkerFlags& flags,
   probe_flags = {"--build-cache-size", absl::StrCat(flags.build_cache_size)};
   if (flags.no_compiler_cache) probe_flags.push_back("--no-compiler-cache");
   if (flags.compiler_cache_remote.read_only) probe_flags.push_back("--compiler-cache-read-only");
+  if (!flags.build_store.empty()) {
+    probe_flags.insert(probe_flags.end(), {"--build-store", flags.build_store});
+  }
   if (!flags.class_keys.empty()) {
     probe_flags.insert(probe_flags.end(), {"--hardware-class-keys", flags.class_keys});
   }
@@ -526,7 +540,11 @@ int Main(int argc, char** argv) {
       code >= 0) {
     return code;
   }
-  BuildsAhead ahead = StartBuildsAhead(flags, runner.get());
+  BuildsAhead ahead =
+      StartBuildsAhead(flags, runner.get(),
+                       SlotIdentity(host_identity, options.slot, options.hardware_class_keys,
+                                    options.probe_device, options.visible_devices)
+                           .hardware_class());
   options.build_ahead = ahead.builds.get();
   std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, *credentials);
   WorkerSlot slot(options, runner.get(), host_identity, channel);

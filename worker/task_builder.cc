@@ -62,6 +62,8 @@ BuiltTree SlotBuilder::FromCache(const TreeRequest& request, const BuildRequest&
   tree.checkout_time = acquired.checkout_time;
   tree.build_pool = std::move(acquired.build_pool);
   tree.build_pool_slots = acquired.build_pool_slots;
+  tree.build_store = std::move(acquired.build_store);
+  tree.fetched = acquired.fetched;
   tree.in_use = std::move(acquired.in_use);
   return tree;
 }

@@ -96,6 +96,10 @@ struct BuiltTree {
   // builds they run at once now (TaskTimings.build_pool, build_pool_slots); empty otherwise.
   std::string build_pool;
   int build_pool_slots = 0;
+  // The build store the build was fetched from or published to (TaskTimings.build_store);
+  // empty when neither happened. `fetched`: the build was fetched, not built on this host.
+  std::string build_store;
+  bool fetched = false;
   // Holds a cache entry in use (never evicted or rebuilt) until destroyed; null in the slot's
   // checkout.
   std::unique_ptr<FileLock> in_use;

@@ -290,8 +290,11 @@ struct TaskRunner::RunState {
   std::map<std::string, std::string> dirs;  // Each commit's prepared directory.
   std::map<std::string, std::map<std::string, std::string>> layer_envs;  // Each one's layer's.
   std::vector<std::unique_ptr<FileLock>> held_builds;  // Cache entries in use until the end.
-  // Whether every commit prepared so far was found built in the build cache.
+  // Whether every commit prepared so far was found built in the build cache; whether one was
+  // fetched from the build store, and one was built on this host.
   bool builds_reused = true;
+  bool any_fetched = false;
+  bool any_built = false;
   absl::Duration checkout_total;
   absl::Duration build_total;
   absl::Duration build_cpu_total;
@@ -362,8 +365,13 @@ bool TaskRunner::PrepareCommit(const std::string& sha, WorkspaceLane lane, RunSt
     run->result.mutable_timings()->set_build_pool(tree.build_pool);
     run->result.mutable_timings()->set_build_pool_slots(tree.build_pool_slots);
   }
+  if (!tree.build_store.empty()) run->result.mutable_timings()->set_build_store(tree.build_store);
   if (!tree.step.ok()) return run->Finish(tree.step.failure, tree.step.message, tree.step.log_tail);
   run->builds_reused = run->builds_reused && tree.reused;
+  run->any_fetched = run->any_fetched || tree.fetched;
+  run->any_built = run->any_built || (!tree.reused && !tree.fetched);
+  // Every build the task needed and its host did not have was fetched.
+  run->result.mutable_timings()->set_build_fetched(run->any_fetched && !run->any_built);
   if (tree.in_use != nullptr) run->held_builds.push_back(std::move(tree.in_use));
   run->dirs[sha] = std::move(tree.dir);
   run->layer_envs[sha] = std::move(tree.layer_env);

@@ -98,6 +98,7 @@ bool WorkerAgent::OpenSession() {
     const auto [pool, slots] = cache->Pool();
     request.set_build_pool(pool);
     request.set_build_pool_slots(slots);
+    request.set_build_store(cache->StoreName());
   }
   {
     kbisect::MutexLock lock(&mu_);

@@ -82,6 +82,8 @@ WorkerSlot::WorkerSlot(const WorkerSlotOptions& options, CommandRunner* runner,
     cache_options.max_entries = options.build_cache_size;
     cache_options.compiler_cache = options.compiler_cache;
     cache_options.compiler_cache_remote = options.compiler_cache_remote;
+    cache_options.build_store = options.build_store;
+    cache_options.hardware_class = identity_.hardware_class();
     build_cache_ = std::make_unique<BuildCache>(options.cache_dir, cache_options, runner);
     builder_->set_build_cache(build_cache_.get());
   }

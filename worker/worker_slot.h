@@ -65,6 +65,9 @@ struct WorkerSlotOptions {
   // the remote storage it shares with other hosts (`--compiler-cache-remote`).
   bool compiler_cache = true;
   CompilerCacheRemote compiler_cache_remote;
+  // The build store the build cache shares builds through with other hosts of the slot's
+  // hardware class (`--build-store`, build_store.h); empty: none.
+  std::string build_store;
   // The slot number (checkout directories, default name, KBISECT_WORKER).
   int slot = 0;
   // The device list the slot's commands see (empty = the slot number) and the device the vendor

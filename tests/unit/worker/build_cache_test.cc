@@ -607,6 +607,107 @@ TEST_F(BuildCacheTest, TwoSlotsAskingForTheSameBuildAtOnceBuildItOnce) {
   EXPECT_EQ(ReadFile(results[0].dir + "/out.txt"), "a\n");
 }
 
+TEST_F(BuildCacheTest, AHostFetchesABuildAnotherPublishedAndBuildsOnItIncrementally) {
+  // A make project whose every output takes 0.6 s: a fresh build of both (1.2 s) is worth
+  // publishing, and make records which sources it compiled.
+  GitFixture project(tmp_.Join("make-project"));
+  project.Init();
+  const std::string one =
+      project.Commit("one", {{".gitignore", "build/\n"},
+                             {"Makefile",
+                              "all: build/one.out build/two.out\n"
+                              "build/%.out: %.txt\n\t@mkdir -p build\n\t@sleep 0.6\n\t@cp $< $@\n"
+                              "\t@echo $< >> build/compiled\n"},
+                             {"one.txt", "1\n"},
+                             {"two.txt", "2\n"}});
+  const std::string two = project.Commit("two", {{"two.txt", "2 changed\n"}});
+  auto request = [&](const std::string& sha) {
+    BuildCache::Request r =
+        Request(sha, absl::StrCat("echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_), " && make"));
+    r.repository = project.path();
+    return r;
+  };
+  const std::string store = tmp_.Join("store");
+  fs::create_directories(store);
+  auto with_store = [&](const std::string& hardware_class) {
+    BuildCacheOptions options;
+    options.build_store = store;
+    options.hardware_class = hardware_class;
+    return options;
+  };
+  BuildCache host_a(tmp_.Join("host-a"), with_store("class-1"), runner_.get());
+  BuildCache::Acquired built = host_a.Acquire(request(one), nullptr, nullptr);
+  ASSERT_TRUE(built.step.ok()) << built.step.message << built.step.log_tail;
+  EXPECT_FALSE(built.fetched);
+  EXPECT_EQ(built.build_store, store) << "published";
+  EXPECT_EQ(BuildStoreCounters::Read(tmp_.Join("host-a")).publishes, 1);
+  EXPECT_EQ(host_a.StoreName(), store);
+
+  BuildCache host_b(tmp_.Join("host-b"), with_store("class-1"), runner_.get());
+  BuildCache::Acquired fetched = host_b.Acquire(request(one), nullptr, nullptr);
+  ASSERT_TRUE(fetched.step.ok()) << fetched.step.message;
+  EXPECT_TRUE(fetched.fetched);
+  EXPECT_FALSE(fetched.reused);
+  EXPECT_EQ(fetched.build_store, store);
+  EXPECT_EQ(fetched.step.wall_time, absl::ZeroDuration()) << "no build ran on host b";
+  EXPECT_THAT(fetched.dir, ::testing::StartsWith(tmp_.Join("host-b") + "/builds/"));
+  EXPECT_EQ(ReadFile(fetched.dir + "/build/compiled"), "one.txt\ntwo.txt\n");
+  EXPECT_EQ(fs::last_write_time(fetched.dir + "/build/one.out"),
+            fs::last_write_time(built.dir + "/build/one.out"));
+  const std::string marker = ReadFile((fs::path(fetched.dir).parent_path() / "built").string());
+  EXPECT_THAT(marker, HasSubstr(absl::StrCat("\"fetched_from\": \"", store, "\"")));
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(one));
+  EXPECT_EQ(BuildStoreCounters::Read(tmp_.Join("host-b")).fetches, 1);
+  EXPECT_THAT(ReadFile(fetched.dir + "/.git/objects/info/alternates"),
+              HasSubstr(tmp_.Join("host-b") + "/mirrors/"))
+      << "its .git borrows this host's mirror";
+  // Now the fetched build is host b's own: served from its cache, and the start of the next.
+  EXPECT_TRUE(host_b.Acquire(request(one), nullptr, nullptr).reused);
+  BuildCache::Acquired next = host_b.Acquire(request(two), nullptr, nullptr);
+  ASSERT_TRUE(next.step.ok()) << next.step.message << next.step.log_tail;
+  EXPECT_FALSE(next.fetched);
+  EXPECT_EQ(next.started_from, one);
+  EXPECT_EQ(ReadFile(next.dir + "/build/compiled"), "one.txt\ntwo.txt\ntwo.txt\n")
+      << "only the changed source was made again";
+  EXPECT_EQ(ReadFile(next.dir + "/build/two.out"), "2 changed\n");
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(one, two));
+
+  // A host of another hardware class builds its own.
+  BuildCache host_c(tmp_.Join("host-c"), with_store("class-2"), runner_.get());
+  BuildCache::Acquired other_class = host_c.Acquire(request(one), nullptr, nullptr);
+  ASSERT_TRUE(other_class.step.ok()) << other_class.step.message;
+  EXPECT_FALSE(other_class.fetched);
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(one, two, one));
+}
+
+TEST_F(BuildCacheTest, ACorruptStoredBuildIsBuiltHereAndAMissingStoreCostsNoBuild) {
+  const std::string store = tmp_.Join("store");
+  fs::create_directories(store);
+  BuildCacheOptions options;
+  options.build_store = store;
+  const std::string command = LoggingBuild() + " && sleep 1";
+  BuildCache host_a(tmp_.Join("host-a"), options, runner_.get());
+  ASSERT_EQ(host_a.Acquire(Request(a_, command), nullptr, nullptr).build_store, store);
+  // Every archive in the store cut short.
+  ASSERT_EQ(RunShell(absl::StrCat("find ", ShellQuote(store),
+                                  " -name build.tar -exec truncate -s 100 {} +"))
+                .exit_code,
+            0);
+  BuildCache host_b(tmp_.Join("host-b"), options, runner_.get());
+  BuildCache::Acquired built = host_b.Acquire(Request(a_, command), nullptr, nullptr);
+  ASSERT_TRUE(built.step.ok()) << built.step.message;
+  EXPECT_FALSE(built.fetched);
+  EXPECT_EQ(ReadFile(built.dir + "/out.txt"), "a\n");
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(a_, a_));
+
+  options.build_store = tmp_.Join("not-mounted");
+  BuildCache host_c(tmp_.Join("host-c"), options, runner_.get());
+  BuildCache::Acquired without = host_c.Acquire(Request(a_, command), nullptr, nullptr);
+  ASSERT_TRUE(without.step.ok()) << without.step.message;
+  EXPECT_EQ(without.build_store, "");
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(a_, a_, a_));
+}
+
 TEST_F(BuildCacheTest, ACommitMissingFromTheRepositoryIsAnInfrastructureError) {
   BuildCache cache(CacheDir(), 16, runner_.get());
   BuildCache::Acquired missing = cache.Acquire(
