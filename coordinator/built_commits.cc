@@ -53,7 +53,9 @@ std::vector<std::string> BuildPlaces(const std::string& build_pool, const std::s
 }
 
 bool ResultLeftABuild(const v1::TaskResult& result) {
-  if (result.timings().build_pool().empty()) return false;
+  if (result.timings().build_pool().empty() && result.timings().build_store().empty()) {
+    return false;
+  }
   switch (result.outcome()) {
     case v1::TASK_OUTCOME_SUCCEEDED:
     case v1::TASK_OUTCOME_BENCH_FAILED:

@@ -47,10 +47,10 @@ std::string BuildSignature(const v1::JobSpec& spec);
 std::vector<std::string> BuildPlaces(const std::string& build_pool, const std::string& build_store,
                                      const std::string& hardware_class);
 
-// True when `result`'s build succeeded through a build cache (TaskTimings.build_pool): the
-// task got past its build (a sample, a failed or skipped benchmark, a missing metric, a
-// pass/fail verdict), so its commits' builds are kept on the host, and in the store when it
-// names one.
+// True when `result`'s build succeeded through a build cache or a build store
+// (TaskTimings.build_pool, build_store: a build fetched from the store names no pool): the task
+// got past its build (a sample, a failed or skipped benchmark, a missing metric, a pass/fail
+// verdict), so its commits' builds are kept on the host, and in the store when it names one.
 bool ResultLeftABuild(const v1::TaskResult& result);
 
 class BuiltCommits {

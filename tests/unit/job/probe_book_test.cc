@@ -118,5 +118,25 @@ TEST(AddTimingsTest, SumsPhasesAndReportsABuildReusedOnlyWhenEveryResultReusedIt
   EXPECT_EQ(total.build().seconds(), 7);
 }
 
+TEST(AddTimingsTest, ABuildIsFetchedWhenSomeTaskFetchedItAndNoneBuiltHere) {
+  v1::TaskTimings fetched;
+  fetched.set_build_fetched(true);
+  fetched.set_build_store("/shared/store");
+  v1::TaskTimings reused;
+  reused.set_build_reused(true);
+  v1::TaskTimings built;
+
+  v1::TaskTimings total;
+  AddTimings(reused, &total, /*first=*/true);
+  AddTimings(fetched, &total, /*first=*/false);
+  EXPECT_TRUE(total.build_fetched()) << "one fetched, the other found in the host's cache";
+  EXPECT_FALSE(total.build_reused());
+  EXPECT_EQ(total.build_store(), "/shared/store");
+  AddTimings(reused, &total, /*first=*/false);
+  EXPECT_TRUE(total.build_fetched());
+  AddTimings(built, &total, /*first=*/false);
+  EXPECT_FALSE(total.build_fetched()) << "one of the probe's tasks built here";
+}
+
 }  // namespace
 }  // namespace kbisect
