@@ -23,6 +23,10 @@
 #           redis-server started for the run, nothing kept on disk)
 #   store   the same as local, plus --build-store DIR on every worker (a directory made for the
 #           run): a commit one host built is fetched by the other
+# --second-job: after each bisect, hosts a and b leave and a third host (host-c, two workers, a
+# fresh --cache-dir, the variant's flags) bisects the same range with another benchmark script
+# (the same culprit, another metric line: another job, the same builds) on the same coordinator;
+# a second line gives that job's wall, builds, build CPU and fetched builds.
 # Prints one line per run: wall, builds, the builds' CPU seconds (user + system of each build
 # command and its children, /usr/bin/time), the compiler cache's hits, misses and remote hits
 # (`kbisect cache stats --cache-dir` of both hosts, summed), the builds fetched from the store
@@ -37,6 +41,7 @@ c_repo=0
 commits=""
 pairs=2
 variants=local,shared
+second_job=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --lz4) lz4="$2"; shift 2 ;;
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
     --commits) commits="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
     --variants) variants="$2"; shift 2 ;;
+    --second-job) second_job=1; shift ;;
     -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "two_hosts_compiler_cache: unknown option $1" >&2; exit 2 ;;
   esac
@@ -86,6 +92,9 @@ if [ -n "$lz4" ]; then
     >bench.sh
   chmod +x bench.sh
   bench="$work/bench.sh"
+  sed 's/Latency:/Latency p50:/' bench.sh >bench2.sh
+  chmod +x bench2.sh
+  bench2="$work/bench2.sh"
 else
   commits=${commits:-300}
   expected=$("$root/scripts/make-c-repo.sh" source --commits "$commits")
@@ -93,6 +102,7 @@ else
   bad=HEAD
   build="make -j2 -s"
   bench="./build/bench"
+  bench2="./build/bench"  # --second-job is for --lz4: the C library's bench has one metric line
 fi
 
 # free_port: a loopback port nothing listens on now.
@@ -100,10 +110,11 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# live_workers: how many workers the coordinator shows as not lost.
+# live_workers [TEXT]: how many workers (whose record mentions TEXT: their name) the coordinator
+# shows as not lost.
 live_workers() {
   KBISECT_COORDINATOR="$address" "$bin/kbisect" workers --json 2>/dev/null |
-    python3 -c 'import json, sys; print(sum(w["state"] != "lost" for w in json.load(sys.stdin)["workers"]))' ||
+    python3 -c 'import json, sys; print(sum(w["state"] != "lost" and sys.argv[1] in json.dumps(w) for w in json.load(sys.stdin)["workers"]))' "${1:-}" ||
     echo 0
 }
 
@@ -120,6 +131,43 @@ print(m.group(1) if m else 0, m.group(2) if m else 0, r.group(1) if r else 0)'
 # others: how many ninja and ctest processes run now (none of this script's).
 others() {
   echo $(($(pgrep -c -x ninja || true) + $(pgrep -c -x ctest || true)))
+}
+
+# second NAME RUN_DIR BUILD WORKER_PID...: hosts a and b (the pids) leave, host-c joins with the
+# run's flags (remote_flags) and bisects the same range with bench2.sh; prints its line.
+second() {
+  local name="$1" run_dir="$2" counted="$3"
+  shift 3
+  local pid
+  for pid in "$@"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
+  local builds_before slot
+  builds_before=$(grep -c '^[0-9]' "$run_dir/build-cpu" || true)
+  for slot in 0 1; do
+    "$bin/kbisect-worker" --coordinator "$address" --cache-dir "$run_dir/host-c" --gpu "$slot" \
+      --name "host-c/slot$slot" --idle-poll 1 "${remote_flags[@]}" \
+      >"$run_dir/worker-host-c-$slot.log" 2>&1 &
+    pids+=($!)
+  done
+  until [ "$(live_workers host-c/)" -eq 2 ]; do sleep 0.2; done
+  local start end
+  start=$(date +%s.%N)
+  KBISECT_COORDINATOR="$address" "$bin/kbisect" submit "$good" "$bad" --repo "$work/source" \
+    --build "$counted" --no-cache --wait -q --json "$run_dir/result2.json" -- "$bench2" >/dev/null
+  end=$(date +%s.%N)
+  python3 - "$run_dir" "$name" "$start" "$end" "$expected" "$builds_before" <<'PY'
+import json, sys
+run_dir, name, start, end, expected, before = sys.argv[1:7]
+r = json.load(open(run_dir + "/result2.json"))
+builds = [l.split() for l in open(run_dir + "/build-cpu") if l.strip() and l[0].isdigit()]
+builds = builds[int(before):]
+cpu = sum(float(u) + float(s) for _, u, s in builds)
+culprit = (r.get("culprit") or {}).get("sha", "")
+fetched = sum(1 for p in r.get("probes", []) if (p.get("timings") or {}).get("build_fetched"))
+print("%-8s %8.2f s %3d builds %8.1f CPU s %3d fetched  job 2 on host-c  %s" % (
+    name + "/2", float(end) - float(start), len(builds), cpu, fetched,
+    "culprit ok" if culprit == expected else "culprit WRONG " + culprit[:12]))
+PY
 }
 
 # run NAME VARIANT: one bisect with everything fresh; prints its line.
@@ -143,13 +191,14 @@ run() {
   pids+=($!)
   until [ -s "$run_dir/port" ]; do sleep 0.1; done
   address="127.0.0.1:$(cat "$run_dir/port")"
-  local host slot
+  local host slot first_workers=()
   for host in host-a host-b; do
     for slot in 0 1; do
       "$bin/kbisect-worker" --coordinator "$address" --cache-dir "$run_dir/$host" --gpu "$slot" \
         --name "$host/slot$slot" --idle-poll 1 "${remote_flags[@]}" \
         >"$run_dir/worker-$host-$slot.log" 2>&1 &
       pids+=($!)
+      first_workers+=($!)
     done
   done
   until [ "$(live_workers)" -eq 4 ]; do sleep 0.2; done
@@ -162,17 +211,22 @@ run() {
     --build "$counted" --no-cache --wait -q --json "$run_dir/result.json" -- "$bench" >/dev/null
   end=$(date +%s.%N)
   local busy="$busy_start/$(others)"
+  local job1_builds
+  job1_builds=$(grep -c '^[0-9]' "$run_dir/build-cpu" || true)
+  [ "$second_job" -eq 0 ] || second "$name" "$run_dir" "$counted" "${first_workers[@]}"
   stop_all
   read -r a_hits a_misses a_remote < <(compiler_cache "$run_dir/host-a")
   read -r b_hits b_misses b_remote < <(compiler_cache "$run_dir/host-b")
   python3 - "$run_dir" "$name" "$start" "$end" "$expected" \
-    "$((a_hits + b_hits))" "$((a_misses + b_misses))" "$a_remote" "$b_remote" "$clock" "$busy" <<'PY'
+    "$((a_hits + b_hits))" "$((a_misses + b_misses))" "$a_remote" "$b_remote" "$clock" "$busy" \
+    "$job1_builds" <<'PY'
 import json, sys
 run_dir, name, start, end, expected = sys.argv[1:6]
 hits, misses, a_remote, b_remote = map(int, sys.argv[6:10])
 clock, busy = sys.argv[10:12]
 r = json.load(open(run_dir + "/result.json"))
 builds = [l.split() for l in open(run_dir + "/build-cpu") if l.strip() and l[0].isdigit()]
+builds = builds[:int(sys.argv[12])]  # job 1's (a second job's builds follow them)
 cpu = sum(float(u) + float(s) for _, u, s in builds)
 culprit = (r.get("culprit") or {}).get("sha", "")
 fetched = sum(1 for p in r.get("probes", []) if (p.get("timings") or {}).get("build_fetched"))
@@ -190,14 +244,15 @@ for i in $(seq 1 "$pairs"); do
   else
     run "$second_variant-$i" "$second_variant"; run "$first_variant-$i" "$first_variant"
   fi
-done | tee "$work/results.txt"
+done > >(tee "$work/results.txt")  # the loop stays in this shell: the EXIT trap sees its pids
+wait $!  # tee has written everything
 python3 - "$work/results.txt" "$first_variant" "$second_variant" <<'PY'
 import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
+rows = [l.split() for l in open(sys.argv[1]) if "/2 " not in l.split(" ", 1)[0] + " "]
 def med(variant, col):
     return statistics.median(float(r[col]) for r in rows if r[0].startswith(variant + "-"))
 for v in sys.argv[2:4]:
     print("median %-6s: wall %.2f s, %d builds, %.1f build CPU s, %d remote hits, %d fetched"
           % (v, med(v, 1), med(v, 3), med(v, 5), med(v, 12), med(v, 18)))
 PY
-echo "command: bench/two_hosts_compiler_cache.sh ${lz4:+--lz4 $lz4 }$([ "$c_repo" -eq 1 ] && echo '--c-repo ')--commits $commits --pairs $pairs --variants $variants"
+echo "command: bench/two_hosts_compiler_cache.sh ${lz4:+--lz4 $lz4 }$([ "$c_repo" -eq 1 ] && echo '--c-repo ')--commits $commits --pairs $pairs --variants $variants$([ "$second_job" -eq 1 ] && echo ' --second-job')"

@@ -193,7 +193,8 @@ std::unique_ptr<FileLock> TryLockIdle(const fs::path& dir) {
 // submodules: a forced checkout of an existing worktree (ignored build outputs stay) or a fresh
 // one.
 absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
-                          const std::string& repository, const std::string& sha) {
+                          const std::string& repository, const std::string& sha,
+                          bool keep_untracked = false) {
   absl::StatusOr<std::unique_ptr<Worktree>> tree = Worktree::OpenOrCreate(mirror_dir, dir);
   if (!tree.ok() && !absl::IsFailedPrecondition(tree.status())) {
     // Whatever is there cannot be opened (a half-created repository): start afresh.
@@ -202,6 +203,7 @@ absl::Status CheckOutInto(const std::string& mirror_dir, const fs::path& dir,
     tree = Worktree::OpenOrCreate(mirror_dir, dir);
   }
   if (!tree.ok()) return tree.status();
+  (*tree)->KeepUntracked(keep_untracked);
   const std::string mirrors = fs::path(mirror_dir).parent_path().string();
   return SubmoduleCheckout(mirrors).CheckOut(**tree, repository, sha);
 }
@@ -706,9 +708,11 @@ bool BuildCache::FetchEntry(Acquisition* acq) {
     RelocateCMakeTrees(src, from, to);
     const bool relocated = layers_.Relocate((entry / kLayer).string(), from, to);
     // Its .git borrows the publisher's mirror: Worktree re-points it at this host's, and the
-    // forced checkout of the same commit writes no file that is unchanged (file times stay).
+    // forced checkout of the same commit writes no file that is unchanged (file times stay). It
+    // keeps untracked files: build outputs the commit's .gitignore does not cover are the build.
     const absl::Status checked_out =
-        relocated ? CheckOutInto(acq->mirror, src, acq->request.repository, acq->request.sha)
+        relocated ? CheckOutInto(acq->mirror, src, acq->request.repository, acq->request.sha,
+                                 /*keep_untracked=*/true)
                   : absl::InternalError("its layer cannot be relocated");
     if (checked_out.ok()) {
       BuildStoreCounters fetch;

@@ -248,7 +248,7 @@ absl::Status Worktree::Checkout(std::string_view sha_view) {
   }
   rc = git_repository_set_head_detached(repo_.get(), git_object_id(commit.get()));
   if (rc != 0) return Git2Error(rc, absl::StrCat("cannot move HEAD of '", path_, "'"));
-  if (first) return absl::OkStatus();
+  if (first || keep_untracked_) return absl::OkStatus();
   return RemoveUntracked(repo_.get(), path_);
 }
 

@@ -77,6 +77,12 @@ class Worktree {
   // files fails (the worktree may then be partly updated; a later Checkout repairs it).
   absl::Status Checkout(std::string_view sha);
 
+  // While `keep` is set, Checkout leaves untracked files alone, as `git checkout` does, instead
+  // of removing them: for a checkout unpacked with another host's build outputs (a build fetched
+  // from a build store, worker/build_store.h), whose outputs the commit's .gitignore may not
+  // cover. Off by default.
+  void KeepUntracked(bool keep) { keep_untracked_ = keep; }
+
   // Sets gitignore-style patterns (one per element) that are written to .git/info/exclude, so that
   // matching untracked paths survive Checkout like ignored files do, e.g. {"/build-kbisect/"}.
   // Replaces the patterns of any earlier call.
@@ -101,6 +107,7 @@ class Worktree {
   const std::string mirror_dir_;
   const std::unique_ptr<git_repository, RepositoryDeleter> repo_;
   const std::unique_ptr<FileLock> slot_lock_;
+  bool keep_untracked_ = false;  // KeepUntracked.
 };
 
 }  // namespace kbisect

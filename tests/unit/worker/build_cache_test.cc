@@ -708,6 +708,24 @@ TEST_F(BuildCacheTest, ACorruptStoredBuildIsBuiltHereAndAMissingStoreCostsNoBuil
   EXPECT_THAT(Builds(), ::testing::ElementsAre(a_, a_, a_));
 }
 
+TEST_F(BuildCacheTest, AFetchedBuildKeepsOutputsTheCommitsGitignoreDoesNotCover) {
+  // out.txt, the build's output, is untracked and not ignored (lz4's old commits leave their
+  // liblz4.a so): the fetched checkout keeps it, as the publisher's build left it.
+  const std::string store = tmp_.Join("store");
+  fs::create_directories(store);
+  BuildCacheOptions options;
+  options.build_store = store;
+  const std::string command = LoggingBuild() + " && sleep 1";
+  BuildCache host_a(tmp_.Join("host-a"), options, runner_.get());
+  ASSERT_EQ(host_a.Acquire(Request(a_, command), nullptr, nullptr).build_store, store);
+  BuildCache host_b(tmp_.Join("host-b"), options, runner_.get());
+  BuildCache::Acquired fetched = host_b.Acquire(Request(a_, command), nullptr, nullptr);
+  ASSERT_TRUE(fetched.step.ok()) << fetched.step.message;
+  EXPECT_TRUE(fetched.fetched);
+  EXPECT_EQ(ReadFile(fetched.dir + "/out.txt"), "a\n");
+  EXPECT_THAT(Builds(), ::testing::ElementsAre(a_)) << "host b built nothing";
+}
+
 TEST_F(BuildCacheTest, ACommitMissingFromTheRepositoryIsAnInfrastructureError) {
   BuildCache cache(CacheDir(), 16, runner_.get());
   BuildCache::Acquired missing = cache.Acquire(
