@@ -16,7 +16,6 @@
 // first, as `kbisect run` at W=1 visits them. --passes > 1 runs the sequence again in a fresh
 // cache directory each time (the compiler cache, outside it, stays warm).
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -26,23 +25,13 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "bench/bench_util.h"
 #include "common/exec/exec.h"
 #include "worker/build_cache.h"
 
 namespace kbisect {
 namespace {
-
-std::string Output(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
-  pclose(pipe);
-  return std::string(absl::StripTrailingAsciiWhitespace(out));
-}
 
 // The indices a W=1 bisect of `n` commits with its step at `step` visits: n (BAD), 0 (GOOD),
 // then the midpoints.
@@ -82,13 +71,14 @@ int Main(int argc, char** argv) {
   app.add_option("--passes", passes, "Sequences, each in a fresh cache")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<std::string> shas = absl::StrSplit(
-      Output(absl::StrFormat("git -C '%s' rev-list --first-parent --reverse -n %d HEAD", repo,
-                             commits + 1)),
-      '\n', absl::SkipEmpty());
+  std::vector<std::string> shas =
+      absl::StrSplit(kbisect_bench::RunShell(
+                         absl::StrFormat("git -C %s rev-list --first-parent --reverse -n %d HEAD",
+                                         kbisect_bench::ShellQuote(repo), commits + 1))
+                         .out,
+                     '\n', absl::SkipEmpty());
   if (static_cast<int>(shas.size()) != commits + 1) {
-    std::cerr << "build_cache_bench: cannot list " << commits + 1 << " commits of " << repo
-              << "\n";
+    std::cerr << "build_cache_bench: cannot list " << commits + 1 << " commits of " << repo << "\n";
     return 1;
   }
   const std::vector<int> order = BisectOrder(commits, static_cast<int>(step * commits));
@@ -98,7 +88,7 @@ int Main(int argc, char** argv) {
   std::cout << "| pass | index | started from | checkout ms | rest ms | build s |\n"
             << "|---|---|---|---|---|---|\n";
   for (int pass = 0; pass < passes; ++pass) {
-    const std::string cache_dir = Output("mktemp -d /tmp/kbisect-build-cache-bench-XXXXXX");
+    const std::string cache_dir = kbisect_bench::MakeTempDir("kbisect-build-cache-bench");
     BuildCacheOptions options;
     options.max_entries = cache_size;
     BuildCache cache(cache_dir, options, runner.get());
@@ -120,15 +110,17 @@ int Main(int argc, char** argv) {
       for (int i = 0; i <= commits; ++i) {
         if (shas[i] == built.started_from) from = absl::StrCat(i);
       }
-      std::cout << absl::StrFormat("| %d | %d | %s | %.1f | %.1f | %.2f |\n", pass + 1, index,
-                                   from, Ms(built.checkout_time), Ms(rest),
+      std::cout << absl::StrFormat("| %d | %d | %s | %.1f | %.1f | %.2f |\n", pass + 1, index, from,
+                                   Ms(built.checkout_time), Ms(rest),
                                    absl::ToDoubleSeconds(built.step.wall_time));
       if (index != commits) {  // The first acquisition clones the mirror.
         checkout_ms.push_back(Ms(built.checkout_time));
         rest_ms.push_back(Ms(rest));
       }
     }
-    if (std::system(absl::StrCat("rm -rf ", cache_dir).c_str()) != 0) return 1;
+    if (kbisect_bench::RunShell("rm -rf " + kbisect_bench::ShellQuote(cache_dir)).exit_code != 0) {
+      return 1;
+    }
   }
   std::sort(checkout_ms.begin(), checkout_ms.end());
   std::sort(rest_ms.begin(), rest_ms.end());

@@ -89,8 +89,8 @@ void BuiltCommits::RecordResult(const v1::Task& task, const v1::TaskResult& resu
                                 const std::string& hardware_class) {
   if (!ResultLeftABuild(result)) return;
   const std::string signature = BuildSignature(task);
-  const std::vector<std::string> places = BuildPlaces(
-      result.timings().build_pool(), result.timings().build_store(), hardware_class);
+  const std::vector<std::string> places =
+      BuildPlaces(result.timings().build_pool(), result.timings().build_store(), hardware_class);
   Record(signature, task.commit_sha(), places);
   Record(signature, task.paired_commit_sha(), places);
 }

@@ -182,8 +182,8 @@ void Coordinator::AddBuiltCommitsLocked(const BisectJob& job, JournalEntry* take
   for (const std::string& worker : take->workers) {
     const WorkerEntry& entry = workers().entries().at(worker);
     const std::set<std::string> shas = built_commits_.BuiltIn(
-        signature, BuildPlaces(entry.build_pool.name, entry.build_store,
-                               entry.identity.hardware_class()));
+        signature,
+        BuildPlaces(entry.build_pool.name, entry.build_store, entry.identity.hardware_class()));
     std::vector<int> indices = job.IndicesInsideInterval(shas);
     if (!indices.empty()) take->built[worker] = std::move(indices);
   }

@@ -782,7 +782,8 @@ BuildCommand BuildCache::ThroughCompilerCache(const BuildCommand& build,
   if (!use_compiler_cache_) return cached;
   std::map<std::string, std::string> env = process_env_;
   for (const auto& [name, value] : cached.env) env[name] = value;
-  if (std::optional<CompilerCache> ccache = CompilerCache::Find(cache_dir_, env, compiler_cache_remote_)) {
+  if (std::optional<CompilerCache> ccache =
+          CompilerCache::Find(cache_dir_, env, compiler_cache_remote_)) {
     for (auto& [name, value] : ccache->Variables(src, env)) cached.env[name] = value;
   }
   return cached;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <utility>
 
 #include "common/stats/stats.h"
 #include "coordinator/job/confidence_stop.h"
@@ -406,6 +407,61 @@ struct Placement {
   std::vector<bool> worker_busy;
 };
 
+// The commits of a worker a point may move onto: DispatchWorker::anchors or DispatchWorker::built.
+using SnapTargets = std::vector<int> DispatchWorker::*;
+
+// For point `points[i]`: the probing worker not yet busy (its index in `probing`) with the commit
+// among its `targets` closest to the point, strictly inside the open interval, at most `snap`
+// away and not another point's (`taken`), and that commit; {-1, -1} when there is none.
+std::pair<int, int> ClosestTarget(const DispatchInput& input, const std::vector<int>& points,
+                                  size_t i, const std::vector<std::string>& probing,
+                                  SnapTargets targets, double snap, const std::set<int>& taken,
+                                  PlanState* state, const Placement& placement) {
+  int best_worker = -1;
+  int best_commit = -1;
+  for (size_t w = 0; w < probing.size(); ++w) {
+    if (placement.worker_busy[w]) continue;
+    for (int commit : state->Worker(probing[w]).*targets) {
+      if (commit <= input.search->last_good() || commit >= input.search->first_bad() ||
+          (taken.count(commit) > 0 && commit != points[i]) || std::abs(commit - points[i]) > snap) {
+        continue;
+      }
+      if (best_commit < 0 || std::abs(commit - points[i]) < std::abs(best_commit - points[i])) {
+        best_commit = commit;
+        best_worker = static_cast<int>(w);
+      }
+    }
+  }
+  return {best_worker, best_commit};
+}
+
+// Hands each point not yet placed that one of a probing worker's `targets` is close to (within
+// `snap`; ClosestTarget) to that worker, moved onto that commit; with `keep_round_bound`, only
+// while the points moved so far still keep the round bound (PointsKeepRoundBound).
+void SnapProbes(const DispatchInput& input, std::vector<int> points,
+                const std::vector<std::string>& probing, SnapTargets targets, double snap,
+                bool keep_round_bound, PlanState* state, Placement* placement, DispatchPlan* plan) {
+  std::set<int> taken(points.begin(), points.end());
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (placement->point_placed[i]) continue;
+    const auto [worker, commit] =
+        ClosestTarget(input, points, i, probing, targets, snap, taken, state, *placement);
+    if (worker < 0) continue;
+    std::vector<int> moved = points;
+    moved[i] = commit;
+    if (keep_round_bound && !PointsKeepRoundBound(*input.search, moved, input.commit_count,
+                                                  state->Slots(), input.round)) {
+      continue;
+    }
+    taken.erase(points[i]);
+    taken.insert(commit);
+    points = std::move(moved);
+    placement->point_placed[i] = true;
+    placement->worker_busy[worker] = true;
+    plan->assignments.push_back({DispatchAssignment::Kind::kProbe, probing[worker], "", commit});
+  }
+}
+
 // Hands each point near a cached commit of a probing worker (an anchor) to that worker, moved
 // onto the anchor: the measurement verifies its cache (see ResultReuse) and splits as well.
 void AssignAnchoredProbes(const DispatchInput& input, const std::vector<int>& points,
@@ -415,78 +471,22 @@ void AssignAnchoredProbes(const DispatchInput& input, const std::vector<int>& po
   // In the first wave nothing is known yet and one agreeing measurement makes a worker's whole
   // cache usable: its cached commit nearest to a point anywhere in the interval will do.
   const double snap = input.first_wave ? interval : kAnchorSnapFraction * interval;
-  std::set<int> taken(points.begin(), points.end());
-  for (size_t i = 0; i < points.size(); ++i) {
-    int best_worker = -1;
-    int best_anchor = -1;
-    for (size_t w = 0; w < probing.size(); ++w) {
-      if (placement->worker_busy[w]) continue;
-      for (int anchor : state->Worker(probing[w]).anchors) {
-        if (anchor <= input.search->last_good() || anchor >= input.search->first_bad() ||
-            (taken.count(anchor) > 0 && anchor != points[i]) ||
-            std::abs(anchor - points[i]) > snap) {
-          continue;
-        }
-        if (best_anchor < 0 || std::abs(anchor - points[i]) < std::abs(best_anchor - points[i])) {
-          best_anchor = anchor;
-          best_worker = static_cast<int>(w);
-        }
-      }
-    }
-    if (best_worker < 0) continue;
-    taken.erase(points[i]);
-    taken.insert(best_anchor);
-    placement->point_placed[i] = true;
-    placement->worker_busy[best_worker] = true;
-    plan->assignments.push_back(
-        {DispatchAssignment::Kind::kProbe, probing[best_worker], "", best_anchor});
-  }
+  SnapProbes(input, points, probing, &DispatchWorker::anchors, snap, /*keep_round_bound=*/false,
+             state, placement, plan);
 }
 
 // Hands each point not yet placed that a commit already built where a probing worker reads builds
 // is close to (BuiltSnapDistance) to that worker, moved onto the closest such commit, while the
 // points moved so far still keep the round bound: the probe then fetches or reuses the build
 // instead of making it.
-void AssignBuiltProbes(const DispatchInput& input, std::vector<int> points,
+void AssignBuiltProbes(const DispatchInput& input, const std::vector<int>& points,
                        const std::vector<std::string>& probing, PlanState* state,
                        Placement* placement, DispatchPlan* plan) {
-  const BisectSearch& search = *input.search;
-  const int snap = BuiltSnapDistance(search.first_bad() - search.last_good(),
+  const int snap = BuiltSnapDistance(input.search->first_bad() - input.search->last_good(),
                                      static_cast<int>(points.size()));
   if (snap <= 0) return;
-  std::set<int> taken(points.begin(), points.end());
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (placement->point_placed[i]) continue;
-    int best_worker = -1;
-    int best_commit = -1;
-    for (size_t w = 0; w < probing.size(); ++w) {
-      if (placement->worker_busy[w]) continue;
-      for (int commit : state->Worker(probing[w]).built) {
-        if (commit <= search.last_good() || commit >= search.first_bad() ||
-            (taken.count(commit) > 0 && commit != points[i]) ||
-            std::abs(commit - points[i]) > snap) {
-          continue;
-        }
-        if (best_commit < 0 || std::abs(commit - points[i]) < std::abs(best_commit - points[i])) {
-          best_commit = commit;
-          best_worker = static_cast<int>(w);
-        }
-      }
-    }
-    if (best_worker < 0) continue;
-    std::vector<int> moved = points;
-    moved[i] = best_commit;
-    if (!PointsKeepRoundBound(search, moved, input.commit_count, state->Slots(), input.round)) {
-      continue;
-    }
-    taken.erase(points[i]);
-    taken.insert(best_commit);
-    points = std::move(moved);
-    placement->point_placed[i] = true;
-    placement->worker_busy[best_worker] = true;
-    plan->assignments.push_back(
-        {DispatchAssignment::Kind::kProbe, probing[best_worker], "", best_commit});
-  }
+  SnapProbes(input, points, probing, &DispatchWorker::built, snap, /*keep_round_bound=*/true, state,
+             placement, plan);
 }
 
 // Hands the points not yet placed to the probing workers not yet busy, each to the one whose

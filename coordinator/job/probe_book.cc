@@ -40,9 +40,11 @@ void AddTimings(const v1::TaskTimings& add, v1::TaskTimings* total, bool first) 
   *total->mutable_total() = sum(total->total(), add.total());
   // A task built here when its build was neither found in the host's cache nor fetched: the
   // probe's builds were fetched when some were and none was built here.
-  auto built_here = [](const v1::TaskTimings& t) { return !t.build_reused() && !t.build_fetched(); };
-  const bool fetched = (total->build_fetched() || add.build_fetched()) && !built_here(*total) &&
-                       !built_here(add);
+  auto built_here = [](const v1::TaskTimings& t) {
+    return !t.build_reused() && !t.build_fetched();
+  };
+  const bool fetched =
+      (total->build_fetched() || add.build_fetched()) && !built_here(*total) && !built_here(add);
   total->set_build_reused(total->build_reused() && add.build_reused());
   total->set_build_fetched(fetched);
   if (!add.build_store().empty()) total->set_build_store(add.build_store());

@@ -71,9 +71,9 @@ TEST(BuiltCommitsTest, ACommitIsBuiltInTheHostsPoolAndInTheStoreForItsHardwareCl
 TEST(BuiltCommitsTest, OnlyABuildThatSucceededThroughABuildCacheCounts) {
   BuiltCommits built;
   const std::string signature = BuildSignature(Built(""));
-  for (v1::TaskOutcome failed : {v1::TASK_OUTCOME_BUILD_FAILED, v1::TASK_OUTCOME_CHECKOUT_FAILED,
-                                 v1::TASK_OUTCOME_INFRA_ERROR, v1::TASK_OUTCOME_CANCELLED,
-                                 v1::TASK_OUTCOME_TIMED_OUT}) {
+  for (v1::TaskOutcome failed :
+       {v1::TASK_OUTCOME_BUILD_FAILED, v1::TASK_OUTCOME_CHECKOUT_FAILED,
+        v1::TASK_OUTCOME_INFRA_ERROR, v1::TASK_OUTCOME_CANCELLED, v1::TASK_OUTCOME_TIMED_OUT}) {
     built.RecordResult(Built("x"), Result(failed, "host-a:/c"), "h100");
   }
   // Built in the slot's own checkout (no build cache): the next checkout overwrites it.

@@ -4,8 +4,8 @@
 // Synchronize calls, and a fake RepositoryView.
 #include "coordinator/coordinator.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
