@@ -100,10 +100,11 @@ std::set<std::string> BuiltCommits::BuiltIn(const std::string& signature,
   std::set<std::string> built;
   auto build = builds_.find(signature);
   if (build == builds_.end()) return built;
-  for (const auto& [sha, kept_in] : build->second.places_of) {
+  for (const auto& entry : build->second.places_of) {
+    const std::set<std::string>& kept_in = entry.second;
     if (std::any_of(places.begin(), places.end(),
                     [&](const std::string& place) { return kept_in.count(place) > 0; })) {
-      built.insert(sha);
+      built.insert(entry.first);
     }
   }
   return built;
