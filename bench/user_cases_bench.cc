@@ -32,8 +32,11 @@
 //       <= 1.0x git bisect and never slower than W=1.
 //   (g) as (f) on a C++ project built with CMake: fmt (--fmt PATH), the last 300 first-parent
 //       commits, `cmake -B build -DFMT_TEST=OFF ... && cmake --build build -j2`. W=1, 2, 4.
-//       Cases f and g are skipped (and say so) when their repository is not given: nothing is
-//       downloaded.
+//   (h) as (g) with the build issue 51 names: one `g++ -O2 -c src/format.cc src/os.cc` at every
+//       probe and step (one process, one core, nothing incremental, nothing ccache can cache
+//       across commits that change format.h). W=1, 2. Targets: W=1 <= 1.15x, W=2 <= 0.8x.
+//       Cases f, g and h are skipped (and say so) when their repository is not given: nothing
+//       is downloaded.
 //
 //   build/bin/user_cases_bench [--case all|a,b,...] [--commits N] [--c-commits N] [--files F]
 //                              [--lz4 PATH] [--fmt PATH] [--pairs N]
@@ -111,7 +114,7 @@ std::string RatioTarget(double ratio, double max_ratio);
 struct Pairs {
   std::string case_id;
   int workers = 0;
-  double max_ratio = 0;       // The target (0: none).
+  double max_ratio = 0;        // The target (0: none).
   std::vector<double> ratios;  // kbisect / git bisect, per pair, in order.
   bool all_right = true;       // Every run of both tools named the culprit.
 
@@ -126,9 +129,9 @@ struct Pairs {
     const double median = kbisect_bench::Median(ratios);
     std::string target = max_ratio > 0 ? absl::StrCat(", ", RatioTarget(median, max_ratio)) : "";
     if (!all_right) target = ", NOT met (a run had no right answer)";
-    return absl::StrFormat("case %s, W=%d: %s (%s): median %.2f of %d interleaved pairs%s",
-                           case_id, workers, absl::StrJoin(shown, " "),
-                           absl::StrJoin(orders, ", "), median, ratios.size(), target);
+    return absl::StrFormat("case %s, W=%d: %s (%s): median %.2f of %d interleaved pairs%s", case_id,
+                           workers, absl::StrJoin(shown, " "), absl::StrJoin(orders, ", "), median,
+                           ratios.size(), target);
   }
 };
 
@@ -333,8 +336,8 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table,
 
   // One git bisect run (clone and counter named by `suffix`); returns its wall (0: wrong).
   auto run_git = [&](const std::string& suffix) {
-    SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect" + suffix, "v1.0", "main",
-                                      "./bench.sh");
+    SeedBisectOptions seed =
+        SeedOver(repo, dir + "/git-bisect" + suffix, "v1.0", "main", "./bench.sh");
     seed.env = env;
     seed.runs = c.runs;
     const std::string git_counter = c.build_seconds > 0 ? dir + "/builds-git" + suffix : "";
@@ -362,8 +365,7 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table,
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     const auto target = c.max_ratio.find(w);
     // Run before its pair's git bisect (git_s 0), the row has no ratio: the pair's line judges it.
-    table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected,
-                         counter,
+    table.Add(KbisectRow(c.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected, counter,
                          target == c.max_ratio.end() || git_s <= 0 ? 0 : target->second));
     return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
   };
@@ -371,12 +373,12 @@ void RunDemoCase(const Settings& s, const DemoCase& c, Table& table,
   if (s.pairs > 1) {
     for (int w : WorkersOr(s, c.workers)) {
       const auto target = c.max_ratio.find(w);
-      notes->push_back(
-          Interleave(c.id, w, target == c.max_ratio.end() ? 0 : target->second, s.pairs, run_git,
-                     [&](const std::string& suffix, double git_s) {
-                       return run_kbisect(w, suffix, git_s);
-                     })
-              .Summary());
+      notes->push_back(Interleave(c.id, w, target == c.max_ratio.end() ? 0 : target->second,
+                                  s.pairs, run_git,
+                                  [&](const std::string& suffix, double git_s) {
+                                    return run_kbisect(w, suffix, git_s);
+                                  })
+                           .Summary());
     }
     return;
   }
@@ -486,6 +488,12 @@ struct RealHistory {
   std::string build;     // run in the checkout at every probe and step
   std::string artifact;  // what the build leaves (the benchmark checks it is there)
   std::vector<int> workers;
+  // The target ratio to git bisect by W (none given: W=1 <= 1.05x, W>1 <= 1.0x).
+  std::map<int, double> targets;
+  double Target(int w) const {
+    auto it = targets.find(w);
+    return it != targets.end() ? it->second : w == 1 ? 1.05 : 1.0;
+  }
 };
 
 // Case f or g: git bisect and kbisect over the last `commits` first-parent commits of the real
@@ -536,13 +544,13 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
     run.flags.push_back(CountedBuild(h.build, counter));
     const KbisectFigures k = kbisect_bench::RunKbisect(run);
     table.Add(KbisectRow(h.id, absl::StrCat("kbisect W=", w, suffix), k, git_s, expected, counter,
-                         git_s <= 0 ? 0 : w == 1 ? 1.05 : 1.0));
+                         git_s <= 0 ? 0 : h.Target(w)));
     return k.ok && k.culprit == expected ? k.wall_seconds : 0.0;
   };
   std::vector<std::string> notes;
   if (s.pairs > 1) {
     for (int w : WorkersOr(s, h.workers)) {
-      notes.push_back(Interleave(h.id, w, w == 1 ? 1.05 : 1.0, s.pairs, run_git,
+      notes.push_back(Interleave(h.id, w, h.Target(w), s.pairs, run_git,
                                  [&](const std::string& suffix, double git_s) {
                                    return run_kbisect(w, suffix, git_s);
                                  })
@@ -571,7 +579,7 @@ int main(int argc, char** argv) {
   std::string workers;
   bool keep = false;
   CLI::App app{"kbisect run with its defaults vs the seed procedure by git bisect run, per case"};
-  app.add_option("--case", cases, "all, or a comma-separated list of a, b, c, d, e, f, g")
+  app.add_option("--case", cases, "all, or a comma-separated list of a, b, c, d, e, f, g, h")
       ->capture_default_str();
   app.add_option("--commits", s.commits, "Range of cases a-d")->capture_default_str();
   app.add_option("--c-commits", s.c_commits, "C history of case e")->capture_default_str();
@@ -584,11 +592,12 @@ int main(int argc, char** argv) {
   app.add_option("--kbisect-flags", kbisect_flags,
                  "Options added to every kbisect run, space-separated (e.g. '--build-ahead 8')");
   app.add_option("--lz4", s.lz4, "Case f: a path to lz4's repository (skipped without)");
-  app.add_option("--fmt", s.fmt, "Case g: a path to fmt's repository (skipped without)");
+  app.add_option("--fmt", s.fmt, "Cases g, h: a path to fmt's repository (skipped without)");
   app.add_flag("--keep", keep, "Keep the scratch directory");
-  app.add_option("--pairs", s.pairs,
-                 "Cases a, b, c, f, g: interleaved (git bisect, kbisect) pairs per W, alternating which "
-                 "runs first; the median ratio is printed (default 1: git once per case)")
+  app.add_option(
+         "--pairs", s.pairs,
+         "Cases a, b, c, f, g, h: interleaved (git bisect, kbisect) pairs per W, alternating which "
+         "runs first; the median ratio is printed (default 1: git once per case)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   for (const std::string& w :
@@ -600,11 +609,11 @@ int main(int argc, char** argv) {
   for (const std::string& c :
        std::vector<std::string>(absl::StrSplit(cases, ',', absl::SkipEmpty()))) {
     if (c == "all") {
-      selected.insert({"a", "b", "c", "d", "e", "f", "g"});
-    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'g') {
+      selected.insert({"a", "b", "c", "d", "e", "f", "g", "h"});
+    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'h') {
       selected.insert(c);
     } else {
-      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e, f, g)\n";
+      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e, f, g, h)\n";
       return 2;
     }
   }
@@ -640,6 +649,10 @@ int main(int argc, char** argv) {
       {"g",
        "real history: fmt's last 300 first-parent commits, CMake library build at every "
        "probe/step, deterministic benchmark: W=1, 2, 4. Targets as (f)"},
+      {"h",
+       "real history: fmt's last 300 first-parent commits, one g++ -O2 call compiling "
+       "src/format.cc and src/os.cc at every probe/step (nothing incremental, one core), "
+       "deterministic benchmark: W=1, 2. Targets W=1 <= 1.15x, W=2 <= 0.8x"},
   };
   std::cout << "kbisect run (defaults: confirmation on, 3 runs, cold cache) vs git bisect run "
                "doing the seed procedure, same repository, same run. Scratch: "
@@ -660,15 +673,14 @@ int main(int argc, char** argv) {
     } else if (c == "b") {
       RunDemoCase(s, {"b", "0", 1, 0, {1, 7}, {{1, 1.05}, {7, 0.45}}}, table, &notes);
     } else if (c == "c") {
-      RunDemoCase(s, {"c", NoiseForCv(0.02), 3, s.build_seconds, {7}, {{7, 0.25}}}, table,
-                  &notes);
+      RunDemoCase(s, {"c", NoiseForCv(0.02), 3, s.build_seconds, {7}, {{7, 0.25}}}, table, &notes);
     } else if (c == "d") {
       for (const std::string& line : RunNightlies(s, table)) notes.push_back(line);
     } else if (c == "e") {
       RunCompileCase(s, table);
     } else if (c == "f") {
       for (const std::string& line : RunRealHistoryCase(
-               s, {"f", s.lz4, 873, "make -C lib -j2 -s", "lib/liblz4.a", {1, 2, 4}}, table)) {
+               s, {"f", s.lz4, 873, "make -C lib -j2 -s", "lib/liblz4.a", {1, 2, 4}, {}}, table)) {
         notes.push_back(line);
       }
     } else if (c == "g") {
@@ -680,8 +692,22 @@ int main(int argc, char** argv) {
                 "cmake -S . -B build -DFMT_TEST=OFF -DFMT_DOC=OFF -DFMT_INSTALL=OFF >/dev/null && "
                 "cmake --build build -j2 >/dev/null",
                 "build/libfmt.a",
-                {1, 2, 4}},
+                {1, 2, 4},
+                {}},
                table)) {
+        notes.push_back(line);
+      }
+    } else if (c == "h") {
+      for (const std::string& line :
+           RunRealHistoryCase(s,
+                              {"h",
+                               s.fmt,
+                               300,
+                               "g++ -O2 -std=c++17 -Iinclude -c src/format.cc src/os.cc",
+                               "format.o",
+                               {1, 2},
+                               {{1, 1.15}, {2, 0.8}}},
+                              table)) {
         notes.push_back(line);
       }
     }
