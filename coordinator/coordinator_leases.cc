@@ -179,13 +179,15 @@ void Coordinator::LoseLeaseLocked(LeaseEntry& lease, const std::string& why) {
 void Coordinator::AddBuiltCommitsLocked(const BisectJob& job, JournalEntry* take) {
   const std::string signature = BuildSignature(job.status().spec());
   if (signature.empty() || built_commits_.size(signature) == 0) return;
+  // The workers of one host read the same places: each set of places is looked up once.
+  std::map<std::vector<std::string>, std::vector<int>> by_places;
   for (const std::string& worker : take->workers) {
     const WorkerEntry& entry = workers().entries().at(worker);
-    const std::set<std::string> shas = built_commits_.BuiltIn(
-        signature,
-        BuildPlaces(entry.build_pool.name, entry.build_store, entry.identity.hardware_class()));
-    std::vector<int> indices = job.IndicesInsideInterval(shas);
-    if (!indices.empty()) take->built[worker] = std::move(indices);
+    const std::vector<std::string> places =
+        BuildPlaces(entry.build_pool.name, entry.build_store, entry.identity.hardware_class());
+    auto [it, inserted] = by_places.try_emplace(places);
+    if (inserted) it->second = job.IndicesInsideInterval(built_commits_.BuiltIn(signature, places));
+    if (!it->second.empty()) take->built[worker] = it->second;
   }
 }
 

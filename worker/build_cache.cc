@@ -25,6 +25,7 @@
 #include "common/git/worktree.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/build_entry_layout.h"
 #include "worker/build_inputs.h"
 #include "worker/build_key.h"
 #include "worker/cmake_relocation.h"
@@ -40,8 +41,8 @@ constexpr char kEntryLock[] = "lock";
 constexpr char kMarker[] = "built";
 constexpr char kClaim[] = "claim";
 constexpr char kEntryPrefix[] = "e";
-constexpr char kSource[] = "src";
-constexpr char kLayer[] = "layer";
+constexpr const char* kSource = kEntrySource;
+constexpr const char* kLayer = kEntryLayer;
 constexpr char kReadStamp[] = "read-stamp";
 constexpr char kTrashPrefix[] = ".trash-";
 constexpr char kLockHolder[] = "another kbisect worker using this build";

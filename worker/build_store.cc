@@ -23,6 +23,7 @@
 #include "common/git/file_lock.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/build_entry_layout.h"
 #include "worker/build_key.h"
 
 namespace kbisect {
@@ -33,8 +34,8 @@ namespace fs = std::filesystem;
 constexpr char kStoreArchive[] = "build.tar";
 constexpr char kStoreManifest[] = "manifest.json";
 constexpr char kStoreTmpPrefix[] = ".tmp-";
-// The members of an entry that a store keeps (build_cache.h's layout).
-constexpr const char* kStoredMembers[] = {"src", "layer"};
+// The members of an entry that a store keeps.
+constexpr const char* kStoredMembers[] = {kEntrySource, kEntryLayer};
 // The bytes the throughput probe writes.
 constexpr int64_t kStoreProbeBytes = 4 << 20;
 

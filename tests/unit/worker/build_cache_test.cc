@@ -56,6 +56,21 @@ class BuildCacheTest : public ::testing::Test {
                         " && cp file.txt out.txt");
   }
 
+  // LoggingBuild, long enough (1 s) for a build store to keep it.
+  std::string StoredBuild() const { return LoggingBuild() + " && sleep 1"; }
+
+  // Builds a_ with StoredBuild in host-a's cache with the store tmp_/store, which publishes it;
+  // returns the store.
+  std::string PublishFromHostA() {
+    const std::string store = tmp_.Join("store");
+    fs::create_directories(store);
+    BuildCacheOptions options;
+    options.build_store = store;
+    BuildCache host_a(tmp_.Join("host-a"), options, runner_.get());
+    EXPECT_EQ(host_a.Acquire(Request(a_, StoredBuild()), nullptr, nullptr).build_store, store);
+    return store;
+  }
+
   BuildCache::Request Request(const std::string& sha, const std::string& command,
                               std::map<std::string, std::string> key_env = {}) const {
     BuildCache::Request request;
@@ -681,13 +696,10 @@ TEST_F(BuildCacheTest, AHostFetchesABuildAnotherPublishedAndBuildsOnItIncrementa
 }
 
 TEST_F(BuildCacheTest, ACorruptStoredBuildIsBuiltHereAndAMissingStoreCostsNoBuild) {
-  const std::string store = tmp_.Join("store");
-  fs::create_directories(store);
+  const std::string store = PublishFromHostA();
   BuildCacheOptions options;
   options.build_store = store;
-  const std::string command = LoggingBuild() + " && sleep 1";
-  BuildCache host_a(tmp_.Join("host-a"), options, runner_.get());
-  ASSERT_EQ(host_a.Acquire(Request(a_, command), nullptr, nullptr).build_store, store);
+  const std::string command = StoredBuild();
   // Every archive in the store cut short.
   ASSERT_EQ(RunShell(absl::StrCat("find ", ShellQuote(store),
                                   " -name build.tar -exec truncate -s 100 {} +"))
@@ -711,13 +723,10 @@ TEST_F(BuildCacheTest, ACorruptStoredBuildIsBuiltHereAndAMissingStoreCostsNoBuil
 TEST_F(BuildCacheTest, AFetchedBuildKeepsOutputsTheCommitsGitignoreDoesNotCover) {
   // out.txt, the build's output, is untracked and not ignored (lz4's old commits leave their
   // liblz4.a so): the fetched checkout keeps it, as the publisher's build left it.
-  const std::string store = tmp_.Join("store");
-  fs::create_directories(store);
+  const std::string store = PublishFromHostA();
   BuildCacheOptions options;
   options.build_store = store;
-  const std::string command = LoggingBuild() + " && sleep 1";
-  BuildCache host_a(tmp_.Join("host-a"), options, runner_.get());
-  ASSERT_EQ(host_a.Acquire(Request(a_, command), nullptr, nullptr).build_store, store);
+  const std::string command = StoredBuild();
   BuildCache host_b(tmp_.Join("host-b"), options, runner_.get());
   BuildCache::Acquired fetched = host_b.Acquire(Request(a_, command), nullptr, nullptr);
   ASSERT_TRUE(fetched.step.ok()) << fetched.step.message;
