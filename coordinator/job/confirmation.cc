@@ -34,6 +34,11 @@ double TryDetectableStep(double step, double good, double min_effect_fraction) {
   return step < 0 ? -smallest : smallest;
 }
 
+double LeastNamedStep(bool is_try, double min_effect_fraction) {
+  if (is_try) return 0.5 * TryDetectableFraction(min_effect_fraction);
+  return MinimumConfirmedStep(min_effect_fraction);
+}
+
 ConfirmationPlan PlanConfirmation(int needed, int reused, double sigma, double step, int workers) {
   ConfirmationPlan plan;
   plan.reused_pairs = std::max(0, reused);

@@ -59,6 +59,12 @@ double TryDetectableFraction(double min_effect_fraction);
 // smaller, TryDetectableFraction of the base's median `good`, with the step's sign. Pure.
 double TryDetectableStep(double step, double good, double min_effect_fraction);
 
+// The least confirmed step a job names, as a fraction (JudgeConfirmationSets' `min_step`): half
+// the smallest change it reports. For a bisect that is MinimumConfirmedStep (half of 1%, or of
+// --min-effect when larger); for a try job (`is_try`) half of TryDetectableFraction, since a try
+// is asked whether the change matters and its pairs are sized for that change. Pure.
+double LeastNamedStep(bool is_try, double min_effect_fraction);
+
 // The fresh interleaved measurement to run: `tasks` tasks of `pairs_per_task` pairs each.
 struct ConfirmationPlan {
   int tasks = 0;

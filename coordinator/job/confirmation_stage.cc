@@ -392,8 +392,9 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   if (fresh_expected && !any_fresh) {
     step.verdict.emplace().set_failure(failure_);
   } else {
-    judgement = JudgeConfirmationSets(sets, worse_is_up,
-                                      MinimumConfirmedStep(frame_->spec.min_effect_fraction()));
+    judgement = JudgeConfirmationSets(
+        sets, worse_is_up,
+        LeastNamedStep(frame_->spec.has_try_change(), frame_->spec.min_effect_fraction()));
     if (judgement.measured) {
       std::vector<std::string> workers;
       for (const ConfirmationSet& set : sets) workers.push_back(set.worker);

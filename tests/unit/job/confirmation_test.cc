@@ -94,6 +94,23 @@ TEST(ConfirmationTest, ATrySizesItsPairsForTheSmallestChangeItReports) {
   EXPECT_LE(noisy, 60);
 }
 
+TEST(ConfirmationTest, ATryNamesNoChangeUnderHalfTheChangeItIsSizedFor) {
+  // A bisect names a confirmed step from half of 1% (or of --min-effect); a try, from half of
+  // 2% (or of --min-effect), so a 0.6% difference whose interval excludes 1 is no answer to
+  // "does the change matter".
+  EXPECT_DOUBLE_EQ(LeastNamedStep(/*is_try=*/false, 0), 0.005);
+  EXPECT_DOUBLE_EQ(LeastNamedStep(/*is_try=*/true, 0), 0.01);
+  EXPECT_DOUBLE_EQ(LeastNamedStep(/*is_try=*/true, 0.05), 0.025);
+  std::vector<ConfirmationSet> sets(1);
+  sets[0].interleaved = true;
+  sets[0].last_good = {1.455, 1.448, 1.457, 1.452, 1.451, 1.456, 1.450};
+  sets[0].culprit = {1.442, 1.446, 1.452, 1.443, 1.444, 1.447, 1.441};
+  EXPECT_TRUE(JudgeConfirmationSets(sets, false, LeastNamedStep(false, 0)).confirmed);
+  const ConfirmationJudgement as_try = JudgeConfirmationSets(sets, false, LeastNamedStep(true, 0));
+  EXPECT_FALSE(as_try.confirmed);
+  EXPECT_TRUE(as_try.below_minimum);
+}
+
 TEST(ConfirmationTest, NegligibleNoiseReusesTheSearchsSamplesAndRunsNothing) {
   const ConfirmationPlan plan = PlanConfirmation(3, 3, 0.1, 25, 7);
   EXPECT_EQ(plan.tasks, 0);
