@@ -490,8 +490,16 @@ bool BuildCache::MarkUsed(const Request& request) {
 
 int BuildCache::BuildSlotLimit() const {
   if (fixed_build_slots_ > 0) return fixed_build_slots_;
-  return ConcurrentBuildLimit(build_slots_.cores(),
-                              CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds)));
+  if (std::optional<double> measured =
+          CoresPerBuild(RecentBuildCosts(builds_dir_, kRecentBuilds))) {
+    return ConcurrentBuildLimit(build_slots_.cores(), measured);
+  }
+  // Nothing measured yet: builds running now that load no core need not run alone (decision 220).
+  const int limit = ConcurrentBuildLimit(
+      build_slots_.cores(), CoresPerBuildWhileRunning(build_slots_.RunningCosts()));
+  // The coordinator hears of the grown host at the next heartbeat (Pool), before any build ends.
+  if (limit > pool_slots_.load()) pool_slots_.store(limit);
+  return limit;
 }
 
 // One Acquire(): the request, what its steps found, claimed and hold, and the result so far.
@@ -797,7 +805,13 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
   const int slot_limit = BuildSlotLimit();
   acq->acquired.checkout_time = clock_->Now() - acq->start;
   if (acq->on_build_start) acq->on_build_start();
-  const BuildCommand build = ThroughCompilerCache(request.build, src.string());
+  BuildCommand build = ThroughCompilerCache(request.build, src.string());
+  // Registered while it runs, so that the builds waiting for a slot can measure it (decision 220).
+  std::unique_ptr<HostBuildSlots::RunningBuild> running;
+  const int requested_jobs = RequestedBuildJobs(build.shell_command, build.env);
+  build.on_started = [this, &running, requested_jobs](int process_group) {
+    running = build_slots_.Register(process_group, requested_jobs);
+  };
   // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
   // build installs again (an editable install now points at this checkout's files).
   // Builds this one shares the cores with, at its start and its end (its own slot excluded).
@@ -810,6 +824,7 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
   acq->acquired.step =
       layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(), request.isolation,
                            request.sha, acq->cancel, &acq->acquired.layer_env);
+  running.reset();
   acq->overlapping = std::max(acq->overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acq->acquired.step.ok()) return false;  // Not marked: never served.
   if (std::optional<BuildInputs> read = CommitFilesRead(reads, acq->mirror, request.sha)) {

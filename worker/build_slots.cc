@@ -7,13 +7,17 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/exec/process_group_usage.h"
 
 namespace kbisect {
 namespace {
@@ -23,6 +27,8 @@ constexpr absl::Duration kSlotPoll = absl::Milliseconds(50);
 constexpr char kSlotHolder[] = "another kbisect build on this host";
 // The directory of the waiters' files, under the slots' directory.
 constexpr char kWaiting[] = "waiting";
+// The directory of the running builds' files (HostBuildSlots::Register).
+constexpr char kRunning[] = "running";
 
 // How many live waiters under `waiting` come before the one named `own` (their names sort
 // before it). A waiter's file whose lock can be taken belongs to a waiter that is gone (its
@@ -148,6 +154,49 @@ int HostBuildSlots::Held(int limit) const {
     if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) ++held;
   }
   return held;
+}
+
+HostBuildSlots::RunningBuild::~RunningBuild() {
+  std::error_code ignored;
+  std::filesystem::remove(path_, ignored);
+}
+
+std::unique_ptr<HostBuildSlots::RunningBuild> HostBuildSlots::Register(int process_group,
+                                                                      int requested_jobs) {
+  const std::filesystem::path running = std::filesystem::path(dir_) / kRunning;
+  std::error_code ec;
+  std::filesystem::create_directories(running, ec);
+  const std::string path = (running / absl::StrCat(process_group)).string();
+  std::ofstream file(path, std::ios::trunc);
+  file << absl::ToUnixNanos(clock_->Now()) << " " << requested_jobs << "\n";
+  file.close();
+  if (!file) return nullptr;
+  return std::make_unique<RunningBuild>(path);
+}
+
+std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
+  std::vector<BuildCost> costs;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(dir_) / kRunning, ec)) {
+    int group = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &group)) continue;
+    std::ifstream file(entry.path());
+    int64_t start_ns = 0;
+    BuildCost cost;
+    if (!(file >> start_ns >> cost.requested_jobs)) continue;  // Being written.
+    const ProcessGroupUsage usage = SampleProcessGroup(group);
+    if (usage.members == 0) {
+      std::error_code ignored;
+      std::filesystem::remove(entry.path(), ignored);
+      continue;
+    }
+    cost.wall = clock_->Now() - absl::FromUnixNanos(start_ns);
+    // A process running at the sample is a core that the average may not show yet.
+    cost.cpu = std::max(usage.cpu, cost.wall * usage.running);
+    costs.push_back(cost);
+  }
+  return costs;
 }
 
 }  // namespace kbisect

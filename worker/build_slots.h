@@ -65,6 +65,29 @@ class HostBuildSlots {
   // the builds it overlapped (BuildCost::overlapping).
   int Held(int limit) const;
 
+  // A build registered as running (Register) until this is destroyed.
+  class RunningBuild {
+   public:
+    explicit RunningBuild(std::string path) : path_(std::move(path)) {}
+    ~RunningBuild();
+    RunningBuild(const RunningBuild&) = delete;
+    RunningBuild& operator=(const RunningBuild&) = delete;
+
+   private:
+    const std::string path_;
+  };
+
+  // Registers the build whose process group is `process_group`, started now and asking for
+  // `requested_jobs` (RequestedBuildJobs), as a file `<dir>/running/<group>`, so that the builds
+  // waiting for a slot in any process can measure it while it runs. Null when the file cannot
+  // be written (the build is then only measured when it ends).
+  std::unique_ptr<RunningBuild> Register(int process_group, int requested_jobs);
+
+  // The registered builds, each as its cost so far (CoresPerBuildWhileRunning's input), sampled
+  // from /proc now. A registration whose process group has no member left is skipped (and its
+  // file removed: its process died without unregistering).
+  std::vector<BuildCost> RunningCosts() const;
+
  private:
   const std::string dir_;
   const int cores_;

@@ -21,6 +21,7 @@ BuildStep RunBuild(CommandRunner* runner, const BuildCommand& build, const std::
   request.cwd = dir;
   request.env = build.env;
   request.timeout = build.timeout;
+  request.on_started = build.on_started;
   absl::StatusOr<ExecResult> built = runner->Run(request, cancel);
   if (!built.ok()) {
     return FailedStep(v1::TASK_OUTCOME_INFRA_ERROR,

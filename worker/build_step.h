@@ -7,6 +7,7 @@
 #ifndef KBISECT_WORKER_BUILD_STEP_H_
 #define KBISECT_WORKER_BUILD_STEP_H_
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -39,6 +40,9 @@ struct BuildCommand {
   std::string shell_command;
   std::map<std::string, std::string> env;
   absl::Duration timeout = absl::InfiniteDuration();
+  // ExecRequest::on_started of the build's process (unset: nothing): a build is measured while
+  // it runs (HostBuildSlots::Register).
+  std::function<void(int process_group)> on_started;
 };
 
 // The number of output lines a failure keeps in its log tail.

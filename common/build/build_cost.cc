@@ -105,6 +105,18 @@ std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent) {
   return heaviest;
 }
 
+std::optional<double> CoresPerBuildWhileRunning(const std::vector<BuildCost>& running) {
+  if (running.empty()) return std::nullopt;
+  double heaviest = 0;
+  for (const BuildCost& cost : running) {
+    if (cost.wall < kRunningSampleAfter || cost.requested_jobs > 0) return std::nullopt;
+    const double cores = absl::FDivDuration(cost.cpu, cost.wall);
+    if (cores > kLightRunningBuild) return std::nullopt;
+    heaviest = std::max(heaviest, cores);
+  }
+  return heaviest;
+}
+
 int ConcurrentBuildLimit(int cores, std::optional<double> cores_per_build) {
   if (!cores_per_build.has_value()) return 1;
   // A build that keeps 1.9 of 2 cores busy is a 2-core build (the 0.1 rounds it up); one that

@@ -47,6 +47,21 @@ int RequestedBuildJobs(absl::string_view command, const std::map<std::string, st
 // next probe all that `make -j` was given, and the bound must hold for both.
 std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
 
+// A build running now counts as loading no core once it has run this long with its process group
+// keeping at most kLightRunningBuild cores busy (CoresPerBuildWhileRunning).
+inline constexpr absl::Duration kRunningSampleAfter = absl::Milliseconds(300);
+inline constexpr double kLightRunningBuild = 0.25;
+
+// The cores a build keeps busy when no build has finished yet, from the builds running now, each
+// given as its cost so far (`wall` since it started, `cpu` what its process group used, with a
+// process running at the sample counted as a core for the whole time; `requested_jobs` as in
+// BuildCost): their heaviest, when every one of them has run kRunningSampleAfter, asked for no
+// parallel jobs and kept at most kLightRunningBuild cores busy. Such a build waits on the
+// network, a remote compiler, a download or a sleep, and holding the next build back until it
+// ends gains nothing. Otherwise nullopt, and the first build still runs alone (a build that
+// loads the CPU is measured without sharing it). Pure.
+std::optional<double> CoresPerBuildWhileRunning(const std::vector<BuildCost>& running);
+
 // The number of builds a host with `cores` cores runs at once when one build keeps
 // `cores_per_build` of them busy: as many as fit, at least one; a build that keeps less than an
 // eighth of a core busy (it waits on the network, a remote compiler, a sleep) counts as an

@@ -750,6 +750,7 @@ absl::StatusOr<ExecResult> SubprocessRunner::RunOnce(const ExecRequest& request,
     return ChildErrorToStatus(request, exec.path, *failure);
   }
 
+  if (request.on_started) request.on_started(pid);
   Supervision supervision(request, cancel, pid, start, pipes.output_read);
   supervision.WaitForExit(&result);
   supervision.KillGroupStragglers();

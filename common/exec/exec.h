@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,6 +80,11 @@ struct ExecRequest {
   // The maximum number of bytes of combined stdout+stderr kept in ExecResult::output. When a
   // command produces more, the first half and the last half of this budget are kept.
   size_t output_limit_bytes = 1 << 20;
+
+  // Called once on the calling thread with the command's process id, which is also its process
+  // group's id, after the command started and before Run waits for it (unset: nothing). The
+  // group is the command's until Run returns.
+  std::function<void(int process_group)> on_started;
 };
 
 // The outcome of a command that was started.

@@ -84,6 +84,24 @@ class BuildCacheTest : public ::testing::Test {
     return request;
   }
 
+  // Runs `command` as the build of b_, c_ and d_ from three threads at once in a fresh cache
+  // whose slots are sized from what its builds cost (nothing measured yet).
+  void ThreeBuildsAtOnce(const std::string& command) {
+    BuildCache cache(CacheDir(), BuildCacheOptions(), runner_.get());
+    const std::vector<std::string> shas = {b_, c_, d_};
+    std::vector<std::thread> slots;
+    std::vector<BuildCache::Acquired> built(shas.size());
+    for (size_t i = 0; i < shas.size(); ++i) {
+      slots.emplace_back([&, i] {
+        // One after the other into the wait, so that the first is the one that runs alone.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 * i));
+        built[i] = cache.Acquire(Request(shas[i], command), nullptr, nullptr);
+      });
+    }
+    for (std::thread& slot : slots) slot.join();
+    for (const BuildCache::Acquired& b : built) EXPECT_TRUE(b.step.ok()) << b.step.message;
+  }
+
   // The commits built so far, in order.
   std::vector<std::string> Builds() const {
     return absl::StrSplit(ReadFile(log_), '\n', absl::SkipEmpty());
@@ -492,6 +510,28 @@ TEST_F(BuildCacheTest, BuildsWaitForTheHostsBuildSlots) {
   for (std::thread& slot : slots) slot.join();
   for (const BuildCache::Acquired& b : built) ASSERT_TRUE(b.step.ok()) << b.step.message;
   EXPECT_EQ(ReadFile(timeline), "start\nend\nstart\nend\nstart\nend\n");
+}
+
+TEST_F(BuildCacheTest, BuildsThatLoadNoCoreDoNotWaitForTheFirstToEnd) {
+  // Nothing measured yet. A build that sleeps (a download, a remote compile) is measured while it
+  // runs: the builds behind it start before it ends (decision 220).
+  const std::string timeline = tmp_.Join("timeline");
+  const std::string sleeps = absl::StrCat("echo start >> ", ShellQuote(timeline),
+                                          " && sleep 2 && echo end >> ", ShellQuote(timeline));
+  ThreeBuildsAtOnce(sleeps);
+  EXPECT_EQ(ReadFile(timeline), "start\nstart\nstart\nend\nend\nend\n");
+}
+
+TEST_F(BuildCacheTest, TheFirstBuildThatLoadsACoreRunsAlone) {
+  // The same with a build that computes: the first is measured without sharing the cores, and
+  // the two behind it see its cost (each keeps a core busy: two fit on 2 cores, one on 1).
+  const std::string timeline = tmp_.Join("timeline");
+  const std::string computes = absl::StrCat(
+      "echo start >> ", ShellQuote(timeline),
+      " && i=0 && while [ $i -lt 300000 ]; do i=$((i+1)); done && echo end >> ",
+      ShellQuote(timeline));
+  ThreeBuildsAtOnce(computes);
+  EXPECT_THAT(ReadFile(timeline), ::testing::StartsWith("start\nend\n"));
 }
 
 TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {

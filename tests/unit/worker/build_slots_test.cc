@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/exec/process_group_usage.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
 
@@ -98,6 +100,73 @@ TEST(HostBuildSlotsTest, NeverHandsOutMoreThanTheLimit) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_LE(most.load(), 2);
   EXPECT_GE(most.load(), 1);
+}
+
+TEST(CoresPerBuildWhileRunningTest, LiftsTheFirstBuildAloneRuleOnlyForBuildsThatLoadNoCore) {
+  // Nothing running, or one that has not run long enough to say: the first build runs alone.
+  EXPECT_EQ(CoresPerBuildWhileRunning({}), std::nullopt);
+  EXPECT_EQ(CoresPerBuildWhileRunning({Cost(0.1, 0)}), std::nullopt);
+  // A sleep, a download, a remote compile: its cost so far, and ConcurrentBuildLimit fits many.
+  ASSERT_NE(CoresPerBuildWhileRunning({Cost(0.5, 0.01)}), std::nullopt);
+  EXPECT_DOUBLE_EQ(*CoresPerBuildWhileRunning({Cost(0.5, 0.01), Cost(1, 0.2)}), 0.2);
+  EXPECT_EQ(ConcurrentBuildLimit(2, CoresPerBuildWhileRunning({Cost(0.5, 0.01)})), 16);
+  // A compile (one core so far), or any running build that does, keeps the rule.
+  EXPECT_EQ(CoresPerBuildWhileRunning({Cost(0.5, 0.01), Cost(0.5, 0.5)}), std::nullopt);
+  // So does a command that asks for parallel jobs, however light its start (a configure step).
+  BuildCost asks = Cost(2, 0);
+  asks.requested_jobs = 2;
+  EXPECT_EQ(CoresPerBuildWhileRunning({asks}), std::nullopt);
+}
+
+TEST(HostBuildSlotsTest, MeasuresARegisteredBuildWhileItRuns) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 2);
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  // A build that does a fixed amount of work, then sleeps: its group's CPU so far is that work,
+  // counted through the shell that reaped it, and nothing of it runs at the sample.
+  const std::string worked = tmp.Join("worked");
+  ExecRequest build;
+  build.shell_command = absl::StrCat(
+      "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sh -c 'true'; touch ", worked,
+      "; exec sleep 30");
+  std::unique_ptr<HostBuildSlots::RunningBuild> registered;
+  std::atomic<int> group{0};
+  build.on_started = [&](int process_group) {
+    group = process_group;
+    registered = slots.Register(process_group, 0);
+  };
+  Cancellation cancel;
+  std::thread running([&] { (void)runner->Run(build, &cancel); });
+  while (!std::filesystem::exists(worked)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Until `sleep` is exec'ed.
+  const std::vector<BuildCost> costs = slots.RunningCosts();
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_GT(costs[0].cpu, absl::ZeroDuration());
+  EXPECT_GE(costs[0].wall, costs[0].cpu);
+  EXPECT_EQ(costs[0].requested_jobs, 0);
+  const ProcessGroupUsage usage = SampleProcessGroup(group);
+  EXPECT_GE(usage.members, 1);
+  EXPECT_EQ(usage.running, 0);
+  cancel.Cancel();
+  running.join();
+  registered.reset();
+  EXPECT_TRUE(slots.RunningCosts().empty());
+}
+
+TEST(HostBuildSlotsTest, ARegistrationWhoseProcessesAreGoneIsDropped) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 2);
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  std::unique_ptr<HostBuildSlots::RunningBuild> left;
+  ExecRequest build;
+  build.shell_command = "true";
+  build.on_started = [&](int process_group) { left = slots.Register(process_group, 0); };
+  ASSERT_TRUE(runner->Run(build, nullptr).ok());
+  ASSERT_NE(left, nullptr);
+  // The process died without unregistering (the handle outlives it here): nothing is sampled.
+  EXPECT_TRUE(slots.RunningCosts().empty());
 }
 
 TEST(HostBuildSlotsTest, CountsTheSlotsHeld) {

@@ -1,0 +1,40 @@
+// Copyright 2026 The kbisect Authors.
+//
+// What a running process group costs the host so far, read from /proc: a build is measured
+// while it runs, not only when it is reaped (worker/build_slots.h).
+//
+//   const ProcessGroupUsage usage = SampleProcessGroup(pgid);
+//   if (usage.members == 0) { /* the group is gone */ }
+#ifndef KBISECT_COMMON_EXEC_PROCESS_GROUP_USAGE_H_
+#define KBISECT_COMMON_EXEC_PROCESS_GROUP_USAGE_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace kbisect {
+
+struct ProcessGroupUsage {
+  // The processes whose process group is the one sampled (zombies included).
+  int members = 0;
+  // Of them, those running or runnable at the sample (state R).
+  int running = 0;
+  // The CPU time (user + system) the members used, with that of the children they reaped: what
+  // the group has cost so far, except for children whose parent left the group or died.
+  absl::Duration cpu = absl::ZeroDuration();
+};
+
+// Adds one /proc/<pid>/stat line to `usage` when its process group is `process_group`. Lines
+// that cannot be parsed are skipped. Pure (exposed for tests).
+void AddStatLine(absl::string_view stat, int process_group, long ticks_per_second,
+                 ProcessGroupUsage* usage);
+
+// Reads /proc/<pid>/stat of every process and sums the members of `process_group`. A group with
+// no member left has `members` 0. Costs one directory scan of /proc: call it at most a few times
+// a second.
+ProcessGroupUsage SampleProcessGroup(int process_group);
+
+}  // namespace kbisect
+
+#endif  // KBISECT_COMMON_EXEC_PROCESS_GROUP_USAGE_H_
