@@ -21,7 +21,8 @@ std::string ShellLibrary(const SeedBisectOptions& options) {
   return absl::StrCat(
       "build() {\n", options.build.empty() ? ":" : options.build, "\n} >> ", options.clone,
       "-build.log 2>&1\n", "m() {\n  for i in $(seq ", options.runs, "); do ", options.bench,
-      " 2>/dev/null | sed -n 's/^Latency: *\\([0-9.eE+-]*\\).*/\\1/p' | tail -n 1; done |\n",
+      " 2>/dev/null | sed -n 's/^", options.metric_label,
+      ": *\\([0-9.eE+-]*\\).*/\\1/p' | tail -n 1; done |\n",
       "    sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; ",
       "if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'\n}\n");
 }

@@ -19,6 +19,8 @@ struct SeedBisectOptions {
   std::string env;    // "K=V ..." exported for the builds and the benchmark ("" for none)
   std::string build;  // shell command run in the clone before each measurement ("": none)
   std::string bench;  // shell command printing "Latency: X ms" (the last such line counts)
+  // The label of the benchmark's metric line ("LABEL: X ..."); lower is better.
+  std::string metric_label = "Latency";
   int runs = 3;       // benchmark runs per commit (the median counts)
   double threshold = 0.3;
 };
