@@ -2,12 +2,10 @@
 #include "common/exec/process_group_usage.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -48,11 +46,17 @@ ProcessGroupUsage SampleProcessGroup(int process_group) {
   if (proc == nullptr) return usage;
   while (const dirent* entry = readdir(proc)) {
     if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
-    std::ifstream file(absl::StrCat("/proc/", entry->d_name, "/stat"));
-    if (!file) continue;  // The process ended since the scan saw it.
-    const std::string stat((std::istreambuf_iterator<char>(file)),
-                           std::istreambuf_iterator<char>());
-    AddStatLine(stat, process_group, ticks_per_second, &usage);
+    // read(2), not a stream: a process that ends between the open and the read makes the read
+    // fail (ESRCH), and libstdc++'s filebuf throws on a failed read whatever the stream's
+    // exception mask says.
+    const int fd = open(absl::StrCat("/proc/", entry->d_name, "/stat").c_str(), O_RDONLY);
+    if (fd < 0) continue;  // The process ended since the scan saw it.
+    char buffer[1024];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    close(fd);
+    if (n <= 0) continue;
+    AddStatLine(absl::string_view(buffer, static_cast<size_t>(n)), process_group,
+                ticks_per_second, &usage);
   }
   closedir(proc);
   return usage;
