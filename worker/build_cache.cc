@@ -495,8 +495,13 @@ int BuildCache::BuildSlotLimit() const {
     return ConcurrentBuildLimit(build_slots_.cores(), measured);
   }
   // Nothing measured yet: builds running now that load no core need not run alone (decision 220).
+  // A slot held by a build whose command has not started (its copy, checkout or layer) is a
+  // build nobody has sampled yet: the rule holds until it runs.
+  const std::vector<BuildCost> running = build_slots_.RunningCosts();
+  const int most_slots = kMostBuildsPerCore * build_slots_.cores();
+  const bool all_sampled = build_slots_.Held(most_slots) <= static_cast<int>(running.size());
   const int limit = ConcurrentBuildLimit(
-      build_slots_.cores(), CoresPerBuildWhileRunning(build_slots_.RunningCosts()));
+      build_slots_.cores(), all_sampled ? CoresPerBuildWhileRunning(running) : std::nullopt);
   // The coordinator hears of the grown host at the next heartbeat (Pool), before any build ends.
   if (limit > pool_slots_.load()) pool_slots_.store(limit);
   return limit;
@@ -808,7 +813,10 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
   BuildCommand build = ThroughCompilerCache(request.build, src.string());
   // Registered while it runs, so that the builds waiting for a slot can measure it (decision 220).
   std::unique_ptr<HostBuildSlots::RunningBuild> running;
-  const int requested_jobs = RequestedBuildJobs(build.shell_command, build.env);
+  // The jobs it asks for, in its command or in the environment it inherits (MAKEFLAGS...).
+  std::map<std::string, std::string> inherited = process_env_;
+  for (const auto& [name, value] : build.env) inherited[name] = value;
+  const int requested_jobs = RequestedBuildJobs(build.shell_command, inherited);
   build.on_started = [this, &running, requested_jobs](int process_group) {
     running = build_slots_.Register(process_group, requested_jobs);
   };

@@ -29,6 +29,8 @@ constexpr char kSlotHolder[] = "another kbisect build on this host";
 constexpr char kWaiting[] = "waiting";
 // The directory of the running builds' files (HostBuildSlots::Register).
 constexpr char kRunning[] = "running";
+// How long one pass over /proc serves the builds waiting for a slot.
+constexpr absl::Duration kRunningSampleReuse = absl::Milliseconds(200);
 
 // How many live waiters under `waiting` come before the one named `own` (their names sort
 // before it). A waiter's file whose lock can be taken belongs to a waiter that is gone (its
@@ -167,31 +169,66 @@ std::unique_ptr<HostBuildSlots::RunningBuild> HostBuildSlots::Register(int proce
   std::error_code ec;
   std::filesystem::create_directories(running, ec);
   const std::string path = (running / absl::StrCat(process_group)).string();
-  std::ofstream file(path, std::ios::trunc);
-  file << absl::ToUnixNanos(clock_->Now()) << " " << requested_jobs << "\n";
-  file.close();
-  if (!file) return nullptr;
+  const std::string temporary = (running / absl::StrCat(".", process_group)).string();
+  const uint64_t leader_start = ProcessStartTicks(process_group);
+  {
+    std::ofstream file(temporary, std::ios::trunc);
+    file << absl::ToUnixNanos(clock_->Now()) << " " << requested_jobs << " " << leader_start
+         << "\n";
+    file.close();
+    if (!file) return nullptr;
+  }
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) return nullptr;
   return std::make_unique<RunningBuild>(path);
 }
 
 std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
-  std::vector<BuildCost> costs;
-  std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(dir_) / kRunning, ec)) {
+  struct Registration {
+    std::filesystem::path path;
     int group = 0;
-    if (!absl::SimpleAtoi(entry.path().filename().string(), &group)) continue;
-    std::ifstream file(entry.path());
     int64_t start_ns = 0;
-    BuildCost cost;
-    if (!(file >> start_ns >> cost.requested_jobs)) continue;  // Being written.
-    const ProcessGroupUsage usage = SampleProcessGroup(group);
-    if (usage.members == 0) {
+    uint64_t leader_start = 0;
+    int requested_jobs = 0;
+  };
+  std::vector<Registration> registered;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(std::filesystem::path(dir_) / kRunning, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    Registration r;
+    r.path = it->path();
+    if (!absl::SimpleAtoi(r.path.filename().string(), &r.group)) continue;  // A temporary.
+    std::ifstream file(r.path);
+    if (!(file >> r.start_ns >> r.requested_jobs >> r.leader_start)) continue;
+    registered.push_back(r);
+  }
+  if (registered.empty()) return {};
+  std::map<int, ProcessGroupUsage> usages;
+  {
+    kbisect::MutexLock lock(&sample_mu_);
+    const bool fresh = clock_->Now() - sampled_at_ < kRunningSampleReuse &&
+                       std::all_of(registered.begin(), registered.end(), [&](const auto& r) {
+                         return sampled_.count(r.group) > 0;
+                       });
+    if (!fresh) {
+      std::vector<int> groups;
+      for (const Registration& r : registered) groups.push_back(r.group);
+      sampled_ = SampleProcessGroups(groups);
+      sampled_at_ = clock_->Now();
+    }
+    usages = sampled_;
+  }
+  std::vector<BuildCost> costs;
+  for (const Registration& r : registered) {
+    const ProcessGroupUsage& usage = usages[r.group];
+    if (usage.leader_start_ticks == 0 || usage.leader_start_ticks != r.leader_start) {
       std::error_code ignored;
-      std::filesystem::remove(entry.path(), ignored);
+      std::filesystem::remove(r.path, ignored);
       continue;
     }
-    cost.wall = clock_->Now() - absl::FromUnixNanos(start_ns);
+    BuildCost cost;
+    cost.requested_jobs = r.requested_jobs;
+    cost.wall = clock_->Now() - absl::FromUnixNanos(r.start_ns);
     // A process running at the sample is a core that the average may not show yet.
     cost.cpu = std::max(usage.cpu, cost.wall * usage.running);
     costs.push_back(cost);

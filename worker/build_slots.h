@@ -19,14 +19,18 @@
 #define KBISECT_WORKER_BUILD_SLOTS_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/build/build_cost.h"
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
+#include "common/exec/process_group_usage.h"
 #include "common/git/file_lock.h"
+#include "common/sync/mutex.h"
 
 namespace kbisect {
 
@@ -78,20 +82,26 @@ class HostBuildSlots {
   };
 
   // Registers the build whose process group is `process_group`, started now and asking for
-  // `requested_jobs` (RequestedBuildJobs), as a file `<dir>/running/<group>`, so that the builds
-  // waiting for a slot in any process can measure it while it runs. Null when the file cannot
-  // be written (the build is then only measured when it ends).
+  // `requested_jobs` (RequestedBuildJobs), as a file `<dir>/running/<group>` (written under a
+  // temporary name and renamed: readers see all of it or nothing) that also holds the leader's
+  // start time, so that the builds waiting for a slot in any process can measure it while it
+  // runs. Null when the file cannot be written (the build is then only measured when it ends).
   std::unique_ptr<RunningBuild> Register(int process_group, int requested_jobs);
 
-  // The registered builds, each as its cost so far (CoresPerBuildWhileRunning's input), sampled
-  // from /proc now. A registration whose process group has no member left is skipped (and its
-  // file removed: its process died without unregistering).
+  // The registered builds, each as its cost so far (CoresPerBuildWhileRunning's input), from one
+  // pass over /proc (reused for kRunningSampleReuse: every waiter looks every 50 ms). A
+  // registration whose group leader is gone, or is another process than the one registered (a
+  // reused group id), is skipped and its file removed: its build ended without unregistering.
   std::vector<BuildCost> RunningCosts() const;
 
  private:
   const std::string dir_;
   const int cores_;
   Clock* const clock_;
+  // The latest pass over /proc, by group id, and when it was made.
+  mutable kbisect::Mutex sample_mu_;
+  mutable std::map<int, ProcessGroupUsage> sampled_ ABSL_GUARDED_BY(sample_mu_);
+  mutable absl::Time sampled_at_ ABSL_GUARDED_BY(sample_mu_) = absl::InfinitePast();
 };
 
 }  // namespace kbisect

@@ -16,7 +16,7 @@ namespace {
 // Builds shorter than this say nothing reliable about the cores they use.
 constexpr absl::Duration kShortestMeasuredBuild = absl::Milliseconds(50);
 // The least share of a core a build is counted as.
-constexpr double kLightestBuild = 0.125;
+constexpr double kLightestBuild = 1.0 / kMostBuildsPerCore;
 
 // make's single-letter flags that take no argument, which may precede `j` in one word (`-sj4`).
 constexpr absl::string_view kMakeFlagLetters = "BbeiknqRrSstw";

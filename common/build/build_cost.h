@@ -47,6 +47,10 @@ int RequestedBuildJobs(absl::string_view command, const std::map<std::string, st
 // next probe all that `make -j` was given, and the bound must hold for both.
 std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
 
+// The most builds a core carries (a build counts as at least 1/8 of a core): ConcurrentBuildLimit
+// never exceeds this many per core.
+inline constexpr int kMostBuildsPerCore = 8;
+
 // A build running now counts as loading no core once it has run this long with its process group
 // keeping at most kLightRunningBuild cores busy (CoresPerBuildWhileRunning).
 inline constexpr absl::Duration kRunningSampleAfter = absl::Milliseconds(300);

@@ -637,7 +637,8 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   const std::string repo = tmp_.Join("repo");
   const std::string culprit = MakeRepo(repo, "--commits 80 --culprit 47");
   // 80 commits: four rounds at W=3, so the builds ahead of rounds 2-4 have a round to be made in
-  // after the first builds, which run one at a time until one is measured (decision 136).
+  // after the first builds (which load no core here, so they do not wait for the first to be
+  // measured: decision 220).
   // Runs the bisect with a private cache and `ahead` builds ahead; returns the JSON result and
   // sets the wall time in seconds. Each build takes a second and logs its commit.
   // Each job with a cache (and log) of its own: a build found in an earlier job's cache is no

@@ -20,17 +20,22 @@ TEST(ProcessGroupUsageTest, SumsTheMembersCpuWithTheChildrenTheyReaped) {
   ProcessGroupUsage usage;
   // utime 30, stime 10, cutime 50, cstime 10 ticks at 100 a second: 1 s. A comm with spaces and
   // a parenthesis does not shift the fields.
-  AddStatLine("4242 (make) (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 30 10 50 10 20 0 1 0", 4242,
+  AddStatLine("4242 (make) (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 30 10 50 10 20 0 1 0 777 0",
+              4242, 100, &usage);
+  AddStatLine("4243 (cc1) R 4242 4242 4242 0 -1 4194560 100 0 0 0 20 0 0 0 20 0 1 0 800 0", 4242,
               100, &usage);
-  AddStatLine("4243 (cc1) R 4242 4242 4242 0 -1 4194560 100 0 0 0 20 0 0 0 20 0 1 0", 4242, 100,
-              &usage);
+  // A member in an uninterruptible wait (heavy I/O) loads the host too.
+  AddStatLine("4245 (tar) D 4242 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 900 0", 4242,
+              100, &usage);
   // Another group, and a line cut short, are not counted.
-  AddStatLine("4300 (sleep) S 1 4300 4300 0 -1 4194560 100 0 0 0 500 0 0 0 20 0 1 0", 4242, 100,
-              &usage);
+  AddStatLine("4300 (sleep) S 1 4300 4300 0 -1 4194560 100 0 0 0 500 0 0 0 20 0 1 0 1 0", 4242,
+              100, &usage);
   AddStatLine("4244 (cut) R 4242 4242", 4242, 100, &usage);
-  EXPECT_EQ(usage.members, 2);
-  EXPECT_EQ(usage.running, 1);
+  EXPECT_EQ(usage.members, 3);
+  EXPECT_EQ(usage.running, 2);
   EXPECT_EQ(usage.cpu, absl::Seconds(1.2));
+  // The leader's start time names the group's leader for good.
+  EXPECT_EQ(usage.leader_start_ticks, 777u);
 }
 
 TEST(ProcessGroupUsageTest, SamplesThisProcesssOwnGroup) {
@@ -38,6 +43,8 @@ TEST(ProcessGroupUsageTest, SamplesThisProcesssOwnGroup) {
   EXPECT_GE(usage.members, 1);
   EXPECT_GE(usage.running, 1);  // This process, reading /proc.
   EXPECT_EQ(SampleProcessGroup(0).members, 0);
+  EXPECT_EQ(usage.leader_start_ticks, ProcessStartTicks(getpgrp()));
+  EXPECT_GT(ProcessStartTicks(getpid()), 0u);
 }
 
 TEST(ProcessGroupUsageTest, SamplingWhileProcessesComeAndGoNeitherThrowsNorLosesTheGroup) {
@@ -51,7 +58,14 @@ TEST(ProcessGroupUsageTest, SamplingWhileProcessesComeAndGoNeitherThrowsNorLoses
   churn.on_started = [&](int process_group) { group = process_group; };
   Cancellation cancel;
   std::thread running([&] { (void)runner->Run(churn, &cancel); });
-  while (group == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 10000 && group == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (group == 0) {
+    cancel.Cancel();
+    running.join();
+    FAIL() << "the command did not start within 10 s";
+  }
   int seen = 0;
   for (int i = 0; i < 300; ++i) seen += SampleProcessGroup(group).members > 0 ? 1 : 0;
   cancel.Cancel();

@@ -517,7 +517,7 @@ TEST_F(BuildCacheTest, BuildsThatLoadNoCoreDoNotWaitForTheFirstToEnd) {
   // runs: the builds behind it start before it ends (decision 220).
   const std::string timeline = tmp_.Join("timeline");
   const std::string sleeps = absl::StrCat("echo start >> ", ShellQuote(timeline),
-                                          " && sleep 2 && echo end >> ", ShellQuote(timeline));
+                                          " && sleep 4 && echo end >> ", ShellQuote(timeline));
   ThreeBuildsAtOnce(sleeps);
   EXPECT_EQ(ReadFile(timeline), "start\nstart\nstart\nend\nend\nend\n");
 }

@@ -127,7 +127,7 @@ TEST(HostBuildSlotsTest, MeasuresARegisteredBuildWhileItRuns) {
   const std::string worked = tmp.Join("worked");
   ExecRequest build;
   build.shell_command = absl::StrCat(
-      "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sh -c 'true'; touch ", worked,
+      "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sh -c 'true'; touch ", worked,
       "; exec sleep 30");
   std::unique_ptr<HostBuildSlots::RunningBuild> registered;
   std::atomic<int> group{0};
@@ -137,10 +137,14 @@ TEST(HostBuildSlotsTest, MeasuresARegisteredBuildWhileItRuns) {
   };
   Cancellation cancel;
   std::thread running([&] { (void)runner->Run(build, &cancel); });
-  while (!std::filesystem::exists(worked)) {
+  for (int i = 0; i < 6000 && !std::filesystem::exists(worked); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Until `sleep` is exec'ed.
+  ASSERT_TRUE(std::filesystem::exists(worked)) << "the build did not do its work within 60 s";
+  // Until `sleep` is exec'ed and nothing of the group runs.
+  for (int i = 0; i < 500 && SampleProcessGroup(group).running > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const std::vector<BuildCost> costs = slots.RunningCosts();
   ASSERT_EQ(costs.size(), 1u);
   EXPECT_GT(costs[0].cpu, absl::ZeroDuration());
