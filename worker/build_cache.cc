@@ -498,10 +498,10 @@ int BuildCache::BuildSlotLimit() const {
   // A slot held by a build whose command has not started (its copy, checkout or layer) is a
   // build nobody has sampled yet: the rule holds until it runs.
   const std::vector<BuildCost> running = build_slots_.RunningCosts();
-  const int most_slots = kMostBuildsPerCore * build_slots_.cores();
-  const bool all_sampled = build_slots_.Held(most_slots) <= static_cast<int>(running.size());
-  const int limit = ConcurrentBuildLimit(
-      build_slots_.cores(), all_sampled ? CoresPerBuildWhileRunning(running) : std::nullopt);
+  const std::optional<double> light = CoresPerBuildWhileRunning(running);
+  int limit = ConcurrentBuildLimit(build_slots_.cores(), light);
+  // Only the slots within this limit are looked at (a look costs one lock attempt per slot).
+  if (light.has_value() && build_slots_.Held(limit) > static_cast<int>(running.size())) limit = 1;
   // The coordinator hears of the grown host at the next heartbeat (Pool), before any build ends.
   if (limit > pool_slots_.load()) pool_slots_.store(limit);
   return limit;

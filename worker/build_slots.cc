@@ -206,10 +206,8 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
   std::map<int, ProcessGroupUsage> usages;
   {
     kbisect::MutexLock lock(&sample_mu_);
-    const bool fresh = clock_->Now() - sampled_at_ < kRunningSampleReuse &&
-                       std::all_of(registered.begin(), registered.end(), [&](const auto& r) {
-                         return sampled_.count(r.group) > 0;
-                       });
+    bool fresh = clock_->Now() - sampled_at_ < kRunningSampleReuse;
+    for (const Registration& r : registered) fresh = fresh && sampled_.count(r.group) > 0;
     if (!fresh) {
       std::vector<int> groups;
       for (const Registration& r : registered) groups.push_back(r.group);
