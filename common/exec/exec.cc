@@ -35,6 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/exec/process_group_usage.h"
 #include "common/status_macros.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -196,40 +197,14 @@ class OutputCollector {
   uint64_t total_ = 0;
 };
 
-// Converts a duration to a poll() timeout in milliseconds, rounding up, capped at kPollInterval.
 // True while some process of group `pgid` is alive. Zombies do not count: where PID 1 does not
 // reap orphans (some containers), a killed grandchild lingers as a zombie forever and
 // kill(-pgid, 0) keeps succeeding for it.
 bool GroupHasLiveMembers(pid_t pgid) {
-  if (kill(-pgid, 0) != 0) return false;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return true;
-  bool live = false;
-  while (struct dirent* entry = readdir(proc)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    char path[300];
-    snprintf(path, sizeof(path), "/proc/%s/stat", entry->d_name);
-    FILE* file = fopen(path, "r");
-    if (file == nullptr) continue;
-    char line[512];
-    const bool read = fgets(line, sizeof(line), file) != nullptr;
-    fclose(file);
-    if (!read) continue;
-    // Format: "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses.
-    const char* close = strrchr(line, ')');
-    char state = 0;
-    long ppid = 0;
-    long pgrp = 0;
-    if (close == nullptr || sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      live = true;
-      break;
-    }
-  }
-  closedir(proc);
-  return live;
+  return kill(-pgid, 0) == 0 && SampleProcessGroup(pgid).live > 0;
 }
 
+// Converts a duration to a poll() timeout in milliseconds, rounding up, capped at kPollInterval.
 int PollTimeoutMs(absl::Duration wait) {
   wait = std::min(wait, kPollInterval);
   if (wait <= absl::ZeroDuration()) return 0;

@@ -21,6 +21,9 @@ namespace kbisect {
 struct ProcessGroupUsage {
   // The processes whose process group is the one sampled (zombies included).
   int members = 0;
+  // Of them, those that are not zombies (state Z or X): a killed grandchild that nobody reaps
+  // lingers as a zombie where PID 1 does not reap orphans (some containers).
+  int live = 0;
   // Of them, those running or runnable at the sample (state R), or in an uninterruptible wait
   // (state D: heavy local I/O, which loads the host too).
   int running = 0;
