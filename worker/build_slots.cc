@@ -164,7 +164,7 @@ HostBuildSlots::RunningBuild::~RunningBuild() {
 }
 
 std::unique_ptr<HostBuildSlots::RunningBuild> HostBuildSlots::Register(int process_group,
-                                                                      int requested_jobs) {
+                                                                       int requested_jobs) {
   const std::filesystem::path running = std::filesystem::path(dir_) / kRunning;
   std::error_code ec;
   std::filesystem::create_directories(running, ec);

@@ -22,7 +22,7 @@ struct StatLine {
   int pid = 0;
   char state = 0;
   int pgrp = 0;
-  int64_t ticks = 0;  // utime + stime + cutime + cstime.
+  int64_t ticks = 0;   // utime + stime + cutime + cstime.
   uint64_t start = 0;  // starttime.
 };
 

@@ -28,8 +28,8 @@ TEST(ProcessGroupUsageTest, SumsTheMembersCpuWithTheChildrenTheyReaped) {
   AddStatLine("4245 (tar) D 4242 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 900 0", 4242,
               100, &usage);
   // Another group, and a line cut short, are not counted.
-  AddStatLine("4300 (sleep) S 1 4300 4300 0 -1 4194560 100 0 0 0 500 0 0 0 20 0 1 0 1 0", 4242,
-              100, &usage);
+  AddStatLine("4300 (sleep) S 1 4300 4300 0 -1 4194560 100 0 0 0 500 0 0 0 20 0 1 0 1 0", 4242, 100,
+              &usage);
   AddStatLine("4244 (cut) R 4242 4242", 4242, 100, &usage);
   EXPECT_EQ(usage.members, 3);
   EXPECT_EQ(usage.running, 2);

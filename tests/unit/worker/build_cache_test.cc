@@ -526,10 +526,10 @@ TEST_F(BuildCacheTest, TheFirstBuildThatLoadsACoreRunsAlone) {
   // The same with a build that computes: the first is measured without sharing the cores, and
   // the two behind it see its cost (each keeps a core busy: two fit on 2 cores, one on 1).
   const std::string timeline = tmp_.Join("timeline");
-  const std::string computes = absl::StrCat(
-      "echo start >> ", ShellQuote(timeline),
-      " && i=0 && while [ $i -lt 300000 ]; do i=$((i+1)); done && echo end >> ",
-      ShellQuote(timeline));
+  const std::string computes =
+      absl::StrCat("echo start >> ", ShellQuote(timeline),
+                   " && i=0 && while [ $i -lt 300000 ]; do i=$((i+1)); done && echo end >> ",
+                   ShellQuote(timeline));
   ThreeBuildsAtOnce(computes);
   EXPECT_THAT(ReadFile(timeline), ::testing::StartsWith("start\nend\n"));
 }

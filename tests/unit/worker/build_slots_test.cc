@@ -126,9 +126,9 @@ TEST(HostBuildSlotsTest, MeasuresARegisteredBuildWhileItRuns) {
   // counted through the shell that reaped it, and nothing of it runs at the sample.
   const std::string worked = tmp.Join("worked");
   ExecRequest build;
-  build.shell_command = absl::StrCat(
-      "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sh -c 'true'; touch ", worked,
-      "; exec sleep 30");
+  build.shell_command =
+      absl::StrCat("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sh -c 'true'; touch ",
+                   worked, "; exec sleep 30");
   std::unique_ptr<HostBuildSlots::RunningBuild> registered;
   std::atomic<int> group{0};
   build.on_started = [&](int process_group) {
