@@ -379,17 +379,8 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   TaskEntry* found = book_.Find(task_id);
   if (found == nullptr || !found->active || found->done || finished()) return {};
   TaskEntry& entry = *found;
-  // A suite's task handed out before the job knew its lead measured the same runs; its samples
-  // are the lead's from them.
   v1::TaskResult projected;
-  const bool project = suite_.active() && !frame_.metric_name.empty() &&
-                       entry.task.kind() != v1::PROBE_KIND_CONFIRM &&
-                       reported.metric_name() != frame_.metric_name;
-  if (project) {
-    projected = reported;
-    ProjectOnLead(frame_.metric_name, &projected);
-  }
-  const v1::TaskResult& result = project ? projected : reported;
+  const v1::TaskResult& result = ResultOfLead(entry, reported, &projected);
   if (result.outcome() == v1::TASK_OUTCOME_INFRA_ERROR ||
       result.outcome() == v1::TASK_OUTCOME_CANCELLED) {
     return OnTaskLost(task_id, result.message(), now);
@@ -399,106 +390,133 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   // Every metric of a suite is judged on the rows as this result leaves them.
   suite_.Learn(result);
   absl::Cleanup judge_suite = [this] { ExtendSuiteBaselines(); };
-  v1::Probe& probe = ProbeOf(entry);
-  const bool first_result = probe.runs_size() == 0;
-  probe.set_state(v1::PROBE_STATE_FINISHED);
-  probe.set_outcome(result.outcome());
-  for (double sample : result.samples()) probe.add_samples(sample);
-  for (const v1::RunRecord& run : result.runs()) *probe.add_runs() = run;
-  AddTimings(result.timings(), probe.mutable_timings(), first_result);
-  probe.set_message(result.message());
-  probe.set_log_tail(result.log_tail());
-  probe.set_worker_hardware_class(result.hardware_class());
-  if (result.has_manifest()) *probe.mutable_manifest() = result.manifest();
-  *probe.mutable_end_time() = ToProto(now);
-  tally_.bench_runs += result.runs_size();
-  const bool measured = Measured(probe);
-  if (measured && !pass_fail_) {
-    probe.set_median(MedianOrZero(probe.samples()));
-    if (frame_.metric_name.empty()) {
-      frame_.metric_name = result.metric_name();
-      book_.SetLeadMetric(result.metric_name());
-      frame_.metric_unit = result.metric_unit();
-    }
-    if (frame_.direction == v1::DIRECTION_UNSPECIFIED &&
-        result.metric_direction() != v1::DIRECTION_UNSPECIFIED) {
-      frame_.direction = result.metric_direction();
-    }
-  }
-
+  const bool measured = RecordResult(result, now, &ProbeOf(entry));
+  const v1::Probe& probe = ProbeOf(entry);
   if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
     FollowConfirmation(confirmation_.OnResult(probe, entry.task, result, ConfirmationNow(now)),
                        now);
     return std::exchange(to_cancel_, {});
   }
   if (measured && !pass_fail_) CheckCachedResults(entry.probe, now);
-  const std::string worker = probe.worker();
   const bool baseline =
       entry.probe == calibration_.good_probe() || entry.probe == calibration_.bad_probe();
   const bool of_good =
       probe.kind() == v1::PROBE_KIND_BASELINE_GOOD || probe.kind() == v1::PROBE_KIND_CONTROL;
-  if (!measured && of_good && (!baseline || calibration_.AnotherWorkerLeft(worker))) {
-    // A worker that cannot run GOOD (its calibration, an A/A control, or the reference GOOD
-    // while another worker can take over) is quarantined. Only when no worker is left is GOOD
-    // itself broken (below).
-    QuarantineDecision decision;
-    decision.worker = worker;
-    decision.kind = v1::DRIFT_KIND_CALIBRATION_FAILED;
-    decision.failure = result.message();
-    Quarantine(decision, now);
+  if (of_good && (!baseline || (!measured && calibration_.AnotherWorkerLeft(probe.worker())))) {
+    OnGoodOffReference(entry.probe, measured, result.message(), now);
     MaybeFinish(now);
     ledger_.UpdateProgress();
     return std::exchange(to_cancel_, {});
   }
-  if (!baseline && of_good) {
-    // Another worker's calibration, or an A/A control of GOOD.
-    if (probe.kind() == v1::PROBE_KIND_CONTROL && frame_.bisecting()) {
-      if (std::optional<QuarantineDecision> drift = calibration_.CheckControl(worker, probe)) {
-        Quarantine(*drift, now);
-      }
-    } else if (calibration_.AdoptBadWorkersReference(entry.probe)) {
-      // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
-      // verdict is made again (or for the first time) on one GPU.
-      if (frame_.bisecting()) {
-        FollowEndpoint(endpoints_.Settle(), now);
-      } else if (endpoints_.Ready()) {
-        FollowEndpoint(endpoints_.Evaluate(), now);
-      }
-      if (!finished() && frame_.bisecting()) RecheckCalibrations(now);
-    } else if (frame_.bisecting()) {
-      RecheckCalibrations(now);
-    }
-    MaybeFinish(now);
-    ledger_.UpdateProgress();
+  if (baseline && !measured) {
+    const bool good = entry.probe == calibration_.good_probe();
+    Finish(v1::OUTCOME_ERROR, BaselineFailedText(good, probe, result), now);
     return std::exchange(to_cancel_, {});
   }
   if (baseline) {
-    if (!measured) {
-      const bool good = entry.probe == calibration_.good_probe();
-      Finish(v1::OUTCOME_ERROR, BaselineFailedText(good, probe, result), now);
-      return std::exchange(to_cancel_, {});
-    }
     if (endpoints_.Ready()) {
       FollowEndpoint(endpoints_.Evaluate(), now);
       if (!finished() && frame_.bisecting()) RecheckCalibrations(now);
     }
-  } else if (!measured && (pass_fail_ || calibration_.CalibrationDone(worker))) {
-    ApplyVerdict(entry.probe, v1::VERDICT_SKIP, now);
-  } else if (!measured) {
-    // A failure on a GPU not calibrated yet: the commit may be broken, or the GPU. It counts as
-    // a skip once the worker has run GOOD (a worker that cannot is quarantined instead).
-    calibration_.worker(worker).must_calibrate = true;
-    ledger_.Await(entry.probe);
-  } else if (calibration_.WorkerReady(worker)) {
-    Classify(entry.probe, now);
   } else {
-    ledger_.Await(entry.probe);
+    OnProbeFinished(entry.probe, measured, now);
   }
   FollowEndpoint(endpoints_.ReassessIfNoisy(), now);
   ApplyCachedResults(now);
   MaybeFinish(now);
   ledger_.UpdateProgress();
   return std::exchange(to_cancel_, {});
+}
+
+const v1::TaskResult& BisectJob::ResultOfLead(const TaskEntry& entry,
+                                              const v1::TaskResult& reported,
+                                              v1::TaskResult* projected) const {
+  // A suite's task handed out before the job knew its lead measured the same runs; its samples
+  // are the lead's from them.
+  const bool project = suite_.active() && !frame_.metric_name.empty() &&
+                       entry.task.kind() != v1::PROBE_KIND_CONFIRM &&
+                       reported.metric_name() != frame_.metric_name;
+  if (!project) return reported;
+  *projected = reported;
+  ProjectOnLead(frame_.metric_name, projected);
+  return *projected;
+}
+
+bool BisectJob::RecordResult(const v1::TaskResult& result, absl::Time now, v1::Probe* probe) {
+  const bool first_result = probe->runs_size() == 0;
+  probe->set_state(v1::PROBE_STATE_FINISHED);
+  probe->set_outcome(result.outcome());
+  for (double sample : result.samples()) probe->add_samples(sample);
+  for (const v1::RunRecord& run : result.runs()) *probe->add_runs() = run;
+  AddTimings(result.timings(), probe->mutable_timings(), first_result);
+  probe->set_message(result.message());
+  probe->set_log_tail(result.log_tail());
+  probe->set_worker_hardware_class(result.hardware_class());
+  if (result.has_manifest()) *probe->mutable_manifest() = result.manifest();
+  *probe->mutable_end_time() = ToProto(now);
+  tally_.bench_runs += result.runs_size();
+  const bool measured = Measured(*probe);
+  if (!measured || pass_fail_) return measured;
+  probe->set_median(MedianOrZero(probe->samples()));
+  if (frame_.metric_name.empty()) {
+    frame_.metric_name = result.metric_name();
+    book_.SetLeadMetric(result.metric_name());
+    frame_.metric_unit = result.metric_unit();
+  }
+  if (frame_.direction == v1::DIRECTION_UNSPECIFIED &&
+      result.metric_direction() != v1::DIRECTION_UNSPECIFIED) {
+    frame_.direction = result.metric_direction();
+  }
+  return measured;
+}
+
+void BisectJob::OnGoodOffReference(int position, bool measured, const std::string& failure,
+                                   absl::Time now) {
+  const v1::Probe& probe = book_.probe(position);
+  const std::string worker = probe.worker();
+  if (!measured) {
+    // A worker that cannot run GOOD (its calibration, an A/A control, or the reference GOOD
+    // while another worker can take over) is quarantined. Only when no worker is left is GOOD
+    // itself broken (OnTaskFinished).
+    QuarantineDecision decision;
+    decision.worker = worker;
+    decision.kind = v1::DRIFT_KIND_CALIBRATION_FAILED;
+    decision.failure = failure;
+    Quarantine(decision, now);
+    return;
+  }
+  if (probe.kind() == v1::PROBE_KIND_CONTROL && frame_.bisecting()) {
+    if (std::optional<QuarantineDecision> drift = calibration_.CheckControl(worker, probe)) {
+      Quarantine(*drift, now);
+    }
+  } else if (calibration_.AdoptBadWorkersReference(position)) {
+    // BAD's worker measured GOOD after another worker's GOOD stood in for it: the endpoint
+    // verdict is made again (or for the first time) on one GPU.
+    if (frame_.bisecting()) {
+      FollowEndpoint(endpoints_.Settle(), now);
+    } else if (endpoints_.Ready()) {
+      FollowEndpoint(endpoints_.Evaluate(), now);
+    }
+    if (!finished() && frame_.bisecting()) RecheckCalibrations(now);
+  } else if (frame_.bisecting()) {
+    RecheckCalibrations(now);
+  }
+}
+
+void BisectJob::OnProbeFinished(int position, bool measured, absl::Time now) {
+  const std::string worker = book_.probe(position).worker();
+  if (!measured && (pass_fail_ || calibration_.CalibrationDone(worker))) {
+    ApplyVerdict(position, v1::VERDICT_SKIP, now);
+  } else if (!measured) {
+    // A failure on a GPU not calibrated yet: the commit may be broken, or the GPU. It counts as
+    // a skip once the worker has run GOOD (a worker that cannot is quarantined instead).
+    calibration_.worker(worker).must_calibrate = true;
+    ledger_.Await(position);
+  } else if (calibration_.WorkerReady(worker)) {
+    Classify(position, now);
+  } else {
+    ledger_.Await(position);
+  }
 }
 
 void BisectJob::RecheckCalibrations(absl::Time now) {

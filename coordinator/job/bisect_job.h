@@ -233,6 +233,22 @@ class BisectJob {
   // Makes `worker`, which was handed the BAD baseline, the reference: its GOOD calibration
   // (queued first for it when it has none) is the reference GOOD.
   void MakeReference(const std::string& worker);
+  // The stages of OnTaskFinished.
+  // The result as the job judges it: `reported`, or, for a suite's task handed out before the
+  // job knew its lead metric, `reported` with the lead's samples (ProjectOnLead) in `projected`.
+  const v1::TaskResult& ResultOfLead(const TaskEntry& entry, const v1::TaskResult& reported,
+                                     v1::TaskResult* projected) const;
+  // Writes `result` into its finished `probe` (samples, runs, timings, manifest, end time) and
+  // counts its runs; the first measured result names the job's metric and direction. Returns
+  // true when the probe is measured.
+  bool RecordResult(const v1::TaskResult& result, absl::Time now, v1::Probe* probe);
+  // A GOOD measured off the reference at `position` (a worker's calibration, an A/A control, BAD's
+  // worker's own GOOD after a stand-in), or a GOOD a worker failed to measure while another
+  // worker can take over (`measured` false: the worker is quarantined with `failure`).
+  void OnGoodOffReference(int position, bool measured, const std::string& failure, absl::Time now);
+  // A bisect probe (or a flaky test's) at `position` finished: classified, skipped, or kept
+  // until its worker's calibration can judge it.
+  void OnProbeFinished(int position, bool measured, absl::Time now);
   // Acts on what the endpoint verdict returned, in EndpointStep's order.
   void FollowEndpoint(const EndpointStep& step, absl::Time now);
   // Judges a suite's metrics again (SuiteLedger) and, when some are too close to tell at the
