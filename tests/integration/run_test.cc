@@ -695,8 +695,10 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
   // A probe whose build was reused although no other probe of that commit started before it
   // ended found a build made ahead. (Not "before it started": two probes of one commit in flight
   // at once, such as two workers' GOOD calibrations, reach the build cache in either order, and
-  // the one leased first may reuse the build of the other.)
-  auto reused_ahead = [](const nlohmann::json& result) {
+  // the one leased first may reuse the build of the other. Nor a probe on its second attempt:
+  // its row's start is the second lease's, and its first attempt may have built the commit
+  // before the worker lost it.) Returns their count and, in `found`, one line for each.
+  auto reused_ahead = [](const nlohmann::json& result, std::string* found = nullptr) {
     auto time_of = [](const nlohmann::json& probe, const char* field) {
       absl::Time time = absl::InfiniteFuture();
       if (!probe.contains(field) || !probe[field].is_string()) return time;
@@ -711,7 +713,7 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
     for (size_t i = 0; i < probes.size(); ++i) {
       const nlohmann::json& probe = probes[i];
       const nlohmann::json& timings = probe["timings"];
-      if (probe["kind"] == "confirm" || !timings.is_object() ||
+      if (probe["kind"] == "confirm" || probe.value("attempt", 1) > 1 || !timings.is_object() ||
           !timings.value("build_reused", false)) {
         continue;
       }
@@ -721,7 +723,19 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
         built_by_another = built_by_another || (j != i && probes[j]["sha"] == probe["sha"] &&
                                                 time_of(probes[j], "start_time") < end);
       }
-      if (!built_by_another) ++count;
+      if (built_by_another) continue;
+      ++count;
+      if (found != nullptr) {
+        absl::StrAppend(found, probe.value("kind", ""), " ", probe.value("sha", ""), " on ",
+                        probe.value("worker", ""), ", attempt ", probe.value("attempt", 1), ", ",
+                        probe.value("start_time", ""), " to ", probe.value("end_time", ""), "\n");
+        for (size_t j = 0; j < probes.size(); ++j) {
+          if (j == i || probes[j]["sha"] != probe["sha"]) continue;
+          absl::StrAppend(found, "  and ", probes[j].value("kind", ""), " on ",
+                          probes[j].value("worker", ""), ", ", probes[j].value("start_time", ""),
+                          " to ", probes[j].value("end_time", ""), "\n");
+        }
+      }
     }
     return count;
   };
@@ -737,8 +751,11 @@ TEST_F(RunTest, BuildsAheadAreReusedByTheProbesThatComeLater) {
     reused = reused_ahead(again);
   }
   EXPECT_GE(reused, 1) << with["probes"].dump(1);
-  EXPECT_EQ(reused_ahead(without), 0) << "without builds ahead, a first probe builds its commit\n"
-                                      << without["probes"].dump(1);
+  std::string found_without;
+  EXPECT_EQ(reused_ahead(without, &found_without), 0)
+      << "without builds ahead, a first probe builds its commit; these reused a build no probe "
+         "before them made:\n"
+      << found_without;
 }
 
 }  // namespace
