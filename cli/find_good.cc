@@ -55,9 +55,9 @@ std::optional<Lookback::Outcome> LookbackOutcome(const v1::JobStatus& job) {
     // pass/fail check does not drift: past a settled endpoint verdict BAD~d passes. A step found
     // across two GPUs is provisional, and a queued job or one still measuring its baselines has
     // said nothing yet.
-    const bool searching = job.state() == v1::JOB_STATE_BISECTING ||
-                           job.state() == v1::JOB_STATE_CONFIRMING ||
-                           job.state() == v1::JOB_STATE_FOLLOWING_UP;
+    const bool searching =
+        job.state() == v1::JOB_STATE_BISECTING || job.state() == v1::JOB_STATE_CONFIRMING ||
+        job.state() == v1::JOB_STATE_SUITE_SEARCH || job.state() == v1::JOB_STATE_FOLLOWING_UP;
     if (!pass_fail || !searching || job.baseline().provisional()) return std::nullopt;
     return Lookback::Outcome::kBetter;
   }

@@ -29,6 +29,8 @@ const char* JobStateLabel(v1::JobState state) {
       return "confirming";
     case v1::JOB_STATE_FOLLOWING_UP:
       return "following_up";
+    case v1::JOB_STATE_SUITE_SEARCH:
+      return "suite_search";
     case v1::JOB_STATE_DONE:
       return "done";
     case v1::JOB_STATE_CANCELLED:
@@ -67,8 +69,9 @@ void ChangeLogger::Poll() {
   // Every unfinished job, page after page.
   v1::ListJobsRequest active;
   active.set_page_size(Coordinator::kMaxListedJobs);
-  for (v1::JobState state : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_BASELINES, v1::JOB_STATE_BISECTING,
-                             v1::JOB_STATE_CONFIRMING, v1::JOB_STATE_FOLLOWING_UP}) {
+  for (v1::JobState state :
+       {v1::JOB_STATE_QUEUED, v1::JOB_STATE_BASELINES, v1::JOB_STATE_BISECTING,
+        v1::JOB_STATE_CONFIRMING, v1::JOB_STATE_SUITE_SEARCH, v1::JOB_STATE_FOLLOWING_UP}) {
     active.add_states(state);
   }
   std::vector<v1::JobSummary> summaries;

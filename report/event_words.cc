@@ -2,6 +2,8 @@
 #include "report/event_words.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -37,8 +39,8 @@ std::string PassFailBaselineWords(const v1::PassFailBaselineFact& f) {
 std::string FlakyBaselineWords(const v1::FlakyBaselineFact& f) {
   return absl::StrFormat(
       "Baseline results (flaky test):\n  GOOD (%s): failed %d of %s\n  BAD  (%s): failed %d of %s",
-      ShortSha(f.good_sha()), f.good_failures(), Count(f.good_runs(), "run"),
-      ShortSha(f.bad_sha()), f.bad_failures(), Count(f.bad_runs(), "run"));
+      ShortSha(f.good_sha()), f.good_failures(), Count(f.good_runs(), "run"), ShortSha(f.bad_sha()),
+      f.bad_failures(), Count(f.bad_runs(), "run"));
 }
 
 std::string MeasuredBaselineWords(const v1::MeasuredBaselineFact& f) {
@@ -118,9 +120,10 @@ std::string ContradictionWords(const v1::JobWarning::Contradiction& f) {
 }
 
 std::string SmallRegressionWords(const v1::JobWarning::SmallRegression& f) {
-  return absl::StrFormat("the regression is only %s (under 5%%): it may be noise; consider more "
-                         "--runs",
-                         FormatPercent(f.regression_pct()));
+  return absl::StrFormat(
+      "the regression is only %s (under 5%%): it may be noise; consider more "
+      "--runs",
+      FormatPercent(f.regression_pct()));
 }
 
 std::string ShortOfConfidenceWords(const v1::JobWarning::ShortOfConfidence& f) {
@@ -138,8 +141,8 @@ std::string ConfidenceRemeasureWords(const v1::JobWarning::ConfidenceRemeasure& 
 
 std::string ConfidenceRetractedWords(const v1::JobWarning::ConfidenceRetracted& f) {
   return absl::StrCat("Measured again for the confidence, ", ShortSha(f.sha()), " now looks ",
-                      f.bad() ? "BAD" : "GOOD", " (P(bad) = ",
-                      FormatPercent(100 * f.bad_probability()),
+                      f.bad() ? "BAD" : "GOOD",
+                      " (P(bad) = ", FormatPercent(100 * f.bad_probability()),
                       "): its verdict is taken back and the search goes on");
 }
 
@@ -171,11 +174,11 @@ std::string MethodChangeWords(const v1::JobWarning::MethodChange& f) {
 }
 
 std::string ThrottledWords(const v1::JobWarning::Throttled& f) {
-  return absl::StrFormat(
-      "%s ran with the GPU throttled (%s)%s", Count(f.runs(), "benchmark run"),
-      absl::StrJoin(f.reasons(), ", "),
-      f.discarded() > 0 ? absl::StrFormat(": %d discarded and re-run", f.discarded())
-                        : "; pass --discard-throttled to re-run them");
+  return absl::StrFormat("%s ran with the GPU throttled (%s)%s", Count(f.runs(), "benchmark run"),
+                         absl::StrJoin(f.reasons(), ", "),
+                         f.discarded() > 0
+                             ? absl::StrFormat(": %d discarded and re-run", f.discarded())
+                             : "; pass --discard-throttled to re-run them");
 }
 
 std::string CappedWords(const v1::JobWarning::Capped& f) {
@@ -249,6 +252,21 @@ std::string ConfirmingWords(const v1::JobWarning::Confirming& f) {
                          besides.empty() ? "" : absl::StrCat(" (besides ", besides, ")"));
 }
 
+std::string SuiteSearchWords(const v1::JobWarning::SuiteSearch& f) {
+  std::vector<std::string> ranges;
+  for (const v1::JobWarning::SuiteSearch::Range& range : f.ranges()) {
+    ranges.push_back(absl::StrFormat("%s after %s, at or before %s (%s)",
+                                     absl::StrJoin(range.metrics(), ", "),
+                                     ShortSha(range.last_good()), ShortSha(range.first_bad()),
+                                     Count(range.commits(), "commit")));
+  }
+  const std::string left = ranges.empty() ? "nothing left to narrow" : absl::StrJoin(ranges, "; ");
+  if (f.measured_sha().empty()) {
+    return absl::StrCat("Suite: searching the other metrics' steps in this job: ", left);
+  }
+  return absl::StrCat("Suite: measured ", ShortSha(f.measured_sha()), "; ", left);
+}
+
 }  // namespace
 
 std::string QuarantineReasonWords(const v1::JobWarning::WorkerQuarantined& f) {
@@ -291,9 +309,8 @@ std::string ConfirmationVerdictWords(const v1::ConfirmationVerdictFact& f) {
 }
 
 std::string RevertCheckWords(const v1::RevertCheck& check) {
-  const std::string reverting =
-      absl::StrCat("Reverting ", ShortSha(check.culprit_sha()), " at BAD (",
-                   ShortSha(check.base_sha()), ")");
+  const std::string reverting = absl::StrCat("Reverting ", ShortSha(check.culprit_sha()),
+                                             " at BAD (", ShortSha(check.base_sha()), ")");
   switch (check.state()) {
     case v1::RevertCheck::STATE_RUNNING:
       return absl::StrCat(reverting, ": measured against BAD in job ", check.job_id());
@@ -301,8 +318,8 @@ std::string RevertCheckWords(const v1::RevertCheck& check) {
       std::string words = absl::StrCat(reverting, " does not apply cleanly: it conflicts in ",
                                        absl::StrJoin(check.conflict_files(), ", "));
       if (check.later_commits_size() > 0) {
-        absl::StrAppend(&words, "; later commits touched them: ",
-                        absl::StrJoin(check.later_commits(), "; "));
+        absl::StrAppend(
+            &words, "; later commits touched them: ", absl::StrJoin(check.later_commits(), "; "));
       }
       return words;
     }
@@ -381,6 +398,8 @@ std::string WarningWords(const v1::JobWarning& w) {
       return absl::StrCat("Baselines unclear: ", w.baselines_unclear().reason());
     case v1::JobWarning::kRevertChecked:
       return RevertCheckWords(w.revert_checked());
+    case v1::JobWarning::kSuiteSearch:
+      return SuiteSearchWords(w.suite_search());
     case v1::JobWarning::FACT_NOT_SET:
       break;
   }

@@ -182,6 +182,8 @@ std::string ProbeKindLabel(v1::ProbeKind kind) {
       return "control";
     case v1::PROBE_KIND_CONFIRM:
       return "confirmation";
+    case v1::PROBE_KIND_SUITE:
+      return "suite probe";
     default:
       return "probe";
   }
@@ -203,9 +205,9 @@ class ReportWriter {
     Line(kBanner);
     Line(Title());
     Line(kBanner);
-    const bool try_answered = job_.spec().has_try_change() &&
-                              (job_.status() == v1::OUTCOME_CULPRIT_FOUND ||
-                               job_.status() == v1::OUTCOME_NO_REGRESSION);
+    const bool try_answered =
+        job_.spec().has_try_change() &&
+        (job_.status() == v1::OUTCOME_CULPRIT_FOUND || job_.status() == v1::OUTCOME_NO_REGRESSION);
     switch (try_answered ? v1::OUTCOME_UNSPECIFIED : job_.status()) {
       case v1::OUTCOME_UNSPECIFIED:
         TryResult();
@@ -650,7 +652,8 @@ class ReportWriter {
     baseline(try_job ? "CHANGE" : "BAD", bad, job_.bad_sha());
     double pct = job_.regression_pct();
     if (pct == 0) pct = PercentChange(good.median(), bad.median(), job_);
-    Line(absl::StrCat(try_job ? "  BASE -> CHANGE: " : "  GOOD -> BAD: ", DescribeChange(pct, job_)));
+    Line(absl::StrCat(try_job ? "  BASE -> CHANGE: " : "  GOOD -> BAD: ",
+                      DescribeChange(pct, job_)));
   }
 
   void Confirmation() {

@@ -57,7 +57,11 @@ bool BisectJob::ExtendSuiteBaselines() {
   suite_.Judge();
   const int good = calibration_.good_probe();
   const int bad = calibration_.bad_probe();
-  if (finished() || suite_.more_baseline_runs() <= 0 || good < 0 || bad < 0) return false;
+  // Once the job searches its suite's ranges (HoldForSuite), the baselines are what they are.
+  if (finished() || suite_hold_.has_value() || suite_.more_baseline_runs() <= 0 || good < 0 ||
+      bad < 0) {
+    return false;
+  }
   const v1::Probe& good_row = book_.probe(good);
   const v1::Probe& bad_row = book_.probe(bad);
   // Once per extension, and only on the reference worker (SuiteLedger judges there).

@@ -212,6 +212,16 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
       built_by_worker_[worker] = commits->second;
     }
   }
+  if (suite_hold_.has_value()) {
+    // The lead's answer is in: the idle workers probe the suite's other ranges.
+    for (const std::string& worker : workers) {
+      auto known = calibration_.workers().find(worker);
+      if (known != calibration_.workers().end()) known->second.gone = false;
+    }
+    DispatchSuiteProbes(workers, &out);
+    book_.DropDoneFromQueue();
+    return out;
+  }
   ApplyCachedResults(now);
   if (finished()) return out;
   const DispatchPlan plan = PlanDispatch(MakeDispatchInput(workers), now);
@@ -392,6 +402,11 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   absl::Cleanup judge_suite = [this] { ExtendSuiteBaselines(); };
   const bool measured = RecordResult(result, now, &ProbeOf(entry));
   const v1::Probe& probe = ProbeOf(entry);
+  if (probe.kind() == v1::PROBE_KIND_SUITE) {
+    // For the suite's rows only (a failure leaves that commit to the others).
+    OnSuiteProbeFinished(entry.probe, now);
+    return std::exchange(to_cancel_, {});
+  }
   if (probe.kind() == v1::PROBE_KIND_CONFIRM) {
     FollowConfirmation(confirmation_.OnResult(probe, entry.task, result, ConfirmationNow(now)),
                        now);
@@ -579,6 +594,10 @@ std::vector<std::string> BisectJob::OnTaskLost(const std::string& task_id, const
   probe.set_state(v1::PROBE_STATE_FINISHED);
   probe.set_outcome(v1::TASK_OUTCOME_INFRA_ERROR);
   probe.set_message(GaveUpText(probe.attempt(), why));
+  if (probe.kind() == v1::PROBE_KIND_SUITE) {
+    ContinueSuiteSearch(now);
+    return std::exchange(to_cancel_, {});
+  }
   if (entry.probe == calibration_.good_probe() || entry.probe == calibration_.bad_probe()) {
     Finish(v1::OUTCOME_ERROR,
            BaselineGaveUpText(entry.probe == calibration_.good_probe(), probe.message()), now);
@@ -631,8 +650,8 @@ std::vector<v1::Task> BisectJob::BuildAheadTasks(int limit) const {
   std::vector<v1::Task> tasks;
   // A dependency follow-up builds in the slots' own checkouts, never in the host's build cache
   // (whose key is one repository's commit): nothing to build ahead.
-  if (finished() || frame_.spec.build_command().empty() || frame_.spec.has_dependency() ||
-      limit <= 0) {
+  if (finished() || suite_hold_.has_value() || frame_.spec.build_command().empty() ||
+      frame_.spec.has_dependency() || limit <= 0) {
     return tasks;
   }
   // BAD's worker measures the reference GOOD next, until it has been measured.

@@ -35,7 +35,7 @@
 //   job_text                every sentence of its events, warnings and errors.
 // BisectJob itself sequences them: it applies dispatch plans, routes results to the
 // classifier, applies quarantine decisions and composes the result. Its methods live in
-// bisect_job.cc (dispatch, results, verdicts), baselines.cc, cached_probes.cc,
+// bisect_job.cc (dispatch, results, verdicts), baselines.cc, cached_probes.cc, suite_probes.cc,
 // worker_changes.cc (roles when a worker leaves or is quarantined), flaky_probes.cc and
 // job_result.cc.
 #ifndef KBISECT_COORDINATOR_JOB_BISECT_JOB_H_
@@ -292,6 +292,23 @@ class BisectJob {
   void SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
                               std::vector<Assignment>* out);
   void Finish(v1::Outcome outcome, const std::string& error, absl::Time now);
+  // Marks every task not finished done, running ones to be cancelled, and empties the queue.
+  void CloseOpenTasks();
+  // A suite's own search (suite_probes.cc, decision 223). When the lead's search ends with
+  // `outcome` (its culprit, or no regression) and some other metric's range can still be
+  // narrowed on this job's calibration (PlanSuiteProbes), the job holds that outcome, closes its
+  // open tasks and probes those ranges (JOB_STATE_SUITE_SEARCH); returns true when it does.
+  bool HoldForSuite(v1::Outcome outcome, const std::string& error, absl::Time now);
+  // Hands the idle `workers` that have their own GOOD the suite's retries, then new suite probes.
+  void DispatchSuiteProbes(const std::vector<std::string>& workers, std::vector<Assignment>* out);
+  // A suite probe at `position` has its result: the rows judged again, an event of the ranges
+  // left, then ContinueSuiteSearch.
+  void OnSuiteProbeFinished(int position, absl::Time now);
+  // After a suite probe's result or loss: finishes with the held outcome once no suite probe is
+  // pending and none is worth making, or no worker with its own GOOD is left to make it.
+  void ContinueSuiteSearch(absl::Time now);
+  // The suite probes running on `worker`, which left, are queued again.
+  void RequeueSuiteProbesOf(const std::string& worker);
   // Ends the job as the search's answer says: its warnings, then Finish.
   void FinishWith(SearchResult::Conclusion conclusion, absl::Time now);
   // Appends an event of `fact` (see JobEventLog::Emit) with the progress as it is now.
@@ -337,6 +354,12 @@ class BisectJob {
   WorkerStanding standing_;
   // Every metric of a suite, judged on the job's shared runs (suite_ledger.h).
   SuiteLedger suite_{&frame_, &book_.rows(), &commits_};
+  // The lead's outcome while the job searches its suite's other ranges (HoldForSuite).
+  struct SuiteHold {
+    v1::Outcome outcome = v1::OUTCOME_UNSPECIFIED;
+    std::string error;
+  };
+  std::optional<SuiteHold> suite_hold_;
   // The build pools the workers announced (TakeTasks), for the build capacity.
   std::map<std::string, BuildPool> announced_pools_;
   // The commits built where each worker reads builds, as the latest TakeTasks that asked it said.

@@ -161,7 +161,7 @@ void BisectJob::FinishWith(SearchResult::Conclusion conclusion, absl::Time now) 
   Finish(conclusion.outcome, conclusion.error, now);
 }
 
-void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time now) {
+void BisectJob::CloseOpenTasks() {
   for (auto& [id, entry] : book_.tasks()) {
     if (entry.done) continue;
     if (entry.active) to_cancel_.push_back(id);
@@ -174,6 +174,11 @@ void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time
     }
   }
   book_.ClearQueue();
+}
+
+void BisectJob::Finish(v1::Outcome outcome, const std::string& error, absl::Time now) {
+  if (HoldForSuite(outcome, error, now)) return;
+  CloseOpenTasks();
   frame_.outcome = outcome;
   frame_.error = error;
   switch (outcome) {

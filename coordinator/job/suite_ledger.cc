@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -221,7 +222,119 @@ v1::SuiteMetricResult JudgeMetric(const JobFrame& frame, const ProbeRows& probes
   return row;
 }
 
+// A range a suite's metric still has its step in: (last_good, first_bad], by commit index.
+struct OpenRange {
+  int last_good = 0;
+  int first_bad = 0;
+  std::string metric;  // The first row's of that range.
+  int width() const { return first_bad - last_good; }
+};
+
+// The SEARCHING rows' ranges, each once, widest first (the rows' order among equals), leaving out
+// those with a suite probe pending or running inside.
+std::vector<OpenRange> RangesToProbe(const std::vector<v1::SuiteMetricResult>& rows,
+                                     const ProbeRows& probes) {
+  std::vector<OpenRange> ranges;
+  std::set<std::pair<int, int>> seen;
+  for (const v1::SuiteMetricResult& row : rows) {
+    if (row.state() != v1::SUITE_METRIC_STATE_SEARCHING) continue;
+    const OpenRange range{row.last_good().index(), row.first_bad().index(), row.name()};
+    if (range.width() < 1 || !seen.insert({range.last_good, range.first_bad}).second) continue;
+    const bool busy = std::any_of(probes.begin(), probes.end(), [&](const v1::Probe& probe) {
+      return probe.kind() == v1::PROBE_KIND_SUITE && probe.index() >= range.last_good &&
+             probe.index() <= range.first_bad &&
+             (probe.state() == v1::PROBE_STATE_PENDING || probe.state() == v1::PROBE_STATE_RUNNING);
+    });
+    if (!busy) ranges.push_back(range);
+  }
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [](const OpenRange& a, const OpenRange& b) { return a.width() > b.width(); });
+  return ranges;
+}
+
+// How many samples of `metric` the rows measuring one commit hold at each index, and the
+// indices measured without one.
+struct MetricCoverage {
+  std::map<int, int> samples;
+  std::set<int> failed;
+};
+
+MetricCoverage CoverageOf(const ProbeRows& probes, const std::string& metric) {
+  MetricCoverage coverage;
+  for (const v1::Probe& probe : probes) {
+    if (probe.kind() == v1::PROBE_KIND_CONFIRM || probe.kind() == v1::PROBE_KIND_BUILD ||
+        probe.state() != v1::PROBE_STATE_FINISHED) {
+      continue;
+    }
+    const int count = static_cast<int>(SamplesOf(probe, metric).size());
+    coverage.samples[probe.index()] += count;
+    if (count == 0) coverage.failed.insert(probe.index());
+  }
+  return coverage;
+}
+
+// The commit strictly inside `range` nearest `ideal` (the lower one on a tie) that can still be
+// measured for its metric and is not in `taken`; -1 when none is.
+int NearestOpenCommit(const OpenRange& range, int ideal, const MetricCoverage& coverage,
+                      int max_runs, const std::set<int>& taken) {
+  auto open = [&](int index) {
+    auto count = coverage.samples.find(index);
+    return index > range.last_good && index < range.first_bad && taken.count(index) == 0 &&
+           coverage.failed.count(index) == 0 &&
+           (count == coverage.samples.end() || count->second < max_runs);
+  };
+  for (int distance = 0; distance < range.width(); ++distance) {
+    if (open(ideal - distance)) return ideal - distance;
+    if (open(ideal + distance)) return ideal + distance;
+  }
+  return -1;
+}
+
 }  // namespace
+
+std::vector<int> PlanSuiteProbes(const std::vector<v1::SuiteMetricResult>& rows,
+                                 const ProbeRows& probes, int workers, int max_runs) {
+  std::vector<int> points;
+  const std::vector<OpenRange> ranges = RangesToProbe(rows, probes);
+  // The workers go to the ranges in turn; a range takes at most one per untested commit (one
+  // for two neighbours).
+  std::vector<int> share(ranges.size(), 0);
+  for (bool placed = true; workers > 0 && placed;) {
+    placed = false;
+    for (size_t i = 0; i < ranges.size() && workers > 0; ++i) {
+      if (share[i] >= std::max(1, ranges[i].width() - 1)) continue;
+      ++share[i];
+      --workers;
+      placed = true;
+    }
+  }
+  std::set<int> taken;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const OpenRange& range = ranges[i];
+    const MetricCoverage coverage = CoverageOf(probes, range.metric);
+    if (range.width() == 1) {
+      // Two neighbours: more samples of the end that has fewer.
+      auto samples_at = [&](int index) {
+        auto count = coverage.samples.find(index);
+        return count == coverage.samples.end() ? 0 : count->second;
+      };
+      const int end = samples_at(range.last_good) <= samples_at(range.first_bad) ? range.last_good
+                                                                                 : range.first_bad;
+      if (samples_at(end) < max_runs && taken.insert(end).second) points.push_back(end);
+      continue;
+    }
+    for (int j = 1; j <= share[i]; ++j) {
+      const int ideal =
+          range.last_good + static_cast<int>(std::lround(static_cast<double>(range.width()) * j /
+                                                         static_cast<double>(share[i] + 1)));
+      const int point = NearestOpenCommit(range, ideal, coverage, max_runs, taken);
+      if (point < 0) continue;
+      taken.insert(point);
+      points.push_back(point);
+    }
+  }
+  return points;
+}
 
 bool SuiteFollowsUp(v1::Outcome outcome, const v1::JobSpec& spec) {
   return (outcome == v1::OUTCOME_CULPRIT_FOUND || outcome == v1::OUTCOME_NO_REGRESSION) &&

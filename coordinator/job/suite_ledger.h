@@ -15,9 +15,10 @@
 //     worker without its own GOOD gives nothing);
 //   * with the job's confidence (0.99 by default) on one commit, the metric has its CULPRIT
 //     (found by this job's probes); otherwise it is SEARCHING over the smallest range that
-//     leaves out at most 1e-5 of the probability on either side, and once the job is finished
-//     a suite follow-up (coordinator/follow_ups.h) searches that range with a metric of its
-//     own as the lead.
+//     leaves out at most 1e-5 of the probability on either side. Once the lead's search has its
+//     answer the job probes those ranges itself (PlanSuiteProbes), on the calibration it
+//     already has; a range it cannot narrow is left to a suite follow-up
+//     (coordinator/follow_ups.h), which searches it with a metric of its own as the lead.
 // Pure: it reads the job's frame and commits and owns the suite's rows (the job's status shows
 // them, job_status_projection.cc). Thread-compatible.
 #ifndef KBISECT_COORDINATOR_JOB_SUITE_LEDGER_H_
@@ -52,6 +53,18 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const JobFrame& frame, const Probe
                                               const std::vector<v1::CommitRef>& commits,
                                               const std::vector<v1::SuiteMetricInfo>& metrics,
                                               int* more_baseline_runs = nullptr);
+
+// The commits a suite's own probes (PROBE_KIND_SUITE) measure next, at most `workers`, once the
+// lead's search has its answer (decision 223). The ranges of the SEARCHING rows of `rows` (each
+// range once, widest first, none with a suite probe of `probes` pending or running inside it)
+// share the workers in turn. A range of more than one untested commit is split evenly by its
+// share, each point moved to the nearest commit inside it that does not already hold `max_runs`
+// samples of the row's metric and was not measured without one (a failed build, a run without
+// the metric). A range of two neighbours (the posterior is still short of the confidence) has
+// the one of them with fewer samples of the metric measured again, until both hold `max_runs`.
+// Empty when no range can be narrowed that way. Pure.
+std::vector<int> PlanSuiteProbes(const std::vector<v1::SuiteMetricResult>& rows,
+                                 const ProbeRows& probes, int workers, int max_runs);
 
 // Makes `result` (of a task that measured one commit) a measurement of the suite's metric
 // `lead`: each run's value becomes the lead's from its suite values (a run without one has none),

@@ -79,6 +79,11 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
   Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return {};
   calibration_.worker(worker).gone = true;
+  if (suite_hold_.has_value()) {
+    RequeueSuiteProbesOf(worker);
+    ContinueSuiteSearch(now);
+    return std::exchange(to_cancel_, {});
+  }
   FollowStanding(standing_.DropWorkOf(worker, absl::StrCat("its worker left: ", why), now,
                                       /*keep_measured=*/true),
                  now);
@@ -92,6 +97,13 @@ std::vector<std::string> BisectJob::OnWorkerGone(const std::string& worker, cons
 void BisectJob::ForgetWorker(const std::string& worker, const std::string& why, absl::Time now) {
   Changed();
   if (calibration_.Find(worker) == nullptr || finished()) return;
+  if (suite_hold_.has_value()) {
+    // Its GOOD no longer frames what it measures next: it probes no more of the suite.
+    RequeueSuiteProbesOf(worker);
+    calibration_.worker(worker).calibration = -1;
+    ContinueSuiteSearch(now);
+    return;
+  }
   FollowStanding(standing_.DropWorkOf(worker, why, now), now);
   if (worker == calibration_.reference_worker()) return;  // The reference baselines stay.
   Calibration::Worker& state = calibration_.worker(worker);

@@ -26,6 +26,7 @@ using ::kbisect::testing::RunShell;
 using ::kbisect::testing::ShellQuote;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class SuiteTest : public ::kbisect::testing::KbisectRunTest {
  protected:
@@ -79,8 +80,15 @@ TEST_F(SuiteTest, OneJobFindsEveryRegressedKernelAndGroupsThemByCulprit) {
   EXPECT_EQ(result["metric_name"], "kernel_00");
   EXPECT_EQ(result["culprit"]["sha"], expected.at("kernel_00"));
   EXPECT_TRUE(result["suite"][0]["lead"]);
-  // The kernels of the other two steps were searched by follow-ups, whose runs count here.
-  EXPECT_GE(result["follow_up_job_ids"].size(), 1u);
+  // The kernels of the other two steps were searched by this job's own suite probes, on its
+  // baselines and calibration: no follow-up measured them again.
+  EXPECT_TRUE(result["follow_up_job_ids"].empty()) << result["follow_up_job_ids"].dump();
+  for (const auto& row : result["suite"]) {
+    if (row["state"] == "culprit") {
+      EXPECT_EQ(row["job_id"], result["job_id"]) << row.dump(1);
+    }
+  }
+  EXPECT_THAT(run.out, Not(HasSubstr("[suite] ")));
 
   const std::string first = expected.at("kernel_00").substr(0, 7);
   const std::string second = expected.at("kernel_07").substr(0, 7);
@@ -99,7 +107,7 @@ TEST_F(SuiteTest, OneJobFindsEveryRegressedKernelAndGroupsThemByCulprit) {
   EXPECT_THAT(page, HasSubstr(absl::StrCat("2 at <span class=\"mono\">", second)));
 }
 
-TEST_F(SuiteTest, ALeadThatDidNotMoveHandsTheKernelsThatDidToAFollowUp) {
+TEST_F(SuiteTest, ALeadThatDidNotMoveStillHasTheKernelsThatDidSearchedInTheJob) {
   const std::map<std::string, std::string> expected = MakeSuiteRepo();
   const std::string json = tmp_.Join("lead.json");
   CommandResult run = Run(absl::StrCat("run v1.0 HEAD --repo ", repo_,
@@ -110,7 +118,8 @@ TEST_F(SuiteTest, ALeadThatDidNotMoveHandsTheKernelsThatDidToAFollowUp) {
   EXPECT_EQ(result["status"], "no_regression") << "the lead's own outcome";
   ExpectRows(result, expected);
   EXPECT_THAT(run.out, HasSubstr("No regression of the lead metric kernel_15"));
-  EXPECT_THAT(run.out, HasSubstr("[suite] "));
+  // The job searched the kernels that moved itself, on its own baselines.
+  EXPECT_TRUE(result["follow_up_job_ids"].empty()) << result["follow_up_job_ids"].dump();
 }
 
 TEST_F(SuiteTest, ALeadTheOutputDoesNotPrintIsAClearError) {
@@ -141,13 +150,13 @@ TEST_F(SuiteTest, AKilledSuiteRunResumesWithTheSameAnswer) {
                                   tmp_.Join("pid"), ")"))
                 .exit_code,
             0);
-  // Kill it once a follow-up has started.
-  bool following = false;
-  for (int i = 0; i < 900 && !following; ++i) {
-    following = ReadFile(started).find("[suite] ") != std::string::npos;
-    if (!following) RunShell("sleep 0.1");
+  // Kill it once it has measured a commit for the suite's other steps.
+  bool searching = false;
+  for (int i = 0; i < 900 && !searching; ++i) {
+    searching = ReadFile(started).find("Suite: measured ") != std::string::npos;
+    if (!searching) RunShell("sleep 0.1");
   }
-  ASSERT_TRUE(following) << ReadFile(started);
+  ASSERT_TRUE(searching) << ReadFile(started);
   ASSERT_EQ(RunShell("kill -9 $(cat " + tmp_.Join("pid") + ")").exit_code, 0);
   RunShell("sleep 0.5");
 

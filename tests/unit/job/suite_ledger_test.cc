@@ -6,15 +6,24 @@
 // search measured, so its culprit is known when its GOOD and BAD rows are neighbours, and its
 // range is left to a follow-up otherwise. A worker's offset is taken out with its own GOOD; a
 // worker without one, and rows too noisy to tell, narrow nothing. A finished job that will not
-// follow up says so for every metric it leaves unsearched.
+// follow up says so for every metric it leaves unsearched. Where the rows leave a range, the
+// suite's own probes (PlanSuiteProbes) narrow it; a whole BisectJob does so once its lead's
+// search has its answer, and leaves to a follow-up what no worker is left to probe.
 #include "coordinator/job/suite_ledger.h"
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "coordinator/job/bisect_job.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -256,6 +265,214 @@ TEST_F(SuiteLedgerTest, AtMaxRunsAMetricOtherThanTheLeadMustStandOutAmongTheSuit
       << rows["flat_ms"].reason();
   // The lead is judged as a single metric is (the user pointed at it).
   EXPECT_NE(rows["lead_ms"].state(), v1::SUITE_METRIC_STATE_UNCHANGED) << rows["lead_ms"].reason();
+}
+
+// The lead's search of the fixture: 5 GOOD, 8 BAD, 6 BAD; early_ms is left (0, 5].
+TEST_F(SuiteLedgerTest, TheSuitesOwnProbesNarrowARangeUntilItsCulpritIsKnown) {
+  Baselines();
+  for (int index : {5, 8, 6}) Measure(v1::PROBE_KIND_BISECT, index, "w0");
+  std::vector<int> probed;
+  for (int step = 0; step < 10; ++step) {
+    const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(frame_, rows_, commits_, metrics_);
+    const std::vector<int> points = PlanSuiteProbes(rows, rows_, 1, frame_.spec.max_runs());
+    if (points.empty()) break;
+    ASSERT_EQ(points.size(), 1u);
+    probed.push_back(points[0]);
+    Measure(v1::PROBE_KIND_SUITE, points[0], "w0");
+  }
+  std::map<std::string, v1::SuiteMetricResult> rows = Judge();
+  ASSERT_EQ(rows["early_ms"].state(), v1::SUITE_METRIC_STATE_CULPRIT);
+  EXPECT_EQ(rows["early_ms"].culprit().index(), 3);
+  EXPECT_EQ(rows["early_ms"].job_id(), "job-1") << "found by this job";
+  // (0, 5] halved at 3 (BAD), then 2 (GOOD): two probes, as a bisect of that range takes.
+  EXPECT_EQ(probed, (std::vector<int>{3, 2}));
+  // The lead's rows and the others' are as they were.
+  EXPECT_EQ(rows["lead_ms"].culprit().index(), 6);
+  EXPECT_EQ(rows["bw_gbs"].culprit().index(), 6);
+}
+
+TEST_F(SuiteLedgerTest, SeveralWorkersSplitARangeEvenlyAndARangeInFlightWaits) {
+  Baselines();
+  for (int index : {5, 8, 6}) Measure(v1::PROBE_KIND_BISECT, index, "w0");
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(frame_, rows_, commits_, metrics_);
+  // (0, 5] in thirds; a fifth worker finds nothing more to split (four untested commits).
+  EXPECT_EQ(PlanSuiteProbes(rows, rows_, 2, 30), (std::vector<int>{2, 3}));
+  EXPECT_EQ(PlanSuiteProbes(rows, rows_, 9, 30), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_TRUE(PlanSuiteProbes(rows, rows_, 0, 30).empty());
+  // A suite probe pending inside the range: its result comes first.
+  v1::Probe* pending = rows_.Add();
+  pending->set_kind(v1::PROBE_KIND_SUITE);
+  pending->set_index(2);
+  pending->set_state(v1::PROBE_STATE_RUNNING);
+  EXPECT_TRUE(PlanSuiteProbes(rows, rows_, 2, 30).empty());
+}
+
+TEST_F(SuiteLedgerTest, ACommitMeasuredWithoutTheMetricIsNotProbedAgain) {
+  Baselines();
+  for (int index : {5, 8, 6}) Measure(v1::PROBE_KIND_BISECT, index, "w0");
+  const std::vector<v1::SuiteMetricResult> rows = JudgeSuite(frame_, rows_, commits_, metrics_);
+  AddRow(v1::PROBE_KIND_SUITE, 3, "w0", {});  // Its build failed: no run.
+  EXPECT_EQ(PlanSuiteProbes(rows, rows_, 1, 30), (std::vector<int>{2}));
+  // Nor one that holds max_runs samples of the metric already: 2 then, and 4 is next nearest.
+  Measure(v1::PROBE_KIND_SUITE, 2, "w0");
+  EXPECT_EQ(PlanSuiteProbes(rows, rows_, 1, 3), (std::vector<int>{4}));
+}
+
+TEST_F(SuiteLedgerTest, NeighboursShortOfTheConfidenceMeasureTheEndWithFewerSamples) {
+  Baselines();
+  Measure(v1::PROBE_KIND_SUITE, 2, "w0");
+  Measure(v1::PROBE_KIND_SUITE, 3, "w0");
+  Measure(v1::PROBE_KIND_SUITE, 3, "w0");
+  v1::SuiteMetricResult row;
+  row.set_name("early_ms");
+  row.set_state(v1::SUITE_METRIC_STATE_SEARCHING);
+  row.mutable_last_good()->set_index(2);
+  row.mutable_first_bad()->set_index(3);
+  EXPECT_EQ(PlanSuiteProbes({row}, rows_, 2, 30), (std::vector<int>{2}))
+      << "3 samples at 2, 6 at 3; a range of neighbours takes one worker";
+  EXPECT_EQ(PlanSuiteProbes({row}, rows_, 1, 6), (std::vector<int>{2}));
+  EXPECT_TRUE(PlanSuiteProbes({row}, rows_, 1, 3).empty()) << "both ends hold max_runs";
+}
+
+// A suite job over commits 0..n run to its end with `workers` workers, every run printing
+// `lead` (a step of 25% at `lead_step`, none when -1), `other` (the same at `other_step`) and
+// `flat`, with a 0.1% spread. `before_each_call` is called before each TakeTasks.
+struct SuiteJobRun {
+  int n = 40;
+  int lead_step = 10;
+  int other_step = 30;
+  int workers = 2;
+  std::function<void(BisectJob&)> before_each_call = [](BisectJob&) {};
+};
+
+std::unique_ptr<BisectJob> RunSuiteJob(const SuiteJobRun& spec_of_run) {
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  v1::JobSpec spec;
+  spec.set_repository("/sim");
+  spec.set_good("g");
+  spec.add_bench_command("bench");
+  spec.mutable_metric()->set_suite("auto");
+  spec.mutable_metric()->set_lead("lead");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  std::vector<v1::CommitRef> commits(spec_of_run.n + 1);
+  for (int i = 0; i <= spec_of_run.n; ++i) {
+    commits[i].set_sha(absl::StrFormat("%040d", i));
+    commits[i].set_index(i);
+  }
+  auto job = std::make_unique<BisectJob>("sim", spec, commits, now);
+  const std::vector<std::pair<std::string, int>> metrics = {
+      {"lead", spec_of_run.lead_step}, {"other", spec_of_run.other_step}, {"flat", -1}};
+  for (int call = 0; call < 1000 && !job->finished(); ++call) {
+    spec_of_run.before_each_call(*job);
+    if (job->finished()) break;
+    std::vector<v1::Task> tasks = job->TakeTasks(spec_of_run.workers, now);
+    if (tasks.empty()) break;
+    std::set<std::string> cancelled;
+    for (const v1::Task& task : tasks) {
+      if (cancelled.count(task.task_id()) > 0) continue;
+      v1::TaskResult result;
+      result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
+      result.set_metric_name("lead");
+      result.set_metric_unit("ms");
+      for (const auto& [name, step] : metrics) {
+        v1::SuiteMetricInfo* info = result.add_suite_metrics();
+        info->set_name(name);
+        info->set_unit("ms");
+        info->set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+      }
+      for (int r = 0; r < task.runs(); ++r) {
+        v1::RunRecord* run = result.add_runs();
+        run->set_has_value(true);
+        for (const auto& [name, step] : metrics) {
+          const double truth = step >= 0 && task.commit_index() >= step ? 1.25 : 1.0;
+          const double sample = truth * (1 + 0.001 * (r % 3 - 1));
+          v1::SuiteValue* value = run->add_suite_values();
+          value->set_name(name);
+          value->set_value(sample);
+          if (name == "lead") {
+            run->set_value(sample);
+            result.add_samples(sample);
+          }
+        }
+      }
+      for (const std::string& id : job->OnTaskFinished(task.task_id(), result, now)) {
+        cancelled.insert(id);
+      }
+    }
+  }
+  return job;
+}
+
+const v1::SuiteMetricResult* RowOf(const v1::JobStatus& status, const std::string& name) {
+  for (const v1::SuiteMetricResult& row : status.suite()) {
+    if (row.name() == name) return &row;
+  }
+  return nullptr;
+}
+
+TEST(SuiteSearchTest, TheJobSearchesItsOtherMetricsRangeItselfAndLeavesNoFollowUp) {
+  const std::unique_ptr<BisectJob> job = RunSuiteJob({});
+  const v1::JobStatus& status = job->status();
+  ASSERT_TRUE(job->finished());
+  EXPECT_EQ(status.state(), v1::JOB_STATE_DONE);
+  EXPECT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << "the lead's outcome";
+  EXPECT_EQ(status.culprit().index(), 10);
+  const v1::SuiteMetricResult* other = RowOf(status, "other");
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(other->state(), v1::SUITE_METRIC_STATE_CULPRIT) << other->ShortDebugString();
+  EXPECT_EQ(other->culprit().index(), 30);
+  EXPECT_EQ(other->job_id(), "sim");
+  EXPECT_EQ(RowOf(status, "flat")->state(), v1::SUITE_METRIC_STATE_UNCHANGED);
+  for (const v1::SuiteMetricResult& row : status.suite()) {
+    EXPECT_NE(row.state(), v1::SUITE_METRIC_STATE_SEARCHING) << row.name() << ": no follow-up";
+  }
+  int suite_probes = 0;
+  int runs = 0;
+  for (const v1::Probe& probe : status.probes()) {
+    runs += probe.runs_size();
+    if (probe.kind() != v1::PROBE_KIND_SUITE) continue;
+    ++suite_probes;
+    EXPECT_EQ(probe.verdict(), v1::VERDICT_UNSPECIFIED) << "no verdict of the lead's search";
+    EXPECT_GT(probe.index(), 10) << "only in the other metric's range";
+  }
+  EXPECT_GE(suite_probes, 1);
+  EXPECT_LE(suite_probes, 8) << "about a bisect of the range the lead's probes left";
+  EXPECT_EQ(status.bench_runs(), runs) << "the suite's runs count";
+}
+
+TEST(SuiteSearchTest, ALeadThatDidNotMoveStillHasItsSuiteSearchedInTheJob) {
+  SuiteJobRun run;
+  run.lead_step = -1;
+  const std::unique_ptr<BisectJob> job = RunSuiteJob(run);
+  const v1::JobStatus& status = job->status();
+  ASSERT_TRUE(job->finished());
+  EXPECT_EQ(status.status(), v1::OUTCOME_NO_REGRESSION) << "the lead's outcome";
+  const v1::SuiteMetricResult* other = RowOf(status, "other");
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(other->state(), v1::SUITE_METRIC_STATE_CULPRIT) << other->ShortDebugString();
+  EXPECT_EQ(other->culprit().index(), 30);
+}
+
+TEST(SuiteSearchTest, WithNoWorkerLeftTheRangeGoesToAFollowUpAndTheLeadsAnswerStands) {
+  SuiteJobRun run;
+  run.workers = 1;
+  bool left = false;
+  run.before_each_call = [&](BisectJob& job) {
+    if (job.status().state() != v1::JOB_STATE_SUITE_SEARCH || left) return;
+    left = true;
+    job.OnWorkerGone("w0", "its session closed", absl::FromUnixSeconds(1'800'000'000));
+  };
+  const std::unique_ptr<BisectJob> job = RunSuiteJob(run);
+  ASSERT_TRUE(left) << "the job searched its suite";
+  const v1::JobStatus& status = job->status();
+  ASSERT_TRUE(job->finished());
+  EXPECT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND);
+  EXPECT_EQ(status.culprit().index(), 10);
+  const v1::SuiteMetricResult* other = RowOf(status, "other");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->state(), v1::SUITE_METRIC_STATE_SEARCHING) << "for a follow-up";
+  EXPECT_GT(other->last_good().index(), 10 - 1);
+  EXPECT_GE(other->first_bad().index(), 30);
 }
 
 TEST(SuiteLedger, LearnsEachMetricOnceAndJudgesOnlyWithASuite) {
