@@ -230,8 +230,20 @@ struct OpenRange {
   int width() const { return first_bad - last_good; }
 };
 
+// True when `range` holds, strictly inside, as many finished suite probes as a bisect of it
+// takes plus one: they did not narrow it (a metric whose step the rows cannot place, or none at
+// all, judged moved by chance), and a follow-up with its own baselines and confirmation judges it.
+bool ProbedInVain(const OpenRange& range, const ProbeRows& probes) {
+  const int inside =
+      static_cast<int>(std::count_if(probes.begin(), probes.end(), [&](const v1::Probe& probe) {
+        return probe.kind() == v1::PROBE_KIND_SUITE && probe.state() == v1::PROBE_STATE_FINISHED &&
+               probe.index() > range.last_good && probe.index() < range.first_bad;
+      }));
+  return inside > std::ceil(std::log2(std::max(2, range.width())));
+}
+
 // The SEARCHING rows' ranges, each once, widest first (the rows' order among equals), leaving out
-// those with a suite probe pending or running inside.
+// those with a suite probe pending or running inside and those probed in vain.
 std::vector<OpenRange> RangesToProbe(const std::vector<v1::SuiteMetricResult>& rows,
                                      const ProbeRows& probes) {
   std::vector<OpenRange> ranges;
@@ -245,7 +257,7 @@ std::vector<OpenRange> RangesToProbe(const std::vector<v1::SuiteMetricResult>& r
              probe.index() <= range.first_bad &&
              (probe.state() == v1::PROBE_STATE_PENDING || probe.state() == v1::PROBE_STATE_RUNNING);
     });
-    if (!busy) ranges.push_back(range);
+    if (!busy && !ProbedInVain(range, probes)) ranges.push_back(range);
   }
   std::stable_sort(ranges.begin(), ranges.end(),
                    [](const OpenRange& a, const OpenRange& b) { return a.width() > b.width(); });

@@ -60,9 +60,10 @@ std::vector<v1::SuiteMetricResult> JudgeSuite(const JobFrame& frame, const Probe
 // share the workers in turn. A range of more than one untested commit is split evenly by its
 // share, each point moved to the nearest commit inside it that does not already hold `max_runs`
 // samples of the row's metric and was not measured without one (a failed build, a run without
-// the metric). A range of two neighbours (the posterior is still short of the confidence) has
-// the one of them with fewer samples of the metric measured again, until both hold `max_runs`.
-// Empty when no range can be narrowed that way. Pure.
+// the metric); one that holds more finished suite probes strictly inside than ceil(log2 of its
+// width) did not narrow as a step would and is left to a follow-up. A range of two neighbours (the
+// posterior is still short of the confidence) has the one of them with fewer samples of the metric
+// measured again, until both hold `max_runs`. Empty when no range can be narrowed that way. Pure.
 std::vector<int> PlanSuiteProbes(const std::vector<v1::SuiteMetricResult>& rows,
                                  const ProbeRows& probes, int workers, int max_runs);
 

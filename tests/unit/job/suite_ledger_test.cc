@@ -318,6 +318,21 @@ TEST_F(SuiteLedgerTest, ACommitMeasuredWithoutTheMetricIsNotProbedAgain) {
   EXPECT_EQ(PlanSuiteProbes(rows, rows_, 1, 3), (std::vector<int>{4}));
 }
 
+TEST_F(SuiteLedgerTest, ARangeItsProbesDoNotNarrowIsLeftToAFollowUp) {
+  Baselines();
+  v1::SuiteMetricResult row;
+  row.set_name("early_ms");
+  row.set_state(v1::SUITE_METRIC_STATE_SEARCHING);
+  row.mutable_last_good()->set_index(0);
+  row.mutable_first_bad()->set_index(kLast);
+  // ceil(log2 10) = 4 probes inside narrow (0, 10] to one commit when there is a step; five that
+  // left the range as wide as it was say the rows cannot place it.
+  for (int index : {5, 3, 7, 4}) Measure(v1::PROBE_KIND_SUITE, index, "w0");
+  EXPECT_FALSE(PlanSuiteProbes({row}, rows_, 1, 30).empty());
+  Measure(v1::PROBE_KIND_SUITE, 6, "w0");
+  EXPECT_TRUE(PlanSuiteProbes({row}, rows_, 1, 30).empty());
+}
+
 TEST_F(SuiteLedgerTest, NeighboursShortOfTheConfidenceMeasureTheEndWithFewerSamples) {
   Baselines();
   Measure(v1::PROBE_KIND_SUITE, 2, "w0");
