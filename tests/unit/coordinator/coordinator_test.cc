@@ -342,7 +342,8 @@ TEST_F(CoordinatorTest, MetricsCountJobsProbesRunsAndWorkers) {
                                                                  {"following_up", 0},
                                                                  {"done", 0},
                                                                  {"cancelled", 0},
-                                                                 {"failed", 0}}));
+                                                                 {"failed", 0},
+                                                                 {"suite_search", 0}}));
   EXPECT_EQ(empty.probes_by_verdict, (std::map<std::string, int64_t>{
                                          {"good", 0}, {"bad", 0}, {"skip", 0}, {"ambiguous", 0}}));
   EXPECT_TRUE(empty.workers.empty());
