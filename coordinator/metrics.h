@@ -32,8 +32,8 @@ struct DurationHistogram {
 };
 
 struct MetricsSnapshot {
-  // Jobs per state ("queued", "baselines", "bisecting", "confirming", "done", "cancelled",
-  // "failed"); the coordinator lists every state, with zeros.
+  // Jobs per state ("queued", "baselines", "bisecting", "confirming", "suite_search",
+  // "following_up", "done", "cancelled", "failed"); the coordinator lists every state, with zeros.
   std::map<std::string, int64_t> jobs_by_state;
   // Classified probes of every job per verdict ("good", "bad", "skip", "ambiguous").
   std::map<std::string, int64_t> probes_by_verdict;
