@@ -403,7 +403,9 @@ std::vector<std::string> BisectJob::OnTaskFinished(const std::string& task_id,
   const bool measured = RecordResult(result, now, &ProbeOf(entry));
   const v1::Probe& probe = ProbeOf(entry);
   if (probe.kind() == v1::PROBE_KIND_SUITE) {
-    // For the suite's rows only (a failure leaves that commit to the others).
+    // For the suite's rows only (a failure leaves that commit to the others), which
+    // OnSuiteProbeFinished judges itself.
+    std::move(judge_suite).Cancel();
     OnSuiteProbeFinished(entry.probe, now);
     return std::exchange(to_cancel_, {});
   }

@@ -304,9 +304,14 @@ class BisectJob {
   // A suite probe at `position` has its result: the rows judged again, an event of the ranges
   // left, then ContinueSuiteSearch.
   void OnSuiteProbeFinished(int position, absl::Time now);
-  // After a suite probe's result or loss: finishes with the held outcome once no suite probe is
-  // pending and none is worth making, or no worker with its own GOOD is left to make it.
+  // After a suite probe's result or loss, on the suite's rows as last judged: finishes with the
+  // held outcome once no suite probe is pending and none is worth making, or no worker with its
+  // own GOOD is left to make it.
   void ContinueSuiteSearch(absl::Time now);
+  // True when `worker` may measure suite probes: here, not quarantined, with its own GOOD.
+  bool ProbesForSuite(const std::string& worker) const;
+  // True when PlanSuiteProbes has a point for one more worker on the rows as last judged.
+  bool SuitePointsLeft() const;
   // The suite probes running on `worker`, which left, are queued again.
   void RequeueSuiteProbesOf(const std::string& worker);
   // Ends the job as the search's answer says: its warnings, then Finish.

@@ -47,9 +47,7 @@ bool BisectJob::HoldForSuite(v1::Outcome outcome, const std::string& error, absl
     return false;
   }
   suite_.Judge();
-  if (PlanSuiteProbes(suite_.rows(), book_.rows(), 1, frame_.spec.max_runs()).empty()) {
-    return false;
-  }
+  if (!SuitePointsLeft()) return false;
   CloseOpenTasks();
   suite_hold_ = SuiteHold{outcome, error};
   frame_.state = v1::JOB_STATE_SUITE_SEARCH;
@@ -63,9 +61,7 @@ void BisectJob::DispatchSuiteProbes(const std::vector<std::string>& workers,
                                     std::vector<Assignment>* out) {
   std::vector<std::string> ready;
   for (const std::string& worker : workers) {
-    const Calibration::Worker* state = calibration_.Find(worker);
-    if (state == nullptr || state->quarantined || !calibration_.CalibrationDone(worker)) continue;
-    ready.push_back(worker);
+    if (ProbesForSuite(worker)) ready.push_back(worker);
   }
   if (frame_.spec.max_workers() > 0) {
     const size_t room =
@@ -88,6 +84,16 @@ void BisectJob::DispatchSuiteProbes(const std::vector<std::string>& workers,
   }
 }
 
+bool BisectJob::ProbesForSuite(const std::string& worker) const {
+  const Calibration::Worker* state = calibration_.Find(worker);
+  return state != nullptr && !state->quarantined && !state->gone &&
+         calibration_.CalibrationDone(worker);
+}
+
+bool BisectJob::SuitePointsLeft() const {
+  return !PlanSuiteProbes(suite_.rows(), book_.rows(), 1, frame_.spec.max_runs()).empty();
+}
+
 void BisectJob::OnSuiteProbeFinished(int position, absl::Time now) {
   suite_.Judge();
   const v1::Probe& probe = book_.probe(position);
@@ -97,19 +103,14 @@ void BisectJob::OnSuiteProbeFinished(int position, absl::Time now) {
 
 void BisectJob::ContinueSuiteSearch(absl::Time now) {
   if (!suite_hold_.has_value() || finished()) return;
-  suite_.Judge();
   bool pending = book_.InFlightCount() > 0;
   for (const std::string& id : book_.queue()) pending = pending || !book_.at(id).done;
   if (pending) return;
   bool can_probe = false;
   for (const auto& [name, state] : calibration_.workers()) {
-    can_probe =
-        can_probe || (!state.quarantined && !state.gone && calibration_.CalibrationDone(name));
+    can_probe = can_probe || ProbesForSuite(name);
   }
-  if (can_probe &&
-      !PlanSuiteProbes(suite_.rows(), book_.rows(), 1, frame_.spec.max_runs()).empty()) {
-    return;  // TakeTasks hands the next points out.
-  }
+  if (can_probe && SuitePointsLeft()) return;  // TakeTasks hands the next points out.
   const SuiteHold hold = *suite_hold_;
   Finish(hold.outcome, hold.error, now);
 }
