@@ -69,6 +69,7 @@
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "common/sync/mutex.h"
+#include "coordinator/built_commits.h"
 #include "coordinator/crash_points.h"
 #include "coordinator/follow_ups.h"
 #include "coordinator/id_minter.h"
@@ -82,7 +83,6 @@
 #include "coordinator/metrics.h"
 #include "coordinator/published_status.h"
 #include "coordinator/repository_view.h"
-#include "coordinator/built_commits.h"
 #include "coordinator/result_cache.h"
 #include "coordinator/worker_entry.h"
 #include "coordinator/worker_mailbox.h"
@@ -271,7 +271,7 @@ class Coordinator {
   // called with mu_ held.
   WorkerSessions::JobSide SessionJobSide();
   // The result of the live lease `lease` was accepted: ends the lease as completed, applies the
-  // result to its job (TaskFinished) and cancels what it made useless. Returns the measurement
+  // result to its job (TaskFinished) and cancels what it made useless. Returns the measurements
   // the result cache should keep, if any (written by WorkerSessions after the lock's release).
   std::optional<WorkerSessions::CacheWrite> LeaseCompletedLocked(LeaseEntry& lease,
                                                                  const v1::TaskResult& result)

@@ -209,9 +209,12 @@ std::optional<WorkerSessions::CacheWrite> Coordinator::LeaseCompletedLocked(
   const CallResult applied = ApplyLocked(lease.job_id, *job, std::move(call));
   std::optional<WorkerSessions::CacheWrite> cache_write;
   if (options_.result_cache != nullptr && !job->job->status().spec().no_cache()) {
-    std::optional<v1::CachedResult> record = job->job->CacheRecordOf(lease.task_id);
-    if (record.has_value() && !record->tree_sha().empty()) {
-      cache_write = WorkerSessions::CacheWrite{job->spec_digest, *std::move(record)};
+    std::vector<v1::CachedResult> records;
+    for (v1::CachedResult& record : job->job->CacheRecordsOf(lease.task_id, result)) {
+      if (!record.tree_sha().empty()) records.push_back(std::move(record));
+    }
+    if (!records.empty()) {
+      cache_write = WorkerSessions::CacheWrite{job->spec_digest, std::move(records)};
     }
   }
   CancelTasksLocked(lease.job_id, applied.cancel, "outside the open interval");

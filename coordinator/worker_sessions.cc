@@ -401,7 +401,9 @@ absl::StatusOr<v1::CompleteLeaseResponse> WorkerSessions::CompleteLease(
   // The measurement joins the result cache after the lock's release, so that a SQLite write
   // holds up no other call; a failure costs a later reuse, not this bisect.
   if (cache_write.has_value() && result_cache_ != nullptr) {
-    (void)result_cache_->Put(cache_write->spec_digest, cache_write->record);
+    for (const v1::CachedResult& record : cache_write->records) {
+      (void)result_cache_->Put(cache_write->spec_digest, record);
+    }
   }
   return response;
 }

@@ -62,10 +62,10 @@ class WorkerSessions {
     // Longest a Synchronize long poll is held open, whatever the worker asks for.
     absl::Duration max_wait;
   };
-  // A measurement to add to the result cache: written after the coordinator's mutex is released.
+  // Measurements to add to the result cache: written after the coordinator's mutex is released.
   struct CacheWrite {
     std::string spec_digest;
-    v1::CachedResult record;
+    std::vector<v1::CachedResult> records;
   };
   // What a worker's calls do to the jobs: the coordinator's side, each called with its mutex held.
   struct JobSide {
@@ -81,8 +81,8 @@ class WorkerSessions {
                        const std::string& why)>
         worker_left;
     // The result of the live lease `lease` was accepted: ends the lease as completed, applies
-    // the result to its job and cancels what it made useless; returns the measurement the result
-    // cache should keep, if any.
+    // the result to its job and cancels what it made useless; returns the measurements the
+    // result cache should keep, if any.
     std::function<std::optional<CacheWrite>(LeaseTable::Lease& lease, const v1::TaskResult& result)>
         lease_completed;
     // A host's build slots changed: every job may take the workers it declined before.
@@ -201,7 +201,7 @@ class WorkerSessions {
                                                             WorkerMailbox::Delivery delivery)
       ABSL_LOCKS_EXCLUDED(mu_);
   // CompleteLease under the lock: fences the lease, applies the result to its job and
-  // dispatches; sets `cache_write` to the measurement the result cache should keep.
+  // dispatches; sets `cache_write` to the measurements the result cache should keep.
   absl::StatusOr<v1::CompleteLeaseResponse> CompleteLeaseLocked(
       const v1::CompleteLeaseRequest& request, std::optional<CacheWrite>* cache_write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

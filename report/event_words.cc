@@ -236,6 +236,13 @@ std::string ConfirmingWords(const v1::JobWarning::Confirming& f) {
   std::string besides;
   if (f.reused_pairs() > 0) {
     besides = absl::StrCat(Count(f.reused_pairs(), "pair"), " the search already has");
+    if (f.cached_pairs() > 0) {
+      const std::string how_many = f.cached_pairs() == f.reused_pairs()
+                                       ? std::string("all")
+                                       : absl::StrCat(f.cached_pairs());
+      absl::StrAppend(&besides, ", ", how_many,
+                      " measured by earlier jobs on GPUs that agreed with themselves");
+    }
   }
   if (f.speculative_pairs() > 0) {
     absl::StrAppend(

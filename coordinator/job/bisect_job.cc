@@ -46,7 +46,7 @@ BisectJob::BisectJob(std::string job_id, v1::JobSpec spec, std::vector<v1::Commi
                  ? ResultReuse()
                  : ResultReuse(cached, commits_)),
       endpoints_(&frame_, &calibration_, &book_, spec.metric().kind() == v1::METRIC_KIND_EXIT_CODE),
-      confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_),
+      confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &reuse_, &book_),
       confidence_(&frame_, &commits_, &calibration_, &ledger_, &book_, &confirmation_),
       result_(&frame_, &book_.rows(), &commits_, &calibration_, &ledger_, &confirmation_),
       standing_(&frame_, &book_, &ledger_, &calibration_, &confirmation_,

@@ -199,9 +199,11 @@ class BisectJob {
   // Returns the events produced since the previous call (sequence numbers unset).
   std::vector<v1::JobEvent> TakeEvents();
 
-  // The result cache's record of what task `task_id` measured (its probe, with every run so far),
-  // or nullopt when it is not one commit measured on one worker (ToCachedResult).
-  std::optional<v1::CachedResult> CacheRecordOf(const std::string& task_id) const;
+  // The result cache's records of what task `task_id` measured (its probe, with every run so
+  // far), once `result` (its result) is applied: one per commit it measured on its worker, the
+  // paired commit of a confirmation task included (ToCachedResults); none for a pass/fail job.
+  std::vector<v1::CachedResult> CacheRecordsOf(const std::string& task_id,
+                                               const v1::TaskResult& result) const;
 
   // Ids of tasks handed out and not yet finished, lost or cancelled.
   std::vector<std::string> ActiveTaskIds() const;
@@ -224,6 +226,10 @@ class BisectJob {
   // Turns the usable cached results of verified workers inside the open interval into probe
   // rows, classified like measured probes.
   void ApplyCachedResults(absl::Time now);
+  // Puts the samples of the probes of commit `index` by `record`'s worker in this job (finished,
+  // measured here) before a confirmation's `record` of that commit, which then stands for a
+  // probe (kind BISECT); leaves it as it is when that worker did not probe the commit.
+  void MergeProbeSamples(int index, v1::CachedResult* record) const;
   // The snapshot PlanDispatch plans from.
   DispatchInput MakeDispatchInput(const std::vector<std::string>& idle) const;
   // Creates the worker's GOOD calibration (the reference GOOD when the job has none yet) and

@@ -16,18 +16,50 @@
 
 namespace kbisect {
 
-std::optional<v1::CachedResult> BisectJob::CacheRecordOf(const std::string& task_id) const {
+std::vector<v1::CachedResult> BisectJob::CacheRecordsOf(const std::string& task_id,
+                                                        const v1::TaskResult& result) const {
   const TaskEntry* entry = book_.Find(task_id);
-  if (entry == nullptr || pass_fail_) return std::nullopt;
+  if (entry == nullptr || pass_fail_) return {};
   const v1::Probe& probe = book_.probe(entry->probe);
-  if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return std::nullopt;
-  std::optional<v1::CachedResult> record =
-      ToCachedResult(probe, commits_[probe.index()], frame_.job_id);
-  if (record.has_value()) {
-    record->set_metric_name(frame_.metric_name);
-    record->set_metric_unit(frame_.metric_unit);
+  if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return {};
+  const v1::CommitRef* paired = nullptr;
+  if (!entry->task.paired_commit_sha().empty()) {
+    auto found = std::find_if(commits_.begin(), commits_.end(), [&](const v1::CommitRef& commit) {
+      return commit.sha() == entry->task.paired_commit_sha();
+    });
+    if (found != commits_.end()) paired = &*found;
   }
-  return record;
+  const std::vector<double> paired_samples(result.paired_samples().begin(),
+                                           result.paired_samples().end());
+  std::vector<v1::CachedResult> records =
+      ToCachedResults(probe, commits_[probe.index()], paired, paired_samples, frame_.job_id);
+  for (size_t i = 0; i < records.size(); ++i) {
+    v1::CachedResult& record = records[i];
+    record.set_metric_name(frame_.metric_name);
+    record.set_metric_unit(frame_.metric_unit);
+    if (record.kind() == v1::PROBE_KIND_CONFIRM) {
+      MergeProbeSamples(i == 0 ? probe.index() : static_cast<int>(paired - commits_.data()),
+                        &record);
+    }
+  }
+  return records;
+}
+
+void BisectJob::MergeProbeSamples(int index, v1::CachedResult* record) const {
+  // The record replaces the worker's older one of that commit (the newest wins): the samples its
+  // probe of the commit in this job measured go first, and it stands for a probe again.
+  std::vector<double> probed;
+  for (const v1::Probe& row : book_.rows()) {
+    if (row.kind() == v1::PROBE_KIND_BISECT && row.index() == index && !row.cached() &&
+        row.worker() == record->worker() && row.state() == v1::PROBE_STATE_FINISHED &&
+        row.outcome() == v1::TASK_OUTCOME_SUCCEEDED) {
+      probed.insert(probed.end(), row.samples().begin(), row.samples().end());
+    }
+  }
+  if (probed.empty()) return;
+  probed.insert(probed.end(), record->samples().begin(), record->samples().end());
+  record->mutable_samples()->Assign(probed.begin(), probed.end());
+  record->set_kind(v1::PROBE_KIND_BISECT);
 }
 
 void BisectJob::CheckCachedResults(int position, absl::Time now) {

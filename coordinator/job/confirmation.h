@@ -37,6 +37,8 @@ struct ConfirmationSet {
   std::vector<double> last_good;
   std::vector<double> culprit;
   bool interleaved = false;
+  // Set when an earlier job measured both commits on this worker (the result cache): its id.
+  std::string cached_job_id;
   // Pairs the set contributes: min(last_good.size(), culprit.size()).
   int pairs() const;
 };

@@ -34,8 +34,13 @@ std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worke
 ConfirmationStage::ConfirmationStage(const JobFrame* frame,
                                      const std::vector<v1::CommitRef>* commits,
                                      const BisectSearch* search, const Calibration* calibration,
-                                     ProbeBook* book)
-    : frame_(frame), commits_(commits), search_(search), calibration_(calibration), book_(book) {}
+                                     const ResultReuse* reuse, ProbeBook* book)
+    : frame_(frame),
+      commits_(commits),
+      search_(search),
+      calibration_(calibration),
+      reuse_(reuse),
+      book_(book) {}
 
 bool ConfirmationStage::HasSpeculationCandidates() const {
   return !SpeculationCandidates(*search_, speculated_).empty();
@@ -89,8 +94,26 @@ int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
   };
   const auto [good_worker, good_samples] = measurer(last_good, v1::VERDICT_GOOD);
   const auto [bad_worker, bad_samples] = measurer(culprit, v1::VERDICT_BAD);
-  if (good_worker.empty() || good_worker != bad_worker) return 0;
-  return std::min(good_samples, bad_samples);
+  const bool one_worker = !good_worker.empty() && good_worker == bad_worker;
+  int pairs = one_worker ? std::min(good_samples, bad_samples) : 0;
+  // The pairs earlier jobs measured count for the other workers.
+  for (const ConfirmationSet& set : CachedSets(last_good, culprit)) {
+    if (!one_worker || set.worker != good_worker) pairs += set.pairs();
+  }
+  return pairs;
+}
+
+std::vector<ConfirmationSet> ConfirmationStage::CachedSets(int last_good, int culprit) const {
+  std::vector<ConfirmationSet> sets;
+  if (reuse_ == nullptr) return sets;
+  for (ResultReuse::CachedPair& pair : reuse_->PairsAt(last_good, culprit)) {
+    ConfirmationSet& set = sets.emplace_back();
+    set.worker = std::move(pair.worker);
+    set.cached_job_id = std::move(pair.job_id);
+    set.last_good = std::move(pair.last_good);
+    set.culprit = std::move(pair.culprit);
+  }
+  return sets;
 }
 
 std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
@@ -120,6 +143,12 @@ std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
   }
   if (first_bad == frame_->commit_count && calibration_->bad_probe() >= 0) {
     add(book_->probe(calibration_->bad_probe()), true);
+  }
+  for (ConfirmationSet& cached : CachedSets(last_good, first_bad)) {
+    auto own = by_worker.find(cached.worker);
+    if (own == by_worker.end() || own->second.pairs() == 0) {
+      by_worker[cached.worker] = std::move(cached);
+    }
   }
   std::vector<ConfirmationSet> sets;
   for (auto& [worker, set] : by_worker) {
@@ -161,14 +190,18 @@ ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext&
   v1::Confirmation* confirmation = MutableConfirmation();
   confirmation->Clear();
   int reused = 0;
+  int cached = 0;
   for (const ConfirmationSet& set : ReusableSets()) {
     v1::ConfirmationPairs* out = confirmation->add_sets();
     out->set_worker(set.worker);
     out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
     out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
+    out->set_cached_job_id(set.cached_job_id);
     reused += set.pairs();
+    if (!set.cached_job_id.empty()) cached += set.pairs();
   }
   confirmation->set_reused_pairs(reused);
+  confirmation->set_cached_pairs(cached);
   const ConfirmationPlan plan = PlanNow(reused, context.workers);
   if (plan.tasks == 0) {
     // Nothing to measure: judged from the search's samples, once they are final.
@@ -188,7 +221,7 @@ ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext&
     early_first_bad_ = search_->first_bad();
   }
   if (rest.tasks > 0) QueueTasks(rest.tasks, rest.pairs_per_task, context.round);
-  step.warnings.push_back(ConfirmingFact(rest, reused, speculative));
+  step.warnings.push_back(ConfirmingFact(rest, reused, cached, speculative));
   if (!early && !TasksPending()) return Judge(context, std::move(step));
   return step;
 }
@@ -299,7 +332,7 @@ void ConfirmationStage::CancelTasks(const std::string& why, absl::Time now,
 }
 
 v1::JobWarning ConfirmationStage::ConfirmingFact(const ConfirmationPlan& plan, int reused,
-                                                 int speculative) const {
+                                                 int cached, int speculative) const {
   v1::JobWarning warning;
   v1::JobWarning::Confirming& fact = *warning.mutable_confirming();
   fact.set_last_good((*commits_)[search_->last_good()].sha());
@@ -307,6 +340,7 @@ v1::JobWarning ConfirmationStage::ConfirmingFact(const ConfirmationPlan& plan, i
   fact.set_tasks(plan.tasks);
   fact.set_pairs_per_task(plan.pairs_per_task);
   fact.set_reused_pairs(reused);
+  fact.set_cached_pairs(cached);
   fact.set_speculative_pairs(speculative);
   return warning;
 }
@@ -315,7 +349,8 @@ void ConfirmationStage::QueueMorePairs(int pairs, int reused, const Confirmation
                                        ConfirmationStep* step) {
   const ConfirmationPlan plan = PlanConfirmation(pairs, 0, 1, 1, context.workers);
   QueueTasks(plan.tasks, plan.pairs_per_task, context.round);
-  step->warnings.push_back(ConfirmingFact(plan, reused, 0));
+  step->warnings.push_back(
+      ConfirmingFact(plan, reused, MutableConfirmation()->cached_pairs(), /*speculative=*/0));
 }
 
 bool ConfirmationStage::RemeasureQuarantinedPairs(const ConfirmationContext& context,

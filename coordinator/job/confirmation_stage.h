@@ -27,6 +27,7 @@
 #include "coordinator/job/confirmation.h"
 #include "coordinator/job/job_frame.h"
 #include "coordinator/job/probe_book.h"
+#include "coordinator/job/result_reuse.h"
 #include "kbisect/v1/kbisect.pb.h"
 
 namespace kbisect {
@@ -66,9 +67,12 @@ struct ConfirmationStep {
 class ConfirmationStage {
  public:
   // Everything passed must outlive the stage. `frame`: the spec, the state and the baselines are
-  // read. The confirmation's record is the stage's own (confirmation()).
+  // read. `reuse`: the earlier jobs' results (null: none), whose pairs of two commits on a
+  // worker that agreed with itself count like the search's own samples. The confirmation's
+  // record is the stage's own (confirmation()).
   ConfirmationStage(const JobFrame* frame, const std::vector<v1::CommitRef>* commits,
-                    const BisectSearch* search, const Calibration* calibration, ProbeBook* book);
+                    const BisectSearch* search, const Calibration* calibration,
+                    const ResultReuse* reuse, ProbeBook* book);
 
   ConfirmationStage(const ConfirmationStage&) = delete;
   ConfirmationStage& operator=(const ConfirmationStage&) = delete;
@@ -119,12 +123,16 @@ class ConfirmationStage {
                             const v1::TaskResult& result, const ConfirmationContext& context);
 
  private:
-  // The search's samples of last-good and culprit, per worker that measured both.
+  // The search's samples of last-good and culprit, per worker that measured both, and for a
+  // worker without both in this job's rows, its cached pair (CachedSets).
   std::vector<ConfirmationSet> ReusableSets() const;
+  // The samples of `last_good` and `culprit` that one earlier job measured on a worker whose GPU
+  // agreed with itself in this job (ResultReuse::PairsAt), one set per worker.
+  std::vector<ConfirmationSet> CachedSets(int last_good, int culprit) const;
   // The fresh pairs the interval needs when `reused` pairs come from the search.
   ConfirmationPlan PlanNow(int reused, int workers) const;
   // The pairs the search would give the confirmation of (`last_good`, `culprit`): the samples
-  // of both commits one worker measured or measures now.
+  // of both commits one worker measured or measures now, and the cached pairs of the others.
   int ExpectedReusedPairs(int last_good, int culprit) const;
   // True while the search can still close on the early confirmation's two commits.
   bool EarlyTargetPossible() const;
@@ -137,8 +145,10 @@ class ConfirmationStage {
   // Cancels every unfinished confirmation task.
   void CancelTasks(const std::string& why, absl::Time now, ConfirmationStep* step);
   // The warning that the confirmation of the search's interval starts: `plan`'s fresh tasks,
-  // besides `reused` pairs of the search and `speculative` measured during its last round.
-  v1::JobWarning ConfirmingFact(const ConfirmationPlan& plan, int reused, int speculative) const;
+  // besides `reused` pairs of the search (`cached` of them measured by earlier jobs) and
+  // `speculative` measured during its last round.
+  v1::JobWarning ConfirmingFact(const ConfirmationPlan& plan, int reused, int cached,
+                                int speculative) const;
   // Queues `pairs` more fresh pairs and says so (`reused` from the search).
   void QueueMorePairs(int pairs, int reused, const ConfirmationContext& context,
                       ConfirmationStep* step);
@@ -155,6 +165,7 @@ class ConfirmationStage {
   const std::vector<v1::CommitRef>* commits_;
   const BisectSearch* search_;
   const Calibration* calibration_;
+  const ResultReuse* reuse_;
   ProbeBook* book_;
 
   std::optional<v1::Confirmation> confirmation_;

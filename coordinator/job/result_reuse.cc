@@ -11,10 +11,9 @@ namespace kbisect {
 
 std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe, const v1::CommitRef& commit,
                                                const std::string& job_id) {
-  if (probe.kind() == v1::PROBE_KIND_CONFIRM || probe.kind() == v1::PROBE_KIND_UNSPECIFIED ||
-      probe.cached() || probe.state() != v1::PROBE_STATE_FINISHED ||
-      probe.outcome() != v1::TASK_OUTCOME_SUCCEEDED || probe.samples_size() == 0 ||
-      probe.worker().empty()) {
+  if (probe.kind() == v1::PROBE_KIND_UNSPECIFIED || probe.cached() ||
+      probe.state() != v1::PROBE_STATE_FINISHED || probe.outcome() != v1::TASK_OUTCOME_SUCCEEDED ||
+      probe.samples_size() == 0 || probe.worker().empty()) {
     return std::nullopt;
   }
   v1::CachedResult result;
@@ -27,6 +26,24 @@ std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe, const v1:
   result.set_job_id(job_id);
   result.set_kind(probe.kind());
   return result;
+}
+
+std::vector<v1::CachedResult> ToCachedResults(const v1::Probe& probe, const v1::CommitRef& commit,
+                                              const v1::CommitRef* paired,
+                                              const std::vector<double>& paired_samples,
+                                              const std::string& job_id) {
+  std::vector<v1::CachedResult> records;
+  std::optional<v1::CachedResult> own = ToCachedResult(probe, commit, job_id);
+  if (!own.has_value()) return records;
+  records.push_back(*std::move(own));
+  if (probe.kind() != v1::PROBE_KIND_CONFIRM || paired == nullptr || paired_samples.empty()) {
+    return records;
+  }
+  v1::CachedResult& other = records.emplace_back(records.front());
+  other.set_commit_sha(paired->sha());
+  other.set_tree_sha(paired->tree_sha());
+  other.mutable_samples()->Assign(paired_samples.begin(), paired_samples.end());
+  return records;
 }
 
 ResultReuse::ResultReuse(const std::vector<v1::CachedResult>& cached,
@@ -55,7 +72,7 @@ std::optional<ResultReuse::Check> ResultReuse::OnMeasured(const std::string& wor
   }
   WorkerCache& cache = found->second;
   auto entry = cache.by_index.find(index);
-  if (entry == cache.by_index.end()) return std::nullopt;
+  if (entry == cache.by_index.end() || PairOnly(entry->second)) return std::nullopt;
   const v1::CachedResult& cached = entry->second.result;
   const std::vector<double> old(cached.samples().begin(), cached.samples().end());
   const double center = Mean(old).value_or(0);
@@ -84,14 +101,17 @@ std::vector<int> ResultReuse::Anchors(const std::string& worker) const {
   if (found == by_worker_.end() || found->second.standing != Standing::kUnverified) {
     return anchors;
   }
-  for (const auto& [index, entry] : found->second.by_index) anchors.push_back(index);
+  for (const auto& [index, entry] : found->second.by_index) {
+    if (!PairOnly(entry)) anchors.push_back(index);
+  }
   return anchors;
 }
 
 bool ResultReuse::IsAnchor(const std::string& worker, int index) const {
   auto found = by_worker_.find(worker);
-  return found != by_worker_.end() && found->second.standing == Standing::kUnverified &&
-         found->second.by_index.count(index) > 0;
+  if (found == by_worker_.end() || found->second.standing != Standing::kUnverified) return false;
+  auto entry = found->second.by_index.find(index);
+  return entry != found->second.by_index.end() && !PairOnly(entry->second);
 }
 
 std::vector<ResultReuse::Entry*> ResultReuse::Usable(int last_good, int first_bad) {
@@ -99,10 +119,36 @@ std::vector<ResultReuse::Entry*> ResultReuse::Usable(int last_good, int first_ba
   for (auto& [worker, cache] : by_worker_) {
     if (cache.standing != Standing::kVerified) continue;
     for (auto& [index, entry] : cache.by_index) {
-      if (!entry.used && index > last_good && index < first_bad) usable.push_back(&entry);
+      if (!entry.used && !PairOnly(entry) && index > last_good && index < first_bad) {
+        usable.push_back(&entry);
+      }
     }
   }
   return usable;
+}
+
+bool ResultReuse::PairOnly(const Entry& entry) {
+  return entry.result.kind() == v1::PROBE_KIND_CONFIRM;
+}
+
+std::vector<ResultReuse::CachedPair> ResultReuse::PairsAt(int last_good, int culprit) const {
+  std::vector<CachedPair> pairs;
+  for (const auto& [worker, cache] : by_worker_) {
+    if (cache.standing != Standing::kVerified) continue;
+    auto good = cache.by_index.find(last_good);
+    auto bad = cache.by_index.find(culprit);
+    if (good == cache.by_index.end() || bad == cache.by_index.end() ||
+        good->second.result.job_id() != bad->second.result.job_id()) {
+      continue;
+    }
+    CachedPair& pair = pairs.emplace_back();
+    pair.worker = worker;
+    pair.job_id = good->second.result.job_id();
+    pair.last_good.assign(good->second.result.samples().begin(),
+                          good->second.result.samples().end());
+    pair.culprit.assign(bad->second.result.samples().begin(), bad->second.result.samples().end());
+  }
+  return pairs;
 }
 
 }  // namespace kbisect

@@ -23,10 +23,20 @@ namespace kbisect {
 inline constexpr double kCacheAgreementFraction = 0.02;
 
 // The cache record of a finished probe of `commit`: its samples, worker, hardware class and end
-// time. nullopt for what is not one commit measured on one worker (a confirmation), for a
-// probe without samples, and for a probe that itself came from the cache.
+// time. nullopt for a probe without samples, and for a probe that itself came from the cache.
 std::optional<v1::CachedResult> ToCachedResult(const v1::Probe& probe, const v1::CommitRef& commit,
                                                const std::string& job_id);
+
+// The cache records of a finished probe of `commit`: ToCachedResult's, and for a confirmation
+// task, which measured `paired` interleaved with `commit` on the same worker, a second record of
+// `paired` with `paired_samples` (none when `paired` is null or `paired_samples` empty). Empty
+// when ToCachedResult refuses the probe. A confirmation's records keep its kind: a later job
+// counts them as that worker's pairs of the two commits only (ResultReuse::PairsAt), unless the
+// job merged a probe's samples into them and made them probe records (BisectJob::CacheRecordsOf).
+std::vector<v1::CachedResult> ToCachedResults(const v1::Probe& probe, const v1::CommitRef& commit,
+                                              const v1::CommitRef* paired,
+                                              const std::vector<double>& paired_samples,
+                                              const std::string& job_id);
 
 class ResultReuse {
  public:
@@ -75,7 +85,24 @@ class ResultReuse {
   // Unused entries of verified workers strictly inside (last_good, first_bad), by index.
   std::vector<Entry*> Usable(int last_good, int first_bad);
 
+  // Samples of two commits that one earlier job measured on one worker.
+  struct CachedPair {
+    std::string worker;
+    std::string job_id;
+    std::vector<double> last_good;
+    std::vector<double> culprit;
+  };
+  // For each verified worker with cached results at both `last_good` and `culprit` from the same
+  // earlier job, those results (used or not): a confirmation of that interval may count them as
+  // the worker's pairs, since its offset cancels between the two and its GPU agreed with itself
+  // in this job. By worker.
+  std::vector<CachedPair> PairsAt(int last_good, int culprit) const;
+
  private:
+  // True for a confirmation's record of a commit on its own (its pairs' samples, too few to
+  // stand for a probe of that commit or to check the worker against): it serves PairsAt only.
+  static bool PairOnly(const Entry& entry);
+
   struct WorkerCache {
     Standing standing = Standing::kUnverified;
     std::map<int, Entry> by_index;

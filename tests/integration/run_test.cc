@@ -450,6 +450,46 @@ TEST_F(RunTest, ASecondNightlyOverAnOverlappingRangeReusesTheFirstsMeasurements)
   }
   EXPECT_EQ(cached, two.value("cached_probes", 0));
   EXPECT_THAT(second.out, HasSubstr("Reusing"));
+  // Both nightlies end at the same culprit. A worker that measured the first's confirmation
+  // pairs and whose GPU agreed with itself in the second gives the second's confirmation its set
+  // (its own samples of both commits, or the first's cached ones), and fresh pairs are measured
+  // only for what the sets still lack.
+  std::set<std::string> confirmed_in_one;
+  for (const auto& set : one["confirmation"]["sets"]) {
+    if (set.value("interleaved", false)) confirmed_in_one.insert(set["worker"].get<std::string>());
+  }
+  std::set<std::string> verified_in_two;  // before its confirmation started
+  for (absl::string_view line : absl::StrSplit(second.out, '\n')) {
+    if (absl::StrContains(line, "Confirming:")) break;
+    const size_t at = line.find("Reusing ");
+    const size_t end = line.find("'s results from job");
+    if (at != absl::string_view::npos && end != absl::string_view::npos && end > at) {
+      verified_in_two.insert(std::string(line.substr(at + 8, end - at - 8)));
+    }
+  }
+  std::map<std::string, std::string> sets_of_two;  // worker -> cached job id of its reused set
+  bool any_cached_set = false;
+  for (const auto& set : two["confirmation"]["sets"]) {
+    if (set.value("interleaved", false)) continue;
+    sets_of_two[set["worker"].get<std::string>()] = set.value("cached_job_id", "");
+    any_cached_set = any_cached_set || !set.value("cached_job_id", "").empty();
+  }
+  int carried = 0;
+  for (const std::string& worker : confirmed_in_one) {
+    if (verified_in_two.count(worker) == 0) continue;
+    ++carried;
+    ASSERT_EQ(sets_of_two.count(worker), 1u) << worker << "\n" << two["confirmation"].dump();
+    if (!sets_of_two[worker].empty()) {
+      EXPECT_EQ(sets_of_two[worker], one["job_id"]);
+    }
+  }
+  EXPECT_EQ(two["confirmation"].value("cached_pairs", 0) > 0, any_cached_set);
+  std::printf(
+      "confirmation: first nightly %d fresh pairs; second %d fresh, %d reused (%d from the "
+      "first, %d of its confirming workers verified)\n",
+      one["confirmation"].value("fresh_pairs", 0), two["confirmation"].value("fresh_pairs", 0),
+      two["confirmation"].value("reused_pairs", 0), two["confirmation"].value("cached_pairs", 0),
+      carried);
   // The same night again with --no-cache measures everything.
   const std::string fresh_json = tmp_.Join("fresh.json");
   CommandResult fresh =

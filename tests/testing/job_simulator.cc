@@ -143,6 +143,14 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       }
     }
   };
+  // Applies a task's result as the coordinator does: the job's, then the result cache's records.
+  auto finish = [&](const std::string& task_id, const v1::TaskResult& result) {
+    cancel(job.OnTaskFinished(task_id, result, kStart + absl::Seconds(now)));
+    for (v1::CachedResult& record : job.CacheRecordsOf(task_id, result)) {
+      out.cache_records.push_back(std::move(record));
+    }
+    if (options.observe) options.observe(job.status());
+  };
   // Keeps the host's builds ahead in line with the job's hints (see SimulationOptions).
   auto build_ahead = [&]() {
     if (options.build_ahead <= 0 || options.build_seconds <= 0) return;
@@ -266,8 +274,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       result.set_outcome(v1::TASK_OUTCOME_BENCH_FAILED);
       result.set_message("benchmark exited 1: no CUDA device");
       result.add_runs()->set_exit_code(1);
-      cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
-      if (options.observe) options.observe(job.status());
+      finish(done.task.task_id(), result);
       continue;
     }
     result.set_outcome(v1::TASK_OUTCOME_SUCCEEDED);
@@ -303,8 +310,7 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
       result.add_runs()->set_value(value);
     }
     out.bench_runs += result.runs_size();
-    cancel(job.OnTaskFinished(done.task.task_id(), result, kStart + absl::Seconds(now)));
-    if (options.observe) options.observe(job.status());
+    finish(done.task.task_id(), result);
   }
   out.status = job.status();
   out.events = job.TakeEvents();
@@ -329,15 +335,7 @@ std::string DescribeProbes(const SimulationResult& result) {
 }
 
 std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result) {
-  std::vector<v1::CachedResult> cached;
-  for (const v1::Probe& probe : result.status.probes()) {
-    if (probe.index() < 0 || probe.index() >= static_cast<int>(result.commits.size())) continue;
-    if (std::optional<v1::CachedResult> one =
-            ToCachedResult(probe, result.commits[probe.index()], result.status.job_id())) {
-      cached.push_back(*std::move(one));
-    }
-  }
-  return cached;
+  return result.cache_records;
 }
 
 }  // namespace kbisect

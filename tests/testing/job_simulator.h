@@ -112,6 +112,9 @@ struct SimulationResult {
   std::vector<v1::CommitRef> commits;   // The job's commit list.
   std::vector<SimulatedTask> task_log;  // Every task handed out, in hand-out order.
   int tasks_lost = 0;                   // Tasks lost with their worker (SimulatedLoss).
+  // What the coordinator would store in the result cache (BisectJob::CacheRecordsOf of every
+  // task's result as it finished), in that order.
+  std::vector<v1::CachedResult> cache_records;
 };
 
 // Names "w0" .. "w<count-1>", all with factor 1.
@@ -124,7 +127,8 @@ SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& o
 // The outcome and every probe of a simulated job, one line each, for a failed assertion.
 std::string DescribeProbes(const SimulationResult& result);
 
-// What the coordinator would store in the result cache from a finished simulated job.
+// What the coordinator would store in the result cache from a finished simulated job (its
+// cache_records).
 std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result);
 
 // The spec the simulations use: lower is better, confirmation on (as `kbisect run`), defaults

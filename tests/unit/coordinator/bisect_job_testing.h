@@ -91,7 +91,8 @@ class JobPartsFixture {
         ledger_(spec, commits_, &frame_, &book_, &calibration_),
         book_(frame_.job_id, spec, &commits_),
         calibration_(&frame_, &book_.rows(), /*pass_fail=*/false),
-        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_) {
+        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, /*reuse=*/nullptr,
+                      &book_) {
     frame_.spec = spec;
     frame_.commit_count = n;
   }

@@ -31,7 +31,7 @@ class ConfirmationStageTest : public ::testing::Test {
         search_(kCommits),
         book_("job", Spec(), &commits_),
         calibration_(&frame_, &book_.rows(), /*pass_fail=*/false),
-        stage_(&frame_, &commits_, &search_, &calibration_, &book_) {
+        stage_(&frame_, &commits_, &search_, &calibration_, &reuse_, &book_) {
     frame_.job_id = "job";
     frame_.spec = Spec();
     frame_.commit_count = kCommits;
@@ -123,8 +123,21 @@ class ConfirmationStageTest : public ::testing::Test {
   BisectSearch search_;
   ProbeBook book_;
   Calibration calibration_;
+  ResultReuse reuse_;
   ConfirmationStage stage_;
 };
+
+// A result of `worker` at commit `index` that job-1 measured.
+v1::CachedResult CachedAt(const std::vector<v1::CommitRef>& commits, int index,
+                          const std::string& worker, const std::vector<double>& samples) {
+  v1::CachedResult result;
+  result.set_commit_sha(commits[index].sha());
+  result.set_worker(worker);
+  result.set_job_id("job-1");
+  result.set_kind(v1::PROBE_KIND_CONFIRM);
+  for (double v : samples) result.add_samples(v);
+  return result;
+}
 
 TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfirmed) {
   SearchEndsAt(4, 5);
@@ -160,6 +173,56 @@ TEST_F(ConfirmationStageTest, FreshPairsAreQueuedFirstAndAReproducedStepIsConfir
   EXPECT_NEAR(stage_.confirmation().ratio(), 1.2, 0.01);
   ASSERT_TRUE(last.ratio.has_value()) << "the job's after follows from the ratio";
   EXPECT_NEAR(*last.ratio, 1.2, 0.01);
+}
+
+TEST_F(ConfirmationStageTest, PairsAnEarlierJobMeasuredCountAsReusedAndLeaveOneFreshPair) {
+  SearchEndsAt(4, 5);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
+  // Without them it measures at least --runs (3) fresh pairs (the test above). Job-1 measured
+  // both commits on w1 (its confirmation, three pairs), and w1's GPU agreed with itself in this
+  // job: they count as w1's set, and one fresh interleaved pair remains.
+  v1::CachedResult anchor = CachedAt(commits_, 2, "w1", {110, 110, 110});
+  anchor.set_kind(v1::PROBE_KIND_BISECT);
+  reuse_ = ResultReuse({anchor, CachedAt(commits_, 4, "w1", {100, 100.2, 99.8}),
+                        CachedAt(commits_, 5, "w1", {120, 120.3, 119.7})},
+                       commits_);
+  ASSERT_TRUE(reuse_.OnMeasured("w1", 2, {110.1})->agreed);
+  const ConfirmationStep start = stage_.Start(/*early=*/false, Context());
+  ASSERT_EQ(start.warnings.size(), 1u);
+  EXPECT_THAT(WarningWords(start.warnings[0]),
+              HasSubstr("3 pairs the search already has, all measured by earlier jobs"));
+  EXPECT_EQ(stage_.confirmation().reused_pairs(), 3);
+  EXPECT_EQ(stage_.confirmation().cached_pairs(), 3);
+  ASSERT_EQ(stage_.confirmation().sets_size(), 1);
+  EXPECT_EQ(stage_.confirmation().sets(0).cached_job_id(), "job-1");
+  EXPECT_FALSE(stage_.confirmation().sets(0).interleaved());
+  const std::vector<std::string> tasks = ConfirmTasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(book_.at(tasks[0]).task.runs(), 1);
+  // The fresh pair must show the step too: the cached pairs alone confirm nothing.
+  const ConfirmationStep last = Report(tasks[0], "w2", 100, 120);
+  EXPECT_EQ(last.next, Next::kConfirmed);
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), 1);
+}
+
+TEST_F(ConfirmationStageTest, AWorkersOwnSamplesOfBothCommitsTakePrecedenceOverItsCachedOnes) {
+  SearchEndsAt(4, 5);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
+  const int good = Measure(book_.NewTask(v1::PROBE_KIND_BISECT, 4, 2), "w1", {100, 100.1, 99.9});
+  const int bad = Measure(book_.NewTask(v1::PROBE_KIND_BISECT, 5, 2), "w1", {120, 120.1, 119.9});
+  book_.mutable_probe(good).set_verdict(v1::VERDICT_GOOD);
+  book_.mutable_probe(bad).set_verdict(v1::VERDICT_BAD);
+  v1::CachedResult anchor = CachedAt(commits_, 2, "w1", {110, 110, 110});
+  anchor.set_kind(v1::PROBE_KIND_BISECT);
+  reuse_ = ResultReuse({anchor, CachedAt(commits_, 4, "w1", {100, 100.2, 99.8, 100.1}),
+                        CachedAt(commits_, 5, "w1", {120, 120.3, 119.7, 120.2})},
+                       commits_);
+  ASSERT_TRUE(reuse_.OnMeasured("w1", 2, {110.1})->agreed);
+  stage_.Start(/*early=*/false, Context());
+  ASSERT_EQ(stage_.confirmation().sets_size(), 1);
+  EXPECT_EQ(stage_.confirmation().sets(0).cached_job_id(), "");
+  EXPECT_EQ(stage_.confirmation().reused_pairs(), 3);
+  EXPECT_EQ(stage_.confirmation().cached_pairs(), 0);
 }
 
 TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {

@@ -86,7 +86,7 @@ TEST(ResultReuseTest, TheNewestResultOfACommitOnAWorkerWins) {
   EXPECT_DOUBLE_EQ(check->cached_median, 200);
 }
 
-TEST(ResultReuseTest, OnlyOneCommitOnOneWorkerIsACacheRecord) {
+TEST(ResultReuseTest, ACacheRecordIsOneCommitMeasuredOnOneWorkerAConfirmationGivesTwo) {
   v1::CommitRef commit;
   commit.set_sha("abc");
   commit.set_tree_sha("def");
@@ -102,15 +102,59 @@ TEST(ResultReuseTest, OnlyOneCommitOnOneWorkerIsACacheRecord) {
   EXPECT_EQ(result->tree_sha(), "def");
   EXPECT_EQ(result->hardware_class(), "hc-1");
   EXPECT_EQ(result->job_id(), "job-9");
+  // A confirmation task measured its commit and its paired one interleaved on one worker: a
+  // record of each.
   v1::Probe confirm = probe;
   confirm.set_kind(v1::PROBE_KIND_CONFIRM);
-  EXPECT_FALSE(ToCachedResult(confirm, commit, "j").has_value());
+  v1::CommitRef parent;
+  parent.set_sha("a0");
+  parent.set_tree_sha("d0");
+  const std::vector<v1::CachedResult> pair =
+      ToCachedResults(confirm, commit, &parent, {1.0, 1.1}, "job-9");
+  ASSERT_EQ(pair.size(), 2u);
+  EXPECT_EQ(pair[0].tree_sha(), "def");
+  EXPECT_EQ(pair[0].samples_size(), 1);
+  EXPECT_EQ(pair[1].commit_sha(), "a0");
+  EXPECT_EQ(pair[1].tree_sha(), "d0");
+  EXPECT_EQ(pair[1].samples_size(), 2);
+  EXPECT_EQ(pair[1].worker(), "w0");
+  EXPECT_EQ(pair[1].kind(), v1::PROBE_KIND_CONFIRM);
+  // A probe of one commit gives one record, whatever is passed as its pair.
+  EXPECT_EQ(ToCachedResults(probe, commit, &parent, {1.0}, "j").size(), 1u);
+  EXPECT_EQ(ToCachedResults(confirm, commit, nullptr, {1.0}, "j").size(), 1u);
   v1::Probe cached = probe;
   cached.set_cached(true);
   EXPECT_FALSE(ToCachedResult(cached, commit, "j").has_value());
   v1::Probe failed = probe;
   failed.set_outcome(v1::TASK_OUTCOME_BUILD_FAILED);
   EXPECT_FALSE(ToCachedResult(failed, commit, "j").has_value());
+  EXPECT_TRUE(ToCachedResults(failed, commit, &parent, {1.0}, "j").empty());
+}
+
+TEST(ResultReuseTest, AVerifiedWorkersCachedPairOfTwoCommitsFromOneJobIsOffered) {
+  // Commits 100..200. w0 measured 160 and 161 in job-1 (its confirmation); w1 measured both too
+  // but is never verified; w2 measured them in two different jobs.
+  v1::CachedResult w2_late = Cached(161, "w2", {125}, 3000);
+  w2_late.set_job_id("job-2");
+  ResultReuse reuse(
+      {Cached(120, "w0", {100}), Cached(160, "w0", {100, 101}), Cached(161, "w0", {125, 126}),
+       Cached(160, "w1", {100}), Cached(161, "w1", {125}), Cached(120, "w2", {100}),
+       Cached(160, "w2", {100}), w2_late},
+      Commits(100, 100));
+  EXPECT_TRUE(reuse.PairsAt(60, 61).empty()) << "nothing is offered before a worker is verified";
+  ASSERT_TRUE(reuse.OnMeasured("w0", 20, {100.1})->agreed);
+  ASSERT_TRUE(reuse.OnMeasured("w2", 20, {100.1})->agreed);
+  const std::vector<ResultReuse::CachedPair> pairs = reuse.PairsAt(60, 61);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].worker, "w0");
+  EXPECT_EQ(pairs[0].job_id, "job-1");
+  EXPECT_EQ(pairs[0].last_good, (std::vector<double>{100, 101}));
+  EXPECT_EQ(pairs[0].culprit, (std::vector<double>{125, 126}));
+  // Used entries (turned into probe rows) are offered too: the confirmation counts each worker's
+  // set once, from its rows or from the cache.
+  for (ResultReuse::Entry* entry : reuse.Usable(0, 100)) entry->used = true;
+  EXPECT_EQ(reuse.PairsAt(60, 61).size(), 1u);
+  EXPECT_TRUE(reuse.PairsAt(59, 60).empty());
 }
 
 }  // namespace

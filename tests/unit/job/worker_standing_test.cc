@@ -26,7 +26,8 @@ class WorkerStandingTest : public ::testing::Test, protected bisect_job_testing:
  protected:
   WorkerStandingTest()
       : JobPartsFixture(kCommits),
-        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, &book_),
+        confirmation_(&frame_, &commits_, &ledger_.search(), &calibration_, /*reuse=*/nullptr,
+                      &book_),
         standing_(&frame_, &book_, &ledger_, &calibration_, &confirmation_, /*pass_fail=*/false) {
     frame_.state = v1::JOB_STATE_BISECTING;
   }
