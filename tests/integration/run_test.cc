@@ -272,10 +272,31 @@ TEST_F(RunTest, ASlowGpuInAnySlotCannotFakeTheEndpointsOrTheCulprit) {
     EXPECT_EQ(result["culprit"]["sha"], culprit) << "slot " << slot;
     EXPECT_NEAR(result["regression_pct"].get<double>(), 25, 3) << "slot " << slot;
     const std::string slow = absl::StrCat("slot", slot);
+    // Under load the slow GPU can lose every race: each of its probes is cancelled once the
+    // others' results leave its commit outside the interval. A GPU none of whose measurements
+    // counted cannot fake anything, and nothing shows its offset: it is quarantined once a
+    // probe or baseline of its counted (such a worker owes a calibration before the job ends).
+    std::string slow_rows;  // The slow worker's rows, for a failure.
+    bool slow_counted = false;
+    for (const auto& probe : result["probes"]) {
+      if (probe.value("worker", "").find(slow) == std::string::npos) continue;
+      const std::string kind = probe.value("kind", "");
+      slow_counted = slow_counted || (kind != "confirm" && probe.value("state", "") == "finished" &&
+                                      !probe["samples"].empty());
+      absl::StrAppend(&slow_rows, "\n  ", kind, " ", probe.value("index", 0), " ",
+                      probe.value("state", ""), " n=", probe["samples"].size(), " ",
+                      probe.value("verdict", ""), " ", probe.value("message", ""));
+    }
+    if (!slow_counted) {
+      std::printf("slot %d: the slow GPU measured nothing that counted:%s\n", slot,
+                  slow_rows.c_str());
+    }
     for (const auto& worker : result["workers"]) {
       const bool is_slow = worker["worker"].get<std::string>().find(slow) != std::string::npos;
-      EXPECT_EQ(worker["quarantined"].get<bool>(), is_slow) << "slot " << slot << worker.dump();
+      EXPECT_EQ(worker["quarantined"].get<bool>(), is_slow && slow_counted)
+          << "slot " << slot << worker.dump() << slow_rows;
     }
+    if (!slow_counted) continue;
     ASSERT_GE(result["drift_events"].size(), 1u) << "slot " << slot;
     for (const auto& event : result["drift_events"]) {
       EXPECT_THAT(event["worker"].get<std::string>(), HasSubstr(slow));
