@@ -7,8 +7,9 @@
 //
 // It owns the confirmation's own state (whether it started early and for which two commits,
 // the pairs kept from speculation, why a pair failed) and its record (`confirmation()`, which
-// the job's status projects as JobStatus.confirmation). It reads the job's search, commits and
-// calibration, and creates and cancels confirmation tasks in the job's probe book. It never ends
+// the job's status projects as JobStatus.confirmation). It reads the job's search, commits,
+// calibration and reused results (the pairs earlier jobs measured, decision 224), and creates
+// and cancels confirmation tasks in the job's probe book. It never ends
 // the job nor emits an event: each call returns what the job must do (ConfirmationStep), and its
 // warnings as facts.
 #ifndef KBISECT_COORDINATOR_JOB_CONFIRMATION_STAGE_H_
