@@ -22,24 +22,25 @@ std::vector<v1::CachedResult> BisectJob::CacheRecordsOf(const std::string& task_
   if (entry == nullptr || pass_fail_) return {};
   const v1::Probe& probe = book_.probe(entry->probe);
   if (probe.index() < 0 || probe.index() >= static_cast<int>(commits_.size())) return {};
-  const v1::CommitRef* paired = nullptr;
+  // A confirmation task's paired commit (its last-good), -1 for any other task.
+  int paired_index = -1;
   if (!entry->task.paired_commit_sha().empty()) {
     auto found = std::find_if(commits_.begin(), commits_.end(), [&](const v1::CommitRef& commit) {
       return commit.sha() == entry->task.paired_commit_sha();
     });
-    if (found != commits_.end()) paired = &*found;
+    if (found != commits_.end()) paired_index = static_cast<int>(found - commits_.begin());
   }
   const std::vector<double> paired_samples(result.paired_samples().begin(),
                                            result.paired_samples().end());
-  std::vector<v1::CachedResult> records =
-      ToCachedResults(probe, commits_[probe.index()], paired, paired_samples, frame_.job_id);
+  std::vector<v1::CachedResult> records = ToCachedResults(
+      probe, commits_[probe.index()], paired_index < 0 ? nullptr : &commits_[paired_index],
+      paired_samples, frame_.job_id);
   for (size_t i = 0; i < records.size(); ++i) {
     v1::CachedResult& record = records[i];
     record.set_metric_name(frame_.metric_name);
     record.set_metric_unit(frame_.metric_unit);
     if (record.kind() == v1::PROBE_KIND_CONFIRM) {
-      MergeProbeSamples(i == 0 ? probe.index() : static_cast<int>(paired - commits_.data()),
-                        &record);
+      MergeProbeSamples(i == 0 ? probe.index() : paired_index, &record);
     }
   }
   return records;
