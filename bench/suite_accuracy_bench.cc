@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "bench/noise_models.h"
 #include "coordinator/job/bisect_job.h"
+#include "tests/testing/job_simulator.h"
 
 namespace kbisect {
 namespace {
@@ -78,19 +79,7 @@ void RunTrial(int n, double effect, int workers, const NoiseModel& noise, std::m
   for (int i = 0; i < 3; ++i) metrics.push_back({absl::StrCat("other", i), d});
   for (int i = 0; i < 5; ++i) metrics.push_back({absl::StrCat("flat", i), -1});
 
-  v1::JobSpec spec;
-  spec.set_repository("/sim");
-  spec.set_good("g");
-  spec.add_bench_command("bench");
-  spec.mutable_metric()->set_suite("auto");
-  spec.mutable_metric()->set_lead("lead");
-  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  std::vector<v1::CommitRef> commits(n + 1);
-  for (int i = 0; i <= n; ++i) {
-    commits[i].set_sha(absl::StrFormat("%040d", i));
-    commits[i].set_index(i);
-  }
-  BisectJob job("sim", spec, commits, kNow);
+  BisectJob job("sim", SuiteSimulationSpec(), SimulatedCommits(n), kNow);
   for (int round = 0; round < 10000 && !job.finished(); ++round) {
     std::vector<v1::Task> tasks = job.TakeTasks(workers, kNow);
     if (tasks.empty()) break;

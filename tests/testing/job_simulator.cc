@@ -72,6 +72,26 @@ v1::JobSpec SimulationSpec() {
   return spec;
 }
 
+v1::JobSpec SuiteSimulationSpec() {
+  v1::JobSpec spec;
+  spec.set_repository("/sim");
+  spec.set_good("g");
+  spec.add_bench_command("bench");
+  spec.mutable_metric()->set_suite("auto");
+  spec.mutable_metric()->set_lead("lead");
+  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
+  return spec;
+}
+
+std::vector<v1::CommitRef> SimulatedCommits(int n) {
+  std::vector<v1::CommitRef> commits(n + 1);
+  for (int i = 0; i <= n; ++i) {
+    commits[i].set_sha(absl::StrFormat("%040d", i));
+    commits[i].set_index(i);
+  }
+  return commits;
+}
+
 SimulationResult SimulateJob(const v1::JobSpec& spec, const SimulationOptions& options) {
   std::vector<v1::CommitRef> commits;
   std::map<std::string, int> index_of;

@@ -135,6 +135,14 @@ std::vector<v1::CachedResult> CachedResultsOf(const SimulationResult& result);
 // otherwise.
 v1::JobSpec SimulationSpec();
 
+// The spec of a simulated suite job (the job driven call by call by suite_ledger_test and
+// bench/suite_accuracy_bench): every metric a run prints ("auto"), led by "lead", lower is
+// better, defaults otherwise.
+v1::JobSpec SuiteSimulationSpec();
+
+// Commits 0..n of a simulated job: sha the index written as 40 digits, index set.
+std::vector<v1::CommitRef> SimulatedCommits(int n);
+
 }  // namespace kbisect
 
 #endif  // KBISECT_TESTS_TESTING_JOB_SIMULATOR_H_

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "coordinator/job/bisect_job.h"
 #include "gtest/gtest.h"
+#include "tests/testing/job_simulator.h"
 
 namespace kbisect {
 namespace {
@@ -362,19 +363,8 @@ struct SuiteJobRun {
 
 std::unique_ptr<BisectJob> RunSuiteJob(const SuiteJobRun& spec_of_run) {
   const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
-  v1::JobSpec spec;
-  spec.set_repository("/sim");
-  spec.set_good("g");
-  spec.add_bench_command("bench");
-  spec.mutable_metric()->set_suite("auto");
-  spec.mutable_metric()->set_lead("lead");
-  spec.set_direction(v1::DIRECTION_LOWER_IS_BETTER);
-  std::vector<v1::CommitRef> commits(spec_of_run.n + 1);
-  for (int i = 0; i <= spec_of_run.n; ++i) {
-    commits[i].set_sha(absl::StrFormat("%040d", i));
-    commits[i].set_index(i);
-  }
-  auto job = std::make_unique<BisectJob>("sim", spec, commits, now);
+  auto job = std::make_unique<BisectJob>("sim", SuiteSimulationSpec(),
+                                         SimulatedCommits(spec_of_run.n), now);
   const std::vector<std::pair<std::string, int>> metrics = {
       {"lead", spec_of_run.lead_step}, {"other", spec_of_run.other_step}, {"flat", -1}};
   for (int call = 0; call < 1000 && !job->finished(); ++call) {
