@@ -14,6 +14,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/rpc/proto_time.h"
 #include "common/spec/action_digest.h"
 #include "common/spec/job_spec.h"
@@ -167,12 +169,7 @@ class SqliteResultCache : public ResultCache {
     sqlite3_extended_result_codes(db_, 1);
     // Before any table exists, so that Prune can give pages back (a no-op on an existing file).
     RETURN_IF_ERROR(OpenError(Exec("PRAGMA auto_vacuum=INCREMENTAL")));
-    {
-      // WAL lets readers go on while a writer writes; a file system without it (some network
-      // file systems) keeps the rollback journal, which is slower but as safe.
-      SqliteStatement wal(db_, "PRAGMA journal_mode=WAL");
-      if (!wal.ok() || !wal.Next()) return OpenError(Error("cannot choose the journal mode"));
-    }
+    RETURN_IF_ERROR(UseWriteAheadLogLocked());
     RETURN_IF_ERROR(OpenError(Exec("PRAGMA synchronous=NORMAL")));
     {
       SqliteStatement check(db_, "PRAGMA quick_check");
@@ -294,6 +291,28 @@ class SqliteResultCache : public ResultCache {
     RETURN_IF_ERROR(
         OpenError(Exec(absl::StrCat("PRAGMA application_id=", kApplicationId).c_str())));
     return OpenError(Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str()));
+  }
+
+  // Switches the file to the write-ahead log, which lets readers go on while a writer writes; a
+  // file system without it (some network file systems) keeps the rollback journal, which is
+  // slower but as safe. The switch needs the file to itself, and SQLite answers "locked" at once
+  // rather than asking the busy handler: while another process opens the same new file (two
+  // coordinators or `kbisect run`s sharing a --cache-dir, started together), it is tried again
+  // every 10 ms for up to the busy timeout. Once one process has switched, the mode is the
+  // file's, and the others find it in force.
+  absl::Status UseWriteAheadLogLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    constexpr int kRetryMs = 10;
+    for (int tries = kBusyTimeoutMs / kRetryMs;; --tries) {
+      {
+        SqliteStatement wal(db_, "PRAGMA journal_mode=WAL");
+        if (wal.ok() && wal.Next()) return absl::OkStatus();
+      }
+      const int code = sqlite3_extended_errcode(db_) & 0xff;
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || tries <= 0) {
+        return OpenError(Error("cannot choose the journal mode"));
+      }
+      absl::SleepFor(absl::Milliseconds(kRetryMs));
+    }
   }
 
   absl::Status LookupLocked(const std::string& spec_digest, const std::set<std::string>& trees,
