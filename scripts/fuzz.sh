@@ -51,12 +51,11 @@ seed() {
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-status=0
-for target in "${targets[@]}"; do
-  seed "$target"
-  mkdir -p "$dir/crashes/$target"
-  log="$dir/fuzz-$target.log"
-  rc=0
+
+# fuzz_one TARGET: runs it for $seconds and writes its one-line summary to $dir/fuzz-TARGET.summary;
+# exits non-zero on a finding.
+fuzz_one() {
+  local target="$1" log="$dir/fuzz-$1.log" rc=0 runs speed last cov ft corp
   # -rss_limit_mb and -timeout make a blow-up or a hang a finding too; -max_len bounds inputs.
   "$dir/fuzz/$target" "$dir/corpus/$target" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
@@ -68,11 +67,29 @@ for target in "${targets[@]}"; do
   ft=$(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
   corp=$(grep -oE 'corp: [0-9]+' <<<"$last" | grep -oE '[0-9]+' || echo "?")
   if [ "$rc" -ne 0 ]; then
-    status=1
-    echo "fuzz $target: FAILED (rc $rc) after $runs runs; see $log and $dir/crashes/$target/"
-    grep -E 'ERROR:|SUMMARY:|runtime error' "$log" | head -5 || true
+    { echo "fuzz $target: FAILED (rc $rc) after $runs runs; see $log and $dir/crashes/$target/"
+      grep -E 'ERROR:|SUMMARY:|runtime error' "$log" | head -5 || true
+    } > "$dir/fuzz-$target.summary"
   else
-    echo "fuzz $target: $runs runs in ${seconds}s, $speed exec/s, cov: $cov ft: $ft corpus: $corp"
+    echo "fuzz $target: $runs runs in ${seconds}s, $speed exec/s, cov: $cov ft: $ft corpus: $corp" \
+      > "$dir/fuzz-$target.summary"
   fi
+  return "$rc"
+}
+
+# One target a core at a time (each libFuzzer process is single-threaded); the summaries are
+# printed in the targets' order.
+parallel=$(nproc)
+status=0
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+  pids=()
+  for target in "${targets[@]:i:parallel}"; do
+    seed "$target"
+    mkdir -p "$dir/crashes/$target"
+    fuzz_one "$target" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for target in "${targets[@]:i:parallel}"; do cat "$dir/fuzz-$target.summary"; done
 done
 exit "$status"
