@@ -13,6 +13,8 @@
 #       race to find): any data race, lock-order inversion or other TSan report, from a test or
 #       from any process it started, fails the run, except what tests/sanitizers/tsan.supp names
 #       (each with its reason).
+#   In both sanitizer trees a few long tests run only the cases their kbisect_test names
+#   (SANITIZED_CASES, THREAD_SANITIZED_CASES; docs/decisions.md 225).
 # ctest args come after the tree's own selection: -L/-LE/-R narrow it further.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,11 +63,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   rm -rf "$reports"
   mkdir -p "$reports"
   export TSAN_OPTIONS="suppressions=$supp/tsan.supp:log_path=$reports/report:history_size=4:second_deadlock_stack=1"
-  # An instrumented integration test keeps about half a core busy (its processes mostly wait on
-  # each other, on benchmarks and on git): one and a half tests a core (docs/decisions.md 225).
   status=0
-  (cd "$dir" && ctest --output-on-failure -j "$(( $(nproc) * 3 / 2 ))" --timeout 2700 \
-    "${selection[@]}" "$@") || status=$?
+  (cd "$dir" && ctest --output-on-failure -j "$(nproc)" --timeout 2700 "${selection[@]}" "$@") ||
+    status=$?
   if compgen -G "$reports/report.*" >/dev/null; then
     for f in "$reports"/report.*; do
       echo "=== $f"
