@@ -350,8 +350,9 @@ TEST(SqliteResultCacheTest, TwoProcessesWritingAtOnceLoseNothing) {
 
 // Eight processes held at a pipe until all are forked, then opening one new file at once: the
 // switch to the write-ahead log needs the file to itself and SQLite does not wait for it, so
-// without OpenSqliteResultCache's retries some of them failed ("database is locked"; one in
-// three processes under load in CI, 2026-12-07).
+// without OpenSqliteResultCache's retries some of them failed ("database is locked": 2 of 8
+// repeats of this test on a loaded machine, 2026-12-07; one of three processes of the test
+// above in an ASan run of the suite).
 TEST(SqliteResultCacheTest, ProcessesOpeningANewFileTogetherAllOpenIt) {
   TempDir tmp;
   for (int round = 0; round < 10; ++round) {
