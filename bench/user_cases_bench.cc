@@ -82,6 +82,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
+#include "bench/fmt_issue_bench.h"
 #include "bench/kbisect_runs.h"
 #include "bench/lz4_size_bench.h"
 #include "bench/seed_bisect.h"
@@ -522,23 +523,73 @@ struct RealHistory {
   std::map<int, double> targets;
   // Case i: the range is the first first-parent commit touching `good_path` to HEAD (`commits`
   // unused), and the step is the history's own (`own_culprit`), measured by
-  // `own_bench` (a command printing "compressed: N bytes", lower is better) instead of the
-  // planted one.
+  // `own_bench` (a command printing "LABEL: N", lower is better, LABEL being `metric_label`
+  // and kbisect's --metric `metric_regex`) instead of the planted one.
   std::string good_path;
   std::string own_culprit;
   std::string own_bench;
+  std::string metric_label;
+  std::string metric_regex;
+  // Case j: the range is good_ref..bad_ref on bad_ref's first-parent line (`commits` and
+  // `good_path` unused); good_ref must be on that line.
+  std::string good_ref;
+  std::string bad_ref;
   double Target(int w) const {
     auto it = targets.find(w);
     return it != targets.end() ? it->second : w == 1 ? 1.05 : 1.0;
   }
 };
 
+// A case over the last `commits` first-parent commits of `repo` (0 when another field sets the
+// range), its build leaving `artifact`.
+RealHistory History(std::string id, std::string repo, int commits, std::string build,
+                    std::string artifact, std::vector<int> workers,
+                    std::map<int, double> targets = {}) {
+  RealHistory h;
+  h.id = std::move(id);
+  h.repo = std::move(repo);
+  h.commits = commits;
+  h.build = std::move(build);
+  h.artifact = std::move(artifact);
+  h.workers = std::move(workers);
+  h.targets = std::move(targets);
+  return h;
+}
+
+// The first-parent commits of `h`'s range in the clone `repo`, oldest (GOOD) first; fewer than
+// two when they cannot be listed.
+std::vector<std::string> FirstParentRange(const std::string& repo, const RealHistory& h) {
+  std::string command;
+  if (!h.good_ref.empty()) {
+    command = absl::StrCat("git -C ", repo, " rev-parse ", h.good_ref, "^{commit} && git -C ", repo,
+                           " rev-list --reverse --first-parent ", h.good_ref, "..", h.bad_ref);
+  } else if (!h.good_path.empty()) {
+    const std::string since(absl::StripTrailingAsciiWhitespace(
+        RunShell(absl::StrCat("git -C ", repo, " log --first-parent --format=%H -- ", h.good_path,
+                              " | tail -n 1"))
+            .out));
+    if (since.empty()) return {};
+    command =
+        absl::StrCat("git -C ", repo, " rev-list --reverse --first-parent ", since, "^..HEAD");
+  } else {
+    command = absl::StrCat("git -C ", repo, " rev-list --first-parent --max-count=", h.commits + 1,
+                           " HEAD | tac");
+  }
+  const kbisect_bench::Shell listed = RunShell(command);
+  std::vector<std::string> shas = absl::StrSplit(listed.out, '\n', absl::SkipEmpty());
+  const bool counted = h.good_ref.empty() && h.good_path.empty();
+  if (listed.exit_code != 0 || (counted && static_cast<int>(shas.size()) != h.commits + 1)) {
+    return {};
+  }
+  return shas;
+}
+
 // Case f or g: git bisect and kbisect over the last `commits` first-parent commits of the real
 // repository, with a planted culprit the benchmark knows by ancestry.
 std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory& h, Table& table) {
   if (h.repo.empty()) {
     return {absl::StrCat("case ", h.id, " skipped: its repository was not given (--",
-                         h.id == "f" ? "lz4" : "fmt", " PATH)")};
+                         h.id == "f" || h.id == "i" ? "lz4" : "fmt", " PATH)")};
   }
   const std::string dir = s.dir + "/" + h.id;
   // A clone of the given repository (which may be bare), as a user's checkout: both tools start
@@ -548,23 +599,10 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
           .exit_code != 0) {
     return {absl::StrCat("case ", h.id, ": cannot clone ", h.repo)};
   }
-  const std::string since =
-      h.good_path.empty()
-          ? ""
-          : std::string(absl::StripTrailingAsciiWhitespace(
-                RunShell(absl::StrCat("git -C ", repo, " log --first-parent --format=%H -- ",
-                                      h.good_path, " | tail -n 1"))
-                    .out));
-  const kbisect_bench::Shell listed = RunShell(
-      since.empty() ? absl::StrCat("git -C ", repo,
-                                   " rev-list --first-parent --max-count=", h.commits + 1, " HEAD")
-                    : absl::StrCat("git -C ", repo, " rev-list --first-parent ", since, "^..HEAD"));
-  std::vector<std::string> shas = absl::StrSplit(listed.out, '\n', absl::SkipEmpty());
-  if (listed.exit_code != 0 || shas.size() < 2 ||
-      (since.empty() && static_cast<int>(shas.size()) != h.commits + 1)) {
+  const std::vector<std::string> shas = FirstParentRange(repo, h);
+  if (shas.size() < 2) {
     return {absl::StrCat("case ", h.id, ": cannot list the first-parent commits of ", h.repo)};
   }
-  std::reverse(shas.begin(), shas.end());  // oldest (GOOD) first
   const std::string good = shas.front();
   const std::string bad = shas.back();
   const bool own = !h.own_culprit.empty();
@@ -584,7 +622,7 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
   auto run_git = [&](const std::string& suffix) {
     SeedBisectOptions seed = SeedOver(repo, dir + "/git-bisect" + suffix, good, bad, bench);
     seed.build = CountedBuild(h.build, dir + "/builds-git" + suffix);
-    if (own) seed.metric_label = "compressed";
+    if (own) seed.metric_label = h.metric_label;
     const SeedBisectFigures git = kbisect_bench::RunSeedBisect(seed);
     table.Add(GitRow(h.id, "git bisect run (3 runs)" + suffix, git, expected,
                      dir + "/builds-git" + suffix));
@@ -597,7 +635,8 @@ std::vector<std::string> RunRealHistoryCase(const Settings& s, const RealHistory
     run.flags.push_back("--build");
     run.flags.push_back(CountedBuild(h.build, counter));
     if (own) {
-      for (const char* flag : {"--metric", "^compressed: ([0-9]+) bytes", "--lower-is-better"}) {
+      for (const std::string& flag :
+           {std::string("--metric"), h.metric_regex, std::string("--lower-is-better")}) {
         run.flags.push_back(flag);
       }
     }
@@ -651,11 +690,12 @@ int main(int argc, char** argv) {
   app.add_option("--kbisect-flags", kbisect_flags,
                  "Options added to every kbisect run, space-separated (e.g. '--build-ahead 8')");
   app.add_option("--lz4", s.lz4, "Case f: a path to lz4's repository (skipped without)");
-  app.add_option("--fmt", s.fmt, "Cases g, h: a path to fmt's repository (skipped without)");
+  app.add_option("--fmt", s.fmt, "Cases g, h, j: a path to fmt's repository (skipped without)");
   app.add_flag("--keep", keep, "Keep the scratch directory");
   app.add_option(
          "--pairs", s.pairs,
-         "Cases a, b, c, f, g, h: interleaved (git bisect, kbisect) pairs per W, alternating which "
+         "Cases a, b, c, f, g, h, i, j: interleaved (git bisect, kbisect) pairs per W, alternating "
+         "which "
          "runs first; the median ratio is printed (default 1: git once per case); case d: pairs "
          "of nightlies, each in a fresh cache, and the median of job 2's runs against job 1's")
       ->capture_default_str();
@@ -669,11 +709,11 @@ int main(int argc, char** argv) {
   for (const std::string& c :
        std::vector<std::string>(absl::StrSplit(cases, ',', absl::SkipEmpty()))) {
     if (c == "all") {
-      selected.insert({"a", "b", "c", "d", "e", "f", "g", "h", "i"});
-    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'i') {
+      selected.insert({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"});
+    } else if (c.size() == 1 && c[0] >= 'a' && c[0] <= 'j') {
       selected.insert(c);
     } else {
-      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e, f, g, h, i)\n";
+      std::cerr << "unknown case '" << c << "' (all, a, b, c, d, e, f, g, h, i, j)\n";
       return 2;
     }
   }
@@ -717,6 +757,11 @@ int main(int argc, char** argv) {
        "real history, its own step: lz4 from the first commit with lib/Makefile to HEAD, make "
        "-C lib -j2 at every probe/step, the size LZ4 compresses a fixed corpus to (7d182b81 "
        "made it 1.7% larger): W=1, 4. Targets W=1 <= 1.05x, W=4 <= 1.0x"},
+      {"j",
+       "real history, its own step: fmt issue #3674, 9.1.0..10.0.0 (280 first-parent commits), "
+       "one g++ -O2 call compiling src/format.cc, src/os.cc and the issue's reproducer at every "
+       "probe/step, its time (192859c2 made it ~15x slower): W=1, 2. Targets W=1 <= 1.15x, "
+       "W=2 <= 0.8x"},
   };
   std::cout << "kbisect run (defaults: confirmation on, 3 runs, cold cache) vs git bisect run "
                "doing the seed procedure, same repository, same run. Scratch: "
@@ -744,56 +789,60 @@ int main(int argc, char** argv) {
       RunCompileCase(s, table);
     } else if (c == "f") {
       for (const std::string& line : RunRealHistoryCase(
-               s,
-               {"f", s.lz4, 873, "make -C lib -j2 -s", "lib/liblz4.a", {1, 2, 4}, {}, "", "", ""},
+               s, History("f", s.lz4, 873, "make -C lib -j2 -s", "lib/liblz4.a", {1, 2, 4}),
                table)) {
         notes.push_back(line);
       }
     } else if (c == "g") {
       for (const std::string& line : RunRealHistoryCase(
                s,
-               {"g",
-                s.fmt,
-                300,
-                "cmake -S . -B build -DFMT_TEST=OFF -DFMT_DOC=OFF -DFMT_INSTALL=OFF >/dev/null && "
-                "cmake --build build -j2 >/dev/null",
-                "build/libfmt.a",
-                {1, 2, 4},
-                {},
-                "",
-                "",
-                ""},
+               History("g", s.fmt, 300,
+                       "cmake -S . -B build -DFMT_TEST=OFF -DFMT_DOC=OFF -DFMT_INSTALL=OFF "
+                       ">/dev/null && cmake --build build -j2 >/dev/null",
+                       "build/libfmt.a", {1, 2, 4}),
                table)) {
         notes.push_back(line);
       }
     } else if (c == "h") {
-      for (const std::string& line :
-           RunRealHistoryCase(s,
-                              {"h",
-                               s.fmt,
-                               300,
-                               "g++ -O2 -std=c++17 -Iinclude -c src/format.cc src/os.cc",
-                               "format.o",
-                               {1, 2},
-                               {{1, 1.15}, {2, 0.8}},
-                               "",
-                               "",
-                               ""},
-                              table)) {
+      for (const std::string& line : RunRealHistoryCase(
+               s,
+               History("h", s.fmt, 300, "g++ -O2 -std=c++17 -Iinclude -c src/format.cc src/os.cc",
+                       "format.o", {1, 2}, {{1, 1.15}, {2, 0.8}}),
+               table)) {
         notes.push_back(line);
       }
     } else if (c == "i") {
-      RealHistory own{
-          "i", s.lz4, 0, "make -C lib -j2 -s", "lib/liblz4.a", {1, 4}, {}, "lib/Makefile", "", ""};
+      RealHistory own = History("i", s.lz4, 0, "make -C lib -j2 -s", "lib/liblz4.a", {1, 4});
+      own.good_path = "lib/Makefile";
       // Found by building every first-parent commit from the first with lib/Makefile to the
       // 34th and every 32nd after it to HEAD: the size changes once, 2,210,534 -> 2,248,489
       // bytes, at this merge of May 2015 (the 11th commit of the range).
       own.own_culprit = "7d182b816ace89d6d6d16b7aee376a9962a05caa";
       own.own_bench = s.lz4.empty() ? "" : kbisect_bench::WriteCompressedSizeBench(s.dir);
+      own.metric_label = "compressed";
+      own.metric_regex = "^compressed: ([0-9]+) bytes";
       if (!s.lz4.empty() && own.own_bench.empty()) {
         notes.push_back("case i: cannot write its benchmark (python3 is needed for the corpus)");
       } else {
         for (const std::string& line : RunRealHistoryCase(s, own, table)) notes.push_back(line);
+      }
+    } else if (c == "j") {
+      // fmt issue #3674 as its reporter bisected it: 9.1.0..10.0.0, culprit 192859c2 (the
+      // commit `git bisect` named in the issue's thread), one g++ call building the library
+      // with the thread's reproducer at every probe and step.
+      const std::string source = s.fmt.empty() ? "" : kbisect_bench::WriteFmtIssueBench(s.dir);
+      RealHistory issue = History("j", s.fmt, 0, kbisect_bench::FmtIssueBuild(source), "fmtbench",
+                                  {1, 2}, {{1, 1.15}, {2, 0.8}});
+      issue.own_culprit = "192859c2b5dda3a015a7b1bf023f0c2475f0350c";
+      issue.own_bench = "./fmtbench";
+      issue.metric_label = "time_ms";
+      issue.metric_regex = "^time_ms: ([0-9.]+)";
+      issue.good_ref = "9.1.0";
+      issue.bad_ref = "10.0.0";
+      if (!s.fmt.empty() && source.empty()) {
+        notes.push_back("case j: cannot write its benchmark source");
+      } else {
+        for (const std::string& line : RunRealHistoryCase(s, issue, table)) notes.push_back(line);
       }
     }
     durations.push_back(
