@@ -96,6 +96,9 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
     if (json["overlapping_builds"].is_number_integer()) {
       marker.cost.overlapping = json["overlapping_builds"].get<int>();
     }
+    if (json["runnable_processes"].is_number()) {
+      marker.cost.runnable = json["runnable_processes"].get<double>();
+    }
     std::map<std::string, std::string> env;
     if (json["env"].is_object()) {
       for (const auto& [name, value] : json["env"].items()) {
@@ -393,6 +396,7 @@ std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
   marker["build_seconds"] = absl::ToDoubleSeconds(cost.wall);
   marker["cpu_seconds"] = absl::ToDoubleSeconds(cost.cpu);
   marker["overlapping_builds"] = cost.overlapping;
+  if (cost.runnable > 0) marker["runnable_processes"] = cost.runnable;
   marker["started_from"] = started_from;
   if (!fetched_from.empty()) marker["fetched_from"] = fetched_from;
   if (inputs.known()) {
@@ -554,6 +558,9 @@ struct BuildCache::Acquisition {
   // shared the cores with.
   BuildInputs inputs;
   int overlapping = 0;
+  // The build's processes asking for a core, their median over its samples (0: not sampled
+  // enough).
+  double runnable = 0;
   // Whether the build store was asked for the key, whether the claim is for a fetch from it,
   // and what the store said of the build fetched.
   bool store_asked = false;
@@ -817,8 +824,12 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
   std::map<std::string, std::string> inherited = process_env_;
   for (const auto& [name, value] : build.env) inherited[name] = value;
   const int requested_jobs = RequestedBuildJobs(build.shell_command, inherited);
-  build.on_started = [this, &running, requested_jobs](int process_group) {
+  // Sampled while it runs: the processes asking for a core say what it would use alone when it
+  // shares the cores (BuildCost::runnable).
+  std::unique_ptr<ProcessGroupSampler> sampler;
+  build.on_started = [this, &running, &sampler, requested_jobs](int process_group) {
     running = build_slots_.Register(process_group, requested_jobs);
+    sampler = std::make_unique<ProcessGroupSampler>(process_group);
   };
   // A fresh layer for each build: what an earlier build of the entry installed is gone, and the
   // build installs again (an editable install now points at this checkout's files).
@@ -833,6 +844,8 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
       layers_.BuildInLayer(build, src.string(), (entry / kLayer).string(), request.isolation,
                            request.sha, acq->cancel, &acq->acquired.layer_env);
   running.reset();
+  if (sampler != nullptr) acq->runnable = sampler->Runnable().Median().value_or(0);
+  sampler.reset();
   acq->overlapping = std::max(acq->overlapping, build_slots_.Held(slots_seen) - 1);
   if (!acq->acquired.step.ok()) return false;  // Not marked: never served.
   if (std::optional<BuildInputs> read = CommitFilesRead(reads, acq->mirror, request.sha)) {
@@ -845,9 +858,10 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
 bool BuildCache::RecordBuild(Acquisition* acq) {
   const fs::path entry = fs::path(builds_dir_) / acq->claim.name;
   const bool fetched = acq->acquired.fetched;
-  const BuildCost cost = fetched ? BuildCost{acq->stored.build_wall, acq->stored.build_cpu, 0, 0}
-                                 : BuildCost{acq->acquired.step.wall_time,
-                                             acq->acquired.step.cpu_time, acq->overlapping, 0};
+  const BuildCost cost = fetched
+                             ? BuildCost{acq->stored.build_wall, acq->stored.build_cpu, 0, 0, 0}
+                             : BuildCost{acq->acquired.step.wall_time, acq->acquired.step.cpu_time,
+                                         acq->overlapping, 0, acq->runnable};
   absl::Status marked = WriteFileDurably(
       entry / kMarker, MarkerText(acq->key, acq->request, cost, acq->acquired.started_from,
                                   fetched ? store_->name() : "", acq->inputs, clock_->Now()));

@@ -204,6 +204,7 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
   }
   if (registered.empty()) return {};
   std::map<int, ProcessGroupUsage> usages;
+  std::map<std::pair<int, uint64_t>, RunnableTally> tallies;
   {
     kbisect::MutexLock lock(&sample_mu_);
     bool fresh = clock_->Now() - sampled_at_ < kRunningSampleReuse;
@@ -213,8 +214,18 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
       for (const Registration& r : registered) groups.push_back(r.group);
       sampled_ = SampleProcessGroups(groups);
       sampled_at_ = clock_->Now();
+      std::map<std::pair<int, uint64_t>, RunnableTally> kept;
+      for (const Registration& r : registered) {
+        const ProcessGroupUsage& usage = sampled_[r.group];
+        if (usage.live == 0 || usage.leader_start_ticks != r.leader_start) continue;
+        RunnableTally& tally = kept[{r.group, r.leader_start}] =
+            runnable_[{r.group, r.leader_start}];
+        tally.Add(usage.running);
+      }
+      runnable_ = std::move(kept);  // The builds that ended are forgotten.
     }
     usages = sampled_;
+    tallies = runnable_;
   }
   std::vector<BuildCost> costs;
   for (const Registration& r : registered) {
@@ -229,6 +240,7 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
     cost.wall = clock_->Now() - absl::FromUnixNanos(r.start_ns);
     // A process running at the sample is a core that the average may not show yet.
     cost.cpu = std::max(usage.cpu, cost.wall * usage.running);
+    cost.runnable = tallies[{r.group, r.leader_start}].Median().value_or(0);
     costs.push_back(cost);
   }
   return costs;

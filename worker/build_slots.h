@@ -22,12 +22,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "common/build/build_cost.h"
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
+#include "common/exec/process_group_sampler.h"
 #include "common/exec/process_group_usage.h"
 #include "common/git/file_lock.h"
 #include "common/sync/mutex.h"
@@ -89,7 +91,8 @@ class HostBuildSlots {
   std::unique_ptr<RunningBuild> Register(int process_group, int requested_jobs);
 
   // The registered builds, each as its cost so far (CoresPerBuildWhileRunning's input), from one
-  // pass over /proc (reused for kRunningSampleReuse: every waiter looks every 50 ms). A
+  // pass over /proc (reused for kRunningSampleReuse: every waiter looks every 50 ms), with the
+  // median of its runnable processes over the passes made while it ran (BuildCost::runnable). A
   // registration whose group leader is gone, or is another process than the one registered (a
   // reused group id), is skipped and its file removed: its build ended without unregistering.
   std::vector<BuildCost> RunningCosts() const;
@@ -102,6 +105,9 @@ class HostBuildSlots {
   mutable kbisect::Mutex sample_mu_;
   mutable std::map<int, ProcessGroupUsage> sampled_ ABSL_GUARDED_BY(sample_mu_);
   mutable absl::Time sampled_at_ ABSL_GUARDED_BY(sample_mu_) = absl::InfinitePast();
+  // Every pass's runnable processes of each registered build, by group id and its leader's start
+  // time (BuildCost::runnable of RunningCosts).
+  mutable std::map<std::pair<int, uint64_t>, RunnableTally> runnable_ ABSL_GUARDED_BY(sample_mu_);
 };
 
 }  // namespace kbisect

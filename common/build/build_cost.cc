@@ -97,9 +97,10 @@ std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent) {
   std::optional<double> heaviest;
   for (const BuildCost& cost : recent) {
     if (cost.wall < kShortestMeasuredBuild) continue;
-    const double cores =
-        std::max(absl::FDivDuration(cost.cpu, cost.wall) * (1 + std::max(0, cost.overlapping)),
-                 static_cast<double>(std::max(0, cost.requested_jobs)));
+    const double used = absl::FDivDuration(cost.cpu, cost.wall);
+    double alone = used * (1 + std::max(0, cost.overlapping));
+    if (cost.runnable > 0) alone = std::max(used, std::min(alone, cost.runnable));
+    const double cores = std::max(alone, static_cast<double>(std::max(0, cost.requested_jobs)));
     if (!heaviest.has_value() || cores > *heaviest) heaviest = cores;
   }
   return heaviest;
@@ -111,8 +112,13 @@ std::optional<double> CoresPerBuildWhileRunning(const std::vector<BuildCost>& ru
   for (const BuildCost& cost : running) {
     if (cost.wall < kRunningSampleAfter || cost.requested_jobs > 0) return std::nullopt;
     const double cores = absl::FDivDuration(cost.cpu, cost.wall);
-    if (cores > kLightRunningBuild) return std::nullopt;
-    heaviest = std::max(heaviest, cores);
+    if (cores <= kLightRunningBuild) {
+      heaviest = std::max(heaviest, cores);
+    } else if (cost.runnable == 1 && cores <= kOneProcessRunningBuild) {
+      heaviest = std::max(heaviest, 1.0);
+    } else {
+      return std::nullopt;
+    }
   }
   return heaviest;
 }

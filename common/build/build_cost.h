@@ -25,6 +25,11 @@ struct BuildCost {
   int overlapping = 0;
   // The parallel jobs its command asked of its build tool (RequestedBuildJobs; 0: none asked).
   int requested_jobs = 0;
+  // The processes of its process group that were running or waiting for a core, the median of
+  // samples taken while it ran (0: not sampled; RunnableTally). What it would keep busy alone:
+  // two one-process compiles that overlapped on two cores each measure one core and one such
+  // process, two `make -j2` sharing two cores each measure one core and two.
+  double runnable = 0;
 };
 
 // What "every core" stands for in a job count: `make -j` with no number, `-j$(nproc)`.
@@ -39,12 +44,13 @@ inline constexpr int kAllCoresJobs = 1 << 16;
 int RequestedBuildJobs(absl::string_view command, const std::map<std::string, std::string>& env);
 
 // The cores the heaviest of `recent` builds kept busy (CPU time over wall time, times 1 +
-// `overlapping`: an estimate of what it would use alone, never below what it used; and never below
-// the jobs its command asked for: the commit that measured one core under `make -j2` may have an
-// old Makefile, the next one will not), or nullopt when none of them ran long enough to say
-// (under 50 ms of wall time). The heaviest, not a typical
-// one: an incremental build that recompiles one file keeps one core busy, the full build of the
-// next probe all that `make -j` was given, and the bound must hold for both.
+// `overlapping`: an estimate of what it would use alone, never below what it used; where its
+// processes were sampled, no more than the `runnable` ones, since a build cannot use more cores
+// than it has processes asking for one; and never below the jobs its command asked for: the
+// commit that measured one core under `make -j2` may have an old Makefile, the next one will
+// not), or nullopt when none of them ran long enough to say (under 50 ms of wall time). The
+// heaviest, not a typical one: an incremental build that recompiles one file keeps one core busy,
+// the full build of the next probe all that `make -j` was given, and the bound must hold for both.
 std::optional<double> CoresPerBuild(const std::vector<BuildCost>& recent);
 
 // The most builds a core carries (a build counts as at least 1/8 of a core): ConcurrentBuildLimit
@@ -56,14 +62,23 @@ inline constexpr int kMostBuildsPerCore = 8;
 inline constexpr absl::Duration kRunningSampleAfter = absl::Milliseconds(300);
 inline constexpr double kLightRunningBuild = 0.25;
 
+// A build running now counts as keeping one core busy once it has run kRunningSampleAfter with
+// one process asking for a core (the median of its samples, BuildCost::runnable) and at most
+// kOneProcessRunningBuild cores busy: a compiler called once, as a one-call `g++` build is.
+inline constexpr double kOneProcessRunningBuild = 1.25;
+
 // The cores a build keeps busy when no build has finished yet, from the builds running now, each
 // given as its cost so far (`wall` since it started, `cpu` what its process group used, with a
-// process running at the sample counted as a core for the whole time; `requested_jobs` as in
-// BuildCost): their heaviest, when every one of them has run kRunningSampleAfter, asked for no
-// parallel jobs and kept at most kLightRunningBuild cores busy. Such a build waits on the
-// network, a remote compiler, a download or a sleep, and holding the next build back until it
-// ends gains nothing. Otherwise nullopt, and the first build still runs alone (a build that
-// loads the CPU is measured without sharing it). Pure.
+// process running at the sample counted as a core for the whole time; `requested_jobs` and
+// `runnable` as in BuildCost): their heaviest, when every one of them has run
+// kRunningSampleAfter, asked for no parallel jobs, and either kept at most kLightRunningBuild
+// cores busy (it waits on the network, a remote compiler, a download or a sleep: holding the
+// next build back until it ends gains nothing) or is a one-process build (one core: a second
+// fits beside it on a host with two). Otherwise nullopt, and the first build still runs alone (a
+// build that loads several cores is measured without sharing them). A build whose first phase
+// is one process and whose next is parallel (a configure step before a bare `ninja`) is taken
+// for one core while the first runs: the two builds then share the cores in the second, which
+// delays the first one's end but not the pair's (decision 226). Pure.
 std::optional<double> CoresPerBuildWhileRunning(const std::vector<BuildCost>& running);
 
 // The number of builds a host with `cores` cores runs at once when one build keeps

@@ -8,9 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "common/exec/exec.h"
+#include "common/exec/process_group_sampler.h"
 #include "gtest/gtest.h"
 
 namespace kbisect {
@@ -71,6 +74,61 @@ TEST(ProcessGroupUsageTest, SamplingWhileProcessesComeAndGoNeitherThrowsNorLoses
   cancel.Cancel();
   running.join();
   EXPECT_EQ(seen, 300);
+}
+
+// Runs `command` under a ProcessGroupSampler sampling every 20 ms until it has `samples` samples
+// (or 60 s passed), and returns their median of runnable processes.
+std::optional<int> MedianRunnableOf(const std::string& command, int samples) {
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  ExecRequest request;
+  request.shell_command = command;
+  std::unique_ptr<ProcessGroupSampler> sampler;
+  std::atomic<bool> started{false};
+  request.on_started = [&](int process_group) {
+    sampler = std::make_unique<ProcessGroupSampler>(process_group, absl::Milliseconds(20));
+    started = true;
+  };
+  Cancellation cancel;
+  std::thread running([&] { (void)runner->Run(request, &cancel); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (started && sampler->Runnable().samples() >= samples) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  cancel.Cancel();
+  running.join();
+  return started ? sampler->Runnable().Median() : std::nullopt;
+}
+
+TEST(ProcessGroupSamplerTest, CountsTheProcessesAskingForACoreWhetherOrNotTheyGetOne) {
+  // Two busy loops ask for two cores however many the machine has free: both are runnable.
+  const std::optional<double> two =
+      MedianRunnableOf("sh -c 'while :; do :; done' & sh -c 'while :; do :; done' & wait", 10);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(*two, 2) << "the waiting shell asks for none";
+  // A group that sleeps asks for none.
+  const std::optional<int> none = MedianRunnableOf("sleep 30", 10);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(*none, 0);
+}
+
+TEST(ProcessGroupSamplerTest, SaysNothingBeforeItHasSampledEnough) {
+  ProcessGroupSampler sampler(getpgrp(), absl::Hours(1));
+  EXPECT_FALSE(sampler.Runnable().Median().has_value());
+}
+
+TEST(RunnableTallyTest, IsTheUpperMedianSoThatAnOddSampleDoesNotMoveIt) {
+  RunnableTally one_compile;
+  for (int runnable : {1, 1, 2, 1, 0, 1, 1}) one_compile.Add(runnable);
+  EXPECT_EQ(one_compile.Median(), 1) << "an assembler or a shell caught once";
+  RunnableTally half_parallel;
+  for (int runnable : {2, 1, 2, 1}) half_parallel.Add(runnable);
+  EXPECT_EQ(half_parallel.Median(), 2) << "the upper of the two middle samples";
+  RunnableTally short_build;
+  short_build.Add(1);
+  short_build.Add(1);
+  EXPECT_FALSE(short_build.Median().has_value());
+  EXPECT_EQ(short_build.Median(2), 1);
 }
 
 }  // namespace

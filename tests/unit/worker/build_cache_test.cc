@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -522,16 +523,50 @@ TEST_F(BuildCacheTest, BuildsThatLoadNoCoreDoNotWaitForTheFirstToEnd) {
   EXPECT_EQ(ReadFile(timeline), "start\nstart\nstart\nend\nend\nend\n");
 }
 
-TEST_F(BuildCacheTest, TheFirstBuildThatLoadsACoreRunsAlone) {
-  // The same with a build that computes: the first is measured without sharing the cores, and
-  // the two behind it see its cost (each keeps a core busy: two fit on 2 cores, one on 1).
+TEST_F(BuildCacheTest, TheFirstBuildThatLoadsSeveralCoresRunsAlone) {
+  // The same with a build that computes in two processes: the first is measured without sharing
+  // the cores, and the two behind it see its cost.
   const std::string timeline = tmp_.Join("timeline");
+  const std::string loop = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
   const std::string computes =
-      absl::StrCat("echo start >> ", ShellQuote(timeline),
-                   " && i=0 && while [ $i -lt 300000 ]; do i=$((i+1)); done && echo end >> ",
-                   ShellQuote(timeline));
+      absl::StrCat("echo start >> ", ShellQuote(timeline), " && (", loop, ") & (", loop,
+                   ") & wait; echo end >> ", ShellQuote(timeline));
   ThreeBuildsAtOnce(computes);
   EXPECT_THAT(ReadFile(timeline), ::testing::StartsWith("start\nend\n"));
+}
+
+TEST_F(BuildCacheTest, AOneProcessBuildRunsBesideTheFirstOnTwoCores) {
+  // A compiler called once keeps one core busy, seen while it runs (one process asking for a
+  // core, decision 226): on two cores a second build starts beside the first, before anything
+  // was measured. Each build computes until the test has seen both start.
+  const std::string timeline = tmp_.Join("timeline");
+  const std::string stop = tmp_.Join("stop");
+  const std::string computes =
+      absl::StrCat("echo start >> ", ShellQuote(timeline), " && while [ ! -e ", ShellQuote(stop),
+                   " ]; do :; done; echo end >> ", ShellQuote(timeline));
+  BuildCacheOptions two_cores;
+  two_cores.build_cores = 2;
+  BuildCache cache(CacheDir(), two_cores, runner_.get());
+  std::vector<BuildCache::Acquired> built(2);
+  std::vector<std::thread> slots;
+  for (size_t i = 0; i < built.size(); ++i) {
+    slots.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 * i));
+      built[i] = cache.Acquire(Request(i == 0 ? b_ : c_, computes), nullptr, nullptr);
+    });
+  }
+  const bool both_started = testing::WaitFor(
+      [&] {
+        std::ifstream in(timeline);  // Not there before the first build starts.
+        const std::string lines((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        return lines == "start\nstart\n";
+      },
+      std::chrono::seconds(60));
+  std::ofstream(stop).close();
+  for (std::thread& slot : slots) slot.join();
+  EXPECT_TRUE(both_started) << "the second build waited for the first: " << ReadFile(timeline);
+  for (const BuildCache::Acquired& b : built) EXPECT_TRUE(b.step.ok()) << b.step.message;
 }
 
 TEST_F(BuildCacheTest, BuildsCompileThroughTheHostsCompilerCache) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/exec/process_group_sampler.h"
 #include "common/exec/process_group_usage.h"
 #include "gtest/gtest.h"
 #include "tests/testing/git_fixture.h"
@@ -31,6 +33,32 @@ TEST(CoresPerBuildTest, IsTheHeaviestRecentBuildAndIgnoresInstantOnes) {
   BuildCost shared = Cost(10, 10);
   shared.overlapping = 1;
   EXPECT_DOUBLE_EQ(*CoresPerBuild({Cost(5, 5), shared}), 2.0);
+}
+
+TEST(CoresPerBuildTest, AnOverlappedBuildUsesNoMoreCoresThanItHadProcessesAskingForOne) {
+  // fmt's one `g++` call compiling two files, GOOD's and BAD's side by side on two cores: each
+  // used a core, and had one process asking for one. Alone it would still use one, so two fit.
+  BuildCost one_process = Cost(5.2, 5.1);
+  one_process.overlapping = 1;
+  one_process.runnable = 1.02;
+  EXPECT_NEAR(*CoresPerBuild({one_process}), 1.02, 1e-9);
+  EXPECT_EQ(ConcurrentBuildLimit(2, CoresPerBuild({one_process})), 2);
+  // Two `make -j2` sharing the cores had two processes waiting for a core each: alone each uses
+  // two, and the host builds one at a time.
+  BuildCost two_jobs = Cost(10, 10);
+  two_jobs.overlapping = 1;
+  two_jobs.runnable = 2.3;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({two_jobs}), 2.0);
+  EXPECT_EQ(ConcurrentBuildLimit(2, CoresPerBuild({two_jobs})), 1);
+  // Never below what it used, whatever the samples missed.
+  BuildCost busy = Cost(10, 15);
+  busy.overlapping = 1;
+  busy.runnable = 1;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({busy}), 1.5);
+  // A build that ran alone is what it used; sampled or not.
+  BuildCost alone = Cost(10, 10);
+  alone.runnable = 3;
+  EXPECT_DOUBLE_EQ(*CoresPerBuild({alone}), 1.0);
 }
 
 TEST(CoresPerBuildTest, IsNeverBelowTheJobsTheCommandAskedFor) {
@@ -102,7 +130,7 @@ TEST(HostBuildSlotsTest, NeverHandsOutMoreThanTheLimit) {
   EXPECT_GE(most.load(), 1);
 }
 
-TEST(CoresPerBuildWhileRunningTest, LiftsTheFirstBuildAloneRuleOnlyForBuildsThatLoadNoCore) {
+TEST(CoresPerBuildWhileRunningTest, LiftsTheFirstBuildAloneRuleForBuildsThatLoadNoCoreOrOne) {
   // Nothing running, or one that has not run long enough to say: the first build runs alone.
   EXPECT_EQ(CoresPerBuildWhileRunning({}), std::nullopt);
   EXPECT_EQ(CoresPerBuildWhileRunning({Cost(0.1, 0)}), std::nullopt);
@@ -116,6 +144,53 @@ TEST(CoresPerBuildWhileRunningTest, LiftsTheFirstBuildAloneRuleOnlyForBuildsThat
   BuildCost asks = Cost(2, 0);
   asks.requested_jobs = 2;
   EXPECT_EQ(CoresPerBuildWhileRunning({asks}), std::nullopt);
+  // A compiler called once: one process asking for a core, one core busy. A second such build
+  // fits beside it on two cores.
+  BuildCost one_compile = Cost(1.5, 1.5);
+  one_compile.runnable = 1;
+  ASSERT_NE(CoresPerBuildWhileRunning({one_compile}), std::nullopt);
+  EXPECT_DOUBLE_EQ(*CoresPerBuildWhileRunning({one_compile, Cost(0.5, 0.01)}), 1.0);
+  EXPECT_EQ(ConcurrentBuildLimit(2, CoresPerBuildWhileRunning({one_compile})), 2);
+  EXPECT_EQ(ConcurrentBuildLimit(1, CoresPerBuildWhileRunning({one_compile})), 1);
+  // Two processes asking for a core, or one process keeping more than one busy (threads): the
+  // first build runs alone.
+  BuildCost two_jobs = Cost(1.5, 1.5);
+  two_jobs.runnable = 2;
+  EXPECT_EQ(CoresPerBuildWhileRunning({two_jobs}), std::nullopt);
+  BuildCost threads = Cost(1.5, 2.7);
+  threads.runnable = 1;
+  EXPECT_EQ(CoresPerBuildWhileRunning({threads}), std::nullopt);
+  EXPECT_EQ(CoresPerBuildWhileRunning({one_compile, two_jobs}), std::nullopt);
+}
+
+TEST(HostBuildSlotsTest, CountsTheRunnableProcessesOfARegisteredBuildOverItsSamples) {
+  testing::TempDir tmp("kbisect-build-slots");
+  HostBuildSlots slots(tmp.Join("slots"), 2);
+  std::unique_ptr<CommandRunner> runner = NewSubprocessRunner();
+  ExecRequest build;
+  build.shell_command = "while :; do :; done";  // One process, always asking for a core.
+  std::unique_ptr<HostBuildSlots::RunningBuild> registered;
+  std::atomic<int> group{0};
+  build.on_started = [&](int process_group) {
+    registered = slots.Register(process_group, 0);
+    group = process_group;
+  };
+  Cancellation cancel;
+  std::thread running([&] { (void)runner->Run(build, &cancel); });
+  for (int i = 0; i < 6000 && group == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::vector<BuildCost> costs;
+  // A look more than 200 ms after the last pass (build_slots.cc's kRunningSampleReuse) makes a
+  // new one: three passes make a median.
+  for (int pass = 0; pass < kFewestProcessGroupSamples; ++pass) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    costs = slots.RunningCosts();
+  }
+  cancel.Cancel();
+  running.join();
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_EQ(costs[0].runnable, 1);
 }
 
 TEST(HostBuildSlotsTest, MeasuresARegisteredBuildWhileItRuns) {
