@@ -67,8 +67,9 @@ class HostBuildSlots {
 
   // The number of the first `limit` slots that other builds hold now (the caller's own slot,
   // held through another file description, counts too: subtract it). A build that shared the
-  // cores with others used fewer of them than it would alone: its measured cores are scaled by
-  // the builds it overlapped (BuildCost::overlapping).
+  // cores with others may have used fewer of them than it would alone: its measured cores are
+  // scaled by the builds it overlapped (BuildCost::overlapping), up to its processes that asked
+  // for a core (BuildCost::runnable).
   int Held(int limit) const;
 
   // A build registered as running (Register) until this is destroyed.
