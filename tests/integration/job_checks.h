@@ -53,7 +53,12 @@ inline void ExpectNothingLostOrDuplicated(const nlohmann::json& job, size_t runs
     total_runs += probe.contains("runs") ? static_cast<int>(probe["runs"].size()) : 0;
   }
   for (const auto& [index, count] : verdicts) {
-    EXPECT_EQ(count, 1) << "commit index " << index << " has " << count << " verdicts";
+    if (count == 1) continue;
+    std::string probes_there;
+    for (const auto& probe : job["probes"]) {
+      if (probe.value("index", -1) == index) probes_there += "\n  " + probe.dump();
+    }
+    ADD_FAILURE() << "commit index " << index << " has " << count << " verdicts:" << probes_there;
   }
   EXPECT_GE(verdicts.size(), 2u);
   EXPECT_EQ(job.value("bench_runs", -1), total_runs + follow_up_runs);
