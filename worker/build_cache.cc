@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/exec/process_group_sampler.h"
 #include "common/git/git_repo.h"
 #include "common/git/mirror.h"
 #include "common/git/submodules.h"

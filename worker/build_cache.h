@@ -77,7 +77,6 @@
 #include "absl/time/time.h"
 #include "common/clock/clock.h"
 #include "common/exec/exec.h"
-#include "common/exec/process_group_sampler.h"
 #include "common/git/file_lock.h"
 #include "worker/build_inputs.h"
 #include "worker/build_key.h"

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -204,7 +206,7 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
   }
   if (registered.empty()) return {};
   std::map<int, ProcessGroupUsage> usages;
-  std::map<std::pair<int, uint64_t>, RunnableTally> tallies;
+  std::map<std::pair<int, uint64_t>, int> runnable;  // Medians, where sampled enough.
   {
     kbisect::MutexLock lock(&sample_mu_);
     bool fresh = clock_->Now() - sampled_at_ < kRunningSampleReuse;
@@ -218,14 +220,18 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
       for (const Registration& r : registered) {
         const ProcessGroupUsage& usage = sampled_[r.group];
         if (usage.live == 0 || usage.leader_start_ticks != r.leader_start) continue;
-        RunnableTally& tally = kept[{r.group, r.leader_start}] =
-            runnable_[{r.group, r.leader_start}];
+        RunnableTally& tally = kept[{r.group, r.leader_start}];
+        if (auto it = runnable_.find({r.group, r.leader_start}); it != runnable_.end()) {
+          tally = it->second;
+        }
         tally.Add(usage.running);
       }
       runnable_ = std::move(kept);  // The builds that ended are forgotten.
     }
     usages = sampled_;
-    tallies = runnable_;
+    for (const auto& [build, tally] : runnable_) {
+      if (std::optional<int> median = tally.Median()) runnable[build] = *median;
+    }
   }
   std::vector<BuildCost> costs;
   for (const Registration& r : registered) {
@@ -240,7 +246,7 @@ std::vector<BuildCost> HostBuildSlots::RunningCosts() const {
     cost.wall = clock_->Now() - absl::FromUnixNanos(r.start_ns);
     // A process running at the sample is a core that the average may not show yet.
     cost.cpu = std::max(usage.cpu, cost.wall * usage.running);
-    cost.runnable = tallies[{r.group, r.leader_start}].Median().value_or(0);
+    cost.runnable = runnable[{r.group, r.leader_start}];
     costs.push_back(cost);
   }
   return costs;
