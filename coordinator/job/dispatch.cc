@@ -441,7 +441,10 @@ std::pair<int, int> ClosestTarget(const DispatchInput& input, const std::vector<
 void SnapProbes(const DispatchInput& input, std::vector<int> points,
                 const std::vector<std::string>& probing, SnapTargets targets, double snap,
                 bool keep_round_bound, PlanState* state, Placement* placement, DispatchPlan* plan) {
+  // A commit in flight (being measured, or measured and awaiting its verdict) is no target: a
+  // second probe of it would give the commit two verdicts.
   std::set<int> taken(points.begin(), points.end());
+  for (int index : input.search->InFlight()) taken.insert(index);
   for (size_t i = 0; i < points.size(); ++i) {
     if (placement->point_placed[i]) continue;
     const auto [worker, commit] =

@@ -33,7 +33,9 @@
 //      first wave, half of a split planned for both waves); a point near a worker's cached
 //      commit goes to it, moved there (kAnchorSnapFraction), then one near a commit already
 //      built where a worker reads builds goes to that worker, moved there (kBuiltSnapFraction),
-//      and the rest go to the idle worker whose checkout is nearest (closest pair first).
+//      and the rest go to the idle worker whose checkout is nearest (closest pair first). A
+//      point never moves onto a commit in flight (one being measured, or measured and awaiting
+//      its verdict): that commit would get two verdicts.
 #ifndef KBISECT_COORDINATOR_JOB_DISPATCH_H_
 #define KBISECT_COORDINATOR_JOB_DISPATCH_H_
 

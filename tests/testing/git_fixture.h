@@ -32,7 +32,9 @@ namespace kbisect {
 namespace testing {
 
 // A fresh, empty directory under $TEST_TMPDIR (else $TMPDIR, else /tmp), removed with everything
-// in it when the object is destroyed. Not copyable.
+// in it when the object is destroyed, unless $KBISECT_KEEP_TEST_DIRS is set and the current test
+// failed: then it stays, and its path goes to stderr (a failed integration test's coordinator
+// state, journal included, can then be read and replayed). Not copyable.
 class TempDir {
  public:
   // Creates the directory; its name starts with `prefix`. Aborts the test binary if it cannot.

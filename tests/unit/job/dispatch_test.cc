@@ -152,6 +152,29 @@ TEST(PlanDispatchTest, APointCloseToABuiltCommitMovesOntoItForTheWorkerThatReads
   EXPECT_THAT(points, ::testing::ElementsAre(even[0], even[1]));
 }
 
+TEST(PlanDispatchTest, ABuiltCommitInFlightIsNotMeasuredAgain) {
+  // Nine commits of (0, 1000) are in flight (being measured, or measured and awaiting their
+  // verdicts): the one new point splits (0, 100) at 50, and the snap distance, a quarter of what
+  // one point splits off the whole interval, is 125. w1 has built 100, which is in flight: a probe
+  // moved there would give that commit two verdicts (fault_test saw it once a killed worker's
+  // result at a commit awaited its verdict).
+  Fixture f(1000);
+  for (int index = 100; index < 1000; index += 100) f.search.MarkInFlight(index);
+  f.input.idle = {"w1"};
+  f.input.workers["w1"] = Calibrated(0);
+  f.input.workers["w1"].built = {100};
+  const std::vector<int> planned = f.search.PlanProbes(1);
+  ASSERT_THAT(planned, ::testing::ElementsAre(50));
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 50);
+  // A built commit that is not in flight is taken, as before.
+  f.input.workers["w1"].built = {60};
+  plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 60);
+}
+
 TEST(PlanDispatchTest, ABuiltCommitThatWouldCostARoundIsNotTaken) {
   // Eight commits, one worker: the round bound is 3 rounds (ceil(log2 8)), and round 1's point
   // is 4. A build of 3 leaves a piece of 5 (2^2 < 5): one more round, so the point stays.
