@@ -10,6 +10,20 @@
 #include "absl/strings/str_cat.h"
 
 namespace kbisect {
+namespace {
+
+// Where the i-th of m points evenly spread over the gap (a, b) ideally goes. One point in a gap
+// of three (candidates a+1, a+2, b for the first bad) goes to a+2, as `git bisect` (2.39) puts
+// it on a linear range; a+1 splits as well, and every other gap's midpoint, the floor of its
+// half, is git's too. So at W=1 on a first-parent range kbisect probes the commits `git bisect
+// --first-parent` tests, step for step (decision 227).
+int IdealPoint(int a, int b, int i, int m) {
+  const int64_t g = b - a;
+  if (m == 1 && g == 3) return a + 2;
+  return a + static_cast<int>(i * g / (m + 1));
+}
+
+}  // namespace
 
 BisectSearch::BisectSearch(int n) : n_(std::max(n, 1)), last_good_(0), first_bad_(n_) {
   verdicts_[0] = v1::VERDICT_GOOD;
@@ -135,9 +149,8 @@ std::vector<int> BisectSearch::PlanProbes(int count) const {
   // Even placement within each gap, snapped to the nearest eligible index (lower one on a tie).
   absl::btree_set<int> taken;
   for (const Gap& gap : gaps) {
-    const int64_t g = gap.b - gap.a;
     for (int i = 1; i <= gap.m; ++i) {
-      const int ideal = gap.a + static_cast<int>(i * g / (gap.m + 1));
+      const int ideal = IdealPoint(gap.a, gap.b, i, gap.m);
       for (int d = 0; d < gap.b - gap.a; ++d) {
         int chosen = -1;
         for (int candidate : {ideal - d, ideal + d}) {

@@ -83,7 +83,8 @@ class BisectSearch {
   // interval as evenly as possible: the new points are allocated among the gaps between
   // consecutive known points (last_good, the in-flight probes, first_bad) greedily by the largest
   // gap/(points+1), which minimises the largest resulting piece; within a gap of size g holding m
-  // new points they are placed at a + floor(i*g/(m+1)), each snapped to the nearest eligible index
+  // new points they are placed at a + floor(i*g/(m+1)) (one point in a gap of 3 at a + 2, the
+  // commit `git bisect` tests there; decision 227), each snapped to the nearest eligible index
   // when the ideal one is skipped or already taken. Returns fewer indices (possibly none) when
   // fewer eligible ones remain. A count <= 0 returns none.
   std::vector<int> NextProbes(int count);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -135,6 +136,23 @@ TEST(BisectSearchTest, SplitsEvenly) {
   EXPECT_THAT(search.InFlight(), ElementsAre(25, 50, 75));
   BisectSearch one(100);
   EXPECT_THAT(one.NextProbes(1), ElementsAre(50));
+}
+
+TEST(BisectSearchTest, OnePointInAGapOfThreeIsWhereGitBisectTestsIt) {
+  // git bisect (2.39) on a linear range of N candidates tests the floor(N/2)-th, except that of
+  // three it tests the second (decision 227): (7, 10) probes 9, (7, 11) probes 9, (7, 9) probes 8.
+  for (const auto& [bad, expected] : std::vector<std::pair<int, int>>{{10, 9}, {11, 9}, {9, 8}}) {
+    BisectSearch search(20);
+    ASSERT_TRUE(search.Record(7, v1::VERDICT_GOOD).ok());
+    ASSERT_TRUE(search.Record(bad, v1::VERDICT_BAD).ok());
+    EXPECT_THAT(search.PlanProbes(1), ElementsAre(expected)) << "(7, " << bad << ")";
+  }
+  // A skipped ideal point moves to its neighbour: the lower one first.
+  BisectSearch skipped(3);
+  ASSERT_TRUE(skipped.Record(2, v1::VERDICT_SKIP).ok());
+  EXPECT_THAT(skipped.PlanProbes(1), ElementsAre(1));
+  // Two points in a gap of three take both inner commits.
+  EXPECT_THAT(BisectSearch(3).PlanProbes(2), ElementsAre(1, 2));
 }
 
 TEST(BisectSearchTest, FreedWorkerSplitsLargestGap) {
