@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -159,13 +161,25 @@ DispatchInput BisectJob::MakeDispatchInput(const std::vector<std::string>& idle)
     running.worker = probe.worker();
     input.running.push_back(running);
   }
+  std::map<std::string, absl::Time> last_end;  // Of each worker's tasks, for input.freed.
   for (const v1::Probe& probe : book_.rows()) {
+    if (probe.has_end_time() && !probe.worker().empty()) {
+      absl::Time& end = last_end.try_emplace(probe.worker(), absl::InfinitePast()).first->second;
+      end = std::max(end, FromProto(probe.end_time()));
+    }
     if (probe.state() != v1::PROBE_STATE_FINISHED || !probe.has_start_time() ||
         !probe.has_end_time() || probe.kind() == v1::PROBE_KIND_CONFIRM) {
       continue;
     }
     input.spans.push_back({probe.worker(), absl::ToDoubleSeconds(FromProto(probe.end_time()) -
                                                                  FromProto(probe.start_time()))});
+  }
+  // Workers that take part, hold no task and are not asking: when their last task ended.
+  std::set<std::string> busy(idle.begin(), idle.end());
+  for (const RunningTask& running : input.running) busy.insert(running.worker);
+  for (const std::string& name : taking_part) {
+    auto end = last_end.find(name);
+    if (busy.count(name) == 0 && end != last_end.end()) input.freed.push_back({name, end->second});
   }
   // With a metric the reference GOOD comes with the BAD baseline (MakeReference).
   input.has_reference = calibration_.good_probe() >= 0 || !pass_fail_;

@@ -376,6 +376,30 @@ int ProbeBudget(const DispatchInput& input, absl::Time now, const PlanState& sta
   return budget;
 }
 
+// How many workers not asking now will probe in a moment, beside the `budget` points planned
+// now: calibrated workers that take part and owe nothing, whose task ended within
+// kReturningWithin of `now`, as many as the cap on tasks in flight leaves room for. None before
+// the baselines are settled (the first wave plans its own second wave).
+int ReturningProbers(const DispatchInput& input, absl::Time now, int budget) {
+  if (!input.baselines_settled) return 0;
+  int returning = 0;
+  for (const FreedWorker& freed : input.freed) {
+    auto known = input.workers.find(freed.worker);
+    if (known == input.workers.end() || now - freed.ended > kReturningWithin) continue;
+    const DispatchWorker& worker = known->second;
+    if (worker.quarantined || worker.gone || !worker.calibration_started || worker.must_calibrate ||
+        worker.owes_calibration) {
+      continue;
+    }
+    ++returning;
+  }
+  if (input.max_workers > 0) {
+    returning =
+        std::min(returning, input.max_workers - static_cast<int>(input.running.size()) - budget);
+  }
+  return std::max(0, returning);
+}
+
 // The `budget` points to probe now: the job's chosen points, else the search's split. nullopt
 // when the split breaks the round bound while a result of an earlier round is still to come.
 std::optional<std::vector<int>> PlanPoints(const DispatchInput& input, absl::Time now,
@@ -386,10 +410,12 @@ std::optional<std::vector<int>> PlanPoints(const DispatchInput& input, absl::Tim
         input.chosen_points->begin() + std::min<size_t>(budget, input.chosen_points->size()));
   }
   // The endpoint verdict comes after the first wave when GOOD is measured beside BAD; else the
-  // first wave's points leave room for a second wave of the same round.
+  // first wave's points leave room for a second wave of the same round, or for the points of
+  // workers about to ask (kReturningWithin).
   const bool second_wave = input.first_wave && !state.OtherCalibrationStarted();
-  std::vector<int> points =
-      second_wave ? input.search->PlanProbes(budget, budget + 1) : input.search->PlanProbes(budget);
+  const int planned = budget + std::max(second_wave ? 1 : 0, ReturningProbers(input, now, budget));
+  std::vector<int> points = planned > budget ? input.search->PlanProbes(budget, planned)
+                                             : input.search->PlanProbes(budget);
   // Points that leave more than the rounds left can split wait, when a result of an earlier
   // round is still to come: it narrows the interval without deepening it, and the points placed
   // after it split what is left within the bound (decision 139).

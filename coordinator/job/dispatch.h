@@ -30,7 +30,9 @@
 //      or a running measurement is due soon (ResultDueSoon) and waiting for it costs no round
 //      (WaitKeepsRoundBound): points placed together with the coming result split the interval
 //      evenly. Points come from BisectSearch::PlanProbes (in the
-//      first wave, half of a split planned for both waves); a point near a worker's cached
+//      first wave, half of a split planned for both waves; later, a split that leaves room for
+//      the points of workers that reported a moment ago and are about to ask, kReturningWithin);
+//      a point near a worker's cached
 //      commit goes to it, moved there (kAnchorSnapFraction), then one near a commit already
 //      built where a worker reads builds goes to that worker, moved there (kBuiltSnapFraction),
 //      and the rest go to the idle worker whose checkout is nearest (closest pair first). A
@@ -94,8 +96,16 @@ struct QueuedTask {
 struct RunningTask {
   v1::ProbeKind kind = v1::PROBE_KIND_UNSPECIFIED;
   std::optional<absl::Time> started;
-  int round = 0;  // A bisect probe's round (0 for other kinds).
+  int round = 0;       // A bisect probe's round (0 for other kinds).
   std::string worker;  // Who runs it.
+};
+
+// A worker the job knows that holds none of its tasks and is not asking now, and when its last
+// task of the job ended: a worker asks again as soon as it has reported, so one whose task ended
+// a moment ago is about to ask (kReturningWithin).
+struct FreedWorker {
+  std::string worker;
+  absl::Time ended;
 };
 
 // A finished measurement (not a confirmation), in probe table order.
@@ -109,6 +119,7 @@ struct DispatchInput {
   std::map<std::string, DispatchWorker> workers;  // Workers the job knows (not all idle).
   std::vector<QueuedTask> queue;                  // Ready work in queue order.
   std::vector<RunningTask> running;
+  std::vector<FreedWorker> freed;
   std::vector<MeasuredSpan> spans;
   bool has_reference = false;  // A reference GOOD exists (handed out or measured).
   // The BAD baseline's task and the worker that last ran it: that worker owes a calibration
@@ -131,7 +142,7 @@ struct DispatchInput {
   // workers, and BAD's worker finds GOOD built when it measures the reference GOOD next (on one
   // host the build cache is shared: a second build of one commit waits for the first).
   bool builds = false;
-  int round = 1;         // The probing round new probes belong to.
+  int round = 1;  // The probing round new probes belong to.
   // Points the job chose itself (a flaky test's, by information: flaky_verdicts.h), best first:
   // bisect probes take them in this order instead of search->PlanProbes, and nobody waits for a
   // result due soon (the next result changes the posterior, not a split).
@@ -172,6 +183,13 @@ inline constexpr double kAnchorSnapFraction = 0.1;
 // off the even split leaves pieces of 0.75 and 1.25: about 4% less information at W = 1, against
 // a build saved, which on a real repository is most of a probe's time.
 inline constexpr double kBuiltSnapFraction = 0.25;
+
+// A calibrated worker whose task ended at most this long ago and that is not asking yet is about
+// to ask: the points planned for the workers asking now leave room for its point
+// (BisectSearch::PlanProbes(count, planned)). Results arrive one at a time, and the worker
+// waiting for the first is dispatched before the one that reported asks again: planned alone, two
+// workers' points would fall at a half and a quarter of the interval instead of its thirds.
+inline constexpr absl::Duration kReturningWithin = absl::Seconds(1);
 
 // The furthest a point may move onto a built commit (kBuiltSnapFraction) when `points` points
 // split an open interval of `interval` commits (first_bad - last_good): 0 when no move is small

@@ -201,6 +201,42 @@ TEST(PlanDispatchTest, ABuiltCommitThatWouldCostARoundIsNotTaken) {
   EXPECT_EQ(plan.assignments[0].commit_index, 500);
 }
 
+TEST(PlanDispatchTest, APointLeavesRoomForTheWorkerThatJustReported) {
+  // w1 reported a moment ago and asks again any moment; w0, which waited, is dispatched first.
+  // Planned alone, w0's point would be the middle (49 of 99) and w1's a quarter: it takes the
+  // upper third instead, and w1's point, planned next with 66 in flight, is the lower third.
+  Fixture f(99);
+  f.input.baselines_settled = true;
+  f.input.idle = {"w0"};
+  f.input.workers["w0"] = Calibrated(0);
+  f.input.workers["w1"] = Calibrated(0);
+  f.input.freed = {{"w1", kNow - absl::Milliseconds(200)}};
+  DispatchPlan plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 66);
+  f.search.MarkInFlight(66);
+  f.input.idle = {"w1"};
+  f.input.freed.clear();
+  plan = PlanDispatch(f.input, kNow);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].commit_index, 33);
+  // A worker freed long ago (it works for another job, or left without saying) is not waited
+  // for, nor is one still owing its calibration, nor any before the baselines are settled.
+  Fixture g(99);
+  g.input.baselines_settled = true;
+  g.input.idle = {"w0"};
+  g.input.workers["w0"] = Calibrated(0);
+  g.input.workers["w1"] = Calibrated(0);
+  g.input.freed = {{"w1", kNow - absl::Seconds(5)}};
+  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
+  g.input.freed = {{"w1", kNow}};
+  g.input.workers["w1"].owes_calibration = true;
+  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
+  g.input.workers["w1"].owes_calibration = false;
+  g.input.baselines_settled = false;
+  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
+}
+
 TEST(BuiltSnapDistanceTest, AQuarterOfThePieceEachPointSplitsOff) {
   EXPECT_EQ(BuiltSnapDistance(1000, 1), 125);
   EXPECT_EQ(BuiltSnapDistance(1000, 7), 31);
