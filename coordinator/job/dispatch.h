@@ -29,11 +29,10 @@
 //   5. Everyone else probes, unless it waits for the baselines (it probed ahead once already)
 //      or a running measurement is due soon (ResultDueSoon) and waiting for it costs no round
 //      (WaitKeepsRoundBound): points placed together with the coming result split the interval
-//      evenly. Points come from BisectSearch::PlanProbes (in the
-//      first wave, half of a split planned for both waves; later, a split that leaves room for
-//      the points of workers that reported a moment ago and are about to ask, kReturningWithin);
-//      a point near a worker's cached
-//      commit goes to it, moved there (kAnchorSnapFraction), then one near a commit already
+//      evenly. Points come from BisectSearch::PlanProbes (in the first wave, half of a split
+//      planned for both waves; later, a split that leaves room for the points of workers that
+//      reported a moment ago and are about to ask, kReturningWithin); a point near a worker's
+//      cached commit goes to it, moved there (kAnchorSnapFraction), then one near a commit already
 //      built where a worker reads builds goes to that worker, moved there (kBuiltSnapFraction),
 //      and the rest go to the idle worker whose checkout is nearest (closest pair first). A
 //      point never moves onto a commit in flight (one being measured, or measured and awaiting

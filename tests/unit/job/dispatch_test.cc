@@ -24,6 +24,14 @@ DispatchWorker Calibrated(int checked_out) {
   return worker;
 }
 
+// The commit of the one probe PlanDispatch hands out for `input` at kNow, or -1 (with a failure)
+// when it hands out no or several assignments.
+int OnlyPoint(const DispatchInput& input) {
+  const DispatchPlan plan = PlanDispatch(input, kNow);
+  EXPECT_EQ(plan.assignments.size(), 1u);
+  return plan.assignments.size() == 1 ? plan.assignments[0].commit_index : -1;
+}
+
 struct Fixture {
   explicit Fixture(int n) : search(n) {
     input.commit_count = n;
@@ -163,16 +171,11 @@ TEST(PlanDispatchTest, ABuiltCommitInFlightIsNotMeasuredAgain) {
   f.input.idle = {"w1"};
   f.input.workers["w1"] = Calibrated(0);
   f.input.workers["w1"].built = {100};
-  const std::vector<int> planned = f.search.PlanProbes(1);
-  ASSERT_THAT(planned, ::testing::ElementsAre(50));
-  DispatchPlan plan = PlanDispatch(f.input, kNow);
-  ASSERT_EQ(plan.assignments.size(), 1u);
-  EXPECT_EQ(plan.assignments[0].commit_index, 50);
+  ASSERT_THAT(f.search.PlanProbes(1), ::testing::ElementsAre(50));
+  EXPECT_EQ(OnlyPoint(f.input), 50);
   // A built commit that is not in flight is taken, as before.
   f.input.workers["w1"].built = {60};
-  plan = PlanDispatch(f.input, kNow);
-  ASSERT_EQ(plan.assignments.size(), 1u);
-  EXPECT_EQ(plan.assignments[0].commit_index, 60);
+  EXPECT_EQ(OnlyPoint(f.input), 60);
 }
 
 TEST(PlanDispatchTest, ABuiltCommitThatWouldCostARoundIsNotTaken) {
@@ -211,30 +214,23 @@ TEST(PlanDispatchTest, APointLeavesRoomForTheWorkerThatJustReported) {
   f.input.workers["w0"] = Calibrated(0);
   f.input.workers["w1"] = Calibrated(0);
   f.input.freed = {{"w1", kNow - absl::Milliseconds(200)}};
-  DispatchPlan plan = PlanDispatch(f.input, kNow);
-  ASSERT_EQ(plan.assignments.size(), 1u);
-  EXPECT_EQ(plan.assignments[0].commit_index, 66);
+  EXPECT_EQ(OnlyPoint(f.input), 66);
+  // A worker freed long ago (it works for another job, or left without saying) is not waited
+  // for, nor is one still owing its calibration, nor any before the baselines are settled.
+  DispatchInput alone = f.input;
+  alone.freed = {{"w1", kNow - absl::Seconds(5)}};
+  EXPECT_EQ(OnlyPoint(alone), 49);
+  alone.freed = {{"w1", kNow}};
+  alone.workers["w1"].owes_calibration = true;
+  EXPECT_EQ(OnlyPoint(alone), 49);
+  alone.workers["w1"].owes_calibration = false;
+  alone.baselines_settled = false;
+  EXPECT_EQ(OnlyPoint(alone), 49);
+  // w1 asks next, with 66 in flight: the lower third.
   f.search.MarkInFlight(66);
   f.input.idle = {"w1"};
   f.input.freed.clear();
-  plan = PlanDispatch(f.input, kNow);
-  ASSERT_EQ(plan.assignments.size(), 1u);
-  EXPECT_EQ(plan.assignments[0].commit_index, 33);
-  // A worker freed long ago (it works for another job, or left without saying) is not waited
-  // for, nor is one still owing its calibration, nor any before the baselines are settled.
-  Fixture g(99);
-  g.input.baselines_settled = true;
-  g.input.idle = {"w0"};
-  g.input.workers["w0"] = Calibrated(0);
-  g.input.workers["w1"] = Calibrated(0);
-  g.input.freed = {{"w1", kNow - absl::Seconds(5)}};
-  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
-  g.input.freed = {{"w1", kNow}};
-  g.input.workers["w1"].owes_calibration = true;
-  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
-  g.input.workers["w1"].owes_calibration = false;
-  g.input.baselines_settled = false;
-  EXPECT_EQ(PlanDispatch(g.input, kNow).assignments.at(0).commit_index, 49);
+  EXPECT_EQ(OnlyPoint(f.input), 33);
 }
 
 TEST(BuiltSnapDistanceTest, AQuarterOfThePieceEachPointSplitsOff) {
