@@ -378,9 +378,11 @@ int ProbeBudget(const DispatchInput& input, absl::Time now, const PlanState& sta
 
 // How many workers not asking now will probe in a moment, beside the `budget` points planned
 // now: calibrated workers that take part and owe nothing, whose task ended within
-// kReturningWithin of `now`, as many as the cap on tasks in flight leaves room for. None before
-// the baselines are settled (the first wave plans its own second wave).
-int ReturningProbers(const DispatchInput& input, absl::Time now, int budget) {
+// kReturningWithin of `now`, as many as the cap on tasks in flight (those running and those this
+// plan handed out so far, `state`) leaves room for. None before the baselines are settled (the
+// first wave plans its own second wave).
+int ReturningProbers(const DispatchInput& input, const PlanState& state, absl::Time now,
+                     int budget) {
   if (!input.baselines_settled) return 0;
   int returning = 0;
   for (const FreedWorker& freed : input.freed) {
@@ -394,8 +396,7 @@ int ReturningProbers(const DispatchInput& input, absl::Time now, int budget) {
     ++returning;
   }
   if (input.max_workers > 0) {
-    returning =
-        std::min(returning, input.max_workers - static_cast<int>(input.running.size()) - budget);
+    returning = std::min(returning, input.max_workers - state.in_flight() - budget);
   }
   return std::max(0, returning);
 }
@@ -413,7 +414,8 @@ std::optional<std::vector<int>> PlanPoints(const DispatchInput& input, absl::Tim
   // first wave's points leave room for a second wave of the same round, or for the points of
   // workers about to ask (kReturningWithin).
   const bool second_wave = input.first_wave && !state.OtherCalibrationStarted();
-  const int planned = budget + std::max(second_wave ? 1 : 0, ReturningProbers(input, now, budget));
+  const int planned =
+      budget + std::max(second_wave ? 1 : 0, ReturningProbers(input, state, now, budget));
   std::vector<int> points = planned > budget ? input.search->PlanProbes(budget, planned)
                                              : input.search->PlanProbes(budget);
   // Points that leave more than the rounds left can split wait, when a result of an earlier
