@@ -283,6 +283,7 @@ void SetMetric(const JobOptions& o, v1::JobSpec* spec) {
 // cannot use.
 absl::Status SetRunsAndConfidence(const JobOptions& o, v1::JobSpec* spec) {
   spec->set_runs_per_commit(o.runs);
+  spec->set_runs_given(o.runs_given);
   spec->set_max_runs(std::max(o.max_runs, o.runs));
   if (o.exit_code && !o.flaky && o.confidence > 0) {
     return absl::InvalidArgumentError(

@@ -34,7 +34,7 @@ struct JobOptions {
   bool flaky = false;           // --flaky (with --exit-code).
   double confidence = 0;        // --confidence P; 0: the default (NormalizeSpec).
   bool confidence_off = false;  // --confidence off.
-  bool runs_given = false;      // --runs or --max-runs was given (--flaky has its own defaults).
+  bool runs_given = false;      // --runs was given (--flaky has its own defaults).
   bool max_runs_given = false;
   bool lower_is_better = false;
   bool higher_is_better = false;

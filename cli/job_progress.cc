@@ -18,6 +18,7 @@
 #include "cli/run_command.h"
 #include "common/rpc/status_conversion.h"
 #include "common/search/bisect_search.h"
+#include "common/spec/job_spec.h"
 #include "common/text/count.h"
 #include "report/event_words.h"
 #include "report/words.h"
@@ -37,7 +38,9 @@ void PrintJobHeader(const v1::JobStatus& job, int workers, std::ostream& out) {
         << (job.spec().runs_per_commit() == 1
                 ? std::string("once")
                 : absl::StrCat(job.spec().runs_per_commit(), " times"))
-        << " per probe.\n";
+        << " per probe"
+        << (MayRunOncePerProbe(job.spec()) ? " (once if GOOD and BAD each repeat one value)" : "")
+        << ".\n";
   }
   if (job.marks_size() > 0) {
     out << MarksText(job.marks(), std::max(0, job.first_bad_index() - job.last_good_index()))

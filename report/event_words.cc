@@ -55,6 +55,11 @@ std::string MeasuredBaselineWords(const v1::MeasuredBaselineFact& f) {
       ShortSha(f.good_sha()), f.metric_name(), MetricValue(f.good_median(), f.unit()),
       ShortSha(f.bad_sha()), f.metric_name(), MetricValue(f.bad_median(), f.unit()),
       worse ? "Regression" : "Improvement", FormatPercent(std::fabs(f.regression_pct())), way);
+  if (f.one_run_per_probe()) {
+    absl::StrAppend(&text,
+                    "\n  Every run gave the same value at GOOD and at BAD: one run a probe (more "
+                    "where a run matches neither; --runs N measures every probe N times)");
+  }
   if (!f.provisional_bad_worker().empty()) {
     absl::StrAppend(
         &text, "\n",

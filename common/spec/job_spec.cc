@@ -40,6 +40,11 @@ void NormalizeSpec(v1::JobSpec* spec) {
   if (spec->has_try_change()) spec->set_confirm(true);
 }
 
+bool MayRunOncePerProbe(const v1::JobSpec& spec) {
+  return !spec.runs_given() && spec.runs_per_commit() > 1 &&
+         spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE && spec.metric().suite().empty();
+}
+
 absl::Status ValidateSpec(const v1::JobSpec& spec) {
   if (spec.repository().empty()) {
     return absl::InvalidArgumentError("the job has no repository: pass --repo PATH or a URL");

@@ -51,6 +51,12 @@ inline constexpr int kMaxRunsPerCommit = 1000;
 // and for a try job, which is also confirmed. Set fields are kept.
 void NormalizeSpec(v1::JobSpec* spec);
 
+// True when the spec lets a benchmark that repeats exactly take one run a probe (decision 229):
+// --runs was left at its default of more than one run, and the job measures one metric (not a
+// pass/fail test, not a suite). Whether the benchmark does repeat exactly is the job's to see
+// (Calibration::RepeatsExactly).
+bool MayRunOncePerProbe(const v1::JobSpec& spec);
+
 // Checks a spec as submitted (before NormalizeSpec): a repository, a GOOD revision and a
 // benchmark command are present, and ValidateJobSettings. A bad --metric fails at submit rather
 // than on a worker after a checkout and a build. Errors: InvalidArgument saying what to fix, in
@@ -61,8 +67,9 @@ absl::Status ValidateSpec(const v1::JobSpec& spec);
 // benchmark command: the threshold is in [0, 1), runs per commit in 0..1000, --flaky needs
 // --exit-code, the confidence is in [0, 1) and not for a plain --exit-code test, --find-fix and
 // a try job have a metric (and --find-fix no suite), every
-// --descend-pin names a file and a repository, and the metric passes ValidateMetricFlags. `kbisect run` and `submit` run them (cli/job_options.h, ToJobSpec)
-// before anything starts: no cluster, no worker, no mirror.
+// --descend-pin names a file and a repository, and the metric passes ValidateMetricFlags. `kbisect
+// run` and `submit` run them (cli/job_options.h, ToJobSpec) before anything starts: no cluster, no
+// worker, no mirror.
 absl::Status ValidateJobSettings(const v1::JobSpec& spec);
 
 // Checks a metric given by --metric (kRegex) or --metric-json (kJsonPath): the pattern is not

@@ -264,9 +264,13 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
         }
         const std::string id = book_.NewTask(v1::PROBE_KIND_BISECT, assignment.commit_index, round);
         // An anchor: one fresh run checks the GPU against its cached samples, which then count
-        // for the verdict too (more runs follow if the samples cannot decide).
-        if (reuse_.IsAnchor(assignment.worker, assignment.commit_index))
+        // for the verdict too (more runs follow if the samples cannot decide). A benchmark that
+        // repeats exactly takes one run too (decision 229).
+        if (reuse_.IsAnchor(assignment.worker, assignment.commit_index)) {
           book_.at(id).task.set_runs(1);
+        } else {
+          book_.at(id).task.set_runs(calibration_.RunsPerProbe());
+        }
         HandOut(assignment.worker, id, &out);
         break;
       }
@@ -794,7 +798,7 @@ void BisectJob::ApplyVerdict(int probe_position, v1::Verdict verdict, absl::Time
   line.set_step(ledger_.steps());
   line.set_pass_fail(pass_fail_);
   line.set_unit(frame_.metric_unit);
-  line.set_runs_per_commit(frame_.spec.runs_per_commit());
+  line.set_runs_per_commit(calibration_.RunsPerProbe());
   // Probes still to come after those in flight, with this job's workers: each in-flight point
   // splits the interval once it reports.
   const int pending = static_cast<int>(ledger_.search().InFlight().size());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "common/spec/job_spec.h"
 #include "common/stats/stats.h"
 #include "coordinator/job/probe_book.h"
 #include "coordinator/job/probe_classifier.h"
@@ -51,6 +52,9 @@ int Calibration::RunsNeeded() const {
       (frame_->state != v1::JOB_STATE_BISECTING && frame_->state != v1::JOB_STATE_CONFIRMING)) {
     return floor;
   }
+  // A benchmark that repeats exactly: one run matches the reference GOOD's value or shows the
+  // offset (decision 229).
+  if (RepeatsExactly()) return 1;
   const double step = std::fabs(frame_->bad_baseline().median() - frame_->good_baseline().median());
   const double noise = JobNoise();
   if (step == 0 || noise == 0) return floor;
@@ -72,7 +76,10 @@ int Calibration::RunsAtHandOut(const std::string& worker, bool reuses_cached) co
 int Calibration::RunsForRole(bool reference, bool reuses_cached) const {
   const bool settled =
       frame_->state == v1::JOB_STATE_BISECTING || frame_->state == v1::JOB_STATE_CONFIRMING;
-  if (pass_fail_ || settled || reference || !reuses_cached) {
+  // Before the step is known, a calibration takes one run where the cache's samples or a
+  // benchmark that has repeated exactly so far make one likely enough; TopUps adds what the
+  // settled step needs.
+  if (pass_fail_ || settled || reference || (!reuses_cached && !RepeatedSoFar())) {
     return RunsNeeded();
   }
   return 1;
@@ -148,7 +155,41 @@ ProbeClassification Calibration::Judge(const v1::Probe& probe) const {
   // The job's noise, brought from the reference's frame to this worker's.
   const double to_reference = InReferenceFrame(probe.worker(), 1.0);
   options.noise_floor = to_reference > 0 ? ObservedNoise() / to_reference : 0;
+  if (RepeatsExactly()) {
+    if (RepeatsABaseline(probe.samples(), good, bad)) {
+      options.min_runs = 1;
+    } else if (probe.samples_size() < options.min_runs) {
+      ProbeClassification more;
+      more.median = MedianOrZero(probe.samples());
+      more.more_runs = options.min_runs - probe.samples_size();
+      more.reason = "its run matches neither baseline's value: measured as often as --runs says";
+      return more;
+    }
+  }
   return ClassifyProbe(probe.samples(), good, bad, options);
+}
+
+bool Calibration::RepeatedSoFar() const {
+  if (pass_fail_ || !MayRunOncePerProbe(frame_->spec)) return false;
+  bool repeated = false;
+  for (const v1::Probe& row : *probes_) {
+    for (double sample : row.samples()) {
+      if (sample != row.samples(0)) return false;
+    }
+    repeated = repeated || row.samples_size() >= 2;
+  }
+  return repeated;
+}
+
+bool Calibration::RepeatsExactly() const {
+  if (good_probe_ < 0 || bad_probe_ < 0 || !RepeatedSoFar()) return false;
+  const v1::Probe& good = probe(good_probe_);
+  const v1::Probe& bad = probe(bad_probe_);
+  return good.samples_size() >= 2 && bad.samples_size() >= 2 && good.samples(0) != bad.samples(0);
+}
+
+int Calibration::RunsPerProbe() const {
+  return RepeatsExactly() ? 1 : frame_->spec.runs_per_commit();
 }
 
 double Calibration::MedianAt(int index) const {

@@ -152,7 +152,8 @@ class Calibration {
   // is not known yet), one run for a worker that does not stand in as the reference, topped up
   // once the step is known: its anchors take one run, so such calibrations start long before the
   // baselines end, and the cached probes decide most of the search when they do; a worker that
-  // took --runs would be busy when the last points need it (decision 111).
+  // took --runs would be busy when the last points need it (decision 111). The same one run
+  // where the benchmark has repeated exactly so far (RepeatedSoFar, decision 229).
   int RunsForRole(bool reference, bool reuses_cached) const;
   // RunsForRole for the GOOD calibration `worker` is handed now: it holds the reference when the
   // job has no reference GOOD yet (pass/fail), or when the reference waits unstarted for BAD's
@@ -174,7 +175,20 @@ class Calibration {
   double ReferenceBadMedian() const;
   // Classifies `probe`'s samples against the baselines its worker is judged by (BaselinesFor),
   // with the spec's threshold and runs and the job's noise brought into the worker's frame.
+  // While RepeatsExactly, a probe whose every run equals GOOD's value or BAD's is decided on one
+  // run; one whose runs match neither runs --runs times before it is classified.
   ProbeClassification Judge(const v1::Probe& probe) const;
+  // True when the spec allows one run a probe (MayRunOncePerProbe) and the benchmark has
+  // repeated exactly so far: the reference GOOD and the BAD baseline have two or more runs each,
+  // all of one value, the two values differ, and every commit the job has measured (baselines,
+  // calibrations, controls, probes, cached rows) gave one value on all its runs (decision 229).
+  bool RepeatsExactly() const;
+  // True when the spec allows one run a probe and every commit measured so far gave one value on
+  // all its runs, one of them on two runs or more: before the baselines are in, a calibration
+  // then takes one run (RunsForRole).
+  bool RepeatedSoFar() const;
+  // The runs a bisect probe handed out now takes: one while RepeatsExactly, else --runs.
+  int RunsPerProbe() const;
   // The median at commit `index` in the reference's frame: the baselines at the ends (0 and
   // the job's commit count); inside, the bisect probe that decided the commit, scaled by the
   // ratio of the GOOD calibrations (workers' offsets cancel out); 0 when none did.

@@ -154,6 +154,7 @@ v1::JobEvent EndpointVerdict::MeasuredBaseline(const BaselineAssessment& assessm
   fact.set_bad_median(bad.median());
   fact.set_regression_pct(assessment.regression_pct);
   fact.set_direction(Direction());
+  fact.set_one_run_per_probe(calibration_->RepeatsExactly());
   if (across_gpus) {
     fact.set_provisional_good_worker(good.worker());
     fact.set_provisional_bad_worker(bad.worker());

@@ -89,6 +89,18 @@ double MinTestPValue(absl::Span<const double> a, absl::Span<const double> b) {
   return p;
 }
 
+bool RepeatsABaseline(absl::Span<const double> samples, absl::Span<const double> good,
+                      absl::Span<const double> bad) {
+  auto one_value = [](absl::Span<const double> values, double value) {
+    return std::all_of(values.begin(), values.end(), [value](double v) { return v == value; });
+  };
+  if (samples.empty() || good.empty() || bad.empty() || good[0] == bad[0] ||
+      !one_value(good, good[0]) || !one_value(bad, bad[0])) {
+    return false;
+  }
+  return one_value(samples, good[0]) || one_value(samples, bad[0]);
+}
+
 ProbeClassification ClassifyProbe(absl::Span<const double> samples, absl::Span<const double> good,
                                   absl::Span<const double> bad, const ClassifierOptions& options) {
   ProbeClassification out;

@@ -83,6 +83,12 @@ struct ClassifierOptions {
   double alpha = 0.01;
 };
 
+// True when every value of `good` is one number, every value of `bad` another, and every
+// sample equals the first or every sample the second: a benchmark that repeats exactly, at a
+// commit that measures like one of its baselines (decision 229). False when a span is empty.
+bool RepeatsABaseline(absl::Span<const double> samples, absl::Span<const double> good,
+                      absl::Span<const double> bad);
+
 // A probe's classification and its evidence.
 struct ProbeClassification {
   v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;

@@ -656,5 +656,95 @@ TEST(BisectJobTest, ProgressEstimatesCountTheJobsWorkers) {
   EXPECT_EQ(job.status().progress().estimated_rounds(), 0);
 }
 
+// A benchmark that prints the same number on every run: `value_at(index)` at each commit, as
+// many runs as the task asks for. Records the runs each bisect probe's task asked for.
+std::function<v1::TaskResult(const v1::Task&)> Exact(std::function<double(int)> value_at,
+                                                     std::vector<int>* probe_runs) {
+  return [=](const v1::Task& task) {
+    if (task.kind() == v1::PROBE_KIND_BISECT) probe_runs->push_back(task.runs());
+    return Samples(std::vector<double>(task.runs(), value_at(task.commit_index())));
+  };
+}
+
+TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
+  // Decision 229: GOOD's three runs all 100, BAD's all 130, so every probe after them takes one
+  // run, and one run equal to a baseline's value decides its commit.
+  std::vector<int> probe_runs;
+  BisectJob job("job", MakeSpec(), MakeCommits(64), kNow);
+  RunSequential(job, Exact([](int i) { return i >= 37 ? 130.0 : 100.0; }, &probe_runs),
+                /*workers=*/1);
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 37);
+  ASSERT_FALSE(probe_runs.empty());
+  for (int runs : probe_runs) EXPECT_EQ(runs, 1) << Describe(status);
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    EXPECT_EQ(probe.samples_size(), 1);
+  }
+  bool said = false;
+  for (const v1::JobEvent& event : job.TakeEvents()) {
+    if (!event.has_measured_baseline()) continue;
+    said = event.measured_baseline().one_run_per_probe();
+    EXPECT_THAT(EventWords(event), HasSubstr("one run a probe"));
+  }
+  EXPECT_TRUE(said);
+}
+
+TEST(BisectJobTest, GivenRunsAreTakenAtEveryProbeEvenWhenTheBenchmarkRepeatsExactly) {
+  std::vector<int> probe_runs;
+  v1::JobSpec spec = MakeSpec();
+  spec.set_runs_per_commit(3);
+  spec.set_runs_given(true);
+  BisectJob job("job", spec, MakeCommits(64), kNow);
+  RunSequential(job, Exact([](int i) { return i >= 37 ? 130.0 : 100.0; }, &probe_runs), 1);
+  ASSERT_EQ(job.status().culprit().index(), 37) << Describe(job.status());
+  ASSERT_FALSE(probe_runs.empty());
+  for (int runs : probe_runs) EXPECT_EQ(runs, 3);
+}
+
+TEST(BisectJobTest, ARunThatMatchesNeitherBaselineIsMeasuredAsOftenAsRunsSays) {
+  // A partial step at 20 (120, between 100 and 130) and the full one at 37: the one run at a
+  // commit from 20 to 36 matches neither baseline, so that probe runs three times in all before
+  // it is judged; every probe before it takes one run.
+  std::vector<int> probe_runs;
+  BisectJob job("job", MakeSpec(), MakeCommits(64), kNow);
+  RunSequential(
+      job, Exact([](int i) { return i >= 37   ? 130.0
+                                    : i >= 20 ? 120.0
+                                              : 100.0; }, &probe_runs), 1);
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  ASSERT_GE(status.probes_size(), 3);
+  int partial = 0;
+  for (const v1::Probe& probe : status.probes()) {
+    if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
+    if (probe.index() >= 20 && probe.index() < 37) {
+      ++partial;
+      EXPECT_EQ(probe.samples_size(), 3) << Describe(status);
+    }
+  }
+  EXPECT_GT(partial, 0) << Describe(status);
+  EXPECT_EQ(probe_runs.front(), 1) << "the first probe (32) repeats BAD's value in one run";
+}
+
+TEST(BisectJobTest, BaselinesWithAnySpreadKeepTheRunsAProbe) {
+  // GOOD's runs 100, 100, 100.5: not a benchmark that repeats exactly.
+  std::vector<int> probe_runs;
+  BisectJob job("job", MakeSpec(), MakeCommits(64), kNow);
+  RunSequential(
+      job,
+      [&](const v1::Task& task) {
+        if (task.kind() == v1::PROBE_KIND_BISECT) probe_runs.push_back(task.runs());
+        std::vector<double> values(task.runs(), task.commit_index() >= 37 ? 130.0 : 100.0);
+        if (task.kind() == v1::PROBE_KIND_BASELINE_GOOD) values.back() += 0.5;
+        return Samples(values);
+      },
+      1);
+  ASSERT_EQ(job.status().culprit().index(), 37) << Describe(job.status());
+  ASSERT_FALSE(probe_runs.empty());
+  for (int runs : probe_runs) EXPECT_EQ(runs, 3);
+}
+
 }  // namespace
 }  // namespace kbisect

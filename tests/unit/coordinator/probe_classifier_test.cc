@@ -160,5 +160,18 @@ TEST(ProbeClassifierTest, ConfirmationNeedsTheIntervalToExcludeNoChangeOnTheRegr
   EXPECT_EQ(JudgeConfirmation(last_good, culprit, true).ci_low, up.ci_low);
 }
 
+TEST(ProbeClassifierTest, RepeatsABaselineOnlyWhereEveryValueIsExact) {
+  const std::vector<double> good = {100, 100, 100};
+  const std::vector<double> bad = {130, 130, 130};
+  EXPECT_TRUE(RepeatsABaseline({130}, good, bad));
+  EXPECT_TRUE(RepeatsABaseline({100, 100}, good, bad));
+  EXPECT_FALSE(RepeatsABaseline({110}, good, bad));           // a partial step
+  EXPECT_FALSE(RepeatsABaseline({100, 130}, good, bad));      // one of each
+  EXPECT_FALSE(RepeatsABaseline({100}, {100, 100.5}, bad));   // GOOD has spread
+  EXPECT_FALSE(RepeatsABaseline({100}, good, {130, 129.9}));  // BAD has spread
+  EXPECT_FALSE(RepeatsABaseline({100}, good, good));          // no step
+  EXPECT_FALSE(RepeatsABaseline({}, good, bad));
+}
+
 }  // namespace
 }  // namespace kbisect
