@@ -167,8 +167,11 @@ ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
     // the smallest change it reports.
     step = TryDetectableStep(step, MedianOrZero(good), frame_->spec.min_effect_fraction());
   }
-  const int needed =
-      ConfirmationPairsNeeded(sigma, step, frame_->spec.runs_per_commit(), frame_->spec.max_runs());
+  // At least as many pairs as a probe takes runs: --runs, or one for a benchmark that repeats
+  // exactly (decision 229), whose one pair of the search's samples then confirms the step.
+  const int floor =
+      frame_->spec.has_try_change() ? frame_->spec.runs_per_commit() : calibration_->RunsPerProbe();
+  const int needed = ConfirmationPairsNeeded(sigma, step, floor, frame_->spec.max_runs());
   // A try's answer is its interleaved pairs: at least --runs of them, whatever the baselines
   // already hold (which still count in the judgement).
   // They go out in tasks of --runs pairs at most, so that workers not calibrated yet take

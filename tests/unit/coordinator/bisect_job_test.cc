@@ -668,9 +668,12 @@ std::function<v1::TaskResult(const v1::Task&)> Exact(std::function<double(int)> 
 
 TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
   // Decision 229: GOOD's three runs all 100, BAD's all 130, so every probe after them takes one
-  // run, and one run equal to a baseline's value decides its commit.
+  // run, and one run equal to a baseline's value decides its commit. The confirmation takes the
+  // search's one pair at the culprit and its parent, measured on one worker.
   std::vector<int> probe_runs;
-  BisectJob job("job", MakeSpec(), MakeCommits(64), kNow);
+  v1::JobSpec spec = MakeSpec();
+  spec.set_confirm(true);
+  BisectJob job("job", spec, MakeCommits(64), kNow);
   RunSequential(job, Exact([](int i) { return i >= 37 ? 130.0 : 100.0; }, &probe_runs),
                 /*workers=*/1);
   const v1::JobStatus& status = job.status();
@@ -679,9 +682,13 @@ TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
   ASSERT_FALSE(probe_runs.empty());
   for (int runs : probe_runs) EXPECT_EQ(runs, 1) << Describe(status);
   for (const v1::Probe& probe : status.probes()) {
+    EXPECT_NE(probe.kind(), v1::PROBE_KIND_CONFIRM) << Describe(status);
     if (probe.kind() != v1::PROBE_KIND_BISECT) continue;
     EXPECT_EQ(probe.samples_size(), 1);
   }
+  EXPECT_TRUE(status.confirmation().confirmed()) << Describe(status);
+  EXPECT_EQ(status.confirmation().reused_pairs(), 1);
+  EXPECT_EQ(status.confirmation().fresh_pairs(), 0);
   bool said = false;
   for (const v1::JobEvent& event : job.TakeEvents()) {
     if (!event.has_measured_baseline()) continue;
