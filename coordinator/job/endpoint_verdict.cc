@@ -220,9 +220,18 @@ EndpointStep EndpointVerdict::ReassessIfNoisy() {
 }
 
 BaselineAssessment EndpointVerdict::Assess() const {
-  return AssessBaselines(
+  BaselineAssessment assessment = AssessBaselines(
       calibration_->PooledSamples(v1::VERDICT_GOOD), calibration_->ReferenceBadSamples(),
       Direction(), frame_->spec.min_effect_fraction(), frame_->spec.max_runs(), assessed_noise_);
+  // The seed's "under 5%: it may be noise; consider more --runs" is no advice for a benchmark
+  // that repeats exactly: more runs give the same numbers (decision 229).
+  if (calibration_->RepeatsExactly()) {
+    std::vector<v1::JobWarning>& warnings = assessment.warnings;
+    warnings.erase(std::remove_if(warnings.begin(), warnings.end(),
+                                  [](const v1::JobWarning& w) { return w.has_small_regression(); }),
+                   warnings.end());
+  }
+  return assessment;
 }
 
 bool EndpointVerdict::TryJob() const { return frame_->spec.has_try_change(); }

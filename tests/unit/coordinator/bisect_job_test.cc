@@ -753,5 +753,25 @@ TEST(BisectJobTest, BaselinesWithAnySpreadKeepTheRunsAProbe) {
   for (int runs : probe_runs) EXPECT_EQ(runs, 3);
 }
 
+TEST(BisectJobTest, ASmallStepOfABenchmarkThatRepeatsExactlyIsNotCalledNoise) {
+  // 100 -> 101.7 on every run: the seed's "under 5%, it may be noise; consider more --runs" is
+  // not said, since more runs give the same numbers. With --runs given it still is.
+  for (bool runs_given : {false, true}) {
+    std::vector<int> probe_runs;
+    v1::JobSpec spec = MakeSpec();
+    spec.set_runs_per_commit(3);
+    spec.set_runs_given(runs_given);
+    BisectJob job("job", spec, MakeCommits(64), kNow);
+    RunSequential(job, Exact([](int i) { return i >= 37 ? 101.7 : 100.0; }, &probe_runs), 1);
+    const v1::JobStatus& status = job.status();
+    ASSERT_EQ(status.culprit().index(), 37) << Describe(status);
+    bool small = false;
+    for (const v1::JobWarning& warning : status.warning_facts()) {
+      small = small || warning.has_small_regression();
+    }
+    EXPECT_EQ(small, runs_given);
+  }
+}
+
 }  // namespace
 }  // namespace kbisect
