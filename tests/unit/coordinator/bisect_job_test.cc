@@ -698,12 +698,17 @@ TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
   EXPECT_TRUE(said);
 }
 
-TEST(BisectJobTest, GivenRunsAreTakenAtEveryProbeEvenWhenTheBenchmarkRepeatsExactly) {
-  std::vector<int> probe_runs;
+// The spec of `--runs 3`, given on the command line or left at its default.
+v1::JobSpec ThreeRuns(bool given) {
   v1::JobSpec spec = MakeSpec();
   spec.set_runs_per_commit(3);
-  spec.set_runs_given(true);
-  BisectJob job("job", spec, MakeCommits(64), kNow);
+  spec.set_runs_given(given);
+  return spec;
+}
+
+TEST(BisectJobTest, GivenRunsAreTakenAtEveryProbeEvenWhenTheBenchmarkRepeatsExactly) {
+  std::vector<int> probe_runs;
+  BisectJob job("job", ThreeRuns(/*given=*/true), MakeCommits(64), kNow);
   RunSequential(job, Exact([](int i) { return i >= 37 ? 130.0 : 100.0; }, &probe_runs), 1);
   ASSERT_EQ(job.status().culprit().index(), 37) << Describe(job.status());
   ASSERT_FALSE(probe_runs.empty());
@@ -758,10 +763,7 @@ TEST(BisectJobTest, ASmallStepOfABenchmarkThatRepeatsExactlyIsNotCalledNoise) {
   // not said, since more runs give the same numbers. With --runs given it still is.
   for (bool runs_given : {false, true}) {
     std::vector<int> probe_runs;
-    v1::JobSpec spec = MakeSpec();
-    spec.set_runs_per_commit(3);
-    spec.set_runs_given(runs_given);
-    BisectJob job("job", spec, MakeCommits(64), kNow);
+    BisectJob job("job", ThreeRuns(runs_given), MakeCommits(64), kNow);
     RunSequential(job, Exact([](int i) { return i >= 37 ? 101.7 : 100.0; }, &probe_runs), 1);
     const v1::JobStatus& status = job.status();
     ASSERT_EQ(status.culprit().index(), 37) << Describe(status);
