@@ -185,7 +185,19 @@ bool Calibration::RepeatsExactly() const {
   if (good_probe_ < 0 || bad_probe_ < 0 || !RepeatedSoFar()) return false;
   const v1::Probe& good = probe(good_probe_);
   const v1::Probe& bad = probe(bad_probe_);
-  return good.samples_size() >= 2 && bad.samples_size() >= 2 && good.samples(0) != bad.samples(0);
+  if (good.samples_size() < 2 || bad.samples_size() < 2 || good.samples(0) == bad.samples(0)) {
+    return false;
+  }
+  // A commit decided on a value that is neither GOOD's nor BAD's (a partial step, or a GPU with
+  // an offset) joins the pooled baselines or moves the frame: one run no longer matches them.
+  for (const v1::Probe& row : *probes_) {
+    if (row.kind() != v1::PROBE_KIND_BISECT || row.samples_size() == 0 ||
+        (row.verdict() != v1::VERDICT_GOOD && row.verdict() != v1::VERDICT_BAD)) {
+      continue;
+    }
+    if (row.samples(0) != good.samples(0) && row.samples(0) != bad.samples(0)) return false;
+  }
+  return true;
 }
 
 int Calibration::RunsPerProbe() const {

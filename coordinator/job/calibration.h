@@ -181,7 +181,8 @@ class Calibration {
   // True when the spec allows one run a probe (MayRunOncePerProbe) and the benchmark has
   // repeated exactly so far: the reference GOOD and the BAD baseline have two or more runs each,
   // all of one value, the two values differ, and every commit the job has measured (baselines,
-  // calibrations, controls, probes, cached rows) gave one value on all its runs (decision 229).
+  // calibrations, controls, probes, cached rows) gave one value on all its runs, and every bisect
+  // verdict so far was decided on GOOD's value or BAD's (decision 229).
   bool RepeatsExactly() const;
   // True when the spec allows one run a probe and every commit measured so far gave one value on
   // all its runs, one of them on two runs or more: before the baselines are in, a calibration

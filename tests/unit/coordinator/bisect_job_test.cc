@@ -737,7 +737,8 @@ TEST(BisectJobTest, ARunThatMatchesNeitherBaselineIsMeasuredAsOftenAsRunsSays) {
     }
   }
   EXPECT_GT(partial, 0) << Describe(status);
-  EXPECT_EQ(probe_runs.front(), 1) << "the first probe (32) repeats BAD's value in one run";
+  EXPECT_EQ(probe_runs.front(), 1) << "the first probe (32) is handed out with one run";
+  EXPECT_EQ(probe_runs.back(), 3) << "a verdict on 120 brings back --runs a probe";
 }
 
 TEST(BisectJobTest, BaselinesWithAnySpreadKeepTheRunsAProbe) {

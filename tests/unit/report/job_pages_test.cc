@@ -12,13 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "report/eta.h"
+#include "report/gpu_during_job.h"
 #include "report/html/job_list_page.h"
 #include "report/html/job_page.h"
+#include "report/html/page_format.h"
 #include "report/html/sample_plot.h"
 #include "report/html/template.h"
-#include "report/html/page_format.h"
 #include "report/markdown_summary.h"
-#include "report/gpu_during_job.h"
 #include "report/reproduce.h"
 
 namespace kbisect {
@@ -168,7 +168,7 @@ TEST(JobPageTest, SamplesTheGpuSkewedAreMarkedWithTheirReason) {
   v1::ReasonShare* share = capped->add_reason_shares();
   share->set_reason("sw_power_cap");
   share->set_share(0.4);
-  add_run(true)->add_throttle_reasons("gpu_idle");  // Sample 1: benign, clean.
+  add_run(true)->add_throttle_reasons("gpu_idle");                       // Sample 1: benign, clean.
   add_run(true)->add_foreign_processes("pid 4242 python3 (12034 MiB)");  // Sample 2.
 
   absl::StatusOr<std::string> page = html::RenderJobPage(job, Options(kT0 + absl::Seconds(10)));
@@ -184,10 +184,11 @@ TEST(JobPageTest, SamplesTheGpuSkewedAreMarkedWithTheirReason) {
                                "shared GPU"));
   EXPECT_THAT(*page, HasSubstr("GPU capped during the run"));  // The legend.
   // The workers table says what w1's GPU did during the job.
-  EXPECT_THAT(*page, HasSubstr("<td class=\"gpu-skewed\">4 runs read after each run; 1 run rerun on "
-                               "a throttled GPU, 1 run on a capped GPU (hw_slowdown, "
-                               "sw_power_cap); 1 run shared the GPU with pid 4242 python3 (12034 "
-                               "MiB)</td>"));
+  EXPECT_THAT(*page,
+              HasSubstr("<td class=\"gpu-skewed\">4 runs read after each run; 1 run rerun on "
+                        "a throttled GPU, 1 run on a capped GPU (hw_slowdown, "
+                        "sw_power_cap); 1 run shared the GPU with pid 4242 python3 (12034 "
+                        "MiB)</td>"));
 }
 
 TEST(GpuDuringJobTest, WatchedRunsTheirClocksAndNothingSkewed) {
@@ -391,6 +392,12 @@ TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
             absl::StrCat("kbisect run ", std::string(40, '1'), " ", std::string(40, '2'),
                          " --repo '/src/my repo' --build 'make -j8' --runs 5 --env 'A=1 2' "
                          "--env B=2 -- ./bench.sh '--size=it'\\''s'"));
+  // A given --runs 3 is kept: left out, the rerun could take one run a probe (decision 229).
+  v1::JobStatus given = FinishedJob();
+  given.mutable_spec()->set_runs_per_commit(3);
+  EXPECT_THAT(ReproduceCommand(given), ::testing::Not(HasSubstr("--runs")));
+  given.mutable_spec()->set_runs_given(true);
+  EXPECT_THAT(ReproduceCommand(given), HasSubstr(" --runs 3 "));
   job.mutable_spec()->set_descend_submodules(true);
   v1::DependencyPin* pin = job.mutable_spec()->add_descend_pins();
   pin->set_file("cmake/llvm-hash.txt");
@@ -407,10 +414,10 @@ TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
   descent->set_superproject_sha(std::string(40, '7'));
   descent->set_path("cmake/llvm-hash.txt");
   EXPECT_THAT(ReproduceCommand(dependency),
-              ::testing::StartsWith(absl::StrCat(
-                  "kbisect run '", std::string(40, '7'), "^' ", std::string(40, '7'),
-                  " --repo /src/triton --descend-pin "
-                  "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project ")));
+              ::testing::StartsWith(
+                  absl::StrCat("kbisect run '", std::string(40, '7'), "^' ", std::string(40, '7'),
+                               " --repo /src/triton --descend-pin "
+                               "cmake/llvm-hash.txt=https://github.com/llvm/llvm-project ")));
   descent->set_kind(v1::DEPENDENCY_KIND_SUBMODULE);
   EXPECT_THAT(ReproduceCommand(dependency), HasSubstr(" --repo /src/triton --descend-submodules "));
 }
