@@ -266,11 +266,9 @@ std::vector<BisectJob::Assignment> BisectJob::TakeTasks(
         // An anchor: one fresh run checks the GPU against its cached samples, which then count
         // for the verdict too (more runs follow if the samples cannot decide). A benchmark that
         // repeats exactly takes one run too (decision 229).
-        if (reuse_.IsAnchor(assignment.worker, assignment.commit_index)) {
-          book_.at(id).task.set_runs(1);
-        } else {
-          book_.at(id).task.set_runs(calibration_.RunsPerProbe());
-        }
+        book_.at(id).task.set_runs(reuse_.IsAnchor(assignment.worker, assignment.commit_index)
+                                       ? 1
+                                       : calibration_.RunsPerProbe());
         HandOut(assignment.worker, id, &out);
         break;
       }
