@@ -282,8 +282,11 @@ void SetMetric(const JobOptions& o, v1::JobSpec* spec) {
 // default for --flaky or for the confidence stop applies. Fails on a --confidence the mode
 // cannot use.
 absl::Status SetRunsAndConfidence(const JobOptions& o, v1::JobSpec* spec) {
-  spec->set_runs_per_commit(o.runs);
-  spec->set_runs_given(o.runs_given);
+  // Left out with a metric or --flaky, --runs is left unset: NormalizeSpec fills in the mode's
+  // default and marks the count as defaulted (decision 229). A plain --exit-code takes --runs'
+  // own default of 3.
+  const bool runs_defaulted = !o.runs_given && (!o.exit_code || o.flaky);
+  spec->set_runs_per_commit(runs_defaulted ? 0 : o.runs);
   spec->set_max_runs(std::max(o.max_runs, o.runs));
   if (o.exit_code && !o.flaky && o.confidence > 0) {
     return absl::InvalidArgumentError(
@@ -299,7 +302,6 @@ absl::Status SetRunsAndConfidence(const JobOptions& o, v1::JobSpec* spec) {
   if (o.flaky) {
     // Unset counts take --flaky's defaults (NormalizeSpec).
     spec->set_flaky(true);
-    if (!o.runs_given) spec->set_runs_per_commit(0);
     if (!o.max_runs_given) spec->set_max_runs(0);
   } else if (!o.exit_code && !o.confidence_off && !o.max_runs_given) {
     spec->set_max_runs(0);  // The confidence stop's default (NormalizeSpec).

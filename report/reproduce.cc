@@ -113,10 +113,9 @@ void AddThresholdFlags(const v1::JobSpec& spec, CommandWords* command) {
   } else if (spec.confidence() > 0 && spec.confidence() != defaults.confidence()) {
     command->Flag("--confidence", absl::StrFormat("%g", spec.confidence()));
   }
-  // A given --runs is printed even at the default's count: left out, a benchmark that repeats
+  // A count the spec set is printed even at the default's: left out, a benchmark that repeats
   // exactly would take one run a probe (decision 229).
-  if (spec.runs_per_commit() != 0 &&
-      (spec.runs_given() || spec.runs_per_commit() != defaults.runs_per_commit())) {
+  if (spec.runs_per_commit() != 0 && !spec.runs_defaulted()) {
     command->Flag("--runs", absl::StrCat(spec.runs_per_commit()));
   }
   if (spec.max_runs() != 0 && spec.max_runs() != defaults.max_runs()) {

@@ -13,6 +13,7 @@ void NormalizeSpec(v1::JobSpec* spec) {
   const bool pass_fail = spec->metric().kind() == v1::METRIC_KIND_EXIT_CODE;
   const bool flaky = pass_fail && spec->flaky();
   if (spec->runs_per_commit() <= 0) {
+    spec->set_runs_defaulted(true);
     spec->set_runs_per_commit(flaky       ? kDefaultFlakyRuns
                               : pass_fail ? kDefaultPassFailRuns
                                           : kDefaultRunsPerCommit);
@@ -41,7 +42,7 @@ void NormalizeSpec(v1::JobSpec* spec) {
 }
 
 bool MayRunOncePerProbe(const v1::JobSpec& spec) {
-  return !spec.runs_given() && spec.runs_per_commit() > 1 &&
+  return spec.runs_defaulted() && spec.runs_per_commit() > 1 &&
          spec.metric().kind() != v1::METRIC_KIND_EXIT_CODE && spec.metric().suite().empty();
 }
 

@@ -105,6 +105,27 @@ TEST(JobOptionsTest, FlakyLeavesUnsetRunCountsToItsDefaults) {
   EXPECT_DOUBLE_EQ(spec->confidence(), 0.95);
 }
 
+// --runs left out is left unset for NormalizeSpec, which marks it as the default (decision
+// 229); given, even at 3, it is the spec's count. A plain --exit-code keeps --runs' 3.
+TEST(JobOptionsTest, RunsLeftOutAreLeftToTheDefault) {
+  JobOptions options = Minimal();
+  absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->runs_per_commit(), 0);
+
+  options.runs = 3;
+  options.runs_given = true;
+  spec = ToJobSpec(options, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->runs_per_commit(), 3);
+
+  JobOptions pass_fail = Minimal();
+  pass_fail.exit_code = true;
+  spec = ToJobSpec(pass_fail, "/repo");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->runs_per_commit(), kDefaultRunsPerCommit);
+}
+
 TEST(JobOptionsTest, ConfidenceWithAMetricLeavesMaxRunsToItsDefault) {
   JobOptions options = Minimal();
   absl::StatusOr<v1::JobSpec> spec = ToJobSpec(options, "/repo");

@@ -698,11 +698,10 @@ TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
   EXPECT_TRUE(said);
 }
 
-// The spec of `--runs 3`, given on the command line or left at its default.
+// The spec of `--runs 3`, given on the command line, or left unset for the default's 3.
 v1::JobSpec ThreeRuns(bool given) {
   v1::JobSpec spec = MakeSpec();
-  spec.set_runs_per_commit(3);
-  spec.set_runs_given(given);
+  spec.set_runs_per_commit(given ? 3 : 0);
   return spec;
 }
 

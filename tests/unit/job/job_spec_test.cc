@@ -41,6 +41,29 @@ TEST(NormalizeSpecTest, FillsTheDefaultsAndKeepsWhatIsSet) {
   EXPECT_EQ(many.history(), v1::HISTORY_MODE_ALL_COMMITS);
 }
 
+// Only a count NormalizeSpec filled in lets a benchmark that repeats exactly run once a probe
+// (decision 229). A count the spec sets, the default's 3 included, is a floor; so is the count
+// of a spec normalized again (a follow-up's copy of its parent's), which stays defaulted.
+TEST(NormalizeSpecTest, MarksTheRunsItFillsInAsTheDefault) {
+  v1::JobSpec unset = Minimal();
+  NormalizeSpec(&unset);
+  EXPECT_TRUE(unset.runs_defaulted());
+  EXPECT_TRUE(MayRunOncePerProbe(unset));
+  NormalizeSpec(&unset);
+  EXPECT_TRUE(unset.runs_defaulted()) << "normalized twice";
+
+  v1::JobSpec given = Minimal();
+  given.set_runs_per_commit(kDefaultRunsPerCommit);
+  NormalizeSpec(&given);
+  EXPECT_FALSE(given.runs_defaulted());
+  EXPECT_FALSE(MayRunOncePerProbe(given)) << "a client that sets the count, as --runs 3 does";
+
+  v1::JobSpec suite = Minimal();
+  suite.mutable_metric()->set_suite("auto");
+  NormalizeSpec(&suite);
+  EXPECT_FALSE(MayRunOncePerProbe(suite));
+}
+
 TEST(NormalizeSpecTest, AFlakyTestGetsMoreRunsAndAConfidence) {
   v1::JobSpec flaky = Minimal();
   flaky.mutable_metric()->set_kind(v1::METRIC_KIND_EXIT_CODE);

@@ -393,11 +393,14 @@ TEST(ReproduceTest, QuotesWordsForTheShellAndNamesNonDefaultOptions) {
                          " --repo '/src/my repo' --build 'make -j8' --runs 5 --env 'A=1 2' "
                          "--env B=2 -- ./bench.sh '--size=it'\\''s'"));
   // A given --runs 3 is kept: left out, the rerun could take one run a probe (decision 229).
+  // The default's count, filled in by NormalizeSpec, is not printed.
   v1::JobStatus given = FinishedJob();
   given.mutable_spec()->set_runs_per_commit(3);
-  EXPECT_THAT(ReproduceCommand(given), ::testing::Not(HasSubstr("--runs")));
-  given.mutable_spec()->set_runs_given(true);
   EXPECT_THAT(ReproduceCommand(given), HasSubstr(" --runs 3 "));
+  v1::JobStatus defaulted = FinishedJob();
+  NormalizeSpec(defaulted.mutable_spec());
+  EXPECT_TRUE(defaulted.spec().runs_defaulted());
+  EXPECT_THAT(ReproduceCommand(defaulted), ::testing::Not(HasSubstr("--runs")));
   job.mutable_spec()->set_descend_submodules(true);
   v1::DependencyPin* pin = job.mutable_spec()->add_descend_pins();
   pin->set_file("cmake/llvm-hash.txt");
