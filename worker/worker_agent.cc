@@ -74,7 +74,9 @@ void WorkerAgent::Stop() {
   kbisect::MutexLock lock(&mu_);
   stop_ = true;
   if (task_ != nullptr) task_->cancel.Cancel();
-  WakePollLocked();
+  // Whether or not a poll is running: a stop while the session opens, or between Run()'s check
+  // and its next poll, must end that poll too (TryCancel keeps the cancel for the next call).
+  client_->TryCancel();
   wake_.SignalAll();
 }
 

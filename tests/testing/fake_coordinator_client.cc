@@ -39,9 +39,26 @@ void FakeCoordinatorClient::Shutdown() {
   shutdown_ = true;
 }
 
+void FakeCoordinatorClient::HoldOpenSession() {
+  kbisect::MutexLock lock(&mu_);
+  hold_open_session_ = true;
+}
+
+void FakeCoordinatorClient::ReleaseOpenSession() {
+  kbisect::MutexLock lock(&mu_);
+  hold_open_session_ = false;
+}
+
 absl::StatusOr<v1::OpenSessionResponse> FakeCoordinatorClient::OpenSession(
     const v1::OpenSessionRequest& request, absl::Duration timeout) {
   kbisect::MutexLock lock(&mu_);
+  ++held_open_sessions_;
+  mu_.Await(kbisect::Condition(
+      +[](FakeCoordinatorClient* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+        return self->shutdown_ || !self->hold_open_session_;
+      },
+      this));
+  --held_open_sessions_;
   // Counted here, under the lock, rather than in the fallback (which -Wthread-safety cannot see
   // runs under it): a default answer is given exactly when no scripted one is queued.
   if (open_session_.answers.empty()) ++sessions_opened_;
@@ -163,6 +180,16 @@ bool FakeCoordinatorClient::WaitForBlockedPoll(absl::Duration real_timeout) cons
       kbisect::Condition(
           +[](const FakeCoordinatorClient* self)
                ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) { return self->blocked_polls_ > 0; },
+          this),
+      real_timeout);
+}
+
+bool FakeCoordinatorClient::WaitForHeldOpenSession(absl::Duration real_timeout) const {
+  kbisect::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      kbisect::Condition(
+          +[](const FakeCoordinatorClient* self)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) { return self->held_open_sessions_ > 0; },
           this),
       real_timeout);
 }

@@ -49,6 +49,10 @@ class FakeCoordinatorClient : public CoordinatorClient {
   void AddCompleteLeaseAnswer(absl::StatusOr<v1::CompleteLeaseResponse> answer)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // While held, OpenSession calls block (a session being opened); Release lets them answer.
+  void HoldOpenSession() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseOpenSession() ABSL_LOCKS_EXCLUDED(mu_);
+
   // From now on every Synchronize, blocked or new, returns UNAVAILABLE at once. For tearing down
   // a test whose agent did not stop.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
@@ -91,6 +95,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   bool WaitForBlockedPoll(absl::Duration real_timeout = absl::Seconds(10)) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Blocks until an OpenSession call is held (HoldOpenSession), or `real_timeout` has passed.
+  // Returns whether one is.
+  bool WaitForHeldOpenSession(absl::Duration real_timeout = absl::Seconds(10)) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   // One RPC's scripted answers and recorded requests.
   template <typename Request, typename Response>
@@ -114,6 +123,8 @@ class FakeCoordinatorClient : public CoordinatorClient {
   Script<v1::CloseSessionRequest, v1::CloseSessionResponse> close_session_ ABSL_GUARDED_BY(mu_);
   int sessions_opened_ ABSL_GUARDED_BY(mu_) = 0;
   int blocked_polls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool hold_open_session_ ABSL_GUARDED_BY(mu_) = false;
+  int held_open_sessions_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancel_pending_ ABSL_GUARDED_BY(mu_) = false;  // TryCancel() not yet consumed by a poll.
   int cancelled_polls_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -199,6 +199,20 @@ TEST_F(WorkerAgentTest, StopWakesABlockedLongPoll) {
   ExpectLeaveWakesTheIdlePoll(&WorkerAgent::Stop);
 }
 
+// A Stop() while the session is being opened, before any long poll: the poll that follows is
+// cancelled as it starts (`kbisect run` stops its workers as soon as the job is refused, and
+// each slot waited out a whole idle poll, 5 s, when the stop came in that window).
+TEST_F(WorkerAgentTest, StopWhileTheSessionOpensEndsThePollThatFollows) {
+  coordinator_.HoldOpenSession();
+  StartAgent();
+  ASSERT_TRUE(coordinator_.WaitForHeldOpenSession());
+  agent_->Stop();
+  coordinator_.ReleaseOpenSession();
+  // The fake's poll never ends by itself: Run() returns only if the stop reached it.
+  EXPECT_TRUE(run_returned_.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_LE(coordinator_.calls(FakeCoordinatorClient::kSynchronize), 1);
+}
+
 TEST_F(WorkerAgentTest, DrainWakesABlockedIdleLongPoll) {
   ExpectLeaveWakesTheIdlePoll(&WorkerAgent::Drain);
 }
