@@ -283,7 +283,7 @@ void SetMetric(const JobOptions& o, v1::JobSpec* spec) {
 // cannot use.
 absl::Status SetRunsAndConfidence(const JobOptions& o, v1::JobSpec* spec) {
   // Left out with a metric or --flaky, --runs is left unset: NormalizeSpec fills in the mode's
-  // default and marks the count as defaulted (decision 229). A plain --exit-code takes --runs'
+  // default and marks the count as defaulted (decision 230). A plain --exit-code takes --runs'
   // own default of 3.
   const bool runs_defaulted = !o.runs_given && (!o.exit_code || o.flaky);
   spec->set_runs_per_commit(runs_defaulted ? 0 : o.runs);
