@@ -74,7 +74,7 @@ constexpr char kJobFlags[] = " --runs 1 --no-cache --descend-merges --confidence
 // by default), as the worker's does. Its subchannel is its own: channels with the same arguments
 // share one from gRPC's global pool, and the watcher's retries every 20 ms while the coordinator
 // is down kept that one backing off for 5-10 s after the coordinator was back (12 jobs took
-// 153 s, 64 s with subchannels of their own).
+// 153 s, 34 s with subchannels of their own).
 std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
   grpc::ChannelArguments arguments;
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
