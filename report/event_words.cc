@@ -311,6 +311,11 @@ std::string ConfirmationVerdictWords(const v1::ConfirmationVerdictFact& f) {
   std::string verdict =
       absl::StrFormat("step x%.4g, 95%% CI [%.4g, %.4g] from %s on %s", f.ratio(), f.ci_low(),
                       f.ci_high(), pairs, absl::StrJoin(f.workers(), ", "));
+  if (f.across_workers()) {
+    absl::StrAppend(&verdict,
+                    " (last good on one worker, the culprit on another: they measure GOOD exactly "
+                    "alike)");
+  }
   if (f.below_minimum()) {
     absl::StrAppend(
         &verdict,

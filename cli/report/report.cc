@@ -663,7 +663,17 @@ class ReportWriter {
     Line();
     Line(absl::StrFormat("Confirmation: %s, culprit/last-good ratio %.4g (95%% CI %.4g to %.4g)%s",
                          c.confirmed() ? "confirmed" : "NOT confirmed", c.ratio(), c.ci_low(),
-                         c.ci_high(), c.worker().empty() ? "" : " on worker " + c.worker()));
+                         c.ci_high(), ConfirmationWorkers(c)));
+  }
+
+  // Where the confirmation's pairs were measured, as the report's line ends.
+  static std::string ConfirmationWorkers(const v1::Confirmation& c) {
+    for (const v1::ConfirmationPairs& set : c.sets()) {
+      if (set.culprit_worker().empty()) continue;
+      return absl::StrCat(" on workers ", set.worker(), " (last good) and ", set.culprit_worker(),
+                          " (culprit), which measure GOOD exactly alike");
+    }
+    return c.worker().empty() ? "" : " on worker " + c.worker();
   }
 
   void Workers() {

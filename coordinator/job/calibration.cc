@@ -273,6 +273,26 @@ bool Calibration::HasOffset(const std::string& worker) const {
   return OffsetIsSignificant(calibration.samples(), reference.samples());
 }
 
+bool Calibration::MeasureGoodAlike(const std::string& a, const std::string& b) const {
+  if (pass_fail_ || good_probe_ < 0 || !Measured(probe(good_probe_))) return false;
+  const double value = probe(good_probe_).samples(0);
+  // Every GOOD sample `worker` has equals the reference's one value, and it has one at least.
+  auto alike = [&](const std::string& worker) {
+    const Worker* state = Find(worker);
+    if (state == nullptr || state->quarantined) return false;
+    std::vector<const v1::Probe*> rows;
+    if (worker == reference_worker_) rows.push_back(&probe(good_probe_));
+    if (CalibrationDone(worker)) rows.push_back(&probe(state->calibration));
+    for (const v1::Probe* row : rows) {
+      for (double sample : row->samples()) {
+        if (sample != value) return false;
+      }
+    }
+    return !rows.empty();
+  };
+  return alike(a) && alike(b);
+}
+
 bool Calibration::WorkerReady(const std::string& worker) const {
   if (!Bisecting()) return false;
   const Worker* state = Find(worker);

@@ -105,6 +105,12 @@ class Calibration {
   // True when `worker`'s GOOD differs significantly from the reference GOOD
   // (OffsetIsSignificant): its verdicts are judged against its own, sharpened calibration.
   bool HasOffset(const std::string& worker) const;
+  // True when workers `a` and `b` measure GOOD exactly alike: neither is quarantined, each has
+  // GOOD samples (the reference GOOD, or a finished calibration), and all of them, of both
+  // workers and of the reference GOOD, are one value. A commit measured on one of them and
+  // another commit on the other then compare as if one worker had measured both: there is no
+  // offset to cancel (a deterministic metric; decision 232). Never with --exit-code.
+  bool MeasureGoodAlike(const std::string& a, const std::string& b) const;
   // True when probes measured by `worker` can be classified now: provisionally while it has no
   // finished calibration, for good once it has one (sharpened when it has an offset).
   bool WorkerReady(const std::string& worker) const;

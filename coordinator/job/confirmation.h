@@ -39,6 +39,9 @@ struct ConfirmationSet {
   bool interleaved = false;
   // Set when an earlier job measured both commits on this worker (the result cache): its id.
   std::string cached_job_id;
+  // Set when another worker measured `culprit`: `worker` measured `last_good`, and the two
+  // measure GOOD exactly alike (decision 232).
+  std::string culprit_worker;
   // Pairs the set contributes: min(last_good.size(), culprit.size()).
   int pairs() const;
 };

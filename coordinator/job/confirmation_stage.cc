@@ -95,7 +95,11 @@ int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
   const auto [good_worker, good_samples] = measurer(last_good, v1::VERDICT_GOOD);
   const auto [bad_worker, bad_samples] = measurer(culprit, v1::VERDICT_BAD);
   const bool one_worker = !good_worker.empty() && good_worker == bad_worker;
-  int pairs = one_worker ? std::min(good_samples, bad_samples) : 0;
+  // Two workers that measure GOOD exactly alike pair as one would (SetAcrossWorkers).
+  const bool alike = !one_worker && !good_worker.empty() && !bad_worker.empty() &&
+                     !frame_->spec.has_try_change() &&
+                     calibration_->MeasureGoodAlike(good_worker, bad_worker);
+  int pairs = one_worker || alike ? std::min(good_samples, bad_samples) : 0;
   // The pairs earlier jobs measured count for the other workers.
   for (const ConfirmationSet& set : CachedSets(last_good, culprit)) {
     if (!one_worker || set.worker != good_worker) pairs += set.pairs();
@@ -154,7 +158,33 @@ std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
   for (auto& [worker, set] : by_worker) {
     if (set.pairs() > 0) sets.push_back(std::move(set));
   }
+  if (sets.empty()) {
+    if (std::optional<ConfirmationSet> across = SetAcrossWorkers(by_worker)) {
+      sets.push_back(*std::move(across));
+    }
+  }
   return sets;
+}
+
+std::optional<ConfirmationSet> ConfirmationStage::SetAcrossWorkers(
+    const std::map<std::string, ConfirmationSet>& by_worker) const {
+  if (frame_->spec.has_try_change()) return std::nullopt;  // A try's answer is its own pairs.
+  for (const auto& [good_worker, good_side] : by_worker) {
+    if (good_side.last_good.empty()) continue;
+    for (const auto& [bad_worker, bad_side] : by_worker) {
+      if (bad_side.culprit.empty() || bad_worker == good_worker ||
+          !calibration_->MeasureGoodAlike(good_worker, bad_worker)) {
+        continue;
+      }
+      ConfirmationSet set;
+      set.worker = good_worker;
+      set.culprit_worker = bad_worker;
+      set.last_good = good_side.last_good;
+      set.culprit = bad_side.culprit;
+      return set;
+    }
+  }
+  return std::nullopt;
 }
 
 ConfirmationPlan ConfirmationStage::PlanNow(int reused, int workers) const {
@@ -200,6 +230,7 @@ ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext&
     out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
     out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
     out->set_cached_job_id(set.cached_job_id);
+    out->set_culprit_worker(set.culprit_worker);
     reused += set.pairs();
     if (!set.cached_job_id.empty()) cached += set.pairs();
   }
@@ -258,6 +289,11 @@ ConfirmationStep ConfirmationStage::CompleteEarly(const ConfirmationContext& con
   AdoptSpeculativePairs(context.now, &step);
   if (!TasksPending()) return Judge(context, std::move(step));
   return step;
+}
+
+bool ConfirmationStage::Quarantined(const std::string& worker) const {
+  const Calibration::Worker* state = calibration_->Find(worker);
+  return state != nullptr && state->quarantined;
 }
 
 bool ConfirmationStage::TasksPending() const {
@@ -410,10 +446,10 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   bool any_fresh = false;
   for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
     // A GPU quarantined since cannot vouch for its pairs.
-    const Calibration::Worker* worker = calibration_->Find(pairs.worker());
-    if (worker != nullptr && worker->quarantined) continue;
+    if (Quarantined(pairs.worker()) || Quarantined(pairs.culprit_worker())) continue;
     ConfirmationSet set;
     set.worker = pairs.worker();
+    set.culprit_worker = pairs.culprit_worker();
     set.interleaved = pairs.interleaved();
     set.last_good.assign(pairs.last_good_samples().begin(), pairs.last_good_samples().end());
     set.culprit.assign(pairs.culprit_samples().begin(), pairs.culprit_samples().end());
@@ -435,7 +471,10 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
         LeastNamedStep(frame_->spec.has_try_change(), frame_->spec.min_effect_fraction()));
     if (judgement.measured) {
       std::vector<std::string> workers;
-      for (const ConfirmationSet& set : sets) workers.push_back(set.worker);
+      for (const ConfirmationSet& set : sets) {
+        workers.push_back(set.worker);
+        if (!set.culprit_worker.empty()) workers.push_back(set.culprit_worker);
+      }
       confirmation->set_ratio(judgement.ratio);
       confirmation->set_ci_low(judgement.ci_low);
       confirmation->set_ci_high(judgement.ci_high);
@@ -446,6 +485,9 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
       step.ratio = judgement.ratio;  // The job's after follows from it.
       step.verdict = ConfirmationVerdictOf(judgement, workers, confirmation->fresh_pairs(),
                                            confirmation->reused_pairs());
+      for (const ConfirmationSet& set : sets) {
+        if (!set.culprit_worker.empty()) step.verdict->set_across_workers(true);
+      }
     }
   }
   if (confirmation->confirmed()) {

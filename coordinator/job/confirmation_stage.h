@@ -127,6 +127,13 @@ class ConfirmationStage {
   // The search's samples of last-good and culprit, per worker that measured both, and for a
   // worker without both in this job's rows, its cached pair (CachedSets).
   std::vector<ConfirmationSet> ReusableSets() const;
+  // When no worker measured both: last-good's samples of one worker and the culprit's of
+  // another that measures GOOD exactly alike (Calibration::MeasureGoodAlike, decision 232), as
+  // one set; nullopt when no two such workers did, and for a try.
+  std::optional<ConfirmationSet> SetAcrossWorkers(
+      const std::map<std::string, ConfirmationSet>& by_worker) const;
+  // True when the job quarantined `worker`.
+  bool Quarantined(const std::string& worker) const;
   // The samples of `last_good` and `culprit` that one earlier job measured on a worker whose GPU
   // agreed with itself in this job (ResultReuse::PairsAt), one set per worker.
   std::vector<ConfirmationSet> CachedSets(int last_good, int culprit) const;

@@ -27,7 +27,7 @@ struct RecordedBaselines {
 
 struct JobFrame {
   std::string job_id;
-  v1::JobSpec spec;        // With its defaults filled in (NormalizeSpec).
+  v1::JobSpec spec;  // With its defaults filled in (NormalizeSpec).
   absl::Time create_time;
   std::string good_sha;
   std::string bad_sha;

@@ -84,9 +84,7 @@ std::string FixSwappedText(const std::string& reason) {
                       "them, or drop --find-fix to bisect the regression.");
 }
 
-std::string NoFixText(const std::string& reason) {
-  return absl::StrCat("No fix: ", reason);
-}
+std::string NoFixText(const std::string& reason) { return absl::StrCat("No fix: ", reason); }
 
 std::string TryNotSignificantText(const std::string& judgement) {
   return judgement.empty()

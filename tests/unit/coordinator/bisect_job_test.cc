@@ -1,6 +1,7 @@
 // Copyright 2026 The kbisect Authors.
 #include "coordinator/job/bisect_job.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -696,6 +697,37 @@ TEST(BisectJobTest, ABenchmarkThatRepeatsExactlyTakesOneRunAProbe) {
     EXPECT_THAT(EventWords(event), HasSubstr("one run a probe"));
   }
   EXPECT_TRUE(said);
+}
+
+TEST(BisectJobTest, SevenWorkersThatMeasureGoodAlikeConfirmWithTheSearchsOwnProbes) {
+  // Decision 232: `--runs 1` on seven workers, every run at a commit one value. The culprit and
+  // its parent are measured by whichever workers take them; every worker measures GOOD as 100,
+  // so those two probes confirm the step and no pair is measured after the search.
+  v1::JobSpec spec = MakeSpec();
+  spec.set_runs_per_commit(1);
+  spec.set_confirm(true);
+  BisectJob job("job", spec, MakeCommits(1000), kNow);
+  const auto value = [](int index) { return index >= 666 ? 145.0 : 100.0; };
+  RunRounds(job, {"w0", "w1", "w2", "w3", "w4", "w5", "w6"},
+            [&](const std::string&, const v1::Task& task) {
+              v1::TaskResult result = Samples(
+                  std::vector<double>(std::max(1, task.runs()), value(task.commit_index())));
+              if (task.kind() == v1::PROBE_KIND_CONFIRM) {
+                for (int i = 0; i < result.samples_size(); ++i) {
+                  result.add_paired_samples(value(task.commit_index() - 1));
+                }
+              }
+              return result;
+            });
+  const v1::JobStatus& status = job.status();
+  ASSERT_EQ(status.status(), v1::OUTCOME_CULPRIT_FOUND) << Describe(status);
+  EXPECT_EQ(status.culprit().index(), 666);
+  EXPECT_TRUE(status.confirmation().confirmed()) << Describe(status);
+  EXPECT_EQ(status.confirmation().fresh_pairs(), 0) << Describe(status);
+  EXPECT_EQ(status.confirmation().reused_pairs(), 1) << Describe(status);
+  ASSERT_EQ(status.confirmation().sets_size(), 1);
+  const v1::ConfirmationPairs& set = status.confirmation().sets(0);
+  EXPECT_NE(set.culprit_worker(), set.worker()) << Describe(status);
 }
 
 // The spec of `--runs 3`, given on the command line, or left unset for the default's 3.

@@ -26,7 +26,9 @@ constexpr int kCommits = 8;
 
 class ConfirmationStageTest : public ::testing::Test {
  protected:
-  ConfirmationStageTest()
+  // GOOD's and BAD's samples on w0: by default a benchmark with some noise.
+  explicit ConfirmationStageTest(std::vector<double> good_samples = {99, 100, 101},
+                                 std::vector<double> bad_samples = {119, 120, 121})
       : commits_(MakeCommits(kCommits)),
         search_(kCommits),
         book_("job", Spec(), &commits_),
@@ -36,10 +38,9 @@ class ConfirmationStageTest : public ::testing::Test {
     frame_.spec = Spec();
     frame_.commit_count = kCommits;
     frame_.state = v1::JOB_STATE_BISECTING;
-    const int good =
-        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0", {99, 100, 101});
+    const int good = Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 0), "w0", good_samples);
     const int bad =
-        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0", {119, 120, 121});
+        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_BAD, kCommits, 0), "w0", bad_samples);
     calibration_.SetReference("w0", good);
     calibration_.worker("w0").calibration = good;
     calibration_.SetBadProbe(bad);
@@ -223,6 +224,97 @@ TEST_F(ConfirmationStageTest, AWorkersOwnSamplesOfBothCommitsTakePrecedenceOverI
   EXPECT_EQ(stage_.confirmation().sets(0).cached_job_id(), "");
   EXPECT_EQ(stage_.confirmation().reused_pairs(), 3);
   EXPECT_EQ(stage_.confirmation().cached_pairs(), 0);
+}
+
+// A benchmark that gives one value every run (a work counter, a compressed size): GOOD 100 and
+// BAD 145 on w0, three runs each.
+class ExactMetricConfirmationStageTest : public ConfirmationStageTest {
+ protected:
+  ExactMetricConfirmationStageTest() : ConfirmationStageTest({100, 100, 100}, {145, 145, 145}) {}
+
+  // `worker`'s GOOD calibration, finished with `samples`.
+  void Calibrate(const std::string& worker, std::vector<double> samples) {
+    calibration_.worker(worker).calibration =
+        Measure(book_.NewTask(v1::PROBE_KIND_BASELINE_GOOD, 0, 1), worker, samples);
+  }
+
+  // A bisect probe of `worker` at `index`, finished with three runs of `value` and `verdict`.
+  void Decided(int index, const std::string& worker, double value, v1::Verdict verdict) {
+    const int row =
+        Measure(book_.NewTask(v1::PROBE_KIND_BISECT, index, 2), worker, {value, value, value});
+    book_.mutable_probe(row).set_verdict(verdict);
+  }
+};
+
+TEST_F(ExactMetricConfirmationStageTest, LastGoodOnOneWorkerAndCulpritOnAnotherAlikeConfirm) {
+  // Decision 232: w1 measured last-good, w2 the culprit, and both measure GOOD exactly as w0
+  // does. No offset is left to cancel, so the two probes pair as if one worker measured both,
+  // and no fresh pair is measured.
+  Calibrate("w1", {100});
+  Calibrate("w2", {100});
+  Decided(4, "w1", 100, v1::VERDICT_GOOD);
+  Decided(5, "w2", 145, v1::VERDICT_BAD);
+  SearchEndsAt(4, 5);
+  frame_.state = v1::JOB_STATE_CONFIRMING;
+  const ConfirmationStep step = stage_.Start(/*early=*/false, Context());
+  EXPECT_TRUE(ConfirmTasks().empty());
+  EXPECT_EQ(step.next, Next::kConfirmed);
+  ASSERT_EQ(stage_.confirmation().sets_size(), 1);
+  EXPECT_EQ(stage_.confirmation().sets(0).worker(), "w1");
+  EXPECT_EQ(stage_.confirmation().sets(0).culprit_worker(), "w2");
+  EXPECT_EQ(stage_.confirmation().reused_pairs(), 3);
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), 0);
+  EXPECT_NEAR(stage_.confirmation().ratio(), 1.45, 1e-9);
+  ASSERT_TRUE(step.verdict.has_value());
+  EXPECT_TRUE(step.verdict->across_workers());
+  EXPECT_THAT(ConfirmationVerdictWords(*step.verdict), HasSubstr("w1, w2"));
+  EXPECT_THAT(ConfirmationVerdictWords(*step.verdict), HasSubstr("measure GOOD exactly alike"));
+}
+
+TEST_F(ExactMetricConfirmationStageTest, AWorkerWhoseGoodDiffersAtAllPairsOnlyWithItself) {
+  // w2's GOOD is 100.01: a 0.01% offset may be noise or a GPU's, and nothing cancels it across
+  // two workers. Likewise for a worker with no calibration yet (w3), and for a quarantined one.
+  for (const std::string culprit_worker : {"w2", "w3", "w4"}) {
+    SCOPED_TRACE(culprit_worker);
+    Calibrate("w1", {100});
+    Calibrate("w2", {100.01});
+    Calibrate("w4", {100});
+    calibration_.worker("w4").quarantined = true;
+    Decided(4, "w1", 100, v1::VERDICT_GOOD);
+    Decided(5, culprit_worker, 145, v1::VERDICT_BAD);
+    SearchEndsAt(4, 5);
+    frame_.state = v1::JOB_STATE_CONFIRMING;
+    stage_.Start(/*early=*/false, Context());
+    EXPECT_EQ(stage_.confirmation().sets_size(), 0);
+    EXPECT_FALSE(ConfirmTasks().empty()) << "a fresh pair on one worker";
+    std::vector<std::string> cancelled;
+    for (const std::string& id : ConfirmTasks()) {
+      book_.CancelTask(book_.at(id), id, "next case", kNow, &cancelled);
+    }
+  }
+}
+
+TEST_F(ExactMetricConfirmationStageTest, SpeculationSkipsACulpritWhosePairIsOnWorkersAlike) {
+  // The last round: 5 and 6 in flight between last-good 4 (w1) and first-bad 7 (w2), all three
+  // calibrated alike. Culprit 7 (if 6 comes back GOOD on w3) pairs 6 on w3 with 7 on w2, so it
+  // needs no pair measured ahead; 5 and 6 would pair with 4 on w1 or with each other likewise.
+  Calibrate("w1", {100});
+  Calibrate("w2", {100});
+  Calibrate("w3", {100});
+  Calibrate("w5", {100});
+  Decided(4, "w1", 100, v1::VERDICT_GOOD);
+  Decided(7, "w2", 145, v1::VERDICT_BAD);
+  search_ = BisectSearch(kCommits);
+  ASSERT_TRUE(search_.Record(4, v1::VERDICT_GOOD).ok());
+  ASSERT_TRUE(search_.Record(7, v1::VERDICT_BAD).ok());
+  for (const auto& [index, worker] : {std::pair<int, std::string>{5, "w5"}, {6, "w3"}}) {
+    const std::string id = book_.NewTask(v1::PROBE_KIND_BISECT, index, 3);
+    book_.HandOut(id, worker);
+    book_.ProbeOf(book_.at(id)).set_state(v1::PROBE_STATE_RUNNING);
+    search_.MarkInFlight(index);
+  }
+  ASSERT_TRUE(stage_.HasSpeculationCandidates());
+  EXPECT_TRUE(stage_.CreateSpeculativeTasks(/*spare=*/4, Context()).empty());
 }
 
 TEST_F(ConfirmationStageTest, AStepTheFreshPairsDoNotReproduceIsUnconfirmed) {

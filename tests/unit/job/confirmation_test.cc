@@ -139,8 +139,8 @@ TEST(ConfirmationTest, EachWorkersOffsetCancels) {
   // w0 measures 100 -> 125, w1 is 35% slower: 135 -> 168.75. Pooled raw, the ratio would be
   // muddled; normalised per set it is 1.25 on both.
   std::vector<ConfirmationSet> sets = {
-      {"w0", {100, 100.5, 99.5}, {125, 125.5, 124.5}, true, ""},
-      {"w1", {135, 135.5, 134.5}, {168.75, 169.2, 168.3}, true, ""},
+      {"w0", {100, 100.5, 99.5}, {125, 125.5, 124.5}, true, "", ""},
+      {"w1", {135, 135.5, 134.5}, {168.75, 169.2, 168.3}, true, "", ""},
   };
   const ConfirmationJudgement judgement = JudgeConfirmationSets(sets, /*worse_is_up=*/true, 0.005);
   ASSERT_TRUE(judgement.measured);
@@ -150,20 +150,20 @@ TEST(ConfirmationTest, EachWorkersOffsetCancels) {
 }
 
 TEST(ConfirmationTest, ReusedSamplesAloneCanConfirm) {
-  std::vector<ConfirmationSet> sets = {{"w0", {100, 100, 100}, {125, 125, 125}, false, ""}};
+  std::vector<ConfirmationSet> sets = {{"w0", {100, 100, 100}, {125, 125, 125}, false, "", ""}};
   EXPECT_TRUE(JudgeConfirmationSets(sets, true, 0.005).confirmed);
 }
 
 TEST(ConfirmationTest, ReusedSamplesCannotConfirmAStepTheFreshPairsDoNotShow) {
   std::vector<ConfirmationSet> sets = {
-      {"w0", {100, 100, 100, 100, 100, 100}, {125, 125, 125, 125, 125, 125}, false, ""},
-      {"w1", {100, 101, 99}, {100.5, 99.5, 100}, true, ""},
+      {"w0", {100, 100, 100, 100, 100, 100}, {125, 125, 125, 125, 125, 125}, false, "", ""},
+      {"w1", {100, 101, 99}, {100.5, 99.5, 100}, true, "", ""},
   };
   EXPECT_FALSE(JudgeConfirmationSets(sets, true, 0.005).confirmed);
 }
 
 TEST(ConfirmationTest, AnImprovementIsNotAConfirmedRegression) {
-  std::vector<ConfirmationSet> sets = {{"w0", {100, 101, 99}, {80, 81, 79}, true, ""}};
+  std::vector<ConfirmationSet> sets = {{"w0", {100, 101, 99}, {80, 81, 79}, true, "", ""}};
   EXPECT_FALSE(JudgeConfirmationSets(sets, /*worse_is_up=*/true, 0.005).confirmed);
   EXPECT_TRUE(JudgeConfirmationSets(sets, /*worse_is_up=*/false, 0.005).confirmed);
 }
@@ -171,7 +171,7 @@ TEST(ConfirmationTest, AnImprovementIsNotAConfirmedRegression) {
 // Issue 46: a drifting machine's 3% offset between two baselines, then 57 interleaved pairs at
 // x1.001 whose interval barely excludes 1. A step under half the minimum effect is no regression.
 TEST(ConfirmationTest, AStepUnderHalfTheMinimumEffectIsAResidueNotARegression) {
-  std::vector<ConfirmationSet> sets = {{"w0", {}, {}, true, ""}};
+  std::vector<ConfirmationSet> sets = {{"w0", {}, {}, true, "", ""}};
   for (int i = 0; i < 57; ++i) {
     sets[0].last_good.push_back(1.440 + 0.0001 * (i % 5));
     sets[0].culprit.push_back(1.4415 + 0.0001 * (i % 5));
