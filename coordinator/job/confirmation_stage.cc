@@ -220,22 +220,10 @@ v1::Confirmation* ConfirmationStage::MutableConfirmation() {
 
 ConfirmationStep ConfirmationStage::Start(bool early, const ConfirmationContext& context) {
   ConfirmationStep step;
-  v1::Confirmation* confirmation = MutableConfirmation();
-  confirmation->Clear();
-  int reused = 0;
-  int cached = 0;
-  for (const ConfirmationSet& set : ReusableSets()) {
-    v1::ConfirmationPairs* out = confirmation->add_sets();
-    out->set_worker(set.worker);
-    out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
-    out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
-    out->set_cached_job_id(set.cached_job_id);
-    out->set_culprit_worker(set.culprit_worker);
-    reused += set.pairs();
-    if (!set.cached_job_id.empty()) cached += set.pairs();
-  }
-  confirmation->set_reused_pairs(reused);
-  confirmation->set_cached_pairs(cached);
+  const std::vector<ConfirmationSet> sets = ReusableSets();
+  RecordReusableSets(sets);
+  const int reused = MutableConfirmation()->reused_pairs();
+  const int cached = MutableConfirmation()->cached_pairs();
   const ConfirmationPlan plan = PlanNow(reused, context.workers);
   if (plan.tasks == 0) {
     // Nothing to measure: judged from the search's samples, once they are final.
@@ -281,9 +269,42 @@ ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext&
   return step;
 }
 
+void ConfirmationStage::RecordReusableSets(const std::vector<ConfirmationSet>& sets) {
+  v1::Confirmation* confirmation = MutableConfirmation();
+  confirmation->Clear();
+  int reused = 0;
+  int cached = 0;
+  for (const ConfirmationSet& set : sets) {
+    v1::ConfirmationPairs* out = confirmation->add_sets();
+    out->set_worker(set.worker);
+    out->mutable_last_good_samples()->Assign(set.last_good.begin(), set.last_good.end());
+    out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
+    out->set_cached_job_id(set.cached_job_id);
+    out->set_culprit_worker(set.culprit_worker);
+    reused += set.pairs();
+    if (!set.cached_job_id.empty()) cached += set.pairs();
+  }
+  confirmation->set_reused_pairs(reused);
+  confirmation->set_cached_pairs(cached);
+}
+
 ConfirmationStep ConfirmationStage::CompleteEarly(const ConfirmationContext& context) {
   ConfirmationStep step;
   early_ = false;
+  // A calibration that finished since the early start may let the search's own samples confirm
+  // (the culprit's worker now known to measure GOOD as last-good's does, decision 232): then
+  // the pairs outstanding are not waited for. Only while no fresh pair is in, so that none is
+  // dropped.
+  if (MutableConfirmation()->fresh_pairs() == 0) {
+    const std::vector<ConfirmationSet> sets = ReusableSets();
+    int reused = 0;
+    for (const ConfirmationSet& set : sets) reused += set.pairs();
+    if (PlanNow(reused, context.workers).tasks == 0) {
+      RecordReusableSets(sets);
+      CancelTasks(SpeculationNotNeededText(), context.now, &step);
+      return Judge(context, std::move(step));
+    }
+  }
   // Pairs measured ahead for this culprit since (the search reopened meanwhile) count; those
   // of other commits are cancelled, and none is waited for.
   AdoptSpeculativePairs(context.now, &step);

@@ -132,6 +132,9 @@ class ConfirmationStage {
   // one set; nullopt when no two such workers did, and for a try.
   std::optional<ConfirmationSet> SetAcrossWorkers(
       const std::map<std::string, ConfirmationSet>& by_worker) const;
+  // Makes `sets` the confirmation's reused sets, and their pairs its reused (and cached) pairs,
+  // in place of whatever it held.
+  void RecordReusableSets(const std::vector<ConfirmationSet>& sets);
   // True when the job quarantined `worker`.
   bool Quarantined(const std::string& worker) const;
   // The samples of `last_good` and `culprit` that one earlier job measured on a worker whose GPU

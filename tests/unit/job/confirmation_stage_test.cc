@@ -294,6 +294,29 @@ TEST_F(ExactMetricConfirmationStageTest, AWorkerWhoseGoodDiffersAtAllPairsOnlyWi
   }
 }
 
+TEST_F(ExactMetricConfirmationStageTest, ACalibrationDuringAnEarlyConfirmationEndsItsWait) {
+  // Started early, before w2 (the culprit's worker) calibrated: a fresh pair is queued and
+  // handed out. w2's calibration then shows it measures GOOD as w1 does, and the job completes
+  // the confirmation from the search's two probes without waiting for the pair.
+  Calibrate("w1", {100});
+  Decided(4, "w1", 100, v1::VERDICT_GOOD);
+  Decided(5, "w2", 145, v1::VERDICT_BAD);
+  SearchEndsAt(4, 5);
+  stage_.Start(/*early=*/true, Context());
+  const std::vector<std::string> pending = ConfirmTasks();
+  ASSERT_FALSE(pending.empty());
+  book_.HandOut(pending.front(), "w3");
+  Calibrate("w2", {100});
+  frame_.state = v1::JOB_STATE_CONFIRMING;
+  const ConfirmationStep step = stage_.CompleteEarly(Context());
+  EXPECT_EQ(step.next, Next::kConfirmed);
+  EXPECT_EQ(step.cancelled, std::vector<std::string>{pending.front()}) << "the running pair";
+  EXPECT_TRUE(ConfirmTasks().empty());
+  ASSERT_EQ(stage_.confirmation().sets_size(), 1);
+  EXPECT_EQ(stage_.confirmation().sets(0).culprit_worker(), "w2");
+  EXPECT_EQ(stage_.confirmation().fresh_pairs(), 0);
+}
+
 TEST_F(ExactMetricConfirmationStageTest, SpeculationSkipsACulpritWhosePairIsOnWorkersAlike) {
   // The last round: 5 and 6 in flight between last-good 4 (w1) and first-bad 7 (w2), all three
   // calibrated alike. Culprit 7 (if 6 comes back GOOD on w3) pairs 6 on w3 with 7 on w2, so it
