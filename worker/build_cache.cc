@@ -61,9 +61,6 @@ struct Marker {
   // What the builds of this entry's lineage read (unknown in markers written before it was
   // recorded, or where the file system records no reads).
   BuildInputs inputs;
-  // Whether its checkout may hold more than the commit's files (a build's outputs): true in
-  // markers written before it was recorded.
-  bool holds_outputs = true;
 };
 
 std::optional<Marker> ReadMarker(const fs::path& entry) {
@@ -82,8 +79,7 @@ std::optional<Marker> ReadMarker(const fs::path& entry) {
                 json["sha"].is_string() ? json["sha"].get<std::string>() : "",
                 json["tree"].is_string() ? json["tree"].get<std::string>() : "",
                 BuildCost{},
-                BuildInputs(),
-                !json["tree_outputs"].is_boolean() || json["tree_outputs"].get<bool>()};
+                BuildInputs()};
   if (const nlohmann::json& inputs = json["inputs"];
       inputs.is_object() && inputs["read"].is_array() && inputs["unread"].is_array()) {
     auto paths = [](const nlohmann::json& list) {
@@ -254,15 +250,6 @@ absl::Status CopyCheckout(CommandRunner* runner, const fs::path& from, const fs:
   return absl::OkStatus();
 }
 
-// True when checkout `dir` (a worktree of the mirror at `mirror_dir`) holds its commit's files
-// and nothing else (Worktree::HoldsOnlyTheCommit); false when it holds more or cannot be read.
-bool HoldsOnlyTheCommit(const std::string& mirror_dir, const fs::path& dir) {
-  absl::StatusOr<std::unique_ptr<Worktree>> tree = Worktree::OpenOrCreate(mirror_dir, dir);
-  if (!tree.ok()) return false;
-  absl::StatusOr<bool> only = (*tree)->HoldsOnlyTheCommit();
-  return only.ok() && *only;
-}
-
 // The build costs recorded in the markers of the `count` most recently built entries.
 std::vector<BuildCost> RecentBuildCosts(const fs::path& builds_dir, size_t count) {
   std::vector<EntryState> entries = ListEntries(builds_dir);
@@ -395,12 +382,11 @@ std::vector<std::string> EntryNames(const std::vector<EntryState>& entries, bool
 
 // The text of the marker of a build of `key`, made for `request` at `cost` (or fetched from
 // build store `fetched_from`, when set, at its publisher's cost), started from commit
-// `started_from`, that read `inputs`, left a checkout that `holds_outputs` or not and ended at
-// `built_at`.
+// `started_from`, that read `inputs` and ended at `built_at`.
 std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
                        const BuildCost& cost, const std::string& started_from,
                        const std::string& fetched_from, const BuildInputs& inputs,
-                       bool holds_outputs, absl::Time built_at) {
+                       absl::Time built_at) {
   nlohmann::json marker;
   marker["key"] = key.Text();
   marker["tree"] = key.tree;
@@ -418,7 +404,6 @@ std::string MarkerText(const BuildKey& key, const BuildCache::Request& request,
     marker["inputs"]["read"] = inputs.read();
     marker["inputs"]["unread"] = inputs.unread();
   }
-  marker["tree_outputs"] = holds_outputs;
   marker["built_at"] = absl::FormatTime(built_at, absl::UTCTimeZone());
   return marker.dump(2) + "\n";
 }
@@ -574,8 +559,6 @@ struct BuildCache::Acquisition {
   // shared the cores with.
   BuildInputs inputs;
   int overlapping = 0;
-  // Whether the built checkout may hold more than the commit's files (Marker::holds_outputs).
-  bool holds_outputs = true;
   // The build's processes asking for a core, their median over its samples (0: not sampled
   // enough).
   double runnable = 0;
@@ -730,7 +713,6 @@ void BuildCache::StartFromNearest(Acquisition* acq) {
   } else {
     fs::remove_all(src, ec);  // A fresh checkout instead.
     claim.start_inputs = BuildInputs::Read({}, {});
-    claim.start_holds_outputs = false;
   }
 }
 
@@ -871,7 +853,6 @@ bool BuildCache::BuildEntry(Acquisition* acq) {
     acq->inputs = acq->claim.start_inputs;
     acq->inputs.Merge(*read);
   }
-  acq->holds_outputs = acq->claim.start_holds_outputs || !HoldsOnlyTheCommit(acq->mirror, src);
   return true;
 }
 
@@ -884,8 +865,7 @@ bool BuildCache::RecordBuild(Acquisition* acq) {
                                          acq->overlapping, 0, acq->runnable};
   absl::Status marked = WriteFileDurably(
       entry / kMarker, MarkerText(acq->key, acq->request, cost, acq->acquired.started_from,
-                                  fetched ? store_->name() : "", acq->inputs,
-                                  fetched || acq->holds_outputs, clock_->Now()));
+                                  fetched ? store_->name() : "", acq->inputs, clock_->Now()));
   if (!marked.ok()) return acq->FailInfra("recording the build", marked);
   // Released once the cost is recorded: the builds waiting for a slot size the limit with it.
   acq->build_slot.reset();
@@ -963,24 +943,18 @@ absl::StatusOr<BuildCache::Claim> BuildCache::ClaimLocked(const BuildKey& key,
       claim.name = entry.name;
       claim.took_over_sha = entry.marker->sha;
       claim.start_inputs = entry.marker->inputs;
-      claim.start_holds_outputs = entry.marker->holds_outputs;
       return claim;
     }
   }
   // Else a new entry, copied from the nearest entry that can be read (held shared, so that the
-  // eviction below leaves it alone), or a fresh checkout. A checkout whose builds left nothing in
-  // it is not copied: the copy would bring only the commit's files, which a checkout writes for
-  // less (decision 233).
-  LockedNearBuild source = EntryToCopy(near, builds_dir_);
-  if (source.lock != nullptr && source.near->entry->marker->holds_outputs) {
+  // eviction below leaves it alone), or a fresh checkout.
+  if (LockedNearBuild source = EntryToCopy(near, builds_dir_); source.lock != nullptr) {
     claim.copy_from = source.near->entry->name;
     claim.copy_from_sha = source.near->entry->marker->sha;
     claim.copy_from_lock = std::move(source.lock);
     claim.start_inputs = source.near->entry->marker->inputs;
   } else {
-    source.lock.reset();
     claim.start_inputs = BuildInputs::Read({}, {});  // Fresh.
-    claim.start_holds_outputs = false;
   }
   // When the cache is full, evict idle built entries, least recently used first, to make room.
   RETURN_IF_ERROR(TrashIdleLocked(EntryNames(entries, /*built=*/true), &count, trash));

@@ -20,8 +20,7 @@
 //                   each build of the entry; its build and benchmarks run with it
 //   e<N>/built      written atomically (and fsynced) after the build succeeded: the key, the
 //                   commit, the repository, the build's wall and CPU time, the files its
-//                   lineage's builds read, whether its checkout holds more than the commit's
-//                   files (`tree_outputs`; JSON). An entry without it holds no usable
+//                   lineage's builds read (JSON). An entry without it holds no usable
 //                   build (in progress, failed, or its worker crashed) and is never served; the
 //                   next request of its key builds it again in place.
 //   e<N>/read-stamp the file whose access time marks the start of the entry's latest build
@@ -40,9 +39,7 @@
 // CMake build trees in the copy, which name the other entry's directory, are moved to this one
 // (their paths rewritten, file times kept: cmake_relocation.h), or removed and configured again
 // where they cannot be. Only a miss with no such entry starts from a fresh checkout, i.e. a clean
-// build, and one whose nearest entry holds nothing but its commit's files (a build that writes
-// outside its checkout: `tree_outputs` false), which a copy would only bring at a higher cost
-// than a checkout (decision 233).
+// build.
 //
 // With a build store shared by the cluster's hosts (build_store.h, `--build-store`), a miss whose
 // build another host of the same hardware class and toolchain published is fetched into a new
@@ -228,10 +225,6 @@ class BuildCache {
     // What the builds of the entry the build starts from read (build_inputs.h); known and empty
     // for a fresh checkout, unknown for a build again in place of one that did not finish.
     BuildInputs start_inputs;
-    // Whether the tree the build starts from may hold more than its commit's files (a build's
-    // outputs): the marker's of the entry taken over or copied, false for a fresh checkout, true
-    // for a build again in place of one that did not finish.
-    bool start_holds_outputs = true;
     // Set instead of `building` when the key needs a build and the caller may not build yet
     // (it holds no build slot): nothing was claimed.
     bool needs_build = false;

@@ -259,19 +259,6 @@ absl::Status Worktree::SetExcludes(const std::vector<std::string>& patterns) {
                              contents);
 }
 
-absl::StatusOr<bool> Worktree::HoldsOnlyTheCommit() const {
-  git_status_options options = GIT_STATUS_OPTIONS_INIT;
-  options.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
-  // An untracked or ignored directory is listed once, unopened: one entry is enough to know.
-  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_INCLUDE_IGNORED |
-                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-  git_status_list* raw = nullptr;
-  const int rc = git_status_list_new(&raw, repo_.get(), &options);
-  if (rc != 0) return Git2Error(rc, absl::StrCat("cannot read the status of '", path_, "'"));
-  StatusListPtr list(raw);
-  return git_status_list_entrycount(list.get()) == 0;
-}
-
 std::string Worktree::path() const { return path_; }
 
 std::string Worktree::head() const {

@@ -88,11 +88,6 @@ class Worktree {
   // Replaces the patterns of any earlier call.
   absl::Status SetExcludes(const std::vector<std::string>& patterns);
 
-  // True when the directory holds the checked-out commit's files and nothing else: no tracked
-  // file modified or deleted, no untracked or ignored file (a build's outputs). Submodules'
-  // directories are not looked into. Costs a status of the working tree (a stat per file).
-  absl::StatusOr<bool> HoldsOnlyTheCommit() const;
-
   // Returns the absolute path of the checkout directory, without a trailing slash.
   std::string path() const;
 

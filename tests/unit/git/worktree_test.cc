@@ -7,12 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -213,33 +212,6 @@ TEST_F(WorktreeTest, SetExcludesKeepsUntrackedPaths) {
   EXPECT_TRUE(fs::exists(tree->path() + "/out/bin"));
   EXPECT_TRUE(fs::exists(tree->path() + "/x.cache"));
   EXPECT_FALSE(fs::exists(tree->path() + "/gone.txt"));
-}
-
-TEST_F(WorktreeTest, HoldsOnlyTheCommitUntilAnythingElseIsThere) {
-  // Each of a build's traces makes the checkout more than its commit: an ignored output, an
-  // untracked file, a tracked file changed or deleted.
-  const std::vector<std::function<void(const std::string&)>> traces = {
-      [](const std::string& root) { WriteFile(root + "/build/obj/main.o", "object code"); },
-      [](const std::string& root) { WriteFile(root + "/run.log", "ignored"); },
-      [](const std::string& root) { WriteFile(root + "/generated.h", "untracked"); },
-      [](const std::string& root) { WriteFile(root + "/dir/c.txt", "rewritten"); },
-      [](const std::string& root) { fs::remove(root + "/same.txt"); },
-  };
-  std::unique_ptr<Worktree> tree = Open(tmp_.Join("slot"));
-  ASSERT_NE(tree, nullptr);
-  for (size_t i = 0; i < traces.size(); ++i) {
-    SCOPED_TRACE(i);
-    ASSERT_TRUE(tree->Checkout(a_).ok());
-    fs::remove_all(tree->path() + "/build");  // Ignored files outlive a checkout.
-    fs::remove(tree->path() + "/run.log");
-    absl::StatusOr<bool> only = tree->HoldsOnlyTheCommit();
-    ASSERT_TRUE(only.ok()) << only.status();
-    EXPECT_TRUE(*only) << "a fresh checkout";
-    traces[i](tree->path());
-    only = tree->HoldsOnlyTheCommit();
-    ASSERT_TRUE(only.ok()) << only.status();
-    EXPECT_FALSE(*only);
-  }
 }
 
 TEST_F(WorktreeTest, AnIndexLockLeftByAKilledWorkerIsRemoved) {

@@ -379,34 +379,6 @@ TEST_F(BuildCacheTest, AMissCopiesTheNearestBuildWithItsFileTimesAndRebuildsWhat
   EXPECT_EQ(other.started_from, "");
 }
 
-TEST_F(BuildCacheTest, ACheckoutItsBuildLeftAsItWasIsCheckedOutAfreshNotCopied) {
-  // Decision 233: a build that writes outside its checkout (here a log; a `sleep`, an install
-  // elsewhere) leaves the commit's files and nothing else. A copy of that entry would bring
-  // only what a checkout writes, for more: the next miss checks out afresh.
-  BuildCache cache(CacheDir(), 16, runner_.get());
-  const std::string outside = absl::StrCat("echo \"$KBISECT_COMMIT\" >> ", ShellQuote(log_));
-  BuildCache::Acquired a = cache.Acquire(Request(a_, outside), nullptr, nullptr);
-  ASSERT_TRUE(a.step.ok()) << a.step.message;
-  EXPECT_THAT(ReadFile((fs::path(a.dir).parent_path() / "built").string()),
-              HasSubstr("\"tree_outputs\": false"));
-  BuildCache::Acquired c = cache.Acquire(Request(c_, outside), nullptr, nullptr);
-  ASSERT_TRUE(c.step.ok()) << c.step.message;
-  EXPECT_EQ(c.started_from, "") << "a fresh checkout, not a copy of a's entry";
-  EXPECT_NE(c.dir, a.dir);
-  EXPECT_EQ(ReadFile(c.dir + "/file.txt"), "c\n");
-  EXPECT_FALSE(fs::exists(c.dir + "/only-a.txt"));
-
-  // The same builds with an output in the checkout: the next one starts from the nearest.
-  const std::string inside = LoggingBuild();
-  BuildCache::Acquired b = cache.Acquire(Request(b_, inside), nullptr, nullptr);
-  ASSERT_TRUE(b.step.ok()) << b.step.message;
-  EXPECT_THAT(ReadFile((fs::path(b.dir).parent_path() / "built").string()),
-              HasSubstr("\"tree_outputs\": true"));
-  BuildCache::Acquired d = cache.Acquire(Request(d_, inside), nullptr, nullptr);
-  ASSERT_TRUE(d.step.ok()) << d.step.message;
-  EXPECT_EQ(d.started_from, b_) << "copied: b's entry holds out.txt";
-}
-
 TEST_F(BuildCacheTest, TheNearestBuildIsTheOneWhoseFilesTheBuildReadsDifferLeast) {
   if (!ReadWatch::Start(tmp_.path(), tmp_.Join("stamp")).on()) {
     GTEST_SKIP() << "this file system records no reads (noatime): every path counts";
