@@ -322,6 +322,27 @@ TEST(ReportTest, MergeConfirmationAndSteps) {
                                 "total)\n  2. 5c6d7e8 Add a barrier"));
 }
 
+TEST(ReportTest, AConfirmationFromTwoWorkersAlikeNamesBoth) {
+  // Decision 232: last good measured on w2, the culprit on w5, both measuring GOOD exactly alike.
+  v1::JobStatus job = CulpritJob();
+  v1::Confirmation* confirmation = job.mutable_confirmation();
+  confirmation->set_confirmed(true);
+  confirmation->set_ratio(1.45);
+  confirmation->set_ci_low(1.45);
+  confirmation->set_ci_high(1.45);
+  confirmation->set_worker("w2");
+  confirmation->set_reused_pairs(1);
+  v1::ConfirmationPairs* set = confirmation->add_sets();
+  set->set_worker("w2");
+  set->set_culprit_worker("w5");
+  set->add_last_good_samples(100);
+  set->add_culprit_samples(145);
+  EXPECT_THAT(FormatReport(job),
+              HasSubstr("Confirmation: confirmed, culprit/last-good ratio 1.45 (95% CI 1.45 to "
+                        "1.45) on workers w2 (last good) and w5 (culprit), which measure GOOD "
+                        "exactly alike\n"));
+}
+
 TEST(ReportTest, TheDependencysCulpritFollowsTheCulprit) {
   v1::JobStatus job = CulpritJob();
   v1::DependencyCulprit* found = job.add_dependency_culprits();
