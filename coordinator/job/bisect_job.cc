@@ -305,8 +305,7 @@ void BisectJob::SpeculateConfirmations(const DispatchPlan& plan, absl::Time now,
   const std::set<std::string> unsettled = calibration_.OwingCalibration(ledger_.awaiting());
   for (const std::string& worker : plan.seen) {
     if (busy.count(worker) > 0) continue;
-    const Calibration::Worker* state = calibration_.Find(worker);
-    if (state != nullptr && state->quarantined) continue;
+    if (calibration_.Quarantined(worker)) continue;
     // A pair needs no calibration (the worker's offset cancels within it), but a worker whose
     // calibration is not done and that owes one (it measured in the job, or BAD) is left alone:
     // it calibrates first, and a GPU its calibration quarantines voids its pairs.

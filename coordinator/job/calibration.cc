@@ -248,6 +248,11 @@ const Calibration::Worker* Calibration::Find(const std::string& name) const {
   return it == workers_.end() ? nullptr : &it->second;
 }
 
+bool Calibration::Quarantined(const std::string& worker) const {
+  const Worker* state = Find(worker);
+  return state != nullptr && state->quarantined;
+}
+
 bool Calibration::CalibrationDone(const std::string& worker) const {
   const Worker* state = Find(worker);
   if (state == nullptr || state->calibration < 0) return false;

@@ -98,6 +98,8 @@ class Calibration {
   std::map<std::string, Worker>& workers() { return workers_; }
   const std::map<std::string, Worker>& workers() const { return workers_; }
 
+  // True when the job quarantined `worker` (false for a worker it never saw).
+  bool Quarantined(const std::string& worker) const;
   // True when `worker` has a finished, measured GOOD calibration.
   bool CalibrationDone(const std::string& worker) const;
   // True when the worker's calibration is complete enough to classify its probes.

@@ -29,6 +29,13 @@ std::optional<v1::ConfirmationPairs> InterleavedPairsOf(const std::string& worke
   return set;
 }
 
+// The pairs `sets` hold together.
+int PairsIn(const std::vector<ConfirmationSet>& sets) {
+  int pairs = 0;
+  for (const ConfirmationSet& set : sets) pairs += set.pairs();
+  return pairs;
+}
+
 }  // namespace
 
 ConfirmationStage::ConfirmationStage(const JobFrame* frame,
@@ -95,11 +102,9 @@ int ConfirmationStage::ExpectedReusedPairs(int last_good, int culprit) const {
   const auto [good_worker, good_samples] = measurer(last_good, v1::VERDICT_GOOD);
   const auto [bad_worker, bad_samples] = measurer(culprit, v1::VERDICT_BAD);
   const bool one_worker = !good_worker.empty() && good_worker == bad_worker;
-  // Two workers that measure GOOD exactly alike pair as one would (SetAcrossWorkers).
-  const bool alike = !one_worker && !good_worker.empty() && !bad_worker.empty() &&
-                     !frame_->spec.has_try_change() &&
-                     calibration_->MeasureGoodAlike(good_worker, bad_worker);
-  int pairs = one_worker || alike ? std::min(good_samples, bad_samples) : 0;
+  const bool across = !one_worker && !good_worker.empty() && !bad_worker.empty() &&
+                      PairsAcross(good_worker, bad_worker);
+  int pairs = one_worker || across ? std::min(good_samples, bad_samples) : 0;
   // The pairs earlier jobs measured count for the other workers.
   for (const ConfirmationSet& set : CachedSets(last_good, culprit)) {
     if (!one_worker || set.worker != good_worker) pairs += set.pairs();
@@ -166,14 +171,19 @@ std::vector<ConfirmationSet> ConfirmationStage::ReusableSets() const {
   return sets;
 }
 
+bool ConfirmationStage::PairsAcross(const std::string& good_worker,
+                                    const std::string& bad_worker) const {
+  // A try's answer is its own interleaved pairs.
+  return !frame_->spec.has_try_change() && calibration_->MeasureGoodAlike(good_worker, bad_worker);
+}
+
 std::optional<ConfirmationSet> ConfirmationStage::SetAcrossWorkers(
     const std::map<std::string, ConfirmationSet>& by_worker) const {
-  if (frame_->spec.has_try_change()) return std::nullopt;  // A try's answer is its own pairs.
   for (const auto& [good_worker, good_side] : by_worker) {
     if (good_side.last_good.empty()) continue;
     for (const auto& [bad_worker, bad_side] : by_worker) {
       if (bad_side.culprit.empty() || bad_worker == good_worker ||
-          !calibration_->MeasureGoodAlike(good_worker, bad_worker)) {
+          !PairsAcross(good_worker, bad_worker)) {
         continue;
       }
       ConfirmationSet set;
@@ -272,7 +282,6 @@ ConfirmationStep ConfirmationStage::AbortIfTargetLost(const ConfirmationContext&
 void ConfirmationStage::RecordReusableSets(const std::vector<ConfirmationSet>& sets) {
   v1::Confirmation* confirmation = MutableConfirmation();
   confirmation->Clear();
-  int reused = 0;
   int cached = 0;
   for (const ConfirmationSet& set : sets) {
     v1::ConfirmationPairs* out = confirmation->add_sets();
@@ -281,10 +290,9 @@ void ConfirmationStage::RecordReusableSets(const std::vector<ConfirmationSet>& s
     out->mutable_culprit_samples()->Assign(set.culprit.begin(), set.culprit.end());
     out->set_cached_job_id(set.cached_job_id);
     out->set_culprit_worker(set.culprit_worker);
-    reused += set.pairs();
     if (!set.cached_job_id.empty()) cached += set.pairs();
   }
-  confirmation->set_reused_pairs(reused);
+  confirmation->set_reused_pairs(PairsIn(sets));
   confirmation->set_cached_pairs(cached);
 }
 
@@ -297,9 +305,7 @@ ConfirmationStep ConfirmationStage::CompleteEarly(const ConfirmationContext& con
   // dropped.
   if (MutableConfirmation()->fresh_pairs() == 0) {
     const std::vector<ConfirmationSet> sets = ReusableSets();
-    int reused = 0;
-    for (const ConfirmationSet& set : sets) reused += set.pairs();
-    if (PlanNow(reused, context.workers).tasks == 0) {
+    if (PlanNow(PairsIn(sets), context.workers).tasks == 0) {
       RecordReusableSets(sets);
       CancelTasks(SpeculationNotNeededText(), context.now, &step);
       return Judge(context, std::move(step));
@@ -310,11 +316,6 @@ ConfirmationStep ConfirmationStage::CompleteEarly(const ConfirmationContext& con
   AdoptSpeculativePairs(context.now, &step);
   if (!TasksPending()) return Judge(context, std::move(step));
   return step;
-}
-
-bool ConfirmationStage::Quarantined(const std::string& worker) const {
-  const Calibration::Worker* state = calibration_->Find(worker);
-  return state != nullptr && state->quarantined;
 }
 
 bool ConfirmationStage::TasksPending() const {
@@ -419,8 +420,7 @@ bool ConfirmationStage::RemeasureQuarantinedPairs(const ConfirmationContext& con
   google::protobuf::RepeatedPtrField<v1::ConfirmationPairs> kept;
   int dropped = 0;
   for (v1::ConfirmationPairs& pairs : *confirmation->mutable_sets()) {
-    const Calibration::Worker* worker = calibration_->Find(pairs.worker());
-    if (pairs.interleaved() && worker != nullptr && worker->quarantined) {
+    if (pairs.interleaved() && calibration_->Quarantined(pairs.worker())) {
       dropped += std::min(pairs.last_good_samples_size(), pairs.culprit_samples_size());
       continue;
     }
@@ -467,7 +467,10 @@ ConfirmationStep ConfirmationStage::Judge(const ConfirmationContext& context,
   bool any_fresh = false;
   for (const v1::ConfirmationPairs& pairs : confirmation->sets()) {
     // A GPU quarantined since cannot vouch for its pairs.
-    if (Quarantined(pairs.worker()) || Quarantined(pairs.culprit_worker())) continue;
+    if (calibration_->Quarantined(pairs.worker()) ||
+        calibration_->Quarantined(pairs.culprit_worker())) {
+      continue;
+    }
     ConfirmationSet set;
     set.worker = pairs.worker();
     set.culprit_worker = pairs.culprit_worker();

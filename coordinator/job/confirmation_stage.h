@@ -129,14 +129,15 @@ class ConfirmationStage {
   std::vector<ConfirmationSet> ReusableSets() const;
   // When no worker measured both: last-good's samples of one worker and the culprit's of
   // another that measures GOOD exactly alike (Calibration::MeasureGoodAlike, decision 232), as
-  // one set; nullopt when no two such workers did, and for a try.
+  // one set (PairsAcross); nullopt when no two such workers did.
   std::optional<ConfirmationSet> SetAcrossWorkers(
       const std::map<std::string, ConfirmationSet>& by_worker) const;
   // Makes `sets` the confirmation's reused sets, and their pairs its reused (and cached) pairs,
   // in place of whatever it held.
   void RecordReusableSets(const std::vector<ConfirmationSet>& sets);
-  // True when the job quarantined `worker`.
-  bool Quarantined(const std::string& worker) const;
+  // True when last-good's samples of `good_worker` and the culprit's of `bad_worker` pair as
+  // one worker's would: they measure GOOD exactly alike (decision 232), and the job is no try.
+  bool PairsAcross(const std::string& good_worker, const std::string& bad_worker) const;
   // The samples of `last_good` and `culprit` that one earlier job measured on a worker whose GPU
   // agreed with itself in this job (ResultReuse::PairsAt), one set per worker.
   std::vector<ConfirmationSet> CachedSets(int last_good, int culprit) const;

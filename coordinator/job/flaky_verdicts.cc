@@ -40,8 +40,7 @@ std::vector<CommitEvidence> FlakyEvidence(const ProbeRows& probes, const Calibra
   std::vector<CommitEvidence> evidence;
   for (const v1::Probe& probe : probes) {
     if (!IsMeasuredRow(probe)) continue;
-    const Calibration::Worker* worker = calibration.Find(probe.worker());
-    if (worker != nullptr && worker->quarantined) continue;
+    if (calibration.Quarantined(probe.worker())) continue;
     const RunCounts counts = CountRuns(probe);
     if (counts.runs() == 0) continue;
     CommitEvidence e;

@@ -115,8 +115,7 @@ void VerdictLedger::Retract(const std::vector<int>& positions, bool probe_again,
     probe.set_provisional(false);
     changed = true;
     // A quarantined worker's samples cannot be judged again.
-    const Calibration::Worker* worker = calibration_->Find(probe.worker());
-    if (probe_again || (worker != nullptr && worker->quarantined)) {
+    if (probe_again || calibration_->Quarantined(probe.worker())) {
       probe.set_state(v1::PROBE_STATE_CANCELLED);
       probe.set_message(DiscardedText(why.empty() ? "its worker was quarantined" : why));
       *probe.mutable_end_time() = ToProto(now);
